@@ -1,0 +1,28 @@
+// Package bundle reads and writes airgap bundles: the one signed file that is
+// carried across the air gap.
+//
+// A bundle is a tar stream, zstd-compressed unless written with
+// CompressionNone. Its entries, in this order and nothing else:
+//
+//	manifest.json          the Manifest (JSON, at most MaxManifestSize)
+//	manifest.json.sig      binary detached OpenPGP signature of manifest.json
+//	blobs/sha256/<hex>     every carried blob, in the manifest's (sorted) order
+//
+// Every tar header is fixed (mode 0444, uid/gid 0, no owner names, mtime from
+// SOURCE_DATE_EPOCH or the epoch), USTAR where it fits and PAX where a size
+// needs it (blobs over 8 GiB), so the same inputs give the same bytes.
+//
+// The manifest lists every blob (digest, size, role) and the dist.Catalog the
+// blobs make up. A delta bundle lists the full catalog but marks the blobs it
+// does not carry as omitted; its Delta field names the base. The manifest
+// digest (sha256 of manifest.json) identifies a bundle.
+//
+// Reader checks the signature before it hands out any blob, and each blob's
+// size and digest while it is read; a blob reader returns the error at its
+// end instead of io.EOF, so a consumer that copies it learns of a bad blob
+// before it can commit anything.
+//
+// Sub-package store is the content-addressed directory bundles are imported
+// into. This package does not touch the filesystem except through the
+// file-path helpers, and does not talk to the network.
+package bundle

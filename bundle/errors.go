@@ -1,0 +1,16 @@
+package bundle
+
+import "errors"
+
+// Sentinel errors; wrapped with context where they are returned.
+var (
+	// ErrFormat: the stream is not a well-formed bundle (bad tar, wrong,
+	// extra, missing or duplicate entries, unsafe entry names or types).
+	ErrFormat = errors.New("malformed bundle")
+	// ErrTruncated: the stream ended early.
+	ErrTruncated = errors.New("bundle is truncated")
+	// ErrManifest: the manifest is unreadable or inconsistent.
+	ErrManifest = errors.New("invalid manifest")
+	// ErrTooNew: the bundle format is newer than this program.
+	ErrTooNew = errors.New("bundle format is newer than this airgap understands")
+)

@@ -1,0 +1,189 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// FormatVersion is the bundle format this package writes and reads.
+const FormatVersion = 1
+
+// Limits on what the reader accepts before the signature has been checked.
+const (
+	MaxManifestSize  = 64 << 20
+	MaxSignatureSize = 64 << 10
+)
+
+// Entry names.
+const (
+	ManifestName  = "manifest.json"
+	SignatureName = "manifest.json.sig"
+	blobPrefix    = "blobs/sha256/"
+)
+
+// Manifest is the signed table of contents of a bundle.
+type Manifest struct {
+	Format  int          `json:"format"`
+	Tool    string       `json:"tool"`
+	Created *time.Time   `json:"created,omitempty"` // only from SOURCE_DATE_EPOCH
+	Delta   *Delta       `json:"delta,omitempty"`
+	Blobs   []Blob       `json:"blobs"`
+	Catalog dist.Catalog `json:"catalog"`
+}
+
+// Blob is one content-addressed file.
+type Blob struct {
+	Digest verify.Digest `json:"digest"`
+	Size   int64         `json:"size"`
+	Role   string        `json:"role"`
+	// Omitted is true in a delta bundle for a blob that the base already has
+	// and this bundle does not carry.
+	Omitted bool `json:"omitted,omitempty"`
+}
+
+// Delta describes the base of a delta bundle.
+type Delta struct {
+	// Base names what the delta was computed against: the manifest digest of
+	// a previous bundle, or "inventory" for an offline store's inventory.
+	Base string `json:"base"`
+	// BaseBundles lists manifest digests of bundles known to provide the
+	// omitted blobs, for error messages on the offline side.
+	BaseBundles []string `json:"base_bundles,omitempty"`
+}
+
+// EntryName is the tar entry name of a blob.
+func EntryName(d verify.Digest) string { return blobPrefix + d.Hex() }
+
+// Carried returns the blobs the bundle actually contains.
+func (m *Manifest) Carried() []Blob {
+	out := make([]Blob, 0, len(m.Blobs))
+	for _, b := range m.Blobs {
+		if !b.Omitted {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Totals returns the number and bytes of carried blobs.
+func (m *Manifest) Totals() (n int, bytes int64) {
+	for _, b := range m.Carried() {
+		n++
+		bytes += b.Size
+	}
+	return
+}
+
+// Normalize sorts the blobs and catalog into canonical order.
+func (m *Manifest) Normalize() {
+	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
+	m.Catalog.Sort()
+}
+
+// Marshal returns the canonical JSON form of m.
+func (m *Manifest) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", " ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ParseManifest decodes and validates a manifest.
+func ParseManifest(data []byte) (*Manifest, error) {
+	if len(data) > MaxManifestSize {
+		return nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrManifest, len(data), MaxManifestSize)
+	}
+	var probe struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	if probe.Format > FormatVersion {
+		return nil, fmt.Errorf("%w (format %d, this airgap reads format %d)\nhint: upgrade airgap on this side", ErrTooNew, probe.Format, FormatVersion)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the manifest", ErrManifest)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the manifest's internal consistency.
+func (m *Manifest) Validate() error {
+	if m.Format != FormatVersion {
+		return fmt.Errorf("%w: format %d, want %d", ErrManifest, m.Format, FormatVersion)
+	}
+	roles := make(map[verify.Digest]string, len(m.Blobs))
+	for i, b := range m.Blobs {
+		if _, err := verify.ParseDigest(string(b.Digest)); err != nil {
+			return fmt.Errorf("%w: blob %d: %v", ErrManifest, i, err)
+		}
+		if b.Size < 0 {
+			return fmt.Errorf("%w: blob %s has negative size", ErrManifest, b.Digest.Short())
+		}
+		if i > 0 && m.Blobs[i-1].Digest >= b.Digest {
+			return fmt.Errorf("%w: blobs are not sorted by digest or listed twice (%s)", ErrManifest, b.Digest.Short())
+		}
+		switch b.Role {
+		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive:
+		default:
+			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
+		}
+		if b.Omitted && m.Delta == nil {
+			return fmt.Errorf("%w: blob %s is omitted but the bundle is not a delta", ErrManifest, b.Digest.Short())
+		}
+		roles[b.Digest] = b.Role
+	}
+	if err := m.Catalog.Validate(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	used := m.Catalog.Blobs()
+	for d := range roles {
+		if _, ok := used[d]; !ok {
+			return fmt.Errorf("%w: blob %s is listed but not used by the catalog", ErrManifest, d.Short())
+		}
+	}
+	return nil
+}
+
+// Describe says what a blob is for, e.g. "provider registry.terraform.io/hashicorp/aws 5.60.0 linux_amd64".
+func (m *Manifest) Describe(d verify.Digest) string {
+	for _, p := range m.Catalog.Providers {
+		if p.Shasums == d {
+			return "SHA256SUMS of provider " + p.String()
+		}
+		if p.ShasumsSig == d {
+			return "SHA256SUMS signature of provider " + p.String()
+		}
+		for _, pk := range p.Packages {
+			if pk.Digest == d {
+				return "provider " + p.String() + " " + pk.Platform()
+			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if mv.Archive == d {
+			return "module " + mv.String()
+		}
+	}
+	return "unreferenced blob"
+}

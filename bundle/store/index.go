@@ -1,0 +1,109 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// IndexFormat is the version of index.json this package writes.
+const IndexFormat = 1
+
+// Index is the content of index.json.
+type Index struct {
+	Format  int           `json:"format"`
+	Catalog dist.Catalog  `json:"catalog"`
+	Imports []ImportEntry `json:"imports"`
+}
+
+// ImportEntry is one bundle's import in the store's history.
+type ImportEntry struct {
+	Bundle     verify.Digest `json:"bundle"` // the manifest digest
+	Signer     verify.Signer `json:"signer"`
+	Time       time.Time     `json:"time"`
+	Tool       string        `json:"tool,omitempty"`
+	Delta      bool          `json:"delta,omitempty"`
+	Added      []string      `json:"added"`
+	BlobsAdded int           `json:"blobs_added"`
+	BytesAdded int64         `json:"bytes_added"`
+}
+
+func readIndex(root string) (*Index, error) {
+	data, err := os.ReadFile(indexPath(root))
+	if os.IsNotExist(err) {
+		return &Index{Format: IndexFormat, Catalog: dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ix Index
+	if err := json.Unmarshal(data, &ix); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, indexPath(root), err)
+	}
+	if ix.Format != IndexFormat {
+		return nil, fmt.Errorf("%w: %s has format %d, want %d", ErrCorrupt, indexPath(root), ix.Format, IndexFormat)
+	}
+	return &ix, nil
+}
+
+// writeIndex replaces index.json atomically and durably.
+func writeIndex(root string, ix *Index) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", " ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ix); err != nil {
+		return err
+	}
+	return WriteFileAtomic(indexPath(root), b.Bytes(), 0o644)
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory: write, fsync, rename, fsync the directory.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

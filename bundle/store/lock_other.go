@@ -1,0 +1,23 @@
+//go:build !unix
+
+package store
+
+import (
+	"errors"
+	"os"
+)
+
+// lockStore on systems without flock: an exclusive-create lock file. A
+// crashed import leaves it behind; the error says how to clear it.
+func lockStore(root string, wait bool) (func(), error) {
+	p := lockPath(root) + ".held"
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, ErrLocked
+		}
+		return nil, err
+	}
+	f.Close()
+	return func() { os.Remove(p) }, nil
+}

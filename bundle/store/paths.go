@@ -1,0 +1,26 @@
+package store
+
+import (
+	"path/filepath"
+
+	"github.com/airgap/airgap/verify"
+)
+
+const (
+	indexName = "index.json"
+	blobsDir  = "blobs/sha256"
+	tmpDir    = "tmp"
+	lockName  = "lock"
+	tlsDir    = "tls"
+)
+
+func indexPath(root string) string { return filepath.Join(root, indexName) }
+func blobDir(root string) string   { return filepath.Join(root, filepath.FromSlash(blobsDir)) }
+func tmpPath(root string) string   { return filepath.Join(root, tmpDir) }
+func lockPath(root string) string  { return filepath.Join(root, lockName) }
+
+// BlobPath is where the blob with digest d lives.
+func BlobPath(root string, d verify.Digest) string { return filepath.Join(blobDir(root), d.Hex()) }
+
+// TLSDir is the directory the server keeps its certificates in.
+func TLSDir(root string) string { return filepath.Join(root, tlsDir) }

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// Store is a read-only view of a store directory. Its Index is a snapshot
+// that Reload replaces when index.json changes; callers must treat a
+// snapshot as immutable. Safe for concurrent use.
+type Store struct {
+	root string
+	cur  atomic.Pointer[snapshot]
+	mu   sync.Mutex // serializes Reload
+}
+
+type snapshot struct {
+	ix    *Index
+	ident fileIdent
+}
+
+type fileIdent struct {
+	ino   uint64
+	size  int64
+	mtime time.Time
+}
+
+func identOf(fi os.FileInfo) fileIdent {
+	id := fileIdent{size: fi.Size(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}
+
+// Open opens the store at root for reading. A store with no index yet (no
+// bundle imported) opens with an empty catalog.
+func Open(root string) (*Store, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w\nhint: create it with 'airgap import --store %s BUNDLE'", root, err, root)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("store %s: not a directory", root)
+	}
+	s := &Store{root: root}
+	if _, err := s.Reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Root is the store directory.
+func (s *Store) Root() string { return s.root }
+
+// Index returns the current snapshot of the index.
+func (s *Store) Index() *Index { return s.cur.Load().ix }
+
+// Reload re-reads index.json if it changed since the last read and reports
+// whether it did.
+func (s *Store) Reload() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var id fileIdent
+	fi, err := os.Stat(indexPath(s.root))
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		return false, err
+	default:
+		id = identOf(fi)
+	}
+	if old := s.cur.Load(); old != nil && old.ident == id {
+		return false, nil
+	}
+	ix, err := readIndex(s.root)
+	if err != nil {
+		return false, err
+	}
+	s.cur.Store(&snapshot{ix: ix, ident: id})
+	return true, nil
+}
+
+// Watch calls Reload every interval until ctx ends, and onChange (if not
+// nil) after each change or error.
+func (s *Store) Watch(ctx context.Context, interval time.Duration, onChange func(*Index, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			changed, err := s.Reload()
+			if onChange != nil && (changed || err != nil) {
+				onChange(s.Index(), err)
+			}
+		}
+	}
+}
+
+// OpenBlob opens a blob for reading.
+func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
+	f, err := os.Open(BlobPath(s.root, d))
+	if os.IsNotExist(err) {
+		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
+	}
+	return f, err
+}
+
+// Catalog returns the current catalog snapshot (read-only).
+func (s *Store) Catalog() *dist.Catalog { return &s.Index().Catalog }

@@ -1,0 +1,320 @@
+package dist
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/airgap/airgap/verify"
+	version "github.com/hashicorp/go-version"
+)
+
+// Blob roles, as recorded in a bundle manifest.
+const (
+	RoleProviderPackage = "provider-package"
+	RoleShasums         = "shasums"
+	RoleShasumsSig      = "shasums-signature"
+	RoleModuleArchive   = "module-archive"
+)
+
+// Catalog is everything a bundle describes and a store serves. Lists are kept
+// sorted (see Sort) so that its JSON form is deterministic.
+type Catalog struct {
+	Providers []ProviderVersion `json:"providers"`
+	Modules   []ModuleVersion   `json:"modules"`
+}
+
+// ProviderVersion is one version of one provider from one origin registry,
+// with every platform package exported for it.
+type ProviderVersion struct {
+	Host      string   `json:"host"`
+	Namespace string   `json:"namespace"`
+	Type      string   `json:"type"`
+	Version   string   `json:"version"`
+	Protocols []string `json:"protocols,omitempty"`
+	// The publisher's SHA256SUMS file and detached signature, byte for byte.
+	ShasumsName string        `json:"shasums_name"`
+	Shasums     verify.Digest `json:"shasums"`
+	ShasumsSig  verify.Digest `json:"shasums_signature"`
+	// SigningKeys are the keys the origin registry listed for this version.
+	SigningKeys []SigningKey `json:"signing_keys"`
+	// SiteSigned is true when the origin listed no key and ShasumsSig is a
+	// signature by the exporting site's key (which is then in SigningKeys).
+	SiteSigned bool      `json:"site_signed,omitempty"`
+	Packages   []Package `json:"packages"`
+}
+
+// Package is one platform's provider zip, kept byte-identical to upstream.
+type Package struct {
+	OS       string        `json:"os"`
+	Arch     string        `json:"arch"`
+	Filename string        `json:"filename"`
+	Digest   verify.Digest `json:"digest"` // sha256 of the zip: the zh: hash
+	Size     int64         `json:"size"`
+	H1       string        `json:"h1"` // dirhash.HashZip(zip, Hash1)
+}
+
+// SigningKey is a provider registry signing key.
+type SigningKey struct {
+	KeyID          string `json:"key_id"`
+	ASCIIArmor     string `json:"ascii_armor"`
+	TrustSignature string `json:"trust_signature,omitempty"`
+	Source         string `json:"source,omitempty"`
+	SourceURL      string `json:"source_url,omitempty"`
+}
+
+// ModuleVersion is one version of one registry module, stored as a
+// normalized archive of the whole source root plus a subdirectory.
+type ModuleVersion struct {
+	Host      string        `json:"host"`
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	System    string        `json:"system"`
+	Version   string        `json:"version"`
+	Archive   verify.Digest `json:"archive"` // a .tar.gz
+	Size      int64         `json:"size"`
+	Subdir    string        `json:"subdir,omitempty"`
+	Source    string        `json:"source,omitempty"` // where it was fetched from
+	Commit    string        `json:"commit,omitempty"` // pinned git commit, if any
+}
+
+// Platform is "os_arch".
+func (p Package) Platform() string { return p.OS + "_" + p.Arch }
+
+// ZH is the zh: lock-file hash of the package.
+func (p Package) ZH() string { return "zh:" + p.Digest.Hex() }
+
+// Addr is "host/namespace/type".
+func (p ProviderVersion) Addr() string { return p.Host + "/" + p.Namespace + "/" + p.Type }
+
+func (p ProviderVersion) String() string { return p.Addr() + " " + p.Version }
+
+// Package returns the package for os/arch, if exported.
+func (p ProviderVersion) Package(os, arch string) (Package, bool) {
+	for _, pk := range p.Packages {
+		if pk.OS == os && pk.Arch == arch {
+			return pk, true
+		}
+	}
+	return Package{}, false
+}
+
+// Addr is "host/namespace/name/system".
+func (m ModuleVersion) Addr() string {
+	return m.Host + "/" + m.Namespace + "/" + m.Name + "/" + m.System
+}
+
+func (m ModuleVersion) String() string { return m.Addr() + " " + m.Version }
+
+var (
+	reHost      = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$`)
+	reProvName  = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
+	reModName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$`)
+	rePlatform  = regexp.MustCompile(`^[a-z0-9]+$`)
+	reFilename  = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
+	reSubdir    = regexp.MustCompile(`^[A-Za-z0-9._+@=/-]*$`)
+	reProtocols = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+)
+
+// ValidHost reports whether s is a lowercase (punycode) host name with an
+// optional port.
+func ValidHost(s string) bool { return len(s) <= 253 && reHost.MatchString(s) }
+
+// ValidProviderName reports whether s is a valid provider namespace or type.
+func ValidProviderName(s string) bool { return len(s) <= 64 && reProvName.MatchString(s) }
+
+// ValidModuleName reports whether s is a valid module namespace, name or system.
+func ValidModuleName(s string) bool { return len(s) <= 64 && reModName.MatchString(s) }
+
+// ValidPlatformPart reports whether s is a valid os or arch.
+func ValidPlatformPart(s string) bool { return len(s) <= 32 && rePlatform.MatchString(s) }
+
+// ValidVersion reports whether s is a semantic version without a "v".
+func ValidVersion(s string) bool {
+	if s == "" || strings.HasPrefix(s, "v") || len(s) > 128 {
+		return false
+	}
+	_, err := version.NewSemver(s)
+	return err == nil
+}
+
+// Validate checks every name in the catalog, and that each blob it refers to
+// is in blobs with the right role. blobs may be nil to skip that check.
+func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
+	ref := func(what string, d verify.Digest, role string) error {
+		if _, err := verify.ParseDigest(string(d)); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if blobs == nil {
+			return nil
+		}
+		got, ok := blobs[d]
+		if !ok {
+			return fmt.Errorf("%s: blob %s is not listed in the manifest", what, d.Short())
+		}
+		if got != role {
+			return fmt.Errorf("%s: blob %s has role %q, want %q", what, d.Short(), got, role)
+		}
+		return nil
+	}
+	for _, p := range c.Providers {
+		if !ValidHost(p.Host) || !ValidProviderName(p.Namespace) || !ValidProviderName(p.Type) || !ValidVersion(p.Version) {
+			return fmt.Errorf("invalid provider address or version %q", p.String())
+		}
+		if !reFilename.MatchString(p.ShasumsName) {
+			return fmt.Errorf("%s: invalid SHA256SUMS file name %q", p, p.ShasumsName)
+		}
+		for _, pr := range p.Protocols {
+			if !reProtocols.MatchString(pr) {
+				return fmt.Errorf("%s: invalid protocol version %q", p, pr)
+			}
+		}
+		if err := ref(p.String()+" SHA256SUMS", p.Shasums, RoleShasums); err != nil {
+			return err
+		}
+		if err := ref(p.String()+" SHA256SUMS signature", p.ShasumsSig, RoleShasumsSig); err != nil {
+			return err
+		}
+		if len(p.Packages) == 0 {
+			return fmt.Errorf("%s: no packages", p)
+		}
+		seen := map[string]bool{}
+		for _, pk := range p.Packages {
+			if !ValidPlatformPart(pk.OS) || !ValidPlatformPart(pk.Arch) {
+				return fmt.Errorf("%s: invalid platform %q", p, pk.Platform())
+			}
+			if seen[pk.Platform()] {
+				return fmt.Errorf("%s: platform %s listed twice", p, pk.Platform())
+			}
+			seen[pk.Platform()] = true
+			if !reFilename.MatchString(pk.Filename) {
+				return fmt.Errorf("%s %s: invalid filename %q", p, pk.Platform(), pk.Filename)
+			}
+			if !strings.HasPrefix(pk.H1, "h1:") {
+				return fmt.Errorf("%s %s: invalid h1 hash %q", p, pk.Platform(), pk.H1)
+			}
+			if err := ref(p.String()+" "+pk.Platform(), pk.Digest, RoleProviderPackage); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range c.Modules {
+		if !ValidHost(m.Host) || !ValidModuleName(m.Namespace) || !ValidModuleName(m.Name) || !ValidModuleName(m.System) || !ValidVersion(m.Version) {
+			return fmt.Errorf("invalid module address or version %q", m.String())
+		}
+		if !reSubdir.MatchString(m.Subdir) || strings.HasPrefix(m.Subdir, "/") || strings.Contains("/"+m.Subdir+"/", "/../") {
+			return fmt.Errorf("%s: invalid subdirectory %q", m, m.Subdir)
+		}
+		if err := ref(m.String(), m.Archive, RoleModuleArchive); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sort puts the catalog in its canonical order.
+func (c *Catalog) Sort() {
+	sort.Slice(c.Providers, func(i, j int) bool {
+		a, b := c.Providers[i], c.Providers[j]
+		if a.Addr() != b.Addr() {
+			return a.Addr() < b.Addr()
+		}
+		return CompareVersions(a.Version, b.Version) < 0
+	})
+	for i := range c.Providers {
+		ps := c.Providers[i].Packages
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Platform() < ps[j].Platform() })
+	}
+	sort.Slice(c.Modules, func(i, j int) bool {
+		a, b := c.Modules[i], c.Modules[j]
+		if la, lb := strings.ToLower(a.Addr()), strings.ToLower(b.Addr()); la != lb {
+			return la < lb
+		}
+		return CompareVersions(a.Version, b.Version) < 0
+	})
+}
+
+// CompareVersions orders semantic versions, falling back to string order for
+// anything unparsable.
+func CompareVersions(a, b string) int {
+	va, ea := version.NewVersion(a)
+	vb, eb := version.NewVersion(b)
+	if ea != nil || eb != nil {
+		return strings.Compare(a, b)
+	}
+	return va.Compare(vb)
+}
+
+// Merge adds next into c (c is changed). A provider version present in both
+// gets the union of platforms, next winning for a platform in both; a module
+// version present in both is replaced by next's. It returns what next added
+// that c did not have, as human-readable lines.
+func (c *Catalog) Merge(next *Catalog) (added []string) {
+	pidx := map[string]int{}
+	for i, p := range c.Providers {
+		pidx[p.String()] = i
+	}
+	for _, np := range next.Providers {
+		i, ok := pidx[np.String()]
+		if !ok {
+			c.Providers = append(c.Providers, np)
+			pidx[np.String()] = len(c.Providers) - 1
+			plats := make([]string, 0, len(np.Packages))
+			for _, pk := range np.Packages {
+				plats = append(plats, pk.Platform())
+			}
+			added = append(added, fmt.Sprintf("provider %s (%s)", np, strings.Join(plats, ", ")))
+			continue
+		}
+		old := c.Providers[i]
+		merged := np
+		merged.Packages = append([]Package(nil), np.Packages...)
+		for _, pk := range old.Packages {
+			if _, ok := np.Package(pk.OS, pk.Arch); !ok {
+				merged.Packages = append(merged.Packages, pk)
+			}
+		}
+		for _, pk := range np.Packages {
+			if prev, ok := old.Package(pk.OS, pk.Arch); !ok || prev.Digest != pk.Digest {
+				added = append(added, fmt.Sprintf("provider %s %s", np, pk.Platform()))
+			}
+		}
+		c.Providers[i] = merged
+	}
+	midx := map[string]int{}
+	for i, m := range c.Modules {
+		midx[strings.ToLower(m.String())] = i
+	}
+	for _, nm := range next.Modules {
+		key := strings.ToLower(nm.String())
+		if i, ok := midx[key]; ok {
+			if c.Modules[i].Archive != nm.Archive || c.Modules[i].Subdir != nm.Subdir {
+				added = append(added, "module "+nm.String()+" (replaced)")
+			}
+			c.Modules[i] = nm
+			continue
+		}
+		c.Modules = append(c.Modules, nm)
+		midx[key] = len(c.Modules) - 1
+		added = append(added, "module "+nm.String())
+	}
+	c.Sort()
+	return added
+}
+
+// Blobs lists every blob the catalog refers to, with its role.
+func (c *Catalog) Blobs() map[verify.Digest]string {
+	out := map[verify.Digest]string{}
+	for _, p := range c.Providers {
+		out[p.Shasums] = RoleShasums
+		out[p.ShasumsSig] = RoleShasumsSig
+		for _, pk := range p.Packages {
+			out[pk.Digest] = RoleProviderPackage
+		}
+	}
+	for _, m := range c.Modules {
+		out[m.Archive] = RoleModuleArchive
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+// Package dist describes what airgap distributes and where it comes from:
+// provider and module addresses, versions and platforms, the h1:/zh: package
+// hashes Terraform records in lock files, and the Catalog that a bundle
+// carries and the store serves.
+//
+// Its sub-packages fetch things: dist/registry is a client of the service
+// discovery, provider registry and module registry protocols; dist/getter
+// turns module source addresses (git, HTTP archives) into normalized archives;
+// dist/export plans and runs an export.
+//
+// It does not read or write bundles, check bundle signatures, or serve HTTP.
+package dist

@@ -1,0 +1,724 @@
+// Command airgap carries Terraform and OpenTofu providers and modules into
+// networks with no internet, and serves them there. See README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/verify"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=…".
+var Version = "0.1.0-dev"
+
+// verb is one subcommand: its own flag set, its own Run.
+type verb interface {
+	flags() *pflag.FlagSet
+	synopsis() string
+	run(args []string) error
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func verbs() map[string]verb {
+	return map[string]verb{
+		"keygen":        &keygenCmd{},
+		"verify":        &verifyCmd{},
+		"import":        &importCmd{},
+		"inventory":     &inventoryCmd{},
+		"export":        &exportCmd{},
+		"serve":         &serveCmd{},
+		"ca":            &caCmd{},
+		"client-config": &clientConfigCmd{},
+	}
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	vs := verbs()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		usage(os.Stdout, vs)
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Println("airgap", Version)
+		return 0
+	}
+	if args[0] == "help" {
+		if len(args) > 1 {
+			if v, ok := vs[args[1]]; ok {
+				printVerbHelp(os.Stdout, args[1], v)
+				return 0
+			}
+		}
+		usage(os.Stdout, vs)
+		return 0
+	}
+	v, ok := vs[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "airgap: unknown command %q\nhint: run 'airgap help' for the list\n", args[0])
+		return 2
+	}
+	fs := v.flags()
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printVerbHelp(os.Stdout, args[0], v)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "airgap %s: %v\nhint: run 'airgap help %s'\n", args[0], err, args[0])
+		return 2
+	}
+	if err := v.run(fs.Args()); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "airgap %s: %v\nhint: run 'airgap help %s'\n", args[0], err, args[0])
+			return 2
+		}
+		fmt.Fprintf(os.Stderr, "airgap %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, vs map[string]verb) {
+	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+	}
+	fmt.Fprintf(w, "\nRun 'airgap help COMMAND' for a command's flags. 'airgap --version' prints the version.\n")
+}
+
+func printVerbHelp(w io.Writer, name string, v verb) {
+	fmt.Fprintf(w, "airgap %s: %s\n\nFlags:\n%s", name, v.synopsis(), v.flags().FlagUsages())
+}
+
+// --- keygen ---
+
+type keygenCmd struct {
+	out  string
+	name string
+	bits int
+	fs   *pflag.FlagSet
+}
+
+func (c *keygenCmd) synopsis() string {
+	return "create a site signing key: PREFIX.key.asc (private, 0600) and PREFIX.pub.asc"
+}
+
+func (c *keygenCmd) flags() *pflag.FlagSet {
+	c.fs = pflag.NewFlagSet("keygen", pflag.ContinueOnError)
+	c.fs.StringVar(&c.out, "out", "", "path prefix of the key files (required)")
+	c.fs.StringVar(&c.name, "name", "", `user ID, e.g. "Site Ops <ops@site>"`)
+	c.fs.IntVar(&c.bits, "bits", verify.DefaultRSABits, "RSA key size (at least 3072)")
+	return c.fs
+}
+
+func (c *keygenCmd) run(args []string) error {
+	if c.out == "" || len(args) > 0 {
+		return usageError{"--out PREFIX is required and no arguments are taken"}
+	}
+	privPath, pubPath := c.out+".key.asc", c.out+".pub.asc"
+	for _, p := range []string{privPath, pubPath} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s already exists; refusing to overwrite a key\nhint: choose another --out prefix or move the old key away", p)
+		}
+	}
+	pass, err := passphrase(true)
+	if err != nil {
+		return err
+	}
+	priv, err := os.OpenFile(privPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			priv.Close()
+			os.Remove(privPath)
+			os.Remove(pubPath)
+		}
+	}()
+	pub, err := os.OpenFile(pubPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	e, err := verify.GenerateKey(priv, pub, verify.KeyOptions{Name: c.name, RSABits: c.bits, Passphrase: pass})
+	if err != nil {
+		return err
+	}
+	if err := priv.Sync(); err != nil {
+		return err
+	}
+	if err := priv.Close(); err != nil {
+		return err
+	}
+	if err := pub.Close(); err != nil {
+		return err
+	}
+	ok = true
+	fmt.Printf("private key: %s (keep it on the connected side; mode 0600)\npublic key:  %s (give it to the offline site's keyring)\nkey ID:      %s\nfingerprint: %s\n",
+		privPath, pubPath, verify.KeyID(e), verify.Fingerprint(e))
+	return nil
+}
+
+// passphrase reads AIRGAP_PASSPHRASE, or prompts on a terminal. For keygen
+// (confirm) an empty answer means no passphrase.
+func passphrase(confirm bool) ([]byte, error) {
+	if p, ok := os.LookupEnv("AIRGAP_PASSPHRASE"); ok {
+		return []byte(p), nil
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, nil
+	}
+	fmt.Fprint(os.Stderr, "passphrase for the private key (empty for none): ")
+	p, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err != nil || !confirm || len(p) == 0 {
+		return p, err
+	}
+	fmt.Fprint(os.Stderr, "again: ")
+	p2, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	if string(p) != string(p2) {
+		return nil, errors.New("the passphrases differ")
+	}
+	return p, nil
+}
+
+func readSigningKey(path string) (*openpgp.Entity, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	e, err := verify.ReadSigningKey(f, func() ([]byte, error) {
+		p, err := passphrase(false)
+		if err == nil && len(p) == 0 {
+			return nil, errors.New("the private key is encrypted\nhint: set AIRGAP_PASSPHRASE or run on a terminal")
+		}
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", path, err)
+	}
+	return e, nil
+}
+
+// --- verify ---
+
+type verifyCmd struct {
+	keyring string
+	asJSON  bool
+}
+
+func (c *verifyCmd) synopsis() string {
+	return "check a bundle's signature and every digest, writing nothing"
+}
+
+func (c *verifyCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	return fs
+}
+
+type verifyReport struct {
+	OK         bool          `json:"ok"`
+	Bundle     string        `json:"bundle"`
+	File       string        `json:"file"`
+	Signer     verify.Signer `json:"signer"`
+	Compressed bool          `json:"compressed"`
+	Tool       string        `json:"tool"`
+	Delta      *bundle.Delta `json:"delta,omitempty"`
+	Providers  int           `json:"provider_versions"`
+	Packages   int           `json:"provider_packages"`
+	Modules    int           `json:"module_versions"`
+	Blobs      int           `json:"blobs"`
+	Omitted    int           `json:"blobs_omitted"`
+	Bytes      int64         `json:"bytes"`
+	Error      string        `json:"error,omitempty"`
+}
+
+func (c *verifyCmd) run(args []string) error {
+	if c.keyring == "" || len(args) != 1 {
+		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
+	}
+	rep := verifyReport{File: args[0]}
+	err := func() error {
+		kr, err := verify.ReadKeyringFile(c.keyring)
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(args[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		br, err := bundle.NewReader(f, kr)
+		if err != nil {
+			return err
+		}
+		defer br.Close()
+		m := br.Manifest()
+		rep.Bundle, rep.Signer, rep.Compressed, rep.Tool, rep.Delta = string(br.ID()), br.Signer(), br.Compressed(), m.Tool, m.Delta
+		rep.Providers, rep.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
+		for _, p := range m.Catalog.Providers {
+			rep.Packages += len(p.Packages)
+		}
+		rep.Omitted = len(m.Blobs) - len(m.Carried())
+		for {
+			b, rd, err := br.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(io.Discard, rd)
+			if err != nil {
+				return err
+			}
+			rep.Blobs++
+			rep.Bytes += n
+			_ = b
+		}
+	}()
+	rep.OK = err == nil
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	if c.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+		if err != nil {
+			return errors.New("verification failed")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	kind := "full bundle"
+	if rep.Delta != nil {
+		kind = "delta bundle (base " + rep.Delta.Base + "; " + fmt.Sprint(rep.Omitted) + " blobs omitted, the offline store must already have them)"
+	}
+	fmt.Printf("OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
+		args[0], kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
+	return nil
+}
+
+// --- import ---
+
+type importCmd struct {
+	keyring string
+	storeD  string
+	wait    bool
+}
+
+func (c *importCmd) synopsis() string {
+	return "check a bundle and add it to the content-addressed store, all or nothing"
+}
+
+func (c *importCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
+	return fs
+}
+
+func (c *importCmd) run(args []string) error {
+	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
+		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := store.Import(c.storeD, f, store.ImportOptions{Keyring: kr, Wait: c.wait})
+	if err != nil {
+		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
+	}
+	if res.Cleaned > 0 {
+		fmt.Printf("removed %d leftover(s) of an interrupted import\n", res.Cleaned)
+	}
+	if res.Unchanged {
+		fmt.Printf("already imported: bundle %s (signed by %s); nothing changed\n", res.Bundle.Short(), res.Signer)
+		return nil
+	}
+	fmt.Printf("imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
+		res.Bundle.Short(), res.Signer, res.BlobsAdded, humanBytes(res.BytesAdded), res.BlobsShared)
+	if len(res.Added) == 0 {
+		fmt.Println("  the catalog already had everything in this bundle")
+	}
+	for _, a := range res.Added {
+		fmt.Println("  added", a)
+	}
+	return nil
+}
+
+// --- inventory ---
+
+type inventoryCmd struct {
+	storeD string
+	asJSON bool
+}
+
+func (c *inventoryCmd) synopsis() string {
+	return "list what a store serves and the bundles imported into it"
+}
+
+func (c *inventoryCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
+	return fs
+}
+
+// Inventory is the JSON 'airgap inventory --json' prints.
+type Inventory struct {
+	store.Index
+	Blobs []verify.Digest `json:"blobs"`
+}
+
+func (c *inventoryCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap inventory --store DIR"}
+	}
+	ix, blobs, err := store.ReadInventory(c.storeD)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(Inventory{Index: *ix, Blobs: blobs})
+	}
+	fmt.Printf("store %s: %d provider versions, %d module versions, %d blobs\n\nProviders:\n", c.storeD, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(blobs))
+	for _, p := range ix.Catalog.Providers {
+		plats := make([]string, 0, len(p.Packages))
+		for _, pk := range p.Packages {
+			plats = append(plats, pk.Platform())
+		}
+		signed := ""
+		if p.SiteSigned {
+			signed = " (re-signed by the site key)"
+		}
+		fmt.Printf("  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
+	}
+	fmt.Println("\nModules:")
+	for _, m := range ix.Catalog.Modules {
+		fmt.Printf("  %-50s %-10s %s\n", m.Addr(), m.Version, m.Source)
+	}
+	fmt.Println("\nImported bundles:")
+	for _, e := range ix.Imports {
+		kind := ""
+		if e.Delta {
+			kind = " delta"
+		}
+		fmt.Printf("  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, e.Signer.Fingerprint, e.BlobsAdded, humanBytes(e.BytesAdded), len(e.Added))
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// --- serve ---
+
+type serveCmd struct {
+	storeD    string
+	listen    string
+	hostnames []string
+	tlsMode   string
+	acmeCA    string
+	acmeRoot  string
+	acmeEmail string
+	certFile  string
+	keyFile   string
+	logLevel  string
+}
+
+func (c *serveCmd) synopsis() string {
+	return "serve the store: discovery, provider and module registries, network mirror, over TLS"
+}
+
+func (c *serveCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.listen, "listen", ":8443", "address to listen on")
+	fs.StringSliceVar(&c.hostnames, "hostname", nil, "name clients use for the appliance (repeatable); add registry.terraform.io etc. if DNS points them here")
+	fs.StringVar(&c.tlsMode, "tls", "local", "certificates: local (built-in CA), acme, or files")
+	fs.StringVar(&c.acmeCA, "acme-ca", "", "ACME directory URL (--tls acme)")
+	fs.StringVar(&c.acmeRoot, "acme-ca-root", "", "PEM root of a private ACME server (--tls acme)")
+	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account e-mail (--tls acme)")
+	fs.StringVar(&c.certFile, "cert", "", "certificate chain PEM (--tls files; reloaded on change)")
+	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug (logs every request), info, warn or error")
+	return fs
+}
+
+func (c *serveCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]..."}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return usageError{"--log-level: " + err.Error()}
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, serveConfig{
+		Store: c.storeD, Listen: c.listen, Hostnames: c.hostnames, Log: log,
+		TLS: server.TLSOptions{Mode: c.tlsMode, ACMECA: c.acmeCA, ACMECARoot: c.acmeRoot, ACMEEmail: c.acmeEmail,
+			CertFile: c.certFile, KeyFile: c.keyFile, Logger: log},
+	})
+}
+
+type serveConfig struct {
+	Store     string
+	Listen    string
+	Hostnames []string
+	TLS       server.TLSOptions
+	Log       *slog.Logger
+	Ready     func(addr string) // called once listening (tests)
+}
+
+func serve(ctx context.Context, cfg serveConfig) error {
+	start := time.Now()
+	st, err := store.Open(cfg.Store)
+	if err != nil {
+		return err
+	}
+	names := append([]string{}, cfg.Hostnames...)
+	if len(names) == 0 {
+		names = append(names, "localhost")
+	}
+	names = append(names, server.ListenAddrs(cfg.Listen)...)
+	cfg.TLS.Dir, cfg.TLS.Names = store.TLSDir(cfg.Store), dedupe(names)
+	tlsSetup, err := server.SetupTLS(ctx, cfg.TLS)
+	if err != nil {
+		return err
+	}
+	defer tlsSetup.Stop()
+	srv := server.New(st, server.Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM})
+	hs := server.NewHTTPServer(logRequests(cfg.Log, srv), cfg.Log)
+	hs.TLSConfig = tlsSetup.Config
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	go st.Watch(ctx, time.Second, func(ix *store.Index, err error) {
+		if err != nil {
+			cfg.Log.Error("reloading the store index; still serving the previous catalog", "err", err)
+			return
+		}
+		cfg.Log.Info("catalog reloaded", "provider_versions", len(ix.Catalog.Providers), "module_versions", len(ix.Catalog.Modules))
+	})
+	cat := st.Catalog()
+	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
+		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	cfg.Log.Info("shutting down; waiting up to 30s for downloads in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func logRequests(log *slog.Logger, h http.Handler) http.Handler {
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: 200}
+		t := time.Now()
+		h.ServeHTTP(sw, r)
+		log.Debug("request", "method", r.Method, "host", r.Host, "path", r.URL.Path, "status", sw.code, "dur", time.Since(t))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
+
+// --- ca ---
+
+type caCmd struct{ storeD string }
+
+func (c *caCmd) synopsis() string {
+	return "print the local CA certificate (PEM) and its SHA-256 fingerprint"
+}
+
+func (c *caCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("ca", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	return fs
+}
+
+func (c *caCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap ca --store DIR"}
+	}
+	if _, err := os.Stat(c.storeD); err != nil {
+		return err
+	}
+	ca, err := server.LoadOrCreateCA(store.TLSDir(c.storeD))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "SHA-256 fingerprint: %s\n", server.CAFingerprint(ca.Cert))
+	os.Stdout.Write(ca.PEM)
+	return nil
+}
+
+// --- client-config ---
+
+type clientConfigCmd struct {
+	url    string
+	storeD string
+	tool   string
+	mode   string
+}
+
+func (c *clientConfigCmd) synopsis() string {
+	return "print a terraform/tofu CLI config that points every origin at the appliance"
+}
+
+func (c *clientConfigCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("client-config", pflag.ContinueOnError)
+	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
+	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
+	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
+	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files) or mirror (network mirror)")
+	return fs
+}
+
+func (c *clientConfigCmd) run(args []string) error {
+	if c.url == "" || len(args) != 0 {
+		return usageError{"usage: airgap client-config --url https://HOST:PORT/ [--store DIR]"}
+	}
+	if c.tool != "terraform" && c.tool != "tofu" {
+		return usageError{"--tool must be terraform or tofu"}
+	}
+	base, err := server.NormalizeBaseURL(c.url)
+	if err != nil {
+		return err
+	}
+	var origins []string
+	if c.storeD != "" {
+		st, err := store.Open(c.storeD)
+		if err != nil {
+			return err
+		}
+		origins = server.Origins(st.Catalog())
+	} else {
+		origins, err = fetchOrigins(base)
+		if err != nil {
+			return err
+		}
+	}
+	return server.WriteClientConfig(os.Stdout, server.ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode})
+}
+
+func fetchOrigins(base string) ([]string, error) {
+	cl := &http.Client{Timeout: 15 * time.Second}
+	resp, err := cl.Get(base + "airgap/v1/origins")
+	if err != nil {
+		return nil, fmt.Errorf("asking the appliance for its origins: %w\nhint: trust its CA with SSL_CERT_FILE (get it with 'airgap ca'), or pass --store", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("asking the appliance for its origins: %s", resp.Status)
+	}
+	var doc server.OriginsDoc
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("reading the appliance's origins: %w", err)
+	}
+	return doc.Origins, nil
+}
+
+// --- export ---
+
+type exportCmd struct{}
+
+func (c *exportCmd) synopsis() string {
+	return "resolve, download and verify providers and modules into a signed bundle"
+}
+func (c *exportCmd) flags() *pflag.FlagSet   { return pflag.NewFlagSet("export", pflag.ContinueOnError) }
+func (c *exportCmd) run(args []string) error { return errors.New("not yet") }

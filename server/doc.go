@@ -1,0 +1,31 @@
+// Package server answers the protocols real Terraform and OpenTofu clients
+// speak, from a store it can only read:
+//
+//	/.well-known/terraform.json                      service discovery
+//	/v1/providers/{ns}/{type}/versions               provider registry protocol
+//	/v1/providers/{ns}/{type}/{v}/download/{os}/{arch}
+//	/v1/modules/{ns}/{name}/{system}/versions        module registry protocol
+//	/v1/modules/{ns}/{name}/{system}/{v}/download
+//	/origin/{origin}/v1/providers/…, …/v1/modules/…  one origin's view, for CLI host overrides
+//	/mirror/{hostname}/{ns}/{type}/index.json         provider network mirror protocol
+//	/mirror/{hostname}/{ns}/{type}/{v}.json
+//	/blobs/sha256/{hex}[/{filename}]                  packages, SHA256SUMS, signatures
+//	/archives/sha256/{hex}.tar.gz                     module archives
+//	/ca.pem, /healthz, /airgap/v1/origins             appliance helpers
+//
+// Which origin registry a /v1/… request sees depends on its Host: a Host that
+// is an origin in the catalog (DNS for registry.terraform.io pointed at the
+// appliance) sees that origin; any other Host (the appliance's own name)
+// sees the default view, where each provider or module comes from the first
+// origin that has it, in the order registry.terraform.io,
+// registry.opentofu.org, then the rest alphabetically.
+//
+// Blobs are served content-addressed: ETag is the digest, Range works, and
+// caching is immutable. JSON is always application/json; whatever the store
+// lacks is a 404 with a JSON error body, never an HTML 200. Errors map to
+// status codes in one place (errors.go).
+//
+// The package also keeps TLS (tls.go: a built-in CA, ACME through certmagic,
+// or certificate files) and writes client configuration (clientconfig.go).
+// It never writes to the store's content, only to its tls/ directory.
+package server

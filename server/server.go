@@ -1,0 +1,444 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// Store is what the server needs of a store: read-only access to the current
+// catalog and to blobs. Catalog returns an immutable snapshot; a new pointer
+// means a new catalog. OpenBlob returns an error wrapping store.ErrBlobMissing
+// or os.ErrNotExist for an absent blob. Implementations must be safe for
+// concurrent use. (*store.Store satisfies it.)
+type Store interface {
+	Catalog() *dist.Catalog
+	OpenBlob(verify.Digest) (*os.File, error)
+}
+
+// Server answers the registry, mirror and download protocols.
+type Server struct {
+	store Store
+	log   *slog.Logger
+	caPEM []byte
+	mux   *http.ServeMux
+
+	mu    sync.Mutex
+	cache *view
+	blobs map[verify.Digest]blobInfo
+}
+
+type blobInfo struct {
+	role string
+}
+
+// Options configure New.
+type Options struct {
+	Logger *slog.Logger
+	// CAPEM is offered at /ca.pem when not nil (the local CA certificate).
+	CAPEM []byte
+}
+
+// New returns a Server reading st.
+func New(st Store, opt Options) *Server {
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.writeError(w, r, fmt.Errorf("%w: method %s not allowed", errBadRequest, r.Method))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	for _, p := range []string{"", "/origin/{origin}"} {
+		m.HandleFunc("GET "+p+"/.well-known/terraform.json", s.discovery)
+		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/versions", s.providerVersions)
+		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.providerDownload)
+		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/versions", s.moduleVersions)
+		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/{version}/download", s.moduleDownload)
+	}
+	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/index.json", s.mirrorIndex)
+	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/{file}", s.mirrorVersion)
+	m.HandleFunc("GET /blobs/sha256/{hex}", s.blob)
+	m.HandleFunc("GET /blobs/sha256/{hex}/{filename}", s.blob)
+	m.HandleFunc("GET /archives/sha256/{file}", s.archive)
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /ca.pem", s.caCert)
+	m.HandleFunc("GET /airgap/v1/origins", s.originsDoc)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
+	})
+}
+
+// current returns the view of the current catalog, rebuilding it when the
+// store's catalog changed.
+func (s *Server) current() (*view, map[verify.Digest]blobInfo) {
+	cat := s.store.Catalog()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache == nil || s.cache.cat != cat {
+		s.cache = newView(cat)
+		s.blobs = map[verify.Digest]blobInfo{}
+		for d, role := range cat.Blobs() {
+			s.blobs[d] = blobInfo{role: role}
+		}
+	}
+	return s.cache, s.blobs
+}
+
+// origin picks the view for a request: the {origin} path value, or the Host
+// when it names an origin, or the default view.
+func (s *Server) origin(r *http.Request, v *view) (string, error) {
+	if o := r.PathValue("origin"); o != "" {
+		o = strings.ToLower(o)
+		if _, ok := v.isOrigin(o); !ok {
+			return "", notFound("this appliance serves nothing from origin %q", o)
+		}
+		return o, nil
+	}
+	if o, ok := v.isOrigin(strings.ToLower(r.Host)); ok {
+		return o, nil
+	}
+	return defaultOrigin, nil
+}
+
+// base is the absolute URL prefix of the appliance as this client reached it.
+func base(r *http.Request) string {
+	return "https://" + r.Host
+}
+
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	if _, err := s.origin(r, v); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	prefix := ""
+	if o := r.PathValue("origin"); o != "" {
+		prefix = "/origin/" + strings.ToLower(o)
+	}
+	writeJSON(w, r, map[string]string{
+		"providers.v1": prefix + "/v1/providers/",
+		"modules.v1":   prefix + "/v1/modules/",
+	})
+}
+
+type platformDoc struct {
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+type versionDoc struct {
+	Version   string        `json:"version"`
+	Protocols []string      `json:"protocols,omitempty"`
+	Platforms []platformDoc `json:"platforms"`
+}
+
+func (s *Server) providerVersions(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	origin, err := s.origin(r, v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ns, typ := r.PathValue("ns"), r.PathValue("type")
+	vs := v.providerVersions(origin, ns, typ)
+	if len(vs) == 0 {
+		s.writeError(w, r, notFound("provider %s/%s is not on this appliance", ns, typ))
+		return
+	}
+	out := make([]versionDoc, 0, len(vs))
+	for _, p := range vs {
+		d := versionDoc{Version: p.Version, Protocols: p.Protocols, Platforms: []platformDoc{}}
+		for _, pk := range p.Packages {
+			d.Platforms = append(d.Platforms, platformDoc{pk.OS, pk.Arch})
+		}
+		out = append(out, d)
+	}
+	writeJSON(w, r, map[string]any{"versions": out})
+}
+
+type downloadDoc struct {
+	Protocols           []string `json:"protocols,omitempty"`
+	OS                  string   `json:"os"`
+	Arch                string   `json:"arch"`
+	Filename            string   `json:"filename"`
+	DownloadURL         string   `json:"download_url"`
+	ShasumsURL          string   `json:"shasums_url"`
+	ShasumsSignatureURL string   `json:"shasums_signature_url"`
+	Shasum              string   `json:"shasum"`
+	SigningKeys         struct {
+		GPGPublicKeys []dist.SigningKey `json:"gpg_public_keys"`
+	} `json:"signing_keys"`
+}
+
+func findVersion[T any](vs []*T, ver func(*T) string, want string) *T {
+	for _, x := range vs {
+		if ver(x) == want {
+			return x
+		}
+	}
+	return nil
+}
+
+func (s *Server) providerDownload(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	origin, err := s.origin(r, v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ns, typ, ver := r.PathValue("ns"), r.PathValue("type"), r.PathValue("version")
+	osName, arch := r.PathValue("os"), r.PathValue("arch")
+	p := findVersion(v.providerVersions(origin, ns, typ), func(p *dist.ProviderVersion) string { return p.Version }, ver)
+	if p == nil {
+		s.writeError(w, r, notFound("provider %s/%s version %s is not on this appliance", ns, typ, ver))
+		return
+	}
+	pk, ok := p.Package(osName, arch)
+	if !ok {
+		s.writeError(w, r, notFound("provider %s/%s %s has no package for %s_%s on this appliance", ns, typ, ver, osName, arch))
+		return
+	}
+	b := base(r)
+	d := downloadDoc{
+		Protocols: p.Protocols, OS: pk.OS, Arch: pk.Arch, Filename: pk.Filename,
+		DownloadURL:         b + blobURL(pk.Digest, pk.Filename),
+		ShasumsURL:          b + blobURL(p.Shasums, p.ShasumsName),
+		ShasumsSignatureURL: b + blobURL(p.ShasumsSig, p.ShasumsName+".sig"),
+		Shasum:              pk.Digest.Hex(),
+	}
+	d.SigningKeys.GPGPublicKeys = p.SigningKeys
+	if d.SigningKeys.GPGPublicKeys == nil {
+		d.SigningKeys.GPGPublicKeys = []dist.SigningKey{}
+	}
+	writeJSON(w, r, d)
+}
+
+func blobURL(d verify.Digest, filename string) string {
+	return "/blobs/sha256/" + d.Hex() + "/" + filename
+}
+
+func archiveURL(d verify.Digest, subdir string) string {
+	u := "/archives/sha256/" + d.Hex() + ".tar.gz"
+	if subdir != "" {
+		u += "//" + subdir
+	}
+	return u
+}
+
+func (s *Server) moduleVersions(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	origin, err := s.origin(r, v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ns, name, system := r.PathValue("ns"), r.PathValue("name"), r.PathValue("system")
+	vs := v.moduleVersions(origin, ns, name, system)
+	if len(vs) == 0 {
+		s.writeError(w, r, notFound("module %s/%s/%s is not on this appliance", ns, name, system))
+		return
+	}
+	type mv struct {
+		Version string `json:"version"`
+	}
+	out := make([]mv, 0, len(vs))
+	for _, m := range vs {
+		out = append(out, mv{m.Version})
+	}
+	writeJSON(w, r, map[string]any{"modules": []any{map[string]any{"versions": out}}})
+}
+
+func (s *Server) moduleDownload(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	origin, err := s.origin(r, v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ns, name, system, ver := r.PathValue("ns"), r.PathValue("name"), r.PathValue("system"), r.PathValue("version")
+	m := findVersion(v.moduleVersions(origin, ns, name, system), func(m *dist.ModuleVersion) string { return m.Version }, ver)
+	if m == nil {
+		s.writeError(w, r, notFound("module %s/%s/%s version %s is not on this appliance", ns, name, system, ver))
+		return
+	}
+	loc := base(r) + archiveURL(m.Archive, m.Subdir)
+	w.Header().Set("X-Terraform-Get", loc)
+	writeJSON(w, r, map[string]string{"location": loc})
+}
+
+type mirrorArchive struct {
+	URL    string   `json:"url"`
+	Hashes []string `json:"hashes"`
+}
+
+func (s *Server) mirrorVersions(r *http.Request) ([]*dist.ProviderVersion, error) {
+	v, _ := s.current()
+	host := strings.ToLower(r.PathValue("hostname"))
+	origin := defaultOrigin
+	if o, ok := v.isOrigin(host); ok {
+		origin = o
+	}
+	ns, typ := r.PathValue("ns"), r.PathValue("type")
+	vs := v.providerVersions(origin, ns, typ)
+	if len(vs) == 0 {
+		return nil, notFound("provider %s/%s/%s is not on this appliance", host, ns, typ)
+	}
+	return vs, nil
+}
+
+func (s *Server) mirrorIndex(w http.ResponseWriter, r *http.Request) {
+	vs, err := s.mirrorVersions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := map[string]struct{}{}
+	for _, p := range vs {
+		out[p.Version] = struct{}{}
+	}
+	writeJSON(w, r, map[string]any{"versions": out})
+}
+
+func (s *Server) mirrorVersion(w http.ResponseWriter, r *http.Request) {
+	ver, ok := strings.CutSuffix(r.PathValue("file"), ".json")
+	if !ok {
+		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
+		return
+	}
+	vs, err := s.mirrorVersions(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p := findVersion(vs, func(p *dist.ProviderVersion) string { return p.Version }, ver)
+	if p == nil {
+		s.writeError(w, r, notFound("version %s is not on this appliance", ver))
+		return
+	}
+	archives := map[string]mirrorArchive{}
+	for _, pk := range p.Packages {
+		archives[pk.Platform()] = mirrorArchive{URL: blobURL(pk.Digest, pk.Filename), Hashes: []string{pk.H1, pk.ZH()}}
+	}
+	writeJSON(w, r, map[string]any{"archives": archives})
+}
+
+func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
+	s.serveBlob(w, r, r.PathValue("hex"), "")
+}
+
+func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
+	hex, ok := strings.CutSuffix(r.PathValue("file"), ".tar.gz")
+	if !ok {
+		s.writeError(w, r, notFound("no such archive %s", r.URL.Path))
+		return
+	}
+	s.serveBlob(w, r, hex, dist.RoleModuleArchive)
+}
+
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole string) {
+	if !verify.IsHex64(hex) {
+		s.writeError(w, r, notFound("no such blob %q", hex))
+		return
+	}
+	d := verify.Digest("sha256:" + hex)
+	_, blobs := s.current()
+	info, ok := blobs[d]
+	if !ok || wantRole != "" && info.role != wantRole {
+		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
+		return
+	}
+	f, err := s.store.OpenBlob(d)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("ETag", `"`+string(d)+`"`)
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("X-Content-Type-Options", "nosniff")
+	switch info.role {
+	case dist.RoleProviderPackage:
+		h.Set("Content-Type", "application/zip")
+	case dist.RoleModuleArchive:
+		h.Set("Content-Type", "application/gzip")
+	case dist.RoleShasums:
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	default:
+		h.Set("Content-Type", "application/octet-stream")
+	}
+	http.ServeContent(w, r, "", time.Time{}, f)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	writeJSON(w, r, map[string]any{"status": "ok", "provider_versions": len(v.cat.Providers), "module_versions": len(v.cat.Modules)})
+}
+
+func (s *Server) caCert(w http.ResponseWriter, r *http.Request) {
+	if s.caPEM == nil {
+		s.writeError(w, r, notFound("this appliance does not use the built-in CA"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.Write(s.caPEM)
+}
+
+// OriginsDoc is the JSON at /airgap/v1/origins, read by 'airgap client-config --url'.
+type OriginsDoc struct {
+	Origins   []string `json:"origins"`
+	Providers int      `json:"provider_versions"`
+	Modules   int      `json:"module_versions"`
+}
+
+func (s *Server) originsDoc(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.current()
+	writeJSON(w, r, OriginsDoc{Origins: append([]string{}, v.origins...), Providers: len(v.cat.Providers), Modules: len(v.cat.Modules)})
+}
+
+// Origins lists the origins of a catalog in default-view order.
+func Origins(cat *dist.Catalog) []string { return newView(cat).origins }
+
+// NewHTTPServer wraps h in an http.Server with explicit timeouts that still
+// allow multi-gigabyte downloads (no write timeout; idle and header limits).
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second, // requests carry no body
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// ListenAddrs returns the IPs of a listen address for certificates: the host
+// part if it is an IP, or loopback when it is empty.
+func ListenAddrs(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || host == "0.0.0.0" || host == "::" {
+		return []string{"127.0.0.1", "::1"}
+	}
+	return []string{host}
+}

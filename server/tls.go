@@ -1,0 +1,363 @@
+package server
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+)
+
+// TLS modes.
+const (
+	TLSLocal = "local"
+	TLSACME  = "acme"
+	TLSFiles = "files"
+)
+
+// TLSOptions configure SetupTLS.
+type TLSOptions struct {
+	Mode  string
+	Dir   string   // where certificates and the local CA live (STORE/tls)
+	Names []string // DNS names and IP addresses the certificate must cover
+	// acme
+	ACMECA     string // directory URL
+	ACMECARoot string // PEM file of the ACME server's root, if private
+	ACMEEmail  string
+	// files
+	CertFile, KeyFile string
+	Logger            *slog.Logger
+}
+
+// TLSSetup is the result of SetupTLS.
+type TLSSetup struct {
+	Config *tls.Config
+	CAPEM  []byte // the local CA certificate (local mode only)
+	stop   func()
+}
+
+// Stop ends certificate maintenance.
+func (t *TLSSetup) Stop() {
+	if t.stop != nil {
+		t.stop()
+	}
+}
+
+// SetupTLS obtains certificates for opt.Names and returns a TLS config that
+// keeps them renewed. Local and ACME certificates are managed by certmagic
+// (with a custom issuer for the built-in CA); files are reloaded on change.
+func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
+	switch opt.Mode {
+	case TLSFiles:
+		return filesTLS(opt)
+	case TLSLocal, "":
+		ca, err := LoadOrCreateCA(opt.Dir)
+		if err != nil {
+			return nil, err
+		}
+		st, err := certmagicTLS(ctx, opt, ca)
+		if err != nil {
+			return nil, err
+		}
+		st.CAPEM = ca.PEM
+		return st, nil
+	case TLSACME:
+		if opt.ACMECA == "" {
+			return nil, errors.New("--tls acme needs --acme-ca URL (your internal ACME directory, e.g. step-ca or Vault)")
+		}
+		return certmagicTLS(ctx, opt, nil)
+	}
+	return nil, fmt.Errorf("unknown TLS mode %q (want local, acme or files)", opt.Mode)
+}
+
+func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, error) {
+	var cfg *certmagic.Config
+	nop := zap.NewNop()
+	cache := certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return cfg, nil },
+		Logger:           nop,
+	})
+	cfg = certmagic.New(cache, certmagic.Config{
+		Storage:           &certmagic.FileStorage{Path: filepath.Join(opt.Dir, "certmagic")},
+		Logger:            nop,
+		DefaultServerName: firstDNSName(opt.Names),
+		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
+	})
+	if ca != nil {
+		cfg.Issuers = []certmagic.Issuer{ca}
+	} else {
+		iss := certmagic.ACMEIssuer{CA: opt.ACMECA, Email: opt.ACMEEmail, Agreed: true, Logger: nop}
+		if opt.ACMECARoot != "" {
+			pemData, err := os.ReadFile(opt.ACMECARoot)
+			if err != nil {
+				return nil, fmt.Errorf("--acme-ca-root: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pemData) {
+				return nil, fmt.Errorf("--acme-ca-root %s: no PEM certificate in it", opt.ACMECARoot)
+			}
+			iss.TrustedRoots = pool
+		}
+		cfg.Issuers = []certmagic.Issuer{certmagic.NewACMEIssuer(cfg, iss)}
+	}
+	if err := cfg.ManageSync(ctx, opt.Names); err != nil {
+		cache.Stop()
+		return nil, fmt.Errorf("obtaining certificates for %s: %w", strings.Join(opt.Names, ", "), err)
+	}
+	tc := cfg.TLSConfig()
+	tc.MinVersion = tls.VersionTLS12
+	return &TLSSetup{Config: tc, stop: cache.Stop}, nil
+}
+
+func firstDNSName(names []string) string {
+	for _, n := range names {
+		if net.ParseIP(n) == nil {
+			return n
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// LocalCA is the built-in certificate authority kept in STORE/tls. It is a
+// certmagic.Issuer.
+type LocalCA struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+	PEM  []byte
+}
+
+const (
+	caCertFile = "ca.pem"
+	caKeyFile  = "ca.key"
+	leafLife   = 90 * 24 * time.Hour
+)
+
+// CAFingerprint is the SHA-256 fingerprint of a certificate, colon-separated.
+func CAFingerprint(c *x509.Certificate) string {
+	s := sha256.Sum256(c.Raw)
+	h := strings.ToUpper(hex.EncodeToString(s[:]))
+	var parts []string
+	for i := 0; i < len(h); i += 2 {
+		parts = append(parts, h[i:i+2])
+	}
+	return strings.Join(parts, ":")
+}
+
+// ReadCA reads the local CA of dir without creating one.
+func ReadCA(dir string) (*LocalCA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("local CA in %s: unreadable PEM", dir)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("local CA certificate: %w", err)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("local CA key: %w", err)
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, errors.New("local CA key cannot sign")
+	}
+	return &LocalCA{Cert: cert, Key: signer, PEM: certPEM}, nil
+}
+
+var caMu sync.Mutex
+
+// LoadOrCreateCA returns the local CA in dir, creating it on first use (key
+// mode 0600, written atomically).
+func LoadOrCreateCA(dir string) (*LocalCA, error) {
+	caMu.Lock()
+	defer caMu.Unlock()
+	if ca, err := ReadCA(dir); err == nil {
+		return ca, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	tmpl := &x509.Certificate{
+		SerialNumber:          randSerial(),
+		Subject:               pkix.Name{CommonName: "airgap local CA (" + host + ")", Organization: []string{"airgap"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(dir, caCertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	return ReadCA(dir)
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func randSerial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	return n
+}
+
+// IssuerKey implements certmagic.Issuer.
+func (ca *LocalCA) IssuerKey() string {
+	return "airgap-local-" + strings.ReplaceAll(CAFingerprint(ca.Cert), ":", "")[:16]
+}
+
+// Issue implements certmagic.Issuer: a 90-day server certificate for the
+// CSR's names, signed by the local CA.
+func (ca *LocalCA) Issue(_ context.Context, csr *x509.CertificateRequest) (*certmagic.IssuedCertificate, error) {
+	leaf, err := ca.Sign(csr.PublicKey, csr.DNSNames, csr.IPAddresses, leafLife)
+	if err != nil {
+		return nil, err
+	}
+	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf}), ca.PEM...)
+	return &certmagic.IssuedCertificate{Certificate: chain}, nil
+}
+
+// Sign issues a server certificate for pub.
+func (ca *LocalCA) Sign(pub any, dns []string, ips []net.IP, life time.Duration) ([]byte, error) {
+	cn := firstDNSName(dns)
+	if cn == "" && len(ips) > 0 {
+		cn = ips[0].String()
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: randSerial(),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(life),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     dns,
+		IPAddresses:  ips,
+	}
+	return x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+}
+
+// filesTLS serves --cert/--key, reloading them when either file changes.
+func filesTLS(opt TLSOptions) (*TLSSetup, error) {
+	if opt.CertFile == "" || opt.KeyFile == "" {
+		return nil, errors.New("--tls files needs --cert and --key")
+	}
+	r := &reloader{cert: opt.CertFile, key: opt.KeyFile, log: opt.Logger}
+	if _, err := r.get(); err != nil {
+		return nil, err
+	}
+	return &TLSSetup{Config: &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
+	}}, nil
+}
+
+type reloader struct {
+	cert, key string
+	log       *slog.Logger
+	mu        sync.Mutex
+	cur       *tls.Certificate
+	stamp     string
+	checked   time.Time
+}
+
+func (r *reloader) get() (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil && time.Since(r.checked) < time.Second {
+		return r.cur, nil
+	}
+	r.checked = time.Now()
+	stamp := ""
+	for _, p := range []string{r.cert, r.key} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if r.cur != nil {
+				return r.cur, nil
+			}
+			return nil, err
+		}
+		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	if stamp == r.stamp && r.cur != nil {
+		return r.cur, nil
+	}
+	c, err := tls.LoadX509KeyPair(r.cert, r.key)
+	if err != nil {
+		if r.cur != nil {
+			if r.log != nil {
+				r.log.Warn("keeping the previous certificate: reload failed", "err", err)
+			}
+			return r.cur, nil
+		}
+		return nil, fmt.Errorf("loading --cert/--key: %w", err)
+	}
+	if r.cur != nil && r.log != nil {
+		r.log.Info("reloaded certificate", "cert", r.cert)
+	}
+	r.cur, r.stamp = &c, stamp
+	return r.cur, nil
+}

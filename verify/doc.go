@@ -1,0 +1,16 @@
+// Package verify holds airgap's trust primitives: OpenPGP keys, detached
+// signatures and streaming digest checks.
+//
+// It does:
+//   - generate site keys (RSA, 3072 bits by default, because Terraform accepts
+//     only RSA/DSA keys for provider checksum signatures and the same key may
+//     re-sign SHA256SUMS for providers whose registry publishes no key);
+//   - read armored keyrings, sign and check detached signatures, and turn every
+//     way a check can fail into one of the sentinel errors in errors.go, with
+//     the key ID and fingerprint of the signer where the signature names one;
+//   - hash while copying (Digester), so a digest is never computed in a second
+//     pass over a file.
+//
+// It does not read bundles, touch the store, or talk to the network: callers
+// hand it bytes and readers.
+package verify

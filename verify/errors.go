@@ -1,0 +1,23 @@
+package verify
+
+import "errors"
+
+// Sentinel errors. Callers wrap them with context; test with errors.Is.
+var (
+	// ErrUnsigned: there is no signature where one is required.
+	ErrUnsigned = errors.New("not signed")
+	// ErrUnknownSigner: the signature is by a key that is not in the keyring.
+	ErrUnknownSigner = errors.New("signed by a key that is not in the keyring")
+	// ErrBadSignature: the signature does not match the signed bytes.
+	ErrBadSignature = errors.New("bad signature")
+	// ErrKeyExpired: the signing key (or the signature) has expired.
+	ErrKeyExpired = errors.New("signing key or signature expired")
+	// ErrKeyRevoked: the signing key has been revoked.
+	ErrKeyRevoked = errors.New("signing key revoked")
+	// ErrDigestMismatch: content does not hash to the digest it should.
+	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrSizeMismatch: content is not as long as it should be.
+	ErrSizeMismatch = errors.New("size mismatch")
+	// ErrNoKeys: a keyring file held no usable public key.
+	ErrNoKeys = errors.New("no public keys")
+)

@@ -1,0 +1,326 @@
+package verify
+
+import (
+	"bytes"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
+)
+
+// DefaultRSABits is the size of generated site keys.
+const DefaultRSABits = 3072
+
+// KeyOptions configure GenerateKey.
+type KeyOptions struct {
+	Name       string // "Site Ops <ops@site>" or just a name
+	RSABits    int    // 0 means DefaultRSABits; below 3072 is refused
+	Passphrase []byte // empty: the private key is stored unencrypted
+	Now        func() time.Time
+}
+
+// GenerateKey creates an RSA OpenPGP key pair and writes the armored private
+// key to priv and the armored public key to pub.
+func GenerateKey(priv, pub io.Writer, opt KeyOptions) (*openpgp.Entity, error) {
+	bits := opt.RSABits
+	if bits == 0 {
+		bits = DefaultRSABits
+	}
+	if bits < 3072 {
+		return nil, fmt.Errorf("RSA keys must have at least 3072 bits, not %d", bits)
+	}
+	name, comment, email := splitUserID(opt.Name)
+	cfg := &packet.Config{
+		Algorithm:     packet.PubKeyAlgoRSA,
+		RSABits:       bits,
+		DefaultHash:   crypto.SHA256,
+		Time:          opt.Now,
+		DefaultCipher: packet.CipherAES256,
+	}
+	e, err := openpgp.NewEntity(name, comment, email, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("generating key: %w", err)
+	}
+	if len(opt.Passphrase) > 0 {
+		if err := e.EncryptPrivateKeys(opt.Passphrase, cfg); err != nil {
+			return nil, fmt.Errorf("encrypting private key: %w", err)
+		}
+	}
+	aw, err := armor.Encode(priv, openpgp.PrivateKeyType, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.SerializePrivateWithoutSigning(aw, cfg); err != nil {
+		return nil, fmt.Errorf("writing private key: %w", err)
+	}
+	if err := aw.Close(); err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(priv, "\n"); err != nil {
+		return nil, err
+	}
+	if err := ArmorPublic(pub, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ArmorPublic writes the armored public key of e.
+func ArmorPublic(w io.Writer, e *openpgp.Entity) error {
+	aw, err := armor.Encode(w, openpgp.PublicKeyType, nil)
+	if err != nil {
+		return err
+	}
+	if err := e.Serialize(aw); err != nil {
+		return fmt.Errorf("writing public key: %w", err)
+	}
+	if err := aw.Close(); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "\n")
+	return err
+}
+
+// PublicArmor returns the armored public key of e as a string.
+func PublicArmor(e *openpgp.Entity) (string, error) {
+	var b bytes.Buffer
+	if err := ArmorPublic(&b, e); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func splitUserID(s string) (name, comment, email string) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "airgap site key", "", ""
+	}
+	if i := strings.Index(s, "<"); i >= 0 && strings.HasSuffix(s, ">") {
+		return strings.TrimSpace(s[:i]), "", s[i+1 : len(s)-1]
+	}
+	return s, "", ""
+}
+
+// ReadKeyring reads one or more public (or private) keys, armored or binary.
+func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	var el openpgp.EntityList
+	if bytes.Contains(data, []byte("-----BEGIN PGP")) {
+		// A file may hold several armored blocks one after the other.
+		rest := data
+		for {
+			i := bytes.Index(rest, []byte("-----BEGIN PGP"))
+			if i < 0 {
+				break
+			}
+			block, err := armor.Decode(bytes.NewReader(rest[i:]))
+			if err != nil {
+				return nil, fmt.Errorf("reading armored key: %w", err)
+			}
+			list, err := openpgp.ReadKeyRing(block.Body)
+			if err != nil {
+				return nil, fmt.Errorf("reading key: %w", err)
+			}
+			el = append(el, list...)
+			end := bytes.Index(rest[i:], []byte("-----END PGP"))
+			if end < 0 {
+				break
+			}
+			rest = rest[i+end+len("-----END PGP"):]
+		}
+	} else {
+		el, err = openpgp.ReadKeyRing(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("reading key: %w", err)
+		}
+	}
+	if len(el) == 0 {
+		return nil, ErrNoKeys
+	}
+	return el, nil
+}
+
+// ReadKeyringFile is ReadKeyring on a file.
+func ReadKeyringFile(path string) (openpgp.EntityList, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	el, err := ReadKeyring(f)
+	if err != nil {
+		return nil, fmt.Errorf("keyring %s: %w", path, err)
+	}
+	return el, nil
+}
+
+// ReadSigningKey reads an armored private key and decrypts it with
+// passphrase if it is encrypted. passphrase is called only when needed.
+func ReadSigningKey(r io.Reader, passphrase func() ([]byte, error)) (*openpgp.Entity, error) {
+	el, err := ReadKeyring(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range el {
+		if e.PrivateKey == nil {
+			continue
+		}
+		if e.PrivateKey.Encrypted {
+			if passphrase == nil {
+				return nil, errors.New("the private key is encrypted and no passphrase was given")
+			}
+			p, err := passphrase()
+			if err != nil {
+				return nil, err
+			}
+			if err := e.DecryptPrivateKeys(p); err != nil {
+				return nil, fmt.Errorf("decrypting private key: %w (wrong passphrase?)", err)
+			}
+		}
+		return e, nil
+	}
+	return nil, errors.New("no private key found (is this the .pub.asc file?)")
+}
+
+// KeyID is the 16-hex-digit key ID of e's primary key, upper case.
+func KeyID(e *openpgp.Entity) string {
+	return fmt.Sprintf("%016X", e.PrimaryKey.KeyId)
+}
+
+// Fingerprint is the hex fingerprint of e's primary key, upper case.
+func Fingerprint(e *openpgp.Entity) string {
+	return fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
+}
+
+// Identity is the first user ID of e, or "".
+func Identity(e *openpgp.Entity) string {
+	for name := range e.Identities {
+		return name
+	}
+	return ""
+}
+
+// SignDetached writes a binary detached signature of message by signer.
+func SignDetached(w io.Writer, signer *openpgp.Entity, message io.Reader) error {
+	return SignDetachedAt(w, signer, message, time.Time{})
+}
+
+// SignDetachedAt is SignDetached with a fixed signature creation time (zero
+// means now). RSA signatures are deterministic, so a fixed time makes the
+// signature bytes reproducible.
+func SignDetachedAt(w io.Writer, signer *openpgp.Entity, message io.Reader, at time.Time) error {
+	deterministic := false
+	cfg := &packet.Config{DefaultHash: crypto.SHA256, NonDeterministicSignaturesViaNotation: &deterministic}
+	if !at.IsZero() {
+		// A signature cannot predate its key: clamp to the newest key
+		// creation time, which is as reproducible as at itself.
+		if c := signer.PrimaryKey.CreationTime; at.Before(c) {
+			at = c
+		}
+		for _, sk := range signer.Subkeys {
+			if sk.PublicKey != nil && at.Before(sk.PublicKey.CreationTime) {
+				at = sk.PublicKey.CreationTime
+			}
+		}
+		cfg.Time = func() time.Time { return at }
+	}
+	if err := openpgp.DetachSign(w, signer, message, cfg); err != nil {
+		return fmt.Errorf("signing: %w", err)
+	}
+	return nil
+}
+
+// Signer describes the key that made a good signature.
+type Signer struct {
+	KeyID       string `json:"key_id"`
+	Fingerprint string `json:"fingerprint"`
+	Identity    string `json:"identity,omitempty"`
+}
+
+func (s Signer) String() string {
+	if s.Identity != "" {
+		return fmt.Sprintf("%s (key %s, fingerprint %s)", s.Identity, s.KeyID, s.Fingerprint)
+	}
+	return fmt.Sprintf("key %s (fingerprint %s)", s.KeyID, s.Fingerprint)
+}
+
+// CheckDetached checks a detached signature (binary or armored) over
+// message against keyring and returns the signer. Every failure is one of the
+// sentinel errors, wrapped with what the signature says about its issuer.
+func CheckDetached(keyring openpgp.EntityList, message io.Reader, sig []byte) (Signer, error) {
+	if len(bytes.TrimSpace(sig)) == 0 {
+		return Signer{}, ErrUnsigned
+	}
+	issuer := describeIssuer(sig)
+	var e *openpgp.Entity
+	var err error
+	if bytes.HasPrefix(bytes.TrimSpace(sig), []byte("-----BEGIN PGP SIGNATURE")) {
+		e, err = openpgp.CheckArmoredDetachedSignature(keyring, message, bytes.NewReader(sig), nil)
+	} else {
+		e, err = openpgp.CheckDetachedSignature(keyring, message, bytes.NewReader(sig), nil)
+	}
+	if err != nil {
+		return Signer{}, classify(err, issuer)
+	}
+	return Signer{KeyID: KeyID(e), Fingerprint: Fingerprint(e), Identity: Identity(e)}, nil
+}
+
+func classify(err error, issuer string) error {
+	var sigErr pgperrors.SignatureError
+	var structErr pgperrors.StructuralError
+	switch {
+	case errors.Is(err, pgperrors.ErrUnknownIssuer):
+		return fmt.Errorf("%w: the signature names %s", ErrUnknownSigner, issuer)
+	case errors.Is(err, pgperrors.ErrKeyRevoked):
+		return fmt.Errorf("%w: %s", ErrKeyRevoked, issuer)
+	case errors.Is(err, pgperrors.ErrKeyExpired), errors.Is(err, pgperrors.ErrSignatureExpired):
+		return fmt.Errorf("%w: %s", ErrKeyExpired, issuer)
+	case errors.As(err, &sigErr), errors.As(err, &structErr):
+		return fmt.Errorf("%w by %s: %v", ErrBadSignature, issuer, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrBadSignature, err)
+	}
+}
+
+// describeIssuer reads the issuer key ID and fingerprint out of a signature
+// packet, without checking anything, for error messages.
+func describeIssuer(sig []byte) string {
+	var r io.Reader = bytes.NewReader(sig)
+	if bytes.HasPrefix(bytes.TrimSpace(sig), []byte("-----BEGIN PGP")) {
+		block, err := armor.Decode(bytes.NewReader(sig))
+		if err != nil {
+			return "an unreadable issuer"
+		}
+		r = block.Body
+	}
+	p, err := packet.Read(r)
+	if err != nil {
+		return "an unreadable issuer"
+	}
+	s, ok := p.(*packet.Signature)
+	if !ok {
+		return "no issuer (not a signature packet)"
+	}
+	var parts []string
+	if s.IssuerKeyId != nil {
+		parts = append(parts, fmt.Sprintf("key ID %016X", *s.IssuerKeyId))
+	}
+	if len(s.IssuerFingerprint) > 0 {
+		parts = append(parts, fmt.Sprintf("fingerprint %X", s.IssuerFingerprint))
+	}
+	if len(parts) == 0 {
+		return "an unnamed issuer"
+	}
+	return strings.Join(parts, ", ")
+}
