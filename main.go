@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist/export"
+	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/verify"
 )
@@ -715,10 +718,157 @@ func fetchOrigins(base string) ([]string, error) {
 
 // --- export ---
 
-type exportCmd struct{}
+type exportCmd struct {
+	manifest    string
+	from        string
+	signKey     string
+	out         string
+	platforms   []string
+	jobs        int
+	cache       string
+	dryRun      bool
+	noDeps      bool
+	compression string
+}
 
 func (c *exportCmd) synopsis() string {
-	return "resolve, download and verify providers and modules into a signed bundle"
+	return "resolve, download and verify providers and modules into one signed bundle"
 }
-func (c *exportCmd) flags() *pflag.FlagSet   { return pflag.NewFlagSet("export", pflag.ContinueOnError) }
-func (c *exportCmd) run(args []string) error { return errors.New("not yet") }
+
+func (c *exportCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
+	fs.StringVar(&c.manifest, "manifest", "", "HCL file saying what to export")
+	fs.StringVar(&c.from, "from", "", "derive what to export from this Terraform/OpenTofu project (and its .terraform.lock.hcl)")
+	fs.StringVar(&c.signKey, "sign-key", "", "site private key (from 'airgap keygen') that signs the bundle (required unless --dry-run)")
+	fs.StringVar(&c.out, "out", "", "bundle file to write (required unless --dry-run)")
+	fs.StringSliceVar(&c.platforms, "platform", nil, "os_arch to export (repeatable; overrides the manifest's platforms)")
+	fs.IntVar(&c.jobs, "jobs", 8, "parallel downloads")
+	fs.StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir/airgap)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print the resolved plan without downloading packages")
+	fs.BoolVar(&c.noDeps, "no-deps", false, "do not follow the modules and providers that exported modules need")
+	fs.StringVar(&c.compression, "compression", "zstd", "zstd or none")
+	return fs
+}
+
+func (c *exportCmd) run(args []string) error {
+	if len(args) != 0 || (c.manifest == "") == (c.from == "") {
+		return usageError{"give exactly one of --manifest FILE or --from DIR"}
+	}
+	if !c.dryRun && (c.signKey == "" || c.out == "") {
+		return usageError{"--sign-key and --out are required (or use --dry-run)"}
+	}
+	comp, err := bundle.ParseCompression(c.compression)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var modTime time.Time
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		var n int64
+		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 {
+			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+		}
+		modTime = time.Unix(n, 0).UTC()
+	}
+	var req *export.Request
+	if c.manifest != "" {
+		req, err = export.ParseSpec(c.manifest, c.platforms)
+	} else {
+		req, err = export.FromProject(c.from, c.platforms)
+	}
+	if err != nil {
+		return err
+	}
+	req.NoDeps = c.noDeps
+	var key *openpgp.Entity
+	if c.signKey != "" {
+		if key, err = readSigningKey(c.signKey); err != nil {
+			return err
+		}
+	}
+	cache := c.cache
+	if cache == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no user cache dir (%v)\nhint: pass --cache DIR", err)
+		}
+		cache = filepath.Join(d, "airgap")
+	}
+	creds, err := registry.LoadCredentials()
+	if err != nil {
+		return fmt.Errorf("reading the CLI config for credentials: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	res, err := export.Run(ctx, req, export.Options{
+		Client: registry.New(registry.Options{Credentials: creds}), CacheDir: cache, Jobs: c.jobs,
+		SiteKey: key, DryRun: c.dryRun, Log: logf,
+	})
+	if err != nil {
+		return err
+	}
+	if c.dryRun {
+		fmt.Println("plan (nothing downloaded):")
+		for _, l := range res.Plan {
+			fmt.Println(" ", l)
+		}
+		return nil
+	}
+	m := res.Manifest
+	m.Tool = "airgap " + Version
+	if !modTime.IsZero() {
+		m.Created = &modTime
+	}
+	if err := writeBundleFile(c.out, m, res.Files, key, bundle.WriterOptions{Compression: comp, ModTime: modTime}); err != nil {
+		return err
+	}
+	fi, _ := os.Stat(c.out)
+	n, total := m.Totals()
+	fmt.Printf("wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %s\n",
+		c.out, humanBytes(fi.Size()), len(m.Catalog.Providers), len(m.Catalog.Modules), n, humanBytes(total), humanBytes(res.Bytes), res.Cached, time.Since(start).Round(time.Millisecond))
+	for _, w := range res.Warnings {
+		fmt.Println("warning:", w)
+	}
+	return nil
+}
+
+// writeBundleFile writes the bundle through a temporary file next to out and
+// renames it into place only when complete: no partial bundle is left.
+func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]string, key *openpgp.Entity, opt bundle.WriterOptions) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw, err := bundle.NewWriter(f, m, key, opt)
+	if err != nil {
+		return err
+	}
+	for _, b := range m.Carried() {
+		src, err := os.Open(files[b.Digest])
+		if err != nil {
+			return err
+		}
+		err = bw.WriteBlob(b.Digest, src)
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if err := bw.Close(); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), out)
+}

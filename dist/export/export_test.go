@@ -1,0 +1,368 @@
+package export_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/export"
+	"github.com/airgap/airgap/dist/registry"
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/verify"
+)
+
+// world publishes a small realistic set on the stand-in internet.
+func world(t *testing.T) *registrytest.Internet {
+	t.Helper()
+	in := registrytest.New(t)
+	plats := []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.5.1", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.0", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "null", "3.2.2", []string{"linux_amd64", "darwin_arm64"}, 4<<10)
+	in.AddProvider(t, "registry.opentofu.org", "hashicorp", "local", "2.5.1", plats, 4<<10)
+	// A module in git (tag), calling another registry module and needing a provider.
+	in.AddGitRepo(t, "example/terraform-aws-vpc", "v1.0.0", map[string]string{
+		"main.tf": `terraform {
+  required_providers {
+    null = { source = "hashicorp/null", version = "~> 3.2" }
+  }
+}
+module "subnet" {
+  source  = "example/subnet/aws"
+  version = "~> 2.0"
+}
+module "remote" {
+  source = "git::https://git.example.com/x.git"
+}
+`,
+		"modules/inner/main.tf": "variable \"x\" {}\n",
+	})
+	in.AddModule("registry.terraform.io", "example", "vpc", "aws", "1.0.0", "git::https://github.com/example/terraform-aws-vpc?ref=v1.0.0")
+	// A monorepo module with //subdir before the query.
+	in.AddGitRepo(t, "example/mono", "v2.0.0", map[string]string{"modules/sub/main.tf": "output \"x\" { value = 1 }\n", "README.md": "mono\n"})
+	in.AddModule("registry.terraform.io", "example", "sub", "aws", "2.0.0", "git::https://github.com/example/mono//modules/sub?ref=v2.0.0")
+	// An HTTP tarball with a top-level folder, stripped by //*.
+	loc := in.AddArchive(t, "subnet-2.1.0.tar.gz", map[string]string{"subnet-2.1.0/main.tf": "output \"id\" { value = \"s\" }\n"})
+	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "2.1.0", loc+"//*")
+	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "1.0.0", loc+"//*")
+	// OpenTofu style: 200 + JSON location.
+	loc2 := in.AddArchive(t, "tofu-1.0.0.tar.gz", map[string]string{"main.tf": "output \"t\" { value = 1 }\n"})
+	in.AddModule("registry.opentofu.org", "example", "tofu", "aws", "1.0.0", loc2)
+	return in
+}
+
+func gitEnv(t *testing.T, in *registrytest.Internet) {
+	for _, kv := range in.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+func options(t *testing.T, in *registrytest.Internet, cache string, site *openpgp.Entity) export.Options {
+	c := registry.New(registry.Options{Transport: in.Transport()})
+	c.Backoff = 10 * time.Millisecond
+	return export.Options{Client: c, CacheDir: cache, Jobs: 4, SiteKey: site}
+}
+
+func writeSpec(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "airgap.hcl")
+	os.WriteFile(p, []byte(body), 0o644)
+	return p
+}
+
+const fullSpec = `
+platforms = ["linux_amd64", "darwin_arm64"]
+
+provider "hashicorp/random" {
+  versions = ">= 3.5, < 4.0"
+  latest   = 2
+}
+provider "registry.opentofu.org/hashicorp/local" {
+  versions  = "2.5.1"
+  platforms = ["linux_amd64"]
+}
+module "example/vpc/aws" {
+  versions = "1.0.0"
+}
+module "example/sub/aws" {}
+module "registry.opentofu.org/example/tofu/aws" {}
+`
+
+func TestExportEverythingAndImport(t *testing.T) {
+	in := world(t)
+	gitEnv(t, in)
+	site := bundletest.Key(t, "site")
+	req, err := export.ParseSpec(writeSpec(t, fullSpec), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	res, err := export.Run(context.Background(), req, options(t, in, cache, site))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := res.Manifest.Catalog
+	var got []string
+	for _, p := range cat.Providers {
+		var plats []string
+		for _, pk := range p.Packages {
+			plats = append(plats, pk.Platform())
+		}
+		got = append(got, p.String()+" "+strings.Join(plats, ","))
+	}
+	want := []string{
+		"registry.opentofu.org/hashicorp/local 2.5.1 linux_amd64",
+		"registry.terraform.io/hashicorp/null 3.2.2 darwin_arm64,linux_amd64", // a dependency of the vpc module
+		"registry.terraform.io/hashicorp/random 3.6.0 darwin_arm64,linux_amd64",
+		"registry.terraform.io/hashicorp/random 3.6.2 darwin_arm64,linux_amd64",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("providers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	mods := map[string]dist.ModuleVersion{}
+	for _, m := range cat.Modules {
+		mods[m.String()] = m
+	}
+	if len(mods) != 4 {
+		t.Fatalf("modules: %v", mods)
+	}
+	vpc := mods["registry.terraform.io/example/vpc/aws 1.0.0"]
+	if len(vpc.Commit) != 40 || vpc.Subdir != "" {
+		t.Errorf("vpc: %+v", vpc)
+	}
+	if sub := mods["registry.terraform.io/example/sub/aws 2.0.0"]; sub.Subdir != "modules/sub" {
+		t.Errorf("sub: %+v", sub)
+	}
+	if _, ok := mods["registry.terraform.io/example/subnet/aws 2.1.0"]; !ok {
+		t.Errorf("the vpc module's dependency subnet ~> 2.0 was not exported: %v", mods)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "git.example.com") || !strings.Contains(res.Warnings[0], "main.tf:10") {
+		t.Errorf("warnings: %v", res.Warnings)
+	}
+	// Upstream bytes are kept; hashes are Terraform's.
+	up := in.Provider("registry.terraform.io", "hashicorp", "random", "3.6.2")
+	for _, p := range cat.Providers {
+		if p.String() == "registry.terraform.io/hashicorp/random 3.6.2" {
+			if p.Shasums != up.Shasums || p.ShasumsSig != up.ShasumsSig || p.SiteSigned {
+				t.Errorf("SHA256SUMS or signature not byte-identical to upstream")
+			}
+			lin, _ := p.Package("linux_amd64", "")
+			for _, pk := range p.Packages {
+				if upk, _ := up.Package(pk.OS, pk.Arch); upk.H1 != pk.H1 || upk.Digest != pk.Digest {
+					t.Errorf("%s: hashes differ from upstream", pk.Platform())
+				}
+			}
+			_ = lin
+		}
+		if p.Host == "registry.opentofu.org" {
+			if !p.SiteSigned || p.SigningKeys[0].KeyID != verify.KeyID(site) {
+				t.Errorf("opentofu provider without keys should be re-signed by the site key: %+v", p.SigningKeys)
+			}
+		}
+	}
+	// Write, verify and import the bundle.
+	var b bytes.Buffer
+	bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, blob := range res.Manifest.Carried() {
+		f, _ := os.Open(res.Files[blob.Digest])
+		if err := bw.WriteBlob(blob.Digest, f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := bw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Import(t.TempDir(), &b, store.ImportOptions{Keyring: openpgp.EntityList{site}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A re-run downloads nothing: the cache holds every verified package.
+	var before int32
+	in.Downloads.Range(func(_, v any) bool { before += v.(*atomic.Int32).Load(); return true })
+	res2, err := export.Run(context.Background(), req, options(t, in, cache, site))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after int32
+	in.Downloads.Range(func(_, v any) bool { after += v.(*atomic.Int32).Load(); return true })
+	if after != before || res2.Bytes != 0 || res2.Cached != 7 {
+		t.Errorf("second run downloaded %d packages (%d bytes), %d from cache", after-before, res2.Bytes, res2.Cached)
+	}
+}
+
+func TestExportFailures(t *testing.T) {
+	in := world(t)
+	gitEnv(t, in)
+	site := bundletest.Key(t, "site")
+	run := func(spec string, mutate func()) error {
+		if mutate != nil {
+			mutate()
+		}
+		req, err := export.ParseSpec(writeSpec(t, spec), nil)
+		if err != nil {
+			return err
+		}
+		_, err = export.Run(context.Background(), req, options(t, in, t.TempDir(), site))
+		return err
+	}
+	cases := []struct {
+		name, spec string
+		mutate     func()
+		want       []string
+	}{
+		{"unknown provider", `provider "hashicorp/nope" {}`, nil, []string{"registry.terraform.io/hashicorp/nope", "does not exist"}},
+		{"no matching version", `provider "hashicorp/random" { versions = "~> 9.0" }`, nil, []string{"no version matches", "3.5.1, 3.6.0, 3.6.2"}},
+		{"no platform", `platforms = ["plan9_amd64"]
+provider "hashicorp/random" {}`, nil, []string{"none of the requested platforms"}},
+		{"checksum mismatch", `provider "hashicorp/null" {}`, func() { in.Tamper.Store("terraform-provider-null_3.2.2_linux_amd64.zip") },
+			[]string{"null 3.2.2 linux_amd64", "digest mismatch", "does not match the signed SHA256SUMS"}},
+		{"unreachable host", `provider "unreachable.invalid/x/y" {}`, nil, []string{"unreachable.invalid"}},
+		{"bad manifest syntax", "provider \"hashicorp/random\" {\n  versions = \n}", nil, []string{"airgap.hcl:2,14", "Invalid expression"}},
+		{"unknown setting", "provider \"hashicorp/random\" {\n  verions = \"1\"\n}", nil, []string{"airgap.hcl:2", "verions"}},
+		{"s3 module", `module "example/vpc/aws" {}`, func() {
+			in.AddModule("registry.terraform.io", "example", "vpc", "aws", "9.0.0", "s3::https://s3.amazonaws.com/b/m.zip")
+		}, []string{"s3::", "vpc"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := run(c.spec, c.mutate)
+			in.Tamper.Store("")
+			if err == nil {
+				t.Fatal("export succeeded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestExportBadSignature(t *testing.T) {
+	in := world(t)
+	// A provider whose SHA256SUMS is signed by a key the registry does not list.
+	bp := in.AddProvider(t, "registry.terraform.io", "evil", "thing", "1.0.0", []string{"linux_amd64"}, 1024)
+	other := bundletest.Key(t, "impostor")
+	var sig bytes.Buffer
+	sums, _ := os.ReadFile(bp.Files[bp.ShasumsName])
+	verify.SignDetached(&sig, other, bytes.NewReader(sums))
+	os.WriteFile(bp.Files[bp.ShasumsName+".sig"], sig.Bytes(), 0o644)
+	req, _ := export.ParseSpec(writeSpec(t, `platforms = ["linux_amd64"]
+provider "evil/thing" {}`), nil)
+	cache := t.TempDir()
+	_, err := export.Run(context.Background(), req, options(t, in, cache, nil))
+	if !errors.Is(err, verify.ErrUnknownSigner) || !strings.Contains(err.Error(), "evil/thing 1.0.0 linux_amd64") {
+		t.Fatalf("err = %v", err)
+	}
+	// Nothing unverified entered the cache.
+	ents, _ := os.ReadDir(filepath.Join(cache, "blobs", "sha256"))
+	if len(ents) != 0 {
+		t.Errorf("cache holds %d files after a failed verification", len(ents))
+	}
+}
+
+func TestExportRetriesAndLockFile(t *testing.T) {
+	in := world(t)
+	in.FailNext.Store(2) // two 503s, then success
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
+  required_providers {
+    random = { source = "hashicorp/random", version = "~> 3.5" }
+  }
+}
+module "local" { source = "./mod" }
+`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "mod"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mod", "main.tf"), []byte(`terraform {
+  required_providers {
+    null = { source = "hashicorp/null" }
+  }
+}
+`), 0o644)
+	up := in.Provider("registry.terraform.io", "hashicorp", "random", "3.6.0")
+	lin, _ := up.Package("linux_amd64", "")
+	for _, pk := range up.Packages {
+		if pk.OS == "linux" {
+			lin = pk
+		}
+	}
+	os.WriteFile(filepath.Join(dir, ".terraform.lock.hcl"), []byte(`provider "registry.terraform.io/hashicorp/random" {
+  version     = "3.6.0"
+  constraints = "~> 3.5"
+  hashes = [
+    "`+lin.H1+`",
+  ]
+}
+`), 0o644)
+	req, err := export.FromProject(dir, []string{"linux_amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := export.Run(context.Background(), req, options(t, in, t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range res.Manifest.Catalog.Providers {
+		got = append(got, p.String())
+	}
+	if strings.Join(got, ",") != "registry.terraform.io/hashicorp/null 3.2.2,registry.terraform.io/hashicorp/random 3.6.0" {
+		t.Fatalf("locked version not exported exactly, or local module not followed: %v", got)
+	}
+	// darwin package does not match the lock (which only has linux h1): fail naming it.
+	req, _ = export.FromProject(dir, []string{"linux_amd64", "darwin_arm64"})
+	_, err = export.Run(context.Background(), req, options(t, in, t.TempDir(), nil))
+	if err == nil || !strings.Contains(err.Error(), "random 3.6.0 darwin_arm64") || !strings.Contains(err.Error(), ".terraform.lock.hcl") {
+		t.Fatalf("lock mismatch: %v", err)
+	}
+}
+
+func TestExportDeterministic(t *testing.T) {
+	in := world(t)
+	gitEnv(t, in)
+	site := bundletest.Key(t, "site")
+	at := time.Unix(1767225600, 0)
+	var out [2][]byte
+	for i := range out {
+		req, _ := export.ParseSpec(writeSpec(t, fullSpec), nil)
+		res, err := export.Run(context.Background(), req, options(t, in, t.TempDir(), site))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{ModTime: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, blob := range res.Manifest.Carried() {
+			f, _ := os.Open(res.Files[blob.Digest])
+			bw.WriteBlob(blob.Digest, f)
+			f.Close()
+		}
+		if err := bw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b.Bytes()
+	}
+	if !bytes.Equal(out[0], out[1]) {
+		t.Fatal("two exports of the same inputs differ")
+	}
+}

@@ -1,0 +1,265 @@
+// Package getter turns a module source address, as a registry returns it,
+// into a normalized archive of the whole source root, the way go-getter
+// would fetch it for Terraform: git (https, ssh, scp-like, GitHub shorthand)
+// with the git binary, and HTTP archives (.tar.gz, .tgz, .tar, .zip,
+// .tar.bz2, ?archive=). "//subdir" is split off and recorded; "//*" strips
+// one top-level folder.
+//
+// The archive (see Normalize) is a gzip'd tar with sorted entries, fixed
+// mtime, uid, gid and modes, symlinks dereferenced without escaping the
+// root, .git removed: the same source gives the same bytes.
+//
+// It does not talk to registries and does not decide what to fetch.
+package getter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Source is a parsed module source address.
+type Source struct {
+	Kind   string // "git" or "http"
+	URL    string // without the forced-getter prefix, subdir, ref
+	Ref    string // git ref, if any
+	Subdir string // "" or a path; "*" or "*/x" strips a top-level folder
+	Raw    string
+}
+
+// ErrUnsupported: a source kind airgap cannot fetch.
+var ErrUnsupported = errors.New("unsupported module source")
+
+var archiveExts = []string{".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".zip", ".tar.xz", ".txz"}
+
+// splitSubdir splits "x//sub?q" into "x?q" and "sub", as go-getter does.
+func splitSubdir(src string) (string, string) {
+	start := 0
+	if i := strings.Index(src, "://"); i >= 0 {
+		start = i + 3
+	}
+	i := strings.Index(src[start:], "//")
+	if i < 0 {
+		return src, ""
+	}
+	i += start
+	rest := src[i+2:]
+	sub, query, hasQ := strings.Cut(rest, "?")
+	out := src[:i]
+	if hasQ {
+		out += "?" + query
+	}
+	return out, sub
+}
+
+// Parse reads a module source address.
+func Parse(raw string) (*Source, error) {
+	s := &Source{Raw: raw}
+	src := raw
+	forced := ""
+	if i := strings.Index(src, "::"); i > 0 && !strings.Contains(src[:i], "/") {
+		forced, src = src[:i], src[i+2:]
+	}
+	switch forced {
+	case "", "git", "http", "https":
+	case "s3", "gcs", "hg":
+		return nil, fmt.Errorf("%w %q: %s:: sources cannot be fetched by airgap; mirror the module into a git repository or an HTTP archive", ErrUnsupported, raw, forced)
+	default:
+		return nil, fmt.Errorf("%w %q: unknown getter %q", ErrUnsupported, raw, forced)
+	}
+	src, s.Subdir = splitSubdir(src)
+	if forced == "" {
+		switch {
+		case strings.HasPrefix(src, "github.com/"):
+			forced, src = "git", "https://"+src
+			if !strings.HasSuffix(strings.SplitN(src, "?", 2)[0], ".git") {
+				p, q, hasQ := strings.Cut(src, "?")
+				src = p + ".git"
+				if hasQ {
+					src += "?" + q
+				}
+			}
+		case strings.HasPrefix(src, "git@"):
+			forced = "git"
+		case strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://"):
+			forced = "http"
+		default:
+			return nil, fmt.Errorf("%w %q: not a git or HTTP source", ErrUnsupported, raw)
+		}
+	}
+	if forced == "https" {
+		forced = "http"
+	}
+	s.Kind = forced
+	if s.Kind == "git" {
+		if strings.HasPrefix(src, "git@") {
+			// scp-like: git@host:path?ref=x
+			p, q, _ := strings.Cut(src, "?")
+			vals, _ := url.ParseQuery(q)
+			s.Ref = vals.Get("ref")
+			s.URL = p
+			return s, nil
+		}
+		u, err := url.Parse(src)
+		if err != nil {
+			return nil, fmt.Errorf("module source %q: %w", raw, err)
+		}
+		q := u.Query()
+		s.Ref = q.Get("ref")
+		q.Del("ref")
+		q.Del("depth")
+		u.RawQuery = q.Encode()
+		s.URL = u.String()
+		return s, nil
+	}
+	u, err := url.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("module source %q: %w", raw, err)
+	}
+	if u.Query().Get("archive") == "" {
+		ok := false
+		for _, e := range archiveExts {
+			if strings.HasSuffix(u.Path, e) {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w %q: an HTTP source must name an archive (.tar.gz, .zip, … or ?archive=); Terraform would ask it for ?terraform-get=1, which airgap does not follow", ErrUnsupported, raw)
+		}
+	}
+	s.URL = u.String()
+	return s, nil
+}
+
+// Downloader fetches HTTP archives (the registry client satisfies it).
+type Downloader interface {
+	Download(ctx context.Context, url, path string) (digest interface{ String() string }, n int64, err error)
+}
+
+// Result is a fetched, normalized module source.
+type Result struct {
+	Archive string // path of the .tar.gz
+	Subdir  string // subdirectory within the archive root
+	Commit  string // git commit, if any
+	Root    string // the unpacked tree (for scanning)
+}
+
+// DownloadFunc downloads url to path.
+type DownloadFunc func(ctx context.Context, url, path string) error
+
+// Fetch fetches src into work (a fresh directory it may fill) and writes
+// the normalized archive.
+func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc) (*Result, error) {
+	root := filepath.Join(work, "src")
+	res := &Result{Root: root}
+	switch src.Kind {
+	case "git":
+		commit, err := gitFetch(ctx, src, root)
+		if err != nil {
+			return nil, err
+		}
+		res.Commit = commit
+	case "http":
+		arch := filepath.Join(work, "download")
+		if err := download(ctx, src.URL, arch); err != nil {
+			return nil, err
+		}
+		if err := extract(arch, archiveKind(src.URL), root); err != nil {
+			return nil, fmt.Errorf("unpacking %s: %w", src.URL, err)
+		}
+	}
+	sub := src.Subdir
+	if sub == "*" || strings.HasPrefix(sub, "*/") {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			return nil, err
+		}
+		if len(ents) != 1 || !ents[0].IsDir() {
+			return nil, fmt.Errorf("module source %q: //* needs exactly one top-level folder, found %d entries", src.Raw, len(ents))
+		}
+		root = filepath.Join(root, ents[0].Name())
+		res.Root = root
+		sub = strings.TrimPrefix(strings.TrimPrefix(sub, "*"), "/")
+	}
+	sub = strings.Trim(filepath.ToSlash(filepath.Clean("/"+sub)), "/")
+	if sub != "" {
+		if fi, err := os.Stat(filepath.Join(root, sub)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("module source %q: subdirectory %q does not exist", src.Raw, sub)
+		}
+	}
+	res.Subdir = sub
+	res.Archive = filepath.Join(work, "module.tar.gz")
+	if err := NormalizeToFile(root, res.Archive); err != nil {
+		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, err)
+	}
+	return res, nil
+}
+
+func archiveKind(u string) string {
+	pu, err := url.Parse(u)
+	if err == nil {
+		if a := pu.Query().Get("archive"); a != "" {
+			return a
+		}
+		u = pu.Path
+	}
+	for _, e := range archiveExts {
+		if strings.HasSuffix(u, e) {
+			return strings.TrimPrefix(e, ".")
+		}
+	}
+	return ""
+}
+
+func gitFetch(ctx context.Context, src *Source, dir string) (string, error) {
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", errors.New("the git binary is needed to fetch git module sources; install git")
+	}
+	if _, err := run("clone", "--quiet", "--no-checkout", "--", src.URL, dir); err != nil {
+		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
+	}
+	ref := src.Ref
+	if ref == "" {
+		ref = "HEAD"
+	}
+	if _, err := run("-C", dir, "-c", "advice.detachedHead=false", "checkout", "--quiet", ref); err != nil {
+		return "", fmt.Errorf("fetching %s: ref %q: %w", src.Raw, src.Ref, err)
+	}
+	commit, err := run("-C", dir, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if _, err := run("-C", dir, "submodule", "update", "--init", "--recursive", "--quiet"); err != nil {
+		return "", fmt.Errorf("fetching %s: submodules: %w", src.Raw, err)
+	}
+	// Drop every .git (the repository's and submodules').
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return commit, err
+}

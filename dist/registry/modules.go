@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// ModuleVersions lists the versions of host/ns/name/system.
+func (c *Client) ModuleVersions(ctx context.Context, host, ns, name, system string) ([]string, error) {
+	base, err := c.service(ctx, host, "modules.v1")
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Modules []struct {
+			Versions []struct {
+				Version string `json:"version"`
+			} `json:"versions"`
+		} `json:"modules"`
+	}
+	if _, err := c.getJSON(ctx, rel(base, ns, name, system, "versions"), &doc, host); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("module %s/%s/%s/%s does not exist on its registry: %w", host, ns, name, system, ErrNotFound)
+		}
+		return nil, err
+	}
+	if len(doc.Modules) == 0 {
+		return nil, fmt.Errorf("module %s/%s/%s/%s: %w (no versions)", host, ns, name, system, ErrNotFound)
+	}
+	var out []string
+	for _, v := range doc.Modules[0].Versions {
+		s := strings.TrimPrefix(v.Version, "v")
+		if dist.ValidVersion(s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// ModuleLocation asks where a module version's source is: the JSON
+// "location" of a 200 answer, else the X-Terraform-Get header (200 or 204).
+// A relative location is resolved against the download URL.
+func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, version string) (string, error) {
+	base, err := c.service(ctx, host, "modules.v1")
+	if err != nil {
+		return "", err
+	}
+	u := rel(base, ns, name, system, version, "download")
+	resp, err := c.do(ctx, c.http, func() (*http.Request, error) {
+		req, err := http.NewRequest("GET", u.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		if tok := c.creds.Token(host); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		return req, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	what := fmt.Sprintf("module %s/%s/%s/%s %s", host, ns, name, system, version)
+	if resp.StatusCode == 404 {
+		return "", fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if resp.StatusCode != 200 && resp.StatusCode != 204 {
+		return "", fmt.Errorf("%s: download answered %s", what, resp.Status)
+	}
+	loc := ""
+	if resp.StatusCode == 200 {
+		var doc struct {
+			Location string `json:"location"`
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(body, &doc) == nil {
+			loc = doc.Location
+		}
+	}
+	if loc == "" {
+		loc = resp.Header.Get("X-Terraform-Get")
+	}
+	if loc == "" {
+		return "", fmt.Errorf("%s: the registry gave no location (no JSON location, no X-Terraform-Get)", what)
+	}
+	if strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "./") || strings.HasPrefix(loc, "../") {
+		ref, err := url.Parse(loc)
+		if err != nil {
+			return "", fmt.Errorf("%s: location %q: %w", what, loc, err)
+		}
+		loc = resp.Request.URL.ResolveReference(ref).String()
+	}
+	return loc, nil
+}

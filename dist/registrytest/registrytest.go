@@ -1,0 +1,428 @@
+// Package registrytest runs a stand-in internet on loopback for tests: real
+// HTTPS servers with a test CA, answering for registry.terraform.io (204 +
+// X-Terraform-Get modules, RSA-signed providers on releases.hashicorp.com),
+// registry.opentofu.org (static-site style: relative service URLs, empty
+// signing keys, 200 + JSON location modules), a git smart-HTTP host
+// (github.com, through 'git http-backend') and an HTTP archive host
+// (archives.example.com), plus a CONNECT proxy so that subprocesses
+// (airgap, terraform, git) reach them by their real names through
+// HTTPS_PROXY. Nothing here is mocked; it only plays the other side.
+package registrytest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
+)
+
+// Hosts the stand-in answers for.
+var Hosts = []string{"registry.terraform.io", "registry.opentofu.org", "releases.hashicorp.com", "github.com", "archives.example.com", "localhost"}
+
+// Internet is the running stand-in.
+type Internet struct {
+	Dir       string
+	CAFile    string // PEM of the test CA, for SSL_CERT_FILE
+	CertPool  *x509.CertPool
+	Server    *httptest.Server
+	Proxy     *httptest.Server // CONNECT proxy, for HTTPS_PROXY
+	Publisher *openpgp.Entity  // signs providers' SHA256SUMS
+	GitRoot   string
+
+	mu        sync.Mutex
+	providers map[string][]*bundletest.BuiltProvider // host/ns/type -> versions
+	modules   map[string][]Module                    // host/ns/name/system -> versions
+	files     map[string]string                      // path on releases/archives host -> file
+	// Counters of package downloads, by filename.
+	Downloads sync.Map
+	// FailNext makes the next N provider zip downloads answer 503.
+	FailNext atomic.Int32
+	// Tamper makes zip downloads of this filename return altered bytes.
+	Tamper atomic.Value // string
+}
+
+// Module is a stand-in module version.
+type Module struct {
+	Version  string
+	Location string // X-Terraform-Get (terraform.io) or JSON location (opentofu.org)
+}
+
+// New starts the stand-in.
+func New(t testing.TB) *Internet {
+	t.Helper()
+	in := &Internet{Dir: t.TempDir(), Publisher: bundletest.Key(t, "publisher"),
+		providers: map[string][]*bundletest.BuiltProvider{}, modules: map[string][]Module{}, files: map[string]string{}}
+	in.Tamper.Store("")
+	in.GitRoot = filepath.Join(in.Dir, "git")
+	os.MkdirAll(in.GitRoot, 0o755)
+	caCert, caKey := newCA(t)
+	in.CAFile = filepath.Join(in.Dir, "ca.pem")
+	os.WriteFile(in.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), 0o644)
+	in.CertPool = x509.NewCertPool()
+	in.CertPool.AddCert(caCert)
+	leaf := leafCert(t, caCert, caKey, Hosts)
+	in.Server = httptest.NewUnstartedServer(http.HandlerFunc(in.route))
+	in.Server.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	in.Server.StartTLS()
+	t.Cleanup(in.Server.Close)
+	in.Proxy = httptest.NewServer(http.HandlerFunc(in.connect))
+	t.Cleanup(in.Proxy.Close)
+	return in
+}
+
+// Transport returns an http.RoundTripper that reaches every stand-in host by
+// name (for in-process clients) and trusts the test CA.
+func (in *Internet) Transport() http.RoundTripper {
+	addr := in.Server.Listener.Addr().String()
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
+			var d net.Dialer
+			host, _, _ := net.SplitHostPort(hostport)
+			for _, h := range Hosts {
+				if h == host {
+					return d.DialContext(ctx, network, addr)
+				}
+			}
+			return d.DialContext(ctx, network, hostport)
+		},
+		TLSClientConfig:   &tls.Config{RootCAs: in.CertPool},
+		ForceAttemptHTTP2: true,
+	}
+}
+
+// Env returns environment variables that route a subprocess's HTTPS (Go
+// programs, terraform, git) to the stand-in by real host names.
+func (in *Internet) Env() []string {
+	p := in.Proxy.URL
+	return []string{"HTTPS_PROXY=" + p, "https_proxy=" + p, "HTTP_PROXY=" + p, "NO_PROXY=", "no_proxy=",
+		"SSL_CERT_FILE=" + in.CAFile, "SSL_CERT_DIR=" + filepath.Join(in.Dir, "nocerts"), "GIT_SSL_CAINFO=" + in.CAFile}
+}
+
+func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect {
+		http.Error(w, "only CONNECT", http.StatusMethodNotAllowed)
+		return
+	}
+	host, port, _ := net.SplitHostPort(r.Host)
+	known := false
+	for _, h := range Hosts {
+		if h == host {
+			known = true
+		}
+	}
+	if !known || port != "443" {
+		http.Error(w, "no route to "+r.Host+" on the stand-in internet", http.StatusBadGateway)
+		return
+	}
+	up, err := net.DialTimeout("tcp", in.Server.Listener.Addr().String(), 5*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		return
+	}
+	w.WriteHeader(200)
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if n := buf.Reader.Buffered(); n > 0 {
+		b, _ := buf.Reader.Peek(n)
+		up.Write(b)
+	}
+	go func() { io.Copy(up, conn); up.Close() }()
+	io.Copy(conn, up)
+	conn.Close()
+}
+
+func (in *Internet) route(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := strings.Cut(r.Host, ":")
+	switch host {
+	case "registry.terraform.io":
+		in.registry(w, r, "registry.terraform.io", false)
+	case "registry.opentofu.org":
+		in.registry(w, r, "registry.opentofu.org", true)
+	case "releases.hashicorp.com", "archives.example.com":
+		in.file(w, r)
+	case "github.com":
+		in.git(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (in *Internet) registry(w http.ResponseWriter, r *http.Request, host string, tofu bool) {
+	p := r.URL.Path
+	if p == "/.well-known/terraform.json" {
+		if tofu {
+			writeJSON(w, map[string]string{"modules.v1": "/v1/modules/", "providers.v1": "/v1/providers/"})
+		} else {
+			writeJSON(w, map[string]string{"modules.v1": "https://registry.terraform.io/v1/modules/", "providers.v1": "/v1/providers/"})
+		}
+		return
+	}
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(parts) >= 5 && parts[0] == "v1" && parts[1] == "providers" {
+		key := host + "/" + parts[2] + "/" + parts[3]
+		vs := in.providers[key]
+		if len(vs) == 0 {
+			http.NotFound(w, r)
+			return
+		}
+		if len(parts) == 5 && parts[4] == "versions" {
+			var out []map[string]any
+			for _, v := range vs {
+				var plats []map[string]string
+				for _, pk := range v.Packages {
+					plats = append(plats, map[string]string{"os": pk.OS, "arch": pk.Arch})
+				}
+				out = append(out, map[string]any{"version": v.Version, "protocols": []string{"5.0"}, "platforms": plats})
+			}
+			writeJSON(w, map[string]any{"versions": out})
+			return
+		}
+		if len(parts) == 8 && parts[5] == "download" {
+			for _, v := range vs {
+				if v.Version != parts[4] {
+					continue
+				}
+				pk, ok := v.Package(parts[6], parts[7])
+				if !ok {
+					break
+				}
+				base := "https://releases.hashicorp.com/" + path(host, v.Type, v.Version) + "/"
+				keys := []map[string]string{}
+				if !tofu {
+					keys = append(keys, map[string]string{"key_id": v.SigningKeys[0].KeyID, "ascii_armor": v.SigningKeys[0].ASCIIArmor})
+				}
+				doc := map[string]any{
+					"protocols": []string{"5.0"}, "os": pk.OS, "arch": pk.Arch, "filename": pk.Filename,
+					"download_url": base + pk.Filename, "shasums_url": base + v.ShasumsName,
+					"shasums_signature_url": base + v.ShasumsName + ".sig", "shasum": pk.Digest.Hex(),
+					"signing_keys": map[string]any{"gpg_public_keys": keys},
+				}
+				if tofu { // relative URLs, as a static registry may give them
+					doc["download_url"] = "/dl/" + path(host, v.Type, v.Version) + "/" + pk.Filename
+				}
+				writeJSON(w, doc)
+				return
+			}
+		}
+		http.NotFound(w, r)
+		return
+	}
+	if len(parts) >= 6 && parts[0] == "v1" && parts[1] == "modules" {
+		key := strings.ToLower(host + "/" + parts[2] + "/" + parts[3] + "/" + parts[4])
+		vs := in.modules[key]
+		if len(vs) == 0 {
+			http.NotFound(w, r)
+			return
+		}
+		if len(parts) == 6 && parts[5] == "versions" {
+			var out []map[string]string
+			for _, v := range vs {
+				out = append(out, map[string]string{"version": v.Version})
+			}
+			writeJSON(w, map[string]any{"modules": []any{map[string]any{"versions": out}}})
+			return
+		}
+		if len(parts) == 7 && parts[6] == "download" {
+			for _, v := range vs {
+				if v.Version == parts[5] {
+					if tofu {
+						writeJSON(w, map[string]string{"location": v.Location})
+					} else {
+						w.Header().Set("X-Terraform-Get", v.Location)
+						w.WriteHeader(http.StatusNoContent)
+					}
+					return
+				}
+			}
+		}
+	}
+	if tofu && strings.HasPrefix(p, "/dl/") {
+		http.Redirect(w, r, "https://releases.hashicorp.com/"+strings.TrimPrefix(p, "/dl/"), http.StatusFound)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+func path(host, typ, ver string) string {
+	return host + "/terraform-provider-" + typ + "/" + ver
+}
+
+func (in *Internet) file(w http.ResponseWriter, r *http.Request) {
+	in.mu.Lock()
+	f, ok := in.files[r.Host+r.URL.Path]
+	in.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	name := filepath.Base(f)
+	if strings.HasSuffix(name, ".zip") {
+		n, _ := in.Downloads.LoadOrStore(name, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		if in.FailNext.Load() > 0 {
+			in.FailNext.Add(-1)
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		if in.Tamper.Load().(string) == name {
+			b, _ := os.ReadFile(f)
+			b[len(b)/2] ^= 0xff
+			w.Write(b)
+			return
+		}
+	}
+	http.ServeFile(w, r, f)
+}
+
+func (in *Internet) git(w http.ResponseWriter, r *http.Request) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		http.Error(w, "no git", 500)
+		return
+	}
+	h := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: in.GitRoot,
+		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}}
+	h.ServeHTTP(w, r)
+}
+
+// AddProvider publishes a provider version on host (registry.terraform.io or
+// registry.opentofu.org), its files on releases.hashicorp.com.
+func (in *Internet) AddProvider(t testing.TB, host, ns, typ, version string, platforms []string, size int) *bundletest.BuiltProvider {
+	t.Helper()
+	bp := bundletest.BuildProvider(t, filepath.Join(in.Dir, "providers", host, typ, version), bundletest.Provider{
+		Host: host, Namespace: ns, Type: typ, Version: version, Platforms: platforms, Signer: in.Publisher, PackageSize: size,
+	})
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	key := host + "/" + ns + "/" + typ
+	in.providers[key] = append(in.providers[key], bp)
+	for name, f := range bp.Files {
+		in.files["releases.hashicorp.com/"+path(host, typ, version)+"/"+name] = f
+	}
+	return bp
+}
+
+// AddModule publishes a module version whose download answer is location.
+func (in *Internet) AddModule(host, ns, name, system, version, location string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	key := strings.ToLower(host + "/" + ns + "/" + name + "/" + system)
+	in.modules[key] = append(in.modules[key], Module{Version: version, Location: location})
+}
+
+// AddArchive publishes a tar.gz of files at https://archives.example.com/name.
+func (in *Internet) AddArchive(t testing.TB, name string, files map[string]string) string {
+	t.Helper()
+	p := filepath.Join(in.Dir, "archives", name)
+	bundletest.WriteModuleArchive(t, p, files)
+	in.mu.Lock()
+	in.files["archives.example.com/"+name] = p
+	in.mu.Unlock()
+	return "https://archives.example.com/" + name
+}
+
+// AddGitRepo creates a bare repository github.com/<repo> (reachable with and
+// without ".git") with one commit of files, tagged tag.
+func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]string) {
+	t.Helper()
+	work := filepath.Join(in.Dir, "gitwork", repo)
+	for n, c := range files {
+		bundletest.WriteFile(t, filepath.Join(work, n), []byte(c))
+	}
+	run := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+			"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run(work, "init", "-q", "-b", "main")
+	run(work, "add", "-A")
+	run(work, "commit", "-q", "-m", "release")
+	run(work, "tag", tag)
+	bare := filepath.Join(in.GitRoot, repo+".git")
+	run(in.Dir, "clone", "-q", "--bare", work, bare)
+	os.Symlink(filepath.Base(bare), filepath.Join(in.GitRoot, repo))
+}
+
+// Catalog returns the providers published so far (for assertions).
+func (in *Internet) Provider(host, ns, typ, version string) *dist.ProviderVersion {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, v := range in.providers[host+"/"+ns+"/"+typ] {
+		if v.Version == version {
+			return &v.ProviderVersion
+		}
+	}
+	return nil
+}
+
+func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "stand-in internet CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return c, key
+}
+
+func leafCert(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names []string) tls.Certificate {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: names, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+var _ = fmt.Sprint
