@@ -165,8 +165,14 @@ func CAFingerprint(c *x509.Certificate) string {
 	return strings.Join(parts, ":")
 }
 
+// caDir is where the CA lives inside the TLS directory: created whole in a
+// temporary directory and renamed into place, so concurrent first starts
+// (serve and 'airgap ca', say) agree on one CA.
+func caDir(dir string) string { return filepath.Join(dir, "ca") }
+
 // ReadCA reads the local CA of dir without creating one.
 func ReadCA(dir string) (*LocalCA, error) {
+	dir = caDir(dir)
 	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
 	if err != nil {
 		return nil, err
@@ -233,30 +239,41 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+	tmp, err := os.MkdirTemp(dir, ".ca-")
+	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, caCertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	defer os.RemoveAll(tmp)
+	if err := writeSynced(filepath.Join(tmp, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeSynced(filepath.Join(tmp, caCertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	os.Chmod(tmp, 0o700)
+	if err := os.Rename(tmp, caDir(dir)); err != nil {
+		// Another process created it first: use theirs.
+		if ca, rerr := ReadCA(dir); rerr == nil {
+			return ca, nil
+		}
 		return nil, err
 	}
 	return ReadCA(dir)
 }
 
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+func writeSynced(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
 		return err
 	}
-	f, err := os.Open(tmp)
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
-		f.Close()
 	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return os.Rename(tmp, path)
+	return err
 }
 
 func randSerial() *big.Int {

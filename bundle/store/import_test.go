@@ -374,7 +374,7 @@ func TestDeterministicBundle(t *testing.T) {
 			continue
 		}
 		es := readEntries(t, out[0].Bytes())
-		if (es[0].hdr.ModTime.Unix() != at.Unix() || es[2].hdr.Mode != 0o444 || es[2].hdr.Uid != 0 || es[2].hdr.Uname != "") {
+		if es[0].hdr.ModTime.Unix() != at.Unix() || es[2].hdr.Mode != 0o444 || es[2].hdr.Uid != 0 || es[2].hdr.Uname != "" {
 			t.Fatalf("tar headers not fixed: %+v", es[2].hdr)
 		}
 	}

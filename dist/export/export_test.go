@@ -23,44 +23,15 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// world publishes a small realistic set on the stand-in internet.
+// world is registrytest.World plus a module that calls a non-registry source.
 func world(t *testing.T) *registrytest.Internet {
 	t.Helper()
-	in := registrytest.New(t)
-	plats := []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
-	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.5.1", plats, 8<<10)
-	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.0", plats, 8<<10)
-	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", plats, 8<<10)
-	in.AddProvider(t, "registry.terraform.io", "hashicorp", "null", "3.2.2", []string{"linux_amd64", "darwin_arm64"}, 4<<10)
-	in.AddProvider(t, "registry.opentofu.org", "hashicorp", "local", "2.5.1", plats, 4<<10)
-	// A module in git (tag), calling another registry module and needing a provider.
-	in.AddGitRepo(t, "example/terraform-aws-vpc", "v1.0.0", map[string]string{
-		"main.tf": `terraform {
-  required_providers {
-    null = { source = "hashicorp/null", version = "~> 3.2" }
-  }
-}
-module "subnet" {
-  source  = "example/subnet/aws"
-  version = "~> 2.0"
-}
-module "remote" {
-  source = "git::https://git.example.com/x.git"
-}
-`,
-		"modules/inner/main.tf": "variable \"x\" {}\n",
-	})
-	in.AddModule("registry.terraform.io", "example", "vpc", "aws", "1.0.0", "git::https://github.com/example/terraform-aws-vpc?ref=v1.0.0")
-	// A monorepo module with //subdir before the query.
-	in.AddGitRepo(t, "example/mono", "v2.0.0", map[string]string{"modules/sub/main.tf": "output \"x\" { value = 1 }\n", "README.md": "mono\n"})
-	in.AddModule("registry.terraform.io", "example", "sub", "aws", "2.0.0", "git::https://github.com/example/mono//modules/sub?ref=v2.0.0")
+	in := registrytest.World(t)
+	in.AddGitRepo(t, "example/legacy", "v1.0.0", map[string]string{"main.tf": "\n\n\n\n\n\n\n\n\nmodule \"remote\" {\n  source = \"git::https://git.example.com/x.git\"\n}\n"})
+	in.AddModule("registry.terraform.io", "example", "legacy", "aws", "1.0.0", "git::https://github.com/example/legacy?ref=v1.0.0")
 	// An HTTP tarball with a top-level folder, stripped by //*.
-	loc := in.AddArchive(t, "subnet-2.1.0.tar.gz", map[string]string{"subnet-2.1.0/main.tf": "output \"id\" { value = \"s\" }\n"})
-	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "2.1.0", loc+"//*")
-	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "1.0.0", loc+"//*")
-	// OpenTofu style: 200 + JSON location.
-	loc2 := in.AddArchive(t, "tofu-1.0.0.tar.gz", map[string]string{"main.tf": "output \"t\" { value = 1 }\n"})
-	in.AddModule("registry.opentofu.org", "example", "tofu", "aws", "1.0.0", loc2)
+	loc := in.AddArchive(t, "star-1.0.0.tar.gz", map[string]string{"star-1.0.0/main.tf": "output \"id\" {\n  value = \"s\"\n}\n"})
+	in.AddModule("registry.terraform.io", "example", "star", "aws", "1.0.0", loc+"//*")
 	return in
 }
 
@@ -99,6 +70,8 @@ module "example/vpc/aws" {
 }
 module "example/sub/aws" {}
 module "registry.opentofu.org/example/tofu/aws" {}
+module "example/legacy/aws" {}
+module "example/star/aws" {}
 `
 
 func TestExportEverythingAndImport(t *testing.T) {
@@ -136,7 +109,7 @@ func TestExportEverythingAndImport(t *testing.T) {
 	for _, m := range cat.Modules {
 		mods[m.String()] = m
 	}
-	if len(mods) != 4 {
+	if len(mods) != 6 {
 		t.Fatalf("modules: %v", mods)
 	}
 	vpc := mods["registry.terraform.io/example/vpc/aws 1.0.0"]
@@ -145,6 +118,9 @@ func TestExportEverythingAndImport(t *testing.T) {
 	}
 	if sub := mods["registry.terraform.io/example/sub/aws 2.0.0"]; sub.Subdir != "modules/sub" {
 		t.Errorf("sub: %+v", sub)
+	}
+	if star := mods["registry.terraform.io/example/star/aws 1.0.0"]; star.Subdir != "" || star.Size == 0 {
+		t.Errorf("star (//*): %+v", star)
 	}
 	if _, ok := mods["registry.terraform.io/example/subnet/aws 2.1.0"]; !ok {
 		t.Errorf("the vpc module's dependency subnet ~> 2.0 was not exported: %v", mods)

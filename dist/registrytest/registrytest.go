@@ -426,3 +426,51 @@ func leafCert(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names
 }
 
 var _ = fmt.Sprint
+
+// World publishes a small, realistic set on a new stand-in internet:
+//   - registry.terraform.io providers hashicorp/random 3.5.1, 3.6.0, 3.6.2 and
+//     hashicorp/null 3.2.2, RSA-signed, packages on releases.hashicorp.com;
+//   - registry.opentofu.org provider hashicorp/local 2.5.1 with no signing keys;
+//   - modules in every location form: example/vpc/aws 1.0.0 (git tag; calls
+//     example/subnet/aws ~> 2.0 and requires hashicorp/null ~> 3.2),
+//     example/sub/aws 2.0.0 (git, //subdir before ?ref), example/subnet/aws
+//     1.0.0 and 2.1.0 (HTTP tarball), and
+//     registry.opentofu.org/example/tofu/aws 1.0.0 (200 + JSON location).
+func World(t testing.TB) *Internet {
+	t.Helper()
+	in := New(t)
+	plats := []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.5.1", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.0", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", plats, 8<<10)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "null", "3.2.2", []string{"linux_amd64", "darwin_arm64"}, 4<<10)
+	in.AddProvider(t, "registry.opentofu.org", "hashicorp", "local", "2.5.1", plats, 4<<10)
+	in.AddGitRepo(t, "example/terraform-aws-vpc", "v1.0.0", map[string]string{
+		"main.tf": `terraform {
+  required_providers {
+    null = { source = "hashicorp/null", version = "~> 3.2" }
+  }
+}
+variable "name" {
+  default = "vpc"
+}
+module "subnet" {
+  source  = "example/subnet/aws"
+  version = "~> 2.0"
+}
+output "name" {
+  value = var.name
+}
+`,
+		"modules/inner/main.tf": "variable \"x\" {}\n",
+	})
+	in.AddModule("registry.terraform.io", "example", "vpc", "aws", "1.0.0", "git::https://github.com/example/terraform-aws-vpc?ref=v1.0.0")
+	in.AddGitRepo(t, "example/mono", "v2.0.0", map[string]string{"modules/sub/main.tf": "output \"x\" {\n  value = 1\n}\n", "README.md": "mono\n"})
+	in.AddModule("registry.terraform.io", "example", "sub", "aws", "2.0.0", "git::https://github.com/example/mono//modules/sub?ref=v2.0.0")
+	loc := in.AddArchive(t, "subnet-2.1.0.tar.gz", map[string]string{"main.tf": "output \"id\" {\n  value = \"s\"\n}\n"})
+	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "2.1.0", loc)
+	in.AddModule("registry.terraform.io", "example", "subnet", "aws", "1.0.0", loc)
+	loc2 := in.AddArchive(t, "tofu-1.0.0.tar.gz", map[string]string{"main.tf": "output \"t\" {\n  value = 1\n}\n"})
+	in.AddModule("registry.opentofu.org", "example", "tofu", "aws", "1.0.0", loc2)
+	return in
+}
