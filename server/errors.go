@@ -14,6 +14,7 @@ import (
 var (
 	errNotFound   = errors.New("not found")
 	errBadRequest = errors.New("bad request")
+	errMethod     = errors.New("method not allowed")
 )
 
 func notFound(format string, a ...any) error {
@@ -31,6 +32,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed
 	default:
 		return http.StatusInternalServerError
 	}

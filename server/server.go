@@ -61,7 +61,7 @@ func New(st Store, opt Options) *Server {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		s.writeError(w, r, fmt.Errorf("%w: method %s not allowed", errBadRequest, r.Method))
+		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
 		return
 	}
 	s.mux.ServeHTTP(w, r)

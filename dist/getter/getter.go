@@ -136,11 +136,6 @@ func Parse(raw string) (*Source, error) {
 	return s, nil
 }
 
-// Downloader fetches HTTP archives (the registry client satisfies it).
-type Downloader interface {
-	Download(ctx context.Context, url, path string) (digest interface{ String() string }, n int64, err error)
-}
-
 // Result is a fetched, normalized module source.
 type Result struct {
 	Archive string // path of the .tar.gz

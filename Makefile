@@ -1,0 +1,44 @@
+# airgap — see README.md
+GO        ?= go
+BIN       ?= bin/airgap
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.Version=$(VERSION)
+FUZZTIME  ?= 10s
+
+.PHONY: build test test-short fuzz bench bench-smoke demo vet clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The whole suite, end-to-end with the real terraform included, then a short
+# run of every fuzz target.
+test: vet
+	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
+	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
+
+bench:
+	bash bench/run.sh
+
+bench-smoke:
+	SMOKE=1 bash bench/run.sh
+
+# The whole journey on loopback from built-in fixtures; leaves
+# 'airgap serve' running on https://localhost:8443 and prints the client config.
+demo: build
+	$(GO) run ./testdata/demo -airgap $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,440 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/verify"
+)
+
+type env struct {
+	root   string
+	st     *store.Store
+	ts     *httptest.Server
+	cl     *http.Client
+	signer *openpgp.Entity
+	set    *bundletest.Set
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	signer := bundletest.Key(t, "site")
+	set := bundletest.Standard(t, t.TempDir(), signer)
+	root := filepath.Join(t.TempDir(), "store")
+	var b bytes.Buffer
+	set.WriteBundle(t, &b, signer, bundle.CompressionZstd)
+	if _, err := store.Import(root, &b, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewTLSServer(srv)
+	t.Cleanup(ts.Close)
+	return &env{root: root, st: st, ts: ts, cl: ts.Client(), signer: signer, set: set}
+}
+
+func (e *env) get(t *testing.T, path string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func (e *env) getJSON(t *testing.T, path string, v any, hdr ...string) *http.Response {
+	t.Helper()
+	resp, b := e.get(t, path, hdr...)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s: %s", path, resp.Status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("GET %s: content type %q", path, ct)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, b)
+	}
+	return resp
+}
+
+func TestDiscovery(t *testing.T) {
+	e := setup(t)
+	var d map[string]string
+	e.getJSON(t, "/.well-known/terraform.json", &d)
+	if d["providers.v1"] != "/v1/providers/" || d["modules.v1"] != "/v1/modules/" {
+		t.Fatalf("discovery: %v", d)
+	}
+	e.getJSON(t, "/origin/registry.opentofu.org/.well-known/terraform.json", &d)
+	if d["providers.v1"] != "/origin/registry.opentofu.org/v1/providers/" {
+		t.Fatalf("origin discovery: %v", d)
+	}
+	resp, _ := e.get(t, "/origin/registry.example.com/.well-known/terraform.json")
+	if resp.StatusCode != 404 {
+		t.Fatalf("unknown origin: %s", resp.Status)
+	}
+}
+
+func TestProviderRegistryProtocol(t *testing.T) {
+	e := setup(t)
+	var vs struct {
+		Versions []struct {
+			Version   string   `json:"version"`
+			Protocols []string `json:"protocols"`
+			Platforms []struct{ OS, Arch string }
+		} `json:"versions"`
+	}
+	// Host names the origin: that origin's view, no client configuration.
+	e.getJSON(t, "/v1/providers/hashicorp/null/versions", &vs, "Host", "registry.opentofu.org")
+	if len(vs.Versions) != 1 || vs.Versions[0].Version != "3.2.2" || len(vs.Versions[0].Platforms) != 2 {
+		t.Fatalf("versions: %+v", vs)
+	}
+	// The default view (appliance name) finds it too; the terraform.io view does not.
+	e.getJSON(t, "/v1/providers/hashicorp/null/versions", &vs)
+	if resp, _ := e.get(t, "/v1/providers/hashicorp/null/versions", "Host", "registry.terraform.io"); resp.StatusCode != 404 {
+		t.Fatalf("terraform.io view served an opentofu.org provider: %s", resp.Status)
+	}
+	var dl struct {
+		Protocols           []string `json:"protocols"`
+		OS, Arch, Filename  string
+		DownloadURL         string `json:"download_url"`
+		ShasumsURL          string `json:"shasums_url"`
+		ShasumsSignatureURL string `json:"shasums_signature_url"`
+		Shasum              string `json:"shasum"`
+		SigningKeys         struct {
+			GPGPublicKeys []struct {
+				KeyID      string `json:"key_id"`
+				ASCIIArmor string `json:"ascii_armor"`
+			} `json:"gpg_public_keys"`
+		} `json:"signing_keys"`
+	}
+	e.getJSON(t, "/origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.0/download/darwin/arm64", &dl)
+	if dl.OS != "darwin" || dl.Arch != "arm64" || !verify.IsHex64(dl.Shasum) || len(dl.SigningKeys.GPGPublicKeys) != 1 {
+		t.Fatalf("download: %+v", dl)
+	}
+	fetch := func(u string) []byte {
+		resp, err := e.cl.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", u, resp.Status)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	zip := fetch(dl.DownloadURL)
+	sum := sha256.Sum256(zip)
+	if hex.EncodeToString(sum[:]) != dl.Shasum {
+		t.Fatal("package bytes do not match shasum")
+	}
+	sums := fetch(dl.ShasumsURL)
+	if !bytes.Contains(sums, []byte(dl.Shasum+"  "+dl.Filename)) {
+		t.Fatalf("SHA256SUMS lacks the package line:\n%s", sums)
+	}
+	sig := fetch(dl.ShasumsSignatureURL)
+	kr, err := verify.ReadKeyring(strings.NewReader(dl.SigningKeys.GPGPublicKeys[0].ASCIIArmor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verify.CheckDetached(kr, bytes.NewReader(sums), sig); err != nil {
+		t.Fatalf("served signature does not verify: %v", err)
+	}
+	for _, p := range []string{
+		"/v1/providers/hashicorp/random/9.9.9/download/linux/amd64",
+		"/v1/providers/hashicorp/random/3.6.0/download/windows/amd64",
+		"/v1/providers/nobody/nothing/versions",
+	} {
+		resp, b := e.get(t, p)
+		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Contains(b, []byte(`"errors"`)) {
+			t.Errorf("GET %s: %s %q %s", p, resp.Status, resp.Header.Get("Content-Type"), b)
+		}
+	}
+}
+
+func TestModuleRegistryProtocol(t *testing.T) {
+	e := setup(t)
+	var vs struct {
+		Modules []struct {
+			Versions []struct{ Version string } `json:"versions"`
+		} `json:"modules"`
+	}
+	e.getJSON(t, "/v1/modules/Example/VPC/AWS/versions", &vs) // case-insensitive
+	if len(vs.Modules) != 1 || len(vs.Modules[0].Versions) != 1 || vs.Modules[0].Versions[0].Version != "1.0.0" {
+		t.Fatalf("versions: %+v", vs)
+	}
+	var loc struct{ Location string }
+	resp := e.getJSON(t, "/origin/registry.terraform.io/v1/modules/example/vpc/aws/1.0.0/download", &loc)
+	if resp.Header.Get("X-Terraform-Get") != loc.Location {
+		t.Fatalf("header %q and body %q differ", resp.Header.Get("X-Terraform-Get"), loc.Location)
+	}
+	u, sub, ok := strings.Cut(loc.Location, ".tar.gz//")
+	if !ok || sub != "modules/vpc" || !strings.HasPrefix(u, "https://") {
+		t.Fatalf("location %q: want an absolute .tar.gz URL with //modules/vpc", loc.Location)
+	}
+	r2, body := e.get(t, strings.TrimPrefix(u, e.ts.URL)+".tar.gz")
+	if r2.StatusCode != 200 || r2.Header.Get("Content-Type") != "application/gzip" || len(body) == 0 {
+		t.Fatalf("archive: %s %q", r2.Status, r2.Header.Get("Content-Type"))
+	}
+}
+
+func TestNetworkMirror(t *testing.T) {
+	e := setup(t)
+	var ix struct{ Versions map[string]any }
+	e.getJSON(t, "/mirror/registry.terraform.io/hashicorp/random/index.json", &ix)
+	if _, ok := ix.Versions["3.6.0"]; !ok || len(ix.Versions) != 1 {
+		t.Fatalf("index: %+v", ix)
+	}
+	var v struct {
+		Archives map[string]struct {
+			URL    string
+			Hashes []string
+		}
+	}
+	e.getJSON(t, "/mirror/registry.terraform.io/hashicorp/random/3.6.0.json", &v)
+	if len(v.Archives) != 2 {
+		t.Fatalf("archives: %+v", v)
+	}
+	for plat, a := range v.Archives {
+		if len(a.Hashes) != 2 || !strings.HasPrefix(a.Hashes[0], "h1:") || !strings.HasPrefix(a.Hashes[1], "zh:") {
+			t.Errorf("%s: hashes %v", plat, a.Hashes)
+		}
+		resp, b := e.get(t, a.URL)
+		sum := sha256.Sum256(b)
+		if resp.StatusCode != 200 || "zh:"+hex.EncodeToString(sum[:]) != a.Hashes[1] {
+			t.Errorf("%s: archive does not match its zh hash", plat)
+		}
+	}
+	for _, p := range []string{"/mirror/registry.terraform.io/hashicorp/nope/index.json", "/mirror/registry.terraform.io/hashicorp/random/1.0.0.json"} {
+		if resp, _ := e.get(t, p); resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %s", p, resp.Status)
+		}
+	}
+}
+
+func TestBlobsContentAddressed(t *testing.T) {
+	e := setup(t)
+	p := e.set.Catalog.Providers[0]
+	pk := p.Packages[0]
+	path := "/blobs/sha256/" + pk.Digest.Hex() + "/" + pk.Filename
+	resp, full := e.get(t, path)
+	etag := resp.Header.Get("ETag")
+	if resp.StatusCode != 200 || etag != `"`+string(pk.Digest)+`"` || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") {
+		t.Fatalf("blob: %s etag %q cache %q", resp.Status, etag, resp.Header.Get("Cache-Control"))
+	}
+	resp, part := e.get(t, path, "Range", "bytes=10-19")
+	if resp.StatusCode != 206 || !bytes.Equal(part, full[10:20]) {
+		t.Fatalf("range: %s", resp.Status)
+	}
+	if resp, _ := e.get(t, path, "If-None-Match", etag); resp.StatusCode != 304 {
+		t.Fatalf("if-none-match: %s", resp.Status)
+	}
+	req, _ := http.NewRequest("HEAD", e.ts.URL+path, nil)
+	hr, err := e.cl.Do(req)
+	if err != nil || hr.StatusCode != 200 || hr.ContentLength != int64(len(full)) {
+		t.Fatalf("HEAD: %v %v", hr, err)
+	}
+	// A module archive is not served under the archive path with another role.
+	if resp, _ := e.get(t, "/archives/sha256/"+pk.Digest.Hex()+".tar.gz"); resp.StatusCode != 404 {
+		t.Fatalf("package served as a module archive: %s", resp.Status)
+	}
+}
+
+func TestHardening(t *testing.T) {
+	e := setup(t)
+	secret := filepath.Join(filepath.Dir(e.root), "secret.txt")
+	os.WriteFile(secret, []byte("SECRET"), 0o644)
+	for _, p := range []string{
+		"/blobs/sha256/../../index.json", "/blobs/sha256/..%2f..%2findex.json", "/blobs/sha256/%2e%2e/%2e%2e/index.json",
+		"/blobs/sha256/" + strings.Repeat("a", 64) + "/../../../secret.txt", "/archives/sha256/..%2F..%2Fsecret.txt.tar.gz",
+		"/mirror/..%2F..%2F/x/y/index.json", "/v1/providers/..%2F/x/versions", "/index.json", "/tls/ca/ca.key",
+		"/blobs/sha256/" + strings.Repeat("A", 64), "//etc/passwd", "/ca.pem/../index.json",
+	} {
+		resp, b := e.get(t, p)
+		if resp.StatusCode == 200 && !bytes.HasPrefix(b, []byte("{")) || bytes.Contains(b, []byte("SECRET")) || bytes.Contains(b, []byte(`"imports"`)) || bytes.Contains(b, []byte("PRIVATE KEY")) {
+			t.Errorf("GET %s: %s leaked %q", p, resp.Status, b)
+		}
+		if resp.StatusCode >= 500 {
+			t.Errorf("GET %s: %s", p, resp.Status)
+		}
+	}
+	req, _ := http.NewRequest("POST", e.ts.URL+"/v1/providers/hashicorp/random/versions", strings.NewReader("x"))
+	if resp, err := e.cl.Do(req); err != nil || resp.StatusCode != 405 {
+		t.Errorf("POST: %v %v", resp, err)
+	}
+	// The real http.Server limits header size.
+	srv := server.New(e.st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hs := server.NewHTTPServer(srv, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go hs.Serve(ln)
+	defer hs.Close()
+	req, _ = http.NewRequest("GET", "http://"+ln.Addr().String()+"/healthz", nil)
+	req.Header.Set("X-Big", strings.Repeat("x", 64<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized header: %v %v", resp, err)
+	}
+}
+
+func TestHotReloadKeepsDownloadsInFlight(t *testing.T) {
+	e := setup(t)
+	// A big package to download slowly while a new bundle is imported.
+	signer := e.signer
+	set := bundletest.NewSet()
+	set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 8 << 20}))
+	var b bytes.Buffer
+	set.WriteBundle(t, &b, signer, bundle.CompressionNone)
+	if _, err := store.Import(e.root, &b, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
+		t.Fatal(err)
+	}
+	e.st.Reload()
+	pk := set.Catalog.Providers[0].Packages[0]
+	resp, err := e.cl.Get(e.ts.URL + "/blobs/sha256/" + pk.Digest.Hex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 1<<20)
+	io.ReadFull(resp.Body, head)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.st.Watch(ctx, time.Second, nil)
+	set2 := bundletest.NewSet()
+	set2.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: signer}))
+	var b2 bytes.Buffer
+	set2.WriteBundle(t, &b2, signer, bundle.CompressionZstd)
+	start := time.Now()
+	if _, err := store.Import(e.root, &b2, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, _ := e.get(t, "/v1/providers/hashicorp/tls/versions")
+		if r.StatusCode == 200 {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("the new bundle was not served within 2 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("new catalog served %v after the import finished", time.Since(start).Round(time.Millisecond))
+	rest, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(head, rest...))
+	if "sha256:"+hex.EncodeToString(sum[:]) != string(pk.Digest) {
+		t.Fatal("the download in flight was corrupted by the reload")
+	}
+}
+
+func TestLocalTLS(t *testing.T) {
+	dir := t.TempDir()
+	st, err := server.SetupTLS(context.Background(), server.TLSOptions{Mode: server.TLSLocal, Dir: dir, Names: []string{"airgap.site.test", "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Stop()
+	fi, err := os.Stat(filepath.Join(dir, "ca", "ca.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("CA key: %v %v", fi, err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(st.CAPEM)
+	ln, _ := tls.Listen("tcp", "127.0.0.1:0", st.Config)
+	defer ln.Close()
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	for _, name := range []string{"airgap.site.test", "127.0.0.1"} {
+		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if leaf.NotAfter.Sub(time.Now()) < 80*24*time.Hour {
+			t.Errorf("leaf expires too soon: %v", leaf.NotAfter)
+		}
+		conn.Close()
+	}
+	if _, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "x", MaxVersion: tls.VersionTLS11}); err == nil {
+		t.Error("TLS 1.1 accepted")
+	}
+	// A second start reuses the CA.
+	st2, err := server.SetupTLS(context.Background(), server.TLSOptions{Mode: server.TLSLocal, Dir: dir, Names: []string{"airgap.site.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Stop()
+	if !bytes.Equal(st.CAPEM, st2.CAPEM) {
+		t.Error("the CA was replaced on restart")
+	}
+}
+
+func TestFilesTLSReload(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := server.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(cn string) {
+		key, pub := newKey(t)
+		der, err := ca.Sign(pub, []string{cn}, nil, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writePEM(t, filepath.Join(dir, "cert.pem"), "CERTIFICATE", der)
+		writePEM(t, filepath.Join(dir, "key.pem"), "PRIVATE KEY", key)
+	}
+	write("one.test")
+	st, err := server.SetupTLS(context.Background(), server.TLSOptions{Mode: server.TLSFiles, CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := st.Config.GetCertificate(&tls.ClientHelloInfo{})
+	time.Sleep(1100 * time.Millisecond)
+	write("two.test")
+	os.Chtimes(filepath.Join(dir, "cert.pem"), time.Now().Add(time.Second), time.Now().Add(time.Second))
+	c2, _ := st.Config.GetCertificate(&tls.ClientHelloInfo{})
+	l1, _ := x509.ParseCertificate(c1.Certificate[0])
+	l2, _ := x509.ParseCertificate(c2.Certificate[0])
+	if l1.Subject.CommonName != "one.test" || l2.Subject.CommonName != "two.test" {
+		t.Fatalf("not reloaded: %s then %s", l1.Subject.CommonName, l2.Subject.CommonName)
+	}
+}
