@@ -155,6 +155,9 @@ func (c *keygenCmd) run(args []string) error {
 			return fmt.Errorf("%s already exists; refusing to overwrite a key\nhint: choose another --out prefix or move the old key away", p)
 		}
 	}
+	if err := os.MkdirAll(filepath.Dir(privPath), 0o700); err != nil {
+		return err
+	}
 	pass, err := passphrase(true)
 	if err != nil {
 		return err
