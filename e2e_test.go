@@ -222,7 +222,7 @@ module "registry.opentofu.org/example/tofu/aws" {}
 // -> offline terraform init / providers lock in both client-config modes.
 func TestJourney(t *testing.T) {
 	tf := terraformBin(t)
-	in := registrytest.World(t)
+	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
 	work := t.TempDir()
 
@@ -289,6 +289,10 @@ func TestJourney(t *testing.T) {
 			copyTree(t, ref, dir)
 			refBytes, _ := os.ReadFile(refLock)
 			mustRun(t, dir, offline, tf, "init", "-input=false", "-no-color", "-lockfile=readonly")
+			// The installed bytes are a runnable plugin: validate starts it.
+			if out := mustRun(t, dir, offline, tf, "validate", "-no-color"); !strings.Contains(out, "Success") {
+				t.Errorf("validate: %s", out)
+			}
 			if got, _ := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl")); !bytes.Equal(got, refBytes) {
 				t.Errorf("the reference lock file changed offline:\n%s", got)
 			}

@@ -64,6 +64,10 @@ type Provider struct {
 	Signer                         *openpgp.Entity
 	// PackageSize pads each zip with incompressible data to about this size.
 	PackageSize int
+	// Binary, if set, is a real provider executable packed (deflated) into
+	// the package for Platform instead of a stand-in script.
+	Binary         string
+	BinaryPlatform string
 }
 
 // BuiltProvider is a provider version written to a directory.
@@ -85,7 +89,11 @@ func BuildProvider(t testing.TB, dir string, p Provider) *BuiltProvider {
 		osName, arch, _ := strings.Cut(plat, "_")
 		fn := fmt.Sprintf("terraform-provider-%s_%s_%s_%s.zip", p.Type, p.Version, osName, arch)
 		path := filepath.Join(dir, fn)
-		WriteProviderZip(t, path, p.Type, p.Version, plat, p.PackageSize)
+		if p.Binary != "" && plat == p.BinaryPlatform {
+			writeBinaryZip(t, path, p.Type, p.Version, p.Binary)
+		} else {
+			WriteProviderZip(t, path, p.Type, p.Version, plat, p.PackageSize)
+		}
 		d := FileDigest(t, path)
 		h1, err := dist.H1(path)
 		if err != nil {
@@ -140,6 +148,33 @@ func WriteProviderZip(t testing.TB, path, typ, version, plat string, size int) {
 		t.Fatal(err)
 	}
 	WriteFile(t, path, b.Bytes())
+}
+
+func writeBinaryZip(t testing.TB, path, typ, version, bin string) {
+	t.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	zw := zip.NewWriter(out)
+	h := &zip.FileHeader{Name: fmt.Sprintf("terraform-provider-%s_v%s", typ, version), Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+	h.SetMode(0o755)
+	w, err := zw.CreateHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if _, err := io.Copy(w, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // WriteModuleArchive writes a deterministic .tar.gz of files (path -> content).

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,8 @@ type Internet struct {
 	Proxy     *httptest.Server // CONNECT proxy, for HTTPS_PROXY
 	Publisher *openpgp.Entity  // signs providers' SHA256SUMS
 	GitRoot   string
+	// ProviderBinary: a real plugin to pack for this machine's platform.
+	ProviderBinary string
 
 	mu        sync.Mutex
 	providers map[string][]*bundletest.BuiltProvider // host/ns/type -> versions
@@ -326,11 +329,13 @@ func (in *Internet) git(w http.ResponseWriter, r *http.Request) {
 }
 
 // AddProvider publishes a provider version on host (registry.terraform.io or
-// registry.opentofu.org), its files on releases.hashicorp.com.
+// registry.opentofu.org), its files on releases.hashicorp.com. If
+// in.ProviderBinary is set, this machine's platform gets that real plugin.
 func (in *Internet) AddProvider(t testing.TB, host, ns, typ, version string, platforms []string, size int) *bundletest.BuiltProvider {
 	t.Helper()
 	bp := bundletest.BuildProvider(t, filepath.Join(in.Dir, "providers", host, typ, version), bundletest.Provider{
 		Host: host, Namespace: ns, Type: typ, Version: version, Platforms: platforms, Signer: in.Publisher, PackageSize: size,
+		Binary: in.ProviderBinary, BinaryPlatform: runtime.GOOS + "_" + runtime.GOARCH,
 	})
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -438,7 +443,15 @@ var _ = fmt.Sprint
 //     registry.opentofu.org/example/tofu/aws 1.0.0 (200 + JSON location).
 func World(t testing.TB) *Internet {
 	t.Helper()
+	return WorldWith(t, "")
+}
+
+// WorldWith is World with providerBinary (see BuildFixtureProvider) packed
+// for this machine's platform, so that Terraform can run the providers.
+func WorldWith(t testing.TB, providerBinary string) *Internet {
+	t.Helper()
 	in := New(t)
+	in.ProviderBinary = providerBinary
 	plats := []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
 	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.5.1", plats, 8<<10)
 	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.0", plats, 8<<10)
@@ -473,4 +486,18 @@ output "name" {
 	loc2 := in.AddArchive(t, "tofu-1.0.0.tar.gz", map[string]string{"main.tf": "output \"t\" {\n  value = 1\n}\n"})
 	in.AddModule("registry.opentofu.org", "example", "tofu", "aws", "1.0.0", loc2)
 	return in
+}
+
+// BuildFixtureProvider builds the minimal real provider in
+// dist/registrytest/fixtureprovider into dir and returns its path.
+func BuildFixtureProvider(t testing.TB, dir string) string {
+	t.Helper()
+	out := filepath.Join(dir, "terraform-provider-fixture")
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./fixtureprovider")
+	cmd.Dir = filepath.Dir(file)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the fixture provider: %v\n%s", err, b)
+	}
+	return out
 }
