@@ -342,3 +342,43 @@ func TestExportDeterministic(t *testing.T) {
 		t.Fatal("two exports of the same inputs differ")
 	}
 }
+
+func TestExportPrivateRegistryCredentials(t *testing.T) {
+	in := world(t)
+	in.AddProvider(t, "registry.example.com", "corp", "internal", "1.2.0", []string{"linux_amd64"}, 1024)
+	spec := writeSpec(t, `platforms = ["linux_amd64"]
+provider "registry.example.com/corp/internal" {}`)
+	req, err := export.ParseSpec(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TF_CLI_CONFIG_FILE", filepath.Join(t.TempDir(), "none.tfrc"))
+	t.Setenv("TF_TOKEN_registry_example_com", "")
+	_, err = export.Run(context.Background(), req, options(t, in, t.TempDir(), nil))
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "TF_TOKEN_registry_example_com") {
+		t.Fatalf("without a token: %v", err)
+	}
+	// From TF_TOKEN_<host>.
+	t.Setenv("TF_TOKEN_registry_example_com", registrytest.PrivateToken)
+	if _, err := export.Run(context.Background(), req, options(t, in, t.TempDir(), nil)); err != nil {
+		t.Fatalf("with TF_TOKEN_: %v", err)
+	}
+	// From a credentials block in the CLI config; never sent to download hosts
+	// (the stand-in refuses downloads that carry credentials).
+	t.Setenv("TF_TOKEN_registry_example_com", "")
+	rc := filepath.Join(t.TempDir(), "cli.tfrc")
+	os.WriteFile(rc, []byte(`credentials "registry.example.com" {
+  token = "`+registrytest.PrivateToken+`"
+}
+`), 0o644)
+	t.Setenv("TF_CLI_CONFIG_FILE", rc)
+	creds, err := registry.LoadCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := options(t, in, t.TempDir(), nil)
+	opt.Client = registry.New(registry.Options{Transport: in.Transport(), Credentials: creds})
+	if _, err := export.Run(context.Background(), req, opt); err != nil {
+		t.Fatalf("with a credentials block: %v", err)
+	}
+}

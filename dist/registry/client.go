@@ -206,6 +206,9 @@ func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL
 		req, err := http.NewRequest("GET", du.String(), nil)
 		if err == nil {
 			req.Header.Set("Accept", "application/json")
+			if tok := c.creds.Token(host); tok != "" {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
 		}
 		return req, err
 	})

@@ -43,7 +43,11 @@ import (
 )
 
 // Hosts the stand-in answers for.
-var Hosts = []string{"registry.terraform.io", "registry.opentofu.org", "releases.hashicorp.com", "github.com", "archives.example.com", "localhost"}
+var Hosts = []string{"registry.terraform.io", "registry.opentofu.org", "releases.hashicorp.com", "github.com", "archives.example.com", "registry.example.com", "localhost"}
+
+// PrivateToken is the bearer token registry.example.com (a private
+// registry) requires.
+const PrivateToken = "s3cr3t-token"
 
 // Internet is the running stand-in.
 type Internet struct {
@@ -174,7 +178,18 @@ func (in *Internet) route(w http.ResponseWriter, r *http.Request) {
 		in.registry(w, r, "registry.terraform.io", false)
 	case "registry.opentofu.org":
 		in.registry(w, r, "registry.opentofu.org", true)
+	case "registry.example.com":
+		if r.URL.Path != "/.well-known/terraform.json" && r.Header.Get("Authorization") != "Bearer "+PrivateToken {
+			http.Error(w, `{"errors":["unauthorized"]}`, http.StatusUnauthorized)
+			return
+		}
+		in.registry(w, r, host, false)
 	case "releases.hashicorp.com", "archives.example.com":
+		if r.Header.Get("Authorization") != "" {
+			// Real clients never send registry tokens to download hosts.
+			http.Error(w, "credentials sent to a download host", http.StatusBadRequest)
+			return
+		}
 		in.file(w, r)
 	case "github.com":
 		in.git(w, r)
@@ -191,7 +206,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 func (in *Internet) registry(w http.ResponseWriter, r *http.Request, host string, tofu bool) {
 	p := r.URL.Path
 	if p == "/.well-known/terraform.json" {
-		if tofu {
+		if tofu || host == "registry.example.com" {
 			writeJSON(w, map[string]string{"modules.v1": "/v1/modules/", "providers.v1": "/v1/providers/"})
 		} else {
 			writeJSON(w, map[string]string{"modules.v1": "https://registry.terraform.io/v1/modules/", "providers.v1": "/v1/providers/"})

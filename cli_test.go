@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func TestCLI(t *testing.T) {
+	work := t.TempDir()
+	if out := mustRun(t, work, nil, airgapBin, "--version"); !strings.HasPrefix(out, "airgap ") {
+		t.Errorf("--version: %q", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "help", "export"); !strings.Contains(out, "--manifest") || !strings.Contains(out, "--dry-run") {
+		t.Errorf("help export: %q", out)
+	}
+	out, err := cmdRun(t, work, nil, airgapBin, "frobnicate")
+	if exitCode(err) != 2 || !strings.Contains(out, "unknown command") {
+		t.Errorf("unknown verb: %d %q", exitCode(err), out)
+	}
+	out, err = cmdRun(t, work, nil, airgapBin, "import", "--store", "x")
+	if exitCode(err) != 2 || !strings.Contains(out, "hint:") {
+		t.Errorf("missing flags: %d %q", exitCode(err), out)
+	}
+
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/other")
+
+	// --dry-run resolves without downloading.
+	os.WriteFile(filepath.Join(work, "ok.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  latest = 2\n}\n"), 0o644)
+	out = mustRun(t, work, online, airgapBin, "export", "--manifest", "ok.hcl", "--dry-run", "--cache", "cache")
+	if !strings.Contains(out, "random 3.6.0: linux_amd64") || !strings.Contains(out, "random 3.6.2: linux_amd64") {
+		t.Errorf("dry run: %s", out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(work, "cache", "blobs", "sha256")); len(ents) != 0 {
+		t.Errorf("--dry-run downloaded %d files", len(ents))
+	}
+
+	// A failed export leaves no bundle, partial or not.
+	in.Tamper.Store("terraform-provider-random_3.6.2_linux_amd64.zip")
+	out, err = cmdRun(t, work, online, airgapBin, "export", "--manifest", "ok.hcl", "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", "cache")
+	in.Tamper.Store("")
+	if exitCode(err) != 1 || !strings.Contains(out, "digest mismatch") {
+		t.Errorf("tampered export: %d %q", exitCode(err), out)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(work, "*bundle*")); len(ents) != 0 {
+		t.Errorf("a failed export left %v", ents)
+	}
+
+	mustRun(t, work, online, airgapBin, "export", "--manifest", "ok.hcl", "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", "cache")
+	out = mustRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--json", "b.bundle")
+	var rep struct {
+		OK        bool   `json:"ok"`
+		Packages  int    `json:"provider_packages"`
+		Blobs     int    `json:"blobs"`
+		Signer    struct{ Fingerprint string }
+		ErrorText string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.OK || rep.Packages != 2 || rep.Blobs != 6 || rep.Signer.Fingerprint == "" {
+		t.Errorf("verify --json: %v %s", err, out)
+	}
+	// The wrong keyring: refused, names the signer, store untouched.
+	out, err = cmdRun(t, work, nil, airgapBin, "import", "--keyring", "k/other.pub.asc", "--store", "store", "b.bundle")
+	if exitCode(err) != 1 || !strings.Contains(out, "not in the keyring") || !strings.Contains(out, "fingerprint") || !strings.Contains(out, "the store was not changed") {
+		t.Errorf("wrong key: %d %q", exitCode(err), out)
+	}
+	out, err = cmdRun(t, work, nil, airgapBin, "verify", "--keyring", "k/other.pub.asc", "--json", "b.bundle")
+	if exitCode(err) != 1 || !strings.Contains(out, `"ok": false`) {
+		t.Errorf("verify --json with the wrong key: %d %q", exitCode(err), out)
+	}
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", "store", "b.bundle")
+	out = mustRun(t, work, nil, airgapBin, "inventory", "--store", "store")
+	if !strings.Contains(out, "registry.terraform.io/hashicorp/random") || !strings.Contains(out, "Imported bundles:") {
+		t.Errorf("inventory: %s", out)
+	}
+	out = mustRun(t, work, nil, airgapBin, "client-config", "--url", "https://airgap.test:8443", "--store", "store", "--mode", "mirror", "--tool", "tofu")
+	if !strings.Contains(out, `url = "https://airgap.test:8443/mirror/"`) || !strings.Contains(out, "TOFU_CLI_CONFIG_FILE") {
+		t.Errorf("client-config: %s", out)
+	}
+}
