@@ -67,9 +67,9 @@ func TestCLI(t *testing.T) {
 	mustRun(t, work, online, airgapBin, "export", "--manifest", "ok.hcl", "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", "cache")
 	out = mustRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--json", "b.bundle")
 	var rep struct {
-		OK        bool   `json:"ok"`
-		Packages  int    `json:"provider_packages"`
-		Blobs     int    `json:"blobs"`
+		OK        bool `json:"ok"`
+		Packages  int  `json:"provider_packages"`
+		Blobs     int  `json:"blobs"`
 		Signer    struct{ Fingerprint string }
 		ErrorText string `json:"error"`
 	}
