@@ -491,6 +491,8 @@ type serveCmd struct {
 	acmeCA    string
 	acmeRoot  string
 	acmeEmail string
+	acmeHTTP  int
+	acmeALPN  int
 	certFile  string
 	keyFile   string
 	logLevel  string
@@ -509,6 +511,8 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.acmeCA, "acme-ca", "", "ACME directory URL (--tls acme)")
 	fs.StringVar(&c.acmeRoot, "acme-ca-root", "", "PEM root of a private ACME server (--tls acme)")
 	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account e-mail (--tls acme)")
+	fs.IntVar(&c.acmeHTTP, "acme-http-port", 0, "port for the HTTP-01 challenge listener if not 80 (--tls acme)")
+	fs.IntVar(&c.acmeALPN, "acme-tls-alpn-port", 0, "port for the TLS-ALPN-01 challenge listener if not 443 (--tls acme)")
 	fs.StringVar(&c.certFile, "cert", "", "certificate chain PEM (--tls files; reloaded on change)")
 	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug (logs every request), info, warn or error")
@@ -529,7 +533,7 @@ func (c *serveCmd) run(args []string) error {
 	return serve(ctx, serveConfig{
 		Store: c.storeD, Listen: c.listen, Hostnames: c.hostnames, Log: log,
 		TLS: server.TLSOptions{Mode: c.tlsMode, ACMECA: c.acmeCA, ACMECARoot: c.acmeRoot, ACMEEmail: c.acmeEmail,
-			CertFile: c.certFile, KeyFile: c.keyFile, Logger: log},
+			ACMEHTTPPort: c.acmeHTTP, ACMETLSALPNPort: c.acmeALPN, CertFile: c.certFile, KeyFile: c.keyFile, Logger: log},
 	})
 }
 

@@ -43,6 +43,9 @@ type TLSOptions struct {
 	ACMECA     string // directory URL
 	ACMECARoot string // PEM file of the ACME server's root, if private
 	ACMEEmail  string
+	// Ports the ACME challenge solvers listen on when not 80 (HTTP-01) and
+	// 443 (TLS-ALPN-01), e.g. behind port forwarding; 0 means the default.
+	ACMEHTTPPort, ACMETLSALPNPort int
 	// files
 	CertFile, KeyFile string
 	Logger            *slog.Logger
@@ -105,7 +108,8 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 	if ca != nil {
 		cfg.Issuers = []certmagic.Issuer{ca}
 	} else {
-		iss := certmagic.ACMEIssuer{CA: opt.ACMECA, Email: opt.ACMEEmail, Agreed: true, Logger: nop}
+		iss := certmagic.ACMEIssuer{CA: opt.ACMECA, Email: opt.ACMEEmail, Agreed: true, Logger: nop,
+			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute}
 		if opt.ACMECARoot != "" {
 			pemData, err := os.ReadFile(opt.ACMECARoot)
 			if err != nil {
