@@ -55,6 +55,8 @@ func verbs() map[string]verb {
 		"serve":         &serveCmd{},
 		"ca":            &caCmd{},
 		"client-config": &clientConfigCmd{},
+		"split":         &splitCmd{},
+		"join":          &joinCmd{},
 	}
 }
 
@@ -275,6 +277,7 @@ type verifyReport struct {
 	Modules    int           `json:"module_versions"`
 	Blobs      int           `json:"blobs"`
 	Omitted    int           `json:"blobs_omitted"`
+	Parts      int           `json:"parts,omitempty"`
 	Bytes      int64         `json:"bytes"`
 	Error      string        `json:"error,omitempty"`
 }
@@ -289,11 +292,12 @@ func (c *verifyCmd) run(args []string) error {
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(args[0])
+		f, parts, err := openBundle(args[0], kr)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
+		rep.Parts = parts
 		br, err := bundle.NewReader(f, kr)
 		if err != nil {
 			return err
@@ -343,6 +347,9 @@ func (c *verifyCmd) run(args []string) error {
 	if rep.Delta != nil {
 		kind = "delta bundle (base " + rep.Delta.Base + "; " + fmt.Sprint(rep.Omitted) + " blobs omitted, the offline store must already have them)"
 	}
+	if rep.Parts > 0 {
+		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
+	}
 	fmt.Printf("OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
 		args[0], kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
 	return nil
@@ -376,9 +383,9 @@ func (c *importCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(args[0])
+	f, _, err := openBundle(args[0], kr)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
 	}
 	defer f.Close()
 	res, err := store.Import(c.storeD, f, store.ImportOptions{Keyring: kr, Wait: c.wait})
@@ -736,6 +743,9 @@ type exportCmd struct {
 	dryRun      bool
 	noDeps      bool
 	compression string
+	split       string
+	since       string
+	have        string
 }
 
 func (c *exportCmd) synopsis() string {
@@ -754,6 +764,9 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the resolved plan without downloading packages")
 	fs.BoolVar(&c.noDeps, "no-deps", false, "do not follow the modules and providers that exported modules need")
 	fs.StringVar(&c.compression, "compression", "zstd", "zstd or none")
+	fs.StringVar(&c.split, "split", "", "also split the bundle into volumes of at most SIZE (4GiB, 700MB, fat32, dvd, …)")
+	fs.StringVar(&c.since, "since", "", "write a delta: carry only blobs that this previous bundle (or split set) lacks")
+	fs.StringVar(&c.have, "have", "", "write a delta: carry only blobs missing from this 'airgap inventory --json' of the offline store")
 	return fs
 }
 
@@ -767,6 +780,15 @@ func (c *exportCmd) run(args []string) error {
 	comp, err := bundle.ParseCompression(c.compression)
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if c.since != "" && c.have != "" {
+		return usageError{"give at most one of --since and --have"}
+	}
+	var splitSize int64
+	if c.split != "" {
+		if splitSize, err = bundle.ParseSize(c.split); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	var modTime time.Time
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
@@ -827,15 +849,34 @@ func (c *exportCmd) run(args []string) error {
 	if !modTime.IsZero() {
 		m.Created = &modTime
 	}
+	if c.since != "" || c.have != "" {
+		base, err := deltaBase(c.since, c.have, key)
+		if err != nil {
+			return err
+		}
+		omitted := base.apply(m)
+		fmt.Fprintf(os.Stderr, "delta against %s: %d of %d blobs are already on the offline side and are not carried\n", base.desc, omitted, len(m.Blobs))
+	}
 	if err := writeBundleFile(c.out, m, res.Files, key, bundle.WriterOptions{Compression: comp, ModTime: modTime}); err != nil {
 		return err
 	}
 	fi, _ := os.Stat(c.out)
 	n, total := m.Totals()
+
 	fmt.Printf("wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %s\n",
 		c.out, humanBytes(fi.Size()), len(m.Catalog.Providers), len(m.Catalog.Modules), n, humanBytes(total), humanBytes(res.Bytes), res.Cached, time.Since(start).Round(time.Millisecond))
 	for _, w := range res.Warnings {
 		fmt.Println("warning:", w)
+	}
+	if splitSize > 0 {
+		ix, err := bundle.SplitFile(c.out, splitSize, key, modTime)
+		if err != nil {
+			return fmt.Errorf("splitting %s: %w (the whole bundle is kept)", c.out, err)
+		}
+		if err := os.Remove(c.out); err != nil {
+			return err
+		}
+		printParts(c.out, ix)
 	}
 	return nil
 }
@@ -878,4 +919,209 @@ func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]str
 		return err
 	}
 	return os.Rename(f.Name(), out)
+}
+
+// openBundle opens a bundle file, or a split set given any of its parts
+// (checking every part against the signed index first). It never changes
+// the files.
+func openBundle(path string, kr openpgp.EntityList) (io.ReadCloser, int, error) {
+	if bundle.IsSplitSet(path) {
+		rc, ix, err := bundle.OpenSet(path, kr)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rc, len(ix.Parts), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if prefix, ok := bundle.SetPrefix(path); ok {
+			return nil, 0, fmt.Errorf("%w: the index %s.000 is missing\nhint: copy every part, including .000", bundle.ErrParts, filepath.Base(prefix))
+		}
+		return nil, 0, err
+	}
+	return f, 0, nil
+}
+
+// --- split / join ---
+
+type splitCmd struct {
+	size    string
+	signKey string
+}
+
+func (c *splitCmd) synopsis() string {
+	return "split an existing bundle into signed volumes (BUNDLE.000 index, BUNDLE.001…)"
+}
+
+func (c *splitCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("split", pflag.ContinueOnError)
+	fs.StringVar(&c.size, "size", "fat32", "largest part: e.g. 4GiB, 700MB, or fat32, dvd, dvd-dl, bd, cd")
+	fs.StringVar(&c.signKey, "sign-key", "", "site private key that signs the parts index (required)")
+	return fs
+}
+
+func (c *splitCmd) run(args []string) error {
+	if c.signKey == "" || len(args) != 1 {
+		return usageError{"usage: airgap split --size SIZE --sign-key KEY BUNDLE"}
+	}
+	size, err := bundle.ParseSize(c.size)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	key, err := readSigningKey(c.signKey)
+	if err != nil {
+		return err
+	}
+	ix, err := bundle.SplitFile(args[0], size, key, sourceDate())
+	if err != nil {
+		return err
+	}
+	printParts(args[0], ix)
+	return nil
+}
+
+func printParts(path string, ix *bundle.PartsIndex) {
+	fmt.Printf("split %s (%s) into %d parts plus the signed index %s.000:\n", path, humanBytes(ix.Size), len(ix.Parts), filepath.Base(path))
+	for _, p := range ix.Parts {
+		fmt.Printf("  %s  %s  %s\n", p.Name, humanBytes(p.Size), p.Digest.Short())
+	}
+}
+
+type joinCmd struct {
+	keyring string
+	out     string
+}
+
+func (c *joinCmd) synopsis() string {
+	return "check a split set against its signed index and join it into one bundle file"
+}
+
+func (c *joinCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("join", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.out, "out", "", "bundle file to write (required)")
+	return fs
+}
+
+func (c *joinCmd) run(args []string) error {
+	if c.keyring == "" || c.out == "" || len(args) != 1 {
+		return usageError{"usage: airgap join --keyring FILE --out BUNDLE PART"}
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
+	if err != nil {
+		return err
+	}
+	rc, ix, err := bundle.OpenSet(args[0], kr)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(filepath.Dir(c.out), "."+filepath.Base(c.out)+".partial-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), c.out)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, humanBytes(ix.Size), ix.Digest.Hex())
+	return nil
+}
+
+// sourceDate is SOURCE_DATE_EPOCH as a time, or zero.
+func sourceDate() time.Time {
+	var n int64
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n >= 0 {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// deltaSource is what the offline side already has.
+type deltaSource struct {
+	desc    string
+	base    string
+	bundles []string
+	have    map[verify.Digest]bool
+}
+
+// deltaBase reads the blobs of a previous bundle (--since, checked against
+// the signing key) or of an offline store's inventory (--have).
+func deltaBase(since, have string, key *openpgp.Entity) (*deltaSource, error) {
+	ds := &deltaSource{have: map[verify.Digest]bool{}}
+	if since != "" {
+		var rc io.ReadCloser
+		var err error
+		if bundle.IsSplitSet(since) {
+			rc, _, err = bundle.OpenSet(since, openpgp.EntityList{key})
+		} else {
+			rc, err = os.Open(since)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--since: %w", err)
+		}
+		defer rc.Close()
+		br, err := bundle.NewReader(rc, openpgp.EntityList{key})
+		if err != nil {
+			return nil, fmt.Errorf("--since %s: %w\nhint: --since takes a bundle signed by the same --sign-key", since, err)
+		}
+		defer br.Close()
+		pm := br.Manifest()
+		for _, b := range pm.Blobs {
+			ds.have[b.Digest] = true
+		}
+		ds.base = string(br.ID())
+		ds.desc = fmt.Sprintf("%s (bundle %s)", filepath.Base(since), br.ID().Short())
+		ds.bundles = append([]string{filepath.Base(since) + " (" + string(br.ID()) + ")"}, baseBundles(pm)...)
+		return ds, nil
+	}
+	b, err := os.ReadFile(have)
+	if err != nil {
+		return nil, fmt.Errorf("--have: %w", err)
+	}
+	var inv Inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
+	}
+	for _, d := range inv.Blobs {
+		ds.have[d] = true
+	}
+	ds.base = "inventory"
+	ds.desc = fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(inv.Blobs))
+	for _, e := range inv.Imports {
+		ds.bundles = append(ds.bundles, string(e.Bundle))
+	}
+	return ds, nil
+}
+
+func baseBundles(m *bundle.Manifest) []string {
+	if m.Delta == nil {
+		return nil
+	}
+	return m.Delta.BaseBundles
+}
+
+// apply marks the blobs the base has as omitted and makes m a delta.
+func (ds *deltaSource) apply(m *bundle.Manifest) int {
+	n := 0
+	for i := range m.Blobs {
+		if ds.have[m.Blobs[i].Digest] {
+			m.Blobs[i].Omitted = true
+			n++
+		}
+	}
+	m.Delta = &bundle.Delta{Base: ds.base, BaseBundles: ds.bundles}
+	return n
 }

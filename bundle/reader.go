@@ -42,28 +42,10 @@ type Reader struct {
 // against keyring. It returns an error, and hands out nothing, unless the
 // signature is good and the manifest valid.
 func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	head, err := br.Peek(4)
-	if err != nil && len(head) == 0 {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the file is empty", ErrTruncated)
-		}
+	br2, err := openStream(r)
+	if err != nil {
 		return nil, err
 	}
-	br2 := &Reader{}
-	var tarStream io.Reader = br
-	if bytes.Equal(head, zstdMagic) {
-		br2.zr, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(2),
-			zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderMaxMemory(1<<40), zstd.WithDecoderLowmem(true))
-		if err != nil {
-			return nil, err
-		}
-		tarStream = br2.zr
-		br2.compressed = true
-	}
-	br2.raw = &countingReader{r: tarStream}
-	br2.tr = tar.NewReader(br2.raw)
-
 	mdata, err := br2.readSmall(ManifestName, MaxManifestSize)
 	if err != nil {
 		br2.Close()
@@ -96,6 +78,32 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 }
 
 var errMissing = errors.New("missing entry")
+
+// openStream detects compression and sets up the tar reader.
+func openStream(r io.Reader) (*Reader, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	head, err := br.Peek(4)
+	if err != nil && len(head) == 0 {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the file is empty", ErrTruncated)
+		}
+		return nil, err
+	}
+	br2 := &Reader{}
+	var tarStream io.Reader = br
+	if bytes.Equal(head, zstdMagic) {
+		br2.zr, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(2),
+			zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderMaxMemory(1<<40), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, err
+		}
+		tarStream = br2.zr
+		br2.compressed = true
+	}
+	br2.raw = &countingReader{r: tarStream}
+	br2.tr = tar.NewReader(br2.raw)
+	return br2, nil
+}
 
 func (br *Reader) readSmall(name string, limit int64) ([]byte, error) {
 	hdr, err := br.tr.Next()

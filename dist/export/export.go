@@ -78,7 +78,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
-	for _, d := range []string{"blobs/sha256", "tmp"} {
+	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)
 		}
@@ -335,8 +335,10 @@ func (e *exporter) providerPackage(ctx context.Context, t pkgTask) (dist.Package
 		e.res.Cached++
 		e.mu.Unlock()
 	} else {
-		tmp := e.tmpPath()
-		got, n, err := e.opt.Client.Download(ctx, meta.DownloadURL, tmp)
+		// A partial download is kept under the digest it must have, so an
+		// interrupted export resumes it; it enters the cache only verified.
+		tmp := filepath.Join(e.opt.CacheDir, "partial", d.Hex())
+		got, n, err := e.opt.Client.DownloadResumable(ctx, meta.DownloadURL, tmp)
 		if err != nil {
 			return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
 		}

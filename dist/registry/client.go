@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airgap/airgap/verify"
@@ -326,4 +327,98 @@ func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, erro
 		return nil, fmt.Errorf("GET %s: larger than %d bytes", u, limit)
 	}
 	return b, nil
+}
+
+// DownloadResumable downloads u into partial, continuing from what partial
+// already holds with an HTTP Range request where the server allows it (a
+// server that answers 200 gets a fresh download). Body errors are retried,
+// resuming each time. It returns the digest and size of the whole file; the
+// caller must verify the digest before using the file, and keeps partial on
+// error so that a later run resumes. No credentials are sent.
+func (c *Client) DownloadResumable(ctx context.Context, u, partial string) (verify.Digest, int64, error) {
+	var lastErr error
+	for attempt := 0; attempt <= c.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return "", 0, ctx.Err()
+			case <-time.After(c.Backoff << (attempt - 1)):
+			}
+		}
+		d, n, err := c.downloadOnce(ctx, u, partial)
+		if err == nil {
+			return d, n, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !errors.Is(err, errResumable) {
+			break
+		}
+	}
+	return "", 0, fmt.Errorf("downloading %s: %w", u, lastErr)
+}
+
+var errResumable = errors.New("interrupted")
+
+// Resumed counts downloads that continued a partial file (for reports).
+var Resumed atomic.Int64
+
+func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Digest, int64, error) {
+	f, err := os.OpenFile(partial, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	off := fi.Size()
+	dg := verify.NewDigester()
+	if off > 0 {
+		if _, err := io.Copy(dg, io.NewSectionReader(f, 0, off)); err != nil {
+			return "", 0, err
+		}
+	}
+	resp, err := c.do(ctx, c.download, func() (*http.Request, error) {
+		req, err := http.NewRequest("GET", u, nil)
+		if err == nil && off > 0 {
+			req.Header.Set("Range", fmt.Sprintf("bytes=%d-", off))
+		}
+		return req, err
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && off > 0 && strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", off)):
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return "", 0, err
+		}
+		Resumed.Add(1)
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && off > 0:
+		// Already complete (or longer than the file): let the digest decide.
+		return dg.Digest(), off, nil
+	case resp.StatusCode == http.StatusOK:
+		if err := f.Truncate(0); err != nil {
+			return "", 0, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", 0, err
+		}
+		dg = verify.NewDigester()
+	default:
+		return "", 0, fmt.Errorf("%s", resp.Status)
+	}
+	n, err := io.Copy(io.MultiWriter(f, dg), resp.Body)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return "", 0, fmt.Errorf("%w: got %d of %d bytes", errResumable, n, resp.ContentLength)
+	}
+	return dg.Digest(), dg.Size(), nil
 }

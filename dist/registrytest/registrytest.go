@@ -71,6 +71,34 @@ type Internet struct {
 	FailNext atomic.Int32
 	// Tamper makes zip downloads of this filename return altered bytes.
 	Tamper atomic.Value // string
+	// Throttle limits zip downloads to this many bytes per second (0: none).
+	Throttle atomic.Int64
+	// RangeRequests counts zip downloads that asked for a byte range.
+	RangeRequests atomic.Int32
+}
+
+type throttled struct {
+	http.ResponseWriter
+	rate int64
+}
+
+func (t throttled) Write(p []byte) (int, error) {
+	const chunk = 16 << 10
+	n := 0
+	for len(p) > 0 {
+		c := min(len(p), chunk)
+		w, err := t.ResponseWriter.Write(p[:c])
+		n += w
+		if err != nil {
+			return n, err
+		}
+		if f, ok := t.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		time.Sleep(time.Duration(int64(c) * int64(time.Second) / t.rate))
+		p = p[c:]
+	}
+	return n, nil
 }
 
 // Module is a stand-in module version.
@@ -328,6 +356,12 @@ func (in *Internet) file(w http.ResponseWriter, r *http.Request) {
 			w.Write(b)
 			return
 		}
+		if r.Header.Get("Range") != "" {
+			in.RangeRequests.Add(1)
+		}
+		if rate := in.Throttle.Load(); rate > 0 {
+			w = throttled{w, rate}
+		}
 	}
 	http.ServeFile(w, r, f)
 }
@@ -341,6 +375,14 @@ func (in *Internet) git(w http.ResponseWriter, r *http.Request) {
 	h := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: in.GitRoot,
 		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}}
 	h.ServeHTTP(w, r)
+}
+
+// Downloaded returns how many times a package file was requested.
+func (in *Internet) Downloaded(filename string) int32 {
+	if n, ok := in.Downloads.Load(filename); ok {
+		return n.(*atomic.Int32).Load()
+	}
+	return 0
 }
 
 // AddProvider publishes a provider version on host (registry.terraform.io or
