@@ -30,10 +30,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
 
 bench:
-	bash bench/run.sh
+	bash testdata/bench/run.sh
 
 bench-smoke:
-	SMOKE=1 bash bench/run.sh
+	SMOKE=1 bash testdata/bench/run.sh
 
 # The whole journey on loopback from built-in fixtures; leaves
 # 'airgap serve' running on https://localhost:8443 and prints the client config.

@@ -582,6 +582,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 			cfg.Log.Error("reloading the store index; still serving the previous catalog", "err", err)
 			return
 		}
+		srv.Warm()
 		cfg.Log.Info("catalog reloaded", "provider_versions", len(ix.Catalog.Providers), "module_versions", len(ix.Catalog.Modules))
 	})
 	cat := st.Catalog()
@@ -883,7 +884,30 @@ func (c *exportCmd) run(args []string) error {
 
 // writeBundleFile writes the bundle through a temporary file next to out and
 // renames it into place only when complete: no partial bundle is left.
-func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]string, key *openpgp.Entity, opt bundle.WriterOptions) (err error) {
+func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]string, key *openpgp.Entity, opt bundle.WriterOptions) error {
+	return createAtomic(out, func(f *os.File) error {
+		bw, err := bundle.NewWriter(f, m, key, opt)
+		if err != nil {
+			return err
+		}
+		for _, b := range m.Carried() {
+			src, err := os.Open(files[b.Digest])
+			if err != nil {
+				return err
+			}
+			err = bw.WriteBlob(b.Digest, src)
+			src.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return bw.Close()
+	})
+}
+
+// createAtomic creates out through a temporary file in the same directory:
+// fill, fsync, rename. If anything fails, nothing is left behind.
+func createAtomic(out string, fill func(f *os.File) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
 	if err != nil {
 		return err
@@ -894,22 +918,7 @@ func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]str
 			os.Remove(f.Name())
 		}
 	}()
-	bw, err := bundle.NewWriter(f, m, key, opt)
-	if err != nil {
-		return err
-	}
-	for _, b := range m.Carried() {
-		src, err := os.Open(files[b.Digest])
-		if err != nil {
-			return err
-		}
-		err = bw.WriteBlob(b.Digest, src)
-		src.Close()
-		if err != nil {
-			return err
-		}
-	}
-	if err := bw.Close(); err != nil {
+	if err := fill(f); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -1016,22 +1025,7 @@ func (c *joinCmd) run(args []string) error {
 		return err
 	}
 	defer rc.Close()
-	f, err := os.CreateTemp(filepath.Dir(c.out), "."+filepath.Base(c.out)+".partial-*")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, rc)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), c.out)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := createAtomic(c.out, func(f *os.File) error { _, err := io.Copy(f, rc); return err }); err != nil {
 		return err
 	}
 	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, humanBytes(ix.Size), ix.Digest.Hex())

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airgap/airgap/dist"
@@ -31,9 +34,28 @@ type Server struct {
 	caPEM []byte
 	mux   *http.ServeMux
 
-	mu    sync.Mutex
-	cache *view
-	blobs map[verify.Digest]blobInfo
+	mu    sync.Mutex // serializes rebuilding the state
+	state atomic.Pointer[state]
+}
+
+// state is everything derived from one catalog snapshot: the lookup view,
+// the set of servable blobs, and rendered JSON answers (bounded).
+type state struct {
+	cat      *dist.Catalog
+	view     *view
+	blobs    map[verify.Digest]blobInfo
+	rendered sync.Map // host + "\x00" + path -> *answer
+	nRender  atomic.Int64
+}
+
+// maxRendered bounds the answer cache of one snapshot (the Host header is
+// part of the key, so clients could otherwise grow it without limit).
+const maxRendered = 200_000
+
+// answer is a rendered JSON response.
+type answer struct {
+	body   []byte
+	header map[string]string
 }
 
 type blobInfo struct {
@@ -54,8 +76,13 @@ func New(st Store, opt Options) *Server {
 		s.log = slog.Default()
 	}
 	s.routes()
+	s.Warm()
 	return s
 }
+
+// Warm builds the lookup state of the store's current catalog now, so that
+// no request pays for it (call it after the store reloads).
+func (s *Server) Warm() { s.current() }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -70,40 +97,93 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes() {
 	m := s.mux
 	for _, p := range []string{"", "/origin/{origin}"} {
-		m.HandleFunc("GET "+p+"/.well-known/terraform.json", s.discovery)
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/versions", s.providerVersions)
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.providerDownload)
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/versions", s.moduleVersions)
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/{version}/download", s.moduleDownload)
+		m.HandleFunc("GET "+p+"/.well-known/terraform.json", s.jsonHandler(s.discovery))
+		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/versions", s.jsonHandler(s.providerVersions))
+		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.jsonHandler(s.providerDownload))
+		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/versions", s.jsonHandler(s.moduleVersions))
+		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/{version}/download", s.jsonHandler(s.moduleDownload))
 	}
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/index.json", s.mirrorIndex)
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/{file}", s.mirrorVersion)
+	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/index.json", s.jsonHandler(s.mirrorIndex))
+	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/{file}", s.jsonHandler(s.mirrorVersion))
 	m.HandleFunc("GET /blobs/sha256/{hex}", s.blob)
 	m.HandleFunc("GET /blobs/sha256/{hex}/{filename}", s.blob)
 	m.HandleFunc("GET /archives/sha256/{file}", s.archive)
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /ca.pem", s.caCert)
-	m.HandleFunc("GET /airgap/v1/origins", s.originsDoc)
+	m.HandleFunc("GET /airgap/v1/origins", s.jsonHandler(s.originsDoc))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
 	})
 }
 
-// current returns the view of the current catalog, rebuilding it when the
-// store's catalog changed.
-func (s *Server) current() (*view, map[verify.Digest]blobInfo) {
+// current returns the state of the store's current catalog, building it
+// once per catalog snapshot. The common path is two atomic loads.
+func (s *Server) current() *state {
 	cat := s.store.Catalog()
+	if st := s.state.Load(); st != nil && st.cat == cat {
+		return st
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cache == nil || s.cache.cat != cat {
-		s.cache = newView(cat)
-		s.blobs = map[verify.Digest]blobInfo{}
-		for d, role := range cat.Blobs() {
-			s.blobs[d] = blobInfo{role: role}
-		}
+	if st := s.state.Load(); st != nil && st.cat == cat {
+		return st
 	}
-	return s.cache, s.blobs
+	st := &state{cat: cat, view: newView(cat), blobs: map[verify.Digest]blobInfo{}}
+	for d, role := range cat.Blobs() {
+		st.blobs[d] = blobInfo{role: role}
+	}
+	s.state.Store(st)
+	return st
 }
+
+// jsonHandler renders a JSON answer with fn once per catalog snapshot, Host
+// and path, and serves it from the cache after that. Errors are never cached.
+func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		st := s.current()
+		key := r.Host + "\x00" + r.URL.EscapedPath()
+		if a, ok := st.rendered.Load(key); ok {
+			writeAnswer(w, r, a.(*answer))
+			return
+		}
+		v, hdr, err := fn(r, st.view)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, err := json.Marshal(v)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		a := &answer{body: body, header: hdr}
+		if st.nRender.Add(1) <= maxRendered {
+			st.rendered.Store(key, a)
+		}
+		writeAnswer(w, r, a)
+	}
+}
+
+func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
+	h := w.Header()
+	h["Content-Type"] = jsonCT
+	h["Cache-Control"] = noCache
+	h["X-Content-Type-Options"] = nosniff
+	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
+	for k, v := range a.header {
+		h.Set(k, v)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(a.body)
+}
+
+var (
+	jsonCT  = []string{"application/json"}
+	noCache = []string{"no-cache"}
+	nosniff = []string{"nosniff"}
+)
 
 // origin picks the view for a request: the {origin} path value, or the Host
 // when it names an origin, or the default view.
@@ -126,20 +206,18 @@ func base(r *http.Request) string {
 	return "https://" + r.Host
 }
 
-func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
+func (s *Server) discovery(r *http.Request, v *view) (any, map[string]string, error) {
 	if _, err := s.origin(r, v); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	prefix := ""
 	if o := r.PathValue("origin"); o != "" {
 		prefix = "/origin/" + strings.ToLower(o)
 	}
-	writeJSON(w, r, map[string]string{
+	return map[string]string{
 		"providers.v1": prefix + "/v1/providers/",
 		"modules.v1":   prefix + "/v1/modules/",
-	})
+	}, nil, nil
 }
 
 type platformDoc struct {
@@ -153,18 +231,15 @@ type versionDoc struct {
 	Platforms []platformDoc `json:"platforms"`
 }
 
-func (s *Server) providerVersions(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
+func (s *Server) providerVersions(r *http.Request, v *view) (any, map[string]string, error) {
 	origin, err := s.origin(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	ns, typ := r.PathValue("ns"), r.PathValue("type")
 	vs := v.providerVersions(origin, ns, typ)
 	if len(vs) == 0 {
-		s.writeError(w, r, notFound("provider %s/%s is not on this appliance", ns, typ))
-		return
+		return nil, nil, notFound("provider %s/%s is not on this appliance", ns, typ)
 	}
 	out := make([]versionDoc, 0, len(vs))
 	for _, p := range vs {
@@ -174,7 +249,7 @@ func (s *Server) providerVersions(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, d)
 	}
-	writeJSON(w, r, map[string]any{"versions": out})
+	return map[string]any{"versions": out}, nil, nil
 }
 
 type downloadDoc struct {
@@ -200,24 +275,20 @@ func findVersion[T any](vs []*T, ver func(*T) string, want string) *T {
 	return nil
 }
 
-func (s *Server) providerDownload(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
+func (s *Server) providerDownload(r *http.Request, v *view) (any, map[string]string, error) {
 	origin, err := s.origin(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	ns, typ, ver := r.PathValue("ns"), r.PathValue("type"), r.PathValue("version")
 	osName, arch := r.PathValue("os"), r.PathValue("arch")
 	p := findVersion(v.providerVersions(origin, ns, typ), func(p *dist.ProviderVersion) string { return p.Version }, ver)
 	if p == nil {
-		s.writeError(w, r, notFound("provider %s/%s version %s is not on this appliance", ns, typ, ver))
-		return
+		return nil, nil, notFound("provider %s/%s version %s is not on this appliance", ns, typ, ver)
 	}
 	pk, ok := p.Package(osName, arch)
 	if !ok {
-		s.writeError(w, r, notFound("provider %s/%s %s has no package for %s_%s on this appliance", ns, typ, ver, osName, arch))
-		return
+		return nil, nil, notFound("provider %s/%s %s has no package for %s_%s on this appliance", ns, typ, ver, osName, arch)
 	}
 	b := base(r)
 	d := downloadDoc{
@@ -231,7 +302,7 @@ func (s *Server) providerDownload(w http.ResponseWriter, r *http.Request) {
 	if d.SigningKeys.GPGPublicKeys == nil {
 		d.SigningKeys.GPGPublicKeys = []dist.SigningKey{}
 	}
-	writeJSON(w, r, d)
+	return d, nil, nil
 }
 
 func blobURL(d verify.Digest, filename string) string {
@@ -246,18 +317,15 @@ func archiveURL(d verify.Digest, subdir string) string {
 	return u
 }
 
-func (s *Server) moduleVersions(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
+func (s *Server) moduleVersions(r *http.Request, v *view) (any, map[string]string, error) {
 	origin, err := s.origin(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	ns, name, system := r.PathValue("ns"), r.PathValue("name"), r.PathValue("system")
 	vs := v.moduleVersions(origin, ns, name, system)
 	if len(vs) == 0 {
-		s.writeError(w, r, notFound("module %s/%s/%s is not on this appliance", ns, name, system))
-		return
+		return nil, nil, notFound("module %s/%s/%s is not on this appliance", ns, name, system)
 	}
 	type mv struct {
 		Version string `json:"version"`
@@ -266,25 +334,21 @@ func (s *Server) moduleVersions(w http.ResponseWriter, r *http.Request) {
 	for _, m := range vs {
 		out = append(out, mv{m.Version})
 	}
-	writeJSON(w, r, map[string]any{"modules": []any{map[string]any{"versions": out}}})
+	return map[string]any{"modules": []any{map[string]any{"versions": out}}}, nil, nil
 }
 
-func (s *Server) moduleDownload(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
+func (s *Server) moduleDownload(r *http.Request, v *view) (any, map[string]string, error) {
 	origin, err := s.origin(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	ns, name, system, ver := r.PathValue("ns"), r.PathValue("name"), r.PathValue("system"), r.PathValue("version")
 	m := findVersion(v.moduleVersions(origin, ns, name, system), func(m *dist.ModuleVersion) string { return m.Version }, ver)
 	if m == nil {
-		s.writeError(w, r, notFound("module %s/%s/%s version %s is not on this appliance", ns, name, system, ver))
-		return
+		return nil, nil, notFound("module %s/%s/%s version %s is not on this appliance", ns, name, system, ver)
 	}
 	loc := base(r) + archiveURL(m.Archive, m.Subdir)
-	w.Header().Set("X-Terraform-Get", loc)
-	writeJSON(w, r, map[string]string{"location": loc})
+	return map[string]string{"location": loc}, map[string]string{"X-Terraform-Get": loc}, nil
 }
 
 type mirrorArchive struct {
@@ -292,8 +356,7 @@ type mirrorArchive struct {
 	Hashes []string `json:"hashes"`
 }
 
-func (s *Server) mirrorVersions(r *http.Request) ([]*dist.ProviderVersion, error) {
-	v, _ := s.current()
+func (s *Server) mirrorVersions(r *http.Request, v *view) ([]*dist.ProviderVersion, error) {
 	host := strings.ToLower(r.PathValue("hostname"))
 	origin := defaultOrigin
 	if o, ok := v.isOrigin(host); ok {
@@ -307,40 +370,36 @@ func (s *Server) mirrorVersions(r *http.Request) ([]*dist.ProviderVersion, error
 	return vs, nil
 }
 
-func (s *Server) mirrorIndex(w http.ResponseWriter, r *http.Request) {
-	vs, err := s.mirrorVersions(r)
+func (s *Server) mirrorIndex(r *http.Request, v *view) (any, map[string]string, error) {
+	vs, err := s.mirrorVersions(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	out := map[string]struct{}{}
 	for _, p := range vs {
 		out[p.Version] = struct{}{}
 	}
-	writeJSON(w, r, map[string]any{"versions": out})
+	return map[string]any{"versions": out}, nil, nil
 }
 
-func (s *Server) mirrorVersion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) mirrorVersion(r *http.Request, v *view) (any, map[string]string, error) {
 	ver, ok := strings.CutSuffix(r.PathValue("file"), ".json")
 	if !ok {
-		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
-		return
+		return nil, nil, notFound("no such endpoint %s", r.URL.Path)
 	}
-	vs, err := s.mirrorVersions(r)
+	vs, err := s.mirrorVersions(r, v)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	p := findVersion(vs, func(p *dist.ProviderVersion) string { return p.Version }, ver)
 	if p == nil {
-		s.writeError(w, r, notFound("version %s is not on this appliance", ver))
-		return
+		return nil, nil, notFound("version %s is not on this appliance", ver)
 	}
 	archives := map[string]mirrorArchive{}
 	for _, pk := range p.Packages {
 		archives[pk.Platform()] = mirrorArchive{URL: blobURL(pk.Digest, pk.Filename), Hashes: []string{pk.H1, pk.ZH()}}
 	}
-	writeJSON(w, r, map[string]any{"archives": archives})
+	return map[string]any{"archives": archives}, nil, nil
 }
 
 func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
@@ -362,8 +421,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		return
 	}
 	d := verify.Digest("sha256:" + hex)
-	_, blobs := s.current()
-	info, ok := blobs[d]
+	info, ok := s.current().blobs[d]
 	if !ok || wantRole != "" && info.role != wantRole {
 		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
 		return
@@ -392,8 +450,8 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
-	writeJSON(w, r, map[string]any{"status": "ok", "provider_versions": len(v.cat.Providers), "module_versions": len(v.cat.Modules)})
+	cat := s.current().cat
+	writeJSON(w, r, map[string]any{"status": "ok", "provider_versions": len(cat.Providers), "module_versions": len(cat.Modules)})
 }
 
 func (s *Server) caCert(w http.ResponseWriter, r *http.Request) {
@@ -412,9 +470,8 @@ type OriginsDoc struct {
 	Modules   int      `json:"module_versions"`
 }
 
-func (s *Server) originsDoc(w http.ResponseWriter, r *http.Request) {
-	v, _ := s.current()
-	writeJSON(w, r, OriginsDoc{Origins: append([]string{}, v.origins...), Providers: len(v.cat.Providers), Modules: len(v.cat.Modules)})
+func (s *Server) originsDoc(r *http.Request, v *view) (any, map[string]string, error) {
+	return OriginsDoc{Origins: append([]string{}, v.origins...), Providers: len(v.cat.Providers), Modules: len(v.cat.Modules)}, nil, nil
 }
 
 // Origins lists the origins of a catalog in default-view order.

@@ -161,7 +161,7 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 		Bundle: res.Bundle, Signer: res.Signer, Time: now().UTC().Truncate(time.Second), Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
 	})
-	if err := writeIndex(root, ix); err != nil {
+	if err := WriteIndex(root, ix); err != nil {
 		return nil, fmt.Errorf("writing the store index: %w", err)
 	}
 	return res, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/airgap/airgap/dist"
@@ -20,6 +21,10 @@ type Index struct {
 	Format  int           `json:"format"`
 	Catalog dist.Catalog  `json:"catalog"`
 	Imports []ImportEntry `json:"imports"`
+	// Keys holds each armored signing key once, by the digest of its text;
+	// in the file, a provider's ascii_armor is "@" + that digest. Read and
+	// WriteIndex resolve and make the references; in memory, Keys is nil.
+	Keys map[string]string `json:"keys,omitempty"`
 }
 
 // ImportEntry is one bundle's import in the store's history.
@@ -49,16 +54,46 @@ func readIndex(root string) (*Index, error) {
 	if ix.Format != IndexFormat {
 		return nil, fmt.Errorf("%w: %s has format %d, want %d", ErrCorrupt, indexPath(root), ix.Format, IndexFormat)
 	}
+	for i := range ix.Catalog.Providers {
+		for j, k := range ix.Catalog.Providers[i].SigningKeys {
+			ref, ok := strings.CutPrefix(k.ASCIIArmor, "@")
+			if !ok {
+				continue
+			}
+			armor, ok := ix.Keys[ref]
+			if !ok {
+				return nil, fmt.Errorf("%w: %s: signing key %s of %s is not in its key table", ErrCorrupt, indexPath(root), k.KeyID, ix.Catalog.Providers[i])
+			}
+			ix.Catalog.Providers[i].SigningKeys[j].ASCIIArmor = armor
+		}
+	}
+	ix.Keys = nil
 	return &ix, nil
 }
 
-// writeIndex replaces index.json atomically and durably.
-func writeIndex(root string, ix *Index) error {
+// WriteIndex replaces index.json atomically and durably, storing each
+// signing key once. ix is not changed. (Import uses it; tools that build
+// synthetic stores may too.)
+func WriteIndex(root string, ix *Index) error {
+	out := *ix
+	out.Keys = map[string]string{}
+	out.Catalog.Providers = make([]dist.ProviderVersion, len(ix.Catalog.Providers))
+	for i, p := range ix.Catalog.Providers {
+		keys := make([]dist.SigningKey, len(p.SigningKeys))
+		for j, k := range p.SigningKeys {
+			d := string(verify.DigestBytes([]byte(k.ASCIIArmor)))
+			out.Keys[d] = k.ASCIIArmor
+			k.ASCIIArmor = "@" + d
+			keys[j] = k
+		}
+		p.SigningKeys = keys
+		out.Catalog.Providers[i] = p
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", " ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ix); err != nil {
+	if err := enc.Encode(&out); err != nil {
 		return err
 	}
 	return WriteFileAtomic(indexPath(root), b.Bytes(), 0o644)

@@ -146,9 +146,9 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 	}
 }
 
-// getJSON fetches u (with the host's token) into v and returns the final URL.
-func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*url.URL, error) {
-	resp, err := c.do(ctx, c.http, func() (*http.Request, error) {
+// apiRequest builds a registry API request: JSON, with host's token.
+func (c *Client) apiRequest(u *url.URL, host string) func() (*http.Request, error) {
+	return func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u.String(), nil)
 		if err != nil {
 			return nil, err
@@ -158,7 +158,12 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		return req, nil
-	})
+	}
+}
+
+// getJSON fetches u (with the host's token) into v and returns the final URL.
+func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*url.URL, error) {
+	resp, err := c.do(ctx, c.http, c.apiRequest(u, host))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -203,16 +208,7 @@ func (c *Client) SetServices(host string, services map[string]*url.URL) {
 
 func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL, error) {
 	du := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
-	resp, err := c.do(ctx, c.http, func() (*http.Request, error) {
-		req, err := http.NewRequest("GET", du.String(), nil)
-		if err == nil {
-			req.Header.Set("Accept", "application/json")
-			if tok := c.creds.Token(host); tok != "" {
-				req.Header.Set("Authorization", "Bearer "+tok)
-			}
-		}
-		return req, err
-	})
+	resp, err := c.do(ctx, c.http, c.apiRequest(du, host))
 	if err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
@@ -410,10 +406,9 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 	default:
 		return "", 0, fmt.Errorf("%s", resp.Status)
 	}
+	// No fsync: a download is a cache entry whose digest is checked before
+	// use and again when the bundle is written; the bundle itself is synced.
 	n, err := io.Copy(io.MultiWriter(f, dg), resp.Body)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
 	if err != nil {
 		return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -54,17 +53,7 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 		return "", err
 	}
 	u := rel(base, ns, name, system, version, "download")
-	resp, err := c.do(ctx, c.http, func() (*http.Request, error) {
-		req, err := http.NewRequest("GET", u.String(), nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "application/json")
-		if tok := c.creds.Token(host); tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		return req, nil
-	})
+	resp, err := c.do(ctx, c.http, c.apiRequest(u, host))
 	if err != nil {
 		return "", fmt.Errorf("GET %s: %w", u, err)
 	}

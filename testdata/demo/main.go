@@ -14,31 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
+	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist/registrytest"
 )
-
-// tb lets the test fixtures run outside a test.
-type tb struct {
-	testing.TB
-	dir      string
-	n        int
-	cleanups []func()
-}
-
-func (t *tb) Helper()                   {}
-func (t *tb) Logf(f string, a ...any)   { fmt.Printf(f+"\n", a...) }
-func (t *tb) Fatal(a ...any)            { fmt.Fprintln(os.Stderr, a...); os.Exit(1) }
-func (t *tb) Fatalf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
-func (t *tb) Cleanup(f func())          { t.cleanups = append(t.cleanups, f) }
-func (t *tb) TempDir() string {
-	t.n++
-	d := filepath.Join(t.dir, fmt.Sprintf("fixture-%d", t.n))
-	os.MkdirAll(d, 0o755)
-	return d
-}
 
 const project = `terraform {
   required_providers {
@@ -78,8 +58,7 @@ func main() {
 	os.RemoveAll(*dir)
 	os.MkdirAll(*dir, 0o755)
 	d, _ := filepath.Abs(*dir)
-	t := &tb{dir: filepath.Join(d, "internet")}
-	os.MkdirAll(t.dir, 0o755)
+	t := bundletest.NewStandalone(filepath.Join(d, "internet"))
 
 	step := func(title string) { fmt.Printf("\n== %s\n", title) }
 	run := func(env []string, name string, args ...string) string {
@@ -104,9 +83,7 @@ func main() {
 	run(nil, *bin, "keygen", "--out", "keys/site", "--name", "Demo Site <ops@demo.test>")
 	run(append(online, "SOURCE_DATE_EPOCH=1767225600"), *bin, "export", "--manifest", "airgap.hcl",
 		"--sign-key", "keys/site.key.asc", "--out", "site.bundle", "--cache", "cache")
-	for _, f := range t.cleanups {
-		f()
-	}
+	t.Close()
 
 	step("the transfer station: verify")
 	run(nil, *bin, "verify", "--keyring", "keys/site.pub.asc", "site.bundle")

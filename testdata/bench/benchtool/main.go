@@ -1,0 +1,280 @@
+// Command benchtool prepares what 'make bench' (testdata/bench/run.sh)
+// measures: fixtures, stores, bundles and a stand-in internet. It measures
+// nothing itself except where noted; run.sh times the real commands.
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/verify"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|bigbundle|synthetic|writebundle [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	dir := fs.String("dir", "", "working directory")
+	n := fs.Int("n", 10, "how many (providers for world, packages for synthetic, blobs for bigbundle)")
+	size := fs.Int64("size", 20<<20, "bytes per package/blob")
+	rate := fs.Int64("rate", 0, "world: limit each package download to this many bytes/s, like a CDN per connection (0: loopback speed)")
+	fs.Parse(os.Args[2:])
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "-dir is required")
+		os.Exit(2)
+	}
+	os.MkdirAll(*dir, 0o755)
+	t := bundletest.NewStandalone(filepath.Join(*dir, "fixtures"))
+	switch os.Args[1] {
+	case "world":
+		world(t, *dir, *n, int(*size), *rate)
+	case "serve-fixtures":
+		serveFixtures(t, *dir, int(*size))
+	case "bigbundle":
+		bigBundle(t, *dir, *n, int(*size))
+	case "synthetic":
+		synthetic(t, *dir, *n)
+	case "writebundle":
+		writeBundle(t, *dir)
+	default:
+		t.Fatalf("unknown subcommand %q", os.Args[1])
+	}
+}
+
+var plats = []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
+
+// world serves n providers x 3 platforms of size bytes on a stand-in
+// internet until SIGTERM, writing DIR/env (HTTPS_PROXY, SSL_CERT_FILE, …),
+// DIR/airgap.hcl and DIR/tf/main.tf.
+func world(t *bundletest.Standalone, dir string, n, size int, rate int64) {
+	in := registrytest.New(t)
+	in.Throttle.Store(rate)
+	var hcl, tf strings.Builder
+	hcl.WriteString(`platforms = ["linux_amd64", "darwin_arm64", "windows_amd64"]` + "\n")
+	tf.WriteString("terraform {\n  required_providers {\n")
+	for i := 0; i < n; i++ {
+		typ := fmt.Sprintf("p%02d", i)
+		in.AddProvider(t, "registry.terraform.io", "bench", typ, "1.0.0", plats, size)
+		fmt.Fprintf(&hcl, "provider \"bench/%s\" {}\n", typ)
+		fmt.Fprintf(&tf, "    %s = { source = \"bench/%s\" }\n", typ, typ)
+	}
+	tf.WriteString("  }\n}\n")
+	os.WriteFile(filepath.Join(dir, "airgap.hcl"), []byte(hcl.String()), 0o644)
+	os.MkdirAll(filepath.Join(dir, "tf"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tf", "main.tf"), []byte(tf.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "env"), []byte(strings.Join(in.Env(), "\n")+"\n"), 0o644)
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	t.Close()
+}
+
+// serveFixtures writes DIR/store (small providers plus one package of size
+// bytes), DIR/mirror (the same as a static 'terraform providers mirror'
+// tree for nginx), and DIR/tls/{cert,key,ca}.pem for localhost/127.0.0.1.
+func serveFixtures(t *bundletest.Standalone, dir string, size int) {
+	signer := bundletest.Key(t, "bench")
+	set := bundletest.NewSet()
+	small := bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "random", Version: "3.6.0", Platforms: plats, Signer: signer, PackageSize: 64 << 10})
+	big := bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: size})
+	set.AddProvider(small)
+	set.AddProvider(big)
+	pr, pw := io.Pipe()
+	go func() { set.WriteBundle(t, pw, signer, bundle.CompressionNone); pw.Close() }()
+	if _, err := store.Import(filepath.Join(dir, "store"), pr, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bp := range []*bundletest.BuiltProvider{small, big} {
+		d := filepath.Join(dir, "mirror", bp.Host, bp.Namespace, bp.Type)
+		os.MkdirAll(d, 0o755)
+		writeJSON(t, filepath.Join(d, "index.json"), map[string]any{"versions": map[string]any{bp.Version: map[string]any{}}})
+		archives := map[string]any{}
+		for _, pk := range bp.Packages {
+			archives[pk.Platform()] = map[string]any{"url": pk.Filename, "hashes": []string{pk.H1, pk.ZH()}}
+			if err := os.Link(bp.Files[pk.Filename], filepath.Join(d, pk.Filename)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeJSON(t, filepath.Join(d, bp.Version+".json"), map[string]any{"archives": archives})
+	}
+	ca, err := server.LoadOrCreateCA(filepath.Join(dir, "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, pub := newKey(t)
+	der, err := ca.Sign(pub, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	os.WriteFile(filepath.Join(dir, "tls", "cert.pem"), append(leaf, ca.PEM...), 0o644)
+	os.WriteFile(filepath.Join(dir, "tls", "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600)
+	os.WriteFile(filepath.Join(dir, "tls", "ca.pem"), ca.PEM, 0o644)
+	pk := big.Packages[0]
+	fmt.Printf("BIG_BLOB=/blobs/sha256/%s/%s\nBIG_MIRROR=/registry.terraform.io/bench/big/%s\n", pk.Digest.Hex(), pk.Filename, pk.Filename)
+}
+
+func writeJSON(t *bundletest.Standalone, path string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o644)
+}
+
+// bigBundle writes DIR/big.bundle (uncompressed, n blobs of size bytes),
+// DIR/keys/site.pub.asc, and prints the bundle's size.
+func bigBundle(t *bundletest.Standalone, dir string, n, size int) {
+	signer := bundletest.Key(t, "bench")
+	set := bundletest.NewSet()
+	for i := 0; i < n; i++ {
+		set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
+			Type: fmt.Sprintf("b%03d", i), Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: size}))
+	}
+	m := set.WriteBundleFile(t, filepath.Join(dir, "big.bundle"), signer, bundle.CompressionNone)
+	writeKey(t, dir, signer)
+	// What writebundle and the 'tar | zstd' baseline need: the same files.
+	mb, _ := m.Marshal()
+	os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644)
+	fb, _ := json.Marshal(set.Files)
+	os.WriteFile(filepath.Join(dir, "files.json"), fb, 0o644)
+	var list strings.Builder
+	for _, p := range set.Files {
+		list.WriteString(p + "\n")
+	}
+	os.WriteFile(filepath.Join(dir, "files.txt"), []byte(list.String()), 0o644)
+	fi, _ := os.Stat(filepath.Join(dir, "big.bundle"))
+	fmt.Println(fi.Size())
+}
+
+func writeKey(t *bundletest.Standalone, dir string, e *openpgp.Entity) {
+	os.MkdirAll(filepath.Join(dir, "keys"), 0o755)
+	pub, _ := verify.PublicArmor(e)
+	os.WriteFile(filepath.Join(dir, "keys", "site.pub.asc"), []byte(pub), 0o644)
+	var priv bytes.Buffer
+	w, _ := armor.Encode(&priv, openpgp.PrivateKeyType, nil)
+	e.SerializePrivateWithoutSigning(w, nil)
+	w.Close()
+	os.WriteFile(filepath.Join(dir, "keys", "site.key.asc"), priv.Bytes(), 0o600)
+}
+
+// writeBundle writes DIR/written.bundle (zstd) from the files, manifest and
+// key that bigbundle saved: the bundle writer exactly as export uses it.
+func writeBundle(t *bundletest.Standalone, dir string) {
+	mb, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseManifest(mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files map[verify.Digest]string
+	fb, _ := os.ReadFile(filepath.Join(dir, "files.json"))
+	if err := json.Unmarshal(fb, &files); err != nil {
+		t.Fatal(err)
+	}
+	kf, err := os.Open(filepath.Join(dir, "keys", "site.key.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := verify.ReadSigningKey(kf, nil)
+	kf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "written.bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw, err := bundle.NewWriter(out, m, key, bundle.WriterOptions{Compression: bundle.CompressionZstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range m.Carried() {
+		f, err := os.Open(files[b.Digest])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bw.WriteBlob(b.Digest, f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := bw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newKey(t *bundletest.Standalone) ([]byte, any) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	return der, &k.PublicKey
+}
+
+// synthetic writes DIR/store/index.json with about n provider packages
+// (n/5 provider versions x 5 platforms); no blobs, for start-up and
+// metadata scale.
+func synthetic(t *bundletest.Standalone, dir string, n int) {
+	signer := bundletest.Key(t, "bench")
+	armor, _ := verify.PublicArmor(signer)
+	keys := []dist.SigningKey{{KeyID: verify.KeyID(signer), ASCIIArmor: armor}}
+	ix := store.Index{Format: store.IndexFormat, Catalog: dist.Catalog{Modules: []dist.ModuleVersion{}}}
+	platforms := []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"}
+	versions := n / len(platforms)
+	for i := 0; i < versions; i++ {
+		typ := fmt.Sprintf("p%04d", i/10)
+		ver := fmt.Sprintf("1.%d.0", i%10)
+		d := func(s string) verify.Digest { return verify.DigestBytes([]byte(s)) }
+		pv := dist.ProviderVersion{Host: "registry.terraform.io", Namespace: "bench", Type: typ, Version: ver, Protocols: []string{"5.0"},
+			ShasumsName: "terraform-provider-" + typ + "_" + ver + "_SHA256SUMS", Shasums: d(typ + ver + "s"), ShasumsSig: d(typ + ver + "g"), SigningKeys: keys}
+		for _, p := range platforms {
+			os_, arch, _ := strings.Cut(p, "_")
+			pv.Packages = append(pv.Packages, dist.Package{OS: os_, Arch: arch, Filename: "terraform-provider-" + typ + "_" + ver + "_" + p + ".zip",
+				Digest: d(typ + ver + p), Size: 50 << 20, H1: "h1:" + strings.Repeat("A", 43) + "="})
+		}
+		ix.Catalog.Providers = append(ix.Catalog.Providers, pv)
+	}
+	ix.Catalog.Sort()
+	os.MkdirAll(filepath.Join(dir, "store", "blobs", "sha256"), 0o755)
+	if err := store.WriteIndex(filepath.Join(dir, "store"), &ix); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "store", "index.json"))
+	fmt.Printf("%d packages, index %d bytes\n", versions*len(platforms), fi.Size())
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# make bench: airgap against what a user would otherwise use, measured in the
+# same run on the same machine. Prints machine facts, then one table of
+# figures and ratios. SMOKE=1 runs everything at small sizes (seconds), so the
+# script does not rot.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+
+if [ -n "${SMOKE:-}" ]; then
+  DUR=2s; CONNS=8; BIG=$((16<<20)); EXP_N=3; EXP_SIZE=$((2<<20)); IMP_N=4; IMP_SIZE=$((16<<20)); SYN=2000
+else
+  DUR=10s; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((20<<20)); IMP_N=40; IMP_SIZE=$((64<<20)); SYN=50000
+fi
+
+need=()
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v wrk >/dev/null || need+=(wrk)
+[ -x /usr/bin/time ] || need+=(time)
+command -v zstd >/dev/null || need+=(zstd)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing baselines: ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+W=$(mktemp -d /tmp/airgap-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$W/nginx.pid" ] && kill "$(cat "$W/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  chmod -R u+w "$W" 2>/dev/null || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+go build -o "$W/airgap" .
+go build -o "$W/benchtool" ./testdata/bench/benchtool
+AG="$W/airgap"; BT="$W/benchtool"
+
+echo "== machine"
+echo "cpu:      $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "memory:   $(free -h | awk '/Mem:/ {print $2}')"
+echo "kernel:   $(uname -r)"
+echo "go:       $(go version | cut -d' ' -f3)"
+echo "nginx:    $(nginx -v 2>&1 | cut -d/ -f2)"
+echo "wrk:      $(wrk -v 2>&1 | head -1 | cut -d' ' -f2)"
+echo "terraform:$(terraform version 2>/dev/null | head -1 | cut -d' ' -f2)"
+if [ -n "${SMOKE:-}" ]; then echo "mode:     smoke (small sizes; figures not meaningful)"; else echo "mode:     full"; fi
+
+TABLE="$W/table"
+row() { printf '| %-50s | %16s | %16s | %7s | %-8s |\n' "$@" >> "$TABLE"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+wait_https() { # url cafile
+  for _ in $(seq 1 300); do
+    curl -fsS --cacert "$2" -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  echo "timed out waiting for $1" >&2; return 1
+}
+wrk_run() { # url -> "rps p99ms"
+  wrk -t2 -c"$CONNS" -d"$DUR" --latency "$1" > "$W/wrk.out" 2>&1 || true
+  rps=$(awk '/Requests\/sec/ {print $2}' "$W/wrk.out")
+  p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' "$W/wrk.out")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$W/wrk.out")
+  [ -z "$non2xx" ] || echo "warning: $non2xx non-2xx answers from $1" >&2
+  echo "${rps:-0} ${p99:-0}"
+}
+
+printf '| %-50s | %16s | %16s | %7s | %-8s |\n' "benchmark" "airgap" "baseline" "ratio" "target" > "$TABLE"
+printf '|%s|%s|%s|%s|%s|\n' "----------------------------------------------" "------------------" "------------------" "---------" "----------" >> "$TABLE"
+
+# ---------------------------------------------------------------- 1 + 2: serve
+echo "== 1-2: serving metadata and packages over TLS (airgap serve vs nginx, same certificate)"
+eval "$("$BT" serve-fixtures -dir "$W/srv" -size "$BIG" | grep '^BIG_')"
+CERT="$W/srv/tls/cert.pem"; KEY="$W/srv/tls/key.pem"; CA="$W/srv/tls/ca.pem"
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18443 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve.log" &
+PIDS+=($!)
+cat > "$W/nginx.conf" <<NGINX
+worker_processes auto;
+pid $W/nginx.pid;
+error_log $W/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  types { application/json json; application/zip zip; }
+  default_type application/octet-stream;
+  client_body_temp_path $W/nginx-tmp;
+  server {
+    listen 127.0.0.1:18444 ssl;
+    ssl_certificate $CERT;
+    ssl_certificate_key $KEY;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    root $W/srv/mirror;
+  }
+}
+NGINX
+mkdir -p "$W/nginx-tmp"
+nginx -c "$W/nginx.conf" -p "$W" -g "user root;" 
+A=https://127.0.0.1:18443; N=https://127.0.0.1:18444
+wait_https "$A/healthz" "$CA"; wait_https "$N/registry.terraform.io/hashicorp/random/index.json" "$CA"
+
+pair() { # label airgap-path nginx-path
+  read -r ar ap <<<"$(wrk_run "$A$2")"
+  read -r nr np <<<"$(wrk_run "$N$3")"
+  row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 1.0x"
+  row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ""
+}
+pair "mirror index.json" /mirror/registry.terraform.io/hashicorp/random/index.json /registry.terraform.io/hashicorp/random/index.json
+pair "mirror <version>.json" /mirror/registry.terraform.io/hashicorp/random/3.6.0.json /registry.terraform.io/hashicorp/random/3.6.0.json
+read -r vr vp <<<"$(wrk_run "$A/v1/providers/hashicorp/random/versions")"
+read -r dr dp <<<"$(wrk_run "$A/v1/providers/hashicorp/random/3.6.0/download/linux/amd64")"
+read -r nr np <<<"$(wrk_run "$N/registry.terraform.io/hashicorp/random/3.6.0.json")"
+row "registry versions req/s (vs nginx version.json)" "$(printf '%.0f' "$vr")" "$(printf '%.0f' "$nr")" "$(ratio "$vr" "$nr")" ">= 1.0x"
+row "registry download req/s (vs nginx version.json)" "$(printf '%.0f' "$dr")" "$(printf '%.0f' "$nr")" "$(ratio "$dr" "$nr")" ">= 1.0x"
+
+speed() { # url -> best of 3, MiB/s
+  best=0
+  for _ in 1 2 3; do
+    s=$(curl -s --cacert "$CA" -o /dev/null -w '%{speed_download}' "$1")
+    best=$(awk -v a="$s" -v b="$best" 'BEGIN { print (a > b) ? a : b }')
+  done
+  awk -v s="$best" 'BEGIN { printf "%.0f", s / 1048576 }'
+}
+as=$(speed "$A$BIG_BLOB"); ns=$(speed "$N$BIG_MIRROR")
+row "package download $((BIG>>20)) MiB, MiB/s" "$as" "$ns" "$(ratio "$as" "$ns")" ">= 0.9x"
+kill "$(cat "$W/nginx.pid")"; rm -f "$W/nginx.pid"
+
+# ---------------------------------------------------------------- 3: export
+"$AG" keygen --out "$W/keys/site" --bits 3072 > /dev/null
+: > "$W/empty.tfrc"
+export_bench() { # label rate
+  echo "== 3: export $EXP_N providers x 3 platforms x $((EXP_SIZE>>20)) MiB, $1 (airgap export vs terraform providers mirror)"
+  rm -rf "$W/world" "$W/export-cache" "$W/tf-mirror" "$W"/export*.bundle
+  "$BT" world -dir "$W/world" -n "$EXP_N" -size "$EXP_SIZE" -rate "$2" > "$W/world.log" 2>&1 &
+  local wpid=$!
+  for _ in $(seq 1 600); do grep -q ready "$W/world.log" 2>/dev/null && break; sleep 0.1; done
+  grep -q ready "$W/world.log"
+  mapfile -t WENV < "$W/world/env"
+  local t0 t_ag t_tf t_ag2
+  t0=$(now)
+  env "${WENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" "$AG" export --manifest "$W/world/airgap.hcl" --sign-key "$W/keys/site.key.asc" \
+    --out "$W/export.bundle" --cache "$W/export-cache" --compression none > "$W/export.log" 2>&1
+  t_ag=$(elapsed "$t0" "$(now)")
+  t0=$(now)
+  (cd "$W/world/tf" && env "${WENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" CHECKPOINT_DISABLE=1 terraform providers mirror \
+    -platform=linux_amd64 -platform=darwin_arm64 -platform=windows_amd64 "$W/tf-mirror" > "$W/tfmirror.log" 2>&1)
+  t_tf=$(elapsed "$t0" "$(now)")
+  row "export wall s, $1 (lower is better)" "$t_ag" "$t_tf" "$(ratio "$t_tf" "$t_ag")" ">= 3x"
+  t0=$(now)
+  env "${WENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" "$AG" export --manifest "$W/world/airgap.hcl" --sign-key "$W/keys/site.key.asc" \
+    --out "$W/export2.bundle" --cache "$W/export-cache" --compression none > /dev/null 2>&1
+  t_ag2=$(elapsed "$t0" "$(now)")
+  row "  again with a warm cache, wall s" "$t_ag2" "$t_tf" "$(ratio "$t_tf" "$t_ag2")" ""
+  kill "$wpid" 2>/dev/null || true
+  wait "$wpid" 2>/dev/null || true
+}
+export_bench "loopback speed" 0
+export_bench "25 MiB/s per download" $((25<<20))
+
+# ---------------------------------------------------------------- 4 + 6: import and bundle write
+echo "== 4: import a $((IMP_N*IMP_SIZE>>20)) MiB bundle (airgap import vs tar -x then sha256sum)"
+bsize=$("$BT" bigbundle -dir "$W/imp" -n "$IMP_N" -size "$IMP_SIZE" | tail -1)
+best_ag=999999; best_tar=999999; rss=0
+for i in 1 2; do
+  rm -rf "$W/x" "$W/impstore"; mkdir -p "$W/x"; sync
+  t0=$(now); tar -xf "$W/imp/big.bundle" -C "$W/x" && sha256sum "$W/x"/blobs/sha256/* > /dev/null; t=$(elapsed "$t0" "$(now)")
+  best_tar=$(awk -v a="$t" -v b="$best_tar" 'BEGIN { print (a < b) ? a : b }')
+  rm -rf "$W/x"; sync
+  /usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" import --keyring "$W/imp/keys/site.pub.asc" --store "$W/impstore" "$W/imp/big.bundle" > /dev/null
+  read -r t m < "$W/time.out"
+  best_ag=$(awk -v a="$t" -v b="$best_ag" 'BEGIN { print (a < b) ? a : b }')
+  rss=$(awk -v a="$m" -v b="$rss" 'BEGIN { print (a > b) ? a : b }')
+  chmod -R u+w "$W/impstore"
+done
+mibs() { awk -v b="$bsize" -v t="$1" 'BEGIN { printf "%.0f", b / 1048576 / t }'; }
+row "import MiB/s (incl. fsync of every blob)" "$(mibs "$best_ag")" "$(mibs "$best_tar")" "$(ratio "$(mibs "$best_ag")" "$(mibs "$best_tar")")" ">= 0.8x"
+row "import peak RSS MiB" "$(awk -v m="$rss" 'BEGIN { printf "%.0f", m / 1024 }')" "" "" "<= 64"
+
+echo "== 6: write a bundle of the same files with zstd (airgap's bundle writer vs tar | zstd -T0)"
+sync
+/usr/bin/time -f "%e" -o "$W/time.out" "$BT" writebundle -dir "$W/imp"; read -r t_w < "$W/time.out"
+sync
+t0=$(now); tar -cPf - -T "$W/imp/files.txt" | zstd -T0 -q -o "$W/imp/tar.zst"; t_z=$(elapsed "$t0" "$(now)")
+row "bundle write MiB/s (zstd)" "$(mibs "$t_w")" "$(mibs "$t_z")" "$(ratio "$(mibs "$t_w")" "$(mibs "$t_z")")" ""
+rm -rf "$W/imp" "$W/impstore"
+
+# ---------------------------------------------------------------- 5: scale
+echo "== 5: start-up and metadata with a synthetic catalog of $SYN packages"
+"$BT" synthetic -dir "$W/syn" -n "$SYN" > "$W/syn.log"
+t0=$(now)
+"$AG" serve --store "$W/syn/store" --listen 127.0.0.1:18445 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve2.log" &
+SPID=$!; PIDS+=($SPID)
+wait_https "https://127.0.0.1:18445/healthz" "$CA"
+t_start=$(elapsed "$t0" "$(now)")
+curl -fsS --cacert "$CA" -o /dev/null "https://127.0.0.1:18445/v1/providers/bench/p0000/versions"  # builds the lookup view
+rss=$(awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SPID/status")
+row "start-up to first answer s, $SYN packages" "$t_start" "" "" "<= 1"
+row "serve RSS MiB, $SYN packages" "$rss" "" "" ""
+read -r sr sp <<<"$(wrk_run "https://127.0.0.1:18445/v1/providers/bench/p0007/versions")"
+row "versions req/s / p99 ms at $SYN packages" "$(printf '%.0f' "$sr") / $sp" "" "" ""
+kill "$SPID"
+
+echo
+echo "== results ($(date -u +%Y-%m-%dT%H:%MZ); ratios > 1 favour airgap)"
+cat "$TABLE"
