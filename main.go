@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -830,12 +832,18 @@ func (c *exportCmd) run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	client := registry.New(registry.Options{Credentials: creds})
+	prog := &export.Progress{}
+	disp := newProgressDisplay(os.Stderr, prog, &client.Received)
 	res, err := export.Run(ctx, req, export.Options{
-		Client: registry.New(registry.Options{Credentials: creds}), CacheDir: cache, Jobs: c.jobs,
-		SiteKey: key, DryRun: c.dryRun, Log: logf,
+		Client: client, CacheDir: cache, Jobs: c.jobs,
+		SiteKey: key, DryRun: c.dryRun, Log: disp.logf, Progress: prog,
 	})
+	disp.stop()
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w\nhint: run the same command again; verified downloads are kept in %s and partial ones resume", err, cache)
+		}
 		return err
 	}
 	if c.dryRun {
@@ -1118,4 +1126,78 @@ func (ds *deltaSource) apply(m *bundle.Manifest) int {
 	}
 	m.Delta = &bundle.Delta{Base: ds.base, BaseBundles: ds.bundles}
 	return n
+}
+
+// progressDisplay shows a live status line on a terminal (packages done of
+// total, bytes and rate, the downloads under way) and plain log lines
+// otherwise.
+type progressDisplay struct {
+	mu    sync.Mutex
+	w     *os.File
+	tty   bool
+	prog  *export.Progress
+	bytes *atomic.Int64
+	start time.Time
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newProgressDisplay(w *os.File, prog *export.Progress, bytes *atomic.Int64) *progressDisplay {
+	d := &progressDisplay{w: w, tty: term.IsTerminal(int(w.Fd())), prog: prog, bytes: bytes, start: time.Now(), done: make(chan struct{})}
+	if d.tty {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-d.done:
+					return
+				case <-t.C:
+					d.mu.Lock()
+					d.draw()
+					d.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return d
+}
+
+func (d *progressDisplay) draw() {
+	total := d.prog.PackagesTotal.Load()
+	if total == 0 {
+		return
+	}
+	secs := time.Since(d.start).Seconds()
+	b := d.bytes.Load()
+	line := fmt.Sprintf("%d/%d packages  %s  %s/s", d.prog.PackagesDone.Load(), total, humanBytes(b), humanBytes(int64(float64(b)/max(secs, 0.001))))
+	if act := d.prog.Active(); len(act) > 0 {
+		line += "  ↓ " + strings.Join(act, ", ")
+	}
+	if width, _, err := term.GetSize(int(d.w.Fd())); err == nil && width > 4 && len([]rune(line)) > width-1 {
+		line = string([]rune(line)[:width-2]) + "…"
+	}
+	fmt.Fprintf(d.w, "\r\033[K%s", line)
+}
+
+func (d *progressDisplay) logf(format string, a ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tty {
+		fmt.Fprint(d.w, "\r\033[K")
+	}
+	fmt.Fprintf(d.w, format+"\n", a...)
+	if d.tty {
+		d.draw()
+	}
+}
+
+func (d *progressDisplay) stop() {
+	close(d.done)
+	d.wg.Wait()
+	if d.tty {
+		fmt.Fprint(d.w, "\r\033[K")
+	}
 }

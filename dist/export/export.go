@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -38,6 +39,49 @@ type Options struct {
 	DryRun  bool
 	// Log receives progress lines and notices.
 	Log func(format string, a ...any)
+	// Progress, if set, is kept up to date for a live display.
+	Progress *Progress
+}
+
+// Progress is what an export is doing now; safe to read while it runs.
+type Progress struct {
+	PackagesTotal, PackagesDone atomic.Int64
+	mu                          sync.Mutex
+	active                      map[string]time.Time
+}
+
+func (p *Progress) begin(what string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.active == nil {
+		p.active = map[string]time.Time{}
+	}
+	p.active[what] = time.Now()
+	p.mu.Unlock()
+}
+
+func (p *Progress) end(what string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	delete(p.active, what)
+	p.mu.Unlock()
+	p.PackagesDone.Add(1)
+}
+
+// Active lists the downloads under way, oldest first.
+func (p *Progress) Active() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.active))
+	for k := range p.active {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return p.active[out[i]].Before(p.active[out[j]]) })
+	return out
 }
 
 // Result is a finished export.
@@ -264,12 +308,18 @@ func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.Pr
 		}
 		return res, nil
 	}
+	if e.opt.Progress != nil {
+		e.opt.Progress.PackagesTotal.Store(int64(len(tasks)))
+	}
 	results := make([]dist.Package, len(tasks))
 	sums := make([]*sumsEntry, len(tasks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opt.Jobs)
 	for i, t := range tasks {
 		g.Go(func() error {
+			what := fmt.Sprintf("%s/%s %s %s", t.req.Addr.Namespace, t.req.Addr.Type, t.pv.Version, t.plat)
+			e.opt.Progress.begin(what)
+			defer e.opt.Progress.end(what)
 			pk, se, err := e.providerPackage(gctx, t)
 			if err != nil {
 				return err

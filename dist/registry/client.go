@@ -24,6 +24,8 @@ var ErrNotFound = errors.New("not found")
 
 // Client talks to registries. The zero value is not usable; use New.
 type Client struct {
+	// Received counts bytes received by downloads, for progress displays.
+	Received    atomic.Int64
 	http        *http.Client // metadata: bounded time
 	download    *http.Client // packages: no overall timeout
 	creds       Credentials
@@ -408,7 +410,7 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 	}
 	// No fsync: a download is a cache entry whose digest is checked before
 	// use and again when the bundle is written; the bundle itself is synced.
-	n, err := io.Copy(io.MultiWriter(f, dg), resp.Body)
+	n, err := io.Copy(io.MultiWriter(f, dg, counter{&c.Received}), resp.Body)
 	if err != nil {
 		return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
 	}
@@ -417,3 +419,7 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 	}
 	return dg.Digest(), dg.Size(), nil
 }
+
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
