@@ -575,6 +575,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	srv := server.New(st, server.Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM})
 	hs := server.NewHTTPServer(logRequests(cfg.Log, srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
+	server.HTTP1Only(hs.TLSConfig)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
