@@ -32,6 +32,8 @@ func world(t *testing.T) *registrytest.Internet {
 	// An HTTP tarball with a top-level folder, stripped by //*.
 	loc := in.AddArchive(t, "star-1.0.0.tar.gz", map[string]string{"star-1.0.0/main.tf": "output \"id\" {\n  value = \"s\"\n}\n"})
 	in.AddModule("registry.terraform.io", "example", "star", "aws", "1.0.0", loc+"//*")
+	// GitHub shorthand, with a subdirectory and a ref.
+	in.AddModule("registry.terraform.io", "example", "gh", "aws", "1.0.0", "github.com/example/mono//modules/sub?ref=v2.0.0")
 	return in
 }
 
@@ -72,6 +74,7 @@ module "example/sub/aws" {}
 module "registry.opentofu.org/example/tofu/aws" {}
 module "example/legacy/aws" {}
 module "example/star/aws" {}
+module "example/gh/aws" {}
 `
 
 func TestExportEverythingAndImport(t *testing.T) {
@@ -109,7 +112,7 @@ func TestExportEverythingAndImport(t *testing.T) {
 	for _, m := range cat.Modules {
 		mods[m.String()] = m
 	}
-	if len(mods) != 6 {
+	if len(mods) != 7 {
 		t.Fatalf("modules: %v", mods)
 	}
 	vpc := mods["registry.terraform.io/example/vpc/aws 1.0.0"]
@@ -118,6 +121,9 @@ func TestExportEverythingAndImport(t *testing.T) {
 	}
 	if sub := mods["registry.terraform.io/example/sub/aws 2.0.0"]; sub.Subdir != "modules/sub" {
 		t.Errorf("sub: %+v", sub)
+	}
+	if gh := mods["registry.terraform.io/example/gh/aws 1.0.0"]; gh.Subdir != "modules/sub" || len(gh.Commit) != 40 {
+		t.Errorf("gh (GitHub shorthand): %+v", gh)
 	}
 	if star := mods["registry.terraform.io/example/star/aws 1.0.0"]; star.Subdir != "" || star.Size == 0 {
 		t.Errorf("star (//*): %+v", star)
@@ -380,5 +386,22 @@ provider "registry.example.com/corp/internal" {}`)
 	opt.Client = registry.New(registry.Options{Transport: in.Transport(), Credentials: creds})
 	if _, err := export.Run(context.Background(), req, opt); err != nil {
 		t.Fatalf("with a credentials block: %v", err)
+	}
+}
+
+func TestExportNoDeps(t *testing.T) {
+	in := world(t)
+	gitEnv(t, in)
+	req, err := export.ParseSpec(writeSpec(t, "platforms = [\"linux_amd64\"]\nmodule \"example/vpc/aws\" {}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.NoDeps = true
+	res, err := export.Run(context.Background(), req, options(t, in, t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Manifest.Catalog; len(c.Modules) != 1 || len(c.Providers) != 0 {
+		t.Fatalf("--no-deps exported %d modules and %d providers", len(c.Modules), len(c.Providers))
 	}
 }

@@ -10,7 +10,7 @@ ROOT=$PWD
 if [ -n "${SMOKE:-}" ]; then
   DUR=2s; CONNS=8; BIG=$((16<<20)); EXP_N=3; EXP_SIZE=$((2<<20)); IMP_N=4; IMP_SIZE=$((16<<20)); SYN=2000
 else
-  DUR=10s; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((20<<20)); IMP_N=40; IMP_SIZE=$((64<<20)); SYN=50000
+  DUR=10s; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((36<<20)); IMP_N=40; IMP_SIZE=$((64<<20)); SYN=50000
 fi
 
 need=()
@@ -158,6 +158,14 @@ export_bench() { # label rate
     --out "$W/export2.bundle" --cache "$W/export-cache" --compression none > /dev/null 2>&1
   t_ag2=$(elapsed "$t0" "$(now)")
   row "  again with a warm cache, wall s" "$t_ag2" "$t_tf" "$(ratio "$t_tf" "$t_ag2")" ""
+  if [ "$2" = 0 ]; then
+    # Issue 6's figure: a delta adding one provider version to the base.
+    env "${WENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" "$AG" export --manifest "$W/world/airgap-next.hcl" --sign-key "$W/keys/site.key.asc" \
+      --out "$W/delta.bundle" --cache "$W/export-cache" --compression none --since "$W/export.bundle" > /dev/null 2>&1
+    local base delta pk
+    base=$(stat -c %s "$W/export.bundle"); delta=$(stat -c %s "$W/delta.bundle"); pk=$(cat "$W/world/next-bytes")
+    row "delta +1 provider version on a $((base>>20)) MiB base, KiB" "$((delta>>10))" "$((pk>>10)) (pkgs)" "$(ratio "$pk" "$delta")" "<= pkgs+manifest"
+  fi
   kill "$wpid" 2>/dev/null || true
   wait "$wpid" 2>/dev/null || true
 }

@@ -81,9 +81,19 @@ func world(t *bundletest.Standalone, dir string, n, size int, rate int64) {
 	for i := 0; i < n; i++ {
 		typ := fmt.Sprintf("p%02d", i)
 		in.AddProvider(t, "registry.terraform.io", "bench", typ, "1.0.0", plats, size)
-		fmt.Fprintf(&hcl, "provider \"bench/%s\" {}\n", typ)
-		fmt.Fprintf(&tf, "    %s = { source = \"bench/%s\" }\n", typ, typ)
+		fmt.Fprintf(&hcl, "provider \"bench/%s\" {\n  versions = \"1.0.0\"\n}\n", typ)
+		fmt.Fprintf(&tf, "    %s = { source = \"bench/%s\", version = \"1.0.0\" }\n", typ, typ)
 	}
+	// One more version of p00, for the delta figure: airgap-next.hcl asks
+	// for everything airgap.hcl does plus it.
+	next := in.AddProvider(t, "registry.terraform.io", "bench", "p00", "1.1.0", plats, size)
+	var nextBytes int64
+	for _, pk := range next.Packages {
+		nextBytes += pk.Size
+	}
+	os.WriteFile(filepath.Join(dir, "airgap-next.hcl"), []byte(strings.Replace(hcl.String(),
+		"provider \"bench/p00\" {\n  versions = \"1.0.0\"\n}", "provider \"bench/p00\" {\n  all = true\n}", 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, "next-bytes"), []byte(fmt.Sprint(nextBytes)), 0o644)
 	tf.WriteString("  }\n}\n")
 	os.WriteFile(filepath.Join(dir, "airgap.hcl"), []byte(hcl.String()), 0o644)
 	os.MkdirAll(filepath.Join(dir, "tf"), 0o755)
