@@ -328,6 +328,16 @@ func TestJourney(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(fresh, ".terraform", "modules", "sub", "modules", "sub", "main.tf")); err != nil {
 				t.Errorf("the //subdir module was not unpacked at its subdirectory: %v", err)
 			}
+			// A module whose registry answers only with a JSON location
+			// (registry.opentofu.org style; Terraform cannot use that
+			// upstream) installs offline: the appliance sends both forms.
+			tofuMod := filepath.Join(t.TempDir(), "tofu-module")
+			os.MkdirAll(tofuMod, 0o755)
+			os.WriteFile(filepath.Join(tofuMod, "main.tf"), []byte("module \"t\" {\n  source = \"registry.opentofu.org/example/tofu/aws\"\n}\n"), 0o644)
+			mustRun(t, tofuMod, offline, tf, "init", "-input=false", "-no-color")
+			if _, err := os.Stat(filepath.Join(tofuMod, ".terraform", "modules", "t", "main.tf")); err != nil {
+				t.Errorf("the JSON-location module was not installed offline: %v", err)
+			}
 		})
 	}
 	_ = context.Background
