@@ -117,7 +117,7 @@ func ParseSize(s string) (int64, error) {
 // ReadManifestDigest returns the manifest digest of a bundle stream without
 // checking its signature (import and verify check it).
 func ReadManifestDigest(r io.Reader) (verify.Digest, error) {
-	br, err := newRawReader(r)
+	br, err := openStream(r)
 	if err != nil {
 		return "", err
 	}
@@ -364,10 +364,4 @@ func (s *setReader) Close() error {
 		f.Close()
 	}
 	return nil
-}
-
-// newRawReader opens the tar stream of a bundle (decompressing if needed)
-// without reading anything.
-func newRawReader(r io.Reader) (*Reader, error) {
-	return openStream(r)
 }

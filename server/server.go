@@ -253,20 +253,6 @@ func (s *Server) providerVersions(r *http.Request, v *view) (any, map[string]str
 	return map[string]any{"versions": out}, nil, nil
 }
 
-type downloadDoc struct {
-	Protocols           []string `json:"protocols,omitempty"`
-	OS                  string   `json:"os"`
-	Arch                string   `json:"arch"`
-	Filename            string   `json:"filename"`
-	DownloadURL         string   `json:"download_url"`
-	ShasumsURL          string   `json:"shasums_url"`
-	ShasumsSignatureURL string   `json:"shasums_signature_url"`
-	Shasum              string   `json:"shasum"`
-	SigningKeys         struct {
-		GPGPublicKeys []dist.SigningKey `json:"gpg_public_keys"`
-	} `json:"signing_keys"`
-}
-
 func findVersion[T any](vs []*T, ver func(*T) string, want string) *T {
 	for _, x := range vs {
 		if ver(x) == want {
@@ -292,7 +278,7 @@ func (s *Server) providerDownload(r *http.Request, v *view) (any, map[string]str
 		return nil, nil, notFound("provider %s/%s %s has no package for %s_%s on this appliance", ns, typ, ver, osName, arch)
 	}
 	b := base(r)
-	d := downloadDoc{
+	d := dist.ProviderDownload{
 		Protocols: p.Protocols, OS: pk.OS, Arch: pk.Arch, Filename: pk.Filename,
 		DownloadURL:         b + blobURL(pk.Digest, pk.Filename),
 		ShasumsURL:          b + blobURL(p.Shasums, p.ShasumsName),

@@ -22,8 +22,6 @@ type ImportOptions struct {
 	Wait bool
 	// Now stamps the history entry; nil means time.Now.
 	Now func() time.Time
-	// Progress, if set, is called after each blob with bytes read so far.
-	Progress func(done, total int64)
 }
 
 // ImportResult says what an import did.
@@ -95,7 +93,6 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 	}
 	defer os.RemoveAll(stage)
 
-	_, total := m.Totals()
 	var staged []bundle.Blob
 	for {
 		b, rd, err := br.Next()
@@ -119,9 +116,6 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 				return nil, err
 			}
 			staged = append(staged, b)
-		}
-		if opt.Progress != nil {
-			opt.Progress(res.BytesRead, total)
 		}
 	}
 

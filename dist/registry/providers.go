@@ -56,24 +56,9 @@ func (c *Client) ProviderVersions(ctx context.Context, host, ns, typ string) ([]
 	return out, nil
 }
 
-// PackageMeta is a provider registry download document, with every URL
-// resolved to an absolute one.
-type PackageMeta struct {
-	Protocols           []string       `json:"protocols"`
-	OS                  string         `json:"os"`
-	Arch                string         `json:"arch"`
-	Filename            string         `json:"filename"`
-	DownloadURL         string         `json:"download_url"`
-	ShasumsURL          string         `json:"shasums_url"`
-	ShasumsSignatureURL string         `json:"shasums_signature_url"`
-	Shasum              string         `json:"shasum"`
-	SigningKeys         SigningKeysDoc `json:"signing_keys"`
-}
-
-// SigningKeysDoc is the signing_keys object.
-type SigningKeysDoc struct {
-	GPGPublicKeys []dist.SigningKey `json:"gpg_public_keys"`
-}
+// PackageMeta is a provider registry download document; ProviderPackage
+// resolves every URL in it to an absolute one.
+type PackageMeta = dist.ProviderDownload
 
 // ProviderPackage fetches the download document for one platform and checks
 // it the way Terraform does.

@@ -19,7 +19,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -449,7 +448,7 @@ func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]
 	os.Symlink(filepath.Base(bare), filepath.Join(in.GitRoot, repo))
 }
 
-// Catalog returns the providers published so far (for assertions).
+// Provider returns a published provider version (for assertions), or nil.
 func (in *Internet) Provider(host, ns, typ, version string) *dist.ProviderVersion {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -486,8 +485,6 @@ func leafCert(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
-
-var _ = fmt.Sprint
 
 // World publishes a small, realistic set on a new stand-in internet:
 //   - registry.terraform.io providers hashicorp/random 3.5.1, 3.6.0, 3.6.2 and
