@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -130,6 +131,16 @@ func startServe(t *testing.T, storeDir string, extra ...string) (base string, ca
 			if resp, err := cl.Get(base + "healthz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
+					// The appliance offers the same CA at /ca.pem.
+					if r2, err := cl.Get(base + "ca.pem"); err != nil || r2.StatusCode != 200 {
+						t.Fatalf("/ca.pem: %v %v", r2, err)
+					} else {
+						served, _ := io.ReadAll(r2.Body)
+						r2.Body.Close()
+						if !bytes.Equal(served, pemOut) {
+							t.Fatal("/ca.pem differs from 'airgap ca'")
+						}
+					}
 					return base, caFile
 				}
 			}

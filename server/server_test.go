@@ -466,3 +466,44 @@ func TestHTTP1Only(t *testing.T) {
 		t.Fatalf("answered over %s", resp.Proto)
 	}
 }
+
+// TestSlowClients: connections that dribble their headers are cut at the
+// header timeout and never stop the server answering others.
+func TestSlowClients(t *testing.T) {
+	e := setup(t)
+	hs := server.NewHTTPServer(server.New(e.st, server.Options{}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hs.ReadHeaderTimeout = 500 * time.Millisecond // 10 s in production
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go hs.Serve(ln)
+	defer hs.Close()
+	var slow []net.Conn
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n"))
+		slow = append(slow, c)
+	}
+	start := time.Now()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a normal request beside 200 slow clients: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("a normal request took %v beside slow clients", d)
+	}
+	time.Sleep(time.Second)
+	closed := 0
+	for _, c := range slow {
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF || err == nil {
+			closed++ // EOF, or the 408 the server writes before closing
+		}
+		c.Close()
+	}
+	if closed < len(slow) {
+		t.Errorf("only %d of %d slow connections were cut after the header timeout", closed, len(slow))
+	}
+}
