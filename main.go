@@ -899,16 +899,8 @@ func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]str
 		if err != nil {
 			return err
 		}
-		for _, b := range m.Carried() {
-			src, err := os.Open(files[b.Digest])
-			if err != nil {
-				return err
-			}
-			err = bw.WriteBlob(b.Digest, src)
-			src.Close()
-			if err != nil {
-				return err
-			}
+		if err := bw.WriteFiles(files); err != nil {
+			return err
 		}
 		return bw.Close()
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -152,6 +153,27 @@ func (bw *Writer) WriteBlob(d verify.Digest, r io.Reader) error {
 		return bw.err
 	}
 	bw.next++
+	return nil
+}
+
+// WriteFiles writes every carried blob not yet written from the file
+// files[digest]: the sugar for callers whose blobs are on disk.
+func (bw *Writer) WriteFiles(files map[verify.Digest]string) error {
+	for _, b := range bw.Remaining() {
+		path, ok := files[b.Digest]
+		if !ok {
+			return fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = bw.WriteBlob(b.Digest, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

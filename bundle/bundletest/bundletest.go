@@ -287,15 +287,8 @@ func (s *Set) WriteBundleAt(t testing.TB, w io.Writer, signer *openpgp.Entity, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range m.Carried() {
-		f, err := os.Open(s.Files[b.Digest])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.WriteBlob(b.Digest, f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	if err := bw.WriteFiles(s.Files); err != nil {
+		t.Fatal(err)
 	}
 	if err := bw.Close(); err != nil {
 		t.Fatal(err)

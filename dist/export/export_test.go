@@ -161,12 +161,8 @@ func TestExportEverythingAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, blob := range res.Manifest.Carried() {
-		f, _ := os.Open(res.Files[blob.Digest])
-		if err := bw.WriteBlob(blob.Digest, f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	if err := bw.WriteFiles(res.Files); err != nil {
+		t.Fatal(err)
 	}
 	if err := bw.Close(); err != nil {
 		t.Fatal(err)
@@ -334,10 +330,8 @@ func TestExportDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, blob := range res.Manifest.Carried() {
-			f, _ := os.Open(res.Files[blob.Digest])
-			bw.WriteBlob(blob.Digest, f)
-			f.Close()
+		if err := bw.WriteFiles(res.Files); err != nil {
+			t.Fatal(err)
 		}
 		if err := bw.Close(); err != nil {
 			t.Fatal(err)

@@ -230,15 +230,8 @@ func writeBundle(t *bundletest.Standalone, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range m.Carried() {
-		f, err := os.Open(files[b.Digest])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.WriteBlob(b.Digest, f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	if err := bw.WriteFiles(files); err != nil {
+		t.Fatal(err)
 	}
 	if err := bw.Close(); err != nil {
 		t.Fatal(err)
