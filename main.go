@@ -595,7 +595,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		cfg.Ready(ln.Addr().String())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err

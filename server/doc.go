@@ -25,6 +25,12 @@
 // lacks is a 404 with a JSON error body, never an HTML 200. Errors map to
 // status codes in one place (errors.go).
 //
+// HTTPServer (http1.go) carries the handler over HTTP/1.1 in place of
+// net/http's server: request parsing is still http.ReadRequest, but the
+// connection loop and response framing are its own, because net/http's
+// per-request background read cost the appliance its lead over nginx on
+// small JSON answers. Its request loop is fuzzed (FuzzHTTPConn).
+//
 // The package also keeps TLS (tls.go: a built-in CA, ACME through certmagic,
 // or certificate files) and writes client configuration (clientconfig.go).
 // It never writes to the store's content, only to its tls/ directory.

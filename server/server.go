@@ -92,8 +92,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
 		return
 	}
+	// A JSON answer rendered before is served without routing: the key
+	// (Host and path) was stored by the handler the mux chose for it.
+	if a, ok := s.current().rendered.Load(renderKey(r)); ok {
+		writeAnswer(w, r, a.(*answer))
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
+
+func renderKey(r *http.Request) string { return r.Host + "\x00" + r.URL.EscapedPath() }
 
 func (s *Server) routes() {
 	m := s.mux
@@ -137,16 +145,12 @@ func (s *Server) current() *state {
 	return st
 }
 
-// jsonHandler renders a JSON answer with fn once per catalog snapshot, Host
-// and path, and serves it from the cache after that. Errors are never cached.
+// jsonHandler renders a JSON answer with fn and caches it for the catalog
+// snapshot, Host and path (ServeHTTP serves it from there after that).
+// Errors are never cached.
 func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := s.current()
-		key := r.Host + "\x00" + r.URL.EscapedPath()
-		if a, ok := st.rendered.Load(key); ok {
-			writeAnswer(w, r, a.(*answer))
-			return
-		}
 		v, hdr, err := fn(r, st.view)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -159,7 +163,7 @@ func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]
 		}
 		a := &answer{body: body, header: hdr}
 		if st.nRender.Add(1) <= maxRendered {
-			st.rendered.Store(key, a)
+			st.rendered.Store(renderKey(r), a)
 		}
 		writeAnswer(w, r, a)
 	}
@@ -464,34 +468,14 @@ func (s *Server) originsDoc(r *http.Request, v *view) (any, map[string]string, e
 // Origins lists the origins of a catalog in default-view order.
 func Origins(cat *dist.Catalog) []string { return newView(cat).origins }
 
-// NewHTTPServer wraps h in an http.Server with explicit timeouts that still
-// allow multi-gigabyte downloads (no write timeout; idle and header limits).
-// It speaks HTTP/1.1 only: measured on loopback, Go's HTTP/2 server moved a
-// 256 MiB package at about half the speed of HTTP/1.1 (442 vs 864 MiB/s),
-// and registry clients gain nothing from multiplexing a few requests.
-func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second, // requests carry no body
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-}
-
-// HTTP1Only removes "h2" from a TLS config's ALPN list (keeping
-// http/1.1 and ACME's acme-tls/1), to match NewHTTPServer.
+// HTTP1Only makes a TLS config's ALPN list match HTTPServer: "http/1.1"
+// first, no "h2", and anything else (ACME's acme-tls/1) kept.
 func HTTP1Only(c *tls.Config) {
-	protos := c.NextProtos[:0:0]
+	protos := []string{"http/1.1"}
 	for _, p := range c.NextProtos {
-		if p != "h2" {
+		if p != "h2" && p != "http/1.1" {
 			protos = append(protos, p)
 		}
-	}
-	if len(protos) == 0 {
-		protos = []string{"http/1.1"}
 	}
 	c.NextProtos = protos
 }

@@ -452,7 +452,7 @@ func TestHTTP1Only(t *testing.T) {
 	hs.TLSConfig = st.Config
 	server.HTTP1Only(hs.TLSConfig)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go hs.ServeTLS(ln, "", "")
+	go hs.Serve(ln)
 	defer hs.Close()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(st.CAPEM)
