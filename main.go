@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -557,6 +558,13 @@ type serveConfig struct {
 
 func serve(ctx context.Context, cfg serveConfig) error {
 	start := time.Now()
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small (the catalog), so at the default GOGC=100
+		// the collector runs many times a second under load. 400 measured
+		// +14% metadata requests/s (median of 5 alternating wrk runs) for
+		// a heap of at most about five times the catalog's.
+		debug.SetGCPercent(400)
+	}
 	st, err := store.Open(cfg.Store)
 	if err != nil {
 		return err
