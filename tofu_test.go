@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// tofuVersion is the OpenTofu release the end-to-end tests drive.
+const tofuVersion = "1.11.14"
+
+var (
+	tofuOnce sync.Once
+	tofuPath string
+	tofuErr  string
+)
+
+// tofuBin returns the path of a real tofu binary, building it from the
+// OpenTofu Go module on first use and caching it in
+// $AIRGAP_TEST_CACHE (default ~/.cache/airgap). OpenTofu's go.mod has a
+// replace directive, so 'go install …@version' cannot build it: the module
+// is downloaded and ./cmd/tofu built inside it. A missing tofu fails the
+// test: the OpenTofu client must not go untested.
+func tofuBin(t *testing.T) string {
+	t.Helper()
+	tofuOnce.Do(func() { tofuPath, tofuErr = buildTofu() })
+	if tofuErr != "" {
+		t.Fatalf("tofu %s is required by the end-to-end tests and could not be built: %s\nhint: it is built from the Go module proxy (go mod download github.com/opentofu/opentofu@v%s); check that the proxy is reachable", tofuVersion, tofuErr, tofuVersion)
+	}
+	return tofuPath
+}
+
+func buildTofu() (string, string) {
+	cache := os.Getenv("AIRGAP_TEST_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err.Error()
+		}
+		cache = filepath.Join(home, ".cache", "airgap")
+	}
+	bin := filepath.Join(cache, "tofu-"+tofuVersion)
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return bin, ""
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err.Error()
+	}
+	// 'go mod download' of a module at a version needs a module context
+	// that is not ours (it must not touch airgap's go.mod).
+	tmp, err := os.MkdirTemp("", "tofu-dl-")
+	if err != nil {
+		return "", err.Error()
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module tofudl\n\ngo 1.24\n"), 0o644); err != nil {
+		return "", err.Error()
+	}
+	dl := exec.Command("go", "mod", "download", "-json", "github.com/opentofu/opentofu@v"+tofuVersion)
+	dl.Dir = tmp
+	dl.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := dl.Output()
+	if err != nil {
+		return "", "go mod download: " + err.Error() + ": " + string(out)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		return "", "go mod download gave no directory: " + string(out) + info.Error
+	}
+	part := bin + ".partial"
+	build := exec.Command("go", "build", "-trimpath", "-o", part, "./cmd/tofu")
+	build.Dir = info.Dir
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Remove(part)
+		return "", "go build ./cmd/tofu: " + err.Error() + "\n" + string(out)
+	}
+	if err := os.Rename(part, bin); err != nil {
+		return "", err.Error()
+	}
+	return bin, ""
+}
+
+// TestTofuBuilds makes sure the OpenTofu client is there for the
+// end-to-end tests (and builds it once for them).
+func TestTofuBuilds(t *testing.T) {
+	out, err := exec.Command(tofuBin(t), "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tofu version: %v\n%s", err, out)
+	}
+	if want := "OpenTofu v" + tofuVersion; !strings.HasPrefix(string(out), want) {
+		t.Fatalf("tofu version printed %q, want it to start with %q", out, want)
+	}
+}
