@@ -5,43 +5,242 @@ import (
 	"archive/zip"
 	"compress/bzip2"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
 
-// maxExtract bounds what an archive may unpack to.
-const maxExtract = 4 << 30
+// Limits on what one module archive (or git checkout, for Normalize) may
+// hold; see the package documentation for the worst case they allow.
+const (
+	// MaxArchiveEntries: entries of any kind. The largest real module
+	// repositories hold a few thousand files.
+	MaxArchiveEntries = 100_000
+	// MaxArchiveBytes: the sum of the sizes of regular files (hard links
+	// count as the copies they become).
+	MaxArchiveBytes int64 = 4 << 30
+	// MaxArchiveLinks: symbolic links, which are kept in memory until every
+	// other entry is unpacked.
+	MaxArchiveLinks = 4096
+	// MaxArchiveName: bytes in an entry name or link target (PATH_MAX).
+	MaxArchiveName = 4096
+)
 
-func safeJoin(root, name string) (string, error) {
-	name = filepath.ToSlash(name)
-	clean := path.Clean("/" + name)
-	if strings.HasPrefix(name, "/") || strings.Contains("/"+name+"/", "/../") {
-		return "", fmt.Errorf("unsafe path %q in archive", name)
-	}
-	return filepath.Join(root, filepath.FromSlash(clean)), nil
+type limits struct {
+	entries, links int
+	bytes          int64
 }
 
-// extract unpacks an archive of the given kind into root, refusing paths
-// that escape it and links that point outside it.
-func extract(file, kind, root string) error {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+var defaultLimits = limits{entries: MaxArchiveEntries, links: MaxArchiveLinks, bytes: MaxArchiveBytes}
+
+// extract unpacks an archive of the given kind into dir, which it creates
+// and which must not exist. Every file operation goes through an os.Root on
+// dir (see the package documentation for the rules); on error dir is
+// removed.
+func extract(file, kind, dir string) error { return extractLimited(file, kind, dir, defaultLimits) }
+
+func extractLimited(file, kind, dir string, lim limits) (err error) {
+	switch kind {
+	case "zip", "tar.gz", "tgz", "tar", "tar.bz2", "tbz2":
+	case "tar.xz", "txz":
+		return fmt.Errorf("%w: xz archives are not supported; publish the module as .tar.gz or .zip", ErrUnsupported)
+	default:
+		return fmt.Errorf("%w: unknown archive kind %q", ErrUnsupported, kind)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	switch kind {
-	case "zip":
-		return extractZip(file, root)
-	case "tar.gz", "tgz", "tar", "tar.bz2", "tbz2":
-	case "tar.xz", "txz":
-		return fmt.Errorf("xz archives are not supported; publish the module as .tar.gz or .zip")
-	default:
-		return fmt.Errorf("unknown archive kind %q", kind)
+	defer func() {
+		if err != nil {
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				err = fmt.Errorf("%w (and removing the partial tree: %v)", err, rerr)
+			}
+		}
+	}()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
 	}
+	defer root.Close()
+	u := &unpacker{root: root, lim: lim}
+	if kind == "zip" {
+		err = u.zip(file)
+	} else {
+		err = u.tar(file, kind)
+	}
+	if err != nil {
+		return err
+	}
+	return u.links()
+}
+
+type unpacker struct {
+	root    *os.Root
+	lim     limits
+	entries int
+	bytes   int64
+	symlink [][2]string // name, target: created after every other entry
+}
+
+// entry counts an entry and checks its name (see entryName).
+func (u *unpacker) entry(raw string) (string, error) {
+	u.entries++
+	if u.entries > u.lim.entries {
+		return "", fmt.Errorf("%w: more than %d entries\nhint: a module this large is almost certainly not a Terraform module; ask its publisher", ErrArchiveLimit, u.lim.entries)
+	}
+	return entryName(raw)
+}
+
+// entryName checks an entry name: relative, no "..", not too long. It
+// returns the name for os.Root, or "" for the root itself.
+func entryName(raw string) (string, error) {
+	if len(raw) > MaxArchiveName {
+		return "", fmt.Errorf("%w: an entry name is longer than %d bytes", ErrUnsafeArchive, MaxArchiveName)
+	}
+	if raw == "" || strings.HasPrefix(raw, "/") || slices.Contains(strings.Split(raw, "/"), "..") {
+		return "", fmt.Errorf("%w: entry %q is not a relative path inside the module", ErrUnsafeArchive, raw)
+	}
+	c := path.Clean(raw)
+	if c == "." {
+		return "", nil
+	}
+	name := filepath.FromSlash(c)
+	if !filepath.IsLocal(name) {
+		return "", fmt.Errorf("%w: entry %q is not a relative path inside the module", ErrUnsafeArchive, raw)
+	}
+	return name, nil
+}
+
+func (u *unpacker) mkdir(name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := u.root.MkdirAll(name, 0o755); err != nil {
+		return fmt.Errorf("%w: directory %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), err)
+	}
+	return nil
+}
+
+// file creates name (which must not exist) with size bytes from r.
+func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) error {
+	if name == "" {
+		return fmt.Errorf("%w: a file entry names the module root", ErrUnsafeArchive)
+	}
+	if size < 0 || size > u.lim.bytes-u.bytes {
+		return fmt.Errorf("%w: unpacks to more than %d bytes\nhint: module archives hold configuration, not data; ask the module's publisher", ErrArchiveLimit, u.lim.bytes)
+	}
+	u.bytes += size
+	if err := u.mkdir(filepath.Dir(name)); err != nil {
+		return err
+	}
+	perm := fs.FileMode(0o644)
+	if mode&0o111 != 0 {
+		perm = 0o755
+	}
+	f, err := u.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: entry %q appears twice", ErrUnsafeArchive, filepath.ToSlash(name))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), err)
+	}
+	n, err := io.Copy(f, io.LimitReader(r, size+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != size {
+		err = fmt.Errorf("%d bytes where the header says %d", n, size)
+	}
+	if err != nil {
+		return fmt.Errorf("entry %q: %w", filepath.ToSlash(name), err)
+	}
+	return nil
+}
+
+// hardlink unpacks name as a copy of target, an entry already unpacked.
+func (u *unpacker) hardlink(name, target string) error {
+	t, err := entryName(target)
+	if err != nil || t == "" {
+		return fmt.Errorf("%w: hard link %q -> %q leads outside the module", ErrUnsafeArchive, filepath.ToSlash(name), target)
+	}
+	src, err := u.root.Open(t)
+	if err != nil {
+		return fmt.Errorf("%w: hard link %q -> %q: the target is not an earlier entry of the archive", ErrUnsafeArchive, filepath.ToSlash(name), target)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: hard link %q -> %q: the target is not a regular file", ErrUnsafeArchive, filepath.ToSlash(name), target)
+	}
+	return u.file(name, src, fi.Size(), fi.Mode())
+}
+
+// link records a symbolic link, created by links once every other entry is
+// unpacked.
+func (u *unpacker) link(name, target string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: a symlink entry names the module root", ErrUnsafeArchive)
+	case len(u.symlink) >= u.lim.links:
+		return fmt.Errorf("%w: more than %d symbolic links", ErrArchiveLimit, u.lim.links)
+	case target == "" || len(target) > MaxArchiveName || strings.ContainsRune(target, 0):
+		return fmt.Errorf("%w: symlink %q has an empty, overlong or invalid target", ErrUnsafeArchive, filepath.ToSlash(name))
+	case path.IsAbs(target) || filepath.IsAbs(target):
+		return fmt.Errorf("%w: symlink %q -> %q is absolute; links in modules must stay inside the module", ErrUnsafeArchive, filepath.ToSlash(name), target)
+	}
+	u.symlink = append(u.symlink, [2]string{name, target})
+	return nil
+}
+
+// links creates the recorded symbolic links, then checks that each leads,
+// inside the root, to a regular file.
+func (u *unpacker) links() error {
+	for _, l := range u.symlink {
+		if err := u.mkdir(filepath.Dir(l[0])); err != nil {
+			return err
+		}
+		err := u.root.Symlink(l[1], l[0])
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: symlink %q: another entry has that name or a path through it (airgap does not unpack through links)", ErrUnsafeArchive, filepath.ToSlash(l[0]))
+		}
+		if err != nil {
+			return fmt.Errorf("%w: symlink %q -> %q: %v", ErrUnsafeArchive, filepath.ToSlash(l[0]), l[1], err)
+		}
+	}
+	for _, l := range u.symlink {
+		if _, err := linkedFile(u.root, l[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkedFile follows the symlink name inside root: it must lead, without
+// leaving root, to a regular file.
+func linkedFile(root *os.Root, name string) (fs.FileInfo, error) {
+	target, _ := root.Readlink(name)
+	fi, err := root.Stat(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%w: symlink %q -> %q does not lead to a file inside the module (%v)", ErrUnsafeArchive, filepath.ToSlash(name), target, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: symlink %q -> %q leads to a directory or special file; links in modules may point only to files", ErrUnsafeArchive, filepath.ToSlash(name), target)
+	}
+	return fi, nil
+}
+
+func (u *unpacker) tar(file, kind string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -52,91 +251,81 @@ func extract(file, kind, root string) error {
 	case "tar.gz", "tgz":
 		gz, err := gzip.NewReader(f)
 		if err != nil {
-			return err
+			return fmt.Errorf("reading the archive: %w", err)
 		}
 		r = gz
 	case "tar.bz2", "tbz2":
 		r = bzip2.NewReader(f)
 	}
 	tr := tar.NewReader(r)
-	var total int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("reading the archive: %w", err)
 		}
-		if h.Typeflag == tar.TypeXGlobalHeader || h.Name == "pax_global_header" {
+		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue
 		}
-		dst, err := safeJoin(root, h.Name)
+		name, err := u.entry(h.Name)
 		if err != nil {
 			return err
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
+			err = u.mkdir(name)
 		case tar.TypeReg:
-			total += h.Size
-			if total > maxExtract {
-				return fmt.Errorf("archive unpacks to more than %d bytes", maxExtract)
-			}
-			if err := writeFile(dst, tr, h.FileInfo().Mode()); err != nil {
-				return err
-			}
+			err = u.file(name, tr, h.Size, h.FileInfo().Mode())
 		case tar.TypeSymlink:
-			target := h.Linkname
-			if filepath.IsAbs(target) {
-				return fmt.Errorf("symlink %q points outside the module (%q)", h.Name, target)
-			}
-			if _, err := safeJoin(root, path.Join(path.Dir(filepath.ToSlash(h.Name)), target)); err != nil {
-				return fmt.Errorf("symlink %q points outside the module (%q)", h.Name, target)
-			}
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			if err := os.Symlink(target, dst); err != nil {
-				return err
-			}
+			err = u.link(name, h.Linkname)
+		case tar.TypeLink:
+			err = u.hardlink(name, h.Linkname)
 		default:
-			return fmt.Errorf("entry %q has unsupported type %q", h.Name, h.Typeflag)
+			err = fmt.Errorf("%w: entry %q has type %q (devices, FIFOs and the like are not unpacked)", ErrUnsafeArchive, h.Name, h.Typeflag)
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
 
-func extractZip(file, root string) error {
+func (u *unpacker) zip(file string) error {
 	zr, err := zip.OpenReader(file)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the archive: %w", err)
 	}
 	defer zr.Close()
-	var total int64
+	if len(zr.File) > u.lim.entries {
+		return fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, u.lim.entries)
+	}
 	for _, f := range zr.File {
-		dst, err := safeJoin(root, f.Name)
+		name, err := u.entry(f.Name)
 		if err != nil {
 			return err
 		}
-		if f.FileInfo().IsDir() {
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
+		mode := f.Mode()
+		switch {
+		case mode.IsDir():
+			err = u.mkdir(name)
+		case mode&fs.ModeSymlink != 0:
+			var target []byte
+			if target, err = readZip(f, MaxArchiveName+1); err == nil {
+				err = u.link(name, string(target))
 			}
-			continue
+		case mode.IsRegular():
+			if f.UncompressedSize64 > uint64(u.lim.bytes) {
+				return fmt.Errorf("%w: unpacks to more than %d bytes", ErrArchiveLimit, u.lim.bytes)
+			}
+			var rc io.ReadCloser
+			if rc, err = f.Open(); err == nil {
+				err = u.file(name, rc, int64(f.UncompressedSize64), mode)
+				rc.Close()
+			}
+		default:
+			err = fmt.Errorf("%w: zip entry %q is not a file, directory or symlink (%v)", ErrUnsafeArchive, f.Name, mode)
 		}
-		if !f.Mode().IsRegular() {
-			return fmt.Errorf("zip entry %q is not a regular file", f.Name)
-		}
-		total += int64(f.UncompressedSize64)
-		if total > maxExtract {
-			return fmt.Errorf("archive unpacks to more than %d bytes", maxExtract)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return err
-		}
-		err = writeFile(dst, rc, f.Mode())
-		rc.Close()
 		if err != nil {
 			return err
 		}
@@ -144,23 +333,13 @@ func extractZip(file, root string) error {
 	return nil
 }
 
-func writeFile(dst string, r io.Reader, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	perm := os.FileMode(0o644)
-	if mode&0o111 != 0 {
-		perm = 0o755
-	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+func readZip(f *zip.File, max int64) ([]byte, error) {
+	rc, err := f.Open()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := io.Copy(f, io.LimitReader(r, maxExtract)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, max))
 }
 
 // NormalizeToFile writes the deterministic archive of root to dst.
@@ -179,53 +358,49 @@ func NormalizeToFile(root, dst string) error {
 	return err
 }
 
-// Normalize writes a gzip'd tar of the tree at root: entries in lexical
+// Normalize writes a gzip'd tar of the tree at dir: entries in lexical
 // order, mtime at the epoch, uid/gid 0, no owner names, directories 0755,
-// files 0644 or 0755, symlinks replaced by what they point to (which must be
-// inside root), .git skipped.
-func Normalize(root string, w io.Writer) error {
-	rootAbs, err := filepath.EvalSymlinks(root)
+// files 0644 or 0755, symlinks replaced by the file they lead to (which must
+// be inside dir), .git skipped. It reads only through an os.Root on dir
+// and applies MaxArchiveEntries and MaxArchiveBytes.
+func Normalize(dir string, w io.Writer) error { return normalize(dir, w, defaultLimits) }
+
+func normalize(dir string, w io.Writer, lim limits) error {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
+	defer root.Close()
 	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
 	tw := tar.NewWriter(gz)
 	epoch := time.Unix(0, 0)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	var entries int
+	var total int64
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == root {
+		if rel == "." {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
 		if d.Name() == ".git" {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		src := p
+		if entries++; entries > lim.entries {
+			return fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, lim.entries)
+		}
+		name := filepath.FromSlash(rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return fmt.Errorf("symlink %s: %w", rel, err)
-			}
-			if target != rootAbs && !strings.HasPrefix(target, rootAbs+string(filepath.Separator)) {
-				return fmt.Errorf("symlink %s points outside the module source (%s)", rel, target)
-			}
-			if info, err = os.Stat(target); err != nil {
+			if info, err = linkedFile(root, name); err != nil {
 				return err
 			}
-			if info.IsDir() {
-				return fmt.Errorf("symlink %s points to a directory; not supported in module archives", rel)
-			}
-			src = target
 		}
 		h := &tar.Header{Name: rel, ModTime: epoch, Format: tar.FormatPAX}
 		switch {
@@ -233,6 +408,9 @@ func Normalize(root string, w io.Writer) error {
 			h.Typeflag, h.Name, h.Mode = tar.TypeDir, rel+"/", 0o755
 			return tw.WriteHeader(h)
 		case info.Mode().IsRegular():
+			if total += info.Size(); total > lim.bytes {
+				return fmt.Errorf("%w: more than %d bytes", ErrArchiveLimit, lim.bytes)
+			}
 			h.Typeflag, h.Size, h.Mode = tar.TypeReg, info.Size(), 0o644
 			if info.Mode()&0o111 != 0 {
 				h.Mode = 0o755
@@ -240,7 +418,7 @@ func Normalize(root string, w io.Writer) error {
 			if err := tw.WriteHeader(h); err != nil {
 				return err
 			}
-			f, err := os.Open(src)
+			f, err := root.Open(name)
 			if err != nil {
 				return err
 			}
@@ -248,7 +426,7 @@ func Normalize(root string, w io.Writer) error {
 			_, err = io.CopyN(tw, f, info.Size())
 			return err
 		default:
-			return fmt.Errorf("%s is not a regular file or directory", rel)
+			return fmt.Errorf("%w: %q is not a regular file or directory", ErrUnsafeArchive, rel)
 		}
 	})
 	if err != nil {

@@ -1,15 +1,3 @@
-// Package getter turns a module source address, as a registry returns it,
-// into a normalized archive of the whole source root, the way go-getter
-// would fetch it for Terraform: git (https, ssh, scp-like, GitHub shorthand)
-// with the git binary, and HTTP archives (.tar.gz, .tgz, .tar, .zip,
-// .tar.bz2, ?archive=). "//subdir" is split off and recorded; "//*" strips
-// one top-level folder.
-//
-// The archive (see Normalize) is a gzip'd tar with sorted entries, fixed
-// mtime, uid, gid and modes, symlinks dereferenced without escaping the
-// root, .git removed: the same source gives the same bytes.
-//
-// It does not talk to registries and does not decide what to fetch.
 package getter
 
 import (
@@ -31,9 +19,6 @@ type Source struct {
 	Subdir string // "" or a path; "*" or "*/x" strips a top-level folder
 	Raw    string
 }
-
-// ErrUnsupported: a source kind airgap cannot fetch.
-var ErrUnsupported = errors.New("unsupported module source")
 
 var archiveExts = []string{".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".zip", ".tar.xz", ".txz"}
 
@@ -165,6 +150,9 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 			return nil, err
 		}
 		if err := extract(arch, archiveKind(src.URL), root); err != nil {
+			if errors.Is(err, ErrUnsafeArchive) {
+				err = fmt.Errorf("%w\nhint: the archive is malformed or hostile; nothing was written outside its own directory, which was removed; tell the module's publisher", err)
+			}
 			return nil, fmt.Errorf("unpacking %s: %w", src.URL, err)
 		}
 	}
@@ -182,10 +170,8 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 		sub = strings.TrimPrefix(strings.TrimPrefix(sub, "*"), "/")
 	}
 	sub = strings.Trim(filepath.ToSlash(filepath.Clean("/"+sub)), "/")
-	if sub != "" {
-		if fi, err := os.Stat(filepath.Join(root, sub)); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("module source %q: subdirectory %q does not exist", src.Raw, sub)
-		}
+	if sub != "" && !isDirIn(root, sub) {
+		return nil, fmt.Errorf("module source %q: subdirectory %q does not exist in the module", src.Raw, sub)
 	}
 	res.Subdir = sub
 	res.Archive = filepath.Join(work, "module.tar.gz")
@@ -193,6 +179,18 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, err)
 	}
 	return res, nil
+}
+
+// isDirIn reports whether sub is a directory inside root, following links
+// only within root.
+func isDirIn(root, sub string) bool {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	fi, err := r.Stat(filepath.FromSlash(sub))
+	return err == nil && fi.IsDir()
 }
 
 func archiveKind(u string) string {
