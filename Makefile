@@ -29,6 +29,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/getter
+	$(GO) test -run '^$$' -fuzz '^FuzzLockFile$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
+	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTPConn$$' -fuzztime $(FUZZTIME) ./server
 
 bench:

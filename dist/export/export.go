@@ -611,7 +611,8 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
 func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
-	cfg, err := tfconfig.LoadTree(dir)
+	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
+	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("module %s: reading its configuration: %w", mv, err)
 	}

@@ -1,0 +1,13 @@
+package tfconfig
+
+import "errors"
+
+// ErrMalformed: a configuration or lock file that cannot be read as one.
+var ErrMalformed = errors.New("malformed configuration")
+
+// ErrOutside: a local module call that leads outside the project (or, in a
+// downloaded module, outside the module's package).
+var ErrOutside = errors.New("local module call leads outside the project")
+
+// ErrTooLarge: a file, directory or tree over one of the limits.
+var ErrTooLarge = errors.New("configuration too large")
