@@ -7,7 +7,7 @@ var ErrMalformed = errors.New("malformed configuration")
 
 // ErrOutside: a local module call that leads outside the project (or, in a
 // downloaded module, outside the module's package).
-var ErrOutside = errors.New("local module call leads outside the project")
+var ErrOutside = errors.New("outside the project or module package")
 
 // ErrTooLarge: a file, directory or tree over one of the limits.
 var ErrTooLarge = errors.New("configuration too large")

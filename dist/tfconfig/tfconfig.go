@@ -113,7 +113,7 @@ func (t *tree) fail(rel string, err error) error {
 		return fmt.Errorf("%s: %v", t.path(rel), err)
 	}
 	// os.Root's own refusal (not an errno): a link on the way leads out.
-	return fmt.Errorf("%s: %w: cannot be read inside %s (%v)"+outsideHint, t.path(rel), ErrOutside, t.base, err)
+	return fmt.Errorf("%s: %w: a symlink leads out of %s (%v)"+outsideHint, t.path(rel), ErrOutside, t.base, err)
 }
 
 // readFile reads rel (at most MaxFileSize bytes, within the tree's budget).
@@ -349,7 +349,7 @@ func LoadTreeIn(within, dir string) (*Config, error) {
 			}
 			next := filepath.Join(rel, filepath.FromSlash(m.Source))
 			if !filepath.IsLocal(next) && next != "." {
-				return fmt.Errorf("%s: module %q: %w: source %q is outside %s"+outsideHint, m.Pos, m.Name, ErrOutside, m.Source, within)
+				return fmt.Errorf("%s: module %q: source %q: %w (%s)"+outsideHint, m.Pos, m.Name, m.Source, ErrOutside, within)
 			}
 			if err := walk(next); err != nil {
 				return fmt.Errorf("%s: module %q: source %q: %w", m.Pos, m.Name, m.Source, err)

@@ -112,11 +112,11 @@ func TestLocalCallsStayInside(t *testing.T) {
 		link  [2]string // a symlink to plant in the project, if any
 		want  string
 	}{
-		"dot-dot":           {files: map[string]string{"main.tf": "\n\nmodule \"x\" {\n  source = \"../../outside\"\n}\n"}, want: `main.tf:3: module "x": local module call leads outside the project: source "../../outside" is outside`},
-		"one level out":     {files: map[string]string{"main.tf": "module \"x\" {\n  source = \"../outside\"\n}\n"}, want: `main.tf:1: module "x": local module call leads outside the project: source "../outside"`},
-		"nested":            {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./a\"\n}\n", "a/a.tf": "module \"b\" {\n  source = \"../../outside\"\n}\n"}, want: `a.tf:1: module "b": local module call leads outside the project: source "../../outside"`},
+		"dot-dot":           {files: map[string]string{"main.tf": "\n\nmodule \"x\" {\n  source = \"../../outside\"\n}\n"}, want: `main.tf:3: module "x": source "../../outside": outside the project or module package (`},
+		"one level out":     {files: map[string]string{"main.tf": "module \"x\" {\n  source = \"../outside\"\n}\n"}, want: `main.tf:1: module "x": source "../outside": outside the project`},
+		"nested":            {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./a\"\n}\n", "a/a.tf": "module \"b\" {\n  source = \"../../outside\"\n}\n"}, want: `a.tf:1: module "b": source "../../outside": outside the project`},
 		"through a symlink": {files: map[string]string{"main.tf": "module \"x\" {\n  source = \"./vendored\"\n}\n"}, link: [2]string{"vendored", "../outside"}, want: `main.tf:1: module "x": source "./vendored": `},
-		"a linked file":     {files: map[string]string{"main.tf": "# nothing\n"}, link: [2]string{"evil.tf", "../outside/main.tf"}, want: `evil.tf: local module call leads outside the project: cannot be read inside`},
+		"a linked file":     {files: map[string]string{"main.tf": "# nothing\n"}, link: [2]string{"evil.tf", "../outside/main.tf"}, want: `evil.tf: outside the project or module package: a symlink leads out of`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			proj := filepath.Join(outer, strings.ReplaceAll(name, " ", "-"))
