@@ -93,7 +93,7 @@ type unpacker struct {
 func (u *unpacker) entry(raw string) (string, error) {
 	u.entries++
 	if u.entries > u.lim.entries {
-		return "", fmt.Errorf("%w: more than %d entries\nhint: a module this large is almost certainly not a Terraform module; ask its publisher", ErrArchiveLimit, u.lim.entries)
+		return "", fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, u.lim.entries)
 	}
 	return entryName(raw)
 }
@@ -134,7 +134,7 @@ func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) 
 		return fmt.Errorf("%w: a file entry names the module root", ErrUnsafeArchive)
 	}
 	if size < 0 || size > u.lim.bytes-u.bytes {
-		return fmt.Errorf("%w: unpacks to more than %d bytes\nhint: module archives hold configuration, not data; ask the module's publisher", ErrArchiveLimit, u.lim.bytes)
+		return fmt.Errorf("%w: unpacks to more than %d bytes", ErrArchiveLimit, u.lim.bytes)
 	}
 	u.bytes += size
 	if err := u.mkdir(filepath.Dir(name)); err != nil {

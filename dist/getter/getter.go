@@ -150,10 +150,7 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 			return nil, err
 		}
 		if err := extract(arch, archiveKind(src.URL), root); err != nil {
-			if errors.Is(err, ErrUnsafeArchive) {
-				err = fmt.Errorf("%w\nhint: the archive is malformed or hostile; nothing was written outside its own directory, which was removed; tell the module's publisher", err)
-			}
-			return nil, fmt.Errorf("unpacking %s: %w", src.URL, err)
+			return nil, fmt.Errorf("unpacking %s: %w", src.URL, hinted(err))
 		}
 	}
 	sub := src.Subdir
@@ -176,9 +173,20 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 	res.Subdir = sub
 	res.Archive = filepath.Join(work, "module.tar.gz")
 	if err := NormalizeToFile(root, res.Archive); err != nil {
-		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, err)
+		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, hinted(err))
 	}
 	return res, nil
+}
+
+// hinted adds what to do to the errors of hostile or oversized sources.
+func hinted(err error) error {
+	switch {
+	case errors.Is(err, ErrUnsafeArchive):
+		return fmt.Errorf("%w\nhint: the module source is malformed or hostile; nothing was written outside its own directory; tell the module's publisher", err)
+	case errors.Is(err, ErrArchiveLimit):
+		return fmt.Errorf("%w\nhint: module sources hold configuration, not data; this one is far larger than any real module; tell its publisher", err)
+	}
+	return err
 }
 
 // isDirIn reports whether sub is a directory inside root, following links
