@@ -3,7 +3,6 @@ package registrytest
 import (
 	"net/http"
 	"sync/atomic"
-	"testing"
 
 	"github.com/airgap/airgap/bundle/bundletest"
 )
@@ -92,11 +91,4 @@ func JSON(doc any) *Counter {
 	return &Counter{serve: func(c *Counter, w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, doc)
 	}}
-}
-
-// AddProviderFor is AddProvider with t's name-independent defaults for the
-// hostile tests: one linux_amd64 package of about 4 KiB.
-func (in *Internet) AddProviderFor(t testing.TB, host, ns, typ, version string) *bundletest.BuiltProvider {
-	t.Helper()
-	return in.AddProvider(t, host, ns, typ, version, []string{"linux_amd64"}, 4<<10)
 }
