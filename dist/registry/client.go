@@ -111,10 +111,6 @@ func Transient(err error) bool {
 		return false
 	}
 	var (
-		certErr  *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostErr  x509.HostnameError
-		invalid  x509.CertificateInvalidError
 		record   tls.RecordHeaderError
 		alert    tls.AlertError
 		dnsErr   *net.DNSError
@@ -126,8 +122,7 @@ func Transient(err error) bool {
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrTooLarge), errors.Is(err, ErrTooManyRedirects),
 		errors.Is(err, ErrUnsupportedScheme), errors.Is(err, verify.ErrDigestMismatch):
 		return false
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid),
-		errors.As(err, &record), errors.As(err, &alert):
+	case isCertError(err), errors.As(err, &record), errors.As(err, &alert):
 		return false
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return false
@@ -142,6 +137,18 @@ func Transient(err error) bool {
 		err = urlErr.Err
 	}
 	return errors.As(err, &netErr)
+}
+
+// isCertError reports whether err is a failed check of a server's TLS
+// certificate.
+func isCertError(err error) bool {
+	var (
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		hostErr x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return err != nil && (errors.As(err, &certErr) || errors.As(err, &unknown) || errors.As(err, &hostErr) || errors.As(err, &invalid))
 }
 
 // retryable reports whether a request should be tried again.
@@ -166,6 +173,9 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 		req = req.WithContext(ctx)
 		req.Header.Set("User-Agent", c.UserAgent)
 		resp, err := cl.Do(req)
+		if isCertError(err) {
+			return nil, fmt.Errorf("%w\nhint: the server's certificate is not trusted; for a private CA or a TLS-inspecting proxy, add its certificate with SSL_CERT_FILE", err)
+		}
 		if !retryable(resp, err) || attempt >= c.Retries || ctx.Err() != nil {
 			if err != nil && lastErr != nil && attempt > 0 {
 				return nil, fmt.Errorf("%w (after %d attempts)", err, attempt+1)

@@ -129,7 +129,7 @@ func TestUntrustedCertificateIsPermanent(t *testing.T) {
 	hs := newHostile(t, http.NotFound)
 	c := testClient(http.DefaultTransport.(*http.Transport).Clone()) // does not trust the test CA
 	_, _, err := c.DownloadResumable(context.Background(), hs.srv.URL+"/x.zip", filepath.Join(t.TempDir(), "f"), 1<<20)
-	if err == nil || !strings.Contains(err.Error(), "certificate") {
+	if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "hint: ") {
 		t.Fatalf("err = %v, want a certificate error", err)
 	}
 	if n := hs.conns.Load(); n != 1 {
