@@ -26,13 +26,16 @@ import (
 // Client talks to registries. The zero value is not usable; use New.
 type Client struct {
 	// Received counts bytes received by downloads, for progress displays.
-	Received    atomic.Int64
-	http        *http.Client // metadata: bounded time
-	download    *http.Client // packages: no overall timeout
-	creds       Credentials
-	UserAgent   string
-	Retries     int
-	Backoff     time.Duration
+	Received  atomic.Int64
+	http      *http.Client // metadata: bounded time
+	download  *http.Client // packages: no overall timeout
+	creds     Credentials
+	UserAgent string
+	Retries   int
+	Backoff   time.Duration
+	// IdleTimeout ends a download whose body sends nothing for this long (a
+	// transient error: it is resumed like a dropped connection).
+	IdleTimeout time.Duration
 	mu          sync.Mutex
 	discoveries map[string]*discovery
 }
@@ -79,6 +82,7 @@ func New(opt Options) *Client {
 		UserAgent:   "airgap",
 		Retries:     3,
 		Backoff:     500 * time.Millisecond,
+		IdleTimeout: 2 * time.Minute,
 		discoveries: map[string]*discovery{},
 	}
 }
@@ -369,6 +373,10 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 	if limit <= 0 {
 		limit = DefaultMaxModuleSize
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := newIdleReader(c.IdleTimeout, cancel)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
 	if err != nil {
 		return "", 0, fmt.Errorf("downloading %s: %w", u, err)
@@ -385,7 +393,12 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 		return "", 0, err
 	}
 	dg := verify.NewDigester()
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), resp.Body, limit)
+	idle.r = resp.Body
+	idle.t.Reset(idle.d)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle, limit)
+	if err != nil && idle.fired.Load() {
+		err = fmt.Errorf("nothing received for %s after %d bytes", idle.d, n)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -515,6 +528,10 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 			return "", 0, err
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := newIdleReader(c.IdleTimeout, cancel)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u, nil)
 		if err == nil && off > 0 {
@@ -558,8 +575,13 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 	}
 	// No fsync: a download is a cache entry whose digest is checked before
 	// use and again when the bundle is written; the bundle itself is synced.
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), resp.Body, limit-off)
+	idle.r = resp.Body
+	idle.t.Reset(idle.d)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle, limit-off)
 	if err != nil {
+		if idle.fired.Load() {
+			return "", 0, fmt.Errorf("%w after %d bytes: nothing received for %s", errResumable, dg.Size(), idle.d)
+		}
 		if Transient(err) {
 			return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
 		}
@@ -570,6 +592,35 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 	}
 	return dg.Digest(), dg.Size(), nil
 }
+
+// idleReader cancels a download when its body sends nothing for d: the
+// timer is armed once the response has arrived and reset on every read.
+type idleReader struct {
+	r     io.Reader
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+}
+
+func newIdleReader(d time.Duration, cancel func()) *idleReader {
+	if d <= 0 {
+		d = 2 * time.Minute
+	}
+	ir := &idleReader{d: d}
+	ir.t = time.AfterFunc(time.Hour, func() { ir.fired.Store(true); cancel() })
+	ir.t.Stop()
+	return ir
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
+}
+
+func (ir *idleReader) stop() { ir.t.Stop() }
 
 type counter struct{ n *atomic.Int64 }
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -194,5 +195,50 @@ func TestJSONLimits(t *testing.T) {
 	c2.SetServices(host, map[string]*url.URL{"providers.v1": u})
 	if _, err := c2.ProviderVersions(context.Background(), host, "h", "x"); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("versions: err = %v, want ErrTooLarge", err)
+	}
+}
+
+// TestStalledBodyIsResumed: a server that sends part of a body and then
+// nothing is cut off after IdleTimeout; the download resumes from what it
+// got, and fails once retries are spent.
+func TestStalledBodyIsResumed(t *testing.T) {
+	var ranges atomic.Int64
+	hs := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
+		var off int64
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &off); err == nil {
+			ranges.Add(1)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-999999/1000000", off))
+			w.Header().Set("Content-Length", fmt.Sprint(1000000-off))
+			w.WriteHeader(http.StatusPartialContent)
+		} else {
+			w.Header().Set("Content-Length", "1000000")
+		}
+		w.Write(make([]byte, 1000))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	c := testClient(hs.srv.Client().Transport)
+	c.IdleTimeout = 100 * time.Millisecond
+	part := filepath.Join(t.TempDir(), "f")
+	start := time.Now()
+	_, _, err := c.DownloadResumable(context.Background(), hs.srv.URL+"/x.zip", part, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "nothing received for 100ms") {
+		t.Fatalf("err = %v, want an idle timeout", err)
+	}
+	if n := hs.reqs.Load(); n != int64(c.Retries+1) {
+		t.Errorf("%d requests, want %d", n, c.Retries+1)
+	}
+	if n := ranges.Load(); n != int64(c.Retries) {
+		t.Errorf("%d range requests, want %d (each retry resumes)", n, c.Retries)
+	}
+	if fi, err := os.Stat(part); err != nil || fi.Size() != int64(1000*(c.Retries+1)) {
+		t.Errorf("partial: %v %v, want %d bytes kept for a later run", fi, err, 1000*(c.Retries+1))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+	_, _, err = c.Download(context.Background(), hs.srv.URL+"/x.tar.gz", filepath.Join(t.TempDir(), "g"), 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "nothing received for 100ms") {
+		t.Errorf("Download: err = %v, want an idle timeout", err)
 	}
 }
