@@ -161,6 +161,24 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	}
 	noControl(t, "export error", out)
 
+	// A signing key whose ID carries escapes (and whose armor is garbage):
+	// the export fails naming it, escaped.
+	bp := in.AddProvider(t, "registry.terraform.io", "evil", "keys", "1.0.0", []string{"linux_amd64"}, 4<<10)
+	pk := bp.Packages[0]
+	base := "https://" + registrytest.PackageURL("registry.terraform.io", "keys", "1.0.0", "")
+	in.Handle("registry.terraform.io/v1/providers/evil/keys/1.0.0/download/linux/amd64", registrytest.JSON(map[string]any{
+		"protocols": []string{"5.0"}, "os": "linux", "arch": "amd64", "filename": pk.Filename, "shasum": pk.Digest.Hex(),
+		"download_url": base + pk.Filename, "shasums_url": base + bp.ShasumsName, "shasums_signature_url": base + bp.ShasumsName + ".sig",
+		"signing_keys": map[string]any{"gpg_public_keys": []map[string]string{{"key_id": "KEY" + evil, "ascii_armor": "not a key" + evil}}},
+	}))
+	os.WriteFile(filepath.Join(work, "k.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"evil/keys\" {}\n"), 0o644)
+	out, err = cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "k.hcl", "--sign-key", "k/site.key.asc",
+		"--cache", "cache", "--out", "b.bundle")
+	if err == nil || !strings.Contains(out, `KEY\x1b]0;pwned\x07`) {
+		t.Errorf("export with a hostile key ID: %v, want a failure naming the key, escaped:\n%s", err, out)
+	}
+	noControl(t, "export error naming a key", out)
+
 	// A validly signed bundle whose signer's name and module source carry
 	// escapes: import and inventory show them escaped.
 	signer := bundletest.Key(t, "site "+evil)
