@@ -112,20 +112,29 @@ func park(private, parked string) {
 	os.Remove(private)
 }
 
-// parkAbandoned parks the private partials of killed exports (not modified
-// since before) so that their downloads resume.
-func parkAbandoned(dir string, before time.Time) {
+// tidyPartials parks the private partials of killed exports (not modified
+// since before) so that their downloads resume, and removes parked partials
+// of packages the cache already holds.
+func tidyPartials(cacheDir string, before time.Time) {
+	dir := filepath.Join(cacheDir, "partial")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, ent := range ents {
-		hex, _, ok := strings.Cut(ent.Name(), ".")
-		if !ok || !strings.HasSuffix(ent.Name(), ".part") || !verify.IsHex64(hex) {
+		name := ent.Name()
+		hex, _, private := strings.Cut(name, ".")
+		if !verify.IsHex64(hex) || (private && !strings.HasSuffix(name, ".part")) {
 			continue
 		}
-		if fi, err := ent.Info(); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(before) {
-			park(filepath.Join(dir, ent.Name()), filepath.Join(dir, hex))
+		fi, err := ent.Info()
+		if err != nil || !fi.Mode().IsRegular() || (private && !fi.ModTime().Before(before)) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(cacheDir, "blobs", "sha256", hex)); err == nil {
+			os.Remove(filepath.Join(dir, name))
+		} else if private {
+			park(filepath.Join(dir, name), filepath.Join(dir, hex))
 		}
 	}
 }

@@ -142,7 +142,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("download cache: %w", err)
 		}
 	}
-	parkAbandoned(filepath.Join(opt.CacheDir, "partial"), time.Now().Add(-abandonedAfter))
+	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
 	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
 	cat := &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}

@@ -120,6 +120,14 @@ func TestPartialResumeRules(t *testing.T) {
 		if p := partials(t, cache); len(p) != 1 || p[0] != filepath.Base(fresh) {
 			t.Errorf("partial/ holds %v, want only the live download's %s", p, filepath.Base(fresh))
 		}
+		// A parked prefix of a package the cache already holds is removed.
+		bundletest.WriteFile(t, filepath.Join(cache, "partial", d.Hex()), zip[:10])
+		if _, err := export.Run(ctx, req, options(t, in, cache, site)); err != nil {
+			t.Fatal(err)
+		}
+		if p := partials(t, cache); len(p) != 1 {
+			t.Errorf("partial/ holds %v after a run with the package cached", p)
+		}
 	})
 
 	t.Run("endless stream stops at the limit", func(t *testing.T) {
