@@ -102,6 +102,22 @@ func TestPartialResumeRules(t *testing.T) {
 		}
 	})
 
+	t.Run("a digest mismatch is not retried", func(t *testing.T) {
+		in, req, _, _ := partialWorld(t)
+		cache := t.TempDir()
+		in.Tamper.Store("terraform-provider-big_1.0.0_linux_amd64.zip")
+		_, err := export.Run(ctx, req, options(t, in, cache, site))
+		if !errors.Is(err, verify.ErrDigestMismatch) {
+			t.Fatalf("err = %v, want a digest mismatch", err)
+		}
+		if n := in.Downloaded("terraform-provider-big_1.0.0_linux_amd64.zip"); n != 1 {
+			t.Errorf("%d downloads, want 1", n)
+		}
+		if p := partials(t, cache); len(p) != 0 {
+			t.Errorf("a file with the wrong digest was kept: %v", p)
+		}
+	})
+
 	t.Run("a killed export's partial resumes", func(t *testing.T) {
 		in, req, zip, d := partialWorld(t)
 		cache := t.TempDir()
