@@ -373,9 +373,7 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 	if limit <= 0 {
 		limit = DefaultMaxModuleSize
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	idle := newIdleReader(c.IdleTimeout, cancel)
+	ctx, idle := c.watchIdle(ctx)
 	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
 	if err != nil {
@@ -393,12 +391,8 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 		return "", 0, err
 	}
 	dg := verify.NewDigester()
-	idle.r = resp.Body
-	idle.t.Reset(idle.d)
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle, limit)
-	if err != nil && idle.fired.Load() {
-		err = fmt.Errorf("nothing received for %s after %d bytes", idle.d, n)
-	}
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit)
+	err = idle.err(err)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -434,6 +428,8 @@ func copyLimited(dst io.Writer, src io.Reader, limit int64) (int64, error) {
 // Fetch returns the body of a small document (at most limit bytes), with no
 // credentials.
 func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
+	ctx, idle := c.watchIdle(ctx)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
@@ -442,9 +438,10 @@ func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, erro
 	if resp.StatusCode != 200 {
 		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, resp.Status)
 	}
+	resp.Body = io.NopCloser(idle.watch(resp.Body))
 	b, err := readLimited(resp, limit)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, fmt.Errorf("GET %s: %w", u, idle.err(err))
 	}
 	return b, nil
 }
@@ -528,9 +525,7 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 			return "", 0, err
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	idle := newIdleReader(c.IdleTimeout, cancel)
+	ctx, idle := c.watchIdle(ctx)
 	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u, nil)
@@ -575,9 +570,7 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 	}
 	// No fsync: a download is a cache entry whose digest is checked before
 	// use and again when the bundle is written; the bundle itself is synced.
-	idle.r = resp.Body
-	idle.t.Reset(idle.d)
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle, limit-off)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit-off)
 	if err != nil {
 		if idle.fired.Load() {
 			return "", 0, fmt.Errorf("%w after %d bytes: nothing received for %s", errResumable, dg.Size(), idle.d)
@@ -593,22 +586,34 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 	return dg.Digest(), dg.Size(), nil
 }
 
-// idleReader cancels a download when its body sends nothing for d: the
-// timer is armed once the response has arrived and reset on every read.
+// idleReader cancels a request when its body sends nothing for d: the
+// timer is armed by watch, once the response has arrived, and re-armed on
+// every read.
 type idleReader struct {
-	r     io.Reader
-	d     time.Duration
-	t     *time.Timer
-	fired atomic.Bool
+	r      io.Reader
+	d      time.Duration
+	t      *time.Timer
+	cancel context.CancelFunc
+	fired  atomic.Bool
 }
 
-func newIdleReader(d time.Duration, cancel func()) *idleReader {
-	if d <= 0 {
-		d = 2 * time.Minute
+// watchIdle returns a context for one request and the idleReader that will
+// cancel it; stop releases both.
+func (c *Client) watchIdle(ctx context.Context) (context.Context, *idleReader) {
+	ctx, cancel := context.WithCancel(ctx)
+	ir := &idleReader{d: c.IdleTimeout, cancel: cancel}
+	if ir.d <= 0 {
+		ir.d = 2 * time.Minute
 	}
-	ir := &idleReader{d: d}
 	ir.t = time.AfterFunc(time.Hour, func() { ir.fired.Store(true); cancel() })
 	ir.t.Stop()
+	return ctx, ir
+}
+
+// watch starts the timer over body and returns the reader to read it through.
+func (ir *idleReader) watch(body io.Reader) io.Reader {
+	ir.r = body
+	ir.t.Reset(ir.d)
 	return ir
 }
 
@@ -620,7 +625,15 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (ir *idleReader) stop() { ir.t.Stop() }
+// err is what to report for a failed read: the idle timeout if it fired.
+func (ir *idleReader) err(err error) error {
+	if err != nil && ir.fired.Load() {
+		return fmt.Errorf("nothing received for %s: %w", ir.d, err)
+	}
+	return err
+}
+
+func (ir *idleReader) stop() { ir.t.Stop(); ir.cancel() }
 
 type counter struct{ n *atomic.Int64 }
 

@@ -16,9 +16,10 @@
 // connection errors and timeouts, 429 and 5xx. Redirect loops (more than 10
 // redirects for downloads, 3 for API calls), schemes other than https/http,
 // other 4xx, TLS certificate errors, unknown hosts, size-limit violations and
-// digest mismatches fail at once (see Transient). A download body that
-// sends nothing for IdleTimeout (2 minutes) is cut off as a transient error
-// and resumed, so a stalled server cannot hang an export either.
+// digest mismatches fail at once (see Transient). A download or document
+// body that sends nothing for IdleTimeout (2 minutes) is cut off (a resumable
+// download resumes), so a stalled server cannot hang an export either; API
+// calls have an overall timeout.
 //
 // It downloads to files, hashing while copying. It does not verify
 // signatures (package verify does) and does not decide what to export

@@ -200,7 +200,7 @@ func TestJSONLimits(t *testing.T) {
 
 // TestStalledBodyIsResumed: a server that sends part of a body and then
 // nothing is cut off after IdleTimeout; the download resumes from what it
-// got, and fails once retries are spent.
+// got, and fails once retries are spent. Download and Fetch fail too.
 func TestStalledBodyIsResumed(t *testing.T) {
 	var ranges atomic.Int64
 	hs := newHostile(t, func(w http.ResponseWriter, r *http.Request) {
@@ -240,5 +240,8 @@ func TestStalledBodyIsResumed(t *testing.T) {
 	_, _, err = c.Download(context.Background(), hs.srv.URL+"/x.tar.gz", filepath.Join(t.TempDir(), "g"), 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "nothing received for 100ms") {
 		t.Errorf("Download: err = %v, want an idle timeout", err)
+	}
+	if _, err = c.Fetch(context.Background(), hs.srv.URL+"/SHA256SUMS", 1<<20); err == nil || !strings.Contains(err.Error(), "nothing received for 100ms") {
+		t.Errorf("Fetch: err = %v, want an idle timeout", err)
 	}
 }
