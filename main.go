@@ -28,6 +28,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/server"
@@ -103,10 +104,10 @@ func run(args []string) int {
 	if err := v.run(fs.Args()); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "airgap %s: %v\nhint: run 'airgap help %s'\n", args[0], err, args[0])
+			fmt.Fprintf(os.Stderr, "airgap %s: %s\nhint: run 'airgap help %s'\n", args[0], dist.PrintableLines(err.Error()), args[0])
 			return 2
 		}
-		fmt.Fprintf(os.Stderr, "airgap %s: %v\n", args[0], err)
+		fmt.Fprintf(os.Stderr, "airgap %s: %s\n", args[0], dist.PrintableLines(err.Error()))
 		return 1
 	}
 	return 0
@@ -354,7 +355,7 @@ func (c *verifyCmd) run(args []string) error {
 		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
 	}
 	fmt.Printf("OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
-		args[0], kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
+		args[0], dist.Printable(kind), rep.Bundle, dist.Printable(rep.Signer.String()), rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
 	return nil
 }
 
@@ -399,16 +400,16 @@ func (c *importCmd) run(args []string) error {
 		fmt.Printf("removed %d leftover(s) of an interrupted import\n", res.Cleaned)
 	}
 	if res.Unchanged {
-		fmt.Printf("already imported: bundle %s (signed by %s); nothing changed\n", res.Bundle.Short(), res.Signer)
+		fmt.Printf("already imported: bundle %s (signed by %s); nothing changed\n", res.Bundle.Short(), dist.Printable(res.Signer.String()))
 		return nil
 	}
 	fmt.Printf("imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
-		res.Bundle.Short(), res.Signer, res.BlobsAdded, humanBytes(res.BytesAdded), res.BlobsShared)
+		res.Bundle.Short(), dist.Printable(res.Signer.String()), res.BlobsAdded, humanBytes(res.BytesAdded), res.BlobsShared)
 	if len(res.Added) == 0 {
 		fmt.Println("  the catalog already had everything in this bundle")
 	}
 	for _, a := range res.Added {
-		fmt.Println("  added", a)
+		fmt.Println("  added", dist.Printable(a))
 	}
 	return nil
 }
@@ -454,17 +455,17 @@ func (c *inventoryCmd) run(args []string) error {
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
-			plats = append(plats, pk.Platform())
+			plats = append(plats, dist.Printable(pk.Platform()))
 		}
 		signed := ""
 		if p.SiteSigned {
 			signed = " (re-signed by the site key)"
 		}
-		fmt.Printf("  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
+		fmt.Printf("  %-50s %-10s %s%s\n", dist.Printable(p.Addr()), dist.Printable(p.Version), strings.Join(plats, " "), signed)
 	}
 	fmt.Println("\nModules:")
 	for _, m := range ix.Catalog.Modules {
-		fmt.Printf("  %-50s %-10s %s\n", m.Addr(), m.Version, m.Source)
+		fmt.Printf("  %-50s %-10s %s\n", dist.Printable(m.Addr()), dist.Printable(m.Version), dist.Printable(m.Source))
 	}
 	fmt.Println("\nImported bundles:")
 	for _, e := range ix.Imports {
@@ -473,7 +474,7 @@ func (c *inventoryCmd) run(args []string) error {
 			kind = " delta"
 		}
 		fmt.Printf("  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
-			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, e.Signer.Fingerprint, e.BlobsAdded, humanBytes(e.BytesAdded), len(e.Added))
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, dist.Printable(e.Signer.Fingerprint), e.BlobsAdded, humanBytes(e.BytesAdded), len(e.Added))
 	}
 	return nil
 }
@@ -758,6 +759,8 @@ type exportCmd struct {
 	split       string
 	since       string
 	have        string
+	maxPackage  string
+	maxModule   string
 }
 
 func (c *exportCmd) synopsis() string {
@@ -779,6 +782,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.split, "split", "", "also split the bundle into volumes of at most SIZE (4GiB, 700MB, fat32, dvd, …)")
 	fs.StringVar(&c.since, "since", "", "write a delta: carry only blobs that this previous bundle (or split set) lacks")
 	fs.StringVar(&c.have, "have", "", "write a delta: carry only blobs missing from this 'airgap inventory --json' of the offline store")
+	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
+	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
 	return fs
 }
 
@@ -795,6 +800,14 @@ func (c *exportCmd) run(args []string) error {
 	}
 	if c.since != "" && c.have != "" {
 		return usageError{"give at most one of --since and --have"}
+	}
+	maxPackage, err := bundle.ParseSize(c.maxPackage)
+	if err != nil {
+		return usageError{"--max-package-size: " + err.Error()}
+	}
+	maxModule, err := bundle.ParseSize(c.maxModule)
+	if err != nil {
+		return usageError{"--max-module-size: " + err.Error()}
 	}
 	var splitSize int64
 	if c.split != "" {
@@ -847,6 +860,7 @@ func (c *exportCmd) run(args []string) error {
 	res, err := export.Run(ctx, req, export.Options{
 		Client: client, CacheDir: cache, Jobs: c.jobs,
 		SiteKey: key, DryRun: c.dryRun, Log: disp.logf, Progress: prog,
+		MaxPackageSize: maxPackage, MaxModuleSize: maxModule,
 	})
 	disp.stop()
 	if err != nil {
@@ -858,7 +872,7 @@ func (c *exportCmd) run(args []string) error {
 	if c.dryRun {
 		fmt.Println("plan (nothing downloaded):")
 		for _, l := range res.Plan {
-			fmt.Println(" ", l)
+			fmt.Println(" ", dist.Printable(l))
 		}
 		return nil
 	}
@@ -884,7 +898,7 @@ func (c *exportCmd) run(args []string) error {
 	fmt.Printf("wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %s\n",
 		c.out, humanBytes(fi.Size()), len(m.Catalog.Providers), len(m.Catalog.Modules), n, humanBytes(total), humanBytes(res.Bytes), res.Cached, time.Since(start).Round(time.Millisecond))
 	for _, w := range res.Warnings {
-		fmt.Println("warning:", w)
+		fmt.Println("warning:", dist.Printable(w))
 	}
 	if splitSize > 0 {
 		ix, err := bundle.SplitFile(c.out, splitSize, key, modTime)
@@ -1175,7 +1189,7 @@ func (d *progressDisplay) draw() {
 	b := d.bytes.Load()
 	line := fmt.Sprintf("%d/%d packages  %s  %s/s", d.prog.PackagesDone.Load(), total, humanBytes(b), humanBytes(int64(float64(b)/max(secs, 0.001))))
 	if act := d.prog.Active(); len(act) > 0 {
-		line += "  ↓ " + strings.Join(act, ", ")
+		line += "  ↓ " + dist.Printable(strings.Join(act, ", "))
 	}
 	if width, _, err := term.GetSize(int(d.w.Fd())); err == nil && width > 4 && len([]rune(line)) > width-1 {
 		line = string([]rune(line)[:width-2]) + "…"
@@ -1189,7 +1203,7 @@ func (d *progressDisplay) logf(format string, a ...any) {
 	if d.tty {
 		fmt.Fprint(d.w, "\r\033[K")
 	}
-	fmt.Fprintf(d.w, format+"\n", a...)
+	fmt.Fprintln(d.w, dist.PrintableLines(fmt.Sprintf(format, a...)))
 	if d.tty {
 		d.draw()
 	}

@@ -1,7 +1,8 @@
 // Package dist describes what airgap distributes and where it comes from:
 // provider and module addresses, versions and platforms, the h1:/zh: package
 // hashes Terraform records in lock files, and the Catalog that a bundle
-// carries and the store serves.
+// carries and the store serves. Printable makes any of its untrusted strings
+// safe to show on a terminal.
 //
 // Its sub-packages fetch things: dist/registry is a client of the service
 // discovery, provider registry and module registry protocols; dist/getter

@@ -5,7 +5,15 @@
 // normalizes modules (through dist/getter), follows module dependencies, and
 // returns the bundle manifest with the path of every blob.
 //
+// Upstream answers are untrusted: each package download is bounded by
+// Options.MaxPackageSize (default 1 GiB) and each module archive by
+// MaxModuleSize (default 256 MiB), cut off at the limit. Concurrent requests
+// for one digest (identical packages under several addresses or origins)
+// share one download; each download writes a private partial file, and an
+// interrupted one is kept for resuming only while it can still become the
+// file (see download.go). Worst case on disk per download: the limit.
+//
 // It does not write the bundle (package bundle does) and never lets an
-// unverified file into the cache: downloads land in the cache's tmp/ and are
-// renamed under their digest only after every check passed.
+// unverified file into the cache: downloads land in the cache's partial/ or
+// tmp/ and are renamed under their digest only after every check passed.
 package export

@@ -19,6 +19,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/hashicorp/go-version"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
@@ -37,6 +38,11 @@ type Options struct {
 	// signing key (registry.opentofu.org may), so Terraform accepts them.
 	SiteKey *openpgp.Entity
 	DryRun  bool
+	// MaxPackageSize bounds each provider package download (0:
+	// registry.DefaultMaxPackageSize); MaxModuleSize each module archive
+	// fetched over HTTP (0: registry.DefaultMaxModuleSize). A larger body is
+	// cut off at the limit and the export fails.
+	MaxPackageSize, MaxModuleSize int64
 	// Log receives progress lines and notices.
 	Log func(format string, a ...any)
 	// Progress, if set, is kept up to date for a live display.
@@ -101,6 +107,9 @@ type exporter struct {
 	res     *Result
 	blobs   map[verify.Digest]bundle.Blob
 	sigOnce map[string]*sumsEntry
+	// flight shares one download among concurrent requests for a digest
+	// (two addresses or origins serving byte-identical packages).
+	flight singleflight.Group
 }
 
 type sumsEntry struct {
@@ -122,11 +131,18 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
+	if opt.MaxPackageSize <= 0 {
+		opt.MaxPackageSize = registry.DefaultMaxPackageSize
+	}
+	if opt.MaxModuleSize <= 0 {
+		opt.MaxModuleSize = registry.DefaultMaxModuleSize
+	}
 	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)
 		}
 	}
+	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
 	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
 	cat := &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
@@ -379,32 +395,9 @@ func (e *exporter) providerPackage(ctx context.Context, t pkgTask) (dist.Package
 		return dist.Package{}, nil, fmt.Errorf("%s: the registry's shasum %s differs from the signed SHA256SUMS (%s)\nnothing was written", what, meta.Shasum, line)
 	}
 	d := verify.Digest("sha256:" + meta.Shasum)
-	path, size, hit := e.cached(d)
-	if hit {
-		e.mu.Lock()
-		e.res.Cached++
-		e.mu.Unlock()
-	} else {
-		// A partial download is kept under the digest it must have, so an
-		// interrupted export resumes it; it enters the cache only verified.
-		tmp := filepath.Join(e.opt.CacheDir, "partial", d.Hex())
-		got, n, err := e.opt.Client.DownloadResumable(ctx, meta.DownloadURL, tmp)
-		if err != nil {
-			return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
-		}
-		if got.String() != string(d) {
-			os.Remove(tmp)
-			return dist.Package{}, nil, fmt.Errorf("%s: %w: %s does not match the signed SHA256SUMS (got %s, want %s)\nhint: the download was altered or the registry is serving a different build; nothing was written",
-				what, verify.ErrDigestMismatch, meta.Filename, got, d)
-		}
-		if path, err = e.admit(tmp, d); err != nil {
-			return dist.Package{}, nil, err
-		}
-		size = n
-		e.mu.Lock()
-		e.res.Bytes += n
-		e.mu.Unlock()
-		e.opt.Log("fetched %s (%s)", what, human(n))
+	path, size, err := e.fetchPackage(ctx, d, meta.DownloadURL, meta.Filename, what)
+	if err != nil {
+		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	h1, err := dist.H1(path)
 	if err != nil {
@@ -444,7 +437,7 @@ func (e *exporter) fetchShasums(ctx context.Context, addr dist.Provider, meta *r
 	if err != nil {
 		return err
 	}
-	sig, err := e.opt.Client.Fetch(ctx, meta.ShasumsSignatureURL, 64<<10)
+	sig, err := e.opt.Client.Fetch(ctx, meta.ShasumsSignatureURL, registry.MaxSignatureSize)
 	if err != nil {
 		return err
 	}
@@ -577,9 +570,12 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 		return nil, "", "", err
 	}
 	res, err := getter.Fetch(ctx, src, work, func(ctx context.Context, u, path string) error {
-		_, _, err := e.opt.Client.Download(ctx, u, path)
+		_, _, err := e.opt.Client.Download(ctx, u, path, e.opt.MaxModuleSize)
 		return err
 	})
+	if errors.Is(err, registry.ErrTooLarge) {
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
+	}
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", what, err)
 	}
@@ -651,14 +647,4 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 	return mods, provs, nil
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func human(n int64) string { return registry.HumanSize(n) }

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,27 +13,29 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/airgap/airgap/verify"
 )
 
-// ErrNotFound: the registry says the thing does not exist.
-var ErrNotFound = errors.New("not found")
-
 // Client talks to registries. The zero value is not usable; use New.
 type Client struct {
 	// Received counts bytes received by downloads, for progress displays.
-	Received    atomic.Int64
-	http        *http.Client // metadata: bounded time
-	download    *http.Client // packages: no overall timeout
-	creds       Credentials
-	UserAgent   string
-	Retries     int
-	Backoff     time.Duration
+	Received  atomic.Int64
+	http      *http.Client // metadata: bounded time
+	download  *http.Client // packages: no overall timeout
+	creds     Credentials
+	UserAgent string
+	Retries   int
+	Backoff   time.Duration
+	// IdleTimeout ends a download whose body sends nothing for this long (a
+	// transient error: it is resumed like a dropped connection).
+	IdleTimeout time.Duration
 	mu          sync.Mutex
 	discoveries map[string]*discovery
 }
@@ -71,38 +75,90 @@ func New(opt Options) *Client {
 			}
 		}
 	}
-	redirects := func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 3 {
-			return errors.New("more than 3 redirects")
-		}
-		return nil
-	}
 	return &Client{
-		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: redirects},
-		download:    &http.Client{Transport: tr, CheckRedirect: func(r *http.Request, via []*http.Request) error { return limitRedirects(via, 10) }},
+		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: checkRedirect(maxAPIRedirects)},
+		download:    &http.Client{Transport: tr, CheckRedirect: checkRedirect(maxRedirects)},
 		creds:       opt.Credentials,
 		UserAgent:   "airgap",
 		Retries:     3,
 		Backoff:     500 * time.Millisecond,
+		IdleTimeout: 2 * time.Minute,
 		discoveries: map[string]*discovery{},
 	}
 }
 
-func limitRedirects(via []*http.Request, n int) error {
-	if len(via) >= n {
-		return fmt.Errorf("more than %d redirects", n)
+// checkRedirect refuses more than n redirects and redirects to schemes other
+// than https and http: both are permanent errors.
+func checkRedirect(n int) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > n {
+			return fmt.Errorf("%w (more than %d; a redirect loop?)", ErrTooManyRedirects, n)
+		}
+		return checkScheme(req.URL)
+	}
+}
+
+func checkScheme(u *url.URL) error {
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return fmt.Errorf("%w %q in %s (only https and http are fetched)", ErrUnsupportedScheme, u.Scheme, u.Redacted())
 	}
 	return nil
+}
+
+// Transient reports whether err is worth retrying: connection errors and
+// timeouts (net.Error below the url.Error, unexpected EOF, resets) are;
+// redirect loops, unsupported schemes, TLS certificate and handshake errors,
+// unknown hosts, size-limit violations, digest mismatches and cancellation
+// are permanent, as is anything not known to be transient.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+		dnsErr   *net.DNSError
+		urlErr   *url.Error
+		netErr   net.Error
+		sysErrno syscall.Errno
+	)
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrTooLarge), errors.Is(err, ErrTooManyRedirects),
+		errors.Is(err, ErrUnsupportedScheme), errors.Is(err, verify.ErrDigestMismatch):
+		return false
+	case isCertError(err), errors.As(err, &record), errors.As(err, &alert):
+		return false
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return false
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &sysErrno):
+		return sysErrno == syscall.ECONNRESET || sysErrno == syscall.ECONNREFUSED || sysErrno == syscall.ECONNABORTED ||
+			sysErrno == syscall.EPIPE || sysErrno == syscall.ETIMEDOUT || sysErrno == syscall.EHOSTUNREACH || sysErrno == syscall.ENETUNREACH
+	}
+	// *url.Error is itself a net.Error: judge what it wraps.
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return errors.As(err, &netErr)
+}
+
+// isCertError reports whether err is a failed check of a server's TLS
+// certificate.
+func isCertError(err error) bool {
+	var (
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		hostErr x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return err != nil && (errors.As(err, &certErr) || errors.As(err, &unknown) || errors.As(err, &hostErr) || errors.As(err, &invalid))
 }
 
 // retryable reports whether a request should be tried again.
 func retryable(resp *http.Response, err error) bool {
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "connection") {
-			return true
-		}
-		return false
+		return Transient(err)
 	}
 	return resp.StatusCode == 429 || resp.StatusCode >= 500
 }
@@ -115,10 +171,16 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 		if err != nil {
 			return nil, err
 		}
+		if err := checkScheme(req.URL); err != nil {
+			return nil, err
+		}
 		req = req.WithContext(ctx)
 		req.Header.Set("User-Agent", c.UserAgent)
 		resp, err := cl.Do(req)
-		if !retryable(resp, err) || attempt >= c.Retries {
+		if isCertError(err) {
+			return nil, fmt.Errorf("%w\nhint: the server's certificate is not trusted; for a private CA or a TLS-inspecting proxy, add its certificate with SSL_CERT_FILE", err)
+		}
+		if !retryable(resp, err) || attempt >= c.Retries || ctx.Err() != nil {
 			if err != nil && lastErr != nil && attempt > 0 {
 				return nil, fmt.Errorf("%w (after %d attempts)", err, attempt+1)
 			}
@@ -176,12 +238,40 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
 		return nil, fmt.Errorf("GET %s: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, resp.Status, TokenEnvName(host), host)
 	case resp.StatusCode != 200:
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, resp.Status)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+	body, err := readLimited(resp, MaxAPIDocumentSize)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
 		return nil, fmt.Errorf("GET %s: invalid JSON: %w", u, err)
 	}
 	return resp.Request.URL, nil
+}
+
+// readLimited reads a whole body of at most limit bytes; a larger one (by
+// Content-Length or by what arrives) is ErrTooLarge, without reading past
+// limit+1 bytes.
+func readLimited(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, tooLarge(resp.ContentLength, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge(-1, limit)
+	}
+	return b, nil
+}
+
+func tooLarge(size, limit int64) error {
+	if size >= 0 {
+		return fmt.Errorf("%w: %s (%d bytes) exceeds the limit of %s", ErrTooLarge, HumanSize(size), size, HumanSize(limit))
+	}
+	return fmt.Errorf("%w: more than the limit of %s", ErrTooLarge, HumanSize(limit))
 }
 
 // Services returns the service URLs host advertises. A host with no
@@ -219,16 +309,17 @@ func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL
 		return map[string]*url.URL{}, nil
 	}
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("service discovery for %s: %s", host, resp.Status)
+		return nil, fmt.Errorf("service discovery for %s: %w: %s", host, ErrStatus, resp.Status)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
 		return nil, fmt.Errorf("service discovery for %s: content type %q, want application/json", host, resp.Header.Get("Content-Type"))
 	}
-	if resp.ContentLength > 1<<20 {
-		return nil, fmt.Errorf("service discovery for %s: document over 1 MB", host)
+	body, err := readLimited(resp, MaxDiscoverySize)
+	if err != nil {
+		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	var raw map[string]any
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&raw); err != nil {
+	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	final := resp.Request.URL
@@ -275,21 +366,33 @@ func rel(base *url.URL, parts ...string) *url.URL {
 }
 
 // Download streams u into the file at path, hashing while copying, with no
-// credentials. A partial file is removed.
-func (c *Client) Download(ctx context.Context, u string, path string) (verify.Digest, int64, error) {
+// credentials; a body over limit bytes (0: DefaultMaxModuleSize) is cut off
+// at the limit and fails with ErrTooLarge. The file never holds more than
+// limit bytes and is removed on any error.
+func (c *Client) Download(ctx context.Context, u string, path string, limit int64) (verify.Digest, int64, error) {
+	if limit <= 0 {
+		limit = DefaultMaxModuleSize
+	}
+	ctx, idle := c.watchIdle(ctx)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
 	if err != nil {
 		return "", 0, fmt.Errorf("downloading %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return "", 0, fmt.Errorf("downloading %s: %s", u, resp.Status)
+		return "", 0, fmt.Errorf("downloading %s: %w: %s", u, ErrStatus, resp.Status)
+	}
+	if resp.ContentLength > limit {
+		return "", 0, fmt.Errorf("downloading %s: %w", u, tooLarge(resp.ContentLength, limit))
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return "", 0, err
 	}
-	d, n, err := verify.CopyDigest(f, resp.Body)
+	dg := verify.NewDigester()
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit)
+	err = idle.err(err)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -303,37 +406,62 @@ func (c *Client) Download(ctx context.Context, u string, path string) (verify.Di
 		os.Remove(path)
 		return "", 0, fmt.Errorf("downloading %s: %w", u, err)
 	}
-	return d, n, nil
+	return dg.Digest(), n, nil
+}
+
+// copyLimited copies src to dst until EOF, but never more than limit bytes:
+// if src has more, it returns ErrTooLarge having written exactly limit.
+func copyLimited(dst io.Writer, src io.Reader, limit int64) (int64, error) {
+	n, err := io.Copy(dst, io.LimitReader(src, limit))
+	if err != nil {
+		return n, err
+	}
+	if n == limit {
+		var one [1]byte
+		if m, _ := io.ReadFull(src, one[:]); m > 0 {
+			return n, tooLarge(-1, limit)
+		}
+	}
+	return n, nil
 }
 
 // Fetch returns the body of a small document (at most limit bytes), with no
 // credentials.
 func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
+	ctx, idle := c.watchIdle(ctx)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, resp.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	resp.Body = io.NopCloser(idle.watch(resp.Body))
+	b, err := readLimited(resp, limit)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("GET %s: larger than %d bytes", u, limit)
+		return nil, fmt.Errorf("GET %s: %w", u, idle.err(err))
 	}
 	return b, nil
 }
 
 // DownloadResumable downloads u into partial, continuing from what partial
 // already holds with an HTTP Range request where the server allows it (a
-// server that answers 200 gets a fresh download). Body errors are retried,
-// resuming each time. It returns the digest and size of the whole file; the
-// caller must verify the digest before using the file, and keeps partial on
-// error so that a later run resumes. No credentials are sent.
-func (c *Client) DownloadResumable(ctx context.Context, u, partial string) (verify.Digest, int64, error) {
+// server that answers 200 gets a fresh download). Transient errors while
+// reading the body are retried, resuming each time; permanent ones are not
+// (see Transient). It returns the digest and size of the whole file; the
+// caller must verify the digest before using the file. No credentials are
+// sent.
+//
+// partial never grows past limit bytes (0: DefaultMaxPackageSize): a file
+// that is, or says it is, larger fails with ErrTooLarge, and partial is then
+// removed, since it cannot be the prefix of a file within the limit. On other
+// errors partial is kept so that a later run resumes.
+func (c *Client) DownloadResumable(ctx context.Context, u, partial string, limit int64) (verify.Digest, int64, error) {
+	if limit <= 0 {
+		limit = DefaultMaxPackageSize
+	}
 	var lastErr error
 	for attempt := 0; attempt <= c.Retries; attempt++ {
 		if attempt > 0 {
@@ -343,11 +471,14 @@ func (c *Client) DownloadResumable(ctx context.Context, u, partial string) (veri
 			case <-time.After(c.Backoff << (attempt - 1)):
 			}
 		}
-		d, n, err := c.downloadOnce(ctx, u, partial)
+		d, n, err := c.downloadOnce(ctx, u, partial, limit)
 		if err == nil {
 			return d, n, nil
 		}
 		lastErr = err
+		if errors.Is(err, ErrTooLarge) {
+			os.Remove(partial)
+		}
 		if ctx.Err() != nil || !errors.Is(err, errResumable) {
 			break
 		}
@@ -360,7 +491,21 @@ var errResumable = errors.New("interrupted")
 // Resumed counts downloads that continued a partial file (for reports).
 var Resumed atomic.Int64
 
-func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Digest, int64, error) {
+// contentRangeTotal returns the complete length a Content-Range header
+// states ("bytes 0-99/1000" -> 1000), or -1 when it says "*" or is absent.
+func contentRangeTotal(h string) int64 {
+	_, total, ok := strings.Cut(h, "/")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int64) (verify.Digest, int64, error) {
 	f, err := os.OpenFile(partial, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", 0, err
@@ -371,12 +516,17 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 		return "", 0, err
 	}
 	off := fi.Size()
+	if off > limit {
+		return "", 0, tooLarge(off, limit)
+	}
 	dg := verify.NewDigester()
 	if off > 0 {
 		if _, err := io.Copy(dg, io.NewSectionReader(f, 0, off)); err != nil {
 			return "", 0, err
 		}
 	}
+	ctx, idle := c.watchIdle(ctx)
+	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u, nil)
 		if err == nil && off > 0 {
@@ -390,6 +540,9 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusPartialContent && off > 0 && strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", off)):
+		if total := contentRangeTotal(resp.Header.Get("Content-Range")); total > limit {
+			return "", 0, tooLarge(total, limit)
+		}
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return "", 0, err
 		}
@@ -398,27 +551,89 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string) (verify.Di
 		// Already complete (or longer than the file): let the digest decide.
 		return dg.Digest(), off, nil
 	case resp.StatusCode == http.StatusOK:
+		if resp.ContentLength > limit {
+			return "", 0, tooLarge(resp.ContentLength, limit)
+		}
 		if err := f.Truncate(0); err != nil {
 			return "", 0, err
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return "", 0, err
 		}
+		off = 0
 		dg = verify.NewDigester()
 	default:
-		return "", 0, fmt.Errorf("%s", resp.Status)
+		return "", 0, fmt.Errorf("%w: %s", ErrStatus, resp.Status)
+	}
+	if resp.ContentLength > limit-off {
+		return "", 0, tooLarge(off+resp.ContentLength, limit)
 	}
 	// No fsync: a download is a cache entry whose digest is checked before
 	// use and again when the bundle is written; the bundle itself is synced.
-	n, err := io.Copy(io.MultiWriter(f, dg, counter{&c.Received}), resp.Body)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit-off)
 	if err != nil {
-		return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
+		if idle.fired.Load() {
+			return "", 0, fmt.Errorf("%w after %d bytes: nothing received for %s", errResumable, dg.Size(), idle.d)
+		}
+		if Transient(err) {
+			return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
+		}
+		return "", 0, err
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
 		return "", 0, fmt.Errorf("%w: got %d of %d bytes", errResumable, n, resp.ContentLength)
 	}
 	return dg.Digest(), dg.Size(), nil
 }
+
+// idleReader cancels a request when its body sends nothing for d: the
+// timer is armed by watch, once the response has arrived, and re-armed on
+// every read.
+type idleReader struct {
+	r      io.Reader
+	d      time.Duration
+	t      *time.Timer
+	cancel context.CancelFunc
+	fired  atomic.Bool
+}
+
+// watchIdle returns a context for one request and the idleReader that will
+// cancel it; stop releases both.
+func (c *Client) watchIdle(ctx context.Context) (context.Context, *idleReader) {
+	ctx, cancel := context.WithCancel(ctx)
+	ir := &idleReader{d: c.IdleTimeout, cancel: cancel}
+	if ir.d <= 0 {
+		ir.d = 2 * time.Minute
+	}
+	ir.t = time.AfterFunc(time.Hour, func() { ir.fired.Store(true); cancel() })
+	ir.t.Stop()
+	return ctx, ir
+}
+
+// watch starts the timer over body and returns the reader to read it through.
+func (ir *idleReader) watch(body io.Reader) io.Reader {
+	ir.r = body
+	ir.t.Reset(ir.d)
+	return ir
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
+}
+
+// err is what to report for a failed read: the idle timeout if it fired.
+func (ir *idleReader) err(err error) error {
+	if err != nil && ir.fired.Load() {
+		return fmt.Errorf("nothing received for %s: %w", ir.d, err)
+	}
+	return err
+}
+
+func (ir *idleReader) stop() { ir.t.Stop(); ir.cancel() }
 
 type counter struct{ n *atomic.Int64 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 
@@ -63,14 +62,17 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 		return "", fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if resp.StatusCode != 200 && resp.StatusCode != 204 {
-		return "", fmt.Errorf("%s: download answered %s", what, resp.Status)
+		return "", fmt.Errorf("%s: download answered %w: %s", what, ErrStatus, resp.Status)
 	}
 	loc := ""
 	if resp.StatusCode == 200 {
 		var doc struct {
 			Location string `json:"location"`
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		body, err := readLimited(resp, MaxAPIDocumentSize)
+		if err != nil {
+			return "", fmt.Errorf("%s: GET %s: %w", what, u, err)
+		}
 		if json.Unmarshal(body, &doc) == nil {
 			loc = doc.Location
 		}

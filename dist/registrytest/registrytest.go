@@ -74,6 +74,7 @@ type Internet struct {
 	Throttle atomic.Int64
 	// RangeRequests counts zip downloads that asked for a byte range.
 	RangeRequests atomic.Int32
+	handlers      sync.Map // host+path -> http.Handler, see Handle
 }
 
 type throttled struct {
@@ -200,6 +201,10 @@ func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
 
 func (in *Internet) route(w http.ResponseWriter, r *http.Request) {
 	host, _, _ := strings.Cut(r.Host, ":")
+	if h, ok := in.handlers.Load(host + r.URL.Path); ok { // see Handle
+		h.(http.Handler).ServeHTTP(w, r)
+		return
+	}
 	switch host {
 	case "registry.terraform.io":
 		in.registry(w, r, "registry.terraform.io", false)

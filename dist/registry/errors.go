@@ -1,0 +1,21 @@
+package registry
+
+import "errors"
+
+// Sentinel errors. Those other than ErrNotFound are permanent: the client
+// does not retry them, and a retry would get the same answer.
+var (
+	// ErrNotFound: the registry says the thing does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrTooLarge: a body is (or says it is) larger than the limit for its
+	// kind of document. The download is cut off at the limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrTooManyRedirects: more redirects than the limit, usually a loop.
+	ErrTooManyRedirects = errors.New("too many redirects")
+	// ErrUnsupportedScheme: a URL (or a redirect) that is neither https
+	// nor http.
+	ErrUnsupportedScheme = errors.New("unsupported URL scheme")
+	// ErrStatus: the server answered with an HTTP status other than the
+	// expected one (after retries, for 429 and 5xx).
+	ErrStatus = errors.New("unexpected HTTP status")
+)

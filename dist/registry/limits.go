@@ -1,0 +1,42 @@
+package registry
+
+import "fmt"
+
+// Size limits. Every body the client reads is bounded; a body larger than
+// its limit is cut off there and the request fails with ErrTooLarge.
+const (
+	// MaxDiscoverySize bounds /.well-known/terraform.json, as Terraform's
+	// own service discovery does (1 MiB).
+	MaxDiscoverySize = 1 << 20
+	// MaxAPIDocumentSize bounds a registry API JSON answer (versions lists,
+	// download documents). The largest real one, the versions list of
+	// hashicorp/aws (~700 versions × 14 platforms), is under 0.5 MiB.
+	MaxAPIDocumentSize = 4 << 20
+	// MaxSignatureSize bounds a detached SHA256SUMS signature (a few
+	// hundred bytes in practice).
+	MaxSignatureSize = 64 << 10
+	// DefaultMaxPackageSize bounds a provider package when the caller sets
+	// no limit. The largest real providers are ~200 MB zipped.
+	DefaultMaxPackageSize = 1 << 30
+	// DefaultMaxModuleSize bounds a module archive downloaded over HTTP when
+	// the caller sets no limit.
+	DefaultMaxModuleSize = 256 << 20
+	// maxRedirects bounds redirects of downloads; API calls and discovery
+	// allow 3, as Terraform does.
+	maxRedirects    = 10
+	maxAPIRedirects = 3
+)
+
+// HumanSize formats n bytes for messages (1.0 GiB, 64.0 KiB, 512 B).
+func HumanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
