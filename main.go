@@ -28,6 +28,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/server"
@@ -402,9 +403,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
 		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
-	if len(cat.Providers)+len(cat.Modules) == 0 {
-		cfg.Log.Warn("the store is empty: every request will be answered 404 until a bundle is imported", "hint", "airgap import --keyring site.pub.asc --store "+cfg.Store+" BUNDLE (picked up within 2s, no restart)")
-	}
+	warnEmpty(cfg.Log, cfg.Store, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -419,6 +418,14 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// warnEmpty says at start that an empty store serves nothing (clients
+// would fall through to 404s and, with a mirror config, fail).
+func warnEmpty(log *slog.Logger, dir string, cat *dist.Catalog) {
+	if len(cat.Providers)+len(cat.Modules) == 0 {
+		log.Warn("the store is empty: every request will be answered 404 until a bundle is imported", "hint", "airgap import --keyring site.pub.asc --store "+dir+" BUNDLE (picked up within 2s, no restart)")
+	}
 }
 
 func dedupe(in []string) []string {
@@ -633,14 +640,8 @@ func (c *exportCmd) check(args []string) (*exportPlan, error) {
 			return nil, err
 		}
 	}
-	if p.cache = c.cache; p.cache == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no user cache dir (%v)\nhint: pass --cache DIR", err)
-		}
-		p.cache = filepath.Join(d, "airgap")
-	}
-	return p, nil
+	p.cache, err = export.CacheDir(c.cache)
+	return p, err
 }
 
 func (c *exportCmd) run(args []string) error {
@@ -671,63 +672,20 @@ func (c *exportCmd) run(args []string) error {
 	}
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
-		if err := c.write(p, res, sum); err != nil {
+		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
+			Compression: p.comp, ModTime: p.modTime, Since: c.since, Have: c.have, SplitSize: p.splitSize, Log: line.Logf})
+		if err != nil {
 			return err
 		}
 		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		if ix != nil && !c.asJSON {
+			printParts(os.Stdout, c.out, ix)
+		}
 	}
 	if c.asJSON {
 		return printJSON(sum)
 	}
 	fmt.Print(sum.Text())
-	return nil
-}
-
-// write makes the bundle (a delta if asked) and splits it if asked.
-func (c *exportCmd) write(p *exportPlan, res *export.Result, sum *export.Summary) error {
-	m := res.Manifest
-	m.Tool = "airgap " + Version
-	if !p.modTime.IsZero() {
-		m.Created = &p.modTime
-	}
-	if c.since != "" || c.have != "" {
-		base, err := export.ReadDeltaBase(c.since, c.have, p.key)
-		if err != nil {
-			return err
-		}
-		sum.Omitted, sum.Delta = base.Apply(m), base.Desc
-		fmt.Fprintf(os.Stderr, "delta against %s: %d of %d blobs are already on the offline side and are not carried\n", base.Desc, sum.Omitted, len(m.Blobs))
-	}
-	err := bundle.CreateAtomic(c.out, func(f *os.File) error {
-		bw, err := bundle.NewWriter(f, m, p.key, bundle.WriterOptions{Compression: p.comp, ModTime: p.modTime})
-		if err != nil {
-			return err
-		}
-		if err := bw.WriteFiles(res.Files); err != nil {
-			return err
-		}
-		return bw.Close()
-	})
-	if err != nil {
-		return err
-	}
-	fi, _ := os.Stat(c.out)
-	sum.Out, sum.Size = c.out, fi.Size()
-	sum.Blobs, sum.BlobBytes = m.Totals()
-	if p.splitSize > 0 {
-		ix, err := bundle.SplitFile(c.out, p.splitSize, p.key, p.modTime)
-		if err != nil {
-			return fmt.Errorf("splitting %s: %w (the whole bundle is kept)", c.out, err)
-		}
-		if err := os.Remove(c.out); err != nil {
-			return err
-		}
-		w := io.Writer(os.Stdout)
-		if c.asJSON {
-			w = os.Stderr
-		}
-		printParts(w, c.out, ix)
-	}
 	return nil
 }
 

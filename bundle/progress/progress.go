@@ -94,8 +94,12 @@ func (l *Line) Logf(format string, a ...any) {
 		fmt.Fprint(l.w, "\r\033[K")
 	}
 	fmt.Fprintf(l.w, format+"\n", a...)
-	if l.tty {
-		l.draw()
+	select {
+	case <-l.done: // stopped: no status line any more
+	default:
+		if l.tty {
+			l.draw()
+		}
 	}
 }
 
