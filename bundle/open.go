@@ -52,12 +52,17 @@ func Open(path string, kr openpgp.EntityList) (*Opened, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s looks like %s\nhint: give the file written by 'airgap export' (NAME.bundle, or a part NAME.bundle.001 of a split set)", ErrNotBundle, path, what)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &Opened{ReadCloser: f, Size: fi.Size()}, nil
+	// The head is read again from memory, not by seeking: the bundle may
+	// be a pipe.
+	return &Opened{ReadCloser: headFile{io.MultiReader(bytes.NewReader(head[:n]), f), f}, Size: fi.Size()}, nil
 }
+
+type headFile struct {
+	io.Reader
+	f *os.File
+}
+
+func (h headFile) Close() error { return h.f.Close() }
 
 // Sniff returns what the start of a file looks like when it is not a bundle
 // ("a zip archive", "an empty file", "text"…), or "" when it may be one: a
