@@ -109,15 +109,6 @@ func printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// withProgress runs fn with a progress line for a stream of size bytes that
-// fn reads through the counter it is given.
-func withProgress(label string, size int64, fn func(c *progress.Counter) error) error {
-	var c progress.Counter
-	l := progress.Start(os.Stderr, progress.Bytes(label, size, c.N))
-	defer l.Stop()
-	return fn(&c)
-}
-
 // --- keygen ---
 
 type keygenCmd struct {
@@ -190,7 +181,7 @@ func (c *verifyCmd) run(args []string) error {
 		}
 		defer f.Close()
 		rep.Parts = f.Parts
-		return withProgress("verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
+		return progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
 			return bundle.Check(n.Reader(f), kr, &rep)
 		})
 	}()
@@ -248,7 +239,7 @@ func (c *importCmd) run(args []string) error {
 	}
 	defer f.Close()
 	var res *store.ImportResult
-	err = withProgress("import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
+	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
 		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait})
 		return err
 	})
@@ -598,9 +589,8 @@ type exportPlan struct {
 }
 
 // check validates every flag and input before anything is fetched.
-func (c *exportCmd) check(args []string) (*exportPlan, error) {
-	p := &exportPlan{modTime: sourceDate()}
-	var err error
+func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
+	p = &exportPlan{}
 	switch {
 	case len(args) != 0 || (c.manifest == "") == (c.from == ""):
 		return nil, usageError{"give exactly one of --manifest FILE or --from DIR"}
@@ -620,19 +610,11 @@ func (c *exportCmd) check(args []string) (*exportPlan, error) {
 	if err := export.CheckPlatforms(c.platforms); err != nil {
 		return nil, usageError{err.Error()}
 	}
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" && p.modTime.IsZero() {
-		return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
-	}
-	if c.manifest != "" {
-		p.req, err = export.ParseSpec(c.manifest, c.platforms)
-	} else {
-		p.req, err = export.FromProject(c.from, c.platforms)
-	}
-	if err != nil {
+	if p.modTime, err = bundle.SourceDate(); err != nil {
 		return nil, err
 	}
-	if p.req.Empty() && !c.allowEmpty {
-		return nil, fmt.Errorf("%w: %s%s asks for no provider and no module\nhint: add provider or module blocks (or required_providers to the project), or pass --allow-empty to write an empty bundle on purpose", export.ErrEmpty, c.manifest, c.from)
+	if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, c.allowEmpty); err != nil {
+		return nil, err
 	}
 	p.req.NoDeps = c.noDeps
 	if c.signKey != "" {
@@ -679,7 +661,7 @@ func (c *exportCmd) run(args []string) error {
 		}
 		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
 		if ix != nil && !c.asJSON {
-			printParts(os.Stdout, c.out, ix)
+			ix.WriteText(os.Stdout, c.out)
 		}
 	}
 	if c.asJSON {
@@ -721,13 +703,17 @@ func (c *splitCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	at, err := bundle.SourceDate()
+	if err != nil {
+		return err
+	}
 	key, err := verify.ReadSigningKeyFile(c.signKey)
 	if err != nil {
 		return err
 	}
 	var ix *bundle.PartsIndex
-	err = withProgress("split "+filepath.Base(args[0]), fi.Size(), func(n *progress.Counter) (err error) {
-		ix, err = bundle.SplitFileCounting(args[0], size, key, sourceDate(), n)
+	err = progress.Stream(os.Stderr, "split "+filepath.Base(args[0]), fi.Size(), func(n *progress.Counter) (err error) {
+		ix, err = bundle.SplitFileCounting(args[0], size, key, at, n)
 		return err
 	})
 	if err != nil {
@@ -736,15 +722,8 @@ func (c *splitCmd) run(args []string) error {
 	if c.asJSON {
 		return printJSON(ix)
 	}
-	printParts(os.Stdout, args[0], ix)
+	ix.WriteText(os.Stdout, args[0])
 	return nil
-}
-
-func printParts(w io.Writer, path string, ix *bundle.PartsIndex) {
-	fmt.Fprintf(w, "split %s (%s) into %d parts plus the signed index %s.000:\n", path, progress.Size(ix.Size), len(ix.Parts), filepath.Base(path))
-	for _, p := range ix.Parts {
-		fmt.Fprintf(w, "  %s  %s  %s\n", p.Name, progress.Size(p.Size), p.Digest.Short())
-	}
 }
 
 type joinCmd struct {
@@ -778,7 +757,7 @@ func (c *joinCmd) run(args []string) error {
 		return err
 	}
 	defer rc.Close()
-	err = withProgress("join "+filepath.Base(c.out), ix.Size, func(n *progress.Counter) error {
+	err = progress.Stream(os.Stderr, "join "+filepath.Base(c.out), ix.Size, func(n *progress.Counter) error {
 		return bundle.CreateAtomic(c.out, func(f *os.File) error { _, err := io.Copy(f, n.Reader(rc)); return err })
 	})
 	if err != nil {
@@ -789,15 +768,4 @@ func (c *joinCmd) run(args []string) error {
 	}
 	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, progress.Size(ix.Size), ix.Digest.Hex())
 	return nil
-}
-
-// sourceDate is SOURCE_DATE_EPOCH as a time, or zero.
-func sourceDate() time.Time {
-	var n int64
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n >= 0 {
-			return time.Unix(n, 0).UTC()
-		}
-	}
-	return time.Time{}
 }

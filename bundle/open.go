@@ -6,9 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle/progress"
 )
 
 // Opened is a bundle file, or a split set read as one stream.
@@ -138,4 +142,26 @@ func CreateAtomic(out string, fill func(f *os.File) error) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// WriteText lists the parts of a split of path for people.
+func (ix *PartsIndex) WriteText(w io.Writer, path string) {
+	fmt.Fprintf(w, "split %s (%s) into %d parts plus the signed index %s.000:\n", path, progress.Size(ix.Size), len(ix.Parts), filepath.Base(path))
+	for _, p := range ix.Parts {
+		fmt.Fprintf(w, "  %s  %s  %s\n", p.Name, progress.Size(p.Size), p.Digest.Short())
+	}
+}
+
+// SourceDate is SOURCE_DATE_EPOCH as a time (for reproducible bundles and
+// indexes), zero when unset, and an error when it is not a number of seconds.
+func SourceDate() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
 }

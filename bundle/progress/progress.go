@@ -177,3 +177,12 @@ func Size(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// Stream runs fn, which reads a stream of total bytes (0 if unknown)
+// through the Counter it is given, with a Bytes line on w.
+func Stream(w *os.File, label string, total int64, fn func(c *Counter) error) error {
+	var c Counter
+	l := Start(w, Bytes(label, total, c.N))
+	defer l.Stop()
+	return fn(&c)
+}

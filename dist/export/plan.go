@@ -101,3 +101,24 @@ func (s *Summary) Text() string {
 	}
 	return b.String()
 }
+
+// LoadRequest reads what to export from a manifest or (when manifest is "")
+// a project directory. A request for nothing is refused with ErrEmpty
+// unless allowEmpty: a bundle with nothing in it is found out only on the
+// other side of the gap.
+func LoadRequest(manifest, from string, platforms []string, allowEmpty bool) (*Request, error) {
+	var req *Request
+	var err error
+	if manifest != "" {
+		req, err = ParseSpec(manifest, platforms)
+	} else {
+		req, err = FromProject(from, platforms)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.Empty() && !allowEmpty {
+		return nil, fmt.Errorf("%w: %s%s asks for no provider and no module\nhint: add provider or module blocks (or required_providers to the project), or pass --allow-empty to write an empty bundle on purpose", ErrEmpty, manifest, from)
+	}
+	return req, nil
+}
