@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -229,6 +231,22 @@ func TestDryRunIsThePlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &imp); err != nil || !imp.Unchanged {
 		t.Errorf("import --json again: %v %s", err, stdout)
 	}
+	// split --json and join --json.
+	stdout = mustRunStdout(t, work, "split", "--size", "1MiB", "--sign-key", "k/site.key.asc", "--json", "b.bundle")
+	var ix struct {
+		Parts []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &ix); err != nil || len(ix.Parts) != 1 || ix.Parts[0].Name != "b.bundle.001" {
+		t.Errorf("split --json: %v %s", err, stdout)
+	}
+	stdout = mustRunStdout(t, work, "join", "--keyring", "k/site.pub.asc", "--out", "joined.bundle", "--json", "b.bundle.000")
+	var joined struct {
+		OK    bool `json:"ok"`
+		Parts int  `json:"parts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &joined); err != nil || !joined.OK || joined.Parts != len(ix.Parts) {
+		t.Errorf("join --json: %v %s", err, stdout)
+	}
 }
 
 func mustRunStdout(t *testing.T, dir string, args ...string) string {
@@ -238,4 +256,100 @@ func mustRunStdout(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("%v: %d %s", args, code, stderr)
 	}
 	return stdout
+}
+
+// TestHelpEveryVerb: each verb's help has its arguments, flags, examples
+// and exit codes.
+func TestHelpEveryVerb(t *testing.T) {
+	for name := range verbs() {
+		stdout, stderr, code := runSplit(t, t.TempDir(), nil, "help", name)
+		if code != 0 {
+			t.Errorf("help %s: %d %s", name, code, stderr)
+		}
+		for _, w := range []string{"Usage: airgap " + name + " ", "Flags:\n", "Examples:\n  airgap " + name, "Exit codes:"} {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("help %s lacks %q:\n%s", name, w, stdout)
+			}
+		}
+	}
+	stdout, _, _ := runSplit(t, t.TempDir(), nil, "help", "verify")
+	if !strings.Contains(stdout, "Usage: airgap verify --keyring FILE BUNDLE") {
+		t.Errorf("help verify does not show BUNDLE: %s", stdout)
+	}
+	stdout, _, _ = runSplit(t, t.TempDir(), nil, "help", "keygen")
+	if !strings.Contains(stdout, "Environment:\n  AIRGAP_PASSPHRASE") {
+		t.Errorf("help keygen does not name AIRGAP_PASSPHRASE: %s", stdout)
+	}
+}
+
+// TestServeWarnsOnEmptyStore: serving an empty store is allowed (the
+// import can come later) but says so at start.
+func TestServeWarnsOnEmptyStore(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "store"), 0o755)
+	cmd := exec.Command(airgapBin, "serve", "--store", "store", "--listen", "127.0.0.1:0")
+	cmd.Dir, cmd.Env = dir, baseEnv()
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if s := logs.String(); strings.Contains(s, "level=WARN") && strings.Contains(s, "the store is empty") {
+			if !strings.Contains(s, "airgap import --keyring") {
+				t.Errorf("the warning has no hint: %s", s)
+			}
+			return
+		}
+	}
+	t.Fatalf("no empty-store warning at start:\n%s", logs.String())
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTofuClientConfig: the file 'client-config --tool tofu' writes names
+// TF_CLI_CONFIG_FILE, and the real tofu, pointed at it that way, installs a
+// provider from the appliance with the internet unreachable.
+func TestTofuClientConfig(t *testing.T) {
+	tofu := tofuBin(t)
+	work := t.TempDir()
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"registry.opentofu.org/hashicorp/local\" {}\n"), 0o644)
+	mustRun(t, work, online, airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", "cache")
+	storeDir := filepath.Join(work, "store")
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "b.bundle")
+	base, caFile := startServe(t, storeDir)
+	cfg := mustRunStdout(t, work, "client-config", "--url", base, "--store", storeDir, "--tool", "tofu")
+	if !strings.Contains(cfg, "TF_CLI_CONFIG_FILE") || strings.Contains(cfg, "TOFU_CLI_CONFIG_FILE") {
+		t.Errorf("the tofu config names the wrong variable:\n%s", cfg)
+	}
+	rc := filepath.Join(work, "tofu.rc")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	proj := filepath.Join(work, "proj")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "main.tf"), []byte("terraform {\n  required_providers {\n    local = { source = \"hashicorp/local\" }\n  }\n}\n"), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	out := mustRun(t, proj, offline, tofu, "init", "-input=false", "-no-color")
+	if !strings.Contains(out, "Installed hashicorp/local v2.5.1") {
+		t.Errorf("tofu init with the generated config:\n%s", out)
+	}
 }

@@ -91,7 +91,7 @@ func (s *Summary) Text() string {
 			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
 	}
 	if len(s.Gaps) > 0 {
-		fmt.Fprintf(&b, "not published, so not carried (%d):\n", len(s.Gaps))
+		fmt.Fprintf(&b, "requested platforms the provider does not publish, so not carried (%d):\n", len(s.Gaps))
 		for _, g := range s.Gaps {
 			fmt.Fprintf(&b, "  %s\n", g)
 		}
