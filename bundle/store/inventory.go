@@ -70,7 +70,6 @@ type ImportReport struct {
 	BytesAdded  int64         `json:"bytes_added"`
 	BlobsShared int           `json:"blobs_already_present"`
 	Cleaned     int           `json:"leftovers_removed"`
-	Error       string        `json:"error,omitempty"`
 }
 
 // Report turns the result into the JSON report.
