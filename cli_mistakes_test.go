@@ -111,6 +111,8 @@ func TestCLIMistakes(t *testing.T) {
 			[]string{"has no .tf or .tf.json file", "hint:"}},
 		{"keygen without terminal or passphrase", nil, []string{"keygen", "--out", "k/new"}, 1,
 			[]string{"AIRGAP_PASSPHRASE", "--no-passphrase"}},
+		{"keygen with a weak key size", nil, []string{"keygen", "--out", "k/weak", "--bits", "2048", "--no-passphrase"}, 2,
+			[]string{"--bits 2048", "3072 to 8192"}},
 		{"verify a text file", nil, []string{"verify", "--keyring", "k/site.pub.asc", "text.bundle"}, 1,
 			[]string{"not an airgap bundle", "looks like text"}},
 		{"verify a PDF", nil, []string{"verify", "--keyring", "k/site.pub.asc", "doc.pdf"}, 1,

@@ -135,6 +135,9 @@ func (c *keygenCmd) run(args []string) error {
 	if c.out == "" || len(args) > 0 {
 		return usageError{"--out PREFIX is required and no arguments are taken"}
 	}
+	if c.bits < 3072 || c.bits > 8192 {
+		return usageError{fmt.Sprintf("--bits %d: RSA site keys have 3072 to 8192 bits", c.bits)}
+	}
 	kf, err := verify.WriteKeyFiles(c.out, verify.KeyOptions{Name: c.name, RSABits: c.bits}, c.noPassphrase)
 	if err != nil {
 		return err
