@@ -589,6 +589,7 @@ type exportPlan struct {
 	modTime   time.Time
 	key       *openpgp.Entity
 	cache     string
+	delta     *export.DeltaBase
 }
 
 // check validates every flag and input before anything is fetched.
@@ -601,6 +602,13 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{"--sign-key and --out are required (or use --dry-run)"}
 	case c.since != "" && c.have != "":
 		return nil, usageError{"give at most one of --since and --have"}
+	case c.jobs < 1 || c.jobs > 64:
+		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
+	}
+	if c.out != "" {
+		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--out %s: the directory %s does not exist\nhint: create it first; nothing was downloaded", c.out, filepath.Dir(c.out))
+		}
 	}
 	if p.comp, err = bundle.ParseCompression(c.compression); err != nil {
 		return nil, usageError{err.Error()}
@@ -622,6 +630,11 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	p.req.NoDeps = c.noDeps
 	if c.signKey != "" {
 		if p.key, err = verify.ReadSigningKeyFile(c.signKey); err != nil {
+			return nil, err
+		}
+	}
+	if !c.dryRun && (c.since != "" || c.have != "") {
+		if p.delta, err = export.ReadDeltaBase(c.since, c.have, p.key); err != nil {
 			return nil, err
 		}
 	}
@@ -658,7 +671,7 @@ func (c *exportCmd) run(args []string) error {
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
 		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
-			Compression: p.comp, ModTime: p.modTime, Since: c.since, Have: c.have, SplitSize: p.splitSize, Log: line.Logf})
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, Log: line.Logf})
 		if err != nil {
 			return err
 		}

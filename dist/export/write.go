@@ -17,9 +17,9 @@ type WriteOptions struct {
 	Key         *openpgp.Entity
 	Tool        string // recorded in the manifest, e.g. "airgap 1.2.3"
 	Compression bundle.Compression
-	ModTime     time.Time // zero: now; SOURCE_DATE_EPOCH for reproducible bundles
-	Since, Have string    // make a delta against a previous bundle or an inventory
-	SplitSize   int64     // > 0: split into volumes and remove the whole file
+	ModTime     time.Time  // zero: now; SOURCE_DATE_EPOCH for reproducible bundles
+	Delta       *DeltaBase // make a delta against what the offline side has (ReadDeltaBase)
+	SplitSize   int64      // > 0: split into volumes and remove the whole file
 	Log         func(format string, a ...any)
 }
 
@@ -32,11 +32,7 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 	if !opt.ModTime.IsZero() {
 		m.Created = &opt.ModTime
 	}
-	if opt.Since != "" || opt.Have != "" {
-		base, err := ReadDeltaBase(opt.Since, opt.Have, opt.Key)
-		if err != nil {
-			return nil, err
-		}
+	if base := opt.Delta; base != nil {
 		sum.Omitted, sum.Delta = base.Apply(m), base.Desc
 		opt.Log("delta against %s: %d of %d blobs are already on the offline side and are not carried", base.Desc, sum.Omitted, len(m.Blobs))
 	}
