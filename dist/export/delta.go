@@ -15,8 +15,9 @@ import (
 )
 
 // MaxHaveSize bounds the 'airgap inventory --json' document --have reads
-// (about 80 bytes per blob: 1 GiB is over ten million blobs).
-const MaxHaveSize = 1 << 30
+// (about 80 bytes per blob: over three million blobs; the set of digests it
+// becomes takes at most about 500 MiB).
+const MaxHaveSize = 256 << 20
 
 // DeltaBase is what the offline side already has: the blobs of a previous
 // bundle (--since) or of an offline store's inventory (--have).
