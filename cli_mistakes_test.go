@@ -121,6 +121,8 @@ func TestCLIMistakes(t *testing.T) {
 			[]string{"keyring", "no such file", "PREFIX.pub.asc"}},
 		{"verify with a keyring that is not a key", nil, []string{"verify", "--keyring", "text.bundle", "text.bundle"}, 1,
 			[]string{"keyring text.bundle", "PREFIX.pub.asc"}},
+		{"misspelt flag", online, []string{"export", "--manifest", "ok.hcl", "--dryrun"}, 2,
+			[]string{"unknown flag: --dryrun", "did you mean --dry-run?"}},
 		{"keygen with a weak key size", nil, []string{"keygen", "--out", "k/weak", "--bits", "2048", "--no-passphrase"}, 2,
 			[]string{"--bits 2048", "3072 to 8192"}},
 		{"verify a text file", nil, []string{"verify", "--keyring", "k/site.pub.asc", "text.bundle"}, 1,

@@ -137,6 +137,20 @@ func checkDashes(args []string, fs *pflag.FlagSet) error {
 	return nil
 }
 
+// suggestFlag adds the nearest flag name to pflag's "unknown flag: --x".
+func suggestFlag(err error, fs *pflag.FlagSet) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := dist.Suggest(name, names); s != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, s)
+	}
+	return err
+}
+
 func usage(w io.Writer, vs map[string]verb) {
 	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
 	names := make([]string, 0, len(vs))

@@ -84,7 +84,7 @@ func run(args []string) int {
 			printVerbHelp(os.Stdout, args[0], v)
 			return 0
 		}
-		return usageFail(args[0], err)
+		return usageFail(args[0], suggestFlag(err, fs))
 	}
 	if err := v.run(fs.Args()); err != nil {
 		var ue usageError
