@@ -536,7 +536,11 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			}
 			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
 			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
-			if e.opt.DryRun && !e.req.NoDeps {
+			if e.opt.DryRun {
+				if e.req.NoDeps {
+					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+					continue
+				}
 				// The plan must list what the module needs, so a dry run
 				// fetches its archive (into the cache) to read it.
 				e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", r.Addr, ver)
