@@ -7,10 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/caddyserver/certmagic"
 )
+
+// reDNSName is a host name a certificate can carry (RFC 1123 labels).
+var reDNSName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
 // maxMachineAddrs bounds how many interface addresses the local certificate
 // covers (hosts with many container interfaces would otherwise get one
@@ -26,8 +32,8 @@ func withMachineNames(names []string) []string {
 	out := append([]string{}, names...)
 	add := func(n string) {
 		n = strings.TrimSuffix(strings.ToLower(n), ".")
-		if n == "" || n == "localhost" {
-			return
+		if n == "" || n == "localhost" || len(n) > 253 || (net.ParseIP(n) == nil && !reDNSName.MatchString(n)) || !certmagic.SubjectQualifiesForCert(n) {
+			return // e.g. a host name with "_": no certificate can name it
 		}
 		for _, have := range out {
 			if strings.EqualFold(have, n) {
