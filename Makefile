@@ -32,6 +32,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/getter
 	$(GO) test -run '^$$' -fuzz '^FuzzLockFile$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
 	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./dist/export
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTPConn$$' -fuzztime $(FUZZTIME) ./server
 
 bench:

@@ -21,7 +21,7 @@ func TestDeltaBundles(t *testing.T) {
 	in.AddProvider(t, "registry.terraform.io", "example", "big", "1.0.0", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
 	bigNew := in.AddProvider(t, "registry.terraform.io", "example", "big", "1.1.0", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	write := func(name, body string) { os.WriteFile(filepath.Join(work, name), []byte(body), 0o644) }
 	write("base.hcl", "platforms = [\"linux_amd64\", \"darwin_arm64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.0\"\n}\nprovider \"example/big\" {\n  versions = \"1.0.0\"\n}\nmodule \"example/sub/aws\" {}\n")
 	write("next.hcl", "platforms = [\"linux_amd64\", \"darwin_arm64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.0\"\n}\nprovider \"example/big\" {\n  all = true\n}\nmodule \"example/sub/aws\" {}\n")
@@ -82,7 +82,7 @@ func TestSplitVolumes(t *testing.T) {
 	in := registrytest.World(t)
 	in.AddProvider(t, "registry.terraform.io", "example", "big", "1.0.0", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("platforms = [\"linux_amd64\", \"darwin_arm64\"]\nprovider \"example/big\" {}\nprovider \"hashicorp/random\" {}\n"), 0o644)
 	os.MkdirAll(filepath.Join(work, "a"), 0o755)
 	os.MkdirAll(filepath.Join(work, "b"), 0o755)
@@ -185,7 +185,7 @@ func TestResumableExport(t *testing.T) {
 		in.AddProvider(t, "registry.terraform.io", "example", "big", v, []string{"linux_amd64"}, 1<<20)
 	}
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"example/big\" {\n  all = true\n}\n"), 0o644)
 	args := []string{"export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc", "--cache", "cache", "--out", "site.bundle", "--jobs", "1"}
 

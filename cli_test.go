@@ -40,8 +40,8 @@ func TestCLI(t *testing.T) {
 
 	in := registrytest.World(t)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/other")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/other", "--no-passphrase")
 
 	// --dry-run resolves without downloading.
 	os.WriteFile(filepath.Join(work, "ok.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  latest = 2\n}\n"), 0o644)
@@ -91,7 +91,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("inventory: %s", out)
 	}
 	out = mustRun(t, work, nil, airgapBin, "client-config", "--url", "https://airgap.test:8443", "--store", "store", "--mode", "mirror", "--tool", "tofu")
-	if !strings.Contains(out, `url = "https://airgap.test:8443/mirror/"`) || !strings.Contains(out, "TOFU_CLI_CONFIG_FILE") {
+	if !strings.Contains(out, `url = "https://airgap.test:8443/mirror/"`) || !strings.Contains(out, "TF_CLI_CONFIG_FILE") {
 		t.Errorf("client-config: %s", out)
 	}
 }

@@ -251,11 +251,11 @@ func TestJourney(t *testing.T) {
 	// 2. Connected side.
 	keys := filepath.Join(work, "keys", "site")
 	os.MkdirAll(filepath.Dir(keys), 0o700)
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", keys, "--name", "Site Ops <ops@site.test>")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", keys, "--name", "Site Ops <ops@site.test>", "--no-passphrase")
 	if fi, _ := os.Stat(keys + ".key.asc"); fi.Mode().Perm() != 0o600 {
 		t.Errorf("private key mode %v", fi.Mode())
 	}
-	if out, err := cmdRun(t, work, nil, airgapBin, "keygen", "--out", keys); err == nil || !strings.Contains(out, "refusing to overwrite") {
+	if out, err := cmdRun(t, work, nil, airgapBin, "keygen", "--out", keys, "--no-passphrase"); err == nil || !strings.Contains(out, "refusing to overwrite") {
 		t.Errorf("keygen overwrote a key: %s", out)
 	}
 	manifest := filepath.Join(work, "airgap.hcl")

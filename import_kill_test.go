@@ -74,11 +74,18 @@ func TestImportSurvivesKill(t *testing.T) {
 	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, seedBundle)
 	base := checkConsistent(t, root)
 
-	// How long a whole import takes, to spread the kills over it.
-	probe := filepath.Join(work, "probe")
-	start := time.Now()
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", probe, bigBundle)
-	full := time.Since(start)
+	// How long a whole import takes, to spread the kills over it: the
+	// shorter of two probes (a probe slowed by other tests' load would put
+	// most kills after the end).
+	var full time.Duration
+	for i := 0; i < 2; i++ {
+		probe := filepath.Join(work, fmt.Sprint("probe", i))
+		start := time.Now()
+		mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", probe, bigBundle)
+		if d := time.Since(start); i == 0 || d < full {
+			full = d
+		}
+	}
 	t.Logf("a full import takes %v", full.Round(time.Millisecond))
 
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))

@@ -1,5 +1,8 @@
 // Command airgap carries Terraform and OpenTofu providers and modules into
 // networks with no internet, and serves them there. See README.md.
+//
+// This file is the verb table, one struct and flag set per verb, and the
+// calls into the packages; help.go holds each verb's help text.
 package main
 
 import (
@@ -15,18 +18,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
@@ -66,46 +66,30 @@ func verbs() map[string]verb {
 
 func main() { os.Exit(run(os.Args[1:])) }
 
+// run is the whole CLI. Exit codes: 0 done, 1 failed, 2 the command line
+// itself is wrong (nothing was done).
 func run(args []string) int {
 	vs := verbs()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		usage(os.Stdout, vs)
-		return 0
+	if code, done := topLevel(args, vs); done {
+		return code
 	}
-	if args[0] == "--version" || args[0] == "version" {
-		fmt.Println("airgap", Version)
-		return 0
-	}
-	if args[0] == "help" {
-		if len(args) > 1 {
-			if v, ok := vs[args[1]]; ok {
-				printVerbHelp(os.Stdout, args[1], v)
-				return 0
-			}
-		}
-		usage(os.Stdout, vs)
-		return 0
-	}
-	v, ok := vs[args[0]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "airgap: unknown command %q\nhint: run 'airgap help' for the list\n", args[0])
-		return 2
-	}
+	v := vs[args[0]]
 	fs := v.flags()
 	fs.SetOutput(io.Discard)
+	if err := checkDashes(args[1:], fs); err != nil {
+		return usageFail(args[0], err)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printVerbHelp(os.Stdout, args[0], v)
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "airgap %s: %v\nhint: run 'airgap help %s'\n", args[0], err, args[0])
-		return 2
+		return usageFail(args[0], suggestFlag(err, fs))
 	}
 	if err := v.run(fs.Args()); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "airgap %s: %s\nhint: run 'airgap help %s'\n", args[0], dist.PrintableLines(err.Error()), args[0])
-			return 2
+			return usageFail(args[0], err)
 		}
 		fmt.Fprintf(os.Stderr, "airgap %s: %s\n", args[0], dist.PrintableLines(err.Error()))
 		return 1
@@ -113,30 +97,25 @@ func run(args []string) int {
 	return 0
 }
 
-func usage(w io.Writer, vs map[string]verb) {
-	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
-	names := make([]string, 0, len(vs))
-	for n := range vs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
-	}
-	fmt.Fprintf(w, "\nRun 'airgap help COMMAND' for a command's flags. 'airgap --version' prints the version.\n")
+func usageFail(name string, err error) int {
+	fmt.Fprintf(os.Stderr, "airgap %s: %s\nhint: run 'airgap help %s'\n", name, dist.PrintableLines(err.Error()), name)
+	return 2
 }
 
-func printVerbHelp(w io.Writer, name string, v verb) {
-	fmt.Fprintf(w, "airgap %s: %s\n\nFlags:\n%s", name, v.synopsis(), v.flags().FlagUsages())
+// printJSON writes one indented JSON document to stdout.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // --- keygen ---
 
 type keygenCmd struct {
-	out  string
-	name string
-	bits int
-	fs   *pflag.FlagSet
+	out          string
+	name         string
+	bits         int
+	noPassphrase bool
 }
 
 func (c *keygenCmd) synopsis() string {
@@ -144,110 +123,31 @@ func (c *keygenCmd) synopsis() string {
 }
 
 func (c *keygenCmd) flags() *pflag.FlagSet {
-	c.fs = pflag.NewFlagSet("keygen", pflag.ContinueOnError)
-	c.fs.StringVar(&c.out, "out", "", "path prefix of the key files (required)")
-	c.fs.StringVar(&c.name, "name", "", `user ID, e.g. "Site Ops <ops@site>"`)
-	c.fs.IntVar(&c.bits, "bits", verify.DefaultRSABits, "RSA key size (at least 3072)")
-	return c.fs
+	fs := pflag.NewFlagSet("keygen", pflag.ContinueOnError)
+	fs.StringVar(&c.out, "out", "", "path prefix of the key files (required)")
+	fs.StringVar(&c.name, "name", "", `user ID, e.g. "Site Ops <ops@site>"`)
+	fs.IntVar(&c.bits, "bits", verify.DefaultRSABits, "RSA key size (at least 3072)")
+	fs.BoolVar(&c.noPassphrase, "no-passphrase", false, "write the private key unprotected (needed when there is no terminal and no "+verify.PassphraseEnv+")")
+	return fs
 }
 
 func (c *keygenCmd) run(args []string) error {
 	if c.out == "" || len(args) > 0 {
 		return usageError{"--out PREFIX is required and no arguments are taken"}
 	}
-	privPath, pubPath := c.out+".key.asc", c.out+".pub.asc"
-	for _, p := range []string{privPath, pubPath} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%s already exists; refusing to overwrite a key\nhint: choose another --out prefix or move the old key away", p)
-		}
+	if c.bits < 3072 || c.bits > 8192 {
+		return usageError{fmt.Sprintf("--bits %d: RSA site keys have 3072 to 8192 bits", c.bits)}
 	}
-	if err := os.MkdirAll(filepath.Dir(privPath), 0o700); err != nil {
-		return err
-	}
-	pass, err := passphrase(true)
+	kf, err := verify.WriteKeyFiles(c.out, verify.KeyOptions{Name: c.name, RSABits: c.bits}, c.noPassphrase)
 	if err != nil {
 		return err
 	}
-	priv, err := os.OpenFile(privPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			priv.Close()
-			os.Remove(privPath)
-			os.Remove(pubPath)
-		}
-	}()
-	pub, err := os.OpenFile(pubPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer pub.Close()
-	e, err := verify.GenerateKey(priv, pub, verify.KeyOptions{Name: c.name, RSABits: c.bits, Passphrase: pass})
-	if err != nil {
-		return err
-	}
-	if err := priv.Sync(); err != nil {
-		return err
-	}
-	if err := priv.Close(); err != nil {
-		return err
-	}
-	if err := pub.Close(); err != nil {
-		return err
-	}
-	ok = true
 	fmt.Printf("private key: %s (keep it on the connected side; mode 0600)\npublic key:  %s (give it to the offline site's keyring)\nkey ID:      %s\nfingerprint: %s\n",
-		privPath, pubPath, verify.KeyID(e), verify.Fingerprint(e))
+		kf.Private, kf.Public, verify.KeyID(kf.Entity), verify.Fingerprint(kf.Entity))
+	if kf.Unprotected {
+		fmt.Fprintf(os.Stderr, "warning: %s is NOT protected by a passphrase: anyone who copies it can sign bundles your site trusts\n", kf.Private)
+	}
 	return nil
-}
-
-// passphrase reads AIRGAP_PASSPHRASE, or prompts on a terminal. For keygen
-// (confirm) an empty answer means no passphrase.
-func passphrase(confirm bool) ([]byte, error) {
-	if p, ok := os.LookupEnv("AIRGAP_PASSPHRASE"); ok {
-		return []byte(p), nil
-	}
-	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, nil
-	}
-	fmt.Fprint(os.Stderr, "passphrase for the private key (empty for none): ")
-	p, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(os.Stderr)
-	if err != nil || !confirm || len(p) == 0 {
-		return p, err
-	}
-	fmt.Fprint(os.Stderr, "again: ")
-	p2, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	if string(p) != string(p2) {
-		return nil, errors.New("the passphrases differ")
-	}
-	return p, nil
-}
-
-func readSigningKey(path string) (*openpgp.Entity, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	e, err := verify.ReadSigningKey(f, func() ([]byte, error) {
-		p, err := passphrase(false)
-		if err == nil && len(p) == 0 {
-			return nil, errors.New("the private key is encrypted\nhint: set AIRGAP_PASSPHRASE or run on a terminal")
-		}
-		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("signing key %s: %w", path, err)
-	}
-	return e, nil
 }
 
 // --- verify ---
@@ -268,77 +168,32 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
-type verifyReport struct {
-	OK         bool          `json:"ok"`
-	Bundle     string        `json:"bundle"`
-	File       string        `json:"file"`
-	Signer     verify.Signer `json:"signer"`
-	Compressed bool          `json:"compressed"`
-	Tool       string        `json:"tool"`
-	Delta      *bundle.Delta `json:"delta,omitempty"`
-	Providers  int           `json:"provider_versions"`
-	Packages   int           `json:"provider_packages"`
-	Modules    int           `json:"module_versions"`
-	Blobs      int           `json:"blobs"`
-	Omitted    int           `json:"blobs_omitted"`
-	Parts      int           `json:"parts,omitempty"`
-	Bytes      int64         `json:"bytes"`
-	Error      string        `json:"error,omitempty"`
-}
-
 func (c *verifyCmd) run(args []string) error {
 	if c.keyring == "" || len(args) != 1 {
 		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
 	}
-	rep := verifyReport{File: args[0]}
+	rep := bundle.Report{File: args[0]}
 	err := func() error {
 		kr, err := verify.ReadKeyringFile(c.keyring)
 		if err != nil {
 			return err
 		}
-		f, parts, err := openBundle(args[0], kr)
+		f, err := bundle.Open(args[0], kr)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		rep.Parts = parts
-		br, err := bundle.NewReader(f, kr)
-		if err != nil {
-			return err
-		}
-		defer br.Close()
-		m := br.Manifest()
-		rep.Bundle, rep.Signer, rep.Compressed, rep.Tool, rep.Delta = string(br.ID()), br.Signer(), br.Compressed(), m.Tool, m.Delta
-		rep.Providers, rep.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
-		for _, p := range m.Catalog.Providers {
-			rep.Packages += len(p.Packages)
-		}
-		rep.Omitted = len(m.Blobs) - len(m.Carried())
-		for {
-			b, rd, err := br.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			n, err := io.Copy(io.Discard, rd)
-			if err != nil {
-				return err
-			}
-			rep.Blobs++
-			rep.Bytes += n
-			_ = b
-		}
+		rep.Parts = f.Parts
+		return progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
+			return bundle.Check(n.Reader(f), kr, &rep)
+		})
 	}()
 	rep.OK = err == nil
 	if err != nil {
 		rep.Error = err.Error()
 	}
 	if c.asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		printJSON(rep)
 		if err != nil {
 			return errors.New("verification failed")
 		}
@@ -347,15 +202,7 @@ func (c *verifyCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	kind := "full bundle"
-	if rep.Delta != nil {
-		kind = "delta bundle (base " + rep.Delta.Base + "; " + fmt.Sprint(rep.Omitted) + " blobs omitted, the offline store must already have them)"
-	}
-	if rep.Parts > 0 {
-		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
-	}
-	fmt.Printf("OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
-		args[0], dist.Printable(kind), rep.Bundle, dist.Printable(rep.Signer.String()), rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
+	fmt.Print(rep.Text())
 	return nil
 }
 
@@ -365,6 +212,7 @@ type importCmd struct {
 	keyring string
 	storeD  string
 	wait    bool
+	asJSON  bool
 }
 
 func (c *importCmd) synopsis() string {
@@ -376,6 +224,7 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
 	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	return fs
 }
 
@@ -387,30 +236,23 @@ func (c *importCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, _, err := openBundle(args[0], kr)
+	f, err := bundle.Open(args[0], kr)
 	if err != nil {
 		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
 	}
 	defer f.Close()
-	res, err := store.Import(c.storeD, f, store.ImportOptions{Keyring: kr, Wait: c.wait})
+	var res *store.ImportResult
+	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
+		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
 	}
-	if res.Cleaned > 0 {
-		fmt.Printf("removed %d leftover(s) of an interrupted import\n", res.Cleaned)
+	if c.asJSON {
+		return printJSON(res.Report(args[0]))
 	}
-	if res.Unchanged {
-		fmt.Printf("already imported: bundle %s (signed by %s); nothing changed\n", res.Bundle.Short(), dist.Printable(res.Signer.String()))
-		return nil
-	}
-	fmt.Printf("imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
-		res.Bundle.Short(), dist.Printable(res.Signer.String()), res.BlobsAdded, humanBytes(res.BytesAdded), res.BlobsShared)
-	if len(res.Added) == 0 {
-		fmt.Println("  the catalog already had everything in this bundle")
-	}
-	for _, a := range res.Added {
-		fmt.Println("  added", dist.Printable(a))
-	}
+	res.WriteText(os.Stdout)
 	return nil
 }
 
@@ -432,64 +274,19 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
-// Inventory is the JSON 'airgap inventory --json' prints.
-type Inventory struct {
-	store.Index
-	Blobs []verify.Digest `json:"blobs"`
-}
-
 func (c *inventoryCmd) run(args []string) error {
 	if c.storeD == "" || len(args) != 0 {
 		return usageError{"usage: airgap inventory --store DIR"}
 	}
-	ix, blobs, err := store.ReadInventory(c.storeD)
+	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {
 		return err
 	}
 	if c.asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", " ")
-		return enc.Encode(Inventory{Index: *ix, Blobs: blobs})
+		return printJSON(inv)
 	}
-	fmt.Printf("store %s: %d provider versions, %d module versions, %d blobs\n\nProviders:\n", c.storeD, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(blobs))
-	for _, p := range ix.Catalog.Providers {
-		plats := make([]string, 0, len(p.Packages))
-		for _, pk := range p.Packages {
-			plats = append(plats, dist.Printable(pk.Platform()))
-		}
-		signed := ""
-		if p.SiteSigned {
-			signed = " (re-signed by the site key)"
-		}
-		fmt.Printf("  %-50s %-10s %s%s\n", dist.Printable(p.Addr()), dist.Printable(p.Version), strings.Join(plats, " "), signed)
-	}
-	fmt.Println("\nModules:")
-	for _, m := range ix.Catalog.Modules {
-		fmt.Printf("  %-50s %-10s %s\n", dist.Printable(m.Addr()), dist.Printable(m.Version), dist.Printable(m.Source))
-	}
-	fmt.Println("\nImported bundles:")
-	for _, e := range ix.Imports {
-		kind := ""
-		if e.Delta {
-			kind = " delta"
-		}
-		fmt.Printf("  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
-			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, dist.Printable(e.Signer.Fingerprint), e.BlobsAdded, humanBytes(e.BytesAdded), len(e.Added))
-	}
+	inv.WriteText(os.Stdout, c.storeD)
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // --- serve ---
@@ -600,6 +397,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
 		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
+	warnEmpty(cfg.Log, cfg.Store, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -614,6 +412,14 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// warnEmpty says at start that an empty store serves nothing (clients
+// would fall through to 404s and, with a mirror config, fail).
+func warnEmpty(log *slog.Logger, dir string, cat *dist.Catalog) {
+	if len(cat.Providers)+len(cat.Modules) == 0 {
+		log.Warn("the store is empty: every request will be answered 404 until a bundle is imported", "hint", "airgap import --keyring site.pub.asc --store "+dir+" BUNDLE (picked up within 2s, no restart)")
+	}
 }
 
 func dedupe(in []string) []string {
@@ -666,7 +472,7 @@ func (c *caCmd) run(args []string) error {
 		return usageError{"usage: airgap ca --store DIR"}
 	}
 	if _, err := os.Stat(c.storeD); err != nil {
-		return err
+		return fmt.Errorf("%w\nhint: give the store 'airgap serve' uses; 'airgap import --keyring KEYRING --store DIR BUNDLE' creates one", err)
 	}
 	ca, err := server.LoadOrCreateCA(store.TLSDir(c.storeD))
 	if err != nil {
@@ -706,41 +512,29 @@ func (c *clientConfigCmd) run(args []string) error {
 	if c.tool != "terraform" && c.tool != "tofu" {
 		return usageError{"--tool must be terraform or tofu"}
 	}
-	base, err := server.NormalizeBaseURL(c.url)
-	if err != nil {
-		return err
+	opt := server.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
+	// Every flag is checked before the network or the store is asked.
+	if err := server.WriteClientConfig(io.Discard, opt); err != nil {
+		return usageError{err.Error()}
 	}
-	var origins []string
+	opt.URL, _ = server.NormalizeBaseURL(c.url)
 	if c.storeD != "" {
 		st, err := store.Open(c.storeD)
 		if err != nil {
 			return err
 		}
-		origins = server.Origins(st.Catalog())
+		opt.Origins = server.Origins(st.Catalog())
 	} else {
-		origins, err = fetchOrigins(base)
+		doc, err := server.FetchOrigins(opt.URL)
 		if err != nil {
 			return err
 		}
+		opt.Origins = doc.Origins
 	}
-	return server.WriteClientConfig(os.Stdout, server.ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode})
-}
-
-func fetchOrigins(base string) ([]string, error) {
-	cl := &http.Client{Timeout: 15 * time.Second}
-	resp, err := cl.Get(base + "airgap/v1/origins")
-	if err != nil {
-		return nil, fmt.Errorf("asking the appliance for its origins: %w\nhint: trust its CA with SSL_CERT_FILE (get it with 'airgap ca'), or pass --store", err)
+	if len(opt.Origins) == 0 {
+		return errors.New("the appliance serves nothing yet, so the config would send terraform to the internet\nhint: import a bundle first: airgap import --keyring site.pub.asc --store DIR BUNDLE")
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("asking the appliance for its origins: %s", resp.Status)
-	}
-	var doc server.OriginsDoc
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("reading the appliance's origins: %w", err)
-	}
-	return doc.Origins, nil
+	return server.WriteClientConfig(os.Stdout, opt)
 }
 
 // --- export ---
@@ -759,6 +553,8 @@ type exportCmd struct {
 	split       string
 	since       string
 	have        string
+	allowEmpty  bool
+	asJSON      bool
 	maxPackage  string
 	maxModule   string
 }
@@ -776,76 +572,92 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringSliceVar(&c.platforms, "platform", nil, "os_arch to export (repeatable; overrides the manifest's platforms)")
 	fs.IntVar(&c.jobs, "jobs", 8, "parallel downloads")
 	fs.StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir/airgap)")
-	fs.BoolVar(&c.dryRun, "dry-run", false, "print the resolved plan without downloading packages")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "resolve and print the plan (module dependencies included) without downloading provider packages")
 	fs.BoolVar(&c.noDeps, "no-deps", false, "do not follow the modules and providers that exported modules need")
 	fs.StringVar(&c.compression, "compression", "zstd", "zstd or none")
 	fs.StringVar(&c.split, "split", "", "also split the bundle into volumes of at most SIZE (4GiB, 700MB, fat32, dvd, …)")
 	fs.StringVar(&c.since, "since", "", "write a delta: carry only blobs that this previous bundle (or split set) lacks")
 	fs.StringVar(&c.have, "have", "", "write a delta: carry only blobs missing from this 'airgap inventory --json' of the offline store")
+	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "write a bundle even if the manifest or project asks for nothing")
+	fs.BoolVar(&c.asJSON, "json", false, "print the plan (--dry-run) or the result as JSON on stdout")
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
 	return fs
 }
 
-func (c *exportCmd) run(args []string) error {
-	if len(args) != 0 || (c.manifest == "") == (c.from == "") {
-		return usageError{"give exactly one of --manifest FILE or --from DIR"}
+// exportPlan is an export's checked command line.
+type exportPlan struct {
+	req       *export.Request
+	comp      bundle.Compression
+	splitSize int64
+	modTime   time.Time
+	key       *openpgp.Entity
+	cache     string
+	delta     *export.DeltaBase
+	maxPkg    int64
+	maxMod    int64
+}
+
+// check validates every flag and input before anything is fetched.
+func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
+	p = &exportPlan{}
+	switch {
+	case len(args) != 0 || (c.manifest == "") == (c.from == ""):
+		return nil, usageError{"give exactly one of --manifest FILE or --from DIR"}
+	case !c.dryRun && (c.signKey == "" || c.out == ""):
+		return nil, usageError{"--sign-key and --out are required (or use --dry-run)"}
+	case c.since != "" && c.have != "":
+		return nil, usageError{"give at most one of --since and --have"}
+	case c.jobs < 1 || c.jobs > 64:
+		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
 	}
-	if !c.dryRun && (c.signKey == "" || c.out == "") {
-		return usageError{"--sign-key and --out are required (or use --dry-run)"}
+	if c.out != "" {
+		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--out %s: the directory %s does not exist\nhint: create it first; nothing was downloaded", c.out, filepath.Dir(c.out))
+		}
 	}
-	comp, err := bundle.ParseCompression(c.compression)
-	if err != nil {
-		return usageError{err.Error()}
+	if p.comp, err = bundle.ParseCompression(c.compression); err != nil {
+		return nil, usageError{err.Error()}
 	}
-	if c.since != "" && c.have != "" {
-		return usageError{"give at most one of --since and --have"}
-	}
-	maxPackage, err := bundle.ParseSize(c.maxPackage)
-	if err != nil {
-		return usageError{"--max-package-size: " + err.Error()}
-	}
-	maxModule, err := bundle.ParseSize(c.maxModule)
-	if err != nil {
-		return usageError{"--max-module-size: " + err.Error()}
-	}
-	var splitSize int64
 	if c.split != "" {
-		if splitSize, err = bundle.ParseSize(c.split); err != nil {
-			return usageError{err.Error()}
+		if p.splitSize, err = bundle.ParseSize(c.split); err != nil {
+			return nil, usageError{err.Error()}
 		}
 	}
-	var modTime time.Time
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		var n int64
-		if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 {
-			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+	if p.maxPkg, err = bundle.ParseSize(c.maxPackage); err != nil {
+		return nil, usageError{"--max-package-size: " + err.Error()}
+	}
+	if p.maxMod, err = bundle.ParseSize(c.maxModule); err != nil {
+		return nil, usageError{"--max-module-size: " + err.Error()}
+	}
+	if err := export.CheckPlatforms(c.platforms); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if p.modTime, err = bundle.SourceDate(); err != nil {
+		return nil, err
+	}
+	if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, c.allowEmpty); err != nil {
+		return nil, err
+	}
+	p.req.NoDeps = c.noDeps
+	if c.signKey != "" {
+		if p.key, err = verify.ReadSigningKeyFile(c.signKey); err != nil {
+			return nil, err
 		}
-		modTime = time.Unix(n, 0).UTC()
 	}
-	var req *export.Request
-	if c.manifest != "" {
-		req, err = export.ParseSpec(c.manifest, c.platforms)
-	} else {
-		req, err = export.FromProject(c.from, c.platforms)
+	if !c.dryRun && (c.since != "" || c.have != "") {
+		if p.delta, err = export.ReadDeltaBase(c.since, c.have, p.key); err != nil {
+			return nil, err
+		}
 	}
+	p.cache, err = export.CacheDir(c.cache)
+	return p, err
+}
+
+func (c *exportCmd) run(args []string) error {
+	p, err := c.check(args)
 	if err != nil {
 		return err
-	}
-	req.NoDeps = c.noDeps
-	var key *openpgp.Entity
-	if c.signKey != "" {
-		if key, err = readSigningKey(c.signKey); err != nil {
-			return err
-		}
-	}
-	cache := c.cache
-	if cache == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("no user cache dir (%v)\nhint: pass --cache DIR", err)
-		}
-		cache = filepath.Join(d, "airgap")
 	}
 	creds, err := registry.LoadCredentials()
 	if err != nil {
@@ -856,122 +668,36 @@ func (c *exportCmd) run(args []string) error {
 	start := time.Now()
 	client := registry.New(registry.Options{Credentials: creds})
 	prog := &export.Progress{}
-	disp := newProgressDisplay(os.Stderr, prog, &client.Received)
-	res, err := export.Run(ctx, req, export.Options{
-		Client: client, CacheDir: cache, Jobs: c.jobs,
-		SiteKey: key, DryRun: c.dryRun, Log: disp.logf, Progress: prog,
-		MaxPackageSize: maxPackage, MaxModuleSize: maxModule,
+	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
+	res, err := export.Run(ctx, p.req, export.Options{
+		Client: client, CacheDir: p.cache, Jobs: c.jobs,
+		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
+		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod,
 	})
-	disp.stop()
+	line.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted: %w\nhint: run the same command again; verified downloads are kept in %s and partial ones resume", err, cache)
+			return fmt.Errorf("interrupted: %w\nhint: run the same command again; verified downloads are kept in %s and partial ones resume", err, p.cache)
 		}
 		return err
 	}
-	if c.dryRun {
-		fmt.Println("plan (nothing downloaded):")
-		for _, l := range res.Plan {
-			fmt.Println(" ", dist.Printable(l))
-		}
-		return nil
-	}
-	m := res.Manifest
-	m.Tool = "airgap " + Version
-	if !modTime.IsZero() {
-		m.Created = &modTime
-	}
-	if c.since != "" || c.have != "" {
-		base, err := deltaBase(c.since, c.have, key)
+	sum := res.Summarize(c.dryRun, time.Since(start))
+	if !c.dryRun {
+		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, Log: line.Logf})
 		if err != nil {
 			return err
 		}
-		omitted := base.apply(m)
-		fmt.Fprintf(os.Stderr, "delta against %s: %d of %d blobs are already on the offline side and are not carried\n", base.desc, omitted, len(m.Blobs))
-	}
-	if err := writeBundleFile(c.out, m, res.Files, key, bundle.WriterOptions{Compression: comp, ModTime: modTime}); err != nil {
-		return err
-	}
-	fi, _ := os.Stat(c.out)
-	n, total := m.Totals()
-
-	fmt.Printf("wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %s\n",
-		c.out, humanBytes(fi.Size()), len(m.Catalog.Providers), len(m.Catalog.Modules), n, humanBytes(total), humanBytes(res.Bytes), res.Cached, time.Since(start).Round(time.Millisecond))
-	for _, w := range res.Warnings {
-		fmt.Println("warning:", dist.Printable(w))
-	}
-	if splitSize > 0 {
-		ix, err := bundle.SplitFile(c.out, splitSize, key, modTime)
-		if err != nil {
-			return fmt.Errorf("splitting %s: %w (the whole bundle is kept)", c.out, err)
+		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		if ix != nil && !c.asJSON {
+			ix.WriteText(os.Stdout, c.out)
 		}
-		if err := os.Remove(c.out); err != nil {
-			return err
-		}
-		printParts(c.out, ix)
 	}
+	if c.asJSON {
+		return printJSON(sum)
+	}
+	fmt.Print(sum.Text())
 	return nil
-}
-
-// writeBundleFile writes the bundle through a temporary file next to out and
-// renames it into place only when complete: no partial bundle is left.
-func writeBundleFile(out string, m *bundle.Manifest, files map[verify.Digest]string, key *openpgp.Entity, opt bundle.WriterOptions) error {
-	return createAtomic(out, func(f *os.File) error {
-		bw, err := bundle.NewWriter(f, m, key, opt)
-		if err != nil {
-			return err
-		}
-		if err := bw.WriteFiles(files); err != nil {
-			return err
-		}
-		return bw.Close()
-	})
-}
-
-// createAtomic creates out through a temporary file in the same directory:
-// fill, fsync, rename. If anything fails, nothing is left behind.
-func createAtomic(out string, fill func(f *os.File) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := fill(f); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), out)
-}
-
-// openBundle opens a bundle file, or a split set given any of its parts
-// (checking every part against the signed index first). It never changes
-// the files.
-func openBundle(path string, kr openpgp.EntityList) (io.ReadCloser, int, error) {
-	if bundle.IsSplitSet(path) {
-		rc, ix, err := bundle.OpenSet(path, kr)
-		if err != nil {
-			return nil, 0, err
-		}
-		return rc, len(ix.Parts), nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		if prefix, ok := bundle.SetPrefix(path); ok {
-			return nil, 0, fmt.Errorf("%w: the index %s.000 is missing\nhint: copy every part, including .000", bundle.ErrParts, filepath.Base(prefix))
-		}
-		return nil, 0, err
-	}
-	return f, 0, nil
 }
 
 // --- split / join ---
@@ -979,6 +705,7 @@ func openBundle(path string, kr openpgp.EntityList) (io.ReadCloser, int, error) 
 type splitCmd struct {
 	size    string
 	signKey string
+	asJSON  bool
 }
 
 func (c *splitCmd) synopsis() string {
@@ -989,6 +716,7 @@ func (c *splitCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("split", pflag.ContinueOnError)
 	fs.StringVar(&c.size, "size", "fat32", "largest part: e.g. 4GiB, 700MB, or fat32, dvd, dvd-dl, bd, cd")
 	fs.StringVar(&c.signKey, "sign-key", "", "site private key that signs the parts index (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the signed parts index as JSON")
 	return fs
 }
 
@@ -1000,28 +728,37 @@ func (c *splitCmd) run(args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	key, err := readSigningKey(c.signKey)
+	fi, err := os.Stat(args[0])
 	if err != nil {
 		return err
 	}
-	ix, err := bundle.SplitFile(args[0], size, key, sourceDate())
+	at, err := bundle.SourceDate()
 	if err != nil {
 		return err
 	}
-	printParts(args[0], ix)
+	key, err := verify.ReadSigningKeyFile(c.signKey)
+	if err != nil {
+		return err
+	}
+	var ix *bundle.PartsIndex
+	err = progress.Stream(os.Stderr, "split "+filepath.Base(args[0]), fi.Size(), func(n *progress.Counter) (err error) {
+		ix, err = bundle.SplitFileCounting(args[0], size, key, at, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(ix)
+	}
+	ix.WriteText(os.Stdout, args[0])
 	return nil
-}
-
-func printParts(path string, ix *bundle.PartsIndex) {
-	fmt.Printf("split %s (%s) into %d parts plus the signed index %s.000:\n", path, humanBytes(ix.Size), len(ix.Parts), filepath.Base(path))
-	for _, p := range ix.Parts {
-		fmt.Printf("  %s  %s  %s\n", p.Name, humanBytes(p.Size), p.Digest.Short())
-	}
 }
 
 type joinCmd struct {
 	keyring string
 	out     string
+	asJSON  bool
 }
 
 func (c *joinCmd) synopsis() string {
@@ -1032,6 +769,7 @@ func (c *joinCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("join", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
 	fs.StringVar(&c.out, "out", "", "bundle file to write (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
 	return fs
 }
 
@@ -1048,171 +786,15 @@ func (c *joinCmd) run(args []string) error {
 		return err
 	}
 	defer rc.Close()
-	if err := createAtomic(c.out, func(f *os.File) error { _, err := io.Copy(f, rc); return err }); err != nil {
+	err = progress.Stream(os.Stderr, "join "+filepath.Base(c.out), ix.Size, func(n *progress.Counter) error {
+		return bundle.CreateAtomic(c.out, func(f *os.File) error { _, err := io.Copy(f, n.Reader(rc)); return err })
+	})
+	if err != nil {
 		return err
 	}
-	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, humanBytes(ix.Size), ix.Digest.Hex())
+	if c.asJSON {
+		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
+	}
+	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, progress.Size(ix.Size), ix.Digest.Hex())
 	return nil
-}
-
-// sourceDate is SOURCE_DATE_EPOCH as a time, or zero.
-func sourceDate() time.Time {
-	var n int64
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n >= 0 {
-			return time.Unix(n, 0).UTC()
-		}
-	}
-	return time.Time{}
-}
-
-// deltaSource is what the offline side already has.
-type deltaSource struct {
-	desc    string
-	base    string
-	bundles []string
-	have    map[verify.Digest]bool
-}
-
-// deltaBase reads the blobs of a previous bundle (--since, checked against
-// the signing key) or of an offline store's inventory (--have).
-func deltaBase(since, have string, key *openpgp.Entity) (*deltaSource, error) {
-	ds := &deltaSource{have: map[verify.Digest]bool{}}
-	if since != "" {
-		var rc io.ReadCloser
-		var err error
-		if bundle.IsSplitSet(since) {
-			rc, _, err = bundle.OpenSet(since, openpgp.EntityList{key})
-		} else {
-			rc, err = os.Open(since)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--since: %w", err)
-		}
-		defer rc.Close()
-		br, err := bundle.NewReader(rc, openpgp.EntityList{key})
-		if err != nil {
-			return nil, fmt.Errorf("--since %s: %w\nhint: --since takes a bundle signed by the same --sign-key", since, err)
-		}
-		defer br.Close()
-		pm := br.Manifest()
-		for _, b := range pm.Blobs {
-			ds.have[b.Digest] = true
-		}
-		ds.base = string(br.ID())
-		ds.desc = fmt.Sprintf("%s (bundle %s)", filepath.Base(since), br.ID().Short())
-		ds.bundles = append([]string{filepath.Base(since) + " (" + string(br.ID()) + ")"}, baseBundles(pm)...)
-		return ds, nil
-	}
-	b, err := os.ReadFile(have)
-	if err != nil {
-		return nil, fmt.Errorf("--have: %w", err)
-	}
-	var inv Inventory
-	if err := json.Unmarshal(b, &inv); err != nil {
-		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
-	}
-	for _, d := range inv.Blobs {
-		ds.have[d] = true
-	}
-	ds.base = "inventory"
-	ds.desc = fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(inv.Blobs))
-	for _, e := range inv.Imports {
-		ds.bundles = append(ds.bundles, string(e.Bundle))
-	}
-	return ds, nil
-}
-
-func baseBundles(m *bundle.Manifest) []string {
-	if m.Delta == nil {
-		return nil
-	}
-	return m.Delta.BaseBundles
-}
-
-// apply marks the blobs the base has as omitted and makes m a delta.
-func (ds *deltaSource) apply(m *bundle.Manifest) int {
-	n := 0
-	for i := range m.Blobs {
-		if ds.have[m.Blobs[i].Digest] {
-			m.Blobs[i].Omitted = true
-			n++
-		}
-	}
-	m.Delta = &bundle.Delta{Base: ds.base, BaseBundles: ds.bundles}
-	return n
-}
-
-// progressDisplay shows a live status line on a terminal (packages done of
-// total, bytes and rate, the downloads under way) and plain log lines
-// otherwise.
-type progressDisplay struct {
-	mu    sync.Mutex
-	w     *os.File
-	tty   bool
-	prog  *export.Progress
-	bytes *atomic.Int64
-	start time.Time
-	done  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func newProgressDisplay(w *os.File, prog *export.Progress, bytes *atomic.Int64) *progressDisplay {
-	d := &progressDisplay{w: w, tty: term.IsTerminal(int(w.Fd())), prog: prog, bytes: bytes, start: time.Now(), done: make(chan struct{})}
-	if d.tty {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			t := time.NewTicker(200 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-d.done:
-					return
-				case <-t.C:
-					d.mu.Lock()
-					d.draw()
-					d.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return d
-}
-
-func (d *progressDisplay) draw() {
-	total := d.prog.PackagesTotal.Load()
-	if total == 0 {
-		return
-	}
-	secs := time.Since(d.start).Seconds()
-	b := d.bytes.Load()
-	line := fmt.Sprintf("%d/%d packages  %s  %s/s", d.prog.PackagesDone.Load(), total, humanBytes(b), humanBytes(int64(float64(b)/max(secs, 0.001))))
-	if act := d.prog.Active(); len(act) > 0 {
-		line += "  ↓ " + dist.Printable(strings.Join(act, ", "))
-	}
-	if width, _, err := term.GetSize(int(d.w.Fd())); err == nil && width > 4 && len([]rune(line)) > width-1 {
-		line = string([]rune(line)[:width-2]) + "…"
-	}
-	fmt.Fprintf(d.w, "\r\033[K%s", line)
-}
-
-func (d *progressDisplay) logf(format string, a ...any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.tty {
-		fmt.Fprint(d.w, "\r\033[K")
-	}
-	fmt.Fprintln(d.w, dist.PrintableLines(fmt.Sprintf(format, a...)))
-	if d.tty {
-		d.draw()
-	}
-}
-
-func (d *progressDisplay) stop() {
-	close(d.done)
-	d.wg.Wait()
-	if d.tty {
-		fmt.Fprint(d.w, "\r\033[K")
-	}
 }

@@ -22,6 +22,10 @@
 // end instead of io.EOF, so a consumer that copies it learns of a bad blob
 // before it can commit anything.
 //
+// Open (open.go) opens a bundle file or split set and refuses, with
+// ErrNotBundle and what it looks like, a file that is not a bundle (a zip, a
+// PDF, text…); Check reads a whole bundle for 'airgap verify'.
+//
 // Sub-package store is the content-addressed directory bundles are imported
 // into. This package does not touch the filesystem except through the
 // file-path helpers, and does not talk to the network.

@@ -13,4 +13,6 @@ var (
 	ErrManifest = errors.New("invalid manifest")
 	// ErrTooNew: the bundle format is newer than this program.
 	ErrTooNew = errors.New("bundle format is newer than this airgap understands")
+	// ErrNotBundle: the file is something else (a zip, a PDF, text…).
+	ErrNotBundle = errors.New("not an airgap bundle")
 )

@@ -133,6 +133,12 @@ func ReadManifestDigest(r io.Reader) (verify.Digest, error) {
 // written as path.001…, and the index path.000 signed by signer. Parts are
 // written through temporary files; on failure none is left.
 func SplitFile(path string, size int64, signer *openpgp.Entity, at time.Time) (*PartsIndex, error) {
+	return SplitFileCounting(path, size, signer, at, io.Discard)
+}
+
+// SplitFileCounting is SplitFile that also copies the bundle's bytes to
+// count as it reads them (a progress.Counter, for a progress line).
+func SplitFileCounting(path string, size int64, signer *openpgp.Entity, at time.Time, count io.Writer) (*PartsIndex, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -156,7 +162,7 @@ func SplitFile(path string, size int64, signer *openpgp.Entity, at time.Time) (*
 			}
 		}
 	}()
-	src := io.TeeReader(f, whole)
+	src := io.TeeReader(f, io.MultiWriter(whole, count))
 	for i := 1; ; i++ {
 		if i > 999 {
 			return nil, fmt.Errorf("more than 999 parts: choose a larger --split size")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/airgap/airgap/dist"
 )
 
 // ClientConfigOptions configure WriteClientConfig.
@@ -26,8 +28,20 @@ func NormalizeBaseURL(u string) (string, error) {
 	return u, nil
 }
 
-// WriteClientConfig writes a CLI configuration file for every origin.
+// WriteClientConfig writes a CLI configuration file for every origin. It
+// writes nothing unless every option is valid (the whole document is built
+// first), so 'airgap client-config > terraform.rc' never leaves half a file's
+// worth of text behind.
 func WriteClientConfig(w io.Writer, opt ClientConfigOptions) error {
+	var b strings.Builder
+	if err := writeClientConfig(&b, opt); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	base, err := NormalizeBaseURL(opt.URL)
 	if err != nil {
 		return err
@@ -38,7 +52,8 @@ func WriteClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	}
 	envVar, file := "TF_CLI_CONFIG_FILE", "~/.terraformrc (Windows: %APPDATA%\\terraform.rc)"
 	if tool == "tofu" {
-		envVar, file = "TOFU_CLI_CONFIG_FILE", "~/.tofurc (Windows: %APPDATA%\\tofu.rc)"
+		// OpenTofu reads TF_CLI_CONFIG_FILE (not TOFU_CLI_CONFIG_FILE).
+		file = "~/.tofurc (Windows: %APPDATA%\\tofu.rc)"
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), "/")
 	if i := strings.Index(host, "/"); i >= 0 {
@@ -74,6 +89,9 @@ func WriteClientConfig(w io.Writer, opt ClientConfigOptions) error {
 			fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"modules.v1\" = %q\n  }\n}\n", o, base+"origin/"+o+"/v1/modules/")
 		}
 	default:
+		if s := dist.Suggest(opt.Mode, []string{"registry", "mirror"}); s != "" {
+			return fmt.Errorf("unknown --mode %q (want registry or mirror); did you mean %q?", opt.Mode, s)
+		}
 		return fmt.Errorf("unknown --mode %q (want registry or mirror)", opt.Mode)
 	}
 	return nil

@@ -32,6 +32,9 @@
 // small JSON answers. Its request loop is fuzzed (FuzzHTTPConn).
 //
 // The package also keeps TLS (tls.go: a built-in CA, ACME through certmagic,
-// or certificate files) and writes client configuration (clientconfig.go).
+// or certificate files; in local mode the certificates also cover the
+// machine's own names and addresses, tlsnames.go) and writes client
+// configuration (clientconfig.go; origins_client.go asks a running appliance
+// for its origins, with a hint per kind of failure).
 // It never writes to the store's content, only to its tls/ directory.
 package server

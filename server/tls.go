@@ -77,11 +77,16 @@ func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
 		if err != nil {
 			return nil, err
 		}
+		opt.Names = withMachineNames(opt.Names)
 		st, err := certmagicTLS(ctx, opt, ca)
 		if err != nil {
 			return nil, err
 		}
 		st.CAPEM = ca.PEM
+		if opt.Logger != nil {
+			opt.Logger.Info("local TLS certificates cover", "names", strings.Join(opt.Names, ","))
+		}
+		st.Config.GetCertificate = sniWatch(st.Config.GetCertificate, opt.Names, opt.Logger)
 		return st, nil
 	case TLSACME:
 		if opt.ACMECA == "" {

@@ -9,7 +9,10 @@
 //     way a check can fail into one of the sentinel errors in errors.go, with
 //     the key ID and fingerprint of the signer where the signature names one;
 //   - hash while copying (Digester), so a digest is never computed in a second
-//     pass over a file.
+//     pass over a file;
+//   - write key files (keyfiles.go), refusing an unprotected private key
+//     unless it was asked for, and read a passphrase from AIRGAP_PASSPHRASE
+//     or a terminal.
 //
 // It does not read bundles, touch the store, or talk to the network: callers
 // hand it bytes and readers.

@@ -20,4 +20,7 @@ var (
 	ErrSizeMismatch = errors.New("size mismatch")
 	// ErrNoKeys: a keyring file held no usable public key.
 	ErrNoKeys = errors.New("no public keys")
+	// ErrNoPassphrase: a private key would be written unprotected without
+	// anyone having asked for that.
+	ErrNoPassphrase = errors.New("no passphrase for the private key")
 )

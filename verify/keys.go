@@ -153,14 +153,15 @@ func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 
 // ReadKeyringFile is ReadKeyring on a file.
 func ReadKeyringFile(path string) (openpgp.EntityList, error) {
+	const hint = "\nhint: --keyring takes the exporting site's public key (PREFIX.pub.asc from 'airgap keygen'; several may be concatenated)"
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("keyring: %w%s", err, hint)
 	}
 	defer f.Close()
 	el, err := ReadKeyring(f)
 	if err != nil {
-		return nil, fmt.Errorf("keyring %s: %w", path, err)
+		return nil, fmt.Errorf("keyring %s: %w%s", path, err, hint)
 	}
 	return el, nil
 }

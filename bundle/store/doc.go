@@ -23,5 +23,7 @@
 //
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block
-// imports. This package does not serve HTTP and does not fetch anything.
+// imports. inventory.go renders the inventory and an import's result for
+// people and as JSON ('airgap inventory', 'airgap import --json'). This
+// package does not serve HTTP and does not fetch anything.
 package store

@@ -224,7 +224,7 @@ func cleanTmp(root string) (int, error) {
 // ReadInventory reads the index and lists the blobs present.
 func ReadInventory(root string) (*Index, []verify.Digest, error) {
 	if _, err := os.Stat(indexPath(root)); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s has no %s\nhint: import a bundle first, or check --store", ErrNoStore, root, indexName)
+		return nil, nil, fmt.Errorf("%w: %s has no %s\nhint: import a bundle first ('airgap import --keyring site.pub.asc --store %[2]s BUNDLE'), or check --store", ErrNoStore, root, indexName)
 	}
 	ix, err := readIndex(root)
 	if err != nil {

@@ -46,7 +46,7 @@ func identOf(fi os.FileInfo) fileIdent {
 func Open(root string) (*Store, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w\nhint: create it with 'airgap import --store %s BUNDLE'", root, err, root)
+		return nil, fmt.Errorf("store %s: %w\nhint: create it with 'airgap import --keyring site.pub.asc --store %s BUNDLE' (the keyring holds the exporting site's public key)", root, err, root)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("store %s: not a directory", root)

@@ -13,6 +13,13 @@
 // interrupted one is kept for resuming only while it can still become the
 // file (see download.go). Worst case on disk per download: the limit.
 //
+// spec.go reads the manifest against its full schema (unknown blocks,
+// attributes and platforms are errors at file:line:col with did-you-mean);
+// plan.go turns a run into the plan and summary that --dry-run and --json
+// print (a dry run fetches module archives too, so the plan lists module
+// dependencies); delta.go reads what the offline side already has; write.go
+// writes the finished export as a bundle through a temporary file.
+//
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or
 // tmp/ and are renamed under their digest only after every check passed.

@@ -95,6 +95,8 @@ type Result struct {
 	Manifest *bundle.Manifest
 	Files    map[verify.Digest]string // blob -> path in the cache
 	Plan     []string                 // what was resolved (also for --dry-run)
+	Planned  []PlanItem               // the same, for machines
+	Gaps     []string                 // requested platforms a provider version does not publish
 	Warnings []string
 	Bytes    int64 // downloaded this run
 	Cached   int   // packages found in the cache
@@ -305,12 +307,14 @@ func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.Pr
 					have = append(have, p)
 				} else {
 					e.opt.Log("notice: provider %s %s has no package for %s; skipping that platform", r.Addr, ver, p)
+					e.res.Gaps = append(e.res.Gaps, fmt.Sprintf("%s %s: %s", r.Addr, ver, p))
 				}
 			}
 			if len(have) == 0 {
 				return nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
 			}
 			e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s", r.Addr, ver, strings.Join(have, " ")))
+			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why})
 			for _, p := range have {
 				tasks = append(tasks, pkgTask{req: r, pv: pv, plat: p})
 			}
@@ -524,9 +528,15 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				return nil, nil, fmt.Errorf("module %s %s: %w", r.Addr, ver, err)
 			}
 			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
+			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
 			if e.opt.DryRun {
-				out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
-				continue
+				if e.req.NoDeps {
+					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+					continue
+				}
+				// The plan must list what the module needs, so a dry run
+				// fetches its archive (into the cache) to read it.
+				e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", r.Addr, ver)
 			}
 			mv, root, work, err := e.fetchModule(ctx, r.Addr, ver, loc)
 			if err != nil {

@@ -212,7 +212,7 @@ provider "hashicorp/random" {}`, nil, []string{"none of the requested platforms"
 		{"checksum mismatch", `provider "hashicorp/null" {}`, func() { in.Tamper.Store("terraform-provider-null_3.2.2_linux_amd64.zip") },
 			[]string{"null 3.2.2 linux_amd64", "digest mismatch", "does not match the signed SHA256SUMS"}},
 		{"unreachable host", `provider "unreachable.invalid/x/y" {}`, nil, []string{"unreachable.invalid"}},
-		{"bad manifest syntax", "provider \"hashicorp/random\" {\n  versions = \n}", nil, []string{"airgap.hcl:2,14", "Invalid expression"}},
+		{"bad manifest syntax", "provider \"hashicorp/random\" {\n  versions = \n}", nil, []string{"airgap.hcl:2:14", "Invalid expression"}},
 		{"unknown setting", "provider \"hashicorp/random\" {\n  verions = \"1\"\n}", nil, []string{"airgap.hcl:2", "verions"}},
 		{"s3 module", `module "example/vpc/aws" {}`, func() {
 			in.AddModule("registry.terraform.io", "example", "vpc", "aws", "9.0.0", "s3::https://s3.amazonaws.com/b/m.zip")

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/tfconfig"
@@ -49,7 +50,6 @@ type specFile struct {
 	Platforms []string       `hcl:"platforms,optional"`
 	Providers []specProvider `hcl:"provider,block"`
 	Modules   []specModule   `hcl:"module,block"`
-	Remain    hcl.Body       `hcl:",remain"`
 }
 
 type specProvider struct {
@@ -76,14 +76,41 @@ func rangeErr(r hcl.Range, format string, a ...any) error {
 	return fmt.Errorf("%s:%d:%d: %s", r.Filename, r.Start.Line, r.Start.Column, fmt.Sprintf(format, a...))
 }
 
-func checkPlatforms(ps []string, r hcl.Range) error {
+// checkPlatforms refuses platforms Go cannot build for (typos): an export
+// that skipped them would look successful and lack what the site needs.
+func checkPlatforms(ps []string, r *hcl.Range) error {
 	for _, p := range ps {
-		o, a, ok := strings.Cut(p, "_")
-		if !ok || !dist.ValidPlatformPart(o) || !dist.ValidPlatformPart(a) {
-			return rangeErr(r, "invalid platform %q: want os_arch, e.g. linux_amd64", p)
+		if err := dist.CheckPlatform(p); err != nil {
+			if r == nil {
+				return fmt.Errorf("--platform: %w", err)
+			}
+			return rangeErr(*r, "%v", err)
 		}
 	}
 	return nil
+}
+
+// CheckPlatforms checks --platform values before anything else runs.
+func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
+
+// diagErr turns HCL diagnostics into one error per line, each at
+// file:line:col, keeping HCL's own did-you-mean suggestions.
+func diagErr(diags hcl.Diagnostics) error {
+	var lines []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		l := d.Summary
+		if d.Detail != "" {
+			l += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			l = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, l)
+		}
+		lines = append(lines, l)
+	}
+	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms} and module \"SOURCE\" {versions, latest, all}", ErrManifest, strings.Join(lines, "\n"))
 }
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
@@ -94,16 +121,13 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	}
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, diagErr(diags)
 	}
+	// Without a remain field gohcl decodes against the full schema: unknown
+	// blocks and attributes are errors, with HCL's did-you-mean.
 	var sf specFile
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
-		return nil, diags
-	}
-	if attrs, _ := sf.Remain.JustAttributes(); len(attrs) > 0 {
-		for _, a := range attrs {
-			return nil, rangeErr(a.Range, "unknown setting %q (want platforms, provider and module blocks)", a.Name)
-		}
+		return nil, diagErr(diags)
 	}
 	req := &Request{Platforms: sf.Platforms}
 	if len(cliPlatforms) > 0 {
@@ -112,7 +136,11 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}
-	if err := checkPlatforms(req.Platforms, hcl.Range{Filename: path, Start: hcl.Pos{Line: 1, Column: 1}}); err != nil {
+	if len(cliPlatforms) > 0 {
+		if err := checkPlatforms(cliPlatforms, nil); err != nil {
+			return nil, err
+		}
+	} else if err := checkPlatforms(req.Platforms, platformsRange(f.Body)); err != nil {
 		return nil, err
 	}
 	for _, p := range sf.Providers {
@@ -121,7 +149,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			return nil, rangeErr(p.DefRange, "%v", err)
 		}
 		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line)}
-		if err := checkPlatforms(p.Platforms, p.DefRange); err != nil {
+		if err := checkPlatforms(p.Platforms, &p.DefRange); err != nil {
 			return nil, err
 		}
 		if p.Versions != nil && *p.Versions != "" {
@@ -163,6 +191,12 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 // its registry module calls, and .terraform.lock.hcl, whose versions are
 // exported exactly and whose hashes each package must match.
 func FromProject(dir string, platforms []string) (*Request, error) {
+	if err := checkPlatforms(platforms, nil); err != nil {
+		return nil, err
+	}
+	if err := hasTerraformFiles(dir); err != nil {
+		return nil, err
+	}
 	cfg, err := tfconfig.LoadTree(dir)
 	if err != nil {
 		return nil, err
@@ -238,3 +272,31 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 	}
 	return req, nil
 }
+
+// platformsRange is where the top-level platforms attribute is, for errors.
+func platformsRange(body hcl.Body) *hcl.Range {
+	r := hcl.Range{Filename: body.MissingItemRange().Filename, Start: hcl.Pos{Line: 1, Column: 1}}
+	if sb, ok := body.(*hclsyntax.Body); ok && sb.Attributes["platforms"] != nil {
+		r = sb.Attributes["platforms"].SrcRange
+	}
+	return &r
+}
+
+// hasTerraformFiles refuses a --from directory with no .tf or .tf.json file
+// (a wrong path would otherwise export nothing and look successful).
+func hasTerraformFiles(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() && (strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s has no .tf or .tf.json file\nhint: --from takes the directory of a Terraform/OpenTofu project (where you run 'terraform init')", ErrNoConfig, dir)
+}
+
+// Empty reports whether the request asks for nothing at all.
+func (r *Request) Empty() bool { return len(r.Providers) == 0 && len(r.Modules) == 0 }

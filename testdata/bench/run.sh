@@ -139,7 +139,7 @@ row "package download $((BIG>>20)) MiB, MiB/s" "$as" "$ns" "$(ratio "$as" "$ns")
 kill "$(cat "$W/nginx.pid")"; rm -f "$W/nginx.pid"
 
 # ---------------------------------------------------------------- 3: export
-"$AG" keygen --out "$W/keys/site" --bits 3072 > /dev/null
+"$AG" keygen --out "$W/keys/site" --bits 3072 --no-passphrase > /dev/null
 : > "$W/empty.tfrc"
 export_bench() { # label rate
   echo "== 3: export $EXP_N providers x 3 platforms x $((EXP_SIZE>>20)) MiB, $1 (airgap export vs terraform providers mirror)"

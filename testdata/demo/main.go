@@ -80,7 +80,7 @@ func main() {
 	os.WriteFile(filepath.Join(d, "airgap.hcl"), []byte(manifest), 0o644)
 
 	step("connected side: keygen and export")
-	run(nil, *bin, "keygen", "--out", "keys/site", "--name", "Demo Site <ops@demo.test>")
+	run(nil, *bin, "keygen", "--out", "keys/site", "--name", "Demo Site <ops@demo.test>", "--no-passphrase")
 	run(append(online, "SOURCE_DATE_EPOCH=1767225600"), *bin, "export", "--manifest", "airgap.hcl",
 		"--sign-key", "keys/site.key.asc", "--out", "site.bundle", "--cache", "cache")
 	t.Close()

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// Inventory is the JSON 'airgap inventory --json' prints, and what
+// 'airgap export --have' reads back: the index and every blob present.
+type Inventory struct {
+	Index
+	Blobs []verify.Digest `json:"blobs"`
+}
+
+// LoadInventory reads the inventory of the store at root.
+func LoadInventory(root string) (*Inventory, error) {
+	ix, blobs, err := ReadInventory(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Inventory{Index: *ix, Blobs: blobs}, nil
+}
+
+// WriteText prints the inventory for people: providers with their
+// platforms, modules, and the import history.
+func (inv *Inventory) WriteText(out io.Writer, root string) {
+	// Addresses, versions, sources and signers come from bundles and
+	// registries: everything is escaped on the way to the terminal.
+	var w strings.Builder
+	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	ix := &inv.Index
+	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n\nProviders:\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
+	for _, p := range ix.Catalog.Providers {
+		plats := make([]string, 0, len(p.Packages))
+		for _, pk := range p.Packages {
+			plats = append(plats, pk.Platform())
+		}
+		signed := ""
+		if p.SiteSigned {
+			signed = " (re-signed by the site key)"
+		}
+		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
+	}
+	fmt.Fprintln(&w, "\nModules:")
+	for _, m := range ix.Catalog.Modules {
+		fmt.Fprintf(&w, "  %-50s %-10s %s\n", m.Addr(), m.Version, m.Source)
+	}
+	fmt.Fprintln(&w, "\nImported bundles:")
+	for _, e := range ix.Imports {
+		kind := ""
+		if e.Delta {
+			kind = " delta"
+		}
+		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, e.Signer.Fingerprint, e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added))
+	}
+}
+
+// ImportReport is 'airgap import --json': what was added and what the store
+// already had.
+type ImportReport struct {
+	OK          bool          `json:"ok"`
+	File        string        `json:"file"`
+	Bundle      verify.Digest `json:"bundle,omitempty"`
+	Signer      verify.Signer `json:"signer"`
+	Delta       bool          `json:"delta"`
+	Unchanged   bool          `json:"unchanged"`
+	Added       []string      `json:"added"`
+	BlobsAdded  int           `json:"blobs_added"`
+	BytesAdded  int64         `json:"bytes_added"`
+	BlobsShared int           `json:"blobs_already_present"`
+	Cleaned     int           `json:"leftovers_removed"`
+}
+
+// Report turns the result into the JSON report.
+func (r *ImportResult) Report(file string) ImportReport {
+	added := r.Added
+	if added == nil {
+		added = []string{}
+	}
+	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
+		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned}
+}
+
+// WriteText prints the result for people.
+func (r *ImportResult) WriteText(out io.Writer) {
+	var w strings.Builder
+	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	if r.Cleaned > 0 {
+		fmt.Fprintf(&w, "removed %d leftover(s) of an interrupted import\n", r.Cleaned)
+	}
+	if r.Unchanged {
+		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), r.Signer)
+		return
+	}
+	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
+		r.Bundle.Short(), r.Signer, r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
+	if len(r.Added) == 0 {
+		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
+	}
+	for _, a := range r.Added {
+		fmt.Fprintln(&w, "  added", a)
+	}
+}

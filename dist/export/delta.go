@@ -1,0 +1,95 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
+)
+
+// MaxHaveSize bounds the 'airgap inventory --json' document --have reads
+// (about 80 bytes per blob: over three million blobs; the set of digests it
+// becomes takes at most about 500 MiB).
+const MaxHaveSize = 256 << 20
+
+// DeltaBase is what the offline side already has: the blobs of a previous
+// bundle (--since) or of an offline store's inventory (--have).
+type DeltaBase struct {
+	Desc    string // for messages
+	base    string
+	bundles []string
+	have    map[verify.Digest]bool
+}
+
+// ReadDeltaBase reads the blobs of a previous bundle (since, which must be
+// signed by key) or of an offline store's inventory (have). Only the
+// previous bundle's manifest is read, not its blobs.
+func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) {
+	if since != "" {
+		return readSince(since, key)
+	}
+	f, err := os.Open(have)
+	if err != nil {
+		return nil, fmt.Errorf("--have: %w", err)
+	}
+	defer f.Close()
+	var inv store.Inventory
+	if err := json.NewDecoder(io.LimitReader(f, MaxHaveSize)).Decode(&inv); err != nil {
+		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
+	}
+	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory",
+		Desc: fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(inv.Blobs))}
+	for _, d := range inv.Blobs {
+		ds.have[d] = true
+	}
+	for _, e := range inv.Imports {
+		ds.bundles = append(ds.bundles, string(e.Bundle))
+	}
+	return ds, nil
+}
+
+func readSince(since string, key *openpgp.Entity) (*DeltaBase, error) {
+	kr := openpgp.EntityList{key}
+	rc, err := bundle.Open(since, kr)
+	if err != nil {
+		return nil, fmt.Errorf("--since: %w", err)
+	}
+	defer rc.Close()
+	br, err := bundle.NewReader(rc, kr)
+	if err != nil {
+		return nil, fmt.Errorf("--since %s: %w\nhint: --since takes a bundle signed by the same --sign-key", since, err)
+	}
+	defer br.Close()
+	pm := br.Manifest()
+	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: string(br.ID()),
+		Desc:    fmt.Sprintf("%s (bundle %s)", filepath.Base(since), br.ID().Short()),
+		bundles: []string{filepath.Base(since) + " (" + string(br.ID()) + ")"}}
+	for _, b := range pm.Blobs {
+		ds.have[b.Digest] = true
+	}
+	if pm.Delta != nil {
+		ds.bundles = append(ds.bundles, pm.Delta.BaseBundles...)
+	}
+	return ds, nil
+}
+
+// Apply marks the blobs the base has as omitted, makes m a delta, and
+// returns how many blobs it omitted.
+func (ds *DeltaBase) Apply(m *bundle.Manifest) int {
+	n := 0
+	for i := range m.Blobs {
+		if ds.have[m.Blobs[i].Digest] {
+			m.Blobs[i].Omitted = true
+			n++
+		}
+	}
+	m.Delta = &bundle.Delta{Base: ds.base, BaseBundles: ds.bundles}
+	return n
+}

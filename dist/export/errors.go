@@ -1,0 +1,14 @@
+package export
+
+import "errors"
+
+// Sentinel errors; wrapped with context where they are returned.
+var (
+	// ErrManifest: the export manifest has an unknown block, attribute or
+	// value (each reported at file:line:col).
+	ErrManifest = errors.New("invalid export manifest")
+	// ErrNoConfig: --from names a directory without Terraform files.
+	ErrNoConfig = errors.New("no Terraform configuration")
+	// ErrEmpty: the request resolves to nothing (refused unless allowed).
+	ErrEmpty = errors.New("nothing to export")
+)

@@ -1,0 +1,128 @@
+package export
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// PlanItem is one resolved provider or module version of an export plan
+// ('airgap export --dry-run --json').
+type PlanItem struct {
+	Kind      string   `json:"kind"` // provider or module
+	Address   string   `json:"address"`
+	Version   string   `json:"version"`
+	Platforms []string `json:"platforms,omitempty"`
+	Source    string   `json:"source,omitempty"` // modules: where the archive comes from
+	Why       string   `json:"requested_by,omitempty"`
+}
+
+// Status is a progress status function for an export: packages done of
+// total, bytes received and rate, the downloads under way.
+func (p *Progress) Status(received func() int64) func(time.Duration) string {
+	return func(el time.Duration) string {
+		total := p.PackagesTotal.Load()
+		if total == 0 {
+			return ""
+		}
+		b := received()
+		line := fmt.Sprintf("%d/%d packages  %s  %s/s", p.PackagesDone.Load(), total, human(b), human(int64(float64(b)/max(el.Seconds(), 0.001))))
+		if act := p.Active(); len(act) > 0 {
+			line += "  ↓ " + dist.Printable(strings.Join(act, ", "))
+		}
+		return line
+	}
+}
+
+// Summary is what an export did ('airgap export --json'; for --dry-run,
+// the plan).
+type Summary struct {
+	DryRun     bool       `json:"dry_run"`
+	Out        string     `json:"out,omitempty"`
+	Size       int64      `json:"size,omitempty"`
+	Plan       []PlanItem `json:"plan"`
+	Providers  int        `json:"provider_versions"`
+	Modules    int        `json:"module_versions"`
+	Blobs      int        `json:"blobs"`
+	BlobBytes  int64      `json:"blob_bytes"`
+	Downloaded int64      `json:"downloaded_bytes"`
+	Cached     int        `json:"packages_from_cache"`
+	Seconds    float64    `json:"seconds"`
+	Delta      string     `json:"delta_base,omitempty"`
+	Omitted    int        `json:"blobs_omitted,omitempty"`
+	Gaps       []string   `json:"platform_gaps"`
+	Warnings   []string   `json:"warnings"`
+}
+
+// Summarize fills a Summary from a finished (or dry) run.
+func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
+	s := &Summary{DryRun: dryRun, Plan: r.Planned, Downloaded: r.Bytes, Cached: r.Cached,
+		Seconds: elapsed.Round(time.Millisecond).Seconds(), Gaps: r.Gaps, Warnings: r.Warnings}
+	if s.Plan == nil {
+		s.Plan = []PlanItem{}
+	}
+	if s.Gaps == nil {
+		s.Gaps = []string{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	if m := r.Manifest; m != nil {
+		s.Providers, s.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
+		s.Blobs, s.BlobBytes = m.Totals()
+	}
+	return s
+}
+
+// Text is the summary for people.
+func (s *Summary) Text() string {
+	var b strings.Builder
+	if s.DryRun {
+		fmt.Fprintf(&b, "plan (%d provider versions, %d module versions; no provider package downloaded):\n", s.Providers, s.Modules)
+		for _, p := range s.Plan {
+			if p.Kind == "provider" {
+				fmt.Fprintf(&b, "  provider %s %s: %s\n", p.Address, p.Version, strings.Join(p.Platforms, " "))
+			} else {
+				fmt.Fprintf(&b, "  module %s %s: %s\n", p.Address, p.Version, p.Source)
+			}
+		}
+	} else {
+		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",
+			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
+	}
+	if len(s.Gaps) > 0 {
+		fmt.Fprintf(&b, "requested platforms the provider does not publish, so not carried (%d):\n", len(s.Gaps))
+		for _, g := range s.Gaps {
+			fmt.Fprintf(&b, "  %s\n", g)
+		}
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	// Addresses, versions, sources and warnings come from registries and
+	// manifests: escape what could drive the terminal.
+	return dist.PrintableLines(b.String())
+}
+
+// LoadRequest reads what to export from a manifest or (when manifest is "")
+// a project directory. A request for nothing is refused with ErrEmpty
+// unless allowEmpty: a bundle with nothing in it is found out only on the
+// other side of the gap.
+func LoadRequest(manifest, from string, platforms []string, allowEmpty bool) (*Request, error) {
+	var req *Request
+	var err error
+	if manifest != "" {
+		req, err = ParseSpec(manifest, platforms)
+	} else {
+		req, err = FromProject(from, platforms)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.Empty() && !allowEmpty {
+		return nil, fmt.Errorf("%w: %s%s asks for no provider and no module\nhint: add provider or module blocks (or required_providers to the project), or pass --allow-empty to write an empty bundle on purpose", ErrEmpty, manifest, from)
+	}
+	return req, nil
+}

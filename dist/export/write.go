@@ -1,0 +1,78 @@
+package export
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle"
+)
+
+// WriteOptions say how WriteBundle writes a finished export.
+type WriteOptions struct {
+	Out         string
+	Key         *openpgp.Entity
+	Tool        string // recorded in the manifest, e.g. "airgap 1.2.3"
+	Compression bundle.Compression
+	ModTime     time.Time  // zero: now; SOURCE_DATE_EPOCH for reproducible bundles
+	Delta       *DeltaBase // make a delta against what the offline side has (ReadDeltaBase)
+	SplitSize   int64      // > 0: split into volumes and remove the whole file
+	Log         func(format string, a ...any)
+}
+
+// WriteBundle writes res as a signed bundle (a delta if asked) through a
+// temporary file, so no partial bundle is ever left, splits it if asked, and
+// completes sum. It returns the parts index when it split.
+func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsIndex, error) {
+	m := res.Manifest
+	m.Tool = opt.Tool
+	if !opt.ModTime.IsZero() {
+		m.Created = &opt.ModTime
+	}
+	if base := opt.Delta; base != nil {
+		sum.Omitted, sum.Delta = base.Apply(m), base.Desc
+		opt.Log("delta against %s: %d of %d blobs are already on the offline side and are not carried", base.Desc, sum.Omitted, len(m.Blobs))
+	}
+	err := bundle.CreateAtomic(opt.Out, func(f *os.File) error {
+		bw, err := bundle.NewWriter(f, m, opt.Key, bundle.WriterOptions{Compression: opt.Compression, ModTime: opt.ModTime})
+		if err != nil {
+			return err
+		}
+		if err := bw.WriteFiles(res.Files); err != nil {
+			return err
+		}
+		return bw.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(opt.Out)
+	if err != nil {
+		return nil, err
+	}
+	sum.Out, sum.Size = opt.Out, fi.Size()
+	sum.Blobs, sum.BlobBytes = m.Totals()
+	if opt.SplitSize <= 0 {
+		return nil, nil
+	}
+	ix, err := bundle.SplitFile(opt.Out, opt.SplitSize, opt.Key, opt.ModTime)
+	if err != nil {
+		return nil, fmt.Errorf("splitting %s: %w (the whole bundle is kept)", opt.Out, err)
+	}
+	return ix, os.Remove(opt.Out)
+}
+
+// CacheDir is dir, or the user cache dir's airgap folder when dir is "".
+func CacheDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no user cache dir (%v)\nhint: pass --cache DIR", err)
+	}
+	return filepath.Join(d, "airgap"), nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// verbHelp is what 'airgap help VERB' prints besides the flags.
+type verbHelp struct {
+	usage    string   // arguments after the verb
+	about    string   // what it does, two lines
+	env      []string // environment variables it reads
+	examples []string
+}
+
+var helps = map[string]verbHelp{
+	"keygen": {"--out PREFIX [--name \"NAME <EMAIL>\"] [--no-passphrase]",
+		"Creates the site's OpenPGP signing key (RSA): PREFIX.key.asc stays on the connected\nside and signs bundles; PREFIX.pub.asc goes into the offline side's keyring.",
+		[]string{"AIRGAP_PASSPHRASE  passphrase for the private key when there is no terminal"},
+		[]string{"airgap keygen --out keys/site --name \"Site Ops <ops@site.example>\"",
+			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
+			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"}},
+	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]",
+		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.",
+		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
+			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
+			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  registry credentials, as Terraform reads them",
+			"HTTPS_PROXY, NO_PROXY  proxy for registry requests"},
+		[]string{"airgap export --manifest airgap.hcl --dry-run --json",
+			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
+			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd"}},
+	"verify": {"--keyring FILE BUNDLE",
+		"Checks a bundle's signature and every blob's digest without writing anything; any part\nof a split set names the whole set. For the transfer station.",
+		nil,
+		[]string{"airgap verify --keyring site.pub.asc site.bundle",
+			"airgap verify --keyring site.pub.asc --json site.bundle.001"}},
+	"import": {"--keyring FILE --store DIR BUNDLE",
+		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\nall or nothing; a running 'airgap serve' picks it up within 2 s.",
+		nil,
+		[]string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001"}},
+	"inventory": {"--store DIR [--json]",
+		"Lists the provider and module versions a store serves and the bundles imported into it;\n--json is what 'airgap export --have' reads to make a delta.",
+		nil,
+		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json"}},
+	"serve": {"--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
+		"Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
+		[]string{"GOGC  Go's collector setting (default here 400)"},
+		[]string{"airgap serve --store /srv/airgap --listen :8443 --hostname airgap.site.example",
+			"airgap serve --store /srv/airgap --tls files --cert chain.pem --key key.pem"}},
+	"ca": {"--store DIR",
+		"Prints the built-in CA certificate (PEM) on stdout and its SHA-256 fingerprint on stderr,\nfor the clients to trust.",
+		nil,
+		[]string{"airgap ca --store /srv/airgap > airgap-ca.pem"}},
+	"client-config": {"--url https://HOST:PORT/ [--store DIR] [--tool terraform|tofu] [--mode registry|mirror]",
+		"Prints a terraform/tofu CLI configuration that sends every origin registry to the\nappliance; set TF_CLI_CONFIG_FILE to the file (terraform and tofu both read it).",
+		[]string{"SSL_CERT_FILE  CA bundle used to reach --url (Linux)"},
+		[]string{"airgap client-config --url https://airgap.site.example:8443/ > terraform.rc",
+			"airgap client-config --url https://airgap.site.example:8443/ --store /srv/airgap --tool tofu > tofu.rc"}},
+	"split": {"--size SIZE --sign-key KEY BUNDLE",
+		"Splits a bundle into volumes for media with a size limit: BUNDLE.000 (the signed index)\nand BUNDLE.001, .002, …; the bundle itself is kept.",
+		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
+			"SOURCE_DATE_EPOCH  timestamp of the index"},
+		[]string{"airgap split --size dvd --sign-key keys/site.key.asc site.bundle",
+			"airgap split --size 700MB --sign-key keys/site.key.asc --json site.bundle"}},
+	"join": {"--keyring FILE --out BUNDLE PART",
+		"Checks every part of a split set against its signed index and joins them into one\nbundle file (written atomically; the parts are not changed).",
+		nil,
+		[]string{"airgap join --keyring site.pub.asc --out site.bundle site.bundle.000"}},
+}
+
+const exitCodes = "Exit codes:\n  0  done\n  1  failed (the message says why and what to do; nothing was left half-written)\n  2  wrong command line (nothing was done)\n"
+
+// topLevel handles what comes before a verb: no arguments, --help,
+// --version, 'help [VERB]' and unknown verbs. done is false when args[0]
+// is a verb to run.
+func topLevel(args []string, vs map[string]verb) (code int, done bool) {
+	switch {
+	case len(args) == 0 || args[0] == "-h" || args[0] == "--help":
+		usage(os.Stdout, vs)
+		return 0, true
+	case args[0] == "--version" || args[0] == "version":
+		fmt.Println("airgap", Version)
+		return 0, true
+	case args[0] == "help" && len(args) == 1:
+		usage(os.Stdout, vs)
+		return 0, true
+	case args[0] == "help":
+		if v, ok := vs[args[1]]; ok {
+			printVerbHelp(os.Stdout, args[1], v)
+			return 0, true
+		}
+		fmt.Fprintf(os.Stderr, "airgap help: no command %q%s\nhint: run 'airgap help' for the list\n", args[1], didYouMean(args[1], vs))
+		return 2, true
+	}
+	if _, ok := vs[args[0]]; !ok {
+		fmt.Fprintf(os.Stderr, "airgap: unknown command %q%s\nhint: run 'airgap help' for the list\n", args[0], didYouMean(args[0], vs))
+		return 2, true
+	}
+	return 0, false
+}
+
+func didYouMean(word string, vs map[string]verb) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	if s := dist.Suggest(word, names); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
+}
+
+// checkDashes catches Terraform-style single-dash long flags (-json), which
+// pflag would read as a bundle of one-letter flags.
+func checkDashes(args []string, fs *pflag.FlagSet) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if fs.Lookup(name) != nil {
+			return usageError{fmt.Sprintf("%s: long flags take two dashes\nhint: use -%s", a, a)}
+		}
+		return usageError{fmt.Sprintf("unknown flag %s (airgap's flags take two dashes, e.g. --%s)", a, name)}
+	}
+	return nil
+}
+
+// suggestFlag adds the nearest flag name to pflag's "unknown flag: --x".
+func suggestFlag(err error, fs *pflag.FlagSet) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := dist.Suggest(name, names); s != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, s)
+	}
+	return err
+}
+
+func usage(w io.Writer, vs map[string]verb) {
+	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+	}
+	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
+}
+
+func printVerbHelp(w io.Writer, name string, v verb) {
+	h, ok := helps[name]
+	if !ok {
+		h = verbHelp{usage: "[flags]", about: v.synopsis()}
+	}
+	fmt.Fprintf(w, "Usage: airgap %s %s\n\n%s\n\nFlags:\n%s", name, h.usage, h.about, v.flags().FlagUsages())
+	if len(h.env) > 0 {
+		fmt.Fprintf(w, "\nEnvironment:\n  %s\n", strings.Join(h.env, "\n  "))
+	}
+	if len(h.examples) > 0 {
+		fmt.Fprintf(w, "\nExamples:\n  %s\n", strings.Join(h.examples, "\n  "))
+	}
+	fmt.Fprintf(w, "\n%s", exitCodes)
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+	"time"
+)
+
+// FetchOrigins asks a running appliance (base ends in "/") which origin
+// registries it serves, for 'airgap client-config --url'. Each kind of
+// failure gets its own hint: nothing listening, a name that does not
+// resolve, a certificate the client does not trust or that does not name
+// the host, a timeout, an HTTP error. The answer is bounded to 1 MiB.
+func FetchOrigins(base string) (*OriginsDoc, error) {
+	cl := &http.Client{Timeout: 15 * time.Second}
+	resp, err := cl.Get(base + "airgap/v1/origins")
+	if err != nil {
+		return nil, fmt.Errorf("asking the appliance at %s for its origins: %w\nhint: %s", base, unwrapURL(err), reachHint(err, base))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("asking the appliance at %s for its origins: HTTP %s\nhint: is %s an airgap appliance (airgap serve)? A proxy or another server may be answering; or pass --store DIR on the appliance itself", base, resp.Status, base)
+	}
+	var doc OriginsDoc
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("reading the appliance's origins from %s: %w\nhint: the answer is not airgap's; check --url", base, err)
+	}
+	return &doc, nil
+}
+
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// reachHint says what to do about a failed request to the appliance.
+func reachHint(err error, base string) string {
+	var dnsErr *net.DNSError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var certInvalid x509.CertificateInvalidError
+	var recordErr tls.RecordHeaderError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing is listening there: start it with 'airgap serve --store DIR --listen :PORT', check the port in --url, or pass --store DIR to read the origins from the store instead"
+	case errors.As(err, &dnsErr):
+		return "the host name in --url does not resolve: check its spelling and this machine's DNS, or use the appliance's IP address"
+	case errors.As(err, &unknownCA):
+		return "this machine does not trust the appliance's CA: get it with 'airgap ca --store DIR' (or " + base + "ca.pem), compare the fingerprint, and set SSL_CERT_FILE to it"
+	case errors.As(err, &hostErr):
+		return "the appliance's certificate does not name the host in --url: restart it with 'airgap serve --hostname NAME' for the name clients use"
+	case errors.As(err, &certInvalid):
+		return "the appliance's certificate is not valid (expired, or not yet valid): check the clocks of both machines"
+	case errors.As(err, &recordErr):
+		return "the server did not answer TLS: is it plain HTTP, or another service on that port?"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "no answer in 15 s: a firewall may drop the connection; check the address and port in --url"
+	}
+	return "check --url, or pass --store DIR to read the origins from the store instead"
+}
