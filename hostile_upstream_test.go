@@ -10,6 +10,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -82,7 +83,7 @@ func TestEndlessDownload(t *testing.T) {
 	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
 		"--cache", "cache", "--out", "b.bundle", "--max-package-size", "2MiB")
 	t.Logf("export against an endless stream: %v after %s, %d request(s), %s sent by the server\n%s",
-		err, time.Since(start).Round(time.Millisecond), endless.Requests.Load(), humanBytes(endless.Sent.Load()), out)
+		err, time.Since(start).Round(time.Millisecond), endless.Requests.Load(), progress.Size(endless.Sent.Load()), out)
 	if exitCode(err) != 1 {
 		t.Fatalf("exit code %d, want 1", exitCode(err))
 	}
