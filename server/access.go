@@ -244,14 +244,14 @@ func (t *TrustedProxies) Set(list []string) error {
 		if strings.Contains(s, "/") {
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
-				return fmt.Errorf("%w: trusted-proxy %q: %v", ErrConfig, s, err)
+				return fmt.Errorf("%q: %v", s, err)
 			}
 			ps = append(ps, p.Masked())
 			continue
 		}
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return fmt.Errorf("%w: trusted-proxy %q: not an IP address or CIDR prefix", ErrConfig, s)
+			return fmt.Errorf("%q is not an IP address or CIDR prefix", s)
 		}
 		a = a.Unmap()
 		ps = append(ps, netip.PrefixFrom(a, a.BitLen()))

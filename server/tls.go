@@ -56,6 +56,11 @@ type TLSSetup struct {
 	Config *tls.Config
 	CAPEM  []byte // the local CA certificate (local mode only)
 	stop   func()
+	// for reloads (reload.go)
+	magic *certmagic.Config
+	cache *certmagic.Cache
+	names []string
+	files *reloader
 }
 
 // Stop ends certificate maintenance.
@@ -129,7 +134,7 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 	}
 	tc := cfg.TLSConfig()
 	tc.MinVersion = tls.VersionTLS12
-	return &TLSSetup{Config: tc, stop: cache.Stop}, nil
+	return &TLSSetup{Config: tc, stop: cache.Stop, magic: cfg, cache: cache, names: opt.Names}, nil
 }
 
 func firstDNSName(names []string) string {
@@ -329,7 +334,7 @@ func filesTLS(opt TLSOptions) (*TLSSetup, error) {
 	if _, err := r.get(); err != nil {
 		return nil, err
 	}
-	return &TLSSetup{Config: &tls.Config{
+	return &TLSSetup{files: r, Config: &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
@@ -352,16 +357,12 @@ func (r *reloader) get() (*tls.Certificate, error) {
 		return r.cur, nil
 	}
 	r.checked = time.Now()
-	stamp := ""
-	for _, p := range []string{r.cert, r.key} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			if r.cur != nil {
-				return r.cur, nil
-			}
-			return nil, err
+	stamp, err := fileStamp(r.cert, r.key)
+	if err != nil {
+		if r.cur != nil {
+			return r.cur, nil
 		}
-		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+		return nil, err
 	}
 	if stamp == r.stamp && r.cur != nil {
 		return r.cur, nil
@@ -381,4 +382,17 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	}
 	r.cur, r.stamp = &c, stamp
 	return r.cur, nil
+}
+
+// fileStamp identifies the versions of files by modification time and size.
+func fileStamp(paths ...string) (string, error) {
+	stamp := ""
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	return stamp, nil
 }
