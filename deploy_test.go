@@ -501,3 +501,132 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatalf("server/deploy/serve.hcl does not validate: %v\n%s", err, out)
 	}
 }
+
+// containerfile reads server/deploy/Containerfile into instructions of the
+// final stage (continuation lines joined, comments dropped).
+func containerfile(t *testing.T) (stages []string, final map[string][]string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("server", "deploy", "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	cur := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		if s, ok := strings.CutSuffix(l, "\\"); ok {
+			cur += s
+			continue
+		}
+		cur += l
+		if strings.TrimSpace(cur) != "" {
+			lines = append(lines, strings.TrimSpace(cur))
+		}
+		cur = ""
+	}
+	for _, l := range lines {
+		ins, rest, _ := strings.Cut(l, " ")
+		ins = strings.ToUpper(ins)
+		if ins == "FROM" {
+			stages = append(stages, rest)
+			final = map[string][]string{}
+		}
+		final[ins] = append(final[ins], strings.TrimSpace(rest))
+	}
+	return stages, final
+}
+
+// execForm parses a JSON-array instruction argument.
+func execForm(t *testing.T, what, s string) []string {
+	t.Helper()
+	var out []string
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		t.Fatalf("%s is not in exec (JSON array) form: %s", what, s)
+	}
+	return out
+}
+
+// TestContainerfile checks the container recipe as far as it can be
+// without a container engine (none runs here or in CI): a static binary
+// on scratch, a non-root user, the store as a volume, and an ENTRYPOINT,
+// CMD, ENV and HEALTHCHECK that work together, run with the real binary
+// (paths mapped to a test store, the port to a free one).
+func TestContainerfile(t *testing.T) {
+	stages, final := containerfile(t)
+	if len(stages) != 2 || !strings.Contains(stages[0], " AS build") || stages[1] != "scratch" {
+		t.Fatalf("want a build stage and a scratch stage, got %q", stages)
+	}
+	if u := final["USER"]; len(u) != 1 || strings.HasPrefix(u[0], "0") || strings.HasPrefix(u[0], "root") {
+		t.Errorf("USER %q: must be one non-root numeric user (scratch has no /etc/passwd)", u)
+	}
+	if v := final["VOLUME"]; len(v) != 1 || !strings.Contains(v[0], `"/store"`) {
+		t.Errorf("VOLUME %q", v)
+	}
+	raw, _ := os.ReadFile(filepath.Join("server", "deploy", "Containerfile"))
+	if !bytes.Contains(raw, []byte("RUN CGO_ENABLED=0 go build -trimpath")) {
+		t.Error("the binary is not built static (CGO_ENABLED=0)")
+	}
+	hc := final["HEALTHCHECK"]
+	if len(hc) != 1 {
+		t.Fatalf("HEALTHCHECK %q", hc)
+	}
+	_, hcCmd, ok := strings.Cut(hc[0], "CMD ")
+	if !ok {
+		t.Fatalf("HEALTHCHECK without CMD: %s", hc[0])
+	}
+	entry := execForm(t, "ENTRYPOINT", final["ENTRYPOINT"][0])
+	cmdArgs := execForm(t, "CMD", final["CMD"][0])
+	probe := execForm(t, "HEALTHCHECK CMD", hcCmd)
+
+	root, _, _ := opsStore(t)
+	port := fmt.Sprint(freePort(t))
+	mapArg := func(a string) string {
+		a = strings.ReplaceAll(a, "/store", root)
+		return strings.ReplaceAll(a, "8443", port)
+	}
+	var env []string
+	for _, e := range final["ENV"] {
+		k, v, _ := strings.Cut(e, "=")
+		env = append(env, k+"="+mapArg(v))
+	}
+	argv := append(append([]string{}, entry...), cmdArgs...)
+	if argv[0] != "/airgap" || probe[0] != "/airgap" {
+		t.Fatalf("ENTRYPOINT/HEALTHCHECK do not run /airgap: %q %q", argv, probe)
+	}
+	for i := range argv {
+		argv[i] = mapArg(argv[i])
+	}
+	for i := range probe {
+		probe[i] = mapArg(probe[i])
+	}
+	srv := exec.Command(airgapBin, argv[1:]...)
+	srv.Env = append(baseEnv(), env...)
+	logs := &lockedBuffer{}
+	srv.Stdout, srv.Stderr = logs, logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+		if t.Failed() {
+			t.Logf("serve log:\n%s", logs.String())
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := cmdRun(t, "", nil, airgapBin, probe[1:]...)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the HEALTHCHECK command never succeeded against the container's command: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), `"msg":"serving"`) {
+		t.Errorf("the container's CMD does not log JSON:\n%s", logs.String())
+	}
+}
