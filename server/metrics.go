@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,20 @@ type Metrics struct {
 	open      prometheus.Gauge
 	accepted  prometheus.Counter
 	conns     sync.Map // net.Conn -> struct{}: counted as open
+	// kinds holds each endpoint kind's series, resolved once, so a request
+	// costs no label hashing (read-only after NewMetrics).
+	kinds map[string]*kindSeries
 }
+
+type kindSeries struct {
+	duration prometheus.Observer
+	bytes    prometheus.Counter
+	codes    [600]atomic.Pointer[prometheus.Counter] // by status code
+}
+
+// allKinds lists the endpoint kinds (the "kind" label's values).
+var allKinds = []string{KindDiscovery, KindProviderVersions, KindProviderDownload, KindModuleVersions, KindModuleDownload,
+	KindMirrorIndex, KindMirrorVersion, KindBlob, KindArchive, KindHealthz, KindCA, KindOrigins, KindMetrics, KindOther}
 
 // NewMetrics registers the metrics.
 func NewMetrics(opt MetricsOptions) *Metrics {
@@ -77,14 +91,31 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 		Name: "airgap_build_info", Help: "Always 1; the version label is the airgap version.",
 		ConstLabels: prometheus.Labels{"version": opt.Version},
 	}, func() float64 { return 1 }))
+	m.kinds = map[string]*kindSeries{}
+	for _, k := range allKinds {
+		m.kinds[k] = &kindSeries{duration: m.duration.WithLabelValues(k), bytes: m.bytes.WithLabelValues(k)}
+	}
 	return m
 }
 
 // observe records one answered request.
 func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl *Download) {
-	m.requests.WithLabelValues(kind, codeLabel(code)).Inc()
-	m.duration.WithLabelValues(kind).Observe(dur.Seconds())
-	m.bytes.WithLabelValues(kind).Add(float64(n))
+	ks := m.kinds[kind]
+	if ks == nil {
+		ks = m.kinds[KindOther]
+	}
+	if code < 0 || code >= len(ks.codes) {
+		code = 0 // "other"
+	}
+	c := ks.codes[code].Load()
+	if c == nil {
+		nc := m.requests.WithLabelValues(kind, codeLabel(code))
+		ks.codes[code].CompareAndSwap(nil, &nc)
+		c = ks.codes[code].Load()
+	}
+	(*c).Inc()
+	ks.duration.Observe(dur.Seconds())
+	ks.bytes.Add(float64(n))
 	if dl != nil && (dl.Role == dist.RoleProviderPackage || dl.Role == dist.RoleModuleArchive) {
 		m.downloads.WithLabelValues(dl.Kind, dl.Address, dl.Version).Inc()
 	}
