@@ -8,11 +8,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -628,5 +634,89 @@ func TestContainerfile(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"serving"`) {
 		t.Errorf("the container's CMD does not log JSON:\n%s", logs.String())
+	}
+}
+
+// selfSigned writes a self-signed certificate for localhost and 127.0.0.1
+// with the given common name to certPath/keyPath.
+func selfSigned(t *testing.T, cn, certPath, keyPath string) *x509.Certificate {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalPKCS8PrivateKey(k)
+	os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	c, _ := x509.ParseCertificate(der)
+	return c
+}
+
+// TestReloadCertificateFiles: with --tls files, SIGHUP serves the new
+// certificate at once, and a broken pair keeps the old one.
+func TestReloadCertificateFiles(t *testing.T) {
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	old := selfSigned(t, "first", certPath, keyPath)
+	port := freePort(t)
+	ns := newNotifySocket(t)
+	cmd := exec.Command(airgapBin, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls", "files", "--cert", certPath, "--key", keyPath, "--log-format", "json")
+	cmd.Env = append(baseEnv(), "NOTIFY_SOCKET="+ns.path)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("serve log:\n%s", logs.String())
+		}
+	})
+	ns.expect(t, "READY=1", 30*time.Second)
+	served := func() *x509.Certificate {
+		t.Helper()
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0]
+	}
+	if got := served(); !got.Equal(old) {
+		t.Fatalf("serving %s, want the first certificate", got.Subject)
+	}
+	next := selfSigned(t, "second", certPath, keyPath)
+	cmd.Process.Signal(syscall.SIGHUP)
+	ns.expect(t, "RELOADING=1", 10*time.Second)
+	ns.expect(t, "READY=1", 10*time.Second)
+	if got := served(); !got.Equal(next) {
+		t.Fatalf("after SIGHUP serving %s, want the second certificate", got.Subject)
+	}
+	rec := waitLog(t, logs, "the reload", func(r map[string]any) bool { return r["msg"] == "SIGHUP: configuration reloaded" })
+	if !strings.Contains(fmt.Sprint(rec["applied"]), "certificate re-read from "+certPath) || rec["cert_expires"] == nil {
+		t.Errorf("reload record: %v", rec)
+	}
+	// A key that does not match: the previous certificate stays.
+	os.WriteFile(keyPath, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), 0o600)
+	cmd.Process.Signal(syscall.SIGHUP)
+	ns.expect(t, "RELOADING=1", 10*time.Second)
+	ns.expect(t, "READY=1", 10*time.Second)
+	waitLog(t, logs, "the refused certificate", func(r map[string]any) bool {
+		return r["msg"] == "SIGHUP: keeping the previous certificate"
+	})
+	if got := served(); !got.Equal(next) {
+		t.Fatalf("after a broken key serving %s, want the second certificate still", got.Subject)
 	}
 }
