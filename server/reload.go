@@ -102,6 +102,9 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 				applied = append(applied, "certificate re-read from "+next.Cert)
 				attrs = append(attrs, "cert_expires", r.TLS.files.notAfter().Format(time.RFC3339))
 			}
+			if slices.Contains(changed, "hostname") {
+				applied = append(applied, "hostname="+strings.Join(next.Hostname, ",")+" (with tls files the names are the certificate's)")
+			}
 		case r.TLS.magic != nil && slices.Contains(changed, "hostname"):
 			added, removed, err := r.TLS.setNames(ctx, next.CertNames())
 			if err != nil {
