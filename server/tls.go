@@ -46,6 +46,8 @@ type TLSOptions struct {
 	// Ports the ACME challenge solvers listen on when not 80 (HTTP-01) and
 	// 443 (TLS-ALPN-01), e.g. behind port forwarding; 0 means the default.
 	ACMEHTTPPort, ACMETLSALPNPort int
+	// Turn one challenge type off (e.g. when port 80 is closed).
+	ACMENoHTTP01, ACMENoTLSALPN01 bool
 	// files
 	CertFile, KeyFile string
 	Logger            *slog.Logger
@@ -114,7 +116,8 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 		cfg.Issuers = []certmagic.Issuer{ca}
 	} else {
 		iss := certmagic.ACMEIssuer{CA: opt.ACMECA, Email: opt.ACMEEmail, Agreed: true, Logger: nop,
-			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute}
+			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute,
+			DisableHTTPChallenge: opt.ACMENoHTTP01, DisableTLSALPNChallenge: opt.ACMENoTLSALPN01}
 		if opt.ACMECARoot != "" {
 			pemData, err := os.ReadFile(opt.ACMECARoot)
 			if err != nil {
