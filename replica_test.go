@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -74,9 +75,19 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		reps = append(reps, startReplica(t, root, freePort(t)))
 	}
-	cl, _, caFile := caClient(t, root)
+	cl, pool, caFile := caClient(t, root)
+	serials := map[string]bool{}
 	for _, r := range reps {
 		waitHealthy(t, cl, fmt.Sprintf("https://localhost:%d/healthz", r.port))
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serials[c.ConnectionState().PeerCertificates[0].SerialNumber.String()] = true
+		c.Close()
+	}
+	if len(serials) != 1 {
+		t.Errorf("the replicas serve %d different leaves for localhost; want one, shared through STORE/tls", len(serials))
 	}
 
 	front := freePort(t)
