@@ -61,6 +61,7 @@ func verbs() map[string]verb {
 		"client-config": &clientConfigCmd{},
 		"split":         &splitCmd{},
 		"join":          &joinCmd{},
+		"healthcheck":   &healthcheckCmd{},
 	}
 }
 
@@ -304,6 +305,11 @@ type serveCmd struct {
 	certFile  string
 	keyFile   string
 	logLevel  string
+	// operations (issue 13): see server/config.go and server/ops.go
+	configFile, logFormat, metricsListen string
+	trustedProxies                       []string
+	checkConfig                          bool
+	fs                                   *pflag.FlagSet
 }
 
 func (c *serveCmd) synopsis() string {
@@ -323,25 +329,36 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.IntVar(&c.acmeALPN, "acme-tls-alpn-port", 0, "port for the TLS-ALPN-01 challenge listener if not 443 (--tls acme)")
 	fs.StringVar(&c.certFile, "cert", "", "certificate chain PEM (--tls files; reloaded on change)")
 	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug (logs every request), info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes (repeatable)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (default: /metrics on the main listener; off: none)")
+	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
+	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
+	c.fs = fs
 	return fs
 }
 
 func (c *serveCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]..."}
+	if len(args) != 0 {
+		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]... [--config FILE]"}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return usageError{"--log-level: " + err.Error()}
+	cfg, err := server.LoadServeConfig(c.fs, c.configFile, os.Getenv)
+	if err != nil {
+		return usageError{err.Error()}
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if c.checkConfig {
+		return cfg.WriteHCL(os.Stdout)
+	}
+	level := new(slog.LevelVar)
+	lv, _ := cfg.Level()
+	level.Set(lv)
+	log, _ := server.NewLogger(os.Stderr, cfg.LogFormat, level)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, serveConfig{
-		Store: c.storeD, Listen: c.listen, Hostnames: c.hostnames, Log: log,
-		TLS: server.TLSOptions{Mode: c.tlsMode, ACMECA: c.acmeCA, ACMECARoot: c.acmeRoot, ACMEEmail: c.acmeEmail,
-			ACMEHTTPPort: c.acmeHTTP, ACMETLSALPNPort: c.acmeALPN, CertFile: c.certFile, KeyFile: c.keyFile, Logger: log},
+		Store: cfg.Store, Listen: cfg.Listen, Hostnames: cfg.Hostname, Log: log, TLS: cfg.TLSOptions(log),
+		Config: cfg, Level: level,
 	})
 }
 
@@ -352,6 +369,8 @@ type serveConfig struct {
 	TLS       server.TLSOptions
 	Log       *slog.Logger
 	Ready     func(addr string) // called once listening (tests)
+	Config    *server.ServeConfig
+	Level     *slog.LevelVar
 }
 
 func serve(ctx context.Context, cfg serveConfig) error {
@@ -379,13 +398,18 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	defer tlsSetup.Stop()
 	srv := server.New(st, server.Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM})
-	hs := server.NewHTTPServer(logRequests(cfg.Log, srv), cfg.Log)
+	ops, err := server.StartOps(ctx, server.OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: Version})
+	if err != nil {
+		return err
+	}
+	hs := server.NewHTTPServer(ops.Handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
 	server.HTTP1Only(hs.TLSConfig)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
+	ln = ops.Listener(ln)
 	go st.Watch(ctx, time.Second, func(ix *store.Index, err error) {
 		if err != nil {
 			cfg.Log.Error("reloading the store index; still serving the previous catalog", "err", err)
@@ -401,6 +425,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
+	ops.Ready()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -408,6 +433,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 		return err
 	case <-ctx.Done():
 	}
+	ops.Stopping()
 	cfg.Log.Info("shutting down; waiting up to 30s for downloads in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -434,24 +460,29 @@ func dedupe(in []string) []string {
 	return out
 }
 
-func logRequests(log *slog.Logger, h http.Handler) http.Handler {
-	if !log.Enabled(context.Background(), slog.LevelDebug) {
-		return h
+// --- healthcheck ---
+
+type healthcheckCmd struct{ opt server.HealthCheckOptions }
+
+func (c *healthcheckCmd) synopsis() string {
+	return "ask a running appliance's /healthz (container health checks; exit 0 when healthy)"
+}
+
+func (c *healthcheckCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
+	fs.StringVar(&c.opt.URL, "url", "https://127.0.0.1:8443/healthz", "the appliance's /healthz URL")
+	fs.StringVar(&c.opt.CAFile, "ca", "", "PEM CA to trust (e.g. STORE/tls/ca/ca.pem); default the system roots")
+	fs.StringVar(&c.opt.ServerName, "server-name", "", "verify the certificate for this name instead of the URL's host")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up after this long")
+	return fs
+}
+
+func (c *healthcheckCmd) run(args []string) error {
+	if len(args) != 0 {
+		return usageError{"usage: airgap healthcheck [--url URL] [--ca FILE]"}
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, code: 200}
-		t := time.Now()
-		h.ServeHTTP(sw, r)
-		log.Debug("request", "method", r.Method, "host", r.Host, "path", r.URL.Path, "status", sw.code, "dur", time.Since(t))
-	})
+	return server.HealthCheck(context.Background(), c.opt)
 }
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
 
 // --- ca ---
 

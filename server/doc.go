@@ -37,4 +37,22 @@
 // configuration (clientconfig.go; origins_client.go asks a running appliance
 // for its origins, with a hint per kind of failure).
 // It never writes to the store's content, only to its tls/ directory.
+//
+// Running it as a service, all independent of the HTTP server that carries
+// the handler:
+//   - access.go: Observe, middleware writing one slog access line per
+//     request (no secrets, no query strings, client text escaped, the client
+//     address from X-Forwarded-For only for trusted proxies) and feeding
+//     the metrics; downloads are named from the catalog.
+//   - metrics.go: Prometheus metrics (client_golang, own registry), label
+//     values only from a fixed set or the catalog.
+//   - config.go: the serve configuration (flags, AIRGAP_ variables, an HCL
+//     --config file), validated with FILE:LINE:COL errors.
+//   - reload.go: SIGHUP applies what can change without a restart.
+//   - ops.go: wires the above for the serve verb; systemd.go: sd_notify;
+//     health.go: the client side of container health checks.
+//
+// It does not rotate or ship logs (journald or the container runtime does)
+// and does not authenticate /metrics (serve it on --metrics-listen where
+// only the monitoring network reaches it).
 package server

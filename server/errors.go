@@ -71,3 +71,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	}
 	w.Write(b)
 }
+
+// ErrConfig marks an invalid serve configuration (a flag, the --config
+// file, an AIRGAP_ variable); the message names the setting.
+var ErrConfig = errors.New("invalid configuration")

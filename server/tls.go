@@ -46,6 +46,8 @@ type TLSOptions struct {
 	// Ports the ACME challenge solvers listen on when not 80 (HTTP-01) and
 	// 443 (TLS-ALPN-01), e.g. behind port forwarding; 0 means the default.
 	ACMEHTTPPort, ACMETLSALPNPort int
+	// Turn one challenge type off (e.g. when port 80 is closed).
+	ACMENoHTTP01, ACMENoTLSALPN01 bool
 	// files
 	CertFile, KeyFile string
 	Logger            *slog.Logger
@@ -56,6 +58,11 @@ type TLSSetup struct {
 	Config *tls.Config
 	CAPEM  []byte // the local CA certificate (local mode only)
 	stop   func()
+	// for reloads (reload.go)
+	magic *certmagic.Config
+	cache *certmagic.Cache
+	names []string
+	files *reloader
 }
 
 // Stop ends certificate maintenance.
@@ -114,7 +121,8 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 		cfg.Issuers = []certmagic.Issuer{ca}
 	} else {
 		iss := certmagic.ACMEIssuer{CA: opt.ACMECA, Email: opt.ACMEEmail, Agreed: true, Logger: nop,
-			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute}
+			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute,
+			DisableHTTPChallenge: opt.ACMENoHTTP01, DisableTLSALPNChallenge: opt.ACMENoTLSALPN01}
 		if opt.ACMECARoot != "" {
 			pemData, err := os.ReadFile(opt.ACMECARoot)
 			if err != nil {
@@ -134,7 +142,7 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 	}
 	tc := cfg.TLSConfig()
 	tc.MinVersion = tls.VersionTLS12
-	return &TLSSetup{Config: tc, stop: cache.Stop}, nil
+	return &TLSSetup{Config: tc, stop: cache.Stop, magic: cfg, cache: cache, names: opt.Names}, nil
 }
 
 func firstDNSName(names []string) string {
@@ -334,7 +342,7 @@ func filesTLS(opt TLSOptions) (*TLSSetup, error) {
 	if _, err := r.get(); err != nil {
 		return nil, err
 	}
-	return &TLSSetup{Config: &tls.Config{
+	return &TLSSetup{files: r, Config: &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
@@ -357,16 +365,12 @@ func (r *reloader) get() (*tls.Certificate, error) {
 		return r.cur, nil
 	}
 	r.checked = time.Now()
-	stamp := ""
-	for _, p := range []string{r.cert, r.key} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			if r.cur != nil {
-				return r.cur, nil
-			}
-			return nil, err
+	stamp, err := fileStamp(r.cert, r.key)
+	if err != nil {
+		if r.cur != nil {
+			return r.cur, nil
 		}
-		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+		return nil, err
 	}
 	if stamp == r.stamp && r.cur != nil {
 		return r.cur, nil
@@ -386,4 +390,17 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	}
 	r.cur, r.stamp = &c, stamp
 	return r.cur, nil
+}
+
+// fileStamp identifies the versions of files by modification time and size.
+func fileStamp(paths ...string) (string, error) {
+	stamp := ""
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	return stamp, nil
 }

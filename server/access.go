@@ -1,0 +1,439 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// ObserveOptions configure Observe. Every field is optional.
+type ObserveOptions struct {
+	// Log receives one "request" line per request at info level.
+	Log *slog.Logger
+	// Metrics counts requests, durations, bytes and downloads.
+	Metrics *Metrics
+	// Proxies are the peers whose X-Forwarded-For is believed.
+	Proxies *TrustedProxies
+	// Catalog names downloads (which provider or module version a blob
+	// is); usually the store's Catalog method.
+	Catalog func() *dist.Catalog
+}
+
+// Observe wraps h with access logs and metrics. It depends only on the
+// http.Handler contract, so it works over any server carrying h.
+//
+// What is logged is chosen so that the log holds no secret and no
+// unbounded client text: never the Authorization header or any other
+// header but User-Agent, never the query string (no endpoint has one, and
+// a query is where a misconfigured client would put a token), the path and
+// Host cut to 512 bytes, the User-Agent to 256. Strings are escaped by the
+// slog handler (the JSON handler escapes control characters, the text
+// handler quotes them). The client address comes from the connection, or
+// from X-Forwarded-For only when the peer is a trusted proxy, and is always
+// a parsed IP address.
+//
+// Cost per request: one catalog-snapshot lookup (a pointer compare), a
+// response-writer wrapper that keeps io.ReaderFrom (so sendfile still
+// serves blobs), and the log write.
+func Observe(h http.Handler, opt ObserveOptions) http.Handler {
+	o := &observer{next: h, opt: opt}
+	return o
+}
+
+type observer struct {
+	next http.Handler
+	opt  ObserveOptions
+	dl   atomic.Pointer[downloadIndex]
+	mu   sync.Mutex
+}
+
+func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	o.next.ServeHTTP(rec, r)
+	dur := time.Since(start)
+	code := rec.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	kind := EndpointKind(r.URL.Path)
+	var dl *Download
+	if (kind == KindBlob || kind == KindArchive) && (code == http.StatusOK || code == http.StatusPartialContent) && r.Method == http.MethodGet {
+		dl = o.download(r.URL.Path)
+	}
+	if m := o.opt.Metrics; m != nil {
+		m.observe(kind, code, dur, rec.bytes, dl)
+	}
+	if l := o.opt.Log; l != nil && l.Enabled(r.Context(), slog.LevelInfo) {
+		o.log(l, r, code, rec.bytes, dur, dl)
+	}
+}
+
+func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur time.Duration, dl *Download) {
+	client, peer := o.opt.Proxies.ClientAddr(r)
+	attrs := make([]slog.Attr, 0, 16)
+	attrs = append(attrs, slog.String("client", client))
+	if peer != client {
+		attrs = append(attrs, slog.String("peer", peer))
+	}
+	attrs = append(attrs,
+		slog.String("method", cut(r.Method, 16)),
+		slog.String("host", cut(r.Host, 512)),
+		slog.String("path", cut(r.URL.Path, 512)),
+		slog.Int("status", code),
+		slog.Int64("bytes", n),
+		slog.Float64("dur_ms", float64(dur.Microseconds())/1000),
+	)
+	if name, ver := ClientFromUserAgent(r.UserAgent()); name != "" {
+		attrs = append(attrs, slog.String("client_name", name), slog.String("client_version", ver))
+	} else if ua := r.UserAgent(); ua != "" {
+		attrs = append(attrs, slog.String("user_agent", cut(ua, 256)))
+	}
+	if dl != nil {
+		attrs = append(attrs, slog.String(dl.Kind, dl.Address), slog.String("version", dl.Version))
+		if dl.Platform != "" {
+			attrs = append(attrs, slog.String("platform", dl.Platform))
+		}
+		if dl.Role != dist.RoleProviderPackage && dl.Role != dist.RoleModuleArchive {
+			attrs = append(attrs, slog.String("file", dl.Role))
+		}
+	}
+	l.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Endpoint kinds: the values of the "kind" label and of EndpointKind. The
+// set is fixed, so a metric labelled by kind has bounded cardinality
+// whatever clients send.
+const (
+	KindDiscovery        = "discovery"
+	KindProviderVersions = "provider_versions"
+	KindProviderDownload = "provider_download"
+	KindModuleVersions   = "module_versions"
+	KindModuleDownload   = "module_download"
+	KindMirrorIndex      = "mirror_index"
+	KindMirrorVersion    = "mirror_version"
+	KindBlob             = "blob"
+	KindArchive          = "archive"
+	KindHealthz          = "healthz"
+	KindCA               = "ca"
+	KindOrigins          = "origins"
+	KindMetrics          = "metrics"
+	KindOther            = "other"
+)
+
+// EndpointKind names the endpoint a request path is for, from the path
+// alone (answers served from the render cache never reach the mux, so the
+// mux's pattern is not available to middleware).
+func EndpointKind(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/origin/"); ok {
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return KindOther
+		}
+		p = rest[i:]
+	}
+	switch {
+	case p == "/.well-known/terraform.json":
+		return KindDiscovery
+	case strings.HasPrefix(p, "/v1/providers/"):
+		if strings.HasSuffix(p, "/versions") {
+			return KindProviderVersions
+		}
+		if strings.Contains(p, "/download/") {
+			return KindProviderDownload
+		}
+	case strings.HasPrefix(p, "/v1/modules/"):
+		if strings.HasSuffix(p, "/versions") {
+			return KindModuleVersions
+		}
+		if strings.HasSuffix(p, "/download") {
+			return KindModuleDownload
+		}
+	case strings.HasPrefix(p, "/mirror/"):
+		if strings.HasSuffix(p, "/index.json") {
+			return KindMirrorIndex
+		}
+		return KindMirrorVersion
+	case strings.HasPrefix(p, "/blobs/sha256/"):
+		return KindBlob
+	case strings.HasPrefix(p, "/archives/sha256/"):
+		return KindArchive
+	case p == "/healthz":
+		return KindHealthz
+	case p == "/ca.pem":
+		return KindCA
+	case p == "/airgap/v1/origins":
+		return KindOrigins
+	case p == "/metrics":
+		return KindMetrics
+	}
+	return KindOther
+}
+
+// ClientFromUserAgent returns the client name and version from a
+// Terraform ("Terraform/1.11.0 (+https://www.terraform.io)") or OpenTofu
+// ("OpenTofu/1.11.14") User-Agent, or "", "" for anything else. The
+// version is returned only when it looks like one (digits, dots, and a
+// short pre-release), so it is safe to use as a log field or label value.
+func ClientFromUserAgent(ua string) (name, version string) {
+	tok, _, _ := strings.Cut(ua, " ")
+	n, v, ok := strings.Cut(tok, "/")
+	if !ok {
+		return "", ""
+	}
+	switch strings.ToLower(n) {
+	case "terraform":
+		name = "terraform"
+	case "opentofu", "tofu":
+		name = "tofu"
+	default:
+		return "", ""
+	}
+	if len(v) == 0 || len(v) > 40 || v[0] < '0' || v[0] > '9' {
+		return name, ""
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-' || c == '+') {
+			return name, ""
+		}
+	}
+	return name, v
+}
+
+// TrustedProxies is the set of peers whose X-Forwarded-For header is
+// believed (--trusted-proxy). The zero value and nil trust nobody. Set may
+// be called at any time (SIGHUP).
+type TrustedProxies struct {
+	p atomic.Pointer[[]netip.Prefix]
+}
+
+// ParseTrustedProxies parses addresses ("10.0.0.5") and CIDR prefixes
+// ("10.0.0.0/8", "fd00::/8").
+func ParseTrustedProxies(list []string) (*TrustedProxies, error) {
+	t := &TrustedProxies{}
+	return t, t.Set(list)
+}
+
+// Set replaces the list.
+func (t *TrustedProxies) Set(list []string) error {
+	var ps []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if strings.Contains(s, "/") {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return fmt.Errorf("%q: %v", s, err)
+			}
+			ps = append(ps, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address or CIDR prefix", s)
+		}
+		a = a.Unmap()
+		ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
+	}
+	t.p.Store(&ps)
+	return nil
+}
+
+func (t *TrustedProxies) trusts(a netip.Addr) bool {
+	if t == nil {
+		return false
+	}
+	ps := t.p.Load()
+	if ps == nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range *ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxForwardHops bounds how many X-Forwarded-For entries are examined.
+const maxForwardHops = 16
+
+// ClientAddr returns the client's IP address and the connection peer's.
+// When the peer is trusted, X-Forwarded-For is walked from the right,
+// skipping trusted proxies, and the first other address is the client; an
+// entry that is not an IP address stops the walk (the last trusted hop is
+// then the client). Both results are parsed IP addresses, never client
+// text.
+func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	pa, err := netip.ParseAddr(host)
+	if err != nil {
+		return "unknown", "unknown"
+	}
+	pa = pa.Unmap()
+	peer = pa.String()
+	if !t.trusts(pa) {
+		return peer, peer
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		for _, h := range strings.Split(v, ",") {
+			hops = append(hops, h)
+		}
+		if len(hops) > 4*maxForwardHops {
+			break
+		}
+	}
+	cur := pa
+	for i, n := len(hops)-1, 0; i >= 0 && n < maxForwardHops; i, n = i-1, n+1 {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		cur = a.Unmap()
+		if !t.trusts(cur) {
+			break
+		}
+	}
+	return cur.String(), peer
+}
+
+// Download is what a blob is in the catalog.
+type Download struct {
+	Kind     string // "provider" or "module"
+	Address  string // host/namespace/type or host/namespace/name/system
+	Version  string
+	Platform string // os_arch for provider packages
+	Role     string // dist.Role*
+}
+
+// downloadIndex maps a catalog's blobs to what they are, built once per
+// catalog snapshot.
+type downloadIndex struct {
+	cat *dist.Catalog
+	m   map[verify.Digest]*Download
+}
+
+func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
+	ix := &downloadIndex{cat: cat, m: map[verify.Digest]*Download{}}
+	if cat == nil {
+		return ix
+	}
+	add := func(d verify.Digest, dl *Download) {
+		if _, ok := ix.m[d]; !ok { // the first (sorted) owner names a shared blob
+			ix.m[d] = dl
+		}
+	}
+	for _, p := range cat.Providers {
+		for _, pk := range p.Packages {
+			add(pk.Digest, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleProviderPackage})
+		}
+		add(p.Shasums, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasums})
+		add(p.ShasumsSig, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasumsSig})
+	}
+	for _, m := range cat.Modules {
+		add(m.Archive, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
+	}
+	return ix
+}
+
+// download names the blob a /blobs/ or /archives/ path asks for, from the
+// catalog (nil when there is no catalog or the blob is not in it).
+func (o *observer) download(p string) *Download {
+	if o.opt.Catalog == nil {
+		return nil
+	}
+	hex := ""
+	if rest, ok := strings.CutPrefix(p, "/blobs/sha256/"); ok {
+		hex, _, _ = strings.Cut(rest, "/")
+	} else if rest, ok := strings.CutPrefix(p, "/archives/sha256/"); ok {
+		hex = strings.TrimSuffix(rest, ".tar.gz")
+	}
+	if !verify.IsHex64(hex) {
+		return nil
+	}
+	cat := o.opt.Catalog()
+	ix := o.dl.Load()
+	if ix == nil || ix.cat != cat {
+		o.mu.Lock()
+		if ix = o.dl.Load(); ix == nil || ix.cat != cat {
+			ix = newDownloadIndex(cat)
+			o.dl.Store(ix)
+		}
+		o.mu.Unlock()
+	}
+	return ix.m[verify.Digest("sha256:"+hex)]
+}
+
+// recorder notes the status and body bytes of a response. It keeps
+// io.ReaderFrom (sendfile for blobs) and http.Flusher, and unwraps for
+// http.ResponseController.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 && code >= 200 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
+	}
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

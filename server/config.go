@@ -1,0 +1,421 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/pflag"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// ServeConfig is the effective configuration of 'airgap serve'. Each field
+// is a serve flag of the same name; the --config file uses those names as
+// HCL attributes:
+//
+//	store          = "/var/lib/airgap/store"
+//	listen         = ":443"
+//	hostname       = ["airgap.site.example", "registry.terraform.io"]
+//	trusted-proxy  = ["10.0.0.0/8"]
+//	metrics-listen = "127.0.0.1:9443"
+//	log-format     = "json"
+//
+// Precedence, highest first: command-line flags, AIRGAP_ environment
+// variables, the file, the flags' defaults. The environment carries only
+// what differs between hosts that share one file: AIRGAP_HOSTNAME
+// (comma-separated), AIRGAP_LISTEN and AIRGAP_METRICS_LISTEN. serve has no
+// secret settings: key material lives in files (--key, STORE/tls), never in
+// the environment or the configuration file.
+type ServeConfig struct {
+	Store           string   `hcl:"store,optional"`
+	Listen          string   `hcl:"listen,optional"`
+	Hostname        []string `hcl:"hostname,optional"`
+	TLS             string   `hcl:"tls,optional"`
+	ACMECA          string   `hcl:"acme-ca,optional"`
+	ACMECARoot      string   `hcl:"acme-ca-root,optional"`
+	ACMEEmail       string   `hcl:"acme-email,optional"`
+	ACMEHTTPPort    int      `hcl:"acme-http-port,optional"`
+	ACMETLSALPNPort int      `hcl:"acme-tls-alpn-port,optional"`
+	Cert            string   `hcl:"cert,optional"`
+	Key             string   `hcl:"key,optional"`
+	LogLevel        string   `hcl:"log-level,optional"`
+	LogFormat       string   `hcl:"log-format,optional"`
+	TrustedProxy    []string `hcl:"trusted-proxy,optional"`
+	MetricsListen   string   `hcl:"metrics-listen,optional"`
+
+	// File is the --config file ("" for none).
+	File string
+	// Sources says where each setting came from: "flag", "env AIRGAP_X",
+	// "FILE:LINE:COL" or "default".
+	Sources map[string]string
+
+	base   *ServeConfig        // the flags' values (defaults and command line)
+	cli    map[string]bool     // settings given on the command line
+	getenv func(string) string // for Reload
+}
+
+// envSettings are the settings AIRGAP_ variables may carry.
+var envSettings = []string{"hostname", "listen", "metrics-listen"}
+
+// maxConfigSize bounds the --config file read.
+const maxConfigSize = 1 << 20
+
+// EnvName is the AIRGAP_ variable for a setting ("metrics-listen" ->
+// "AIRGAP_METRICS_LISTEN").
+func EnvName(setting string) string {
+	return "AIRGAP_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
+}
+
+// settingField maps setting names to ServeConfig fields.
+func settingFields() map[string]int {
+	t := reflect.TypeFor[ServeConfig]()
+	out := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		tag := t.Field(i).Tag.Get("hcl")
+		name, _, _ := strings.Cut(tag, ",")
+		if name != "" && name != "-" {
+			out[name] = i
+		}
+	}
+	return out
+}
+
+// SettingNames lists the settings in declaration order.
+func SettingNames() []string {
+	f := settingFields()
+	names := make([]string, 0, len(f))
+	for n := range f {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return f[names[i]] < f[names[j]] })
+	return names
+}
+
+// LoadServeConfig builds the effective configuration from the serve flag
+// set (after parsing: its defaults and what the command line changed), the
+// file at path (if not ""), and getenv. Every setting must have a flag of
+// the same name in fs. File errors name FILE:LINE:COL; an unknown attribute
+// is an error with a did-you-mean suggestion.
+func LoadServeConfig(fs *pflag.FlagSet, path string, getenv func(string) string) (*ServeConfig, error) {
+	base := &ServeConfig{Sources: map[string]string{}}
+	cli := map[string]bool{}
+	v := reflect.ValueOf(base).Elem()
+	for name, i := range settingFields() {
+		fl := fs.Lookup(name)
+		if fl == nil {
+			return nil, fmt.Errorf("internal error: serve has no --%s flag for the setting of that name", name)
+		}
+		if err := setFromString(v.Field(i), flagValue(fl)); err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		base.Sources[name] = "default"
+		if fl.Changed {
+			cli[name] = true
+			base.Sources[name] = "flag"
+		}
+	}
+	base.cli, base.getenv, base.File = cli, getenv, path
+	return base.layer()
+}
+
+// Reload re-reads the file and the environment over the same flags.
+func (c *ServeConfig) Reload() (*ServeConfig, error) { return c.base.layer() }
+
+// layer applies the file and the environment to a copy of the flag values.
+func (base *ServeConfig) layer() (*ServeConfig, error) {
+	c := *base
+	c.Hostname = append([]string(nil), base.Hostname...)
+	c.TrustedProxy = append([]string(nil), base.TrustedProxy...)
+	c.Sources = map[string]string{}
+	for k, s := range base.Sources {
+		c.Sources[k] = s
+	}
+	c.base = base
+	v := reflect.ValueOf(&c).Elem()
+	fields := settingFields()
+	if c.File != "" {
+		if err := c.readFile(v, fields); err != nil {
+			return nil, err
+		}
+	}
+	if c.getenv != nil {
+		for _, name := range envSettings {
+			ev := EnvName(name)
+			s := c.getenv(ev)
+			if s == "" || c.cli[name] {
+				continue
+			}
+			if err := setFromString(v.Field(fields[name]), s); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrConfig, ev, err)
+			}
+			c.Sources[name] = "env " + ev
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *ServeConfig) readFile(v reflect.Value, fields map[string]int) error {
+	f, err := os.Open(c.File)
+	if err != nil {
+		return fmt.Errorf("%w: --config: %v", ErrConfig, err)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%w: --config: %v", ErrConfig, err)
+	}
+	if len(src) > maxConfigSize {
+		return fmt.Errorf("%w: %s is larger than %d bytes; it is not an airgap configuration", ErrConfig, c.File, maxConfigSize)
+	}
+	hf, diags := hclparse.NewParser().ParseHCL(src, c.File)
+	if diags.HasErrors() {
+		return diagError(diags)
+	}
+	schema, _ := gohcl.ImpliedBodySchema(&ServeConfig{})
+	content, diags := hf.Body.Content(schema)
+	if diags.HasErrors() {
+		return diagError(diags)
+	}
+	for name, attr := range content.Attributes {
+		if c.cli[name] {
+			continue // the command line wins
+		}
+		fv := v.Field(fields[name])
+		nv := reflect.New(fv.Type())
+		if diags := gohcl.DecodeExpression(attr.Expr, nil, nv.Interface()); diags.HasErrors() {
+			return diagError(diags)
+		}
+		fv.Set(nv.Elem())
+		r := attr.Expr.Range()
+		c.Sources[name] = fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+	}
+	return nil
+}
+
+// diagError turns HCL diagnostics into one error per line, each starting
+// FILE:LINE:COL (hcl's own suggestions, "Did you mean …?", included).
+func diagError(diags hcl.Diagnostics) error {
+	var b strings.Builder
+	for i, d := range diags.Errs() {
+		var hd *hcl.Diagnostic
+		if !errors.As(d, &hd) {
+			continue
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if hd.Subject != nil {
+			fmt.Fprintf(&b, "%s:%d:%d: ", hd.Subject.Filename, hd.Subject.Start.Line, hd.Subject.Start.Column)
+		}
+		b.WriteString(hd.Summary)
+		if hd.Detail != "" {
+			b.WriteString(": " + hd.Detail)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, b.String())
+}
+
+func flagValue(fl *pflag.Flag) string {
+	if sv, ok := fl.Value.(pflag.SliceValue); ok {
+		return strings.Join(sv.GetSlice(), ",")
+	}
+	return fl.Value.String()
+}
+
+// setFromString sets a field from flag or environment text; lists are
+// comma-separated.
+func setFromString(f reflect.Value, s string) error {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Int:
+		if s == "" {
+			s = "0"
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", s)
+		}
+		f.SetInt(int64(n))
+	case reflect.Slice:
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		f.Set(reflect.ValueOf(out))
+	default:
+		return fmt.Errorf("internal error: unsupported setting type %s", f.Type())
+	}
+	return nil
+}
+
+// where prefixes an error about a setting with its source.
+func (c *ServeConfig) where(name string) string {
+	switch src := c.Sources[name]; {
+	case src == "flag" || src == "default" || src == "":
+		return "--" + name
+	case strings.HasPrefix(src, "env "):
+		return strings.TrimPrefix(src, "env ")
+	default:
+		return src + ": " + name
+	}
+}
+
+func (c *ServeConfig) bad(name, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, c.where(name), fmt.Sprintf(format, a...))
+}
+
+// Validate checks every setting and names the first bad one with its
+// source (flag, variable, or FILE:LINE:COL).
+func (c *ServeConfig) Validate() error {
+	if c.Store == "" {
+		return fmt.Errorf("%w: no store: give --store DIR or store = \"DIR\" in the --config file", ErrConfig)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return c.bad("listen", "%q: %v (want HOST:PORT or :PORT)", c.Listen, err)
+	}
+	for _, h := range c.Hostname {
+		if net.ParseIP(h) == nil && !dist.ValidHost(strings.ToLower(h)) {
+			return c.bad("hostname", "%q is not a host name or IP address", h)
+		}
+	}
+	switch c.TLS {
+	case TLSLocal, TLSFiles, TLSACME:
+	default:
+		return c.bad("tls", "%q: want local, acme or files", c.TLS)
+	}
+	if c.TLS == TLSFiles && (c.Cert == "" || c.Key == "") {
+		return c.bad("tls", "files needs cert and key")
+	}
+	if c.TLS == TLSACME && c.ACMECA == "" {
+		return c.bad("tls", "acme needs acme-ca (your internal ACME directory URL)")
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"acme-http-port", c.ACMEHTTPPort}, {"acme-tls-alpn-port", c.ACMETLSALPNPort}} {
+		if p.v < 0 || p.v > 65535 {
+			return c.bad(p.name, "%d is not a port", p.v)
+		}
+	}
+	if _, err := c.Level(); err != nil {
+		return c.bad("log-level", "%q: want debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return c.bad("log-format", "%q: want text or json", c.LogFormat)
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
+		return c.bad("trusted-proxy", "%v", err)
+	}
+	if m := c.MetricsListen; m != "" && m != "off" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"\" for /metrics on the main listener, or off)", m, err)
+		}
+	}
+	return nil
+}
+
+// Level is the parsed log-level.
+func (c *ServeConfig) Level() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(c.LogLevel))
+	return l, err
+}
+
+// TLSOptions are the TLS settings (Dir and Names still to fill; see
+// CertNames).
+func (c *ServeConfig) TLSOptions(log *slog.Logger) TLSOptions {
+	return TLSOptions{Mode: c.TLS, ACMECA: c.ACMECA, ACMECARoot: c.ACMECARoot, ACMEEmail: c.ACMEEmail,
+		ACMEHTTPPort: c.ACMEHTTPPort, ACMETLSALPNPort: c.ACMETLSALPNPort, CertFile: c.Cert, KeyFile: c.Key, Logger: log}
+}
+
+// CertNames are the names the certificate must cover: the hostnames (or
+// localhost) and the listen address's IPs.
+func (c *ServeConfig) CertNames() []string {
+	names := append([]string{}, c.Hostname...)
+	if len(names) == 0 {
+		names = append(names, "localhost")
+	}
+	names = append(names, ListenAddrs(c.Listen)...)
+	seen := map[string]bool{}
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// WriteHCL prints the configuration as a --config file, each setting with
+// where it came from.
+func (c *ServeConfig) WriteHCL(w io.Writer) error {
+	var b bytes.Buffer
+	b.WriteString("# airgap serve: effective configuration\n")
+	v := reflect.ValueOf(c).Elem()
+	fields := settingFields()
+	names := SettingNames()
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, name := range names {
+		fv := v.Field(fields[name])
+		ty, err := gocty.ImpliedType(fv.Interface())
+		if err != nil {
+			return err
+		}
+		if fv.Kind() == reflect.Slice && fv.Len() == 0 {
+			ty = cty.List(cty.String)
+		}
+		cv, err := gocty.ToCtyValue(fv.Interface(), ty)
+		if err != nil {
+			return err
+		}
+		if fv.Kind() == reflect.Slice && fv.Len() == 0 {
+			cv = cty.ListValEmpty(cty.String)
+		}
+		fmt.Fprintf(&b, "%-*s = %s # %s\n", width, name, hclwrite.TokensForValue(cv).Bytes(), c.Sources[name])
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// Changed lists the settings whose values differ between two
+// configurations.
+func Changed(a, b *ServeConfig) []string {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	fields := settingFields()
+	var out []string
+	for _, name := range SettingNames() {
+		fa, fb := va.Field(fields[name]), vb.Field(fields[name])
+		if fa.Kind() == reflect.Slice && fa.Len() == 0 && fb.Len() == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

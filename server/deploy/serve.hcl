@@ -1,0 +1,23 @@
+# /etc/airgap/serve.hcl: settings for 'airgap serve --config'. Every flag of
+# 'airgap serve' can be set here under the same name; flags on the command
+# line win, then AIRGAP_HOSTNAME / AIRGAP_LISTEN / AIRGAP_METRICS_LISTEN,
+# then this file. Check it with:
+#   airgap serve --config /etc/airgap/serve.hcl --check-config
+# 'systemctl reload airgap' applies log-level, trusted-proxy, hostname,
+# cert and key without a restart.
+
+store    = "/var/lib/airgap/store"
+listen   = ":443"
+hostname = ["airgap.site.example"]   # every name clients use; add registry.terraform.io etc. if DNS points here
+
+tls = "local"                        # local (built-in CA), acme, or files (cert, key)
+
+log-level  = "info"                  # info: one access line per request
+log-format = "json"                  # for the journal and log shippers
+
+# Believe X-Forwarded-For from the load balancer(s) only.
+trusted-proxy = []
+
+# "" serves /metrics on the main TLS listener (scrape with the appliance CA);
+# "HOST:PORT" serves it over plain HTTP on a listener of its own; "off": none.
+metrics-listen = ""

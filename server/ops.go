@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+)
+
+// OpsOptions configure StartOps.
+type OpsOptions struct {
+	Config  *ServeConfig
+	Store   *store.Store
+	TLS     *TLSSetup
+	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
+	Log     *slog.Logger
+	Version string
+}
+
+// Ops is the operational layer around the protocol handler, independent
+// of the HTTP server that carries it: access logs, metrics (on the main
+// listener or --metrics-listen), SIGHUP reloads and systemd notifications.
+type Ops struct {
+	Metrics *Metrics // nil with metrics-listen = "off"
+	Proxies *TrustedProxies
+	opt     OpsOptions
+}
+
+// StartOps sets up metrics, starts the --metrics-listen listener if one is
+// configured, and handles SIGHUP until ctx ends.
+func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
+	proxies, err := ParseTrustedProxies(opt.Config.TrustedProxy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
+	}
+	o := &Ops{Proxies: proxies, opt: opt}
+	if opt.Config.MetricsListen != "off" {
+		mo := MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
+		if opt.TLS != nil {
+			mo.Certificate = CertificateFunc(opt.TLS.Config, firstDNSName(opt.Config.CertNames()))
+		}
+		o.Metrics = NewMetrics(mo)
+		if addr := opt.Config.MetricsListen; addr != "" {
+			bound, err := o.Metrics.ListenAndServe(ctx, addr, opt.Log)
+			if err != nil {
+				return nil, err
+			}
+			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
+		}
+	}
+	go ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log})
+	return o, nil
+}
+
+// Handler wraps the protocol handler with access logs and metrics (and
+// serves /metrics when no --metrics-listen is set).
+func (o *Ops) Handler(h http.Handler) http.Handler {
+	if o.Metrics != nil && o.opt.Config.MetricsListen == "" {
+		h = o.Metrics.Mount(h)
+	}
+	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog})
+}
+
+// Listener counts the main listener's connections for the open-connection
+// metric, whatever server accepts from it. (An http.Server may use
+// Metrics.ConnState instead.)
+func (o *Ops) Listener(ln net.Listener) net.Listener {
+	if o.Metrics == nil {
+		return ln
+	}
+	return &countingListener{Listener: ln, m: o.Metrics}
+}
+
+// Ready tells systemd the service is up (call once listening).
+func (o *Ops) Ready() { Notify(NotifyReady) }
+
+// Stopping tells systemd the service is shutting down.
+func (o *Ops) Stopping() { Notify(NotifyStopping) }
+
+// LastImport returns the time of a store's newest import.
+func LastImport(st *store.Store) func() time.Time {
+	return func() time.Time {
+		var t time.Time
+		for _, e := range st.Index().Imports {
+			if e.Time.After(t) {
+				t = e.Time
+			}
+		}
+		return t
+	}
+}
+
+type countingListener struct {
+	net.Listener
+	m *Metrics
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	l.m.accepted.Inc()
+	l.m.open.Inc()
+	return &countedConn{Conn: c, m: l.m}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	m    *Metrics
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.m.open.Dec() })
+	return c.Conn.Close()
+}

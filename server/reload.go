@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+)
+
+// Reloadable is what SIGHUP may change in a running serve without dropping
+// a connection: the log level, the trusted proxies, the certificate names
+// (local CA and ACME: certificates for new names are obtained, removed
+// names are no longer maintained) and the certificate files (re-read now,
+// even if unchanged in name). Every other setting needs a restart, and a
+// reload that changes one says so.
+type Reloadable struct {
+	Config  *ServeConfig
+	Level   *slog.LevelVar
+	Proxies *TrustedProxies
+	TLS     *TLSSetup
+	Log     *slog.Logger
+
+	mu sync.Mutex
+}
+
+// ReloadOnSignal calls Reload on every SIGHUP until ctx ends.
+func ReloadOnSignal(ctx context.Context, r *Reloadable) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.Reload(ctx)
+		}
+	}
+}
+
+// reloadable are the settings Reload applies.
+var reloadable = []string{"log-level", "trusted-proxy", "hostname", "cert", "key"}
+
+// Reload re-reads the configuration (file and environment over the same
+// flags) and applies what can change. A configuration that does not
+// validate changes nothing. It logs what it did.
+func (r *Reloadable) Reload(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	Notify(NotifyReloading)
+	defer Notify(NotifyReady)
+	next, err := r.Config.Reload()
+	if err != nil {
+		r.Log.Error("SIGHUP: configuration not reloaded; still running the previous one", "err", err)
+		return err
+	}
+	changed := Changed(r.Config, next)
+	var applied, restart []string
+	for _, name := range changed {
+		if !slices.Contains(reloadable, name) {
+			restart = append(restart, name)
+		}
+	}
+	// The level changes before the summary is logged when it goes down
+	// and after when it goes up, so the summary shows at either level.
+	setLevel := func() {}
+	if slices.Contains(changed, "log-level") {
+		lv, _ := next.Level()
+		setLevel = func() {
+			if r.Level != nil {
+				r.Level.Set(lv)
+			}
+		}
+		if r.Level != nil && lv <= r.Level.Level() {
+			setLevel()
+			setLevel = func() {}
+		}
+		applied = append(applied, "log-level="+next.LogLevel)
+	}
+	defer func() { setLevel() }()
+	if slices.Contains(changed, "trusted-proxy") && r.Proxies != nil {
+		r.Proxies.Set(next.TrustedProxy)
+		applied = append(applied, "trusted-proxy="+strings.Join(next.TrustedProxy, ","))
+	}
+	attrs := []any{}
+	if r.TLS != nil {
+		switch {
+		case r.TLS.files != nil:
+			if err := r.TLS.files.force(next.Cert, next.Key); err != nil {
+				r.Log.Error("SIGHUP: keeping the previous certificate", "err", err)
+				next.Cert, next.Key = r.Config.Cert, r.Config.Key
+			} else {
+				applied = append(applied, "certificate re-read from "+next.Cert)
+				attrs = append(attrs, "cert_expires", r.TLS.files.notAfter().Format(time.RFC3339))
+			}
+			if slices.Contains(changed, "hostname") {
+				applied = append(applied, "hostname="+strings.Join(next.Hostname, ",")+" (with tls files the names are the certificate's)")
+			}
+		case r.TLS.magic != nil && slices.Contains(changed, "hostname"):
+			added, removed, err := r.TLS.setNames(ctx, next.CertNames())
+			if err != nil {
+				r.Log.Error("SIGHUP: certificate names not changed", "err", err)
+				next.Hostname = r.Config.Hostname
+			} else {
+				applied = append(applied, fmt.Sprintf("hostname=%s (certificates added for [%s], removed for [%s])",
+					strings.Join(next.Hostname, ","), strings.Join(added, " "), strings.Join(removed, " ")))
+			}
+		}
+	}
+	r.Config = next
+	attrs = append(attrs, "applied", strings.Join(applied, "; "))
+	if len(restart) > 0 {
+		attrs = append(attrs, "needs_restart", strings.Join(restart, ","))
+		r.Log.Warn("SIGHUP: configuration reloaded; some changes need a restart (systemctl restart airgap)", attrs...)
+	} else {
+		r.Log.Info("SIGHUP: configuration reloaded", attrs...)
+	}
+	return nil
+}
+
+// setNames makes certmagic maintain certificates for exactly names.
+func (t *TLSSetup) setNames(ctx context.Context, names []string) (added, removed []string, err error) {
+	for _, n := range names {
+		if !slices.Contains(t.names, n) {
+			added = append(added, n)
+		}
+	}
+	var gone []certmagic.SubjectIssuer
+	for _, n := range t.names {
+		if !slices.Contains(names, n) {
+			removed = append(removed, n)
+			gone = append(gone, certmagic.SubjectIssuer{Subject: n})
+		}
+	}
+	if len(added) > 0 {
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := t.magic.ManageSync(mctx, added); err != nil {
+			return nil, nil, fmt.Errorf("obtaining certificates for %s: %w", strings.Join(added, ", "), err)
+		}
+	}
+	if len(gone) > 0 {
+		t.cache.RemoveManaged(gone)
+	}
+	t.names = append([]string(nil), names...)
+	return added, removed, nil
+}
+
+// force loads cert and key now and serves them from the next handshake.
+func (r *reloader) force(cert, key string) error {
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return fmt.Errorf("loading %s and %s: %w", cert, key, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cert, r.key, r.cur = cert, key, &c
+	r.stamp, r.checked = "", time.Time{}
+	if st, err := fileStamp(cert, key); err == nil {
+		r.stamp, r.checked = st, time.Now()
+	}
+	return nil
+}
+
+func (r *reloader) notAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil || r.cur.Leaf == nil {
+		return time.Time{}
+	}
+	return r.cur.Leaf.NotAfter
+}
