@@ -149,13 +149,18 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	// A module location (opentofu-style JSON, so any bytes get through).
 	in.AddModule("registry.opentofu.org", "evil", "term", "aws", "1.0.0", "https://archives.example.com/m.tar.gz?x="+evil)
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("module \"registry.opentofu.org/evil/term/aws\" {}\n"), 0o644)
-	out := mustRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--dry-run", "--cache", "cache")
+	// The dry run fetches module archives to list their dependencies, so
+	// it fails on this location: the message shows it escaped.
+	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--dry-run", "--cache", "cache")
+	if err == nil {
+		t.Fatalf("a dry run of an unfetchable location succeeded:\n%s", out)
+	}
 	noControl(t, "export --dry-run", out)
 	if !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\u202e`) {
 		t.Errorf("export --dry-run does not show the escaped location:\n%s", out)
 	}
 	mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", "k/site")
-	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
+	out, err = cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
 		"--cache", "cache", "--out", "b.bundle")
 	if err == nil {
 		t.Fatalf("an export of an unfetchable location succeeded:\n%s", out)
