@@ -28,6 +28,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
+	$(GO) test -run '^$$' -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(FUZZTIME) ./dist/getter
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTPConn$$' -fuzztime $(FUZZTIME) ./server
 
 bench:
