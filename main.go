@@ -694,7 +694,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
 	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
-	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files) or mirror (network mirror)")
+	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	return fs
 }
 
