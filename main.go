@@ -29,6 +29,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/export"
+	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/verify"
@@ -60,6 +61,7 @@ func verbs() map[string]verb {
 		"client-config": &clientConfigCmd{},
 		"split":         &splitCmd{},
 		"join":          &joinCmd{},
+		"push":          &pushCmd{},
 	}
 }
 
@@ -674,6 +676,46 @@ func (c *caCmd) run(args []string) error {
 	fmt.Fprintf(os.Stderr, "SHA-256 fingerprint: %s\n", server.CAFingerprint(ca.Cert))
 	os.Stdout.Write(ca.PEM)
 	return nil
+}
+
+// --- push ---
+
+type pushCmd struct {
+	storeD, to, username string
+	jobs                 int
+	passwordStdin, json  bool
+}
+
+func (c *pushCmd) synopsis() string {
+	return "publish the store's providers and modules to an OCI registry in OpenTofu's layout"
+}
+
+func (c *pushCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("push", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "the store to publish (required)")
+	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required)")
+	fs.IntVar(&c.jobs, "jobs", 4, "tags pushed in parallel")
+	fs.StringVar(&c.username, "username", "", "registry user (password from "+oci.PasswordEnv+" or --password-stdin); default: Docker's config")
+	fs.BoolVar(&c.passwordStdin, "password-stdin", false, "read the password for --username from stdin")
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *pushCmd) run(args []string) error {
+	if c.storeD == "" || c.to == "" || len(args) != 0 {
+		return usageError{"usage: airgap push --store DIR --to REGISTRY[/PREFIX]"}
+	}
+	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
+	if c.username != "" {
+		p, err := oci.Password(c.passwordStdin, os.Stdin)
+		if err != nil {
+			return err
+		}
+		opt.Password = p
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return oci.PushStore(ctx, c.storeD, opt, c.json, os.Stdout)
 }
 
 // --- client-config ---

@@ -35,6 +35,12 @@ func tofuBin(t *testing.T) string {
 }
 
 func buildTofu() (string, string) {
+	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion)
+}
+
+// buildFromModule builds pkg of module@v (v without "v") into the test
+// cache as name, once; it returns the binary's path or an error text.
+func buildFromModule(module, v, pkg, name string) (string, string) {
 	cache := os.Getenv("AIRGAP_TEST_CACHE")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -43,7 +49,7 @@ func buildTofu() (string, string) {
 		}
 		cache = filepath.Join(home, ".cache", "airgap")
 	}
-	bin := filepath.Join(cache, "tofu-"+tofuVersion)
+	bin := filepath.Join(cache, name)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 		return bin, ""
 	}
@@ -52,15 +58,15 @@ func buildTofu() (string, string) {
 	}
 	// 'go mod download' of a module at a version needs a module context
 	// that is not ours (it must not touch airgap's go.mod).
-	tmp, err := os.MkdirTemp("", "tofu-dl-")
+	tmp, err := os.MkdirTemp("", "gomod-dl-")
 	if err != nil {
 		return "", err.Error()
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module tofudl\n\ngo 1.24\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module dl\n\ngo 1.24\n"), 0o644); err != nil {
 		return "", err.Error()
 	}
-	dl := exec.Command("go", "mod", "download", "-json", "github.com/opentofu/opentofu@v"+tofuVersion)
+	dl := exec.Command("go", "mod", "download", "-json", module+"@v"+v)
 	dl.Dir = tmp
 	dl.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := dl.Output()
@@ -72,12 +78,12 @@ func buildTofu() (string, string) {
 		return "", "go mod download gave no directory: " + string(out) + info.Error
 	}
 	part := bin + ".partial"
-	build := exec.Command("go", "build", "-trimpath", "-o", part, "./cmd/tofu")
+	build := exec.Command("go", "build", "-trimpath", "-o", part, pkg)
 	build.Dir = info.Dir
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		os.Remove(part)
-		return "", "go build ./cmd/tofu: " + err.Error() + "\n" + string(out)
+		return "", "go build " + pkg + ": " + err.Error() + "\n" + string(out)
 	}
 	if err := os.Rename(part, bin); err != nil {
 		return "", err.Error()
