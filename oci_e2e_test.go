@@ -97,7 +97,7 @@ func registryShasum(t *testing.T, base, caFile, path string) string {
 
 // TestOpenTofuOCI: offline 'tofu init' installs providers through
 // oci_mirror and modules through oci:// from 'airgap serve', and the
-// registry-mode journey works with tofu too. The zh: hashes OCI mode records
+// registry and mirror modes work with tofu too. The zh: hashes OCI mode records
 // are those of the registry protocol.
 func TestOpenTofuOCI(t *testing.T) {
 	tofu := tofuBin(t)
@@ -107,7 +107,7 @@ func TestOpenTofuOCI(t *testing.T) {
 	project := strings.ReplaceAll(ociProject, "HOST", host)
 
 	locks := map[string]string{}
-	for _, mode := range []string{"registry", "oci"} {
+	for _, mode := range []string{"registry", "mirror", "oci"} {
 		t.Run(mode, func(t *testing.T) {
 			rc := filepath.Join(t.TempDir(), "tofu.rc")
 			cfg := mustRun(t, t.TempDir(), []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--tool", "tofu", "--mode", mode)

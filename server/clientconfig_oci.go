@@ -37,8 +37,8 @@ func writeOCIConfig(w io.Writer, base, host string, origins []string) error {
 # module can also be named by its OCI repository:
 #   source = "oci://%s/<origin>/modules/<namespace>/<name>/<system>?tag=<version>"
 # (without ?tag= OpenTofu asks for "latest", the newest release; a module that
-# lives in a subdirectory of its source repository needs //<subdir> before the
-# "?", as 'airgap inventory' shows it).
+# lives in a subdirectory of its source repository needs that //<subdir> before
+# the "?": 'airgap inventory' lists each module's source with it).
 # The appliance needs no OCI credentials. A site registry filled by 'airgap push'
 # may: add an oci_credentials %q block (username, password) or run
 # 'docker login %s' (OpenTofu reads Docker's config.json).
