@@ -245,13 +245,17 @@ func (p *pusher) manifest(ctx context.Context, m *Manifest, tag string) error {
 // explain adds what to do to the errors registries give for layouts they
 // do not accept, and for missing credentials.
 func explain(err error) error {
+	const loginHint = "\nhint: log in with 'docker login' (airgap reads Docker's config), or pass --username with the password in " + PasswordEnv + " or on --password-stdin; the account needs push rights"
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("%w: the registry wants a login%s", err, loginHint)
+	}
 	var er *errcode.ErrorResponse
 	if !errors.As(err, &er) {
 		return err
 	}
 	switch {
 	case er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%w\nhint: log in with 'docker login' (airgap reads Docker's config), or pass --username with the password in AIRGAP_REGISTRY_PASSWORD or on --password-stdin; the account needs push rights", err)
+		return fmt.Errorf("%w%s", err, loginHint)
 	case er.StatusCode == http.StatusUnsupportedMediaType || hasCode(er, "MANIFEST_INVALID", "UNSUPPORTED"):
 		return fmt.Errorf("%w: %w\nhint: OpenTofu's layout needs a registry that accepts OCI 1.1 artifacts: an image manifest with an artifactType (%s, %s, %s), the empty config (%s) and layers of media type %q. Allow custom artifact and media types in the registry or repository settings (registries that take only container images, or keep a media-type allow-list, refuse them), then run push again", ErrRejected, err, ArtifactProvider, ArtifactProviderTarget, ArtifactModule, EmptyDescriptor.MediaType, MediaTypeZip)
 	}
