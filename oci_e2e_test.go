@@ -165,6 +165,20 @@ func TestOpenTofuOCI(t *testing.T) {
 // publish into.
 const distributionVersion = "3.1.2"
 
+// registryMain is distribution's cmd/registry with only the filesystem
+// storage driver and htpasswd auth: the cloud storage SDKs it leaves out
+// are most of the registry's build time.
+const registryMain = `package main
+
+import (
+	"github.com/distribution/distribution/v3/registry"
+	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
+)
+
+func main() { registry.RootCmd.Execute() }
+`
+
 // ociRegistry is a real OCI registry (CNCF distribution, built from its Go
 // module once and cached like tofu) on loopback with TLS and htpasswd auth.
 type ociRegistry struct {
@@ -173,7 +187,7 @@ type ociRegistry struct {
 
 func startRegistry(t *testing.T) *ociRegistry {
 	t.Helper()
-	bin, errText := buildFromModule("github.com/distribution/distribution/v3", distributionVersion, "./cmd/registry", "registry-"+distributionVersion)
+	bin, errText := buildFromModule("github.com/distribution/distribution/v3", distributionVersion, "./cmd/registry", "registry-slim-"+distributionVersion, registryMain)
 	if errText != "" {
 		t.Fatalf("the distribution registry %s is required by the OCI push tests and could not be built: %s", distributionVersion, errText)
 	}

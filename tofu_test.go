@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,12 +36,14 @@ func tofuBin(t *testing.T) string {
 }
 
 func buildTofu() (string, string) {
-	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion)
+	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion, "")
 }
 
 // buildFromModule builds pkg of module@v (v without "v") into the test
 // cache as name, once; it returns the binary's path or an error text.
-func buildFromModule(module, v, pkg, name string) (string, string) {
+// mainSrc, if set, is built in place of pkg: a main package in a module of
+// its own that requires module@v, to leave out parts a test does not need.
+func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	cache := os.Getenv("AIRGAP_TEST_CACHE")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -73,13 +76,26 @@ func buildFromModule(module, v, pkg, name string) (string, string) {
 	if err != nil {
 		return "", "go mod download: " + err.Error() + ": " + string(out)
 	}
-	var info struct{ Dir, Error string }
+	var info struct{ Dir, Sum, GoModSum, Error string }
 	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
 		return "", "go mod download gave no directory: " + string(out) + info.Error
 	}
 	part := bin + ".partial"
 	build := exec.Command("go", "build", "-trimpath", "-o", part, pkg)
 	build.Dir = info.Dir
+	if mainSrc != "" {
+		// A module of its own that requires module@v, with module's go.sum.
+		sums, err := os.ReadFile(filepath.Join(info.Dir, "go.sum"))
+		if err != nil {
+			return "", err.Error()
+		}
+		sums = fmt.Appendf(sums, "%s v%s %s\n%s v%s/go.mod %s\n", module, v, info.Sum, module, v, info.GoModSum)
+		os.WriteFile(filepath.Join(tmp, "go.sum"), sums, 0o644)
+		os.WriteFile(filepath.Join(tmp, "go.mod"), fmt.Appendf(nil, "module slim\n\ngo 1.24\n\nrequire %s v%s\n", module, v), 0o644)
+		os.WriteFile(filepath.Join(tmp, "main.go"), []byte(mainSrc), 0o644)
+		build = exec.Command("go", "build", "-trimpath", "-o", part, ".")
+		build.Dir = tmp
+	}
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		os.Remove(part)
