@@ -110,7 +110,9 @@ func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 // TestTofuBuilds makes sure the OpenTofu client is there for the
 // end-to-end tests (and builds it once for them).
 func TestTofuBuilds(t *testing.T) {
-	out, err := exec.Command(tofuBin(t), "version").CombinedOutput()
+	cmd := exec.Command(tofuBin(t), "version")
+	cmd.Env = baseEnv() // a TF_CLI_CONFIG_FILE naming a missing file makes tofu print a warning first
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("tofu version: %v\n%s", err, out)
 	}
