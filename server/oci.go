@@ -68,6 +68,9 @@ func (s *Server) ociState() *ociState {
 	for _, r := range oci.Repositories(cat) {
 		st.repos[r.Name] = &ociRepo{repo: r}
 	}
+	if left := oci.Left(cat); len(left) > 0 {
+		s.log.Warn("not offered over OCI (/v2/)", "count", len(left), "first", left[0])
+	}
 	s.oci.p.Store(st)
 	return st
 }

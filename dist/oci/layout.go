@@ -114,6 +114,25 @@ func Repositories(cat *dist.Catalog) []*Repository {
 	return out
 }
 
+// Left lists what of cat the layout leaves out, and why, one line each.
+func Left(cat *dist.Catalog) []string {
+	var out []string
+	for _, p := range cat.Providers {
+		if !ValidRepoName(ProviderRepo(p.Host, p.Namespace, p.Type)) || !ValidTag(Tag(p.Version)) {
+			out = append(out, "provider "+p.String()+": not a valid OCI repository name or tag (a host with a port?)")
+		}
+	}
+	for _, m := range cat.Modules {
+		switch {
+		case m.Zip == "":
+			out = append(out, "module "+m.String()+": no zip (exported by an older airgap; export it again)")
+		case !ValidRepoName(ModuleRepo(m.Host, m.Namespace, m.Name, m.System)) || !ValidTag(Tag(m.Version)):
+			out = append(out, "module "+m.String()+": not a valid OCI repository name or tag (a host with a port?)")
+		}
+	}
+	return out
+}
+
 // Manifest is a generated image manifest or index.
 type Manifest struct {
 	MediaType    string

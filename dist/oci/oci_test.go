@@ -43,6 +43,9 @@ func TestRepositories(t *testing.T) {
 	if got := strings.Join(names, "|"); got != want {
 		t.Fatalf("repositories:\n got %s\nwant %s", got, want)
 	}
+	if left := strings.Join(oci.Left(cat), "\n"); !strings.Contains(left, "reg.example:8443/acme/x") || !strings.Contains(left, "old/nozip/aws 1.0.0: no zip") {
+		t.Fatalf("left out:\n%s", left)
+	}
 	c := oci.Repositories(cat)[1].Content()
 	latest, _ := c.Tag("latest")
 	v110, _ := c.Tag("1.1.0")

@@ -62,6 +62,8 @@ type PushResult struct {
 	TagsPushed   int         `json:"tags_pushed"`
 	BlobsPushed  int         `json:"blobs_pushed"`
 	BytesPushed  int64       `json:"bytes_pushed"`
+	// Left is what the layout leaves out (see Left).
+	Left []string `json:"left_out,omitempty"`
 }
 
 // ErrRejected marks a registry refusing OpenTofu's artifact layout.

@@ -55,10 +55,14 @@ func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w
 	if err != nil {
 		return err
 	}
+	res.Left = Left(st.Catalog())
 	if jsonOut {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
+	}
+	for _, l := range res.Left {
+		fmt.Fprintf(w, "not pushed  %s\n", l)
 	}
 	fmt.Fprintf(w, "%d repositories, %d tags (%d pushed, %d up to date), %d blobs and %d bytes sent to %s\n",
 		res.Repositories, len(res.Tags), res.TagsPushed, len(res.Tags)-res.TagsPushed, res.BlobsPushed, res.BytesPushed, res.Target)
