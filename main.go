@@ -29,6 +29,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
+	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/verify"
@@ -61,6 +62,7 @@ func verbs() map[string]verb {
 		"split":         &splitCmd{},
 		"join":          &joinCmd{},
 		"healthcheck":   &healthcheckCmd{},
+		"push":          &pushCmd{},
 	}
 }
 
@@ -513,6 +515,46 @@ func (c *caCmd) run(args []string) error {
 	return nil
 }
 
+// --- push ---
+
+type pushCmd struct {
+	storeD, to, username string
+	jobs                 int
+	passwordStdin, json  bool
+}
+
+func (c *pushCmd) synopsis() string {
+	return "publish the store's providers and modules to an OCI registry in OpenTofu's layout"
+}
+
+func (c *pushCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("push", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "the store to publish (required)")
+	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required)")
+	fs.IntVar(&c.jobs, "jobs", 4, "tags pushed in parallel")
+	fs.StringVar(&c.username, "username", "", "registry user (password from "+oci.PasswordEnv+" or --password-stdin); default: Docker's config")
+	fs.BoolVar(&c.passwordStdin, "password-stdin", false, "read the password for --username from stdin")
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *pushCmd) run(args []string) error {
+	if c.storeD == "" || c.to == "" || len(args) != 0 {
+		return usageError{"usage: airgap push --store DIR --to REGISTRY[/PREFIX]"}
+	}
+	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
+	if c.username != "" {
+		p, err := oci.Password(c.passwordStdin, os.Stdin)
+		if err != nil {
+			return err
+		}
+		opt.Password = p
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return oci.PushStore(ctx, c.storeD, opt, c.json, os.Stdout)
+}
+
 // --- client-config ---
 
 type clientConfigCmd struct {
@@ -531,7 +573,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
 	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
-	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files) or mirror (network mirror)")
+	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	return fs
 }
 

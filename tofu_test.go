@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,14 @@ func tofuBin(t *testing.T) string {
 }
 
 func buildTofu() (string, string) {
+	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion, "")
+}
+
+// buildFromModule builds pkg of module@v (v without "v") into the test
+// cache as name, once; it returns the binary's path or an error text.
+// mainSrc, if set, is built in place of pkg: a main package in a module of
+// its own that requires module@v, to leave out parts a test does not need.
+func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	cache := os.Getenv("AIRGAP_TEST_CACHE")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -43,7 +52,7 @@ func buildTofu() (string, string) {
 		}
 		cache = filepath.Join(home, ".cache", "airgap")
 	}
-	bin := filepath.Join(cache, "tofu-"+tofuVersion)
+	bin := filepath.Join(cache, name)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 		return bin, ""
 	}
@@ -52,32 +61,45 @@ func buildTofu() (string, string) {
 	}
 	// 'go mod download' of a module at a version needs a module context
 	// that is not ours (it must not touch airgap's go.mod).
-	tmp, err := os.MkdirTemp("", "tofu-dl-")
+	tmp, err := os.MkdirTemp("", "gomod-dl-")
 	if err != nil {
 		return "", err.Error()
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module tofudl\n\ngo 1.24\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module dl\n\ngo 1.24\n"), 0o644); err != nil {
 		return "", err.Error()
 	}
-	dl := exec.Command("go", "mod", "download", "-json", "github.com/opentofu/opentofu@v"+tofuVersion)
+	dl := exec.Command("go", "mod", "download", "-json", module+"@v"+v)
 	dl.Dir = tmp
 	dl.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := dl.Output()
 	if err != nil {
 		return "", "go mod download: " + err.Error() + ": " + string(out)
 	}
-	var info struct{ Dir, Error string }
+	var info struct{ Dir, Sum, GoModSum, Error string }
 	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
 		return "", "go mod download gave no directory: " + string(out) + info.Error
 	}
 	part := bin + ".partial"
-	build := exec.Command("go", "build", "-trimpath", "-o", part, "./cmd/tofu")
+	build := exec.Command("go", "build", "-trimpath", "-o", part, pkg)
 	build.Dir = info.Dir
+	if mainSrc != "" {
+		// A module of its own that requires module@v, with module's go.sum.
+		sums, err := os.ReadFile(filepath.Join(info.Dir, "go.sum"))
+		if err != nil {
+			return "", err.Error()
+		}
+		sums = fmt.Appendf(sums, "%s v%s %s\n%s v%s/go.mod %s\n", module, v, info.Sum, module, v, info.GoModSum)
+		os.WriteFile(filepath.Join(tmp, "go.sum"), sums, 0o644)
+		os.WriteFile(filepath.Join(tmp, "go.mod"), fmt.Appendf(nil, "module slim\n\ngo 1.24\n\nrequire %s v%s\n", module, v), 0o644)
+		os.WriteFile(filepath.Join(tmp, "main.go"), []byte(mainSrc), 0o644)
+		build = exec.Command("go", "build", "-trimpath", "-o", part, ".")
+		build.Dir = tmp
+	}
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		os.Remove(part)
-		return "", "go build ./cmd/tofu: " + err.Error() + "\n" + string(out)
+		return "", "go build " + pkg + ": " + err.Error() + "\n" + string(out)
 	}
 	if err := os.Rename(part, bin); err != nil {
 		return "", err.Error()
@@ -89,7 +111,7 @@ func buildTofu() (string, string) {
 // end-to-end tests (and builds it once for them).
 func TestTofuBuilds(t *testing.T) {
 	cmd := exec.Command(tofuBin(t), "version")
-	cmd.Env = baseEnv()
+	cmd.Env = baseEnv() // a TF_CLI_CONFIG_FILE naming a missing file makes tofu print a warning first
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("tofu version: %v\n%s", err, out)

@@ -144,7 +144,7 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("%w: blobs are not sorted by digest or listed twice (%s)", ErrManifest, b.Digest.Short())
 		}
 		switch b.Role {
-		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive:
+		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip:
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}

@@ -16,6 +16,9 @@ const (
 	RoleShasums         = "shasums"
 	RoleShasumsSig      = "shasums-signature"
 	RoleModuleArchive   = "module-archive"
+	// RoleModuleZip is a module's deterministic zip (the same tree as its
+	// archive), the layer of its OCI module package.
+	RoleModuleZip = "module-zip"
 )
 
 // Catalog is everything a bundle describes and a store serves. Lists are kept
@@ -77,6 +80,11 @@ type ModuleVersion struct {
 	Subdir    string        `json:"subdir,omitempty"`
 	Source    string        `json:"source,omitempty"` // where it was fetched from
 	Commit    string        `json:"commit,omitempty"` // pinned git commit, if any
+	// Zip is the same tree as Archive as a deterministic zip (getter.ZipFromTarGz),
+	// for OpenTofu's oci:// module sources. Empty in bundles made before
+	// airgap wrote it.
+	Zip     verify.Digest `json:"zip,omitempty"`
+	ZipSize int64         `json:"zip_size,omitempty"`
 }
 
 // Platform is "os_arch".
@@ -209,6 +217,11 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 		if err := ref(m.String(), m.Archive, RoleModuleArchive); err != nil {
 			return err
 		}
+		if m.Zip != "" {
+			if err := ref(m.String()+" zip", m.Zip, RoleModuleZip); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -289,6 +302,10 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 	for _, nm := range next.Modules {
 		key := strings.ToLower(nm.String())
 		if i, ok := midx[key]; ok {
+			if nm.Zip == "" && c.Modules[i].Archive == nm.Archive {
+				// A bundle from before module zips keeps the zip the store has.
+				nm.Zip, nm.ZipSize = c.Modules[i].Zip, c.Modules[i].ZipSize
+			}
 			if c.Modules[i].Archive != nm.Archive || c.Modules[i].Subdir != nm.Subdir {
 				added = append(added, "module "+nm.String()+" (replaced)")
 			}
@@ -315,6 +332,9 @@ func (c *Catalog) Blobs() map[verify.Digest]string {
 	}
 	for _, m := range c.Modules {
 		out[m.Archive] = RoleModuleArchive
+		if m.Zip != "" {
+			out[m.Zip] = RoleModuleZip
+		}
 	}
 	return out
 }

@@ -13,7 +13,7 @@ type ClientConfigOptions struct {
 	URL     string   // the appliance's base URL, ending in "/"
 	Origins []string // origin registries the appliance serves
 	Tool    string   // "terraform" or "tofu"
-	Mode    string   // "registry" (host overrides) or "mirror" (network mirror)
+	Mode    string   // "registry" (host overrides), "mirror" (network mirror) or "oci" (OpenTofu's oci_mirror)
 }
 
 // NormalizeBaseURL makes sure u is https and ends in "/": the clients never
@@ -50,10 +50,13 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	if tool == "" {
 		tool = "terraform"
 	}
+	// OpenTofu reads TF_CLI_CONFIG_FILE too (it has no TOFU_CLI_CONFIG_FILE).
 	envVar, file := "TF_CLI_CONFIG_FILE", "~/.terraformrc (Windows: %APPDATA%\\terraform.rc)"
 	if tool == "tofu" {
-		// OpenTofu reads TF_CLI_CONFIG_FILE (not TOFU_CLI_CONFIG_FILE).
 		file = "~/.tofurc (Windows: %APPDATA%\\tofu.rc)"
+	}
+	if opt.Mode == "oci" && tool != "tofu" {
+		return fmt.Errorf("--mode oci is for OpenTofu (1.10 or newer) only; Terraform cannot install from OCI registries\nhint: use --tool tofu, or --mode registry for Terraform")
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), "/")
 	if i := strings.Index(host, "/"); i >= 0 {
@@ -85,14 +88,16 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	case "mirror":
 		fmt.Fprintf(w, "#\n# Mirror mode: providers come from the appliance's network mirror (lock files get\n# only the local h1: hash); modules still need host overrides (there is no\n# module mirror protocol).\n")
 		fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url = %q\n  }\n}\n", base+"mirror/")
-		for _, o := range opt.Origins {
-			fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"modules.v1\" = %q\n  }\n}\n", o, base+"origin/"+o+"/v1/modules/")
+		writeModuleHosts(w, base, opt.Origins)
+	case "oci":
+		if err := writeOCIConfig(w, base, host, opt.Origins); err != nil {
+			return err
 		}
 	default:
-		if s := dist.Suggest(opt.Mode, []string{"registry", "mirror"}); s != "" {
-			return fmt.Errorf("unknown --mode %q (want registry or mirror); did you mean %q?", opt.Mode, s)
+		if s := dist.Suggest(opt.Mode, []string{"registry", "mirror", "oci"}); s != "" {
+			return fmt.Errorf("unknown --mode %q (want registry, mirror or oci); did you mean %q?", opt.Mode, s)
 		}
-		return fmt.Errorf("unknown --mode %q (want registry or mirror)", opt.Mode)
+		return fmt.Errorf("unknown --mode %q (want registry, mirror or oci)", opt.Mode)
 	}
 	return nil
 }
@@ -102,4 +107,12 @@ func tokenAdvice(host string) string {
 		return fmt.Sprintf("add a credentials %q block\n# (TF_TOKEN_ variables cannot name a host with a port).", host)
 	}
 	return fmt.Sprintf("export TF_TOKEN_%s=... (dots become _,\n# dashes become __), or add a credentials %q block.", strings.NewReplacer("-", "__", ".", "_").Replace(host), host)
+}
+
+// writeModuleHosts writes host overrides for the module registry protocol
+// only (for the modes whose providers come some other way).
+func writeModuleHosts(w io.Writer, base string, origins []string) {
+	for _, o := range origins {
+		fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"modules.v1\" = %q\n  }\n}\n", o, base+"origin/"+o+"/v1/modules/")
+	}
 }

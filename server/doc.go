@@ -12,6 +12,7 @@
 //	/blobs/sha256/{hex}[/{filename}]                  packages, SHA256SUMS, signatures
 //	/archives/sha256/{hex}.tar.gz                     module archives
 //	/ca.pem, /healthz, /airgap/v1/origins             appliance helpers
+//	/v2/…                                             OCI distribution API, read-only (oci.go; layout: dist/oci)
 //
 // Which origin registry a /v1/… request sees depends on its Host: a Host that
 // is an origin in the catalog (DNS for registry.terraform.io pointed at the

@@ -37,6 +37,7 @@ type Server struct {
 
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
+	oci   ociHolder // the OCI API's state (oci.go)
 }
 
 // state is everything derived from one catalog snapshot: the lookup view,
@@ -120,6 +121,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /ca.pem", s.caCert)
 	m.HandleFunc("GET /airgap/v1/origins", s.jsonHandler(s.originsDoc))
+	m.HandleFunc("GET /v2/", s.ociHandler) // OCI distribution API (oci.go)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
 	})
@@ -428,7 +430,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	h.Set("X-Content-Type-Options", "nosniff")
 	switch info.role {
-	case dist.RoleProviderPackage:
+	case dist.RoleProviderPackage, dist.RoleModuleZip:
 		h.Set("Content-Type", "application/zip")
 	case dist.RoleModuleArchive:
 		h.Set("Content-Type", "application/gzip")

@@ -23,6 +23,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -257,6 +258,29 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 	s.Catalog.Modules = append(s.Catalog.Modules, mv)
 	s.Files[mv.Archive] = path
 	s.Roles[mv.Archive] = dist.RoleModuleArchive
+	// Its zip, as export writes it.
+	zp := path + ".zip"
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(zp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := getter.ZipFromTarGz(in, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zd := FileDigest(t, zp)
+	zfi, _ := os.Stat(zp)
+	last := &s.Catalog.Modules[len(s.Catalog.Modules)-1]
+	last.Zip, last.ZipSize = zd, zfi.Size()
+	s.Files[zd], s.Roles[zd] = zp, dist.RoleModuleZip
 }
 
 // Manifest makes the manifest for the set.

@@ -605,13 +605,17 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 		}
 	}
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
+	zd, zn, err := e.moduleZip(p)
+	if err != nil {
+		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
+	}
 	e.opt.Log("fetched %s from %s (%s)", what, loc, human(n))
 	root = res.Root
 	if res.Subdir != "" {
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
 	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit}, root, work, nil
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit, Zip: zd, ZipSize: zn}, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/dist/getter/archivetest"
 )
 
-type entry = registrytest.Entry
+type entry = archivetest.Entry
 
 // unpackIn extracts data (of kind) into <outer>/x/y/z/root and returns the
 // error, after checking that a failure leaves outer exactly as it was and
@@ -31,12 +31,12 @@ func unpackIn(t testing.TB, data []byte, kind string, lim limits) (root string, 
 	if err := os.WriteFile(arch, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := registrytest.Snapshot(t, outer)
+	before := archivetest.Snapshot(t, outer)
 	root = filepath.Join(parent, "root")
 	err = extractLimited(arch, kind, root, lim)
-	after := registrytest.Snapshot(t, outer)
+	after := archivetest.Snapshot(t, outer)
 	if err != nil {
-		if d := registrytest.Changed(before, after); len(d) != 0 {
+		if d := archivetest.Changed(before, after); len(d) != 0 {
 			t.Fatalf("a failed extraction (%v) changed the tree: %v", err, d)
 		}
 		return root, err
@@ -46,20 +46,20 @@ func unpackIn(t testing.TB, data []byte, kind string, lim limits) (root string, 
 			t.Fatalf("extraction wrote %s outside its root", k)
 		}
 	}
-	if d := registrytest.Changed(before, after); len(d) == 0 {
+	if d := archivetest.Changed(before, after); len(d) == 0 {
 		t.Fatalf("extraction succeeded but created nothing")
 	}
 	return root, nil
 }
 
 func archives(t *testing.T, entries []entry) map[string][]byte {
-	out := map[string][]byte{"tar.gz": registrytest.TarGz(t, entries), "tar": registrytest.Tar(t, entries)}
+	out := map[string][]byte{"tar.gz": archivetest.TarGz(t, entries), "tar": archivetest.Tar(t, entries)}
 	for _, e := range entries {
 		if e.Type == tar.TypeLink {
 			return out
 		}
 	}
-	out["zip"] = registrytest.Zip(t, entries)
+	out["zip"] = archivetest.Zip(t, entries)
 	return out
 }
 
@@ -69,7 +69,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 		entries []entry
 		want    string // in the error
 	}{
-		{"link chain", registrytest.LinkChain(8, "pwned", "owned"), `symlink "b"`},
+		{"link chain", archivetest.LinkChain(8, "pwned", "owned"), `symlink "b"`},
 		{"file through a link to a directory", []entry{
 			{Name: "d", Type: tar.TypeDir}, {Name: "l", Type: tar.TypeSymlink, Link: "d"}, {Name: "l/f", Body: "x"}}, `symlink "l"`},
 		{"file through a link to the parent", []entry{
@@ -130,7 +130,7 @@ func TestExtractLimits(t *testing.T) {
 		}
 	}
 	// A gzip bomb: one file of 2 MiB of zeros in a few KiB.
-	bomb := registrytest.TarGz(t, []entry{{Name: "zeros", Body: string(make([]byte, 2<<20))}})
+	bomb := archivetest.TarGz(t, []entry{{Name: "zeros", Body: string(make([]byte, 2<<20))}})
 	if _, err := unpackIn(t, bomb, "tar.gz", limits{entries: 10, links: 2, bytes: 1 << 20}); !errors.Is(err, ErrArchiveLimit) {
 		t.Fatalf("bomb: %v", err)
 	}
@@ -229,15 +229,15 @@ func mustGunzip(t *testing.T, b []byte) io.Reader {
 // the root, a failure leaves nothing at all, and a success normalizes.
 func FuzzExtract(f *testing.F) {
 	for _, es := range [][]entry{
-		registrytest.LinkChain(4, "pwned", "x"),
+		archivetest.LinkChain(4, "pwned", "x"),
 		{{Name: "main.tf", Body: "# m\n"}, {Name: "l", Type: tar.TypeSymlink, Link: "main.tf"}},
 		{{Name: "d", Type: tar.TypeDir}, {Name: "l", Type: tar.TypeSymlink, Link: "d/.."}, {Name: "l/x", Body: "x"}},
 	} {
-		f.Add(registrytest.TarGz(f, es), uint8(0))
-		f.Add(registrytest.Tar(f, es), uint8(1))
-		f.Add(registrytest.Zip(f, es), uint8(2))
+		f.Add(archivetest.TarGz(f, es), uint8(0))
+		f.Add(archivetest.Tar(f, es), uint8(1))
+		f.Add(archivetest.Zip(f, es), uint8(2))
 	}
-	f.Add(registrytest.Tar(f, []entry{{Name: "h", Type: tar.TypeLink, Link: "../x"}}), uint8(1))
+	f.Add(archivetest.Tar(f, []entry{{Name: "h", Type: tar.TypeLink, Link: "../x"}}), uint8(1))
 	kinds := []string{"tar.gz", "tar", "zip", "tar.bz2"}
 	lim := limits{entries: 1000, links: 100, bytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte, k uint8) {

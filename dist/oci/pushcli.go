@@ -1,0 +1,73 @@
+package oci
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/airgap/airgap/bundle/store"
+)
+
+// PasswordEnv is the environment variable 'airgap push --username' reads
+// the password from.
+const PasswordEnv = "AIRGAP_REGISTRY_PASSWORD"
+
+// Password returns the registry password for --username: the first line
+// of r when fromStdin (--password-stdin), else $AIRGAP_REGISTRY_PASSWORD.
+func Password(fromStdin bool, r io.Reader) (string, error) {
+	if fromStdin {
+		line, err := bufio.NewReader(io.LimitReader(r, 64<<10)).ReadString('\n')
+		if err != nil && err != io.EOF {
+			return "", fmt.Errorf("reading the password from stdin: %w", err)
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	}
+	p, ok := os.LookupEnv(PasswordEnv)
+	if !ok {
+		return "", errors.New("--username needs a password\nhint: set " + PasswordEnv + " or pass --password-stdin")
+	}
+	return p, nil
+}
+
+// PushStore pushes the store at dir (see Push) and reports to w: a line per
+// tag and a summary, or with jsonOut one PushResult document.
+func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w io.Writer) error {
+	st, err := store.Open(dir)
+	if err != nil {
+		return err
+	}
+	opt.OpenBlob = st.OpenBlob
+	if !jsonOut {
+		opt.Progress = func(t TagResult) {
+			if t.UpToDate {
+				fmt.Fprintf(w, "up to date  %s:%s\n", t.Repository, t.Tag)
+			} else {
+				fmt.Fprintf(w, "pushed      %s:%s (%d blobs, %d bytes)\n", t.Repository, t.Tag, t.Blobs, t.Bytes)
+			}
+		}
+	}
+	res, err := Push(ctx, st.Catalog(), opt)
+	if err != nil {
+		return err
+	}
+	res.Left = Left(st.Catalog())
+	if jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	for _, l := range res.Left {
+		fmt.Fprintf(w, "not pushed  %s\n", l)
+	}
+	fmt.Fprintf(w, "%d repositories, %d tags (%d pushed, %d up to date), %d blobs and %d bytes sent to %s\n",
+		res.Repositories, len(res.Tags), res.TagsPushed, len(res.Tags)-res.TagsPushed, res.BlobsPushed, res.BytesPushed, res.Target)
+	if res.Repositories > 0 {
+		fmt.Fprintf(w, "OpenTofu: provider_installation { oci_mirror { repository_template = %q } }\n", strings.TrimSuffix(res.Target, "/")+"/${hostname}/${namespace}/${type}")
+	}
+	return nil
+}
