@@ -283,6 +283,8 @@ type verifyReport struct {
 	Parts      int           `json:"parts,omitempty"`
 	Bytes      int64         `json:"bytes"`
 	Error      string        `json:"error,omitempty"`
+
+	Checks *bundle.CheckReport `json:"checks,omitempty"` // the consistency check
 }
 
 func (c *verifyCmd) run(args []string) error {
@@ -313,22 +315,8 @@ func (c *verifyCmd) run(args []string) error {
 			rep.Packages += len(p.Packages)
 		}
 		rep.Omitted = len(m.Blobs) - len(m.Carried())
-		for {
-			b, rd, err := br.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			n, err := io.Copy(io.Discard, rd)
-			if err != nil {
-				return err
-			}
-			rep.Blobs++
-			rep.Bytes += n
-			_ = b
-		}
+		rep.Checks, rep.Blobs, rep.Bytes, err = bundle.CheckAll(br, "")
+		return err
 	}()
 	rep.OK = err == nil
 	if err != nil {
@@ -355,6 +343,7 @@ func (c *verifyCmd) run(args []string) error {
 	}
 	fmt.Printf("OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
 		args[0], kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, humanBytes(rep.Bytes))
+	fmt.Print(rep.Checks.Summary("  "))
 	return nil
 }
 
@@ -393,7 +382,7 @@ func (c *importCmd) run(args []string) error {
 	defer f.Close()
 	res, err := store.Import(c.storeD, f, store.ImportOptions{Keyring: kr, Wait: c.wait})
 	if err != nil {
-		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
+		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
 	}
 	if res.Cleaned > 0 {
 		fmt.Printf("removed %d leftover(s) of an interrupted import\n", res.Cleaned)
