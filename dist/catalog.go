@@ -258,10 +258,14 @@ func canonicalVersion(v string) string {
 // Key identifies a provider version the way registries and clients compare
 // them: case-insensitively, by canonical version. Two entries with one Key
 // in a catalog are duplicates.
-func (p ProviderVersion) Key() string { return strings.ToLower(p.Addr()) + " " + canonicalVersion(p.Version) }
+func (p ProviderVersion) Key() string {
+	return strings.ToLower(p.Addr()) + " " + canonicalVersion(p.Version)
+}
 
 // Key identifies a module version case-insensitively, by canonical version.
-func (m ModuleVersion) Key() string { return strings.ToLower(m.Addr()) + " " + canonicalVersion(m.Version) }
+func (m ModuleVersion) Key() string {
+	return strings.ToLower(m.Addr()) + " " + canonicalVersion(m.Version)
+}
 
 // CheckMerge reports whether next can be merged into c without changing
 // anything c already serves: a provider version both have must be spelled
