@@ -449,6 +449,9 @@ func (c *inventoryCmd) run(args []string) error {
 		if p.SiteSigned {
 			signed = " (re-signed by the site key)"
 		}
+		if note := store.KeyNote(c.storeD, p, time.Now()); note != "" {
+			signed += " " + note
+		}
 		fmt.Printf("  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
 	}
 	fmt.Println("\nModules:")

@@ -38,8 +38,8 @@ const (
 	SiteKeySource = "airgap site key"
 )
 
-const checkHint = "\nhint: the bundle is signed by a key you trust but contradicts itself: it was built wrong or altered before it was signed. " +
-	"Nothing was imported. Export it again on the connected side, and tell whoever holds the site key"
+const checkHint = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
+	"Do not import it; export it again on the connected side, and tell whoever holds the site key"
 
 // timeNow is the clock the report of since-expired keys uses (nothing else).
 var timeNow = time.Now

@@ -70,6 +70,9 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 	m, err := ParseManifest(mdata)
 	if err != nil {
 		br2.Close()
+		if errors.Is(err, ErrManifest) {
+			err = fmt.Errorf("%w%s", err, checkHint)
+		}
 		return nil, err
 	}
 	br2.manifest, br2.manifestB, br2.signer = m, mdata, signer

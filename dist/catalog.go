@@ -115,6 +115,7 @@ var (
 	reFilename  = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
 	reSubdir    = regexp.MustCompile(`^[A-Za-z0-9._+@=/-]*$`)
 	reProtocols = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+	reH1        = regexp.MustCompile(`^h1:[A-Za-z0-9+/]{43}=$`) // base64 of a sha256
 )
 
 // ValidHost reports whether s is a lowercase (punycode) host name with an
@@ -130,13 +131,16 @@ func ValidModuleName(s string) bool { return len(s) <= 64 && reModName.MatchStri
 // ValidPlatformPart reports whether s is a valid os or arch.
 func ValidPlatformPart(s string) bool { return len(s) <= 32 && rePlatform.MatchString(s) }
 
-// ValidVersion reports whether s is a semantic version without a "v".
+// reSemver is the regular expression semver.org gives for SemVer 2.0.0.
+var reSemver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// ValidVersion reports whether s is a semantic version (SemVer 2.0.0:
+// MAJOR.MINOR.PATCH, optional pre-release and build; no "v"), as the
+// registry protocols require.
 func ValidVersion(s string) bool {
-	if s == "" || strings.HasPrefix(s, "v") || len(s) > 128 {
-		return false
-	}
-	_, err := version.NewSemver(s)
-	return err == nil
+	return len(s) <= 128 && reSemver.MatchString(s)
 }
 
 // Validate checks every name in the catalog, and that each blob it refers to
@@ -191,7 +195,7 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 			if !reFilename.MatchString(pk.Filename) {
 				return fmt.Errorf("%s %s: invalid filename %q", p, pk.Platform(), pk.Filename)
 			}
-			if !strings.HasPrefix(pk.H1, "h1:") {
+			if !reH1.MatchString(pk.H1) {
 				return fmt.Errorf("%s %s: invalid h1 hash %q", p, pk.Platform(), pk.H1)
 			}
 			if err := ref(p.String()+" "+pk.Platform(), pk.Digest, RoleProviderPackage); err != nil {
