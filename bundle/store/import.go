@@ -211,14 +211,14 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	if err != nil {
 		return nil, err
 	}
+	if testHookBeforeIndex != nil {
+		testHookBeforeIndex()
+	}
 	pending, err := prepareAtomic(indexPath(root), data, 0o644)
 	if err != nil {
-		return nil, noSpace(root, err, "writing the store index", int64(len(data)))
+		return nil, noSpace(root, err, "writing the store index", need+int64(len(data)))
 	}
 	defer pending.abort()
-	if testHookBeforePlace != nil {
-		testHookBeforePlace()
-	}
 	for _, b := range staged {
 		dst := BlobPath(root, b.Digest)
 		if err := os.Rename(filepath.Join(stage, b.Digest.Hex()), dst); err != nil {
@@ -229,15 +229,19 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	if err := syncDir(blobDir(root)); err != nil {
 		return nil, err
 	}
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
 	if err := pending.commit(); err != nil {
 		return nil, fmt.Errorf("writing the store index: %w", err)
 	}
 	return res, nil
 }
 
-// testHookBeforePlace, if set (by tests), runs after the new index has been
-// written to its temporary file and before any blob is placed.
-var testHookBeforePlace func()
+// Test hooks (set by export_test.go only): before the new index is written
+// to its temporary file (every blob staged and checked), and before it is
+// renamed into place (every new blob placed).
+var testHookBeforeIndex, testHookBeforeCommit func()
 
 // unplace removes blobs an import placed before it failed, so that the store
 // is as it was (they were new: no index refers to them).
