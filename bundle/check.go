@@ -3,6 +3,7 @@ package bundle
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +25,11 @@ import (
 // text files; HashiCorp's largest packages are about 200 MB zipped and under
 // 1 GB unzipped.
 const (
-	// MaxZipEntries bounds the files in a provider zip whose h1 is computed.
-	MaxZipEntries = 10000
+	// MaxZipEntries bounds the files in a provider zip whose h1 is computed
+	// (read from the zip's end record before archive/zip reads its
+	// directory into memory: each entry may name 3 × 64 KiB of name, extra
+	// field and comment, so the directory costs at most ≈ 50 MiB).
+	MaxZipEntries = 256
 	// MaxZipUnpacked bounds the declared unpacked size of a provider zip (the
 	// h1 hash reads every file unpacked, and archive/zip refuses files
 	// longer than declared).
@@ -492,6 +496,9 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 // zipH1 is dist.H1 of a zip within the bounds MaxZipEntries and
 // MaxZipUnpacked.
 func zipH1(path string) (string, error) {
+	if err := zipEntryCount(path); err != nil {
+		return "", err
+	}
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return "", err
@@ -509,6 +516,53 @@ func zipH1(path string) (string, error) {
 		return "", fmt.Errorf("%d bytes unpacked, over the limit of %d", total, uint64(MaxZipUnpacked))
 	}
 	return dist.H1(path)
+}
+
+// zipEntryCount refuses a zip whose end record announces more than
+// MaxZipEntries entries, before archive/zip reads them all into memory (it
+// accepts as many as the file's size allows, and offers no limit). It reads
+// only the end record (and the zip64 one if present); archive/zip checks the
+// rest.
+func zipEntryCount(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	const eocdLen, maxComment = 22, 65535
+	tail := min(fi.Size(), eocdLen+maxComment)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil {
+		return err
+	}
+	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	if i < 0 || len(buf)-i < eocdLen {
+		return errors.New("no zip end record")
+	}
+	records := uint64(binary.LittleEndian.Uint16(buf[i+10:]))
+	if records == 0xffff && i >= 20 && bytes.Equal(buf[i-20:i-16], []byte("PK\x06\x07")) {
+		// zip64: the locator points at the zip64 end record.
+		off := int64(binary.LittleEndian.Uint64(buf[i-20+8:]))
+		var rec [56]byte
+		if off < 0 || off > fi.Size()-56 {
+			return errors.New("bad zip64 end record offset")
+		}
+		if _, err := f.ReadAt(rec[:], off); err != nil {
+			return err
+		}
+		if !bytes.Equal(rec[:4], []byte("PK\x06\x06")) {
+			return errors.New("bad zip64 end record")
+		}
+		records = binary.LittleEndian.Uint64(rec[32:])
+	}
+	if records > MaxZipEntries {
+		return fmt.Errorf("%d files, over the limit of %d", records, MaxZipEntries)
+	}
+	return nil
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {
