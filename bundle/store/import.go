@@ -88,10 +88,6 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	if err != nil {
 		return nil, err
 	}
-	if err := ix.Catalog.CheckMerge(&m.Catalog); err != nil {
-		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
-			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
-	}
 	sizes := make(map[verify.Digest]int64, len(m.Blobs))
 	for _, b := range m.Blobs {
 		sizes[b.Digest] = b.Size
@@ -113,6 +109,10 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		return nil, err
 	}
 	defer ck.Close()
+	if err := ix.Catalog.CheckMerge(&m.Catalog); err != nil {
+		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
+			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
+	}
 	// A delta must find every omitted blob here before anything is read.
 	var need int64 // bytes of new blobs, for a disk-full message
 	var missing []string
