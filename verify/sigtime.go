@@ -41,9 +41,10 @@ func (c Checked) ExpiredSince(now time.Time) bool {
 //     primary identity) is refused whatever the dates, because a revocation
 //     is how a publisher says its key may be in other hands, and whoever holds
 //     it can backdate a signature;
-//   - the signature's own expiry, if it has one, is judged at its creation
-//     too, i.e. it never applies: offline clocks drift, and the bytes signed
-//     do not change.
+//   - the signature's own expiry, if it has one (SHA256SUMS signatures carry
+//     none), is judged at its creation too — or, for a key re-published
+//     since, at its newest self-signature, which go-crypto will not accept
+//     as dated after "now".
 //
 // The clock of this machine is not consulted at all. Every failure is one of
 // the sentinel errors, wrapped with the issuer the signature names.
