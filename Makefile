@@ -26,6 +26,7 @@ vet:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckManifest$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzPrintable$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter

@@ -249,7 +249,7 @@ func (c *importCmd) run(args []string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
+		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))

@@ -1,80 +1,638 @@
 package bundle
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-
-	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
-// Report is what Check found; 'airgap verify --json' prints it.
-type Report struct {
-	OK         bool          `json:"ok"`
-	Bundle     string        `json:"bundle"`
-	File       string        `json:"file"`
-	Signer     verify.Signer `json:"signer"`
-	Compressed bool          `json:"compressed"`
-	Tool       string        `json:"tool"`
-	Delta      *Delta        `json:"delta,omitempty"`
-	Providers  int           `json:"provider_versions"`
-	Packages   int           `json:"provider_packages"`
-	Modules    int           `json:"module_versions"`
-	Blobs      int           `json:"blobs"`
-	Omitted    int           `json:"blobs_omitted"`
-	Parts      int           `json:"parts,omitempty"`
-	Bytes      int64         `json:"bytes"`
-	Error      string        `json:"error,omitempty"`
+// Limits of the consistency check. A provider zip holds the plugin and a few
+// text files; HashiCorp's largest packages are about 200 MB zipped and under
+// 1 GB unzipped.
+const (
+	// MaxZipEntries bounds the files in a provider zip whose h1 is computed
+	// (read from the zip's end record before archive/zip reads its
+	// directory into memory: each entry may name 3 × 64 KiB of name, extra
+	// field and comment, so the directory costs at most ≈ 50 MiB).
+	MaxZipEntries = 256
+	// MaxZipUnpacked bounds the declared unpacked size of a provider zip (the
+	// h1 hash reads every file unpacked, and archive/zip refuses files
+	// longer than declared).
+	MaxZipUnpacked = 8 << 30
+	// SiteResignHost is the only origin whose providers may carry a site
+	// re-signature: it may list no publisher keys (see the README's trust
+	// model); 'airgap export' refuses every other host without keys.
+	SiteResignHost = "registry.opentofu.org"
+	// SiteKeySource marks the key export adds for a site re-signature.
+	SiteKeySource = "airgap site key"
+)
+
+const checkHint = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
+	"Do not import it; export it again on the connected side, and tell whoever holds the site key"
+
+// timeNow is the clock the report of since-expired keys uses (nothing else).
+var timeNow = time.Now
+
+func inconsistent(entry, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s%s", ErrInconsistent, entry, fmt.Sprintf(format, a...), checkHint)
 }
 
-// Check reads a whole bundle, checking the signature and every blob's
-// digest, and fills rep. It keeps nothing: memory is the reader's.
-func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
-	br, err := NewReader(r, kr)
+// CheckManifest checks what a manifest says about itself, before any blob is
+// read: Validate (every blob listed once and used, every name in the registry
+// address grammar, every version semver), and then
+//
+//   - no provider version or module version is listed twice (compared as
+//     clients compare them: case-insensitively, by canonical version);
+//   - every package's filename ends in _OS_ARCH.zip for the platform the
+//     catalog lists it under;
+//   - one zip (one digest) is not given two different h1 hashes;
+//   - a site re-signature is marked (SiteSigned), is for SiteResignHost
+//     only, and carries exactly one key; an unmarked provider carries at
+//     least one key and none marked as the site's;
+//   - SHA256SUMS files and signatures are within their size limits.
+//
+// What needs the blobs' bytes is checked by a Checker.
+func CheckManifest(m *Manifest) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	sizes := make(map[verify.Digest]int64, len(m.Blobs))
+	for _, b := range m.Blobs {
+		sizes[b.Digest] = b.Size
+	}
+	provs := make(map[string]string, len(m.Catalog.Providers))
+	h1s := map[verify.Digest]string{}
+	for _, p := range m.Catalog.Providers {
+		entry := "provider " + p.String()
+		if prev, dup := provs[p.Key()]; dup {
+			return inconsistent(entry, "listed twice in one bundle (also as %s)", prev)
+		}
+		provs[p.Key()] = p.String()
+		if sizes[p.Shasums] > dist.MaxShasumsSize {
+			return inconsistent(entry, "its SHA256SUMS is %d bytes, over the %d-byte limit", sizes[p.Shasums], dist.MaxShasumsSize)
+		}
+		if sizes[p.ShasumsSig] > MaxSignatureSize {
+			return inconsistent(entry, "its SHA256SUMS signature is %d bytes, over the %d-byte limit", sizes[p.ShasumsSig], MaxSignatureSize)
+		}
+		site := 0
+		for _, k := range p.SigningKeys {
+			if k.Source == SiteKeySource {
+				site++
+			}
+		}
+		switch {
+		case p.SiteSigned && p.Host != SiteResignHost:
+			return inconsistent(entry, "marked as re-signed by the site key, which only %s providers may be (its registry must publish keys)", SiteResignHost)
+		case p.SiteSigned && len(p.SigningKeys) != 1:
+			return inconsistent(entry, "marked as re-signed by the site key but carries %d keys, not the site key alone", len(p.SigningKeys))
+		case !p.SiteSigned && len(p.SigningKeys) == 0:
+			return inconsistent(entry, "carries no publisher signing key")
+		case !p.SiteSigned && site > 0:
+			return inconsistent(entry, "carries the site key as a publisher key without being marked as re-signed")
+		}
+		for _, pk := range p.Packages {
+			what := entry + " " + pk.Platform()
+			if !strings.HasSuffix(pk.Filename, "_"+pk.OS+"_"+pk.Arch+".zip") {
+				return inconsistent(what, "the package file %s is not for %s (want a name ending in _%s_%s.zip)", pk.Filename, pk.Platform(), pk.OS, pk.Arch)
+			}
+			if prev, ok := h1s[pk.Digest]; ok && prev != pk.H1 {
+				return inconsistent(what, "package %s is listed with two h1 hashes (%s and %s)", pk.Digest.Short(), prev, pk.H1)
+			}
+			h1s[pk.Digest] = pk.H1
+		}
+	}
+	mods := make(map[string]string, len(m.Catalog.Modules))
+	for _, mv := range m.Catalog.Modules {
+		if prev, dup := mods[mv.Key()]; dup {
+			return inconsistent("module "+mv.String(), "listed twice in one bundle (also as %s)", prev)
+		}
+		mods[mv.Key()] = mv.String()
+	}
+	return nil
+}
+
+// CheckOptions configure a Checker.
+type CheckOptions struct {
+	// Signer signed the manifest; a site re-signature must be by this key.
+	Signer verify.Signer
+	// SpoolDir is where Spool writes blobs ("" means the system temp dir).
+	SpoolDir string
+	// Have returns a file holding a blob that does not stream by (omitted
+	// from a delta, or one the caller already has). Nil, or false: the
+	// checks that need it are deferred (listed in the report).
+	Have func(d verify.Digest) (path string, ok bool)
+	// KnownH1 reports that the caller already knows (has checked) that the
+	// zip with digest d has h1; Finish then does not hash it again.
+	KnownH1 func(d verify.Digest, h1 string) bool
+}
+
+// CheckReport says what a Checker checked.
+type CheckReport struct {
+	Signatures int // SHA256SUMS signatures checked against the carried keys
+	Packages   int // packages found with their sha256 in a signed SHA256SUMS
+	H1         int // zips whose h1 was computed and compared
+	// Deferred lists what could not be checked without the store (a delta's
+	// omitted blobs); import checks it.
+	Deferred []string
+	// KeysExpired lists providers whose SHA256SUMS signature was made while
+	// the key was valid, by a key that has expired since (by this machine's
+	// clock, which judges nothing else).
+	KeysExpired []string
+}
+
+// Checker checks a signed manifest against the blobs it lists, as they
+// stream by: each provider version's SHA256SUMS signature against the keys
+// the bundle carries for it (judged as of its creation, see
+// verify.CheckSignature; a site re-signature against the manifest's signer),
+// each package's filename and sha256 against that SHA256SUMS, and the h1 of
+// each zip. It is how both 'verify' and 'import' decide, in one place.
+//
+// Use: NewChecker (runs CheckManifest), then Add or Spool for every blob after
+// the bundle reader has verified its digest, then Finish, then Close.
+//
+// Bounds: h1 hashes are computed by at most GOMAXPROCS-1 (at least one)
+// goroutines, one zip each, while the stream goes on; Add blocks while they are
+// all busy, so at most that many spooled zips exist at once. SHA256SUMS files
+// and signatures stay on disk until Finish, which reads one provider's at a
+// time (at most dist.MaxShasumsSize + MaxSignatureSize). Memory beyond that is
+// proportional to the manifest (≤ MaxManifestSize): one entry per blob and
+// one parsed key per distinct armored key. Computing h1 reads a zip's
+// directory (archive/zip holds it in memory: ≈ 300 bytes per entry, and a
+// zip of N bytes holds at most N/46) and unpacks at most MaxZipUnpacked
+// bytes of at most MaxZipEntries files.
+type Checker struct {
+	m       *Manifest
+	opt     CheckOptions
+	spool   string
+	paths   map[verify.Digest]string // SHA256SUMS and signatures received
+	wantH1  map[verify.Digest]string
+	hashed  map[verify.Digest]bool
+	jobs    chan h1Job
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	n       int
+	rep     CheckReport
+	keyring map[string]openpgp.EntityList
+}
+
+type h1Job struct {
+	d      verify.Digest
+	path   string
+	remove bool
+}
+
+// NewChecker runs CheckManifest on m and returns a Checker for its blobs.
+func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
+	if err := CheckManifest(m); err != nil {
+		return nil, err
+	}
+	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
+		hashed: map[verify.Digest]bool{}, keyring: map[string]openpgp.EntityList{}}
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			c.wantH1[pk.Digest] = pk.H1
+		}
+	}
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	c.jobs = make(chan h1Job)
+	for range workers {
+		c.wg.Add(1)
+		go c.worker()
+	}
+	return c, nil
+}
+
+func (c *Checker) worker() {
+	defer c.wg.Done()
+	for j := range c.jobs {
+		err := c.checkH1(j.d, j.path)
+		if j.remove {
+			os.Remove(j.path)
+		}
+		c.mu.Lock()
+		c.hashed[j.d] = true
+		if err == nil {
+			c.rep.H1++
+		} else if c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Checker) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Add takes note of blob b, whose bytes (already verified against the
+// manifest) are in the file at path until Finish returns. Packages are
+// hashed in the background; Add returns the first failure found so far.
+func (c *Checker) Add(b Blob, path string) error {
+	return c.add(b, path, false)
+}
+
+func (c *Checker) add(b Blob, path string, remove bool) error {
+	err := c.failed()
+	if err == nil && c.jobs == nil {
+		err = errors.New("blob added to a finished check")
+	}
+	if err != nil {
+		if remove {
+			os.Remove(path)
+		}
+		return err
+	}
+	switch b.Role {
+	case dist.RoleProviderPackage:
+		if c.opt.KnownH1 != nil && c.opt.KnownH1(b.Digest, c.wantH1[b.Digest]) {
+			c.mu.Lock()
+			c.hashed[b.Digest] = true
+			c.mu.Unlock()
+			if remove {
+				os.Remove(path)
+			}
+			return nil
+		}
+		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove}
+		return nil
+	case dist.RoleShasums, dist.RoleShasumsSig:
+		c.paths[b.Digest] = path
+	default:
+		if remove {
+			os.Remove(path)
+		}
+	}
+	return nil
+}
+
+// Spool copies a blob's bytes from r (a verifying blob reader) to a file of
+// its own under SpoolDir and adds it; zips are removed once hashed, the rest
+// by Close. For 'verify', which keeps nothing.
+func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
+	if b.Role == dist.RoleModuleArchive {
+		return io.Copy(io.Discard, r)
+	}
+	if c.spool == "" {
+		d, err := os.MkdirTemp(c.opt.SpoolDir, "airgap-check-")
+		if err != nil {
+			return 0, fmt.Errorf("spooling blobs for the consistency check: %w", err)
+		}
+		c.spool = d
+	}
+	c.n++
+	path := filepath.Join(c.spool, strconv.Itoa(c.n))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return n, err
+	}
+	return n, c.add(b, path, true)
+}
+
+// Finish waits for the zips in hand to be hashed, then checks every provider
+// version's SHA256SUMS and signature, and the h1 of zips that did not stream
+// by (through Have).
+func (c *Checker) Finish() (*CheckReport, error) {
+	c.stop()
+	if err := c.failed(); err != nil {
+		return nil, err
+	}
+	for _, p := range c.m.Catalog.Providers {
+		if err := c.provider(p); err != nil {
+			return nil, err
+		}
+	}
+	var rest []verify.Digest
+	for d := range c.wantH1 {
+		if !c.hashed[d] {
+			rest = append(rest, d)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+	for _, d := range rest {
+		if c.opt.KnownH1 != nil && c.opt.KnownH1(d, c.wantH1[d]) {
+			continue
+		}
+		path, ok := c.have(d)
+		if !ok {
+			c.rep.Deferred = append(c.rep.Deferred, "h1 of "+c.m.Describe(d))
+			continue
+		}
+		if err := c.checkH1(d, path); err != nil {
+			return nil, err
+		}
+		c.rep.H1++
+	}
+	rep := c.rep
+	return &rep, nil
+}
+
+func (c *Checker) stop() {
+	if c.jobs != nil {
+		close(c.jobs)
+		c.wg.Wait()
+		c.jobs = nil
+	}
+}
+
+// Close stops the hashing and removes what Spool wrote.
+func (c *Checker) Close() {
+	c.stop()
+	if c.spool != "" {
+		os.RemoveAll(c.spool)
+	}
+}
+
+func (c *Checker) have(d verify.Digest) (string, bool) {
+	if p, ok := c.paths[d]; ok {
+		return p, true
+	}
+	if c.opt.Have != nil {
+		return c.opt.Have(d)
+	}
+	return "", false
+}
+
+// provider checks one provider version's SHA256SUMS signature and lines.
+func (c *Checker) provider(p dist.ProviderVersion) error {
+	entry := "provider " + p.String()
+	sumsPath, ok1 := c.have(p.Shasums)
+	sigPath, ok2 := c.have(p.ShasumsSig)
+	if !ok1 || !ok2 {
+		c.rep.Deferred = append(c.rep.Deferred, "SHA256SUMS and signature of "+entry)
+		return nil
+	}
+	sums, err := readLimited(sumsPath, dist.MaxShasumsSize)
+	if err != nil {
+		return fmt.Errorf("%s: reading its SHA256SUMS: %w", entry, err)
+	}
+	sig, err := readLimited(sigPath, MaxSignatureSize)
+	if err != nil {
+		return fmt.Errorf("%s: reading its SHA256SUMS signature: %w", entry, err)
+	}
+	checked, err := c.checkProviderSignature(p, sums, sig)
+	if err != nil {
+		return inconsistent(entry, "%v", err)
+	}
+	c.rep.Signatures++
+	if checked.ExpiredSince(timeNow()) {
+		c.rep.KeysExpired = append(c.rep.KeysExpired, fmt.Sprintf("%s: signed %s by key %s, which expired %s",
+			entry, checked.Created.UTC().Format("2006-01-02"), checked.Signer.KeyID, checked.KeyExpires.UTC().Format("2006-01-02")))
+	}
+	lines, _, err := dist.ParseShasums(bytes.NewReader(sums))
+	if err != nil {
+		return inconsistent(entry, "its SHA256SUMS is unreadable: %v", err)
+	}
+	listed := make(map[string]string, len(lines))
+	for _, l := range lines {
+		if prev, ok := listed[l.Filename]; ok && prev != l.Hex {
+			return inconsistent(entry, "its SHA256SUMS lists %s twice, with different hashes", l.Filename)
+		}
+		listed[l.Filename] = l.Hex
+	}
+	for _, pk := range p.Packages {
+		h, ok := listed[pk.Filename]
+		switch {
+		case !ok:
+			return inconsistent(entry+" "+pk.Platform(), "the package %s is not listed in its signed SHA256SUMS", pk.Filename)
+		case h != pk.Digest.Hex():
+			return inconsistent(entry+" "+pk.Platform(), "the package %s has sha256 %s, but its signed SHA256SUMS says %s", pk.Filename, pk.Digest.Hex(), h)
+		}
+		c.rep.Packages++
+	}
+	return nil
+}
+
+// checkProviderSignature checks sig over sums against the keys p carries;
+// a site re-signature must be by the manifest's signer.
+func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byte) (verify.Checked, error) {
+	kr, err := c.keys(p)
+	if err != nil {
+		return verify.Checked{}, err
+	}
+	checked, err := verify.CheckSignature(kr, bytes.NewReader(sums), sig)
+	if err != nil {
+		return checked, fmt.Errorf("its SHA256SUMS signature does not verify against the keys the bundle carries for it: %w", err)
+	}
+	if p.SiteSigned && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
+		return checked, fmt.Errorf("marked as re-signed by the site key, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", checked.Signer, c.opt.Signer)
+	}
+	return checked, nil
+}
+
+// keys parses the signing keys a provider version carries (each distinct
+// set once).
+func (c *Checker) keys(p dist.ProviderVersion) (openpgp.EntityList, error) {
+	var id strings.Builder
+	for _, k := range p.SigningKeys {
+		id.WriteString(k.ASCIIArmor)
+		id.WriteByte(0)
+	}
+	if kr, ok := c.keyring[id.String()]; ok {
+		return kr, nil
+	}
+	kr, err := ProviderKeyring(p)
+	if err != nil {
+		return nil, err
+	}
+	c.keyring[id.String()] = kr
+	return kr, nil
+}
+
+// ProviderKeyring parses the signing keys p carries.
+func ProviderKeyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
+	var kr openpgp.EntityList
+	for _, k := range p.SigningKeys {
+		el, err := verify.ReadKeyring(strings.NewReader(k.ASCIIArmor))
+		if err != nil {
+			return nil, fmt.Errorf("its signing key %q is unreadable: %w", k.KeyID, err)
+		}
+		kr = append(kr, el...)
+	}
+	return kr, nil
+}
+
+// CheckProviderSignature checks a provider version's SHA256SUMS signature
+// (the bytes of its two blobs) against the keys it carries, as of the
+// signature's creation. For reports on what is already in a store.
+func CheckProviderSignature(p dist.ProviderVersion, sums, sig []byte) (verify.Checked, error) {
+	kr, err := ProviderKeyring(p)
+	if err != nil {
+		return verify.Checked{}, err
+	}
+	return verify.CheckSignature(kr, bytes.NewReader(sums), sig)
+}
+
+// checkH1 computes the h1 of the zip at path and compares it with what the
+// catalog says for every package with digest d.
+func (c *Checker) checkH1(d verify.Digest, path string) error {
+	want := c.wantH1[d]
+	got, err := zipH1(path)
+	if err != nil {
+		return inconsistent(c.m.Describe(d), "package %s is not a usable provider zip: %v", d.Short(), err)
+	}
+	if got != want {
+		return inconsistent(c.m.Describe(d), "the catalog says h1 %s, but the package hashes to %s", want, got)
+	}
+	return nil
+}
+
+// zipH1 is dist.H1 of a zip within the bounds MaxZipEntries and
+// MaxZipUnpacked.
+func zipH1(path string) (string, error) {
+	if err := zipEntryCount(path); err != nil {
+		return "", err
+	}
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return "", err
+	}
+	var total uint64
+	n := len(zr.File)
+	for _, f := range zr.File {
+		total += f.UncompressedSize64
+	}
+	zr.Close()
+	if n > MaxZipEntries {
+		return "", fmt.Errorf("%d files, over the limit of %d", n, MaxZipEntries)
+	}
+	if total > MaxZipUnpacked {
+		return "", fmt.Errorf("%d bytes unpacked, over the limit of %d", total, uint64(MaxZipUnpacked))
+	}
+	return dist.H1(path)
+}
+
+// zipEntryCount refuses a zip whose end record announces more than
+// MaxZipEntries entries, before archive/zip reads them all into memory (it
+// accepts as many as the file's size allows, and offers no limit). It reads
+// only the end record (and the zip64 one if present); archive/zip checks the
+// rest.
+func zipEntryCount(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer br.Close()
-	m := br.Manifest()
-	rep.Bundle, rep.Signer, rep.Compressed, rep.Tool, rep.Delta = string(br.ID()), br.Signer(), br.Compressed(), m.Tool, m.Delta
-	rep.Providers, rep.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
-	for _, p := range m.Catalog.Providers {
-		rep.Packages += len(p.Packages)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
 	}
-	rep.Omitted = len(m.Blobs) - len(m.Carried())
-	for {
-		_, rd, err := br.Next()
-		if err == io.EOF {
-			return nil
+	const eocdLen, maxComment = 22, 65535
+	tail := min(fi.Size(), eocdLen+maxComment)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil {
+		return err
+	}
+	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	if i < 0 || len(buf)-i < eocdLen {
+		return errors.New("no zip end record")
+	}
+	records := uint64(binary.LittleEndian.Uint16(buf[i+10:]))
+	if records == 0xffff && i >= 20 && bytes.Equal(buf[i-20:i-16], []byte("PK\x06\x07")) {
+		// zip64: the locator points at the zip64 end record.
+		off := int64(binary.LittleEndian.Uint64(buf[i-20+8:]))
+		var rec [56]byte
+		if off < 0 || off > fi.Size()-56 {
+			return errors.New("bad zip64 end record offset")
 		}
-		if err != nil {
+		if _, err := f.ReadAt(rec[:], off); err != nil {
 			return err
 		}
-		n, err := io.Copy(io.Discard, rd)
-		if err != nil {
-			return err
+		if !bytes.Equal(rec[:4], []byte("PK\x06\x06")) {
+			return errors.New("bad zip64 end record")
 		}
-		rep.Blobs++
-		rep.Bytes += n
+		records = binary.LittleEndian.Uint64(rec[32:])
 	}
+	if records > MaxZipEntries {
+		return fmt.Errorf("%d files, over the limit of %d", records, MaxZipEntries)
+	}
+	return nil
 }
 
-// Text is the report for people.
-func (rep *Report) Text() string {
-	kind := "full bundle"
-	if rep.Delta != nil {
-		kind = fmt.Sprintf("delta bundle (base %s; %d blobs omitted, the offline store must already have them)", rep.Delta.Base, rep.Omitted)
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	if rep.Parts > 0 {
-		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("over the size limit")
+	}
+	return b, nil
+}
+
+// CheckAll reads every blob of br through a Checker that spools what it needs
+// under spoolDir and removes it again: what 'verify' does at the transfer
+// station, keeping nothing. It returns the report and the blobs and bytes
+// read. The checks that need the store (a delta's omitted blobs) are listed
+// as deferred.
+func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
+	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SpoolDir: spoolDir})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer c.Close()
+	for {
+		b, rd, err := br.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, blobs, bytes, err
+		}
+		n, err := c.Spool(b, rd)
+		bytes += n
+		if err != nil {
+			return nil, blobs, bytes, err
+		}
+		blobs++
+	}
+	rep, err = c.Finish()
+	return rep, blobs, bytes, err
+}
+
+// Summary is the report as indented lines for a terminal ("" for nil).
+func (r *CheckReport) Summary(indent string) string {
+	if r == nil {
+		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
-		rep.File, kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, progress.Size(rep.Bytes))
-	// The signer's name comes from the bundle: escape control characters.
-	return dist.PrintableLines(b.String())
+	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed\n",
+		indent, r.Signatures, r.Packages, r.H1)
+	if len(r.Deferred) > 0 {
+		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
+	}
+	for _, k := range r.KeysExpired {
+		fmt.Fprintf(&b, "%snote: %s (good: it was valid when it signed)\n", indent, k)
+	}
+	return b.String()
 }

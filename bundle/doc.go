@@ -26,6 +26,17 @@
 // ErrNotBundle and what it looks like, a file that is not a bundle (a zip, a
 // PDF, text…); Check reads a whole bundle for 'airgap verify'.
 //
+// A valid signature only says who made the manifest, not that it is true.
+// CheckManifest and Checker (check.go) check what it says against itself and
+// against the blobs: no duplicate versions, file names that match their
+// platforms, each provider's SHA256SUMS signed by a key the bundle carries for
+// it (judged as of the signature's creation; a site re-signature only where
+// marked and by the bundle's own signer), each package listed with its sha256
+// in that SHA256SUMS, each h1 recomputed from the zip. 'airgap verify'
+// (CheckAll) and 'airgap import' (store.Import) both run it; it cannot tell a
+// forged publisher key from a real one, only that the bundle agrees with the
+// keys it carries.
+//
 // Sub-package store is the content-addressed directory bundles are imported
 // into. This package does not touch the filesystem except through the
 // file-path helpers, and does not talk to the network.

@@ -11,6 +11,9 @@ var (
 	ErrTruncated = errors.New("bundle is truncated")
 	// ErrManifest: the manifest is unreadable or inconsistent.
 	ErrManifest = errors.New("invalid manifest")
+	// ErrInconsistent: a validly signed manifest contradicts itself or the
+	// blobs it lists (see CheckManifest and Checker).
+	ErrInconsistent = errors.New("the bundle contradicts itself")
 	// ErrTooNew: the bundle format is newer than this program.
 	ErrTooNew = errors.New("bundle format is newer than this airgap understands")
 	// ErrNotBundle: the file is something else (a zip, a PDF, text…).

@@ -62,14 +62,22 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 	signer, err := verify.CheckDetached(keyring, bytes.NewReader(mdata), sig)
 	if err != nil {
 		br2.Close()
-		if errors.Is(err, verify.ErrUnknownSigner) {
+		switch {
+		case errors.Is(err, verify.ErrUnknownSigner):
 			return nil, fmt.Errorf("manifest signature: %w\nhint: add the exporting site's public key (its .pub.asc) to the keyring, after checking its fingerprint with the sender", err)
+		case errors.Is(err, verify.ErrKeyRevoked):
+			return nil, fmt.Errorf("manifest signature: %w\nhint: the site key that signed the bundle has been revoked; have it exported again with the site's current key", err)
+		case errors.Is(err, verify.ErrKeyExpired):
+			return nil, fmt.Errorf("manifest signature: %w\nhint: the bundle was signed after the site key expired; have it exported again with a current key (or extend the key's expiry and give this side the re-published key)", err)
 		}
 		return nil, fmt.Errorf("manifest signature: %w\nhint: the bundle was altered or damaged after it was signed; get a fresh copy", err)
 	}
 	m, err := ParseManifest(mdata)
 	if err != nil {
 		br2.Close()
+		if errors.Is(err, ErrManifest) {
+			err = fmt.Errorf("%w%s", err, checkHint)
+		}
 		return nil, err
 	}
 	br2.manifest, br2.manifestB, br2.signer = m, mdata, signer

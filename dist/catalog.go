@@ -123,6 +123,7 @@ var (
 	reFilename  = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
 	reSubdir    = regexp.MustCompile(`^[A-Za-z0-9._+@=/-]*$`)
 	reProtocols = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+	reH1        = regexp.MustCompile(`^h1:[A-Za-z0-9+/]{43}=$`) // base64 of a sha256
 )
 
 // ValidHost reports whether s is a lowercase (punycode) host name with an
@@ -138,13 +139,16 @@ func ValidModuleName(s string) bool { return len(s) <= 64 && reModName.MatchStri
 // ValidPlatformPart reports whether s is a valid os or arch.
 func ValidPlatformPart(s string) bool { return len(s) <= 32 && rePlatform.MatchString(s) }
 
-// ValidVersion reports whether s is a semantic version without a "v".
+// reSemver is the regular expression semver.org gives for SemVer 2.0.0.
+var reSemver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// ValidVersion reports whether s is a semantic version (SemVer 2.0.0:
+// MAJOR.MINOR.PATCH, optional pre-release and build; no "v"), as the
+// registry protocols require.
 func ValidVersion(s string) bool {
-	if s == "" || strings.HasPrefix(s, "v") || len(s) > 128 {
-		return false
-	}
-	_, err := version.NewSemver(s)
-	return err == nil
+	return len(s) <= 128 && reSemver.MatchString(s)
 }
 
 // Validate checks every name in the catalog, and that each blob it refers to
@@ -199,7 +203,7 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 			if !reFilename.MatchString(pk.Filename) {
 				return fmt.Errorf("%s %s: invalid filename %q", p, pk.Platform(), pk.Filename)
 			}
-			if !strings.HasPrefix(pk.H1, "h1:") {
+			if !reH1.MatchString(pk.H1) {
 				return fmt.Errorf("%s %s: invalid h1 hash %q", p, pk.Platform(), pk.H1)
 			}
 			if err := ref(p.String()+" "+pk.Platform(), pk.Digest, RoleProviderPackage); err != nil {
@@ -259,20 +263,95 @@ func CompareVersions(a, b string) int {
 	return va.Compare(vb)
 }
 
+// canonicalVersion is v in go-version's canonical form ("1.0" and "1.0.0"
+// are one version), lower case; v itself if it does not parse.
+func canonicalVersion(v string) string {
+	if sv, err := version.NewSemver(v); err == nil {
+		v = sv.String()
+	}
+	return strings.ToLower(v)
+}
+
+// Key identifies a provider version the way registries and clients compare
+// them: case-insensitively, by canonical version. Two entries with one Key
+// in a catalog are duplicates.
+func (p ProviderVersion) Key() string {
+	return strings.ToLower(p.Addr()) + " " + canonicalVersion(p.Version)
+}
+
+// Key identifies a module version case-insensitively, by canonical version.
+func (m ModuleVersion) Key() string {
+	return strings.ToLower(m.Addr()) + " " + canonicalVersion(m.Version)
+}
+
+// CheckMerge reports whether next can be merged into c without changing
+// anything c already serves: a provider version both have must be spelled
+// the same, list the same SHA256SUMS, keep its site re-signature mark and have
+// the same package (filename, digest, h1) for every platform both list (next
+// may add platforms; its signature and keys, checked by the caller, replace
+// c's); a module version both have must have the same archive and
+// subdirectory. The error names the first conflict.
+func (c *Catalog) CheckMerge(next *Catalog) error {
+	provs := make(map[string]*ProviderVersion, len(c.Providers))
+	for i := range c.Providers {
+		provs[c.Providers[i].Key()] = &c.Providers[i]
+	}
+	for _, np := range next.Providers {
+		old, ok := provs[np.Key()]
+		if !ok {
+			continue
+		}
+		switch {
+		case old.String() != np.String():
+			return fmt.Errorf("provider %s: the store has it spelled %s", np, old)
+		case old.Shasums != np.Shasums:
+			return fmt.Errorf("provider %s: its SHA256SUMS (%s) differs from the one the store serves (%s)", np, np.Shasums.Short(), old.Shasums.Short())
+		case old.SiteSigned != np.SiteSigned:
+			return fmt.Errorf("provider %s: the store has it %s, the bundle %s", np, signedBy(old.SiteSigned), signedBy(np.SiteSigned))
+		}
+		for _, pk := range np.Packages {
+			prev, ok := old.Package(pk.OS, pk.Arch)
+			if ok && (prev.Digest != pk.Digest || prev.Filename != pk.Filename || prev.H1 != pk.H1) {
+				return fmt.Errorf("provider %s %s: the bundle's package %s (%s, %s) differs from the store's %s (%s, %s)",
+					np, pk.Platform(), pk.Filename, pk.Digest.Short(), pk.H1, prev.Filename, prev.Digest.Short(), prev.H1)
+			}
+		}
+	}
+	mods := make(map[string]*ModuleVersion, len(c.Modules))
+	for i := range c.Modules {
+		mods[c.Modules[i].Key()] = &c.Modules[i]
+	}
+	for _, nm := range next.Modules {
+		if old, ok := mods[nm.Key()]; ok && (old.Archive != nm.Archive || old.Subdir != nm.Subdir) {
+			return fmt.Errorf("module %s: the bundle's archive %s (subdirectory %q) differs from the store's %s %s (subdirectory %q)",
+				nm, nm.Archive.Short(), nm.Subdir, old, old.Archive.Short(), old.Subdir)
+		}
+	}
+	return nil
+}
+
+func signedBy(site bool) string {
+	if site {
+		return "re-signed by a site key"
+	}
+	return "signed by its publisher"
+}
+
 // Merge adds next into c (c is changed). A provider version present in both
-// gets the union of platforms, next winning for a platform in both; a module
-// version present in both is replaced by next's. It returns what next added
+// (by Key) gets the union of platforms, next winning for a platform in both;
+// a module version present in both is replaced by next's. Callers that must
+// not change what c serves check CheckMerge first. It returns what next added
 // that c did not have, as human-readable lines.
 func (c *Catalog) Merge(next *Catalog) (added []string) {
 	pidx := map[string]int{}
 	for i, p := range c.Providers {
-		pidx[p.String()] = i
+		pidx[p.Key()] = i
 	}
 	for _, np := range next.Providers {
-		i, ok := pidx[np.String()]
+		i, ok := pidx[np.Key()]
 		if !ok {
 			c.Providers = append(c.Providers, np)
-			pidx[np.String()] = len(c.Providers) - 1
+			pidx[np.Key()] = len(c.Providers) - 1
 			plats := make([]string, 0, len(np.Packages))
 			for _, pk := range np.Packages {
 				plats = append(plats, pk.Platform())
@@ -297,10 +376,10 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 	}
 	midx := map[string]int{}
 	for i, m := range c.Modules {
-		midx[strings.ToLower(m.String())] = i
+		midx[m.Key()] = i
 	}
 	for _, nm := range next.Modules {
-		key := strings.ToLower(nm.String())
+		key := nm.Key()
 		if i, ok := midx[key]; ok {
 			if nm.Zip == "" && c.Modules[i].Archive == nm.Archive {
 				// A bundle from before module zips keeps the zip the store has.

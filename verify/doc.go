@@ -8,6 +8,11 @@
 //   - read armored keyrings, sign and check detached signatures, and turn every
 //     way a check can fail into one of the sentinel errors in errors.go, with
 //     the key ID and fingerprint of the signer where the signature names one;
+//   - judge a signature's key as of the signature's creation time, not this
+//     machine's clock (CheckSignature): publisher keys expire and are
+//     re-published, and offline clocks drift. A signature made while its key
+//     was valid stays good after the key expires; one made after it expired
+//     is refused, and so is a key with any revocation, whatever its date;
 //   - hash while copying (Digester), so a digest is never computed in a second
 //     pass over a file;
 //   - write key files (keyfiles.go), refusing an unprotected private key

@@ -257,24 +257,12 @@ func (s Signer) String() string {
 }
 
 // CheckDetached checks a detached signature (binary or armored) over
-// message against keyring and returns the signer. Every failure is one of the
+// message against keyring and returns the signer. The key is judged as of the
+// signature's creation time (see CheckSignature). Every failure is one of the
 // sentinel errors, wrapped with what the signature says about its issuer.
 func CheckDetached(keyring openpgp.EntityList, message io.Reader, sig []byte) (Signer, error) {
-	if len(bytes.TrimSpace(sig)) == 0 {
-		return Signer{}, ErrUnsigned
-	}
-	issuer := describeIssuer(sig)
-	var e *openpgp.Entity
-	var err error
-	if bytes.HasPrefix(bytes.TrimSpace(sig), []byte("-----BEGIN PGP SIGNATURE")) {
-		e, err = openpgp.CheckArmoredDetachedSignature(keyring, message, bytes.NewReader(sig), nil)
-	} else {
-		e, err = openpgp.CheckDetachedSignature(keyring, message, bytes.NewReader(sig), nil)
-	}
-	if err != nil {
-		return Signer{}, classify(err, issuer)
-	}
-	return Signer{KeyID: KeyID(e), Fingerprint: Fingerprint(e), Identity: Identity(e)}, nil
+	c, err := CheckSignature(keyring, message, sig)
+	return c.Signer, err
 }
 
 func classify(err error, issuer string) error {

@@ -88,14 +88,13 @@ func TestSignatureFailures(t *testing.T) {
 		t.Errorf("garbage signature: %v", err)
 	}
 
-	// A key that expired: made two days ago with a one-day lifetime.
+	// A signature made after its key expired: the key was made two days ago
+	// with a one-day lifetime, the signature 25 hours after. (Signatures
+	// made while it was valid: TestSignatureJudgedAtCreation.)
 	past := time.Now().Add(-48 * time.Hour)
 	expired := key(t, &packet.Config{Time: func() time.Time { return past }, KeyLifetimeSecs: 86400})
-	var esig bytes.Buffer
-	if err := verify.SignDetachedAt(&esig, expired, strings.NewReader(msg), past.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = verify.CheckDetached(openpgp.EntityList{expired}, strings.NewReader(msg), esig.Bytes()); !errors.Is(err, verify.ErrKeyExpired) {
+	esig := signAt(t, expired, msg, past.Add(25*time.Hour))
+	if _, err = verify.CheckDetached(openpgp.EntityList{expired}, strings.NewReader(msg), esig); !errors.Is(err, verify.ErrKeyExpired) {
 		t.Errorf("expired key: %v", err)
 	}
 

@@ -4,10 +4,12 @@ package store_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airgap/airgap/bundle"
@@ -15,17 +17,43 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 )
 
-// TestImportDiskFull imports into a store on a 3 MiB tmpfs: a bundle that
-// does not fit fails with ENOSPC, says so, and leaves the store as it was.
-func TestImportDiskFull(t *testing.T) {
+// smallDisk mounts a tmpfs of size (e.g. "3m") and returns it.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root (CI runs as root)")
 	}
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+// fill writes path until the disk is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
+// TestImportDiskFull imports into a store on a 3 MiB tmpfs: a bundle that
+// does not fit fails with ENOSPC, says so, and leaves the store as it was.
+func TestImportDiskFull(t *testing.T) {
+	mnt := smallDisk(t, "3m")
 	f := newFixture(t)
 	root := filepath.Join(mnt, "store")
 	if _, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring}); err != nil {
@@ -38,8 +66,43 @@ func TestImportDiskFull(t *testing.T) {
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, f.signer, bundle.CompressionZstd)
 	_, err := store.Import(root, &b, store.ImportOptions{Keyring: f.keyring})
-	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "free space") {
+	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "needs about 4.0 MiB") ||
+		!strings.Contains(err.Error(), "free space") || !strings.Contains(err.Error(), "the store was not changed") {
 		t.Fatalf("import onto a full disk: %v", err)
 	}
 	sameTree(t, before, snapshot(t, root))
+}
+
+// TestImportDiskFullAtIndex: every blob fits, but the disk fills up just as
+// the new index is written (another process took the space). The import
+// fails with ENOSPC, says how much the index needed, and the store tree is
+// byte for byte as it was: the index is written before any blob is placed.
+func TestImportDiskFullAtIndex(t *testing.T) {
+	mnt := smallDisk(t, "3m")
+	f := newFixture(t)
+	root := filepath.Join(mnt, "store")
+	set := bundletest.NewSet()
+	set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: f.signer}))
+	var seedBundle bytes.Buffer
+	set.WriteBundle(t, &seedBundle, f.signer, bundle.CompressionZstd)
+	if _, err := store.Import(root, &seedBundle, store.ImportOptions{Keyring: f.keyring}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+	filler := filepath.Join(mnt, "filler")
+	reset := store.SetTestHooks(func() { fill(t, filler) }, nil)
+	_, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring})
+	reset()
+	os.Remove(filler)
+	if err == nil || !strings.Contains(err.Error(), "writing the store index") || !strings.Contains(err.Error(), "no space left") ||
+		!strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "the store was not changed") {
+		t.Fatalf("import with the disk filling at the index: %v", err)
+	}
+	t.Logf("the message: %v", err)
+	sameTree(t, before, snapshot(t, root))
+	// With the space back, the same bundle imports.
+	if _, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -14,12 +14,22 @@
 //	                           never by import
 //
 // Import is all or nothing. The bundle signature is checked before any blob is
-// accepted; every blob is hashed while it is written into tmp/; only when the
-// whole bundle has been read and checked are the new blobs renamed into blobs/
-// and the new index.json swapped in. A failure at any point before the commit
-// leaves the tree exactly as it was (tmp/ emptied). A crash during the commit
-// can leave blobs that no index entry refers to yet, never an index entry
-// whose blob is missing; the next import of the same bundle completes it.
+// accepted, and the manifest's consistency (bundle.CheckManifest) and its fit
+// with what the store already serves (dist.Catalog.CheckMerge: a version is
+// never changed, only new platforms added) before any blob is read. Every
+// blob is hashed while it is written into tmp/, and bundle.Checker checks
+// SHA256SUMS signatures, SHA256SUMS lines and each zip's h1 (hashed from the
+// staged file while the stream goes on). Only when all of that has passed is
+// the commit made: the new index is written to a temporary file
+// (.index.json.*, fsynced) — so a full disk fails here, with nothing placed —
+// then the new blobs are renamed into blobs/ (directory fsynced), then the
+// index is renamed into place (directory fsynced). A failure before that last
+// rename removes the blobs this import placed, so the tree is exactly as it
+// was, and every error says whether the store changed; disk-full errors say
+// how much the import needs. A crash during the commit can leave blobs that no
+// index entry refers to yet and a temporary index, never an index entry whose
+// blob is missing; the next import removes the temporary files and, for the
+// same bundle, completes it.
 //
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block

@@ -9,6 +9,9 @@ var (
 	ErrBlobMissing = errors.New("blob missing from the store")
 	// ErrLocked: another import holds the store lock.
 	ErrLocked = errors.New("another import is running on this store")
+	// ErrConflict: a bundle would change what the store serves under a
+	// provider or module version it already has.
+	ErrConflict = errors.New("the bundle conflicts with what the store serves")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

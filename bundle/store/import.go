@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -39,20 +40,38 @@ type ImportResult struct {
 }
 
 // Import reads a bundle from r into the store at root (created if absent).
-// See the package doc for its guarantees.
-func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) {
+// See the package doc for its guarantees. Before anything becomes visible it
+// runs the bundle's consistency check (bundle.Checker: every SHA256SUMS
+// signature against the carried keys, every package against its SHA256SUMS,
+// every h1 against the zip) and refuses a provider or module version that
+// would change what the store already serves (dist.Catalog.CheckMerge).
+// Every error it returns says whether the store was changed.
+func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err error) {
 	if err := ensureLayout(root); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	unlock, err := lockStore(root, opt.Wait)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
-			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait", err)
+			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait\nthe store was not changed", err)
 		}
-		return nil, fmt.Errorf("locking the store: %w", err)
+		return nil, fmt.Errorf("locking the store: %w\nthe store was not changed", err)
 	}
 	defer unlock()
-	res := &ImportResult{}
+	var placed []string // blobs renamed into blobs/ by this import
+	defer func() {
+		if err == nil {
+			return
+		}
+		if rerr := unplace(root, placed); rerr != nil {
+			err = fmt.Errorf("%w\n%v", err, rerr)
+		} else if len(placed) > 0 {
+			err = fmt.Errorf("%w\nthe %d blob(s) this import had placed were removed; the store was not changed", err, len(placed))
+		} else {
+			err = fmt.Errorf("%w\nthe store was not changed", err)
+		}
+	}()
+	res = &ImportResult{}
 	if res.Cleaned, err = cleanTmp(root); err != nil {
 		return nil, fmt.Errorf("cleaning leftovers of an earlier import: %w", err)
 	}
@@ -69,29 +88,56 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	sizes := make(map[verify.Digest]int64, len(m.Blobs))
+	for _, b := range m.Blobs {
+		sizes[b.Digest] = b.Size
+	}
+	known := map[verify.Digest]string{}
+	for _, p := range ix.Catalog.Providers {
+		for _, pk := range p.Packages {
+			known[pk.Digest] = pk.H1
+		}
+	}
+	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
+		Signer: res.Signer,
+		Have: func(d verify.Digest) (string, bool) {
+			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: sizes[d]})
+		},
+		KnownH1: func(d verify.Digest, h1 string) bool { h, ok := known[d]; return ok && h == h1 },
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	if err := ix.Catalog.CheckMerge(&m.Catalog); err != nil {
+		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
+			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
+	}
 	// A delta must find every omitted blob here before anything is read.
-	if m.Delta != nil {
-		var missing []string
-		for _, b := range m.Blobs {
-			if b.Omitted && !haveBlob(root, b) {
-				missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
-			}
+	var need int64 // bytes of new blobs, for a disk-full message
+	var missing []string
+	for _, b := range m.Blobs {
+		switch {
+		case b.Omitted && !haveBlob(root, b):
+			missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
+		case !b.Omitted && !haveBlob(root, b):
+			need += b.Size
 		}
-		if len(missing) > 0 {
-			hint := "import the base bundle first"
-			if len(m.Delta.BaseBundles) > 0 {
-				hint = "import the base bundle first: " + strings.Join(m.Delta.BaseBundles, ", ")
-			}
-			return nil, fmt.Errorf("%w: this delta bundle (base %s) needs %d blob(s) this store lacks: %s\nhint: %s",
-				ErrBlobMissing, m.Delta.Base, len(missing), strings.Join(missing, "; "), hint)
+	}
+	if len(missing) > 0 {
+		hint := "import the base bundle first"
+		if len(m.Delta.BaseBundles) > 0 {
+			hint = "import the base bundle first: " + strings.Join(m.Delta.BaseBundles, ", ")
 		}
+		return nil, fmt.Errorf("%w: this delta bundle (base %s) needs %d blob(s) this store lacks: %s\nhint: %s",
+			ErrBlobMissing, m.Delta.Base, len(missing), strings.Join(missing, "; "), hint)
 	}
 
 	stage, err := os.MkdirTemp(tmpPath(root), "import-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(stage)
+	defer func() { ck.Close(); os.RemoveAll(stage) }()
 
 	var staged []bundle.Blob
 	for {
@@ -109,17 +155,29 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 				return nil, err
 			}
 			res.BlobsShared++
-		} else {
-			n, err := stageBlob(filepath.Join(stage, b.Digest.Hex()), rd)
-			res.BytesRead += n
-			if err != nil {
+			if err := ck.Add(b, BlobPath(root, b.Digest)); err != nil {
 				return nil, err
 			}
-			staged = append(staged, b)
+			continue
+		}
+		path := filepath.Join(stage, b.Digest.Hex())
+		n, err := stageBlob(path, rd)
+		res.BytesRead += n
+		if err != nil {
+			return nil, noSpace(root, err, fmt.Sprintf("staging blob %s (%s)", b.Digest.Short(), m.Describe(b.Digest)), need)
+		}
+		staged = append(staged, b)
+		if err := ck.Add(b, path); err != nil {
+			return nil, err
 		}
 	}
+	if _, err := ck.Finish(); err != nil {
+		return nil, err
+	}
 
-	// Everything is verified. Commit: blobs first, then the index.
+	// Everything is verified. Commit: the new index is written (not yet
+	// visible) first, so a full disk fails before anything is placed; then
+	// the blobs; then the index becomes visible.
 	merged := ix.Catalog
 	added := merged.Merge(&m.Catalog)
 	already := false
@@ -133,14 +191,8 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 		return res, nil
 	}
 	for _, b := range staged {
-		if err := os.Rename(filepath.Join(stage, b.Digest.Hex()), BlobPath(root, b.Digest)); err != nil {
-			return nil, fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)
-		}
 		res.BlobsAdded++
 		res.BytesAdded += b.Size
-	}
-	if err := syncDir(blobDir(root)); err != nil {
-		return nil, err
 	}
 	now := time.Now
 	if opt.Now != nil {
@@ -155,10 +207,85 @@ func Import(root string, r io.Reader, opt ImportOptions) (*ImportResult, error) 
 		Bundle: res.Bundle, Signer: res.Signer, Time: now().UTC().Truncate(time.Second), Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
 	})
-	if err := WriteIndex(root, ix); err != nil {
+	data, err := encodeIndex(ix)
+	if err != nil {
+		return nil, err
+	}
+	if testHookBeforeIndex != nil {
+		testHookBeforeIndex()
+	}
+	pending, err := prepareAtomic(indexPath(root), data, 0o644)
+	if err != nil {
+		return nil, noSpace(root, err, "writing the store index", need+int64(len(data)))
+	}
+	defer pending.abort()
+	for _, b := range staged {
+		dst := BlobPath(root, b.Digest)
+		if err := os.Rename(filepath.Join(stage, b.Digest.Hex()), dst); err != nil {
+			return nil, fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)
+		}
+		placed = append(placed, dst)
+	}
+	if err := syncDir(blobDir(root)); err != nil {
+		return nil, err
+	}
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
+	if err := pending.commit(); err != nil {
 		return nil, fmt.Errorf("writing the store index: %w", err)
 	}
 	return res, nil
+}
+
+// Test hooks (set by export_test.go only): before the new index is written
+// to its temporary file (every blob staged and checked), and before it is
+// renamed into place (every new blob placed).
+var testHookBeforeIndex, testHookBeforeCommit func()
+
+// unplace removes blobs an import placed before it failed, so that the store
+// is as it was (they were new: no index refers to them).
+func unplace(root string, placed []string) error {
+	var failed []string
+	for _, p := range placed {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			failed = append(failed, filepath.Base(p))
+		}
+	}
+	if len(placed) > 0 {
+		syncDir(blobDir(root))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d blob(s) this import placed could not be removed (%s); no index refers to them, so nothing serves them\nthe store's index was not changed",
+			len(failed), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// noSpace turns a full-disk error into one that says how much was needed.
+func noSpace(root string, err error, what string, need int64) error {
+	if !isNoSpace(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	free := ""
+	if f, ok := freeBytes(root); ok {
+		free = fmt.Sprintf(", and %s are free now", human(f))
+	}
+	return fmt.Errorf("%s: %w: the disk holding the store is full\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
+		what, err, human(need), free)
+}
+
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // stageBlob writes rd (a verifying blob reader) to path, durably, read-only.
@@ -177,14 +304,11 @@ func stageBlob(path string, rd io.Reader) (int64, error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil && isNoSpace(err) {
-		err = fmt.Errorf("%w\nhint: the disk holding the store is full; free space (the import needs room for every new blob) and run the import again", err)
-	}
 	return n, err
 }
 
 func isNoSpace(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no space left on device")
+	return errors.Is(err, syscall.ENOSPC) || err != nil && strings.Contains(err.Error(), "no space left on device")
 }
 
 // haveBlob reports whether the store already holds b. Blobs are verified when
@@ -204,11 +328,21 @@ func ensureLayout(root string) error {
 	return nil
 }
 
-// cleanTmp removes what an interrupted import left in tmp/.
+// cleanTmp removes what an interrupted import left: tmp/ and temporary
+// index files (a kill while the index was written).
 func cleanTmp(root string) (int, error) {
 	ents, err := os.ReadDir(tmpPath(root))
 	if err != nil {
 		return 0, err
+	}
+	idx, err := filepath.Glob(filepath.Join(root, "."+indexName+".*"))
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range idx {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return 0, err
+		}
 	}
 	for _, e := range ents {
 		p := filepath.Join(tmpPath(root), e.Name())
@@ -218,7 +352,7 @@ func cleanTmp(root string) (int, error) {
 			return 0, err
 		}
 	}
-	return len(ents), nil
+	return len(ents) + len(idx), nil
 }
 
 // ReadInventory reads the index and lists the blobs present.

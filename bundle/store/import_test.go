@@ -3,12 +3,8 @@ package store_test
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,50 +20,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// snapshot records every path below root with its mode and content hash.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		v := fi.Mode().String()
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s := sha256.Sum256(b)
-			v += " " + hex.EncodeToString(s[:]) + fmt.Sprintf(" %d", fi.ModTime().UnixNano())
-		}
-		out[rel] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func snapshot(t *testing.T, root string) map[string]string { return bundletest.Snapshot(t, root) }
 
-func sameTree(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("store changed: %s: %q -> %q", k, v, after[k])
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("store changed: new %s (%s)", k, v)
-		}
-	}
-}
+func sameTree(t *testing.T, before, after map[string]string) { bundletest.SameTree(t, before, after) }
 
 type entry struct {
 	hdr  tar.Header

@@ -75,6 +75,15 @@ func readIndex(root string) (*Index, error) {
 // signing key once. ix is not changed. (Import uses it; tools that build
 // synthetic stores may too.)
 func WriteIndex(root string, ix *Index) error {
+	data, err := encodeIndex(ix)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(indexPath(root), data, 0o644)
+}
+
+// encodeIndex is the file form of ix, each signing key stored once.
+func encodeIndex(ix *Index) ([]byte, error) {
 	out := *ix
 	out.Keys = map[string]string{}
 	out.Catalog.Providers = make([]dist.ProviderVersion, len(ix.Catalog.Providers))
@@ -94,44 +103,69 @@ func WriteIndex(root string, ix *Index) error {
 	enc.SetIndent("", " ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&out); err != nil {
-		return err
+		return nil, err
 	}
-	return WriteFileAtomic(indexPath(root), b.Bytes(), 0o644)
+	return b.Bytes(), nil
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory: write, fsync, rename, fsync the directory.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	p, err := prepareAtomic(path, data, mode)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
+	defer p.abort()
+	return p.commit()
+}
+
+// pendingFile is a durable temporary file (named ".<name>.*" next to its
+// target, so the next import removes it if the process dies) waiting to be
+// renamed over its target.
+type pendingFile struct {
+	tmp, path string
+	done      bool
+}
+
+// prepareAtomic writes data to a temporary file next to path and fsyncs it;
+// nothing is visible at path until commit.
+func prepareAtomic(path string, data []byte, mode os.FileMode) (*pendingFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, err
+	}
+	p := &pendingFile{tmp: f.Name(), path: path}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p.tmp)
+		return nil, err
+	}
+	return p, nil
+}
+
+// commit renames the file into place and fsyncs the directory.
+func (p *pendingFile) commit() error {
+	if err := os.Rename(p.tmp, p.path); err != nil {
 		return err
 	}
-	if err := f.Chmod(mode); err != nil {
-		return err
+	p.done = true
+	return syncDir(filepath.Dir(p.path))
+}
+
+// abort removes the temporary file unless it was committed.
+func (p *pendingFile) abort() {
+	if !p.done {
+		os.Remove(p.tmp)
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
 }
 
 func syncDir(dir string) error {

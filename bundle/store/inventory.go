@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist"
@@ -43,6 +44,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		signed := ""
 		if p.SiteSigned {
 			signed = " (re-signed by the site key)"
+		}
+		if note := KeyNote(root, p, time.Now()); note != "" {
+			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
 	}

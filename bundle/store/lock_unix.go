@@ -32,3 +32,12 @@ func lockStore(root string, wait bool) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// freeBytes is the space available to this user on the filesystem of dir.
+func freeBytes(dir string) (int64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
+}

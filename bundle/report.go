@@ -1,0 +1,72 @@
+package bundle
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// Report is what Check found; 'airgap verify --json' prints it.
+type Report struct {
+	OK         bool          `json:"ok"`
+	Bundle     string        `json:"bundle"`
+	File       string        `json:"file"`
+	Signer     verify.Signer `json:"signer"`
+	Compressed bool          `json:"compressed"`
+	Tool       string        `json:"tool"`
+	Delta      *Delta        `json:"delta,omitempty"`
+	Providers  int           `json:"provider_versions"`
+	Packages   int           `json:"provider_packages"`
+	Modules    int           `json:"module_versions"`
+	Blobs      int           `json:"blobs"`
+	Omitted    int           `json:"blobs_omitted"`
+	Parts      int           `json:"parts,omitempty"`
+	Bytes      int64         `json:"bytes"`
+	Error      string        `json:"error,omitempty"`
+
+	Checks *CheckReport `json:"checks,omitempty"` // the consistency check (check.go)
+}
+
+// Check reads a whole bundle, checking the signature, every blob's digest
+// and what the signed manifest says against itself and its blobs
+// (CheckAll), and fills rep. It keeps nothing: what the h1: check must
+// spool goes to a temporary file that is removed.
+func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
+	br, err := NewReader(r, kr)
+	if err != nil {
+		return err
+	}
+	defer br.Close()
+	m := br.Manifest()
+	rep.Bundle, rep.Signer, rep.Compressed, rep.Tool, rep.Delta = string(br.ID()), br.Signer(), br.Compressed(), m.Tool, m.Delta
+	rep.Providers, rep.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
+	for _, p := range m.Catalog.Providers {
+		rep.Packages += len(p.Packages)
+	}
+	rep.Omitted = len(m.Blobs) - len(m.Carried())
+	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
+	return err
+}
+
+// Text is the report for people.
+func (rep *Report) Text() string {
+	kind := "full bundle"
+	if rep.Delta != nil {
+		kind = fmt.Sprintf("delta bundle (base %s; %d blobs omitted, the offline store must already have them)", rep.Delta.Base, rep.Omitted)
+	}
+	if rep.Parts > 0 {
+		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
+		rep.File, kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, progress.Size(rep.Bytes))
+	b.WriteString(rep.Checks.Summary("  "))
+	// The signer's name comes from the bundle: escape control characters.
+	return dist.PrintableLines(b.String())
+}

@@ -1,0 +1,10 @@
+package store
+
+// SetTestHooks sets the import's fault-injection points for the duration of
+// a test: before is called when every blob is staged and checked, just before
+// the new index is written; beforeCommit when every new blob has been placed,
+// just before the index is renamed into place.
+func SetTestHooks(before, beforeCommit func()) (reset func()) {
+	testHookBeforeIndex, testHookBeforeCommit = before, beforeCommit
+	return func() { testHookBeforeIndex, testHookBeforeCommit = nil, nil }
+}
