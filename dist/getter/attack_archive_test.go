@@ -372,3 +372,57 @@ func measurePeak(f func()) uint64 {
 	close(done)
 	return peak.Load()
 }
+
+// FINDING: a git "bomb" (each tree lists the same subtree ten times; a few
+// KB of objects) is checked out in full before any limit applies:
+// MaxArchiveEntries is only checked by Normalize, after git has written
+// every file. Fan-out 10, depth 5 here (111,110 entries); depth 9 would be
+// a billion files.
+func TestAttackGitBomb(t *testing.T) {
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	out := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	obj, kind, mode := out("# x\n", "hash-object", "-w", "--stdin"), "blob", "100644"
+	for range 5 {
+		var tree strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&tree, "%s %s %s\tf%d\n", mode, kind, obj, i)
+		}
+		obj, kind, mode = out(tree.String(), "mktree"), "tree", "040000"
+	}
+	commit := out("", "commit-tree", obj, "-m", "bomb")
+	out("", "update-ref", "refs/heads/main", commit)
+	src, err := Parse("git::https://example.invalid/bomb.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.URL = repo // stands for a repository served over https
+	work := t.TempDir()
+	start := time.Now()
+	_, err = Fetch(context.Background(), src, work, nil)
+	el := time.Since(start)
+	var files int
+	filepath.WalkDir(filepath.Join(work, "src"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	t.Logf("git bomb: %v after %v; %d files were checked out", err, el, files)
+	if !errors.Is(err, ErrArchiveLimit) {
+		t.Errorf("error %v, want %v", err, ErrArchiveLimit)
+	}
+	if files > MaxArchiveEntries/2 {
+		t.Errorf("FINDING: git wrote %d files before the entry limit applied (nothing bounds a checkout while it happens)", files)
+	}
+}
