@@ -8,12 +8,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -98,4 +101,54 @@ func gzContains(t *testing.T, dir, s string) bool {
 		}
 	})
 	return found
+}
+
+// FINDING: extraction and Normalize do not watch the context, so Ctrl-C
+// (SIGINT, caught by export's NotifyContext) does nothing while a slow
+// archive unpacks (files 2,000 directories deep cost ~25 ms each), and a
+// kill leaves the partial tree in <cache>/tmp, which no later run removes.
+func TestAttackExportInterruptDuringExtraction(t *testing.T) {
+	in := registrytest.New(t)
+	dir := strings.Repeat("a/", 2000)
+	var es []registrytest.Entry
+	for i := range 3000 {
+		es = append(es, registrytest.Entry{Name: fmt.Sprintf("%s%d", dir, i), Body: "x"})
+	}
+	in.AddModule("registry.terraform.io", "evil", "slow", "aws", "1.0.0", in.AddRawArchive(t, "slow.tar.gz", registrytest.TarGz(t, es)))
+	work := t.TempDir()
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	env := append(in.Env(), "HOME="+work, "XDG_CACHE_HOME=", "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
+	manifest := filepath.Join(work, "m.hcl")
+	os.WriteFile(manifest, []byte("platforms = [\"linux_amd64\"]\nmodule \"evil/slow/aws\" {}\n"), 0o644)
+	cache := filepath.Join(work, "cache")
+	cmd := exec.Command(airgapBin, "export", "--manifest", manifest, "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", cache)
+	cmd.Dir, cmd.Env = work, append(baseEnv(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	start := time.Now()
+	select {
+	case <-done:
+		t.Logf("exited %v after SIGINT", time.Since(start))
+		return
+	case <-time.After(10 * time.Second):
+	}
+	t.Errorf("FINDING: export still running 10 s after SIGINT (unpacking a module archive ignores the context)")
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(2 * time.Second)
+	if cmd.ProcessState == nil {
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	ents, _ := os.ReadDir(filepath.Join(cache, "tmp"))
+	for _, e := range ents {
+		t.Errorf("FINDING: left behind after the kill: %s (no run removes <cache>/tmp)", e.Name())
+	}
+	os.RemoveAll(filepath.Join(cache, "tmp"))
 }
