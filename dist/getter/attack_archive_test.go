@@ -426,3 +426,38 @@ func TestAttackGitBomb(t *testing.T) {
 		t.Errorf("FINDING: git wrote %d files before the entry limit applied (nothing bounds a checkout while it happens)", files)
 	}
 }
+
+// Decompression bombs stay within MaxArchiveBytes (documented), but cost
+// time and disk: a 284-byte tar.bz2 of 256 MiB of zeros, unpacked and
+// normalized, extrapolated to the 4 GiB limit. FAILS if the whole would
+// take more than 10 minutes.
+func TestAttackBzip2BombTime(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "zeros"), make([]byte, 256<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "tar cf - zeros | bzip2 -9 > z.tar.bz2 && rm zeros")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "z.tar.bz2"))
+	root := filepath.Join(dir, "root")
+	start := time.Now()
+	if err := extract(filepath.Join(dir, "z.tar.bz2"), "tar.bz2", root); err != nil {
+		t.Fatal(err)
+	}
+	unpack := time.Since(start)
+	start = time.Now()
+	if err := normalize(root, io.Discard, defaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	norm := time.Since(start)
+	scale := float64(MaxArchiveBytes) / (256 << 20)
+	total := (unpack + norm).Seconds() * scale
+	t.Logf("%d-byte tar.bz2 -> 256 MiB: unpack %v, normalize %v; at %d GiB: ~%.0f s and %d GiB of disk",
+		fi.Size(), unpack, norm, MaxArchiveBytes>>30, total, MaxArchiveBytes>>30)
+	if total > 600 {
+		t.Errorf("FINDING: a %d-byte archive within the limits costs ~%.0f s", fi.Size(), total)
+	}
+}
