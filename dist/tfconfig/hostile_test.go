@@ -1,8 +1,7 @@
 package tfconfig
 
-// ATTACK TESTS (security review of local-call containment, branch
-// atk-archive). Each TestAttack* either proves an attack is refused, or
-// FAILS to show a finding that is still open.
+// Hostile downloaded modules: regression tests from the security review of
+// local-call containment (issue 11).
 
 import (
 	"errors"
@@ -12,10 +11,10 @@ import (
 	"testing"
 )
 
-// FINDING: a downloaded module's file names and module sources reach error
-// messages (and the terminal) with raw control characters: the file name
-// in file:line:col, and the path of a missing local call.
-func TestAttackConfigControlCharsInErrors(t *testing.T) {
+// A downloaded module's file names and module sources reach error messages
+// escaped: the file name in file:line:col, and the path of a missing local
+// call, keep no raw control character.
+func TestHostileConfigControlCharsInErrors(t *testing.T) {
 	for name, files := range map[string]map[string]string{
 		"file name":    {"main.tf": "module \"a\" {\n  source = \"./a\"\n}\n", "a/\x1b]0;owned\x07\x1b[2J.tf": "module {\n"},
 		"local source": {"main.tf": "module \"a\" {\n  source = \"./\\u001b]0;owned\\u0007\\u001b[2J\"\n}\n"},
@@ -28,17 +27,20 @@ func TestAttackConfigControlCharsInErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 			if strings.ContainsAny(err.Error(), "\x1b\x07") {
-				t.Errorf("FINDING: the error carries raw control characters: %q", err.Error())
+				t.Errorf("the error carries raw control characters: %q", err.Error())
+			}
+			if !strings.Contains(err.Error(), `\x1b`) {
+				t.Errorf("the error does not show the escaped name: %q", err.Error())
 			}
 		})
 	}
 }
 
-// Refused (good): ways out of a package — "..' after a symlinked directory
+// Refused: ways out of a package — "..' after a symlinked directory
 // (resolved lexically, as Terraform does, so it stays inside or is refused),
 // links to absolute paths, a subdirectory that is itself a link out,
 // Windows-style and absolute sources (not treated as local).
-func TestAttackLocalCallsOut(t *testing.T) {
+func TestHostileLocalCallsOut(t *testing.T) {
 	for name, tc := range map[string]struct {
 		files map[string]string
 		links [][2]string
