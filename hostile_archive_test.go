@@ -52,7 +52,7 @@ func TestHostileModuleArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	env := append(in.Env(), "HOME="+home, "XDG_CACHE_HOME=", "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
 	for _, c := range []struct {
 		name, module, cache string

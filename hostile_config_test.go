@@ -49,7 +49,7 @@ func TestHostileConfiguration(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.args[0] == "--manifest" {
 				if _, err := os.Stat(filepath.Join(top, "k.key.asc")); err != nil {
-					mustRun(t, top, nil, airgapBin, "keygen", "--out", "k")
+					mustRun(t, top, nil, airgapBin, "keygen", "--out", "k", "--no-passphrase")
 				}
 			}
 			args := append([]string{"export", "--cache", filepath.Join(top, "cache")}, c.args...)

@@ -35,7 +35,7 @@ func TestColdExportsIdenticalBytes(t *testing.T) {
 	in.PublishAlso(bp, "registry.opentofu.org", "hashicorp")
 	in.PublishAlso(bp, "registry.terraform.io", "mirror")
 	in.PublishAlso(bp, "registry.opentofu.org", "mirror")
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte(`platforms = ["linux_amd64", "darwin_arm64", "windows_amd64"]
 provider "hashicorp/null" {}
 provider "registry.opentofu.org/hashicorp/null" {}
@@ -77,7 +77,7 @@ func TestEndlessDownload(t *testing.T) {
 	bp := in.AddProvider(t, "registry.terraform.io", "evil", "endless", "1.0.0", []string{"linux_amd64"}, 4<<10)
 	endless := registrytest.Endless()
 	in.Handle(registrytest.PackageURL("registry.terraform.io", "endless", "1.0.0", bp.Packages[0].Filename), endless)
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"evil/endless\" {}\n"), 0o644)
 	start := time.Now()
 	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
@@ -116,7 +116,7 @@ func TestRedirectLoopDownload(t *testing.T) {
 	loop := registrytest.RedirectLoop()
 	in.Handle(registrytest.PackageURL("registry.terraform.io", "loop", "1.0.0", bp.Packages[0].Filename), loop)
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"evil/loop\" {}\n"), 0o644)
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
 		"--cache", "cache", "--out", "b.bundle")
 	if exitCode(err) != 1 || !strings.Contains(out, "too many redirects") || !strings.Contains(out, bp.Packages[0].Filename) {
@@ -149,12 +149,12 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 	// A module location (opentofu-style JSON, so any bytes get through).
 	in.AddModule("registry.opentofu.org", "evil", "term", "aws", "1.0.0", "https://archives.example.com/m.tar.gz?x="+evil)
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte("module \"registry.opentofu.org/evil/term/aws\" {}\n"), 0o644)
-	out := mustRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--dry-run", "--cache", "cache")
+	out := mustRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--dry-run", "--no-deps", "--cache", "cache")
 	noControl(t, "export --dry-run", out)
 	if !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\u202e`) {
 		t.Errorf("export --dry-run does not show the escaped location:\n%s", out)
 	}
-	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
 		"--cache", "cache", "--out", "b.bundle")
 	if err == nil {
