@@ -80,7 +80,7 @@ type ModuleVersion struct {
 	Subdir    string        `json:"subdir,omitempty"`
 	Source    string        `json:"source,omitempty"` // where it was fetched from
 	Commit    string        `json:"commit,omitempty"` // pinned git commit, if any
-	// Zip is the same tree as Archive as a deterministic zip (getter.ZipFromTarGz),
+	// Zip is the same tree as Archive as a deterministic zip (modzip.ZipFromTarGz),
 	// for OpenTofu's oci:// module sources. Empty in bundles made before
 	// airgap wrote it.
 	Zip     verify.Digest `json:"zip,omitempty"`

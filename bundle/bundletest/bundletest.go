@@ -23,7 +23,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/modzip"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -270,7 +270,7 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if err := getter.ZipFromTarGz(in, out); err != nil {
+	if err := modzip.ZipFromTarGz(in, out); err != nil {
 		t.Fatal(err)
 	}
 	if err := out.Close(); err != nil {

@@ -23,4 +23,7 @@
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or
 // tmp/ and are renamed under their digest only after every check passed.
+// Module sources are unpacked in tmp/module-<pid>-*, removed when done; a
+// run removes, when it starts, those of processes that no longer exist
+// (see tidyModuleWork), so a killed export's trees do not stay for good.
 package export

@@ -145,6 +145,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		}
 	}
 	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
+	tidyModuleWork(opt.CacheDir, time.Now())
 	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
 	cat := &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
@@ -575,7 +576,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", what, err)
 	}
-	work, err = os.MkdirTemp(filepath.Join(e.opt.CacheDir, "tmp"), "module-")
+	work, err = moduleWorkDir(e.opt.CacheDir)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -631,7 +632,7 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 		addr, _, ok, err := dist.ParseModuleSource(c.Source)
 		if err != nil || !ok {
 			rel, _ := filepath.Rel(dir, c.Pos)
-			w := fmt.Sprintf("module %s calls %q at %s: a non-registry source; offline clients will fail to fetch it unless it is reachable there", mv, c.Source, rel)
+			w := fmt.Sprintf("module %s calls %q at %s: a non-registry source; offline clients will fail to fetch it unless it is reachable there", mv, c.Source, dist.Printable(rel))
 			e.res.Warnings = append(e.res.Warnings, w)
 			e.opt.Log("warning: %s", w)
 			continue

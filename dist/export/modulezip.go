@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/modzip"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -24,7 +24,7 @@ func (e *exporter) moduleZip(archive string) (verify.Digest, int64, error) {
 		return "", 0, err
 	}
 	dg := verify.NewDigester()
-	err = getter.ZipFromTarGz(in, io.MultiWriter(out, dg))
+	err = modzip.ZipFromTarGz(in, io.MultiWriter(out, dg))
 	if err == nil {
 		err = out.Sync()
 	}

@@ -5,8 +5,10 @@ import (
 	"archive/zip"
 	"compress/bzip2"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -15,22 +17,34 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/airgap/airgap/dist"
 )
 
 // Limits on what one module archive (or git checkout, for Normalize) may
 // hold; see the package documentation for the worst case they allow.
 const (
-	// MaxArchiveEntries: entries of any kind. The largest real module
-	// repositories hold a few thousand files.
+	// MaxArchiveEntries: entries of any kind, and every directory created
+	// for them (an entry "a/b/c" that creates "a" and "a/b" counts three).
+	// The largest real module repositories hold a few thousand files.
 	MaxArchiveEntries = 100_000
 	// MaxArchiveBytes: the sum of the sizes of regular files (hard links
-	// count as the copies they become).
-	MaxArchiveBytes int64 = 4 << 30
+	// count as the copies they become). Module sources are configuration:
+	// the largest real ones are a few MB.
+	MaxArchiveBytes int64 = 1 << 30
 	// MaxArchiveLinks: symbolic links, which are kept in memory until every
 	// other entry is unpacked.
 	MaxArchiveLinks = 4096
 	// MaxArchiveName: bytes in an entry name or link target (PATH_MAX).
 	MaxArchiveName = 4096
+	// MaxArchiveDepth: path components in an entry name. Real modules nest
+	// a handful of directories; the bound keeps the directories one entry
+	// can create, and the os.Root walk of every path, small.
+	MaxArchiveDepth = 64
+	// MaxZipDirectory: bytes of a zip's central directory (names, extra
+	// fields and comments included), checked before archive/zip parses it
+	// into memory.
+	MaxZipDirectory = 32 << 20
 )
 
 type limits struct {
@@ -44,9 +58,11 @@ var defaultLimits = limits{entries: MaxArchiveEntries, links: MaxArchiveLinks, b
 // and which must not exist. Every file operation goes through an os.Root on
 // dir (see the package documentation for the rules); on error dir is
 // removed.
-func extract(file, kind, dir string) error { return extractLimited(file, kind, dir, defaultLimits) }
+func extract(ctx context.Context, file, kind, dir string) error {
+	return extractLimited(ctx, file, kind, dir, defaultLimits)
+}
 
-func extractLimited(file, kind, dir string, lim limits) (err error) {
+func extractLimited(ctx context.Context, file, kind, dir string, lim limits) (err error) {
 	switch kind {
 	case "zip", "tar.gz", "tgz", "tar", "tar.bz2", "tbz2":
 	case "tar.xz", "txz":
@@ -69,7 +85,7 @@ func extractLimited(file, kind, dir string, lim limits) (err error) {
 		return err
 	}
 	defer root.Close()
-	u := &unpacker{root: root, lim: lim}
+	u := &unpacker{ctx: ctx, root: root, lim: lim, seed: maphash.MakeSeed(), dirs: map[uint64]struct{}{}}
 	if kind == "zip" {
 		err = u.zip(file)
 	} else {
@@ -82,27 +98,51 @@ func extractLimited(file, kind, dir string, lim limits) (err error) {
 }
 
 type unpacker struct {
+	ctx     context.Context
 	root    *os.Root
 	lim     limits
-	entries int
+	entries int // entries and the directories created for them
 	bytes   int64
 	symlink [][2]string // name, target: created after every other entry
+	// dirs holds a hash (keyed with a random seed) of every directory
+	// created, so implicit parents are counted once and MkdirAll is not
+	// repeated: 8 bytes per directory, not its name.
+	seed maphash.Seed
+	dirs map[uint64]struct{}
 }
 
-// entry counts an entry and checks its name (see entryName).
+// entry counts an entry and checks its name (see entryName); it also
+// stops at a cancelled context.
 func (u *unpacker) entry(raw string) (string, error) {
-	u.entries++
-	if u.entries > u.lim.entries {
-		return "", fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, u.lim.entries)
+	if err := u.ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := u.count(); err != nil {
+		return "", err
 	}
 	return entryName(raw)
 }
 
-// entryName checks an entry name: relative, no "..", not too long. It
-// returns the name for os.Root, or "" for the root itself.
+func (u *unpacker) count() error {
+	u.entries++
+	if u.entries > u.lim.entries {
+		return fmt.Errorf("%w: more than %d entries (directories included)", ErrArchiveLimit, u.lim.entries)
+	}
+	return nil
+}
+
+// entryName checks an entry name: relative, no "..", not too long or too
+// deep, printable. It returns the name for os.Root, or "" for the root
+// itself.
 func entryName(raw string) (string, error) {
 	if len(raw) > MaxArchiveName {
 		return "", fmt.Errorf("%w: an entry name is longer than %d bytes", ErrUnsafeArchive, MaxArchiveName)
+	}
+	if err := printableName("entry", raw); err != nil {
+		return "", err
+	}
+	if strings.Count(strings.Trim(raw, "/"), "/") >= MaxArchiveDepth {
+		return "", fmt.Errorf("%w: entry %q is more than %d directories deep", ErrArchiveLimit, raw, MaxArchiveDepth)
 	}
 	if raw == "" || strings.HasPrefix(raw, "/") || slices.Contains(strings.Split(raw, "/"), "..") {
 		return "", fmt.Errorf("%w: entry %q is not a relative path inside the module", ErrUnsafeArchive, raw)
@@ -118,14 +158,72 @@ func entryName(raw string) (string, error) {
 	return name, nil
 }
 
-func (u *unpacker) mkdir(name string) error {
-	if name == "" {
+// printableName refuses names with control characters, Unicode format
+// characters or invalid UTF-8 (see dist.Printable): they would reach the
+// bundle, the offline side and every terminal that lists the module.
+func printableName(what, raw string) error {
+	if dist.Printable(raw) != raw {
+		return fmt.Errorf("%w: %s %q has control characters or invalid UTF-8 in its name; airgap does not carry such names", ErrUnsafeArchive, what, raw)
+	}
+	return nil
+}
+
+// errno drops the path from an *fs.PathError or *os.LinkError: the path
+// comes from the archive, the message names the entry itself (quoted).
+func errno(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// mkdir creates directory name and its parents, counting every directory
+// it creates against the entry limit; an explicit directory entry (counted
+// as an entry already) is not counted twice.
+func (u *unpacker) mkdir(name string, explicit bool) error {
+	if name == "" || name == "." {
+		return nil
+	}
+	created := 0
+	for p := name; p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
+		h := maphash.String(u.seed, p)
+		if _, ok := u.dirs[h]; ok {
+			break
+		}
+		u.dirs[h] = struct{}{}
+		created++
+		if explicit && p == name {
+			continue
+		}
+		if err := u.count(); err != nil {
+			return err
+		}
+	}
+	if created == 0 {
 		return nil
 	}
 	if err := u.root.MkdirAll(name, 0o755); err != nil {
-		return fmt.Errorf("%w: directory %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), err)
+		return fmt.Errorf("%w: directory %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), errno(err))
 	}
 	return nil
+}
+
+// ctxReader stops a copy when the context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // file creates name (which must not exist) with size bytes from r.
@@ -137,7 +235,7 @@ func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) 
 		return fmt.Errorf("%w: unpacks to more than %d bytes", ErrArchiveLimit, u.lim.bytes)
 	}
 	u.bytes += size
-	if err := u.mkdir(filepath.Dir(name)); err != nil {
+	if err := u.mkdir(filepath.Dir(name), false); err != nil {
 		return err
 	}
 	perm := fs.FileMode(0o644)
@@ -149,9 +247,9 @@ func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) 
 		return fmt.Errorf("%w: entry %q appears twice", ErrUnsafeArchive, filepath.ToSlash(name))
 	}
 	if err != nil {
-		return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), err)
+		return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), errno(err))
 	}
-	n, err := io.Copy(f, io.LimitReader(r, size+1))
+	n, err := io.Copy(f, io.LimitReader(ctxReader{u.ctx, r}, size+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -159,7 +257,7 @@ func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) 
 		err = fmt.Errorf("%d bytes where the header says %d", n, size)
 	}
 	if err != nil {
-		return fmt.Errorf("entry %q: %w", filepath.ToSlash(name), err)
+		return fmt.Errorf("entry %q: %w", filepath.ToSlash(name), errno(err))
 	}
 	return nil
 }
@@ -190,8 +288,8 @@ func (u *unpacker) link(name, target string) error {
 		return fmt.Errorf("%w: a symlink entry names the module root", ErrUnsafeArchive)
 	case len(u.symlink) >= u.lim.links:
 		return fmt.Errorf("%w: more than %d symbolic links", ErrArchiveLimit, u.lim.links)
-	case target == "" || len(target) > MaxArchiveName || strings.ContainsRune(target, 0):
-		return fmt.Errorf("%w: symlink %q has an empty, overlong or invalid target", ErrUnsafeArchive, filepath.ToSlash(name))
+	case target == "" || len(target) > MaxArchiveName || dist.Printable(target) != target:
+		return fmt.Errorf("%w: symlink %q has an empty, overlong or unprintable target", ErrUnsafeArchive, filepath.ToSlash(name))
 	case path.IsAbs(target) || filepath.IsAbs(target):
 		return fmt.Errorf("%w: symlink %q -> %q is absolute; links in modules must stay inside the module", ErrUnsafeArchive, filepath.ToSlash(name), target)
 	}
@@ -203,7 +301,10 @@ func (u *unpacker) link(name, target string) error {
 // inside the root, to a regular file.
 func (u *unpacker) links() error {
 	for _, l := range u.symlink {
-		if err := u.mkdir(filepath.Dir(l[0])); err != nil {
+		if err := u.ctx.Err(); err != nil {
+			return err
+		}
+		if err := u.mkdir(filepath.Dir(l[0]), false); err != nil {
 			return err
 		}
 		err := u.root.Symlink(l[1], l[0])
@@ -211,7 +312,7 @@ func (u *unpacker) links() error {
 			return fmt.Errorf("%w: symlink %q: another entry has that name or a path through it (airgap does not unpack through links)", ErrUnsafeArchive, filepath.ToSlash(l[0]))
 		}
 		if err != nil {
-			return fmt.Errorf("%w: symlink %q -> %q: %v", ErrUnsafeArchive, filepath.ToSlash(l[0]), l[1], err)
+			return fmt.Errorf("%w: symlink %q -> %q: %v", ErrUnsafeArchive, filepath.ToSlash(l[0]), l[1], errno(err))
 		}
 	}
 	for _, l := range u.symlink {
@@ -228,10 +329,7 @@ func linkedFile(root *os.Root, name string) (fs.FileInfo, error) {
 	target, _ := root.Readlink(name)
 	fi, err := root.Stat(name)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
+		err = errno(err)
 		return nil, fmt.Errorf("%w: symlink %q -> %q does not lead to a file inside the module (%v)", ErrUnsafeArchive, filepath.ToSlash(name), target, err)
 	}
 	if !fi.Mode().IsRegular() {
@@ -275,7 +373,7 @@ func (u *unpacker) tar(file, kind string) error {
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			err = u.mkdir(name)
+			err = u.mkdir(name, true)
 		case tar.TypeReg:
 			err = u.file(name, tr, h.Size, h.FileInfo().Mode())
 		case tar.TypeSymlink:
@@ -283,7 +381,7 @@ func (u *unpacker) tar(file, kind string) error {
 		case tar.TypeLink:
 			err = u.hardlink(name, h.Linkname)
 		default:
-			err = fmt.Errorf("%w: entry %q has type %q (devices, FIFOs and the like are not unpacked)", ErrUnsafeArchive, h.Name, h.Typeflag)
+			err = fmt.Errorf("%w: entry %q has type %q (devices, FIFOs and the like are not unpacked)", ErrUnsafeArchive, name, h.Typeflag)
 		}
 		if err != nil {
 			return err
@@ -292,11 +390,22 @@ func (u *unpacker) tar(file, kind string) error {
 }
 
 func (u *unpacker) zip(file string) error {
-	zr, err := zip.OpenReader(file)
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := checkZipDirectory(f, fi.Size(), u.lim.entries); err != nil {
+		return err
+	}
+	zr, err := zip.NewReader(f, fi.Size())
 	if err != nil {
 		return fmt.Errorf("reading the archive: %w", err)
 	}
-	defer zr.Close()
 	if len(zr.File) > u.lim.entries {
 		return fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, u.lim.entries)
 	}
@@ -308,7 +417,7 @@ func (u *unpacker) zip(file string) error {
 		mode := f.Mode()
 		switch {
 		case mode.IsDir():
-			err = u.mkdir(name)
+			err = u.mkdir(name, true)
 		case mode&fs.ModeSymlink != 0:
 			var target []byte
 			if target, err = readZip(f, MaxArchiveName+1); err == nil {
@@ -324,7 +433,7 @@ func (u *unpacker) zip(file string) error {
 				rc.Close()
 			}
 		default:
-			err = fmt.Errorf("%w: zip entry %q is not a file, directory or symlink (%v)", ErrUnsafeArchive, f.Name, mode)
+			err = fmt.Errorf("%w: zip entry %q is not a file, directory or symlink (%v)", ErrUnsafeArchive, name, mode)
 		}
 		if err != nil {
 			return err
@@ -343,12 +452,12 @@ func readZip(f *zip.File, max int64) ([]byte, error) {
 }
 
 // NormalizeToFile writes the deterministic archive of root to dst.
-func NormalizeToFile(root, dst string) error {
+func NormalizeToFile(ctx context.Context, root, dst string) error {
 	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
-	err = Normalize(root, f)
+	err = Normalize(ctx, root, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -361,11 +470,14 @@ func NormalizeToFile(root, dst string) error {
 // Normalize writes a gzip'd tar of the tree at dir: entries in lexical
 // order, mtime at the epoch, uid/gid 0, no owner names, directories 0755,
 // files 0644 or 0755, symlinks replaced by the file they lead to (which must
-// be inside dir), .git skipped. It reads only through an os.Root on dir
-// and applies MaxArchiveEntries and MaxArchiveBytes.
-func Normalize(dir string, w io.Writer) error { return normalize(dir, w, defaultLimits) }
+// be inside dir), .git skipped. It reads only through an os.Root on dir,
+// applies MaxArchiveEntries, MaxArchiveBytes and MaxArchiveDepth, refuses
+// unprintable names, and stops when ctx is cancelled.
+func Normalize(ctx context.Context, dir string, w io.Writer) error {
+	return normalize(ctx, dir, w, defaultLimits)
+}
 
-func normalize(dir string, w io.Writer, lim limits) error {
+func normalize(ctx context.Context, dir string, w io.Writer, lim limits) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -378,6 +490,9 @@ func normalize(dir string, w io.Writer, lim limits) error {
 	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return fmt.Errorf("%q: %w", rel, errno(err))
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if rel == "." {
@@ -392,10 +507,16 @@ func normalize(dir string, w io.Writer, lim limits) error {
 		if entries++; entries > lim.entries {
 			return fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, lim.entries)
 		}
+		if err := printableName("file", rel); err != nil {
+			return err
+		}
+		if strings.Count(rel, "/") >= MaxArchiveDepth {
+			return fmt.Errorf("%w: %q is more than %d directories deep", ErrArchiveLimit, rel, MaxArchiveDepth)
+		}
 		name := filepath.FromSlash(rel)
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return fmt.Errorf("%q: %w", rel, errno(err))
 		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			if info, err = linkedFile(root, name); err != nil {
@@ -420,11 +541,11 @@ func normalize(dir string, w io.Writer, lim limits) error {
 			}
 			f, err := root.Open(name)
 			if err != nil {
-				return err
+				return fmt.Errorf("%q: %w", rel, errno(err))
 			}
 			defer f.Close()
-			_, err = io.CopyN(tw, f, info.Size())
-			return err
+			_, err = io.CopyN(tw, ctxReader{ctx, f}, info.Size())
+			return errno(err)
 		default:
 			return fmt.Errorf("%w: %q is not a regular file or directory", ErrUnsafeArchive, rel)
 		}

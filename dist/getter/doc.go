@@ -17,7 +17,12 @@
 // path and link, and os.Root refuses any that leaves the root, whatever the
 // text of the links says. On top of that:
 //
-//   - Entry names must be relative, without ".." components.
+//   - Entry names must be relative, without ".." components, at most
+//     MaxArchiveDepth (64) components deep, and printable: control
+//     characters, Unicode format characters and invalid UTF-8 (see
+//     dist.Printable) are refused, since they would reach the bundle and
+//     every terminal that lists the module. Errors name entries quoted and
+//     keep only the errno of os.Root's errors, never a path.
 //   - Regular files are created with O_EXCL (an archive cannot overwrite an
 //     entry it wrote before) and only 0644 or 0755.
 //   - Symlinks are dereferenced within the root: they are created only after
@@ -29,15 +34,50 @@
 //   - A hard link is unpacked as a copy of an entry already unpacked in the
 //     root; one naming anything outside it is refused.
 //   - Devices, FIFOs and other entry kinds are refused.
-//   - Limits: MaxArchiveEntries entries, MaxArchiveBytes unpacked bytes in
-//     regular files, MaxArchiveLinks links, names and link targets of at
-//     most MaxArchiveName bytes. The worst case on disk is MaxArchiveBytes
-//     plus one inode per entry; in memory, the deferred links
-//     (MaxArchiveLinks × 2 × MaxArchiveName = 32 MiB). Normalize applies
-//     the same entry and byte limits to git checkouts.
+//   - Limits: MaxArchiveEntries entries and directories (implicit parents
+//     count: an entry "a/b/f" that creates "a" and "a/b" counts three),
+//     MaxArchiveBytes (1 GiB) unpacked bytes in regular files,
+//     MaxArchiveLinks links, names and link targets of at most
+//     MaxArchiveName bytes. A zip's entry count (from its end record, zip64
+//     too) and its central directory (at most MaxZipDirectory bytes,
+//     headers counted in a fixed buffer) are checked before archive/zip
+//     parses the directory into memory. Worst case on disk: MaxArchiveBytes
+//     plus MaxArchiveEntries inodes; in memory, the deferred links
+//     (MaxArchiveLinks × 2 × MaxArchiveName = 32 MiB), 8 bytes per
+//     directory, and for a zip archive/zip's directory (≤ MaxZipDirectory
+//     plus ~200 bytes per entry, ~55 MiB); in time, each entry walks at most
+//     64 components through os.Root (100,000 files at depth 64 measured at
+//     ~50 s on a loaded 2-core machine). Normalize applies the same limits
+//     to git checkouts.
+//   - Extraction and Normalize stop at the next entry (or the next read of
+//     a file) when their context is cancelled.
 //
 // A failed extraction removes the extraction directory; nothing is ever
 // created outside it.
+//
+// # Git sources
+//
+// A git source is cloned only over https://, ssh:// or scp-like git@host:
+// (Parse refuses file://, local paths, git://, http:// and ext::: a
+// registry must not make export copy a repository of the exporting machine
+// into the bundle). Every git command runs with protocol.allow=never except
+// https and ssh (and GIT_ALLOW_PROTOCOL, which overrides any configuration
+// file), core.hooksPath=/dev/null, no fsmonitor, GIT_CONFIG_NOSYSTEM,
+// GIT_TERMINAL_PROMPT=0, no LFS smudging, a stall timeout (1 KiB/s for
+// 60 s) and GitTimeout for the whole fetch; the user's GIT_* variables are
+// dropped except those that say how to reach private hosts
+// (GIT_SSL_CAINFO, GIT_SSH_COMMAND, …). The user's global git
+// configuration is read: credentials, CA files and url.insteadOf rules for
+// private hosts live there, and a registry cannot write it; the settings
+// above override it. The clone is --no-checkout and is stopped when its
+// directory passes MaxGitRepository; then "git ls-tree -r -t -l" of the
+// commit is streamed and checked against the archive limits (entries,
+// bytes, links, depth, names) before anything is checked out, so a "git
+// bomb" writes nothing. Submodules are fetched the same way, one level at
+// a time, at the commit the tree pins, from the URL in the commit's
+// .gitmodules (relative URLs resolved against the superproject's), at most
+// MaxSubmoduleDepth levels, sharing one budget of limits with the
+// repository; every .git is removed before Normalize.
 //
 // It does not talk to registries and does not decide what to fetch.
 package getter

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -88,18 +87,24 @@ func Parse(raw string) (*Source, error) {
 			vals, _ := url.ParseQuery(q)
 			s.Ref = vals.Get("ref")
 			s.URL = p
-			return s, nil
+		} else {
+			u, err := url.Parse(src)
+			if err != nil {
+				return nil, fmt.Errorf("module source %q: %w", raw, err)
+			}
+			q := u.Query()
+			s.Ref = q.Get("ref")
+			q.Del("ref")
+			q.Del("depth")
+			u.RawQuery = q.Encode()
+			s.URL = u.String()
 		}
-		u, err := url.Parse(src)
-		if err != nil {
-			return nil, fmt.Errorf("module source %q: %w", raw, err)
+		if err := checkGitURL(s.URL); err != nil {
+			return nil, fmt.Errorf("%w %q: %v\nhint: a registry must give git module locations as https://, ssh:// or git@host: addresses; a local path here is hostile or a publishing mistake; tell the module's publisher", ErrUnsupported, raw, err)
 		}
-		q := u.Query()
-		s.Ref = q.Get("ref")
-		q.Del("ref")
-		q.Del("depth")
-		u.RawQuery = q.Encode()
-		s.URL = u.String()
+		if strings.HasPrefix(s.Ref, "-") {
+			return nil, fmt.Errorf("%w %q: a git ref cannot start with '-'", ErrUnsupported, raw)
+		}
 		return s, nil
 	}
 	u, err := url.Parse(src)
@@ -141,6 +146,9 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 	case "git":
 		commit, err := gitFetch(ctx, src, root)
 		if err != nil {
+			err = hinted(err)
+		}
+		if err != nil {
 			return nil, err
 		}
 		res.Commit = commit
@@ -149,7 +157,7 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 		if err := download(ctx, src.URL, arch); err != nil {
 			return nil, err
 		}
-		if err := extract(arch, archiveKind(src.URL), root); err != nil {
+		if err := extract(ctx, arch, archiveKind(src.URL), root); err != nil {
 			return nil, fmt.Errorf("unpacking %s: %w", src.URL, hinted(err))
 		}
 	}
@@ -172,7 +180,7 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 	}
 	res.Subdir = sub
 	res.Archive = filepath.Join(work, "module.tar.gz")
-	if err := NormalizeToFile(root, res.Archive); err != nil {
+	if err := NormalizeToFile(ctx, root, res.Archive); err != nil {
 		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, hinted(err))
 	}
 	return res, nil
@@ -215,52 +223,4 @@ func archiveKind(u string) string {
 		}
 	}
 	return ""
-}
-
-func gitFetch(ctx context.Context, src *Source, dir string) (string, error) {
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	if _, err := exec.LookPath("git"); err != nil {
-		return "", errors.New("the git binary is needed to fetch git module sources; install git")
-	}
-	if _, err := run("clone", "--quiet", "--no-checkout", "--", src.URL, dir); err != nil {
-		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
-	}
-	ref := src.Ref
-	if ref == "" {
-		ref = "HEAD"
-	}
-	if _, err := run("-C", dir, "-c", "advice.detachedHead=false", "checkout", "--quiet", ref); err != nil {
-		return "", fmt.Errorf("fetching %s: ref %q: %w", src.Raw, src.Ref, err)
-	}
-	commit, err := run("-C", dir, "rev-parse", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	if _, err := run("-C", dir, "submodule", "update", "--init", "--recursive", "--quiet"); err != nil {
-		return "", fmt.Errorf("fetching %s: submodules: %w", src.Raw, err)
-	}
-	// Drop every .git (the repository's and submodules').
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() == ".git" {
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-		}
-		return nil
-	})
-	return commit, err
 }

@@ -6,7 +6,9 @@
 //
 // Configurations are untrusted (a downloaded module's are written by its
 // publisher). Every malformed file gives an error naming file:line:col,
-// never a panic. Local module calls ("./x", "../x") are followed only
+// never a panic; file names and parser messages in errors and positions
+// are escaped with dist.Printable, so a hostile name cannot drive the
+// terminal. Local module calls ("./x", "../x") are followed only
 // inside a containing directory — the project for LoadTree, the module's
 // whole package for LoadTreeIn — and only through an os.Root on it, so no
 // symlink leads out either; a call that would leave it is an error

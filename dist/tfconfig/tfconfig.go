@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/airgap/airgap/dist"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
@@ -63,7 +64,7 @@ var moduleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sou
 
 // at formats an error at a source position: file:line:col: message.
 func at(r hcl.Range, format string, args ...any) error {
-	return fmt.Errorf("%s:%d:%d: %w: %s", r.Filename, r.Start.Line, r.Start.Column, ErrMalformed, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s:%d:%d: %w: %s", dist.Printable(r.Filename), r.Start.Line, r.Start.Column, ErrMalformed, dist.Printable(fmt.Sprintf(format, args...)))
 }
 
 // diagErr turns the first error of diags into file:line:col: summary; detail.
@@ -79,7 +80,7 @@ func diagErr(diags hcl.Diagnostics, file string) error {
 		if d.Subject != nil {
 			return at(*d.Subject, "%s", msg)
 		}
-		return fmt.Errorf("%s: %w: %s", file, ErrMalformed, msg)
+		return fmt.Errorf("%s: %w: %s", dist.Printable(file), ErrMalformed, dist.Printable(msg))
 	}
 	return nil
 }
@@ -99,7 +100,9 @@ type tree struct {
 	bytes int64
 }
 
-func (t *tree) path(rel string) string { return filepath.Join(t.base, rel) }
+// path is rel for messages: names come from downloaded modules, so control
+// characters are escaped (dist.Printable).
+func (t *tree) path(rel string) string { return dist.Printable(filepath.Join(t.base, rel)) }
 
 // fail reports that rel could not be opened inside the tree: missing, or
 // refused by os.Root because a symlink on the way leads out.
@@ -113,7 +116,7 @@ func (t *tree) fail(rel string, err error) error {
 		return fmt.Errorf("%s: %v", t.path(rel), err)
 	}
 	// os.Root's own refusal (not an errno): a link on the way leads out.
-	return fmt.Errorf("%s: %w: a symlink leads out of %s (%v)"+outsideHint, t.path(rel), ErrOutside, t.base, err)
+	return fmt.Errorf("%s: %w: a symlink leads out of %s (%v)"+outsideHint, t.path(rel), ErrOutside, dist.Printable(t.base), err)
 }
 
 // readFile reads rel (at most MaxFileSize bytes, within the tree's budget).
@@ -252,7 +255,8 @@ func LoadDir(dir string) (*Config, error) {
 	return (&tree{root: root, base: dir}).loadDir(".")
 }
 
-func pos(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }
+// pos is file:line for messages, the file name escaped (dist.Printable).
+func pos(r hcl.Range) string { return fmt.Sprintf("%s:%d", dist.Printable(r.Filename), r.Start.Line) }
 
 func literal(a *hcl.Attribute) (string, bool) {
 	v, diags := a.Expr.Value(nil)

@@ -1,15 +1,18 @@
-package getter
+package modzip
 
 import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airgap/airgap/dist/getter"
 )
 
 func tarGz(t testing.TB, hs []tar.Header, data map[string]string) []byte {
@@ -39,7 +42,7 @@ func TestZipFromTarGz(t *testing.T) {
 	var zips [2][]byte
 	for i := range zips {
 		var archive, out bytes.Buffer
-		if err := Normalize(root, &archive); err != nil {
+		if err := getter.Normalize(context.Background(), root, &archive); err != nil {
 			t.Fatal(err)
 		}
 		if err := ZipFromTarGz(&archive, &out); err != nil {

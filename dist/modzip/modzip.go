@@ -1,4 +1,8 @@
-package getter
+// Package modzip turns a normalized module archive (the gzip'd tar that
+// dist/getter writes) into the deterministic zip that OpenTofu's oci://
+// module packages must be. It imports nothing of airgap's, so fixtures
+// (bundle/bundletest) can use it without depending on the getter.
+package modzip
 
 import (
 	"archive/tar"
@@ -13,10 +17,13 @@ import (
 	"time"
 )
 
-// Limits of ZipFromTarGz.
+// Limits of ZipFromTarGz. The input has passed dist/getter's limits
+// already (at most 1 GiB of content, 100 000 entries); these bound a
+// conversion of anything else.
 const (
-	maxZipEntries = 200_000
-	maxZipName    = 4096
+	maxZipEntries       = 200_000
+	maxZipName          = 4096
+	maxZipBytes   int64 = 1 << 30
 )
 
 // zipEpoch is the modification time of every zip entry (the earliest a zip
@@ -29,7 +36,7 @@ var zipEpoch = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // function of the input alone: entries in the archive's order, fixed
 // times, modes 0755/0644, deflate at the default level. It streams (memory
 // does not grow with the archive) and refuses links, devices, unsafe paths,
-// more than 200 000 entries or more than 4 GiB of content, since the
+// more than 200 000 entries or more than 1 GiB of content, since the
 // archive came from the internet.
 func ZipFromTarGz(r io.Reader, w io.Writer) error {
 	gz, err := gzip.NewReader(r)
@@ -72,8 +79,8 @@ func ZipFromTarGz(r io.Reader, w io.Writer) error {
 			}
 		case tar.TypeReg:
 			total += h.Size
-			if total > MaxArchiveBytes {
-				return fmt.Errorf("module archive holds more than %d bytes", MaxArchiveBytes)
+			if total > maxZipBytes {
+				return fmt.Errorf("module archive holds more than %d bytes", maxZipBytes)
 			}
 			fh.Method = zip.Deflate
 			fh.SetMode(0o644)

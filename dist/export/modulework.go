@@ -1,0 +1,49 @@
+package export
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Module sources are fetched and unpacked in <cache>/tmp/module-<pid>-*,
+// removed when the module is done or fails. A killed export cannot remove
+// its own, so each run removes, when it starts, every module-<pid>-*
+// directory whose process no longer exists (another export sharing the
+// cache keeps its own while it runs), and any module-* directory untouched
+// for staleModuleWork (a PID reused by an unrelated process, or a name
+// without a PID from an older airgap).
+const staleModuleWork = 24 * time.Hour
+
+func moduleWorkDir(cacheDir string) (string, error) {
+	return os.MkdirTemp(filepath.Join(cacheDir, "tmp"), fmt.Sprintf("module-%d-", os.Getpid()))
+}
+
+func tidyModuleWork(cacheDir string, now time.Time) {
+	dir := filepath.Join(cacheDir, "tmp")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		rest, ok := strings.CutPrefix(ent.Name(), "module-")
+		if !ok || !ent.IsDir() {
+			continue
+		}
+		stale := false
+		if p, _, ok := strings.Cut(rest, "-"); ok {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && pid != os.Getpid() && !processAlive(pid) {
+				stale = true
+			}
+		}
+		if fi, err := ent.Info(); err == nil && now.Sub(fi.ModTime()) > staleModuleWork {
+			stale = true
+		}
+		if stale {
+			os.RemoveAll(filepath.Join(dir, ent.Name()))
+		}
+	}
+}

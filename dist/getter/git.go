@@ -1,0 +1,477 @@
+package getter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// Limits on a git module source, on top of the archive limits, which the
+// tree of the commit (and of each submodule's) is checked against before
+// anything is checked out.
+const (
+	// GitTimeout bounds one module's whole git fetch (clones, checks,
+	// checkouts, submodules); git also gives up on a transfer slower than
+	// 1 KiB/s for 60 s.
+	GitTimeout = 30 * time.Minute
+	// MaxGitRepository: bytes a clone's directory may reach while git
+	// downloads it (watched every 200 ms; git is killed beyond it).
+	MaxGitRepository = MaxArchiveBytes
+	// MaxSubmoduleDepth: nesting of submodules.
+	MaxSubmoduleDepth = 4
+)
+
+// gitRepoLimit is MaxGitRepository; tests lower it.
+var gitRepoLimit int64 = MaxGitRepository
+
+// gitConfig is given to every git command: only https and ssh transports
+// (file://, local paths, ext::, git:// and plain http:// are refused, for
+// submodules too), no hooks, no fsmonitor, abort on stalled transfers.
+// Command-line settings override the user's configuration files.
+var gitConfig = []string{
+	"-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.ssh.allow=always",
+	"-c", "protocol.file.allow=never", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+	"-c", "submodule.recurse=false", "-c", "http.lowSpeedLimit=1024", "-c", "http.lowSpeedTime=60",
+	"-c", "advice.detachedHead=false",
+}
+
+// keptGitEnv: the GIT_* variables of the user's environment passed to git
+// (how to reach private hosts); every other GIT_* variable (GIT_DIR,
+// GIT_CONFIG_PARAMETERS, GIT_ALLOW_PROTOCOL, …) is dropped.
+var keptGitEnv = map[string]bool{"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true, "GIT_SSH": true,
+	"GIT_SSH_COMMAND": true, "GIT_SSH_VARIANT": true, "GIT_CONFIG_GLOBAL": true}
+
+// gitEnv: the system configuration is not read (GIT_CONFIG_NOSYSTEM); the
+// user's global one is, because credentials, CA files and url.insteadOf
+// rules for private git hosts live there, and it is not something a
+// registry can write. What matters for safety is forced above it:
+// GIT_ALLOW_PROTOCOL overrides any protocol.* setting in any file, and the
+// -c settings override the rest. Git LFS smudging is off (it would download
+// content the tree check cannot see).
+func gitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") && !keptGitEnv[k] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1")
+}
+
+// checkGitURL accepts https://, ssh:// and scp-like git@host:path: never a
+// local path or file:// (that would copy a repository of the exporting
+// machine into the bundle), nor git://, http:// or ext::.
+func checkGitURL(u string) error {
+	if rest, ok := strings.CutPrefix(u, "git@"); ok {
+		host, p, ok := strings.Cut(rest, ":")
+		if !ok || !validHost(host) || p == "" || strings.HasPrefix(p, "-") {
+			return errors.New("not a git address of the form git@host:path")
+		}
+		return nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		return err
+	}
+	switch pu.Scheme {
+	case "https", "ssh":
+	case "", "file":
+		return errors.New("a repository on the local disk; airgap clones git modules only over https:// or ssh://, never from the exporting machine")
+	default:
+		return fmt.Errorf("git over %s:// is not accepted; airgap clones git modules only over https:// or ssh://", pu.Scheme)
+	}
+	if !validHost(pu.Hostname()) || strings.HasPrefix(pu.User.Username(), "-") {
+		return errors.New("no valid host in the git URL")
+	}
+	return nil
+}
+
+func validHost(h string) bool {
+	if h == "" || strings.HasPrefix(h, "-") {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:[]", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+type gitRunner struct {
+	ctx context.Context
+	env []string
+	// used: what the trees checked so far (the repository's and its
+	// submodules') hold, against the archive limits.
+	entries, links int
+	bytes          int64
+}
+
+// boundedBuffer keeps the first 64 KiB written to it.
+type boundedBuffer struct{ bytes.Buffer }
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := 64<<10 - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (g *gitRunner) command(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, gitConfig...), args...)...)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = dir, g.env, 5*time.Second
+	return cmd
+}
+
+func (g *gitRunner) runCtx(ctx context.Context, dir string, args ...string) (string, error) {
+	var out boundedBuffer
+	cmd := g.command(ctx, dir, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		if cerr := g.ctx.Err(); cerr != nil {
+			return "", fmt.Errorf("git %s: %w", args[0], cerr)
+		}
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, dist.PrintableLines(strings.TrimSpace(out.String())))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+func (g *gitRunner) run(dir string, args ...string) (string, error) {
+	return g.runCtx(g.ctx, dir, args...)
+}
+
+func gitFetch(ctx context.Context, src *Source, dir string) (string, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", errors.New("the git binary is needed to fetch git module sources; install git")
+	}
+	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
+	defer cancel()
+	g := &gitRunner{ctx: ctx, env: gitEnv()}
+	commit, err := g.fetch(src.URL, src.Ref, dir, "", 0)
+	if err != nil {
+		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
+	}
+	// Drop every .git (the repository's and submodules').
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return commit, err
+}
+
+// fetch clones u into dir, checks the tree of ref against the limits, then
+// checks it out, and does the same for each submodule. prefix is dir's path
+// in the module (for names and depth).
+func (g *gitRunner) fetch(u, ref, dir, prefix string, depth int) (string, error) {
+	if err := g.clone(u, dir); err != nil {
+		return "", err
+	}
+	commit, err := g.resolve(dir, ref)
+	if err != nil {
+		return "", err
+	}
+	subs, err := g.checkTree(dir, commit, prefix)
+	if err != nil {
+		return "", err
+	}
+	if _, err := g.run(dir, "checkout", "--quiet", "--detach", commit); err != nil {
+		return "", fmt.Errorf("ref %q: %w", ref, err)
+	}
+	if len(subs) == 0 {
+		return commit, nil
+	}
+	if depth >= MaxSubmoduleDepth {
+		return "", fmt.Errorf("%w: submodules nested more than %d deep", ErrArchiveLimit, MaxSubmoduleDepth)
+	}
+	urls, err := g.submoduleURLs(dir, commit)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range subs {
+		raw, ok := urls[s[0]]
+		if !ok {
+			return "", fmt.Errorf("submodule %q has no URL in .gitmodules", prefix+s[0])
+		}
+		su, err := resolveSubmoduleURL(u, raw)
+		if err == nil {
+			err = checkGitURL(su)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: submodule %q (%q): %v", ErrUnsupported, prefix+s[0], raw, err)
+		}
+		sub := filepath.Join(dir, filepath.FromSlash(s[0]))
+		if err := plainDir(dir, s[0]); err != nil {
+			return "", err
+		}
+		if err := os.Remove(sub); err != nil {
+			return "", fmt.Errorf("submodule %q: %v", prefix+s[0], errno(err))
+		}
+		if _, err := g.fetch(su, s[1], sub, prefix+s[0]+"/", depth+1); err != nil {
+			return "", fmt.Errorf("submodule %q: %w", prefix+s[0], err)
+		}
+	}
+	return commit, nil
+}
+
+// plainDir checks that rel (a gitlink path git checked out as an empty
+// directory) is a directory under dir reached through no symlink.
+func plainDir(dir, rel string) error {
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return fmt.Errorf("%w: submodule path %q", ErrUnsafeArchive, rel)
+	}
+	p := dir
+	for _, c := range strings.Split(rel, "/") {
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: submodule path %q is not a plain directory", ErrUnsafeArchive, rel)
+		}
+	}
+	return nil
+}
+
+// clone runs git clone --no-checkout, killing it when the clone's
+// directory grows past MaxGitRepository.
+func (g *gitRunner) clone(u, dir string) error {
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	var over atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if dirSize(dir) > gitRepoLimit {
+					over.Store(true)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	_, err := g.runCtx(ctx, "", "clone", "--quiet", "--no-checkout", "--", u, dir)
+	close(done)
+	if over.Load() || err == nil && dirSize(dir) > gitRepoLimit {
+		return fmt.Errorf("%w: the git repository is larger than %d bytes", ErrArchiveLimit, gitRepoLimit)
+	}
+	return err
+}
+
+// dirSize sums the sizes of the files under dir (a clone in progress:
+// git's own few files); it stops counting after 100,000 files.
+func dirSize(dir string) int64 {
+	var n int64
+	files := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if files++; files > 100_000 {
+			return filepath.SkipAll
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// resolve finds the commit of ref (a tag, a branch, a commit; HEAD if
+// empty), fetching a commit that no branch or tag reaches.
+func (g *gitRunner) resolve(dir, ref string) (string, error) {
+	cands := []string{"HEAD"}
+	if ref != "" {
+		cands = []string{ref, "refs/remotes/origin/" + ref}
+	}
+	for _, c := range cands {
+		if out, err := g.run(dir, "rev-parse", "--verify", "--quiet", "--end-of-options", c+"^{commit}"); err == nil {
+			return out, nil
+		}
+	}
+	if isHexCommit(ref) {
+		if _, err := g.run(dir, "fetch", "--quiet", "origin", ref); err == nil {
+			if out, err := g.run(dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil {
+				return out, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("ref %q: not found in the repository", ref)
+}
+
+func isHexCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTree streams "git ls-tree -r -t -l -z" of commit and applies the
+// archive limits to what a checkout would write — entries (directories
+// included), bytes, links, name length, depth, printable names — before
+// anything is checked out; it stops git at the first limit. It returns the
+// submodules (gitlinks) as path and commit.
+func (g *gitRunner) checkTree(dir, commit, prefix string) ([][2]string, error) {
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	var stderr boundedBuffer
+	cmd := g.command(ctx, dir, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit)
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(out, MaxArchiveName+256)
+	var subs [][2]string
+	var ferr error
+	for ferr == nil {
+		rec, err := br.ReadSlice(0)
+		if err == io.EOF && len(rec) == 0 {
+			break
+		}
+		if err != nil {
+			ferr = fmt.Errorf("%w: an entry name is longer than %d bytes, or git ls-tree failed (%v)", ErrUnsafeArchive, MaxArchiveName, err)
+			break
+		}
+		ferr = g.treeEntry(rec[:len(rec)-1], prefix, &subs)
+	}
+	if ferr != nil {
+		cancel()
+		cmd.Wait()
+		return nil, ferr
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("git ls-tree: %v: %s", err, dist.PrintableLines(strings.TrimSpace(stderr.String())))
+	}
+	return subs, nil
+}
+
+// treeEntry applies the limits to one "<mode> <type> <object> <size>\t<path>".
+func (g *gitRunner) treeEntry(rec []byte, prefix string, subs *[][2]string) error {
+	meta, p, ok := bytes.Cut(rec, []byte{'\t'})
+	f := strings.Fields(string(meta))
+	if !ok || len(f) != 4 {
+		return fmt.Errorf("git ls-tree: unexpected output %q", rec)
+	}
+	name := prefix + string(p)
+	if g.entries++; g.entries > MaxArchiveEntries {
+		return fmt.Errorf("%w: more than %d entries (directories included)", ErrArchiveLimit, MaxArchiveEntries)
+	}
+	if len(name) > MaxArchiveName {
+		return fmt.Errorf("%w: an entry name is longer than %d bytes", ErrUnsafeArchive, MaxArchiveName)
+	}
+	if err := printableName("file", name); err != nil {
+		return err
+	}
+	if strings.Count(name, "/") >= MaxArchiveDepth {
+		return fmt.Errorf("%w: %q is more than %d directories deep", ErrArchiveLimit, name, MaxArchiveDepth)
+	}
+	switch f[1] {
+	case "blob":
+		size, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("git ls-tree: unexpected size in %q", rec)
+		}
+		if g.bytes += size; g.bytes > MaxArchiveBytes {
+			return fmt.Errorf("%w: unpacks to more than %d bytes", ErrArchiveLimit, MaxArchiveBytes)
+		}
+		if f[0] == "120000" {
+			if g.links++; g.links > MaxArchiveLinks {
+				return fmt.Errorf("%w: more than %d symbolic links", ErrArchiveLimit, MaxArchiveLinks)
+			}
+		}
+	case "commit":
+		if !isHexCommit(f[2]) {
+			return fmt.Errorf("git ls-tree: unexpected submodule commit in %q", rec)
+		}
+		*subs = append(*subs, [2]string{string(p), f[2]})
+	}
+	return nil
+}
+
+// submoduleURLs reads .gitmodules from the commit (never from the checkout,
+// where it could be a link): path -> url.
+func (g *gitRunner) submoduleURLs(dir, commit string) (map[string]string, error) {
+	out, err := g.run(dir, "config", "--blob", commit+":.gitmodules", "-z", "--get-regexp", `^submodule\..*\.(path|url)$`)
+	if err != nil {
+		return nil, fmt.Errorf("reading .gitmodules: %w", err)
+	}
+	paths, urls := map[string]string{}, map[string]string{}
+	for _, kv := range strings.Split(out, "\x00") {
+		k, v, _ := strings.Cut(kv, "\n")
+		if name, ok := strings.CutSuffix(k, ".path"); ok {
+			paths[name] = v
+		} else if name, ok := strings.CutSuffix(k, ".url"); ok {
+			urls[name] = v
+		}
+	}
+	byPath := map[string]string{}
+	for name, p := range paths {
+		if u, ok := urls[name]; ok {
+			byPath[path.Clean(p)] = u
+		}
+	}
+	return byPath, nil
+}
+
+// resolveSubmoduleURL resolves a relative submodule URL ("./x", "../x")
+// against the superproject's URL, as git does.
+func resolveSubmoduleURL(base, rel string) (string, error) {
+	if !strings.HasPrefix(rel, "./") && !strings.HasPrefix(rel, "../") {
+		return rel, nil
+	}
+	if strings.HasPrefix(base, "git@") {
+		host, p, _ := strings.Cut(base, ":")
+		j := path.Join(p, rel)
+		if strings.HasPrefix(j, "..") {
+			return "", fmt.Errorf("relative URL %q leaves %q", rel, base)
+		}
+		return host + ":" + j, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path, u.RawPath, u.RawQuery = path.Join("/", u.Path, rel), "", ""
+	return u.String(), nil
+}

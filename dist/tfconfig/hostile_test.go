@@ -1,0 +1,94 @@
+package tfconfig
+
+// Hostile downloaded modules: regression tests from the security review of
+// local-call containment (issue 11).
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A downloaded module's file names and module sources reach error messages
+// escaped: the file name in file:line:col, and the path of a missing local
+// call, keep no raw control character.
+func TestHostileConfigControlCharsInErrors(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"file name":    {"main.tf": "module \"a\" {\n  source = \"./a\"\n}\n", "a/\x1b]0;owned\x07\x1b[2J.tf": "module {\n"},
+		"local source": {"main.tf": "module \"a\" {\n  source = \"./\\u001b]0;owned\\u0007\\u001b[2J\"\n}\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pkg := t.TempDir()
+			write(t, pkg, files)
+			_, err := LoadTreeIn(pkg, pkg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if strings.ContainsAny(err.Error(), "\x1b\x07") {
+				t.Errorf("the error carries raw control characters: %q", err.Error())
+			}
+			if !strings.Contains(err.Error(), `\x1b`) {
+				t.Errorf("the error does not show the escaped name: %q", err.Error())
+			}
+		})
+	}
+}
+
+// Refused: ways out of a package — "..' after a symlinked directory
+// (resolved lexically, as Terraform does, so it stays inside or is refused),
+// links to absolute paths, a subdirectory that is itself a link out,
+// Windows-style and absolute sources (not treated as local).
+func TestHostileLocalCallsOut(t *testing.T) {
+	for name, tc := range map[string]struct {
+		files map[string]string
+		links [][2]string
+	}{
+		"dotdot after a link": {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./l/../../outside\"\n}\n"},
+			links: [][2]string{{"l", "sub/deep"}}},
+		"link to absolute dir": {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./l\"\n}\n"},
+			links: [][2]string{{"l", "OUTSIDE"}}},
+		"nested link out": {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./sub/deep/x\"\n}\n"},
+			links: [][2]string{{"sub/deep/x", "../../.."}}},
+		"link in the middle": {files: map[string]string{"main.tf": "module \"a\" {\n  source = \"./l/pkg\"\n}\n"},
+			links: [][2]string{{"l", "../.."}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			outer := t.TempDir()
+			write(t, outer, map[string]string{"outside/main.tf": "terraform {\n  required_providers {\n    evil = { source = \"evil/evil\" }\n  }\n}\n"})
+			pkg := filepath.Join(outer, "pkg")
+			write(t, pkg, tc.files)
+			os.MkdirAll(filepath.Join(pkg, "sub", "deep"), 0o755)
+			for _, l := range tc.links {
+				target := strings.ReplaceAll(l[1], "OUTSIDE", filepath.Join(outer, "outside"))
+				if err := os.Symlink(target, filepath.Join(pkg, l[0])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := LoadTreeIn(pkg, pkg)
+			if err == nil {
+				for _, p := range cfg.Providers {
+					if p.Source == "evil/evil" {
+						t.Fatalf("read a configuration outside the package")
+					}
+				}
+				t.Fatalf("no error: %+v", cfg)
+			}
+			if !errors.Is(err, ErrOutside) {
+				t.Logf("refused, not as ErrOutside: %v", err)
+			}
+		})
+	}
+	// Sources Terraform would treat as local on Windows, and absolute paths:
+	// not followed (they become non-local calls, which export only warns about).
+	pkg := t.TempDir()
+	write(t, pkg, map[string]string{"main.tf": "module \"a\" {\n  source = \"..\\\\..\\\\x\"\n}\nmodule \"b\" {\n  source = \"/etc\"\n}\nmodule \"c\" {\n  source = \".\\\\x\"\n}\n"})
+	cfg, err := LoadTreeIn(pkg, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Modules) != 3 {
+		t.Fatalf("%+v", cfg.Modules)
+	}
+}
