@@ -28,7 +28,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
-	$(GO) test -run '^$$' -fuzz '^FuzzHTTPConn$$' -fuzztime $(FUZZTIME) ./server
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderKey$$' -fuzztime $(FUZZTIME) ./server
 
 bench:
 	bash testdata/bench/run.sh

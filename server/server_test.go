@@ -38,7 +38,7 @@ type env struct {
 	set    *bundletest.Set
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	signer := bundletest.Key(t, "site")
 	set := bundletest.Standard(t, t.TempDir(), signer)
