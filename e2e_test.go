@@ -356,6 +356,7 @@ func TestJourney(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(tofuMod, ".terraform", "modules", "t", "main.tf")); err != nil {
 				t.Errorf("the JSON-location module was not installed offline: %v", err)
 			}
+			t.Run("tofu", func(t *testing.T) { tofuOfflineInit(t, work, base, caFile, mode) })
 		})
 	}
 	_ = context.Background

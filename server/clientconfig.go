@@ -38,7 +38,7 @@ func WriteClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	}
 	envVar, file := "TF_CLI_CONFIG_FILE", "~/.terraformrc (Windows: %APPDATA%\\terraform.rc)"
 	if tool == "tofu" {
-		envVar, file = "TOFU_CLI_CONFIG_FILE", "~/.tofurc (Windows: %APPDATA%\\tofu.rc)"
+		file = "~/.tofurc (Windows: %APPDATA%\\tofu.rc)" // OpenTofu reads TF_CLI_CONFIG_FILE; there is no TOFU_CLI_CONFIG_FILE
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), "/")
 	if i := strings.Index(host, "/"); i >= 0 {
