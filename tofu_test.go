@@ -88,7 +88,9 @@ func buildTofu() (string, string) {
 // TestTofuBuilds makes sure the OpenTofu client is there for the
 // end-to-end tests (and builds it once for them).
 func TestTofuBuilds(t *testing.T) {
-	out, err := exec.Command(tofuBin(t), "version").CombinedOutput()
+	cmd := exec.Command(tofuBin(t), "version")
+	cmd.Env = baseEnv() // no TF_CLI_CONFIG_FILE from the caller's environment
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("tofu version: %v\n%s", err, out)
 	}

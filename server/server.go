@@ -88,7 +88,15 @@ type renderKey struct {
 // answer is a rendered JSON response.
 type answer struct {
 	body   []byte
-	header map[string]string
+	header http.Header // Content-Length and the handler's own; shared, never modified
+}
+
+func newAnswer(body []byte, hdr map[string]string) *answer {
+	a := &answer{body: body, header: http.Header{"Content-Length": {strconv.Itoa(len(body))}}}
+	for k, v := range hdr {
+		a.header.Set(k, v)
+	}
+	return a
 }
 
 type blobInfo struct {
@@ -207,7 +215,7 @@ func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]
 			s.writeError(w, r, err)
 			return
 		}
-		a := &answer{body: body, header: hdr}
+		a := newAnswer(body, hdr)
 		if cacheable {
 			if _, loaded := st.rendered.LoadOrStore(key, a); !loaded {
 				st.nRender.Add(1)
@@ -268,9 +276,8 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
 	h["Content-Type"] = jsonCT
 	h["Cache-Control"] = noCache
 	h["X-Content-Type-Options"] = nosniff
-	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
 	for k, v := range a.header {
-		h.Set(k, v)
+		h[k] = v
 	}
 	if r.Method == http.MethodHead {
 		return
