@@ -189,3 +189,27 @@ func FuzzRenderKey(f *testing.F) {
 		}
 	})
 }
+
+// TestCacheBudget: once the byte budget is spent, answers are still right
+// but no longer kept.
+func TestCacheBudget(t *testing.T) {
+	e := setup(t)
+	const budget = 3 << 10
+	srv := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler), CacheBytes: budget})
+	for round := 0; round < 2; round++ {
+		for _, p := range canonicalPaths(e) {
+			rec := serveRaw(srv, "appliance.site.test", p)
+			if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" || rec.Body.Len() == 0 {
+				t.Fatalf("round %d GET %s: %d %s", round, p, rec.Code, rec.Body)
+			}
+			if rec.Header().Get("Content-Length") != fmt.Sprint(rec.Body.Len()) {
+				t.Fatalf("GET %s: Content-Length %q for %d bytes", p, rec.Header().Get("Content-Length"), rec.Body.Len())
+			}
+		}
+	}
+	n, b := srv.RenderedEntries(), srv.RenderedBytes()
+	t.Logf("budget %d bytes: %d entries counted as %d bytes", budget, n, b)
+	if b > budget || n == 0 || n >= int64(len(canonicalPaths(e))) {
+		t.Errorf("%d entries, %d bytes for a budget of %d", n, b, budget)
+	}
+}
