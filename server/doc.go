@@ -30,9 +30,10 @@
 // relative, and the clients resolve them against the request URL. The
 // Host only chooses a /v1/… request's view. Rendered JSON answers are
 // cached per catalog snapshot under (view, canonical path), so the cache
-// is bounded by the catalog whatever clients send; the worst case is
-// stated on renderKey (server.go) and attacked by TestCacheBoundedByCatalog,
-// FuzzRenderKey and, against the real binary, hostile_serve_test.go.
+// is bounded by the catalog whatever clients send, and by a byte budget
+// (Options.CacheBytes); the worst case is stated on renderKey (server.go)
+// and attacked by TestCacheBoundedByCatalog, TestCacheBudget, FuzzRenderKey
+// and, against the real binary, hostile_serve_test.go.
 //
 // The appliance serves on net/http's own http.Server (http.go:
 // NewHTTPServer), HTTP/1.1 only, with a header timeout that also covers the
