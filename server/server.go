@@ -110,14 +110,22 @@ func entryCost(k renderKey, a *answer) int64 {
 }
 
 type answer struct {
-	body   []byte
-	header http.Header // Content-Length and the handler's own; shared, never modified
+	body []byte
+	// Content-Length and the handler's own header fields, canonical keys;
+	// shared by every request, never modified (a slice: ranging over a map
+	// on every request costs its random start).
+	header []headerField
+}
+
+type headerField struct {
+	key string
+	val []string
 }
 
 func newAnswer(body []byte, hdr map[string]string) *answer {
-	a := &answer{body: body, header: http.Header{"Content-Length": {strconv.Itoa(len(body))}}}
+	a := &answer{body: body, header: []headerField{{"Content-Length", []string{strconv.Itoa(len(body))}}}}
 	for k, v := range hdr {
-		a.header.Set(k, v)
+		a.header = append(a.header, headerField{http.CanonicalHeaderKey(k), []string{v}})
 	}
 	return a
 }
@@ -317,8 +325,8 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
 	h["Content-Type"] = jsonCT
 	h["Cache-Control"] = noCache
 	h["X-Content-Type-Options"] = nosniff
-	for k, v := range a.header {
-		h[k] = v
+	for _, f := range a.header {
+		h[f.key] = f.val
 	}
 	if r.Method == http.MethodHead {
 		return
