@@ -325,6 +325,7 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
 	h["Content-Type"] = jsonCT
 	h["Cache-Control"] = noCache
 	h["X-Content-Type-Options"] = nosniff
+	h["Date"] = httpDate()
 	for _, f := range a.header {
 		h[f.key] = f.val
 	}
@@ -333,6 +334,26 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
 	}
 	w.Write(a.body)
 }
+
+// httpDate returns the Date header value, formatted once a second: net/http
+// formats it for every answer that lacks one, which was ~7% of the server's
+// CPU for cached JSON answers in a profile.
+func httpDate() []string {
+	now := time.Now().Unix()
+	if d := dateCache.Load(); d != nil && d.sec == now {
+		return d.val
+	}
+	d := &dateEntry{sec: now, val: []string{time.Unix(now, 0).UTC().Format(http.TimeFormat)}}
+	dateCache.Store(d)
+	return d.val
+}
+
+type dateEntry struct {
+	sec int64
+	val []string
+}
+
+var dateCache atomic.Pointer[dateEntry]
 
 var (
 	jsonCT  = []string{"application/json"}
