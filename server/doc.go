@@ -44,9 +44,9 @@
 // server is reviewed and patched by the Go security team and handles what
 // a hand-written loop tends to leave out (timeouts before the first request,
 // Expect, 431, plain HTTP on the TLS port). An own HTTP/1.1 connection loop
-// served metadata about 25% faster on loopback, but at tens of thousands of
-// requests per second on two cores, far above what a site's engineers can
-// ask of it, that bought users nothing.
+// spent about 30% less CPU per cached answer (10 against 14 µs), but at
+// tens of thousands of requests per second on two cores, far above what a
+// site's engineers can ask of it, that bought users nothing.
 //
 // The package also keeps TLS (tls.go: a built-in CA, ACME through certmagic,
 // or certificate files) and writes client configuration (clientconfig.go).
