@@ -95,6 +95,13 @@ func freePort(t *testing.T) int {
 // startServe runs 'airgap serve' and waits for it to answer /healthz.
 func startServe(t *testing.T, storeDir string, extra ...string) (base string, caFile string) {
 	t.Helper()
+	base, caFile, _ = startServeProc(t, storeDir, extra...)
+	return base, caFile
+}
+
+// startServeProc is startServe that also returns the serve process.
+func startServeProc(t *testing.T, storeDir string, extra ...string) (base string, caFile string, proc *os.Process) {
+	t.Helper()
 	port := freePort(t)
 	args := append([]string{"serve", "--store", storeDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost"}, extra...)
 	cmd := exec.Command(airgapBin, args...)
@@ -141,7 +148,7 @@ func startServe(t *testing.T, storeDir string, extra ...string) (base string, ca
 							t.Fatal("/ca.pem differs from 'airgap ca'")
 						}
 					}
-					return base, caFile
+					return base, caFile, cmd.Process
 				}
 			}
 		}
@@ -349,6 +356,7 @@ func TestJourney(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(tofuMod, ".terraform", "modules", "t", "main.tf")); err != nil {
 				t.Errorf("the JSON-location module was not installed offline: %v", err)
 			}
+			t.Run("tofu", func(t *testing.T) { tofuOfflineInit(t, work, base, caFile, mode) })
 		})
 	}
 	_ = context.Background

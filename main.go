@@ -428,7 +428,7 @@ func serve(ctx context.Context, cfg serveConfig) error {
 	}
 	ops.Ready()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
 	case err := <-errc:
 		return err

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -34,6 +33,8 @@ type Server struct {
 	log   *slog.Logger
 	caPEM []byte
 	mux   *http.ServeMux
+	// cacheBytes bounds the rendered answers of one snapshot.
+	cacheBytes int64
 
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
@@ -41,23 +42,93 @@ type Server struct {
 }
 
 // state is everything derived from one catalog snapshot: the lookup view,
-// the set of servable blobs, and rendered JSON answers (bounded).
+// the set of servable blobs, and rendered JSON answers.
 type state struct {
 	cat      *dist.Catalog
 	view     *view
 	blobs    map[verify.Digest]blobInfo
-	rendered sync.Map // host + "\x00" + path -> *answer
-	nRender  atomic.Int64
+	rendered sync.Map     // renderKey -> *answer
+	nRender  atomic.Int64 // entries in rendered
+	nBytes   atomic.Int64 // their cost (entryCost), at most Server.cacheBytes
 }
 
-// maxRendered bounds the answer cache of one snapshot (the Host header is
-// part of the key, so clients could otherwise grow it without limit).
-const maxRendered = 200_000
+// renderKey is what a rendered JSON answer is cached under: the view it was
+// rendered for and the canonical path of its route (see canonicalKey).
+//
+// Nothing a client chooses freely enters the key. The Host header only picks
+// the view, one of the catalog's origins or the default view, and only for
+// /v1/… paths (every other answer is the same whatever the Host); the URLs
+// inside answers are relative, so no answer repeats the Host. The path is
+// rebuilt from the route's matched values, lower-cased where the protocols
+// match case-insensitively, so percent-encoded and differently cased
+// variants of one path share one entry (or, when a value holds a "/", none).
+// Unknown paths and errors are never cached. The key space is therefore
+// bounded by the catalog. With O origins, Np provider names (origin,
+// namespace, type), Npv provider versions, Npkg packages, Nm module names
+// and Nmv module versions, one snapshot holds at most
+//
+//	2 + O                discovery (plain, /origin/{o}) and /airgap/v1/origins
+//	3·Np + 3·Npkg        provider versions and downloads: the default view,
+//	                     the Host's origin view, and /origin/{o}/…
+//	3·Nm + 3·Nmv         the same for modules
+//	Np + Npv             mirror index.json and <version>.json (origin
+//	                     hostnames only; another hostname's answer, the
+//	                     default view's, is rendered but not kept)
+//
+// entries. Each holds its key (a path of at most a few hundred bytes) and
+// an answer made of catalog data plus fixed-length relative URLs: a
+// versions list (~40 bytes a version and ~35 a platform), a download
+// answer (~600 bytes plus its version's signing keys, ~1.7–3.5 KiB of
+// ASCII armour each), a module location (~150 bytes) or a mirror document
+// (~250 bytes a platform). The bulk, at most 3·Npkg download answers, is
+// about 3·Npkg·(0.6 KiB + keys): ~12 MiB for 1,000 packages signed by one
+// key, but ~500 MiB for the 50,000-package catalog of make bench (measured:
+// serve's RSS reached 750 MB when a client asked for every download answer
+// through the three routes). So the cache also has a byte budget
+// (Options.CacheBytes, default DefaultCacheBytes, counted by entryCost):
+// once it is spent, further answers are rendered for each request and not
+// kept, and one snapshot's cache never holds more than
+// min(that sum, the budget). (With it, the same walk over the 50,000
+// packages left serve at 360 MB: the rest is the collector's headroom at
+// GOGC=400 over a live heap of ~90 MB, most of it the catalog.) A new
+// catalog snapshot starts an empty cache; the old one is freed with its
+// snapshot.
+type renderKey struct {
+	view string // an origin, or defaultOrigin
+	path string
+}
 
 // answer is a rendered JSON response.
+// DefaultCacheBytes is the default budget of the rendered-answer cache of
+// one catalog snapshot: every answer of a catalog of ~2,500 packages
+// through all three routes, or ~8,000 through one.
+const DefaultCacheBytes = 32 << 20
+
+// entryCost is what a cache entry is counted as: its key, its body, and an
+// allowance for the map entry, the answer and its header.
+func entryCost(k renderKey, a *answer) int64 {
+	return int64(len(k.view) + len(k.path) + len(a.body) + 256)
+}
+
 type answer struct {
-	body   []byte
-	header map[string]string
+	body []byte
+	// Content-Length and the handler's own header fields, canonical keys;
+	// shared by every request, never modified (a slice: ranging over a map
+	// on every request costs its random start).
+	header []headerField
+}
+
+type headerField struct {
+	key string
+	val []string
+}
+
+func newAnswer(body []byte, hdr map[string]string) *answer {
+	a := &answer{body: body, header: []headerField{{"Content-Length", []string{strconv.Itoa(len(body))}}}}
+	for k, v := range hdr {
+		a.header = append(a.header, headerField{http.CanonicalHeaderKey(k), []string{v}})
+	}
+	return a
 }
 
 type blobInfo struct {
@@ -69,11 +140,17 @@ type Options struct {
 	Logger *slog.Logger
 	// CAPEM is offered at /ca.pem when not nil (the local CA certificate).
 	CAPEM []byte
+	// CacheBytes bounds the rendered-answer cache of one catalog snapshot;
+	// zero means DefaultCacheBytes.
+	CacheBytes int64
 }
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux()}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes}
+	if s.cacheBytes <= 0 {
+		s.cacheBytes = DefaultCacheBytes
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -93,16 +170,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
 		return
 	}
-	// A JSON answer rendered before is served without routing: the key
-	// (Host and path) was stored by the handler the mux chose for it.
-	if a, ok := s.current().rendered.Load(renderKey(r)); ok {
-		writeAnswer(w, r, a.(*answer))
-		return
+	// A JSON answer rendered before is served without routing when the
+	// request's path is canonical (it is then its own key); any other
+	// variant goes through the mux to the handler, which looks it up under
+	// its canonical key.
+	if r.URL.RawPath == "" {
+		st := s.current()
+		k := renderKey{path: r.URL.Path}
+		if strings.HasPrefix(k.path, "/v1/") {
+			k.view = st.view.hostOrigin(r.Host)
+		}
+		if a, ok := st.rendered.Load(k); ok {
+			writeAnswer(w, r, a.(*answer))
+			return
+		}
 	}
 	s.mux.ServeHTTP(w, r)
 }
-
-func renderKey(r *http.Request) string { return r.Host + "\x00" + r.URL.EscapedPath() }
 
 func (s *Server) routes() {
 	m := s.mux
@@ -148,11 +232,18 @@ func (s *Server) current() *state {
 }
 
 // jsonHandler renders a JSON answer with fn and caches it for the catalog
-// snapshot, Host and path (ServeHTTP serves it from there after that).
-// Errors are never cached.
+// snapshot under the request's canonical key (ServeHTTP serves it from
+// there after that). Errors are never cached.
 func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := s.current()
+		key, cacheable := canonicalKey(r, st.view)
+		if cacheable {
+			if a, ok := st.rendered.Load(key); ok {
+				writeAnswer(w, r, a.(*answer))
+				return
+			}
+		}
 		v, hdr, err := fn(r, st.view)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -163,12 +254,72 @@ func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]
 			s.writeError(w, r, err)
 			return
 		}
-		a := &answer{body: body, header: hdr}
-		if st.nRender.Add(1) <= maxRendered {
-			st.rendered.Store(renderKey(r), a)
+		a := newAnswer(body, hdr)
+		if cacheable {
+			s.keep(st, key, a)
 		}
 		writeAnswer(w, r, a)
 	}
+}
+
+// keep caches a under k unless that would overspend the snapshot's budget.
+func (s *Server) keep(st *state, k renderKey, a *answer) {
+	cost := entryCost(k, a)
+	if st.nBytes.Add(cost) > s.cacheBytes {
+		st.nBytes.Add(-cost) // over budget: answered, not kept
+		return
+	}
+	if _, loaded := st.rendered.LoadOrStore(k, a); loaded {
+		st.nBytes.Add(-cost)
+		return
+	}
+	st.nRender.Add(1)
+}
+
+// foldedValues are the route values the protocols match case-insensitively.
+var foldedValues = map[string]bool{"origin": true, "hostname": true, "ns": true, "type": true, "name": true, "system": true}
+
+// canonicalKey returns the cache key of a request the mux routed to a JSON
+// handler: the path rebuilt from the route's pattern and matched values,
+// lower-cased where the protocols fold case and as sent elsewhere
+// (versions, os, arch), and the view its Host chose for /v1/… routes. ok is
+// false when the answer must not be cached: a value holds a "/" (only a
+// percent-encoded one can, and the rebuilt path would be ambiguous), or a
+// mirror hostname names no origin (the default view's answer would be
+// cached under unboundedly many names).
+func canonicalKey(r *http.Request, v *view) (k renderKey, ok bool) {
+	_, pattern, _ := strings.Cut(r.Pattern, " ")
+	if pattern == "" {
+		return k, false
+	}
+	var b strings.Builder
+	for seg := range strings.SplitSeq(pattern[1:], "/") {
+		b.WriteByte('/')
+		name, isVar := strings.CutPrefix(seg, "{")
+		if !isVar {
+			b.WriteString(seg)
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		val := r.PathValue(name)
+		if strings.Contains(val, "/") {
+			return k, false
+		}
+		if foldedValues[name] {
+			val = strings.ToLower(val)
+		}
+		if name == "hostname" {
+			if _, ok := v.isOrigin(val); !ok {
+				return k, false
+			}
+		}
+		b.WriteString(val)
+	}
+	k.path = b.String()
+	if strings.HasPrefix(pattern, "/v1/") {
+		k.view = v.hostOrigin(r.Host)
+	}
+	return k, true
 }
 
 func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
@@ -176,15 +327,35 @@ func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer) {
 	h["Content-Type"] = jsonCT
 	h["Cache-Control"] = noCache
 	h["X-Content-Type-Options"] = nosniff
-	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
-	for k, v := range a.header {
-		h.Set(k, v)
+	h["Date"] = httpDate()
+	for _, f := range a.header {
+		h[f.key] = f.val
 	}
 	if r.Method == http.MethodHead {
 		return
 	}
 	w.Write(a.body)
 }
+
+// httpDate returns the Date header value, formatted once a second: net/http
+// formats it for every answer that lacks one, which was ~7% of the server's
+// CPU for cached JSON answers in a profile.
+func httpDate() []string {
+	now := time.Now().Unix()
+	if d := dateCache.Load(); d != nil && d.sec == now {
+		return d.val
+	}
+	d := &dateEntry{sec: now, val: []string{time.Unix(now, 0).UTC().Format(http.TimeFormat)}}
+	dateCache.Store(d)
+	return d.val
+}
+
+type dateEntry struct {
+	sec int64
+	val []string
+}
+
+var dateCache atomic.Pointer[dateEntry]
 
 var (
 	jsonCT  = []string{"application/json"}
@@ -202,15 +373,7 @@ func (s *Server) origin(r *http.Request, v *view) (string, error) {
 		}
 		return o, nil
 	}
-	if o, ok := v.isOrigin(strings.ToLower(r.Host)); ok {
-		return o, nil
-	}
-	return defaultOrigin, nil
-}
-
-// base is the absolute URL prefix of the appliance as this client reached it.
-func base(r *http.Request) string {
-	return "https://" + r.Host
+	return v.hostOrigin(r.Host), nil
 }
 
 func (s *Server) discovery(r *http.Request, v *view) (any, map[string]string, error) {
@@ -283,12 +446,14 @@ func (s *Server) providerDownload(r *http.Request, v *view) (any, map[string]str
 	if !ok {
 		return nil, nil, notFound("provider %s/%s %s has no package for %s_%s on this appliance", ns, typ, ver, osName, arch)
 	}
-	b := base(r)
+	// Relative URLs: the clients resolve them against the request's URL
+	// (Terraform and OpenTofu both use ResolveReference), so the answer does
+	// not depend on the Host the client used.
 	d := dist.ProviderDownload{
 		Protocols: p.Protocols, OS: pk.OS, Arch: pk.Arch, Filename: pk.Filename,
-		DownloadURL:         b + blobURL(pk.Digest, pk.Filename),
-		ShasumsURL:          b + blobURL(p.Shasums, p.ShasumsName),
-		ShasumsSignatureURL: b + blobURL(p.ShasumsSig, p.ShasumsName+".sig"),
+		DownloadURL:         blobURL(pk.Digest, pk.Filename),
+		ShasumsURL:          blobURL(p.Shasums, p.ShasumsName),
+		ShasumsSignatureURL: blobURL(p.ShasumsSig, p.ShasumsName+".sig"),
 		Shasum:              pk.Digest.Hex(),
 	}
 	d.SigningKeys.GPGPublicKeys = p.SigningKeys
@@ -340,7 +505,10 @@ func (s *Server) moduleDownload(r *http.Request, v *view) (any, map[string]strin
 	if m == nil {
 		return nil, nil, notFound("module %s/%s/%s version %s is not on this appliance", ns, name, system, ver)
 	}
-	loc := base(r) + archiveURL(m.Archive, m.Subdir)
+	// A location starting with "/" is resolved against the download URL by
+	// both clients (Terraform reads only X-Terraform-Get, OpenTofu prefers
+	// the body).
+	loc := archiveURL(m.Archive, m.Subdir)
 	return map[string]string{"location": loc}, map[string]string{"X-Terraform-Get": loc}, nil
 }
 
@@ -469,18 +637,6 @@ func (s *Server) originsDoc(r *http.Request, v *view) (any, map[string]string, e
 
 // Origins lists the origins of a catalog in default-view order.
 func Origins(cat *dist.Catalog) []string { return newView(cat).origins }
-
-// HTTP1Only makes a TLS config's ALPN list match HTTPServer: "http/1.1"
-// first, no "h2", and anything else (ACME's acme-tls/1) kept.
-func HTTP1Only(c *tls.Config) {
-	protos := []string{"http/1.1"}
-	for _, p := range c.NextProtos {
-		if p != "h2" && p != "http/1.1" {
-			protos = append(protos, p)
-		}
-	}
-	c.NextProtos = protos
-}
 
 // ListenAddrs returns the IPs of a listen address for certificates: the host
 // part if it is an IP, or loopback when it is empty.

@@ -112,3 +112,22 @@ func (v *view) moduleVersions(origin, ns, name, system string) []*dist.ModuleVer
 	}
 	return nil
 }
+
+// hostOrigin returns the origin a Host header names (case-insensitively,
+// with or without a port), or defaultOrigin. It neither allocates nor
+// copies, whatever the Host's length.
+func (v *view) hostOrigin(host string) string {
+	for _, o := range v.origins {
+		if len(host) == len(o) && strings.EqualFold(host, o) {
+			return o
+		}
+	}
+	if h, _, ok := strings.Cut(host, ":"); ok {
+		for _, o := range v.origins {
+			if len(h) == len(o) && strings.EqualFold(h, o) {
+				return o
+			}
+		}
+	}
+	return defaultOrigin
+}
