@@ -21,6 +21,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,7 +282,7 @@ trusted-proxy = ["127.0.0.1"]
 	if resp.StatusCode != 200 || json.Unmarshal(b, &dl) != nil {
 		t.Fatalf("download answer: %s %s", resp.Status, b)
 	}
-	if resp, _ := httpGet(t, cl, dl.DownloadURL, "User-Agent", "OpenTofu/1.11.14", "Authorization", token); resp.StatusCode != 200 {
+	if resp, _ := httpGet(t, cl, resolveRef(base+"/v1/providers/hashicorp/random/3.6.0/download/linux/amd64", dl.DownloadURL), "User-Agent", "OpenTofu/1.11.14", "Authorization", token); resp.StatusCode != 200 {
 		t.Fatalf("package: %s", resp.Status)
 	}
 	rec := waitLog(t, logs, "the package download", func(r map[string]any) bool {
@@ -719,4 +720,18 @@ func TestReloadCertificateFiles(t *testing.T) {
 	if got := served(); !got.Equal(next) {
 		t.Fatalf("after a broken key serving %s, want the second certificate still", got.Subject)
 	}
+}
+
+// resolveRef resolves a URL from an answer (relative since the answers stopped
+// repeating the Host) against the URL of the request, as the clients do.
+func resolveRef(request, ref string) string {
+	b, err := url.Parse(request)
+	if err != nil {
+		return ref
+	}
+	r, err := url.Parse(ref)
+	if err != nil {
+		return ref
+	}
+	return b.ResolveReference(r).String()
 }

@@ -187,7 +187,7 @@ backend replicas
 						DownloadURL string `json:"download_url"`
 					}
 					json.Unmarshal(body, &d)
-					code, _, err = fetch(c, d.DownloadURL)
+					code, _, err = fetch(c, resolveRef(base+p, d.DownloadURL))
 				}
 				if err == nil && newProv && code == 200 {
 					// listed: its package must be served too (no mixed state)
@@ -197,7 +197,7 @@ backend replicas
 					var c2 int
 					c2, body, err = fetch(c, base+"/v1/providers/example/newprov/1.0.0/download/linux/amd64")
 					if err == nil && c2 == 200 && json.Unmarshal(body, &d) == nil {
-						c2, _, err = fetch(c, d.DownloadURL)
+						c2, _, err = fetch(c, resolveRef(base+"/v1/providers/example/newprov/1.0.0/download/linux/amd64", d.DownloadURL))
 					}
 					if err == nil && c2 != 200 {
 						mu.Lock()
