@@ -136,3 +136,40 @@ func TestAttackHugeKeyIgnoresInterrupt(t *testing.T) {
 		t.Errorf("the export ignored SIGINT for %s while checking a registry-supplied key", d.Round(time.Millisecond))
 	}
 }
+
+// REFUSED: four export processes at once on one cold --cache, with four
+// addresses serving identical bytes: every one succeeds and nothing is left in
+// partial/.
+func TestAttackConcurrentProcessesShareCache(t *testing.T) {
+	work := t.TempDir()
+	in := registrytest.New(t)
+	bp := in.AddProvider(t, "registry.terraform.io", "hashicorp", "null", "3.2.2", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
+	in.PublishAlso(bp, "registry.opentofu.org", "hashicorp")
+	in.PublishAlso(bp, "registry.terraform.io", "mirror")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site")
+	os.WriteFile(filepath.Join(work, "m.hcl"), []byte(`platforms = ["linux_amd64", "darwin_arm64"]
+provider "hashicorp/null" {}
+provider "registry.opentofu.org/hashicorp/null" {}
+provider "mirror/null" {}
+`), 0o644)
+	errs := make(chan string, 4)
+	for i := range 4 {
+		go func() {
+			out, err := cmdRun(t, work, hostileEnv(in, work), airgapBin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc",
+				"--cache", "cache", "--out", "b"+string(rune('0'+i))+".bundle")
+			if err != nil {
+				errs <- err.Error() + "\n" + out
+			} else {
+				errs <- ""
+			}
+		}()
+	}
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Errorf("a concurrent export failed: %s", e)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(work, "cache", "partial", "*")); len(left) != 0 {
+		t.Errorf("left in partial/: %v", left)
+	}
+}
