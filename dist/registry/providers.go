@@ -138,12 +138,14 @@ func checkDownload(what string, m *PackageMeta) error {
 	for _, k := range keys {
 		fields = append(fields, struct{ name, v string }{"signing_keys.key_id", k.KeyID}, struct{ name, v string }{"signing_keys.trust_signature", k.TrustSignature},
 			struct{ name, v string }{"signing_keys.source", k.Source}, struct{ name, v string }{"signing_keys.source_url", k.SourceURL})
-		if err := checkArmor(what, "signing_keys.ascii_armor", k.ASCIIArmor); err != nil {
-			return err
-		}
 	}
 	for _, f := range fields {
 		if err := checkText(what, f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := checkArmor(what, "signing_keys.ascii_armor", k.ASCIIArmor); err != nil {
 			return err
 		}
 	}
