@@ -28,6 +28,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckManifest$$' -fuzztime $(FUZZTIME) ./bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
+	$(GO) test -run '^$$' -fuzz '^FuzzReadKeyring$$' -fuzztime $(FUZZTIME) ./verify
 	$(GO) test -run '^$$' -fuzz '^FuzzPrintable$$' -fuzztime $(FUZZTIME) ./dist
 	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/getter

@@ -13,6 +13,12 @@
 //     re-published, and offline clocks drift. A signature made while its key
 //     was valid stays good after the key expires; one made after it expired
 //     is refused, and so is a key with any revocation, whatever its date;
+//   - refuse, from their packets alone and before any signature is checked,
+//     key documents that would be costly to check (keylimits.go): more than
+//     1 MiB, 32 keys or 256 signatures, RSA outside 2048..8192 bits, DSA over
+//     3072/256 bits, ElGamal over 4096. Keys come from registries, bundles
+//     and --keyring files alike, so every caller of ReadKeyring (export, and
+//     verify/import on the offline side) gets the same bounds;
 //   - hash while copying (Digester), so a digest is never computed in a second
 //     pass over a file;
 //   - write key files (keyfiles.go), refusing an unprotected private key

@@ -20,6 +20,10 @@ var (
 	ErrSizeMismatch = errors.New("size mismatch")
 	// ErrNoKeys: a keyring file held no usable public key.
 	ErrNoKeys = errors.New("no public keys")
+	// ErrKeyRefused: a key document is outside the limits ReadKeyring
+	// accepts (keylimits.go): too large, too many keys or signatures, or
+	// key parameters too large (or, for RSA, too small) to check safely.
+	ErrKeyRefused = errors.New("key refused")
 	// ErrNoPassphrase: a private key would be written unprotected without
 	// anyone having asked for that.
 	ErrNoPassphrase = errors.New("no passphrase for the private key")

@@ -110,12 +110,19 @@ func splitUserID(s string) (name, comment, email string) {
 }
 
 // ReadKeyring reads one or more public (or private) keys, armored or binary.
+// The input is untrusted: before any self-signature is verified, every key
+// is checked against the limits in keylimits.go (size and count of keys,
+// count of signatures, RSA/DSA/ElGamal parameter sizes), and a document
+// outside them fails with ErrKeyRefused having cost time linear in its size.
 func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(r, MaxKeyringSize+1))
 	if err != nil {
 		return nil, err
 	}
-	var el openpgp.EntityList
+	if len(data) > MaxKeyringSize {
+		return nil, fmt.Errorf("%w: the key document is larger than %d KiB", ErrKeyRefused, MaxKeyringSize>>10)
+	}
+	var docs [][]byte
 	if bytes.Contains(data, []byte("-----BEGIN PGP")) {
 		// A file may hold several armored blocks one after the other.
 		rest := data
@@ -128,11 +135,11 @@ func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 			if err != nil {
 				return nil, fmt.Errorf("reading armored key: %w", err)
 			}
-			list, err := openpgp.ReadKeyRing(block.Body)
+			bin, err := io.ReadAll(io.LimitReader(block.Body, MaxKeyringSize))
 			if err != nil {
-				return nil, fmt.Errorf("reading key: %w", err)
+				return nil, fmt.Errorf("reading armored key: %w", err)
 			}
-			el = append(el, list...)
+			docs = append(docs, bin)
 			end := bytes.Index(rest[i:], []byte("-----END PGP"))
 			if end < 0 {
 				break
@@ -140,10 +147,21 @@ func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 			rest = rest[i+end+len("-----END PGP"):]
 		}
 	} else {
-		el, err = openpgp.ReadKeyRing(bytes.NewReader(data))
+		docs = [][]byte{data}
+	}
+	var keys, sigs int
+	for _, bin := range docs {
+		if err := checkKeyPackets(bin, &keys, &sigs); err != nil {
+			return nil, err
+		}
+	}
+	var el openpgp.EntityList
+	for _, bin := range docs {
+		list, err := openpgp.ReadKeyRing(bytes.NewReader(bin))
 		if err != nil {
 			return nil, fmt.Errorf("reading key: %w", err)
 		}
+		el = append(el, list...)
 	}
 	if len(el) == 0 {
 		return nil, ErrNoKeys

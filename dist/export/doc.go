@@ -13,6 +13,11 @@
 // interrupted one is kept for resuming only while it can still become the
 // file (see download.go). Worst case on disk per download: the limit.
 //
+// A SHA256SUMS is checked once per provider version (and its URLs and the
+// keys the registry listed): another provider or registry naming the same
+// URLs gets its own check against its own keys. The listed keys are read as
+// one keyring, so verify.ReadKeyring's limits bound the whole set.
+//
 // spec.go reads the manifest against its full schema (unknown blocks,
 // attributes and platforms are errors at file:line:col with did-you-mean);
 // plan.go turns a run into the plan and summary that --dry-run and --json

@@ -26,7 +26,9 @@ import (
 // rename one file. Within a process, concurrent requests for one digest share
 // one download (singleflight). A prefix is kept only while it can still
 // become the file: one over the size limit, or a complete file with another
-// digest, is removed.
+// digest, is removed. A resumed download that completes to the wrong digest
+// is fetched once more from byte 0 before the export fails: the prefix, not
+// the server, may be what was wrong.
 
 // abandonedAfter: a private partial untouched for this long belongs to a
 // killed export; the next export parks it for resuming.
@@ -71,12 +73,24 @@ func (e *exporter) download(ctx context.Context, d verify.Digest, u, filename, w
 	}
 	private := f.Name()
 	f.Close()
+	resumed := false
 	if err := os.Rename(parked, private); err == nil {
 		if fi, err := os.Stat(private); err == nil && fi.Size() > e.opt.MaxPackageSize {
 			os.Truncate(private, 0) // cannot be a prefix of a file within the limit
+		} else if err == nil && fi.Size() > 0 {
+			resumed = true
 		}
 	}
 	got, n, err := e.opt.Client.DownloadResumable(ctx, u, private, e.opt.MaxPackageSize)
+	if err == nil && got != d && resumed {
+		// The parked prefix came from other bytes (another build served
+		// under this digest's URL, or a corrupted cache): fetch the whole
+		// file once more from byte 0 before calling the download altered.
+		e.opt.Log("notice: %s: the resumed download does not match the signed SHA256SUMS; downloading it again from the start", what)
+		if err = os.Truncate(private, 0); err == nil {
+			got, n, err = e.opt.Client.DownloadResumable(ctx, u, private, e.opt.MaxPackageSize)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, registry.ErrTooLarge) {
 			os.Remove(private)

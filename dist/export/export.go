@@ -388,7 +388,7 @@ func (e *exporter) providerPackage(ctx context.Context, t pkgTask) (dist.Package
 	if err != nil {
 		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	se, err := e.shasums(ctx, t.req.Addr, meta)
+	se, err := e.shasums(ctx, t.req.Addr, t.pv.Version, meta)
 	if err != nil {
 		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -424,17 +424,33 @@ func (e *exporter) providerPackage(ctx context.Context, t pkgTask) (dist.Package
 	return dist.Package{OS: osName, Arch: arch, Filename: meta.Filename, Digest: d, Size: size, H1: h1}, se, nil
 }
 
-// shasums fetches and verifies a version's SHA256SUMS once.
-func (e *exporter) shasums(ctx context.Context, addr dist.Provider, meta *registry.PackageMeta) (*sumsEntry, error) {
+// shasums fetches and verifies a provider version's SHA256SUMS once. The
+// check is shared only by the platforms of one provider version whose
+// download documents name the same SHA256SUMS, signature and keys: another
+// provider (or registry) naming the same URLs has its own check against its
+// own keys, so one registry's answer can never vouch for another's provider.
+func (e *exporter) shasums(ctx context.Context, addr dist.Provider, version string, meta *registry.PackageMeta) (*sumsEntry, error) {
+	key := sumsKey(addr, version, meta)
 	e.mu.Lock()
-	se := e.sigOnce[meta.ShasumsURL]
+	se := e.sigOnce[key]
 	if se == nil {
 		se = &sumsEntry{}
-		e.sigOnce[meta.ShasumsURL] = se
+		e.sigOnce[key] = se
 	}
 	e.mu.Unlock()
 	se.once.Do(func() { se.err = e.fetchShasums(ctx, addr, meta, se) })
 	return se, se.err
+}
+
+// sumsKey identifies one SHA256SUMS check: provider address, version, both
+// URLs and the digest of the key set the registry listed.
+func sumsKey(addr dist.Provider, version string, meta *registry.PackageMeta) string {
+	var keys bytes.Buffer
+	for _, k := range meta.SigningKeys.GPGPublicKeys {
+		fmt.Fprintf(&keys, "%q %q\n", k.KeyID, k.ASCIIArmor)
+	}
+	return strings.Join([]string{strings.ToLower(addr.String()), version, meta.ShasumsURL, meta.ShasumsSignatureURL,
+		string(verify.DigestBytes(keys.Bytes()))}, "\n")
 }
 
 func (e *exporter) fetchShasums(ctx context.Context, addr dist.Provider, meta *registry.PackageMeta, se *sumsEntry) error {
@@ -467,13 +483,22 @@ func (e *exporter) fetchShasums(ctx context.Context, addr dist.Provider, meta *r
 		keys = []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: "airgap site key"}}
 		se.site = true
 	} else {
-		var kr openpgp.EntityList
-		for _, k := range keys {
-			el, err := verify.ReadKeyring(strings.NewReader(k.ASCIIArmor))
-			if err != nil {
-				return fmt.Errorf("signing key %s from the registry: %w", k.KeyID, err)
+		// One keyring of all listed keys: the limits on keys, signatures
+		// and size (verify.ReadKeyring) then bound the whole set.
+		var armors strings.Builder
+		ids := make([]string, len(keys))
+		for i, k := range keys {
+			armors.WriteString(k.ASCIIArmor)
+			armors.WriteString("\n")
+			ids[i] = k.KeyID
+		}
+		kr, err := verify.ReadKeyring(strings.NewReader(armors.String()))
+		if err != nil {
+			hint := ""
+			if errors.Is(err, verify.ErrKeyRefused) {
+				hint = "\nhint: airgap reads only publisher keys it can check in bounded time (RSA 2048-8192 bits, DSA up to 3072); nothing was written"
 			}
-			kr = append(kr, el...)
+			return fmt.Errorf("signing keys %s from the registry: %w%s", strings.Join(ids, ", "), err, hint)
 		}
 		if _, err := verify.CheckDetached(kr, bytes.NewReader(sums), sig); err != nil {
 			return fmt.Errorf("SHA256SUMS signature: %w\nhint: the checksums were not signed by the keys the registry lists; nothing was written", err)

@@ -1,8 +1,10 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,21 +86,46 @@ func TestPartialResumeRules(t *testing.T) {
 		}
 	})
 
-	t.Run("wrong prefix is deleted", func(t *testing.T) {
+	t.Run("wrong prefix is fetched again from the start", func(t *testing.T) {
 		in, req, zip, d := partialWorld(t)
 		cache := t.TempDir()
 		bad := append([]byte{}, zip[:len(zip)/2]...)
 		bad[10] ^= 0xff
 		bundletest.WriteFile(t, filepath.Join(cache, "partial", d.Hex()), bad)
+		var logs []string
+		opt := options(t, in, cache, site)
+		opt.Log = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+		if _, err := export.Run(ctx, req, opt); err != nil {
+			t.Fatalf("a wrong parked prefix failed the export: %v", err)
+		}
+		if n := in.Downloaded("terraform-provider-big_1.0.0_linux_amd64.zip"); n != 2 || in.RangeRequests.Load() != 1 {
+			t.Errorf("%d downloads (%d with Range), want the resume and one fresh download", n, in.RangeRequests.Load())
+		}
+		if got, _ := os.ReadFile(filepath.Join(cache, "blobs", "sha256", d.Hex())); !bytes.Equal(got, zip) {
+			t.Error("the cached package is not the published one")
+		}
+		if p := partials(t, cache); len(p) != 0 {
+			t.Errorf("left in partial/: %v", p)
+		}
+		if !strings.Contains(strings.Join(logs, "\n"), "downloading it again from the start") {
+			t.Errorf("no notice of the second download in %q", logs)
+		}
+	})
+
+	t.Run("a tampered server fails after the one fresh retry", func(t *testing.T) {
+		in, req, zip, d := partialWorld(t)
+		cache := t.TempDir()
+		bundletest.WriteFile(t, filepath.Join(cache, "partial", d.Hex()), zip[:len(zip)/2])
+		in.Tamper.Store("terraform-provider-big_1.0.0_linux_amd64.zip")
 		_, err := export.Run(ctx, req, options(t, in, cache, site))
 		if !errors.Is(err, verify.ErrDigestMismatch) {
 			t.Fatalf("err = %v, want a digest mismatch", err)
 		}
+		if n := in.Downloaded("terraform-provider-big_1.0.0_linux_amd64.zip"); n != 2 {
+			t.Errorf("%d downloads, want 2 (the resume, then one from the start)", n)
+		}
 		if p := partials(t, cache); len(p) != 0 {
 			t.Errorf("a complete file with the wrong digest was kept: %v", p)
-		}
-		if _, err := export.Run(ctx, req, options(t, in, cache, site)); err != nil {
-			t.Fatalf("the run after a mismatch: %v", err)
 		}
 	})
 

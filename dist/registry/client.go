@@ -36,6 +36,10 @@ type Client struct {
 	// IdleTimeout ends a download whose body sends nothing for this long (a
 	// transient error: it is resumed like a dropped connection).
 	IdleTimeout time.Duration
+	// MinRate (bytes per second) and RateWindow cut off a download body
+	// slower than MinRate on average over RateWindow (ErrTooSlow).
+	MinRate     int64
+	RateWindow  time.Duration
 	mu          sync.Mutex
 	discoveries map[string]*discovery
 }
@@ -83,19 +87,59 @@ func New(opt Options) *Client {
 		Retries:     3,
 		Backoff:     500 * time.Millisecond,
 		IdleTimeout: 2 * time.Minute,
+		MinRate:     MinDownloadRate,
+		RateWindow:  RateWindow,
 		discoveries: map[string]*discovery{},
 	}
 }
 
-// checkRedirect refuses more than n redirects and redirects to schemes other
-// than https and http: both are permanent errors.
+// checkRedirect refuses more than n redirects, redirects to schemes other
+// than https and http, and redirects from https to plain http: all are
+// permanent errors. A redirect to another origin (scheme, host and port) than
+// the first request's loses the Authorization header: net/http compares
+// hostnames only, so it would send a token to another port of the same host.
 func checkRedirect(n int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > n {
 			return fmt.Errorf("%w (more than %d; a redirect loop?)", ErrTooManyRedirects, n)
 		}
-		return checkScheme(req.URL)
+		if err := checkScheme(req.URL); err != nil {
+			return err
+		}
+		if prev := via[len(via)-1].URL; prev.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("%w: %s to %s", ErrInsecureRedirect, prev.Redacted(), req.URL.Redacted())
+		}
+		if origin(req.URL.Scheme, req.URL.Host) != origin(via[0].URL.Scheme, via[0].URL.Host) {
+			req.Header.Del("Authorization")
+		}
+		return nil
 	}
+}
+
+// origin is scheme://host:port in lower case, with the scheme's default port
+// made explicit.
+func origin(scheme, hostport string) string {
+	scheme, hostport = strings.ToLower(scheme), strings.ToLower(hostport)
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		port := "443"
+		if scheme == "http" {
+			port = "80"
+		}
+		hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), port)
+	}
+	return scheme + "://" + hostport
+}
+
+// tokenFor returns host's token if a request to u may carry it: only over
+// https and only to host itself (its name and port, 443 when it names none).
+// Terraform sends the token to whatever URL host's discovery document names;
+// airgap does not, so a discovery document cannot hand the token to another
+// host or port.
+func (c *Client) tokenFor(u *url.URL, host string) string {
+	if u.Scheme != "https" || origin(u.Scheme, u.Host) != origin("https", host) {
+		return ""
+	}
+	return c.creds.Token(host)
 }
 
 func checkScheme(u *url.URL) error {
@@ -124,7 +168,7 @@ func Transient(err error) bool {
 	)
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, ErrTooLarge), errors.Is(err, ErrTooManyRedirects),
-		errors.Is(err, ErrUnsupportedScheme), errors.Is(err, verify.ErrDigestMismatch):
+		errors.Is(err, ErrUnsupportedScheme), errors.Is(err, ErrInsecureRedirect), errors.Is(err, verify.ErrDigestMismatch):
 		return false
 	case isCertError(err), errors.As(err, &record), errors.As(err, &alert):
 		return false
@@ -189,7 +233,7 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 		if err != nil {
 			lastErr = err
 		} else {
-			lastErr = fmt.Errorf("%s", resp.Status)
+			lastErr = fmt.Errorf("%s", status(resp))
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
@@ -210,7 +254,8 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 	}
 }
 
-// apiRequest builds a registry API request: JSON, with host's token.
+// apiRequest builds a registry API request: JSON, with host's token when u
+// is on host itself (see tokenFor).
 func (c *Client) apiRequest(u *url.URL, host string) func() (*http.Request, error) {
 	return func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u.String(), nil)
@@ -218,7 +263,7 @@ func (c *Client) apiRequest(u *url.URL, host string) func() (*http.Request, erro
 			return nil, err
 		}
 		req.Header.Set("Accept", "application/json")
-		if tok := c.creds.Token(host); tok != "" {
+		if tok := c.tokenFor(u, host); tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		return req, nil
@@ -236,9 +281,9 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	case resp.StatusCode == 404:
 		return nil, fmt.Errorf("GET %s: %w", u, ErrNotFound)
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, fmt.Errorf("GET %s: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, resp.Status, TokenEnvName(host), host)
+		return nil, fmt.Errorf("GET %s: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, status(resp), TokenEnvName(host), host)
 	case resp.StatusCode != 200:
-		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, resp.Status)
+		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}
 	body, err := readLimited(resp, MaxAPIDocumentSize)
 	if err != nil {
@@ -309,7 +354,7 @@ func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL
 		return map[string]*url.URL{}, nil
 	}
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("service discovery for %s: %w: %s", host, ErrStatus, resp.Status)
+		return nil, fmt.Errorf("service discovery for %s: %w: %s", host, ErrStatus, status(resp))
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
 		return nil, fmt.Errorf("service discovery for %s: content type %q, want application/json", host, resp.Header.Get("Content-Type"))
@@ -381,7 +426,7 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return "", 0, fmt.Errorf("downloading %s: %w: %s", u, ErrStatus, resp.Status)
+		return "", 0, fmt.Errorf("downloading %s: %w: %s", u, ErrStatus, status(resp))
 	}
 	if resp.ContentLength > limit {
 		return "", 0, fmt.Errorf("downloading %s: %w", u, tooLarge(resp.ContentLength, limit))
@@ -391,7 +436,7 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 		return "", 0, err
 	}
 	dg := verify.NewDigester()
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watchRate(resp.Body, c.MinRate, c.RateWindow), limit)
 	err = idle.err(err)
 	if err == nil {
 		err = f.Sync()
@@ -426,8 +471,21 @@ func copyLimited(dst io.Writer, src io.Reader, limit int64) (int64, error) {
 }
 
 // Fetch returns the body of a small document (at most limit bytes), with no
-// credentials.
+// credentials. Like an API call it has a total time bound, the metadata
+// timeout (10 s, TF_REGISTRY_CLIENT_TIMEOUT), retries included, so a server
+// that trickles a document cannot stall an export.
 func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.http.Timeout)
+	defer cancel()
+	b, err := c.fetch(ctx, u, limit)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && parent.Err() == nil {
+		return nil, fmt.Errorf("GET %s: %w: not complete after %s (the metadata timeout; TF_REGISTRY_CLIENT_TIMEOUT sets it in seconds)", u, context.DeadlineExceeded, c.http.Timeout)
+	}
+	return b, err
+}
+
+func (c *Client) fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
 	ctx, idle := c.watchIdle(ctx)
 	defer idle.stop()
 	resp, err := c.do(ctx, c.download, func() (*http.Request, error) { return http.NewRequest("GET", u, nil) })
@@ -436,7 +494,7 @@ func (c *Client) Fetch(ctx context.Context, u string, limit int64) ([]byte, erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, resp.Status)
+		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}
 	resp.Body = io.NopCloser(idle.watch(resp.Body))
 	b, err := readLimited(resp, limit)
@@ -563,17 +621,20 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 		off = 0
 		dg = verify.NewDigester()
 	default:
-		return "", 0, fmt.Errorf("%w: %s", ErrStatus, resp.Status)
+		return "", 0, fmt.Errorf("%w: %s", ErrStatus, status(resp))
 	}
 	if resp.ContentLength > limit-off {
 		return "", 0, tooLarge(off+resp.ContentLength, limit)
 	}
 	// No fsync: a download is a cache entry whose digest is checked before
 	// use and again when the bundle is written; the bundle itself is synced.
-	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watch(resp.Body), limit-off)
+	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watchRate(resp.Body, c.MinRate, c.RateWindow), limit-off)
 	if err != nil {
 		if idle.fired.Load() {
 			return "", 0, fmt.Errorf("%w after %d bytes: nothing received for %s", errResumable, dg.Size(), idle.d)
+		}
+		if errors.Is(err, ErrTooSlow) {
+			return "", 0, fmt.Errorf("%w after %d bytes: %w", errResumable, dg.Size(), err)
 		}
 		if Transient(err) {
 			return "", 0, fmt.Errorf("%w after %d bytes: %v", errResumable, dg.Size(), err)
@@ -588,13 +649,21 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 
 // idleReader cancels a request when its body sends nothing for d: the
 // timer is armed by watch, once the response has arrived, and re-armed on
-// every read.
+// every read. With a minimum rate (watchRate) it also fails a read with
+// ErrTooSlow once a window of at least window has brought fewer than
+// minRate bytes per second: together with the idle timer, a body slower
+// than minRate is cut within window + d.
 type idleReader struct {
 	r      io.Reader
 	d      time.Duration
 	t      *time.Timer
 	cancel context.CancelFunc
 	fired  atomic.Bool
+
+	minRate  int64
+	window   time.Duration
+	winStart time.Time
+	winBytes int64
 }
 
 // watchIdle returns a context for one request and the idleReader that will
@@ -617,10 +686,26 @@ func (ir *idleReader) watch(body io.Reader) io.Reader {
 	return ir
 }
 
+// watchRate is watch with a minimum average rate (none if minRate or window
+// is not positive).
+func (ir *idleReader) watchRate(body io.Reader, minRate int64, window time.Duration) io.Reader {
+	ir.minRate, ir.window, ir.winStart = minRate, window, time.Now()
+	return ir.watch(body)
+}
+
 func (ir *idleReader) Read(p []byte) (int, error) {
 	n, err := ir.r.Read(p)
 	if n > 0 {
 		ir.t.Reset(ir.d)
+	}
+	if ir.minRate > 0 && ir.window > 0 {
+		ir.winBytes += int64(n)
+		if el := time.Since(ir.winStart); el >= ir.window {
+			if float64(ir.winBytes) < float64(ir.minRate)*el.Seconds() {
+				return n, fmt.Errorf("%w: %d bytes in %s, below the minimum of %s/s", ErrTooSlow, ir.winBytes, el.Round(time.Millisecond), HumanSize(ir.minRate))
+			}
+			ir.winStart, ir.winBytes = time.Now(), 0
+		}
 	}
 	return n, err
 }

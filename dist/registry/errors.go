@@ -15,6 +15,14 @@ var (
 	// ErrUnsupportedScheme: a URL (or a redirect) that is neither https
 	// nor http.
 	ErrUnsupportedScheme = errors.New("unsupported URL scheme")
+	// ErrInsecureRedirect: a redirect from https to plain http.
+	ErrInsecureRedirect = errors.New("redirect from https to plain http refused")
+	// ErrInvalidAnswer: a registry answer breaks the protocol, e.g. a
+	// string field holding control characters.
+	ErrInvalidAnswer = errors.New("invalid registry answer")
+	// ErrTooSlow: a download stayed below MinDownloadRate for a whole
+	// RateWindow (transient: a resumable download resumes).
+	ErrTooSlow = errors.New("download too slow")
 	// ErrStatus: the server answered with an HTTP status other than the
 	// expected one (after retries, for 429 and 5xx).
 	ErrStatus = errors.New("unexpected HTTP status")

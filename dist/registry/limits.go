@@ -1,6 +1,9 @@
 package registry
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Size limits. Every body the client reads is bounded; a body larger than
 // its limit is cut off there and the request fails with ErrTooLarge.
@@ -21,6 +24,16 @@ const (
 	// DefaultMaxModuleSize bounds a module archive downloaded over HTTP when
 	// the caller sets no limit.
 	DefaultMaxModuleSize = 256 << 20
+	// MinDownloadRate and RateWindow bound how slowly a download may
+	// arrive: a body that brings fewer than MinDownloadRate bytes per second
+	// averaged over RateWindow is cut off (ErrTooSlow; a provider package
+	// download then resumes like a dropped connection, within its retries).
+	// 10 KiB/s over a minute passes any real link and stops a server that
+	// trickles a byte just inside the idle timeout. Small documents
+	// (SHA256SUMS, signatures) have the metadata timeout as a total bound
+	// instead (Fetch).
+	MinDownloadRate = 10 << 10
+	RateWindow      = time.Minute
 	// maxRedirects bounds redirects of downloads; API calls and discovery
 	// allow 3, as Terraform does.
 	maxRedirects    = 10

@@ -62,7 +62,7 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 		return "", fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if resp.StatusCode != 200 && resp.StatusCode != 204 {
-		return "", fmt.Errorf("%s: download answered %w: %s", what, ErrStatus, resp.Status)
+		return "", fmt.Errorf("%s: download answered %w: %s", what, ErrStatus, status(resp))
 	}
 	loc := ""
 	if resp.StatusCode == 200 {
@@ -83,10 +83,13 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 	if loc == "" {
 		return "", fmt.Errorf("%s: the registry gave no location (no JSON location, no X-Terraform-Get)", what)
 	}
+	if err := checkText(what, "location", loc); err != nil {
+		return "", err
+	}
 	if strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "./") || strings.HasPrefix(loc, "../") {
 		ref, err := url.Parse(loc)
 		if err != nil {
-			return "", fmt.Errorf("%s: location %q: %w", what, loc, err)
+			return "", fmt.Errorf("%s: location %s: %w", what, quote(loc), err)
 		}
 		loc = resp.Request.URL.ResolveReference(ref).String()
 	}

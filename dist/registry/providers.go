@@ -46,8 +46,19 @@ func (c *Client) ProviderVersions(ctx context.Context, host, ns, typ string) ([]
 		}
 		return nil, err
 	}
+	what := fmt.Sprintf("provider %s/%s/%s", host, ns, typ)
 	out := doc.Versions[:0]
 	for _, v := range doc.Versions {
+		for _, p := range v.Protocols {
+			if err := checkText(what, "protocols", p); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range v.Platforms {
+			if err := checkText(what, "platforms", p.OS+"_"+p.Arch); err != nil {
+				return nil, err
+			}
+		}
 		if dist.ValidVersion(strings.TrimPrefix(v.Version, "v")) {
 			v.Version = strings.TrimPrefix(v.Version, "v")
 			out = append(out, v)
@@ -73,15 +84,18 @@ func (c *Client) ProviderPackage(ctx context.Context, host, ns, typ, version, os
 		return nil, err
 	}
 	what := fmt.Sprintf("provider %s/%s/%s %s %s_%s", host, ns, typ, version, osName, arch)
+	if err := checkDownload(what, &m); err != nil {
+		return nil, err
+	}
 	if m.OS != osName || m.Arch != arch {
 		return nil, fmt.Errorf("%s: the registry answered for %s_%s", what, m.OS, m.Arch)
 	}
 	m.Shasum = strings.ToLower(m.Shasum)
 	if !verify.IsHex64(m.Shasum) {
-		return nil, fmt.Errorf("%s: invalid shasum %q", what, m.Shasum)
+		return nil, fmt.Errorf("%s: invalid shasum %s", what, quote(m.Shasum))
 	}
 	if m.Filename == "" || strings.ContainsAny(m.Filename, "/\\") {
-		return nil, fmt.Errorf("%s: invalid filename %q", what, m.Filename)
+		return nil, fmt.Errorf("%s: invalid filename %s", what, quote(m.Filename))
 	}
 	if len(m.Protocols) > 0 {
 		ok := false
@@ -105,4 +119,35 @@ func (c *Client) ProviderPackage(ctx context.Context, host, ns, typ, version, os
 		*f = final.ResolveReference(ref).String()
 	}
 	return &m, nil
+}
+
+// checkDownload refuses a download document with control characters in any
+// string field, or with more signing keys than one keyring may hold.
+func checkDownload(what string, m *PackageMeta) error {
+	fields := []struct{ name, v string }{
+		{"os", m.OS}, {"arch", m.Arch}, {"filename", m.Filename}, {"download_url", m.DownloadURL},
+		{"shasums_url", m.ShasumsURL}, {"shasums_signature_url", m.ShasumsSignatureURL}, {"shasum", m.Shasum},
+	}
+	for _, p := range m.Protocols {
+		fields = append(fields, struct{ name, v string }{"protocols", p})
+	}
+	keys := m.SigningKeys.GPGPublicKeys
+	if len(keys) > verify.MaxKeysPerKeyring {
+		return fmt.Errorf("%s: %w: %d signing keys (at most %d)", what, ErrInvalidAnswer, len(keys), verify.MaxKeysPerKeyring)
+	}
+	for _, k := range keys {
+		fields = append(fields, struct{ name, v string }{"signing_keys.key_id", k.KeyID}, struct{ name, v string }{"signing_keys.trust_signature", k.TrustSignature},
+			struct{ name, v string }{"signing_keys.source", k.Source}, struct{ name, v string }{"signing_keys.source_url", k.SourceURL})
+	}
+	for _, f := range fields {
+		if err := checkText(what, f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := checkArmor(what, "signing_keys.ascii_armor", k.ASCIIArmor); err != nil {
+			return err
+		}
+	}
+	return nil
 }
