@@ -66,7 +66,8 @@ type vendorer struct {
 	root     string
 	opt      Options
 	budget   *getter.Budget
-	packages map[string]*pkg // by source without subdirectory
+	packages map[string]*pkg   // by source without subdirectory
+	failed   map[string]string // sources that could not be fetched: why
 	res      *Result
 	problems []string
 }
@@ -83,7 +84,7 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	if _, err := os.Lstat(filepath.Join(root, ".airgap")); !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: the module already has a .airgap folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved)
 	}
-	v := &vendorer{root: root, opt: opt, budget: budget, packages: map[string]*pkg{}, res: &Result{}}
+	v := &vendorer{root: root, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
 	seen := map[string]bool{}
 	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
 	for len(queue) > 0 {
@@ -105,7 +106,7 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 			more = fmt.Sprintf("\n  … and %d more", len(v.problems)-maxProblems)
 			v.problems = v.problems[:maxProblems]
 		}
-		return nil, fmt.Errorf("%w:\n  %s%s\nhint: publish such modules to a registry or as a git repository or HTTP archive and call them by a literal address; or export with --allow-unvendored (the calls stay as written and fail offline unless reachable there) or --no-vendor", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
+		return nil, fmt.Errorf("%w:\n  %s%s\nhint: vendoring fetches each source from this machine as the client would; make it a literal git::https://, github.com/… or https://….tar.gz address that is reachable from here, or export with --allow-unvendored (such calls stay as written and fail offline unless reachable there) or --no-vendor (nothing is vendored)", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
 	}
 	v.res.Warnings = v.problems
 	sort.SliceStable(v.res.Calls, func(i, j int) bool {
@@ -125,7 +126,10 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 	within := filepath.Join(v.root, filepath.FromSlash(it.within))
 	cfg, err := tfconfig.LoadTreeIn(within, filepath.Join(v.root, filepath.FromSlash(it.dir)))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", dist.Printable(it.dir), err)
+		if it.within == "." {
+			return nil, fmt.Errorf("reading its configuration: %w", err)
+		}
+		return nil, fmt.Errorf("reading vendored %s: %w", dist.Printable(it.dir), err)
 	}
 	edits := map[string]map[string]string{} // file -> module name -> source
 	var next []item
@@ -158,8 +162,17 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			if len(v.packages) >= MaxPackages {
 				return nil, fmt.Errorf("%s: %w: more than %d packages to vendor into one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
 			}
+			if msg, bad := v.failed[key]; bad {
+				v.problems = append(v.problems, at+": "+msg)
+				continue
+			}
 			if p, err = v.fetch(ctx, src); err != nil {
-				return nil, fmt.Errorf("%s: vendoring %q: %w", at, dist.Printable(c.Source), err)
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				v.failed[key] = fmt.Sprintf("fetching %q: %s", dist.Printable(c.Source), dist.Printable(firstLine(err.Error())))
+				v.problems = append(v.problems, at+": "+v.failed[key])
+				continue
 			}
 			v.packages[key] = p
 		}
