@@ -78,6 +78,11 @@ func TestVendoredModulesOffline(t *testing.T) {
 	t.Run("no-vendor fails offline", func(t *testing.T) {
 		plain := filepath.Join(work, "plain.bundle")
 		mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--no-vendor", "--sign-key", "k/site.key.asc", "--out", plain, "--cache", filepath.Join(work, "cache"))
+		// A store keeps one archive per module version: the vendored
+		// store refuses the unvendored one rather than change what it serves.
+		if out, err := cmdRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store, plain); err == nil || !strings.Contains(out, "example/wrap/aws") {
+			t.Errorf("the store took another archive for the same module version (err %v):\n%s", err, out)
+		}
 		store2 := filepath.Join(t.TempDir(), "store")
 		mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store2, plain)
 		base2, ca2 := startServe(t, store2)

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/dist/vendoring"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -180,5 +183,32 @@ func TestExportVendorRefuses(t *testing.T) {
 	}
 	if v := moduleVersion(t, res, "cycle").Vendored; len(v) != 3 {
 		t.Errorf("cycle: %+v", v)
+	}
+}
+
+// Bounds: a chain of nested sources deeper than MaxDepth, and a module
+// calling more than MaxPackages packages, are refused with a hint.
+func TestExportVendorBounds(t *testing.T) {
+	in := vendorWorld(t)
+	next := ""
+	for i := vendoring.MaxDepth + 1; i >= 0; i-- {
+		body := "output \"x\" {\n  value = 1\n}\n"
+		if next != "" {
+			body = "module \"next\" {\n  source = \"" + next + "\"\n}\n"
+		}
+		next = in.AddArchive(t, fmt.Sprintf("chain-%d.tar.gz", i), map[string]string{"main.tf": body})
+	}
+	in.AddModule("registry.terraform.io", "example", "chain", "aws", "1.0.0", next)
+	var many strings.Builder
+	for i := 0; i <= vendoring.MaxPackages; i++ {
+		u := in.AddArchive(t, fmt.Sprintf("many-%d.tar.gz", i), map[string]string{"main.tf": fmt.Sprintf("output \"x\" {\n  value = %d\n}\n", i)})
+		fmt.Fprintf(&many, "module \"m%d\" {\n  source = %q\n}\n", i, u)
+	}
+	in.AddModule("registry.terraform.io", "example", "many", "aws", "1.0.0", in.AddArchive(t, "many.tar.gz", map[string]string{"main.tf": many.String()}))
+	for mod, want := range map[string]string{"example/chain/aws": "more than 8 levels", "example/many/aws": "more than 64 packages"} {
+		_, err := exportModule(t, in, mod, nil)
+		if err == nil || !errors.Is(err, vendoring.ErrTooDeep) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "hint:") {
+			t.Errorf("%s: %v", mod, err)
+		}
 	}
 }

@@ -26,8 +26,10 @@
 // MaxPackages fetches, each bounded by the getter's own limits.
 //
 // Sources that cannot be vendored (not a literal string, s3::/gcs::/hg::,
-// an HTTP URL that names no archive, a local git path) are errors with
-// file:line and a hint, or warnings when Options.Allow is set.
+// an HTTP URL that names no archive, a local git path, or a fetch that
+// fails) are listed together, with file:line, as one error with a hint, or
+// as warnings when Options.Allow is set (the call then stays as written).
+// A module that already has a .airgap folder is refused (ErrReserved).
 //
 // It does not talk to registries, does not fetch registry-address calls
 // (export carries those as modules of their own) and does not write the
