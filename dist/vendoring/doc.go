@@ -19,7 +19,9 @@
 //
 // Bounds: MaxDepth levels of nested remote calls below the carried module,
 // MaxPackages distinct packages per tree (each fetched once; a cycle ends
-// at a package already vendored), and one getter.Budget for the whole tree
+// at a package already vendored), MaxCalls rewritten calls (manifest
+// records; each names at most one module directory to read, through
+// dist/tfconfig's limits), and one getter.Budget for the whole tree
 // (the module and its vendored packages together within getter's archive
 // limits, 1 GiB and MaxArchiveEntries entries). Worst case on disk:
 // MaxArchiveBytes for the tree plus one package being fetched; time:

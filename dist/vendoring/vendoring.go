@@ -27,6 +27,9 @@ const (
 	MaxDepth = 8
 	// MaxPackages: distinct packages vendored into one module's tree.
 	MaxPackages = 64
+	// MaxCalls: rewritten calls in one module's tree (each is a record in
+	// the manifest), and so also module directories visited.
+	MaxCalls = 1024
 	// maxProblems: unvendorable sources listed in one error.
 	maxProblems = 20
 )
@@ -64,6 +67,7 @@ type item struct {
 
 type vendorer struct {
 	root     string
+	tree     *os.Root // on root: every read and write of the tree
 	opt      Options
 	budget   *getter.Budget
 	packages map[string]*pkg   // by source without subdirectory
@@ -84,7 +88,12 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	if _, err := os.Lstat(filepath.Join(root, ".airgap")); !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: the module already has a .airgap folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved)
 	}
-	v := &vendorer{root: root, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
+	tree, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
 	seen := map[string]bool{}
 	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
 	for len(queue) > 0 {
@@ -154,6 +163,9 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		}
 		sub = strings.Trim(path.Clean("/"+sub), "/")
 		key := fmt.Sprintf("%s %s %s %v", src.Kind, src.URL, src.Ref, star)
+		if len(v.res.Calls) >= MaxCalls {
+			return nil, fmt.Errorf("%s: %w: more than %d module sources to rewrite in one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxCalls)
+		}
 		p, ok := v.packages[key]
 		if !ok {
 			if it.depth+1 > MaxDepth {
@@ -177,7 +189,7 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			v.packages[key] = p
 		}
 		target := path.Join(p.dir, sub)
-		if fi, err := os.Stat(filepath.Join(v.root, filepath.FromSlash(target))); err != nil || !fi.IsDir() {
+		if fi, err := v.tree.Stat(filepath.FromSlash(target)); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%s: %q: subdirectory %q does not exist in the fetched package", at, dist.Printable(c.Source), dist.Printable(sub))
 		}
 		rel, err := filepath.Rel(filepath.Dir(filepath.Join(v.root, filepath.FromSlash(file))), filepath.Join(v.root, filepath.FromSlash(target)))
@@ -233,7 +245,7 @@ func (v *vendorer) fetch(ctx context.Context, src *getter.Source) (*pkg, error) 
 			return p, nil // the same bytes under another address
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(v.root, filepath.FromSlash(Dir)), 0o755); err != nil {
+	if err := v.tree.MkdirAll(filepath.FromSlash(Dir), 0o755); err != nil {
 		return nil, err
 	}
 	if err := getter.Unpack(ctx, res.Archive, filepath.Join(v.root, filepath.FromSlash(p.dir)), v.budget); err != nil {
@@ -245,15 +257,19 @@ func (v *vendorer) fetch(ctx context.Context, src *getter.Source) (*pkg, error) 
 
 // rewriteFile edits one configuration file of the tree in place.
 func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
-	r, err := os.OpenRoot(v.root)
+	r := v.tree
+	name := filepath.FromSlash(file)
+	f, err := r.Open(name)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	name := filepath.FromSlash(file)
-	src, err := r.ReadFile(name)
+	src, err := io.ReadAll(io.LimitReader(f, tfconfig.MaxFileSize+1))
+	f.Close()
 	if err != nil {
 		return err
+	}
+	if len(src) > tfconfig.MaxFileSize { // tfconfig read it already: not reached
+		return fmt.Errorf("%w: %s: larger than %d bytes", ErrRewrite, dist.Printable(file), tfconfig.MaxFileSize)
 	}
 	out, err := Rewrite(src, file, sources)
 	if err != nil {
