@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestVendoredModulesOffline(t *testing.T) {
 	if !strings.Contains(inv, "vendored main.tf:4 git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/") {
 		t.Errorf("inventory does not show the rewrites:\n%s", inv)
 	}
-	base, caFile := startServe(t, store)
+	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io")
 
 	project := "module \"wrap\" {\n  source  = \"example/wrap/aws\"\n  version = \"1.0.0\"\n}\n\n" +
 		"output \"leaf\" {\n  value = module.wrap.leaf\n}\n\noutput \"net\" {\n  value = module.wrap.net\n}\n\noutput \"direct\" {\n  value = module.wrap.direct\n}\n"
@@ -73,6 +74,19 @@ func TestVendoredModulesOffline(t *testing.T) {
 			}
 		})
 	}
+	// DNS override: registry.terraform.io (and every other name) leads to
+	// the appliance, and there is no client configuration at all.
+	t.Run("dns-override", func(t *testing.T) {
+		u, _ := url.Parse(base)
+		env := []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.tfrc"), "SSL_CERT_FILE=" + caFile,
+			"HTTPS_PROXY=" + registrytest.DNSOverride(t, "127.0.0.1:"+u.Port()), "NO_PROXY="}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(project), 0o644)
+		mustRun(t, dir, env, tf, "init", "-input=false", "-no-color")
+		if out := mustRun(t, dir, env, tf, "plan", "-input=false", "-no-color"); !strings.Contains(out, `leaf   = "`+registrytest.VendorLeaf+`"`) {
+			t.Errorf("plan:\n%s", out)
+		}
+	})
 	// The control: the same module exported with --no-vendor does not
 	// install offline (so the test above can fail).
 	t.Run("no-vendor fails offline", func(t *testing.T) {
