@@ -28,6 +28,22 @@ func TestVendoredModulesOffline(t *testing.T) {
 	bundleFile := filepath.Join(work, "v.bundle")
 	out := mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--sign-key", "k/site.key.asc", "--out", bundleFile, "--cache", filepath.Join(work, "cache"))
 	t.Log(out)
+	// Sources that cannot be vendored fail the export, all listed with
+	// file:line and what to do; --allow-unvendored makes them warnings.
+	os.WriteFile(filepath.Join(work, "bad.hcl"), []byte("platforms = [\"linux_amd64\"]\nmodule \"example/bad/aws\" {}\n"), 0o644)
+	bad := []string{"export", "--manifest", "bad.hcl", "--dry-run", "--cache", filepath.Join(work, "cache")}
+	out, err := cmdRun(t, work, online, airgapBin, bad...)
+	for _, want := range []string{`main.tf:4: module "bucket"`, `main.tf:8: module "computed"`, `main.tf:12: module "gone"`, "hint:", "--allow-unvendored"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("export of unvendorable sources (err %v) lacks %q:\n%s", err, want, out)
+		}
+	}
+	out = mustRun(t, work, online, airgapBin, append(bad, "--allow-unvendored")...)
+	for _, line := range []string{"4: module \"bucket\"", "8: module \"computed\"", "12: module \"gone\": fetching git::https://github.com/example/does-not-exist.git"} {
+		if !strings.Contains(out, "warning: module registry.terraform.io/example/bad/aws 1.0.0: main.tf:"+line) {
+			t.Errorf("--allow-unvendored: no warning for main.tf:%s\n%s", line, out)
+		}
+	}
 	// The same with --no-vendor: the old warnings, naming file:line.
 	out = mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--no-vendor", "--dry-run", "--cache", filepath.Join(work, "cache"))
 	if !strings.Contains(out, "main.tf:2") || !strings.Contains(out, "non-registry source") {

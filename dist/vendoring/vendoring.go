@@ -182,7 +182,7 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 				if ctx.Err() != nil {
 					return nil, err
 				}
-				v.failed[key] = fmt.Sprintf("fetching %q: %s", dist.Printable(c.Source), dist.Printable(firstLine(err.Error())))
+				v.failed[key] = dist.Printable(firstLine(err.Error())) // names the source or URL
 				v.problems = append(v.problems, at+": "+v.failed[key])
 				continue
 			}
