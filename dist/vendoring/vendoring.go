@@ -73,7 +73,17 @@ type vendorer struct {
 	packages map[string]*pkg   // by source without subdirectory
 	failed   map[string]string // sources that could not be fetched: why
 	res      *Result
-	problems []string
+	problems []string // at most MaxCalls; dropped counts the rest
+	dropped  int
+}
+
+// problem records a source that cannot be vendored.
+func (v *vendorer) problem(msg string) {
+	if len(v.problems) >= MaxCalls {
+		v.dropped++
+		return
+	}
+	v.problems = append(v.problems, msg)
 }
 
 // Vendor vendors the remote calls of the module at subdir (a slash path,
@@ -111,13 +121,15 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	}
 	if len(v.problems) > 0 && !opt.Allow {
 		more := ""
-		if len(v.problems) > maxProblems {
-			more = fmt.Sprintf("\n  … and %d more", len(v.problems)-maxProblems)
+		if n := len(v.problems) + v.dropped; n > maxProblems {
+			more = fmt.Sprintf("\n  … and %d more", n-maxProblems)
 			v.problems = v.problems[:maxProblems]
 		}
 		return nil, fmt.Errorf("%w:\n  %s%s\nhint: vendoring fetches each source from this machine as the client would; make it a literal git::https://, github.com/… or https://….tar.gz address that is reachable from here, or export with --allow-unvendored (such calls stay as written and fail offline unless reachable there) or --no-vendor (nothing is vendored)", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
 	}
-	v.res.Warnings = v.problems
+	if v.res.Warnings = v.problems; v.dropped > 0 {
+		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("… and %d more sources that cannot be vendored", v.dropped))
+	}
 	sort.SliceStable(v.res.Calls, func(i, j int) bool {
 		a, b := v.res.Calls[i], v.res.Calls[j]
 		if a.File != b.File {
@@ -149,12 +161,12 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		file := path.Join(it.within, filepath.ToSlash(c.File))
 		at := fmt.Sprintf("%s:%d: module %q", dist.Printable(file), c.Line, dist.Printable(c.Name))
 		if c.Source == "" {
-			v.problems = append(v.problems, at+": the source is not a literal string (built from variables?)")
+			v.problem(at + ": the source is not a literal string (built from variables?)")
 			continue
 		}
 		src, err := getter.Parse(c.Source)
 		if err != nil {
-			v.problems = append(v.problems, fmt.Sprintf("%s: %v", at, dist.Printable(firstLine(err.Error()))))
+			v.problem(at + ": " + dist.Printable(firstLine(err.Error())))
 			continue
 		}
 		sub, star := src.Subdir, false
@@ -175,7 +187,7 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 				return nil, fmt.Errorf("%s: %w: more than %d packages to vendor into one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
 			}
 			if msg, bad := v.failed[key]; bad {
-				v.problems = append(v.problems, at+": "+msg)
+				v.problem(at + ": " + msg)
 				continue
 			}
 			if p, err = v.fetch(ctx, src); err != nil {
@@ -183,14 +195,15 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 					return nil, err
 				}
 				v.failed[key] = dist.Printable(firstLine(err.Error())) // names the source or URL
-				v.problems = append(v.problems, at+": "+v.failed[key])
+				v.problem(at + ": " + v.failed[key])
 				continue
 			}
 			v.packages[key] = p
 		}
 		target := path.Join(p.dir, sub)
 		if fi, err := v.tree.Stat(filepath.FromSlash(target)); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%s: %q: subdirectory %q does not exist in the fetched package", at, dist.Printable(c.Source), dist.Printable(sub))
+			v.problem(fmt.Sprintf("%s: %q: subdirectory %q does not exist in the fetched package", at, dist.Printable(c.Source), dist.Printable(sub)))
+			continue
 		}
 		rel, err := filepath.Rel(filepath.Dir(filepath.Join(v.root, filepath.FromSlash(file))), filepath.Join(v.root, filepath.FromSlash(target)))
 		if err != nil {
