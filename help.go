@@ -28,7 +28,7 @@ var helps = map[string]verbHelp{
 			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
 			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"}},
 	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]",
-		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.",
+		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored).",
 		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
 			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
 			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  registry credentials, as Terraform reads them",

@@ -629,6 +629,8 @@ type exportCmd struct {
 	asJSON      bool
 	maxPackage  string
 	maxModule   string
+	noVendor    bool
+	allowUnvend bool
 }
 
 func (c *exportCmd) synopsis() string {
@@ -654,6 +656,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.asJSON, "json", false, "print the plan (--dry-run) or the result as JSON on stdout")
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
+	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
+	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	return fs
 }
 
@@ -712,6 +716,7 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, err
 	}
 	p.req.NoDeps = c.noDeps
+	p.req.NoVendor, p.req.AllowUnvendored = c.noVendor, c.allowUnvend
 	if c.signKey != "" {
 		if p.key, err = verify.ReadSigningKeyFile(c.signKey); err != nil {
 			return nil, err

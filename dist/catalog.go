@@ -85,6 +85,21 @@ type ModuleVersion struct {
 	// airgap wrote it.
 	Zip     verify.Digest `json:"zip,omitempty"`
 	ZipSize int64         `json:"zip_size,omitempty"`
+	// Vendored lists every module source export rewrote in this archive
+	// (see dist/vendor): absent when nothing was vendored.
+	Vendored []VendoredCall `json:"vendored,omitempty"`
+}
+
+// VendoredCall is one rewritten module source: a non-registry source that
+// export fetched and copied into the calling module's archive.
+type VendoredCall struct {
+	File   string        `json:"file"`   // the calling file, a slash path in the archive
+	Line   int           `json:"line"`   // of the source argument
+	Module string        `json:"module"` // the module block's name
+	Source string        `json:"source"` // as written by the module's author
+	Digest verify.Digest `json:"digest"` // the fetched package's normalized archive
+	Commit string        `json:"commit,omitempty"`
+	Path   string        `json:"path"` // the local path written instead
 }
 
 // Platform is "os_arch".
@@ -224,6 +239,11 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 		if m.Zip != "" {
 			if err := ref(m.String()+" zip", m.Zip, RoleModuleZip); err != nil {
 				return err
+			}
+		}
+		for _, v := range m.Vendored { // a record for reviewers; shown escaped
+			if _, err := verify.ParseDigest(string(v.Digest)); err != nil || v.Line < 0 {
+				return fmt.Errorf("%s: invalid vendored source record at %q", m, Printable(v.File))
 			}
 		}
 	}

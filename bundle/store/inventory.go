@@ -53,6 +53,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	fmt.Fprintln(&w, "\nModules:")
 	for _, m := range ix.Catalog.Modules {
 		fmt.Fprintf(&w, "  %-50s %-10s %s\n", m.Addr(), m.Version, m.Source)
+		for _, v := range m.Vendored {
+			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", v.File, v.Line, v.Source, v.Path, v.Digest.Short())
+		}
 	}
 	fmt.Fprintln(&w, "\nImported bundles:")
 	for _, e := range ix.Imports {

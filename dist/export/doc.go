@@ -22,8 +22,10 @@
 // attributes and platforms are errors at file:line:col with did-you-mean);
 // plan.go turns a run into the plan and summary that --dry-run and --json
 // print (a dry run fetches module archives too, so the plan lists module
-// dependencies); delta.go reads what the offline side already has; write.go
-// writes the finished export as a bundle through a temporary file.
+// dependencies); delta.go reads what the offline side already has;
+// vendor.go makes each fetched module self-contained (dist/vendoring)
+// unless Request.NoVendor; write.go writes the finished export as a bundle
+// through a temporary file.
 //
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or

@@ -605,13 +605,14 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", "", err
 	}
-	res, err := getter.Fetch(ctx, src, work, func(ctx context.Context, u, path string) error {
-		_, _, err := e.opt.Client.Download(ctx, u, path, e.opt.MaxModuleSize)
-		return err
-	})
+	res, err := getter.Fetch(ctx, src, work, e.moduleDownload)
 	if errors.Is(err, registry.ErrTooLarge) {
 		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
 	}
+	if err != nil {
+		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+	}
+	vendored, err := e.vendor(ctx, what, work, res)
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", what, err)
 	}
@@ -641,7 +642,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
 	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit, Zip: zd, ZipSize: zn}, root, work, nil
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and
@@ -656,6 +657,9 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 	for _, c := range cfg.Modules {
 		addr, _, ok, err := dist.ParseModuleSource(c.Source)
 		if err != nil || !ok {
+			if !e.req.NoVendor {
+				continue // vendored, or warned about by vendor
+			}
 			rel, _ := filepath.Rel(dir, c.Pos)
 			w := fmt.Sprintf("module %s calls %q at %s: a non-registry source; offline clients will fail to fetch it unless it is reachable there", mv, c.Source, dist.Printable(rel))
 			e.res.Warnings = append(e.res.Warnings, w)

@@ -24,6 +24,10 @@ type Request struct {
 	Providers []ProviderReq
 	Modules   []ModuleReq
 	NoDeps    bool
+	// NoVendor keeps non-registry module sources as written (warnings);
+	// AllowUnvendored makes sources that cannot be vendored warnings
+	// instead of errors. See vendor.go.
+	NoVendor, AllowUnvendored bool
 }
 
 // ProviderReq asks for versions of one provider.

@@ -1,9 +1,9 @@
 // Package getter turns a module source address, as a registry returns it,
 // into a normalized archive of the whole source root, the way go-getter
-// would fetch it for Terraform: git (https, ssh, scp-like, GitHub shorthand)
-// with the git binary, and HTTP archives (.tar.gz, .tgz, .tar, .zip,
-// .tar.bz2, ?archive=). "//subdir" is split off and recorded; "//*" strips
-// one top-level folder.
+// would fetch it for Terraform: git (https, ssh, scp-like, GitHub and
+// Bitbucket shorthands) with the git binary, and HTTP archives (.tar.gz,
+// .tgz, .tar, .zip, .tar.bz2, ?archive=). "//subdir" is split off and
+// recorded; "//*" strips one top-level folder.
 //
 // The archive (see Normalize) is a gzip'd tar with sorted entries, fixed
 // mtime, uid, gid and modes, symlinks dereferenced without escaping the

@@ -32,6 +32,7 @@ func TestParseSources(t *testing.T) {
 		{"git::https://github.com/a/mono//modules/x?ref=v2", "git", "https://github.com/a/mono", "v2", "modules/x"},
 		{"github.com/hashicorp/example", "git", "https://github.com/hashicorp/example.git", "", ""},
 		{"github.com/hashicorp/example//sub?ref=v1", "git", "https://github.com/hashicorp/example.git", "v1", "sub"},
+		{"bitbucket.org/a/b//sub?ref=v1", "git", "https://bitbucket.org/a/b.git", "v1", "sub"},
 		{"git::ssh://git@example.com/a/b.git?ref=main", "git", "ssh://git@example.com/a/b.git", "main", ""},
 		{"git@github.com:a/b.git?ref=v3", "git", "git@github.com:a/b.git", "v3", ""},
 		{"https://example.com/m.tar.gz//*", "http", "https://example.com/m.tar.gz", "", "*"},

@@ -59,7 +59,9 @@ func Parse(raw string) (*Source, error) {
 	src, s.Subdir = splitSubdir(src)
 	if forced == "" {
 		switch {
-		case strings.HasPrefix(src, "github.com/"):
+		case strings.HasPrefix(src, "github.com/"), strings.HasPrefix(src, "bitbucket.org/"):
+			// go-getter asks Bitbucket's API whether a repository is git or
+			// Mercurial; Bitbucket has hosted only git since 2020.
 			forced, src = "git", "https://"+src
 			if !strings.HasSuffix(strings.SplitN(src, "?", 2)[0], ".git") {
 				p, q, hasQ := strings.Cut(src, "?")

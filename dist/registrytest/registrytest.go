@@ -174,7 +174,12 @@ func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no route to "+r.Host+" on the stand-in internet", http.StatusBadGateway)
 		return
 	}
-	up, err := net.DialTimeout("tcp", in.Server.Listener.Addr().String(), 5*time.Second)
+	splice(w, in.Server.Listener.Addr().String())
+}
+
+// splice answers a CONNECT with a tunnel to addr.
+func splice(w http.ResponseWriter, addr string) {
+	up, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

@@ -45,6 +45,11 @@ type ModuleCall struct {
 	Version string
 	Pos     string // file:line
 	Dir     string // directory of the calling configuration
+	// File is the calling file's path relative to the tree LoadTreeIn was
+	// given (unescaped; empty from ParseConfig), Line the line of the
+	// source argument (of the block if it has none).
+	File string
+	Line int
 }
 
 // Config is what one directory (and, with LoadTree, its local modules) needs.
@@ -180,6 +185,7 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 		}
 		for i := range c.Modules {
 			c.Modules[i].Dir = t.path(rel)
+			c.Modules[i].File = filepath.Join(rel, n)
 		}
 		cfg.Providers = append(cfg.Providers, c.Providers...)
 		cfg.Modules = append(cfg.Modules, c.Modules...)
@@ -231,9 +237,10 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 			if diags.HasErrors() {
 				return nil, diagErr(diags, filename)
 			}
-			call := ModuleCall{Name: b.Labels[0], Pos: pos(b.DefRange)}
+			call := ModuleCall{Name: b.Labels[0], Pos: pos(b.DefRange), Line: b.DefRange.Start.Line}
 			if a, ok := mc.Attributes["source"]; ok {
 				call.Source, _ = literal(a)
+				call.Line = a.Range.Start.Line
 			}
 			if a, ok := mc.Attributes["version"]; ok {
 				call.Version, _ = literal(a)

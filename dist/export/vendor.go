@@ -1,0 +1,66 @@
+package export
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/vendoring"
+)
+
+// vendor makes a fetched module self-contained (see dist/vendoring): its
+// normalized archive is unpacked into work/vendored, the non-registry
+// sources it calls are fetched and copied in, the calls rewritten, and res
+// then points at the new tree and its archive. Nothing changes with
+// Request.NoVendor or when the module calls nothing remote. Fetched
+// packages go through the same getter and download limits as the module.
+func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Result) ([]dist.VendoredCall, error) {
+	if e.req.NoVendor {
+		return nil, nil
+	}
+	tree := filepath.Join(work, "vendored")
+	budget := getter.NewBudget()
+	if err := getter.Unpack(ctx, res.Archive, tree, budget); err != nil {
+		return nil, err
+	}
+	vr, err := vendoring.Vendor(ctx, tree, res.Subdir, budget, vendoring.Options{
+		Allow: e.req.AllowUnvendored,
+		Log: func(format string, a ...any) {
+			e.opt.Log(what+": "+format, a...)
+		},
+		Fetch: func(ctx context.Context, src *getter.Source) (*getter.Result, func(), error) {
+			dir, err := os.MkdirTemp(work, "dep-")
+			if err != nil {
+				return nil, nil, err
+			}
+			done := func() { os.RemoveAll(dir) }
+			r, err := getter.Fetch(ctx, src, dir, e.moduleDownload)
+			return r, done, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range vr.Warnings {
+		w = what + ": " + w + " (left as written: offline clients will fail to fetch it unless it is reachable there)"
+		e.res.Warnings = append(e.res.Warnings, w)
+		e.opt.Log("warning: %s", w)
+	}
+	if len(vr.Calls) == 0 {
+		return nil, nil
+	}
+	out := filepath.Join(work, "vendored.tar.gz")
+	if err := getter.NormalizeToFile(ctx, tree, out); err != nil {
+		return nil, err
+	}
+	res.Archive, res.Root = out, tree
+	return vr.Calls, nil
+}
+
+// moduleDownload downloads a module archive over HTTP, within MaxModuleSize.
+func (e *exporter) moduleDownload(ctx context.Context, u, path string) error {
+	_, _, err := e.opt.Client.Download(ctx, u, path, e.opt.MaxModuleSize)
+	return err
+}

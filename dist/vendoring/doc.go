@@ -1,0 +1,39 @@
+// Package vendoring makes a module archive self-contained: every module
+// call in it whose source is not a registry address and not a local path
+// (git::https://…//sub?ref=…, GitHub and Bitbucket shorthands, https://
+// archives) is fetched the way the client would fetch it (through
+// dist/getter, with its rules and limits), the whole fetched package is
+// copied under .airgap/modules/<sha256 of its normalized archive>/ inside
+// the calling module's tree, and the call's source argument is rewritten
+// to the relative path of that copy (with the subdirectory). Relative
+// "../" calls inside a vendored package keep working because the whole
+// package is kept; calls inside vendored packages are vendored the same
+// way, into the same top-level tree, so every rewritten path stays inside
+// the archive that is served (clients refuse local paths that leave a
+// module's package).
+//
+// Rewriting edits only the source value: .tf files through hclwrite
+// (comments, formatting and heredocs kept byte for byte), .tf.json files by
+// replacing the bytes of the JSON string at the offsets hcl's JSON parser
+// gives (the rest of the file unchanged).
+//
+// Bounds: MaxDepth levels of nested remote calls below the carried module,
+// MaxPackages distinct packages per tree (each fetched once; a cycle ends
+// at a package already vendored), MaxCalls rewritten calls (manifest
+// records; each names at most one module directory to read, through
+// dist/tfconfig's limits), and one getter.Budget for the whole tree
+// (the module and its vendored packages together within getter's archive
+// limits, 1 GiB and MaxArchiveEntries entries). Worst case on disk:
+// MaxArchiveBytes for the tree plus one package being fetched; time:
+// MaxPackages fetches, each bounded by the getter's own limits.
+//
+// Sources that cannot be vendored (not a literal string, s3::/gcs::/hg::,
+// an HTTP URL that names no archive, a local git path, or a fetch that
+// fails) are listed together, with file:line, as one error with a hint, or
+// as warnings when Options.Allow is set (the call then stays as written).
+// A module that already has a .airgap folder is refused (ErrReserved).
+//
+// It does not talk to registries, does not fetch registry-address calls
+// (export carries those as modules of their own) and does not write the
+// bundle: it edits a tree the caller then normalizes.
+package vendoring

@@ -1,0 +1,297 @@
+package vendoring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/tfconfig"
+	"github.com/airgap/airgap/verify"
+)
+
+const (
+	// Dir is the reserved folder, at the root of a module's tree, that
+	// holds the vendored packages.
+	Dir = ".airgap/modules"
+	// MaxDepth: levels of nested remote calls followed below the carried
+	// module (the module's own calls are level 1).
+	MaxDepth = 8
+	// MaxPackages: distinct packages vendored into one module's tree.
+	MaxPackages = 64
+	// MaxCalls: rewritten calls in one module's tree (each is a record in
+	// the manifest), and so also module directories visited.
+	MaxCalls = 1024
+	// maxProblems: unvendorable sources listed in one error.
+	maxProblems = 20
+)
+
+// FetchFunc fetches a source (getter.Fetch into a fresh work directory);
+// done removes what it left.
+type FetchFunc func(ctx context.Context, src *getter.Source) (res *getter.Result, done func(), err error)
+
+// Options configure Vendor.
+type Options struct {
+	Fetch FetchFunc
+	// Allow makes unvendorable sources warnings instead of errors (the
+	// call is left as written).
+	Allow bool
+	// Log receives one line per vendored package.
+	Log func(format string, a ...any)
+}
+
+// Result is what Vendor changed.
+type Result struct {
+	Calls    []dist.VendoredCall // every rewritten source, sorted by file and line
+	Warnings []string            // unvendorable sources, with Allow
+}
+
+type pkg struct {
+	dir    string // slash path in the tree: Dir/<hex>
+	digest verify.Digest
+	commit string
+}
+
+type item struct {
+	within, dir string // slash paths in the tree: the package, the module directory
+	depth       int
+}
+
+type vendorer struct {
+	root     string
+	tree     *os.Root // on root: every read and write of the tree
+	opt      Options
+	budget   *getter.Budget
+	packages map[string]*pkg   // by source without subdirectory
+	failed   map[string]string // sources that could not be fetched: why
+	res      *Result
+	problems []string // at most MaxCalls; dropped counts the rest
+	dropped  int
+}
+
+// problem records a source that cannot be vendored.
+func (v *vendorer) problem(msg string) {
+	if len(v.problems) >= MaxCalls {
+		v.dropped++
+		return
+	}
+	v.problems = append(v.problems, msg)
+}
+
+// Vendor vendors the remote calls of the module at subdir (a slash path,
+// "" for the root) of the tree at root, and of everything they call, into
+// root/.airgap/modules, rewriting the calls. root must be a tree this
+// process unpacked (getter.Unpack: no links, no .git); budget is what
+// remains of the archive limits after the tree itself.
+func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt Options) (*Result, error) {
+	if opt.Log == nil {
+		opt.Log = func(string, ...any) {}
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".airgap")); !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the module already has a .airgap folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved)
+	}
+	tree, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
+	seen := map[string]bool{}
+	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		if seen[it.dir] {
+			continue
+		}
+		seen[it.dir] = true
+		next, err := v.module(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		queue = append(queue, next...)
+	}
+	if len(v.problems) > 0 && !opt.Allow {
+		more := ""
+		if n := len(v.problems) + v.dropped; n > maxProblems {
+			more = fmt.Sprintf("\n  … and %d more", n-maxProblems)
+			v.problems = v.problems[:maxProblems]
+		}
+		return nil, fmt.Errorf("%w:\n  %s%s\nhint: vendoring fetches each source from this machine as the client would; make it a literal git::https://, github.com/… or https://….tar.gz address that is reachable from here, or export with --allow-unvendored (such calls stay as written and fail offline unless reachable there) or --no-vendor (nothing is vendored)", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
+	}
+	if v.res.Warnings = v.problems; v.dropped > 0 {
+		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("… and %d more sources that cannot be vendored", v.dropped))
+	}
+	sort.SliceStable(v.res.Calls, func(i, j int) bool {
+		a, b := v.res.Calls[i], v.res.Calls[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Line < b.Line
+	})
+	return v.res, nil
+}
+
+// module vendors the remote calls of one module directory (and the local
+// modules it calls inside its package) and returns the vendored module
+// directories to visit next.
+func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
+	within := filepath.Join(v.root, filepath.FromSlash(it.within))
+	cfg, err := tfconfig.LoadTreeIn(within, filepath.Join(v.root, filepath.FromSlash(it.dir)))
+	if err != nil {
+		if it.within == "." {
+			return nil, fmt.Errorf("reading its configuration: %w", err)
+		}
+		return nil, fmt.Errorf("reading vendored %s: %w", dist.Printable(it.dir), err)
+	}
+	edits := map[string]map[string]string{} // file -> module name -> source
+	var next []item
+	for _, c := range cfg.Modules {
+		if _, _, ok, err := dist.ParseModuleSource(c.Source); err == nil && ok {
+			continue // a registry address: exported as a module of its own
+		}
+		file := path.Join(it.within, filepath.ToSlash(c.File))
+		at := fmt.Sprintf("%s:%d: module %q", dist.Printable(file), c.Line, dist.Printable(c.Name))
+		if c.Source == "" {
+			v.problem(at + ": the source is not a literal string (built from variables?)")
+			continue
+		}
+		src, err := getter.Parse(c.Source)
+		if err != nil {
+			v.problem(at + ": " + dist.Printable(firstLine(err.Error())))
+			continue
+		}
+		sub, star := src.Subdir, false
+		if sub == "*" || strings.HasPrefix(sub, "*/") {
+			sub, star = strings.TrimPrefix(strings.TrimPrefix(sub, "*"), "/"), true
+		}
+		sub = strings.Trim(path.Clean("/"+sub), "/")
+		key := fmt.Sprintf("%s %s %s %v", src.Kind, src.URL, src.Ref, star)
+		if len(v.res.Calls) >= MaxCalls {
+			return nil, fmt.Errorf("%s: %w: more than %d module sources to rewrite in one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxCalls)
+		}
+		p, ok := v.packages[key]
+		if !ok {
+			if it.depth+1 > MaxDepth {
+				return nil, fmt.Errorf("%s: %w: %q is more than %d levels of nested sources below the module\nhint: this looks like a cycle or a generated chain; export with --no-vendor and check the module", at, ErrTooDeep, dist.Printable(c.Source), MaxDepth)
+			}
+			if len(v.packages) >= MaxPackages {
+				return nil, fmt.Errorf("%s: %w: more than %d packages to vendor into one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
+			}
+			if msg, bad := v.failed[key]; bad {
+				v.problem(at + ": " + msg)
+				continue
+			}
+			if p, err = v.fetch(ctx, src); err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				v.failed[key] = dist.Printable(firstLine(err.Error())) // names the source or URL
+				v.problem(at + ": " + v.failed[key])
+				continue
+			}
+			v.packages[key] = p
+		}
+		target := path.Join(p.dir, sub)
+		if fi, err := v.tree.Stat(filepath.FromSlash(target)); err != nil || !fi.IsDir() {
+			v.problem(fmt.Sprintf("%s: %q: subdirectory %q does not exist in the fetched package", at, dist.Printable(c.Source), dist.Printable(sub)))
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Dir(filepath.Join(v.root, filepath.FromSlash(file))), filepath.Join(v.root, filepath.FromSlash(target)))
+		if err != nil {
+			return nil, err
+		}
+		local := filepath.ToSlash(rel)
+		if !strings.HasPrefix(local, "../") {
+			local = "./" + local
+		}
+		if edits[file] == nil {
+			edits[file] = map[string]string{}
+		}
+		edits[file][c.Name] = local
+		v.res.Calls = append(v.res.Calls, dist.VendoredCall{File: file, Line: c.Line, Module: c.Name, Source: c.Source, Digest: p.digest, Commit: p.commit, Path: local})
+		next = append(next, item{within: p.dir, dir: target, depth: it.depth + 1})
+	}
+	files := make([]string, 0, len(edits))
+	for f := range edits {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := v.rewriteFile(f, edits[f]); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
+}
+
+// fetch fetches a package and copies its normalized archive into the
+// tree, once per digest.
+func (v *vendorer) fetch(ctx context.Context, src *getter.Source) (*pkg, error) {
+	res, done, err := v.opt.Fetch(ctx, src)
+	if done != nil {
+		defer done()
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(res.Archive)
+	if err != nil {
+		return nil, err
+	}
+	d, n, err := verify.CopyDigest(io.Discard, f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	p := &pkg{dir: path.Join(Dir, d.Hex()), digest: d, commit: res.Commit}
+	for _, q := range v.packages {
+		if q.digest == d {
+			return p, nil // the same bytes under another address
+		}
+	}
+	if err := v.tree.MkdirAll(filepath.FromSlash(Dir), 0o755); err != nil {
+		return nil, err
+	}
+	if err := getter.Unpack(ctx, res.Archive, filepath.Join(v.root, filepath.FromSlash(p.dir)), v.budget); err != nil {
+		return nil, err
+	}
+	v.opt.Log("vendored %s (%s, %d bytes)", dist.Printable(src.Raw), d.Short(), n)
+	return p, nil
+}
+
+// rewriteFile edits one configuration file of the tree in place.
+func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
+	r := v.tree
+	name := filepath.FromSlash(file)
+	f, err := r.Open(name)
+	if err != nil {
+		return err
+	}
+	src, err := io.ReadAll(io.LimitReader(f, tfconfig.MaxFileSize+1))
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if len(src) > tfconfig.MaxFileSize { // tfconfig read it already: not reached
+		return fmt.Errorf("%w: %s: larger than %d bytes", ErrRewrite, dist.Printable(file), tfconfig.MaxFileSize)
+	}
+	out, err := Rewrite(src, file, sources)
+	if err != nil {
+		return err
+	}
+	return r.WriteFile(name, out, 0o644)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

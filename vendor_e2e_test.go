@@ -1,0 +1,124 @@
+package main
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+// TestVendoredModulesOffline (issue 16): a registry module that calls a
+// git::https://…//sub?ref=v1 module, a GitHub shorthand module (which calls
+// its sibling through ../ and an HTTP archive) and an HTTP tar.gz module is
+// exported with its sources vendored; offline, with the route out dead, the
+// real terraform runs init, validate and plan in both client modes, and
+// the innermost module's output reaches the root.
+func TestVendoredModulesOffline(t *testing.T) {
+	tf := terraformBin(t)
+	in := registrytest.World(t)
+	in.AddVendorModules(t)
+	work := t.TempDir()
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	manifest := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(manifest, []byte("platforms = [\"linux_amd64\"]\nmodule \"example/wrap/aws\" {}\n"), 0o644)
+	bundleFile := filepath.Join(work, "v.bundle")
+	out := mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--sign-key", "k/site.key.asc", "--out", bundleFile, "--cache", filepath.Join(work, "cache"))
+	t.Log(out)
+	// Sources that cannot be vendored fail the export, all listed with
+	// file:line and what to do; --allow-unvendored makes them warnings.
+	os.WriteFile(filepath.Join(work, "bad.hcl"), []byte("platforms = [\"linux_amd64\"]\nmodule \"example/bad/aws\" {}\n"), 0o644)
+	bad := []string{"export", "--manifest", "bad.hcl", "--dry-run", "--cache", filepath.Join(work, "cache")}
+	out, err := cmdRun(t, work, online, airgapBin, bad...)
+	for _, want := range []string{`main.tf:4: module "bucket"`, `main.tf:8: module "computed"`, `main.tf:12: module "gone"`, "hint:", "--allow-unvendored"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("export of unvendorable sources (err %v) lacks %q:\n%s", err, want, out)
+		}
+	}
+	out = mustRun(t, work, online, airgapBin, append(bad, "--allow-unvendored")...)
+	for _, line := range []string{"4: module \"bucket\"", "8: module \"computed\"", "12: module \"gone\": fetching git::https://github.com/example/does-not-exist.git"} {
+		if !strings.Contains(out, "warning: module registry.terraform.io/example/bad/aws 1.0.0: main.tf:"+line) {
+			t.Errorf("--allow-unvendored: no warning for main.tf:%s\n%s", line, out)
+		}
+	}
+	// The same with --no-vendor: the old warnings, naming file:line.
+	out = mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--no-vendor", "--dry-run", "--cache", filepath.Join(work, "cache"))
+	if !strings.Contains(out, "main.tf:2") || !strings.Contains(out, "non-registry source") {
+		t.Errorf("--no-vendor did not warn with file:line:\n%s", out)
+	}
+
+	store := filepath.Join(work, "store")
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store, bundleFile)
+	inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", store)
+	if !strings.Contains(inv, "vendored main.tf:4 git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/") {
+		t.Errorf("inventory does not show the rewrites:\n%s", inv)
+	}
+	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io")
+
+	project := "module \"wrap\" {\n  source  = \"example/wrap/aws\"\n  version = \"1.0.0\"\n}\n\n" +
+		"output \"leaf\" {\n  value = module.wrap.leaf\n}\n\noutput \"net\" {\n  value = module.wrap.net\n}\n\noutput \"direct\" {\n  value = module.wrap.direct\n}\n"
+	offline := func(t *testing.T, base, caFile, mode string) (env []string, dir string) {
+		rc := filepath.Join(t.TempDir(), "airgap.tfrc")
+		cfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", mode)
+		os.WriteFile(rc, []byte(cfg), 0o644)
+		dir = t.TempDir()
+		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(project), 0o644)
+		// The route out is dead: git and HTTP fetches of the original
+		// sources fail.
+		return []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, dir
+	}
+	for _, mode := range []string{"registry", "mirror"} {
+		t.Run(mode, func(t *testing.T) {
+			offline, dir := offline(t, base, caFile, mode)
+			mustRun(t, dir, offline, tf, "init", "-input=false", "-no-color")
+			if out := mustRun(t, dir, offline, tf, "validate", "-no-color"); !strings.Contains(out, "Success") {
+				t.Errorf("validate: %s", out)
+			}
+			out := mustRun(t, dir, offline, tf, "plan", "-input=false", "-no-color")
+			for _, want := range []string{`leaf   = "` + registrytest.VendorLeaf + `"`, `direct = "` + registrytest.VendorLeaf + `"`, `net    = "` + registrytest.VendorNet + `"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("plan lacks %s:\n%s", want, out)
+				}
+			}
+			mods, _ := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "modules.json"))
+			if !strings.Contains(string(mods), `"wrap.app.lib.subnet"`) || !strings.Contains(string(mods), ".airgap/modules/") {
+				t.Errorf("modules.json: %s", mods)
+			}
+		})
+	}
+	// DNS override: registry.terraform.io (and every other name) leads to
+	// the appliance, and there is no client configuration at all.
+	t.Run("dns-override", func(t *testing.T) {
+		u, _ := url.Parse(base)
+		env := []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.tfrc"), "SSL_CERT_FILE=" + caFile,
+			"HTTPS_PROXY=" + registrytest.DNSOverride(t, "127.0.0.1:"+u.Port()), "NO_PROXY="}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(project), 0o644)
+		mustRun(t, dir, env, tf, "init", "-input=false", "-no-color")
+		if out := mustRun(t, dir, env, tf, "plan", "-input=false", "-no-color"); !strings.Contains(out, `leaf   = "`+registrytest.VendorLeaf+`"`) {
+			t.Errorf("plan:\n%s", out)
+		}
+	})
+	// The control: the same module exported with --no-vendor does not
+	// install offline (so the test above can fail).
+	t.Run("no-vendor fails offline", func(t *testing.T) {
+		plain := filepath.Join(work, "plain.bundle")
+		mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--no-vendor", "--sign-key", "k/site.key.asc", "--out", plain, "--cache", filepath.Join(work, "cache"))
+		// A store keeps one archive per module version: the vendored
+		// store refuses the unvendored one rather than change what it serves.
+		if out, err := cmdRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store, plain); err == nil || !strings.Contains(out, "example/wrap/aws") {
+			t.Errorf("the store took another archive for the same module version (err %v):\n%s", err, out)
+		}
+		store2 := filepath.Join(t.TempDir(), "store")
+		mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store2, plain)
+		base2, ca2 := startServe(t, store2)
+		env, dir := offline(t, base2, ca2, "registry")
+		if out, err := cmdRun(t, dir, env, tf, "init", "-input=false", "-no-color"); err == nil || !strings.Contains(out, "github.com") {
+			t.Errorf("init without vendoring succeeded offline (err %v):\n%s", err, out)
+		}
+	})
+}
