@@ -167,18 +167,7 @@ func Bytes(label string, total int64, done func() int64) func(time.Duration) str
 }
 
 // Size formats a byte count: 512 B, 1.5 KiB, 240.0 MiB.
-func Size(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func Size(n int64) string { return dist.HumanSize(n) }
 
 // Stream runs fn, which reads a stream of total bytes (0 if unknown)
 // through the Counter it is given, with a Bytes line on w.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -275,18 +276,7 @@ func noSpace(root string, err error, what string, need int64) error {
 		what, err, human(need), free)
 }
 
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func human(n int64) string { return dist.HumanSize(n) }
 
 // stageBlob writes rd (a verifying blob reader) to path, durably, read-only.
 func stageBlob(path string, rd io.Reader) (int64, error) {

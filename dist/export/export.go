@@ -691,4 +691,4 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 	return mods, provs, nil
 }
 
-func human(n int64) string { return registry.HumanSize(n) }
+func human(n int64) string { return dist.HumanSize(n) }

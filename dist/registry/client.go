@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -314,9 +315,9 @@ func readLimited(resp *http.Response, limit int64) ([]byte, error) {
 
 func tooLarge(size, limit int64) error {
 	if size >= 0 {
-		return fmt.Errorf("%w: %s (%d bytes) exceeds the limit of %s", ErrTooLarge, HumanSize(size), size, HumanSize(limit))
+		return fmt.Errorf("%w: %s (%d bytes) exceeds the limit of %s", ErrTooLarge, dist.HumanSize(size), size, dist.HumanSize(limit))
 	}
-	return fmt.Errorf("%w: more than the limit of %s", ErrTooLarge, HumanSize(limit))
+	return fmt.Errorf("%w: more than the limit of %s", ErrTooLarge, dist.HumanSize(limit))
 }
 
 // Services returns the service URLs host advertises. A host with no
@@ -702,7 +703,7 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 		ir.winBytes += int64(n)
 		if el := time.Since(ir.winStart); el >= ir.window {
 			if float64(ir.winBytes) < float64(ir.minRate)*el.Seconds() {
-				return n, fmt.Errorf("%w: %d bytes in %s, below the minimum of %s/s", ErrTooSlow, ir.winBytes, el.Round(time.Millisecond), HumanSize(ir.minRate))
+				return n, fmt.Errorf("%w: %d bytes in %s, below the minimum of %s/s", ErrTooSlow, ir.winBytes, el.Round(time.Millisecond), dist.HumanSize(ir.minRate))
 			}
 			ir.winStart, ir.winBytes = time.Now(), 0
 		}

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -39,17 +38,3 @@ const (
 	maxRedirects    = 10
 	maxAPIRedirects = 3
 )
-
-// HumanSize formats n bytes for messages (1.0 GiB, 64.0 KiB, 512 B).
-func HumanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
