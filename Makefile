@@ -35,6 +35,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./dist/export
 	$(GO) test -run '^$$' -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(FUZZTIME) ./dist/modzip
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./dist/zipdir
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTPConn$$' -fuzztime $(FUZZTIME) ./server
 	$(GO) test -run '^$$' -fuzz '^FuzzAccessFields$$' -fuzztime $(FUZZTIME) ./server
 
