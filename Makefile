@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(FUZZTIME) ./dist/modzip
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderKey$$' -fuzztime $(FUZZTIME) ./server
 	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./dist/vendoring
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./dist/zipdir
 	$(GO) test -run '^$$' -fuzz '^FuzzAccessFields$$' -fuzztime $(FUZZTIME) ./server
 
 bench:

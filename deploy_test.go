@@ -59,7 +59,7 @@ func opsStore(t *testing.T) (root, keyring string, signerSet func(name string) s
 		s := bundletest.NewSet()
 		s.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, fmt.Sprint("extra", n)), bundletest.Provider{
 			Host: "registry.terraform.io", Namespace: "example", Type: name, Version: "1.0.0",
-			Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 16 << 10,
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 16 << 10,
 		}))
 		p := filepath.Join(work, name+".bundle")
 		s.WriteBundleFile(t, p, signer, bundle.CompressionZstd)

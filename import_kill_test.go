@@ -64,7 +64,7 @@ func TestImportSurvivesKill(t *testing.T) {
 	for i := 0; i < 16; i++ {
 		big.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "big", fmt.Sprint(i)), bundletest.Provider{
 			Host: "registry.terraform.io", Namespace: "example", Type: fmt.Sprintf("p%02d", i), Version: "1.0.0",
-			Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 3 << 20,
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 3 << 20,
 		}))
 	}
 	bigBundle := filepath.Join(work, "big.bundle")

@@ -746,6 +746,7 @@ func (c *exportCmd) run(args []string) error {
 	client := registry.New(registry.Options{Credentials: creds})
 	prog := &export.Progress{}
 	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
+	client.Notice = line.Logf
 	res, err := export.Run(ctx, p.req, export.Options{
 		Client: client, CacheDir: p.cache, Jobs: c.jobs,
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,

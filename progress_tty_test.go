@@ -33,7 +33,7 @@ func TestImportProgressOnTerminal(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "p", fmt.Sprint(i)), bundletest.Provider{
 			Host: "registry.terraform.io", Namespace: "example", Type: fmt.Sprintf("p%02d", i), Version: "1.0.0",
-			Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 16 << 20,
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 16 << 20,
 		}))
 	}
 	big := filepath.Join(work, "big.bundle")

@@ -3,7 +3,6 @@ package bundle
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/modzip"
+	"github.com/airgap/airgap/dist/zipdir"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -25,15 +26,25 @@ import (
 // text files; HashiCorp's largest packages are about 200 MB zipped and under
 // 1 GB unzipped.
 const (
-	// MaxZipEntries bounds the files in a provider zip whose h1 is computed
-	// (read from the zip's end record before archive/zip reads its
-	// directory into memory: each entry may name 3 × 64 KiB of name, extra
-	// field and comment, so the directory costs at most ≈ 50 MiB).
-	MaxZipEntries = 256
+	// MaxZipEntries bounds the files in a provider zip whose h1 is computed;
+	// MaxZipDirectory bounds the bytes of its central directory (names,
+	// extra fields, comments). Both are counted by zipdir.Check in a fixed
+	// buffer before archive/zip reads the directory into memory, so that
+	// costs at most ≈ MaxZipDirectory + MaxZipEntries × 300 bytes ≈ 1.1 MiB
+	// per zip. Real provider zips hold 1–5 files with short names.
+	MaxZipEntries   = 256
+	MaxZipDirectory = 1 << 20
 	// MaxZipUnpacked bounds the declared unpacked size of a provider zip (the
 	// h1 hash reads every file unpacked, and archive/zip refuses files
 	// longer than declared).
 	MaxZipUnpacked = 8 << 30
+	// MaxZipRatio bounds a provider zip's declared unpacked size to this
+	// many times its packed size, but never below MinZipUnpackedLimit: the
+	// h1 hash costs CPU in proportion to the unpacked bytes, and deflate
+	// packs zeros ~1000:1, so without it a 1 MiB package could cost the
+	// transfer station a GiB of hashing. Real provider binaries pack 2–5:1.
+	MaxZipRatio         = 100
+	MinZipUnpackedLimit = 64 << 20
 	// SiteResignHost is the only origin whose providers may carry a site
 	// re-signature: it may list no publisher keys (see the README's trust
 	// model); 'airgap export' refuses every other host without keys.
@@ -58,8 +69,13 @@ func inconsistent(entry, format string, a ...any) error {
 //
 //   - no provider version or module version is listed twice (compared as
 //     clients compare them: case-insensitively, by canonical version);
-//   - every package's filename ends in _OS_ARCH.zip for the platform the
-//     catalog lists it under;
+//   - every SHA256SUMS file is named terraform-provider-TYPE_VERSION_SHA256SUMS
+//     and every package terraform-provider-TYPE_VERSION_OS_ARCH.zip for the
+//     type, version and platform the catalog lists it under, as every
+//     registry names them: the names in the publisher's signed SHA256SUMS
+//     are what tie its signature to a type and version, so the publisher's
+//     real files of one version cannot be listed as another version or type;
+//   - one module archive is not given two different zips;
 //   - one zip (one digest) is not given two different h1 hashes;
 //   - a site re-signature is marked (SiteSigned), is for SiteResignHost
 //     only, and carries exactly one key; an unmarked provider carries at
@@ -83,6 +99,9 @@ func CheckManifest(m *Manifest) error {
 			return inconsistent(entry, "listed twice in one bundle (also as %s)", prev)
 		}
 		provs[p.Key()] = p.String()
+		if want := dist.ProviderShasumsName(p.Type, p.Version); p.ShasumsName != want {
+			return inconsistent(entry, "its SHA256SUMS file is named %s, not %s: it is not this version's", p.ShasumsName, want)
+		}
 		if sizes[p.Shasums] > dist.MaxShasumsSize {
 			return inconsistent(entry, "its SHA256SUMS is %d bytes, over the %d-byte limit", sizes[p.Shasums], dist.MaxShasumsSize)
 		}
@@ -107,8 +126,8 @@ func CheckManifest(m *Manifest) error {
 		}
 		for _, pk := range p.Packages {
 			what := entry + " " + pk.Platform()
-			if !strings.HasSuffix(pk.Filename, "_"+pk.OS+"_"+pk.Arch+".zip") {
-				return inconsistent(what, "the package file %s is not for %s (want a name ending in _%s_%s.zip)", pk.Filename, pk.Platform(), pk.OS, pk.Arch)
+			if want := dist.ProviderPackageName(p.Type, p.Version, pk.OS, pk.Arch); pk.Filename != want {
+				return inconsistent(what, "the package file %s is not for %s of this type and version (its name would be %s)", pk.Filename, pk.Platform(), want)
 			}
 			if prev, ok := h1s[pk.Digest]; ok && prev != pk.H1 {
 				return inconsistent(what, "package %s is listed with two h1 hashes (%s and %s)", pk.Digest.Short(), prev, pk.H1)
@@ -117,11 +136,19 @@ func CheckManifest(m *Manifest) error {
 		}
 	}
 	mods := make(map[string]string, len(m.Catalog.Modules))
+	zips := map[verify.Digest]verify.Digest{}
 	for _, mv := range m.Catalog.Modules {
 		if prev, dup := mods[mv.Key()]; dup {
 			return inconsistent("module "+mv.String(), "listed twice in one bundle (also as %s)", prev)
 		}
 		mods[mv.Key()] = mv.String()
+		if mv.Zip == "" {
+			continue
+		}
+		if prev, ok := zips[mv.Archive]; ok && prev != mv.Zip {
+			return inconsistent("module "+mv.String(), "its archive %s is listed with two zips (%s and %s)", mv.Archive.Short(), prev.Short(), mv.Zip.Short())
+		}
+		zips[mv.Archive] = mv.Zip
 	}
 	return nil
 }
@@ -130,6 +157,11 @@ func CheckManifest(m *Manifest) error {
 type CheckOptions struct {
 	// Signer signed the manifest; a site re-signature must be by this key.
 	Signer verify.Signer
+	// SiteKeys are the keys trusted to sign bundles (the import or verify
+	// keyring). No provider not marked as re-signed may have its SHA256SUMS
+	// signed by one of them, nor by Signer: a site key is never a publisher
+	// key.
+	SiteKeys openpgp.EntityList
 	// SpoolDir is where Spool writes blobs ("" means the system temp dir).
 	SpoolDir string
 	// Have returns a file holding a blob that does not stream by (omitted
@@ -146,6 +178,7 @@ type CheckReport struct {
 	Signatures int // SHA256SUMS signatures checked against the carried keys
 	Packages   int // packages found with their sha256 in a signed SHA256SUMS
 	H1         int // zips whose h1 was computed and compared
+	ModuleZips int // module zips rebuilt from their archives and compared
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
 	Deferred []string
@@ -159,8 +192,12 @@ type CheckReport struct {
 // stream by: each provider version's SHA256SUMS signature against the keys
 // the bundle carries for it (judged as of its creation, see
 // verify.CheckSignature; a site re-signature against the manifest's signer),
-// each package's filename and sha256 against that SHA256SUMS, and the h1 of
-// each zip. It is how both 'verify' and 'import' decide, in one place.
+// each package's filename and sha256 against that SHA256SUMS, the h1 of
+// each zip, and each module's zip (what OpenTofu's oci:// sources get)
+// against its archive (what the registry protocol serves): the zip is
+// rebuilt from the archive with modzip.ZipFromTarGz, which is deterministic,
+// and its sha256 compared with the catalog's. It is how both 'verify' and
+// 'import' decide, in one place.
 //
 // Use: NewChecker (runs CheckManifest), then Add or Spool for every blob after
 // the bundle reader has verified its digest, then Finish, then Close.
@@ -174,7 +211,10 @@ type CheckReport struct {
 // one parsed key per distinct armored key. Computing h1 reads a zip's
 // directory (archive/zip holds it in memory: ≈ 300 bytes per entry, and a
 // zip of N bytes holds at most N/46) and unpacks at most MaxZipUnpacked
-// bytes of at most MaxZipEntries files.
+// bytes of at most MaxZipEntries files (and at most MaxZipRatio times the
+// zip's size, or MinZipUnpackedLimit). Rebuilding a module zip streams the
+// archive through modzip (at most 1 GiB of content, 200 000 entries) into a
+// hash: memory does not grow with the archive.
 type Checker struct {
 	m       *Manifest
 	opt     CheckOptions
@@ -182,6 +222,7 @@ type Checker struct {
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
 	hashed  map[verify.Digest]bool
+	wantZip map[verify.Digest]verify.Digest // module archive → its zip
 	jobs    chan h1Job
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -195,6 +236,7 @@ type h1Job struct {
 	d      verify.Digest
 	path   string
 	remove bool
+	module bool // d is a module archive: rebuild its zip
 }
 
 // NewChecker runs CheckManifest on m and returns a Checker for its blobs.
@@ -203,10 +245,15 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 		return nil, err
 	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
-		hashed: map[verify.Digest]bool{}, keyring: map[string]openpgp.EntityList{}}
+		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: map[string]openpgp.EntityList{}}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
 			c.wantH1[pk.Digest] = pk.H1
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if mv.Zip != "" {
+			c.wantZip[mv.Archive] = mv.Zip
 		}
 	}
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
@@ -221,14 +268,15 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 func (c *Checker) worker() {
 	defer c.wg.Done()
 	for j := range c.jobs {
-		err := c.checkH1(j.d, j.path)
+		check, count, _ := c.job(j)
+		err := check(j.d, j.path)
 		if j.remove {
 			os.Remove(j.path)
 		}
 		c.mu.Lock()
 		c.hashed[j.d] = true
 		if err == nil {
-			c.rep.H1++
+			*count++
 		} else if c.err == nil {
 			c.err = err
 		}
@@ -273,6 +321,14 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		}
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove}
 		return nil
+	case dist.RoleModuleArchive:
+		if _, ok := c.wantZip[b.Digest]; ok {
+			c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
+			return nil
+		}
+		if remove {
+			os.Remove(path)
+		}
 	case dist.RoleShasums, dist.RoleShasumsSig:
 		c.paths[b.Digest] = path
 	default:
@@ -284,10 +340,10 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 }
 
 // Spool copies a blob's bytes from r (a verifying blob reader) to a file of
-// its own under SpoolDir and adds it; zips are removed once hashed, the rest
-// by Close. For 'verify', which keeps nothing.
+// its own under SpoolDir and adds it; zips and module archives are removed
+// once checked, the rest by Close. For 'verify', which keeps nothing.
 func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
-	if b.Role == dist.RoleModuleArchive {
+	if _, check := c.wantZip[b.Digest]; b.Role == dist.RoleModuleZip || b.Role == dist.RoleModuleArchive && !check {
 		return io.Copy(io.Discard, r)
 	}
 	if c.spool == "" {
@@ -327,29 +383,50 @@ func (c *Checker) Finish() (*CheckReport, error) {
 			return nil, err
 		}
 	}
+	var rest []h1Job
+	for _, d := range unchecked(c, c.wantZip) {
+		rest = append(rest, h1Job{d: d, module: true})
+	}
+	for _, d := range unchecked(c, c.wantH1) {
+		if c.opt.KnownH1 == nil || !c.opt.KnownH1(d, c.wantH1[d]) {
+			rest = append(rest, h1Job{d: d})
+		}
+	}
+	for _, j := range rest {
+		check, count, what := c.job(j)
+		path, ok := c.have(j.d)
+		if !ok {
+			c.rep.Deferred = append(c.rep.Deferred, what+c.m.Describe(j.d))
+			continue
+		}
+		if err := check(j.d, path); err != nil {
+			return nil, err
+		}
+		*count++
+	}
+	rep := c.rep
+	return &rep, nil
+}
+
+// job returns the check for j, its counter in the report, and what it
+// checks (for the list of deferred checks).
+func (c *Checker) job(j h1Job) (check func(verify.Digest, string) error, count *int, what string) {
+	if j.module {
+		return c.checkModuleZip, &c.rep.ModuleZips, "zip of "
+	}
+	return c.checkH1, &c.rep.H1, "h1 of "
+}
+
+// unchecked lists, sorted, the digests in want no job has checked.
+func unchecked[V any](c *Checker, want map[verify.Digest]V) []verify.Digest {
 	var rest []verify.Digest
-	for d := range c.wantH1 {
+	for d := range want {
 		if !c.hashed[d] {
 			rest = append(rest, d)
 		}
 	}
 	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
-	for _, d := range rest {
-		if c.opt.KnownH1 != nil && c.opt.KnownH1(d, c.wantH1[d]) {
-			continue
-		}
-		path, ok := c.have(d)
-		if !ok {
-			c.rep.Deferred = append(c.rep.Deferred, "h1 of "+c.m.Describe(d))
-			continue
-		}
-		if err := c.checkH1(d, path); err != nil {
-			return nil, err
-		}
-		c.rep.H1++
-	}
-	rep := c.rep
-	return &rep, nil
+	return rest
 }
 
 func (c *Checker) stop() {
@@ -416,10 +493,14 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 		listed[l.Filename] = l.Hex
 	}
 	for _, pk := range p.Packages {
-		h, ok := listed[pk.Filename]
+		// The name every registry gives this package (CheckManifest has
+		// required pk.Filename to be it): the signed line must be for this
+		// type, version and platform.
+		name := dist.ProviderPackageName(p.Type, p.Version, pk.OS, pk.Arch)
+		h, ok := listed[name]
 		switch {
 		case !ok:
-			return inconsistent(entry+" "+pk.Platform(), "the package %s is not listed in its signed SHA256SUMS", pk.Filename)
+			return inconsistent(entry+" "+pk.Platform(), "the package %s is not listed in its signed SHA256SUMS", name)
 		case h != pk.Digest.Hex():
 			return inconsistent(entry+" "+pk.Platform(), "the package %s has sha256 %s, but its signed SHA256SUMS says %s", pk.Filename, pk.Digest.Hex(), h)
 		}
@@ -442,7 +523,27 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 	if p.SiteSigned && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
 		return checked, fmt.Errorf("marked as re-signed by the site key, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", checked.Signer, c.opt.Signer)
 	}
+	if !p.SiteSigned && c.isSiteKey(checked.Signer.Fingerprint) {
+		return checked, fmt.Errorf("its SHA256SUMS is signed by %s, a key trusted to sign bundles, but it is not marked as re-signed by the site: a site key is never a publisher key", checked.Signer)
+	}
 	return checked, nil
+}
+
+// isSiteKey reports whether fp is the bundle signer's fingerprint or that of
+// a key in SiteKeys.
+func (c *Checker) isSiteKey(fp string) bool {
+	if fp == "" {
+		return false
+	}
+	if strings.EqualFold(fp, c.opt.Signer.Fingerprint) {
+		return true
+	}
+	for _, e := range c.opt.SiteKeys {
+		if strings.EqualFold(fp, verify.Fingerprint(e)) {
+			return true
+		}
+	}
+	return false
 }
 
 // keys parses the signing keys a provider version carries (each distinct
@@ -502,10 +603,31 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 	return nil
 }
 
-// zipH1 is dist.H1 of a zip within the bounds MaxZipEntries and
-// MaxZipUnpacked.
+// checkModuleZip rebuilds the zip of the module archive at path (digest d)
+// and compares its sha256 with the catalog's zip for that archive.
+func (c *Checker) checkModuleZip(d verify.Digest, path string) error {
+	want := c.wantZip[d]
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := verify.NewDigester()
+	if err := modzip.ZipFromTarGz(f, h); err != nil {
+		return inconsistent(c.m.Describe(d), "its archive %s cannot be turned into a zip: %v", d.Short(), err)
+	}
+	if got := h.Digest(); got != want {
+		return inconsistent(c.m.Describe(d), "the catalog gives it the zip %s, but its archive %s makes the zip %s: "+
+			"OpenTofu's oci:// sources would get other files than the registry protocol serves", want.Short(), d.Short(), got.Short())
+	}
+	return nil
+}
+
+// zipH1 is dist.H1 of a zip within the bounds MaxZipEntries,
+// MaxZipDirectory, MaxZipUnpacked and MaxZipRatio.
 func zipH1(path string) (string, error) {
-	if err := zipEntryCount(path); err != nil {
+	size, err := checkZipDirectory(path)
+	if err != nil {
 		return "", err
 	}
 	zr, err := zip.OpenReader(path)
@@ -524,54 +646,28 @@ func zipH1(path string) (string, error) {
 	if total > MaxZipUnpacked {
 		return "", fmt.Errorf("%d bytes unpacked, over the limit of %d", total, uint64(MaxZipUnpacked))
 	}
+	if limit := max(uint64(size)*MaxZipRatio, MinZipUnpackedLimit); total > limit {
+		return "", fmt.Errorf("%d bytes unpacked from %d packed, over the limit of %d× (or %d bytes)", total, size, MaxZipRatio, MinZipUnpackedLimit)
+	}
 	return dist.H1(path)
 }
 
-// zipEntryCount refuses a zip whose end record announces more than
-// MaxZipEntries entries, before archive/zip reads them all into memory (it
-// accepts as many as the file's size allows, and offers no limit). It reads
-// only the end record (and the zip64 one if present); archive/zip checks the
-// rest.
-func zipEntryCount(path string) error {
+// checkZipDirectory refuses a zip whose central directory holds more than
+// MaxZipEntries entries or MaxZipDirectory bytes, however its end record
+// counts them, before archive/zip reads the directory into memory (it
+// accepts as many as the file's size allows, and offers no limit). It
+// returns the zip's size.
+func checkZipDirectory(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	const eocdLen, maxComment = 22, 65535
-	tail := min(fi.Size(), eocdLen+maxComment)
-	buf := make([]byte, tail)
-	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil {
-		return err
-	}
-	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
-	if i < 0 || len(buf)-i < eocdLen {
-		return errors.New("no zip end record")
-	}
-	records := uint64(binary.LittleEndian.Uint16(buf[i+10:]))
-	if records == 0xffff && i >= 20 && bytes.Equal(buf[i-20:i-16], []byte("PK\x06\x07")) {
-		// zip64: the locator points at the zip64 end record.
-		off := int64(binary.LittleEndian.Uint64(buf[i-20+8:]))
-		var rec [56]byte
-		if off < 0 || off > fi.Size()-56 {
-			return errors.New("bad zip64 end record offset")
-		}
-		if _, err := f.ReadAt(rec[:], off); err != nil {
-			return err
-		}
-		if !bytes.Equal(rec[:4], []byte("PK\x06\x06")) {
-			return errors.New("bad zip64 end record")
-		}
-		records = binary.LittleEndian.Uint64(rec[32:])
-	}
-	if records > MaxZipEntries {
-		return fmt.Errorf("%d files, over the limit of %d", records, MaxZipEntries)
-	}
-	return nil
+	return fi.Size(), zipdir.Check(f, fi.Size(), MaxZipEntries, MaxZipDirectory)
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {
@@ -596,7 +692,7 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // read. The checks that need the store (a delta's omitted blobs) are listed
 // as deferred.
 func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
-	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SpoolDir: spoolDir})
+	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir})
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -626,8 +722,8 @@ func (r *CheckReport) Summary(indent string) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed\n",
-		indent, r.Signatures, r.Packages, r.H1)
+	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module zips rebuilt\n",
+		indent, r.Signatures, r.Packages, r.H1, r.ModuleZips)
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
 	}

@@ -28,11 +28,16 @@
 //
 // A valid signature only says who made the manifest, not that it is true.
 // CheckManifest and Checker (check.go) check what it says against itself and
-// against the blobs: no duplicate versions, file names that match their
-// platforms, each provider's SHA256SUMS signed by a key the bundle carries for
-// it (judged as of the signature's creation; a site re-signature only where
-// marked and by the bundle's own signer), each package listed with its sha256
-// in that SHA256SUMS, each h1 recomputed from the zip. 'airgap verify'
+// against the blobs: no duplicate versions, file names that every registry
+// gives them (terraform-provider-TYPE_VERSION_OS_ARCH.zip and
+// ..._SHA256SUMS: what ties the publisher's signed lines to a type, version
+// and platform), each provider's SHA256SUMS signed by a key the bundle
+// carries for it (judged as of the signature's creation; a site
+// re-signature only where marked and by the bundle's own signer, and no
+// unmarked provider signed by a site key), each package listed with its
+// sha256 in that SHA256SUMS, each h1 recomputed from the zip (bounded:
+// MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio), each
+// module's zip rebuilt from its archive and compared. 'airgap verify'
 // (CheckAll) and 'airgap import' (store.Import) both run it; it cannot tell a
 // forged publisher key from a real one, only that the bundle agrees with the
 // keys it carries.

@@ -29,6 +29,7 @@ type Reader struct {
 	manifest   *Manifest
 	manifestB  []byte
 	signer     verify.Signer
+	keyring    openpgp.EntityList
 	carried    []Blob
 	next       int
 	cur        *blobReader
@@ -80,7 +81,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 		}
 		return nil, err
 	}
-	br2.manifest, br2.manifestB, br2.signer = m, mdata, signer
+	br2.manifest, br2.manifestB, br2.signer, br2.keyring = m, mdata, signer, keyring
 	br2.carried = m.Carried()
 	return br2, nil
 }
@@ -189,6 +190,10 @@ func (br *Reader) ID() verify.Digest { return verify.DigestBytes(br.manifestB) }
 
 // Signer is the key that signed the manifest.
 func (br *Reader) Signer() verify.Signer { return br.signer }
+
+// Keyring is the keyring the manifest's signature was checked against (the
+// keys trusted to sign bundles).
+func (br *Reader) Keyring() openpgp.EntityList { return br.keyring }
 
 // Compressed reports whether the stream was zstd-compressed.
 func (br *Reader) Compressed() bool { return br.compressed }

@@ -160,10 +160,32 @@ var reSemver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 
 // ValidVersion reports whether s is a semantic version (SemVer 2.0.0:
-// MAJOR.MINOR.PATCH, optional pre-release and build; no "v"), as the
-// registry protocols require.
+// MAJOR.MINOR.PATCH, optional pre-release; no "v"), as the registry
+// protocols require, without build metadata: Terraform and OpenTofu ignore
+// it when they compare versions, so "3.6.0+x" next to "3.6.0" would be a
+// twin served under one version, and registries do not publish it.
 func ValidVersion(s string) bool {
-	return len(s) <= 128 && reSemver.MatchString(s)
+	return len(s) <= 128 && reSemver.MatchString(s) && !strings.Contains(s, "+")
+}
+
+// HasBuildMetadata reports whether s is a semantic version with build
+// metadata ("3.6.0+x"), which ValidVersion refuses.
+func HasBuildMetadata(s string) bool {
+	return len(s) <= 128 && reSemver.MatchString(s) && strings.Contains(s, "+")
+}
+
+// ProviderShasumsName is the name every provider registry (HashiCorp's
+// releases, OpenTofu's, the registry publishing requirements) gives a
+// provider version's SHA256SUMS file.
+func ProviderShasumsName(typ, version string) string {
+	return "terraform-provider-" + typ + "_" + version + "_SHA256SUMS"
+}
+
+// ProviderPackageName is the name every provider registry gives a provider
+// version's zip for os/arch. It ties the publisher's signed SHA256SUMS line
+// to the type, version and platform the package is listed under.
+func ProviderPackageName(typ, version, os, arch string) string {
+	return "terraform-provider-" + typ + "_" + version + "_" + os + "_" + arch + ".zip"
 }
 
 // Validate checks every name in the catalog, and that each blob it refers to
@@ -284,10 +306,14 @@ func CompareVersions(a, b string) int {
 }
 
 // canonicalVersion is v in go-version's canonical form ("1.0" and "1.0.0"
-// are one version), lower case; v itself if it does not parse.
+// are one version), without build metadata (clients ignore it when they
+// compare versions), lower case; v itself if it does not parse.
 func canonicalVersion(v string) string {
 	if sv, err := version.NewSemver(v); err == nil {
-		v = sv.String()
+		v = sv.Core().String()
+		if pre := sv.Prerelease(); pre != "" {
+			v += "-" + pre
+		}
 	}
 	return strings.ToLower(v)
 }
@@ -310,7 +336,8 @@ func (m ModuleVersion) Key() string {
 // the same package (filename, digest, h1) for every platform both list (next
 // may add platforms; its signature and keys, checked by the caller, replace
 // c's); a module version both have must have the same archive and
-// subdirectory. The error names the first conflict.
+// subdirectory, and the same zip where both list one (a bundle from before
+// module zips may omit it). The error names the first conflict.
 func (c *Catalog) CheckMerge(next *Catalog) error {
 	provs := make(map[string]*ProviderVersion, len(c.Providers))
 	for i := range c.Providers {
@@ -342,9 +369,14 @@ func (c *Catalog) CheckMerge(next *Catalog) error {
 		mods[c.Modules[i].Key()] = &c.Modules[i]
 	}
 	for _, nm := range next.Modules {
-		if old, ok := mods[nm.Key()]; ok && (old.Archive != nm.Archive || old.Subdir != nm.Subdir) {
+		old, ok := mods[nm.Key()]
+		switch {
+		case !ok:
+		case old.Archive != nm.Archive || old.Subdir != nm.Subdir:
 			return fmt.Errorf("module %s: the bundle's archive %s (subdirectory %q) differs from the store's %s %s (subdirectory %q)",
 				nm, nm.Archive.Short(), nm.Subdir, old, old.Archive.Short(), old.Subdir)
+		case old.Zip != "" && nm.Zip != "" && old.Zip != nm.Zip:
+			return fmt.Errorf("module %s: the bundle's zip %s differs from the store's %s", nm, nm.Zip.Short(), old.Zip.Short())
 		}
 	}
 	return nil

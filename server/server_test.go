@@ -320,7 +320,7 @@ func TestHotReloadKeepsDownloadsInFlight(t *testing.T) {
 	signer := e.signer
 	set := bundletest.NewSet()
 	set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
-		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 8 << 20}))
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 8 << 20}))
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, signer, bundle.CompressionNone)
 	if _, err := store.Import(e.root, &b, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
@@ -340,7 +340,7 @@ func TestHotReloadKeepsDownloadsInFlight(t *testing.T) {
 	go e.st.Watch(ctx, time.Second, nil)
 	set2 := bundletest.NewSet()
 	set2.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
-		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: signer}))
+		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher")}))
 	var b2 bytes.Buffer
 	set2.WriteBundle(t, &b2, signer, bundle.CompressionZstd)
 	start := time.Now()

@@ -332,17 +332,24 @@ func (s *Set) WriteBundleFile(t testing.TB, path string, signer *openpgp.Entity,
 }
 
 // Standard builds a small realistic set: two providers from two origins, two
-// platforms each, and a module with a subdirectory.
+// platforms each, and a module with a subdirectory. The providers are signed
+// by the fixture publisher key (Key(t, "publisher")), not by signer, the
+// key that will sign the bundle: a site key is never a publisher key
+// (bundle.Checker refuses that).
 func Standard(t testing.TB, dir string, signer *openpgp.Entity) *Set {
 	t.Helper()
+	pub := Key(t, "publisher")
+	if signer == pub {
+		t.Fatal("bundletest.Standard: the bundle signer must not be the publisher key")
+	}
 	s := NewSet()
 	s.AddProvider(BuildProvider(t, filepath.Join(dir, "random"), Provider{
 		Host: "registry.terraform.io", Namespace: "hashicorp", Type: "random", Version: "3.6.0",
-		Platforms: []string{"linux_amd64", "darwin_arm64"}, Signer: signer, PackageSize: 64 << 10,
+		Platforms: []string{"linux_amd64", "darwin_arm64"}, Signer: pub, PackageSize: 64 << 10,
 	}))
 	s.AddProvider(BuildProvider(t, filepath.Join(dir, "null"), Provider{
 		Host: "registry.opentofu.org", Namespace: "hashicorp", Type: "null", Version: "3.2.2",
-		Platforms: []string{"linux_amd64", "windows_amd64"}, Signer: signer, PackageSize: 32 << 10,
+		Platforms: []string{"linux_amd64", "windows_amd64"}, Signer: pub, PackageSize: 32 << 10,
 	}))
 	mod := filepath.Join(dir, "mod.tar.gz")
 	WriteModuleArchive(t, mod, map[string]string{

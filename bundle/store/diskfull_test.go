@@ -62,7 +62,7 @@ func TestImportDiskFull(t *testing.T) {
 	before := snapshot(t, root)
 	set := bundletest.NewSet()
 	set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
-		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64", "darwin_arm64"}, Signer: f.signer, PackageSize: 2 << 20}))
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64", "darwin_arm64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 2 << 20}))
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, f.signer, bundle.CompressionZstd)
 	_, err := store.Import(root, &b, store.ImportOptions{Keyring: f.keyring})
@@ -83,7 +83,7 @@ func TestImportDiskFullAtIndex(t *testing.T) {
 	root := filepath.Join(mnt, "store")
 	set := bundletest.NewSet()
 	set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
-		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: f.signer}))
+		Type: "tls", Version: "4.0.5", Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher")}))
 	var seedBundle bytes.Buffer
 	set.WriteBundle(t, &seedBundle, f.signer, bundle.CompressionZstd)
 	if _, err := store.Import(root, &seedBundle, store.ImportOptions{Keyring: f.keyring}); err != nil {

@@ -8,7 +8,8 @@
 //	                           replaced atomically (temp, fsync, rename, fsync dir)
 //	  blobs/sha256/<hex>       immutable blobs (mode 0444), named by sha256
 //	  tmp/                     staging for imports in progress; emptied by the
-//	                           next import (leftovers of a killed import)
+//	                           next import (leftovers of a killed import),
+//	                           through os.Root: links there are not followed
 //	  lock                     flock(2) target: one import at a time
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
@@ -18,8 +19,11 @@
 // with what the store already serves (dist.Catalog.CheckMerge: a version is
 // never changed, only new platforms added) before any blob is read. Every
 // blob is hashed while it is written into tmp/, and bundle.Checker checks
-// SHA256SUMS signatures, SHA256SUMS lines and each zip's h1 (hashed from the
-// staged file while the stream goes on). Only when all of that has passed is
+// SHA256SUMS signatures, SHA256SUMS lines, each zip's h1 and each module's
+// zip (from the staged file while the stream goes on). A blob the store
+// already has (a regular file of its size; links are not followed) is not
+// written again but compared with the verified stream; if it differs it is
+// staged and replaced at the commit. Only when all of that has passed is
 // the commit made: the new index is written to a temporary file
 // (.index.json.*, fsynced) — so a full disk fails here, with nothing placed —
 // then the new blobs are renamed into blobs/ (directory fsynced), then the

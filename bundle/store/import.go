@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -43,9 +44,12 @@ type ImportResult struct {
 // Import reads a bundle from r into the store at root (created if absent).
 // See the package doc for its guarantees. Before anything becomes visible it
 // runs the bundle's consistency check (bundle.Checker: every SHA256SUMS
-// signature against the carried keys, every package against its SHA256SUMS,
-// every h1 against the zip) and refuses a provider or module version that
-// would change what the store already serves (dist.Catalog.CheckMerge).
+// signature against the carried keys, none by a key of opt.Keyring unless
+// marked as a site re-signature, every package against its SHA256SUMS,
+// every h1 against the zip, every module zip against its archive) and
+// refuses a provider or module version that would change what the store
+// already serves (dist.Catalog.CheckMerge). A blob the store already has is
+// compared with the bundle's verified bytes and replaced if it differs.
 // Every error it returns says whether the store was changed.
 func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err error) {
 	if err := ensureLayout(root); err != nil {
@@ -100,7 +104,8 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		}
 	}
 	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
-		Signer: res.Signer,
+		Signer:   res.Signer,
+		SiteKeys: opt.Keyring,
 		Have: func(d verify.Digest) (string, bool) {
 			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: sizes[d]})
 		},
@@ -140,7 +145,11 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	}
 	defer func() { ck.Close(); os.RemoveAll(stage) }()
 
-	var staged []bundle.Blob
+	// A blob the store already has is compared, as it streams by, with the
+	// store's file; a file that differs (planted or damaged under the
+	// digest) is replaced by the bundle's verified bytes at the commit
+	// (atomically), so it does not survive an import that carries the blob.
+	var staged, refreshed []bundle.Blob
 	for {
 		b, rd, err := br.Next()
 		if err == io.EOF {
@@ -149,25 +158,28 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		if err != nil {
 			return nil, err
 		}
-		if haveBlob(root, b) {
-			n, err := io.Copy(io.Discard, rd)
-			res.BytesRead += n
-			if err != nil {
-				return nil, err
-			}
-			res.BlobsShared++
-			if err := ck.Add(b, BlobPath(root, b.Digest)); err != nil {
-				return nil, err
-			}
-			continue
-		}
 		path := filepath.Join(stage, b.Digest.Hex())
-		n, err := stageBlob(path, rd)
+		var n int64
+		same := false
+		if haveBlob(root, b) {
+			n, same, err = compareOrStage(BlobPath(root, b.Digest), path, rd)
+		} else {
+			n, err = stageBlob(path, rd)
+		}
 		res.BytesRead += n
 		if err != nil {
 			return nil, noSpace(root, err, fmt.Sprintf("staging blob %s (%s)", b.Digest.Short(), m.Describe(b.Digest)), need)
 		}
-		staged = append(staged, b)
+		switch {
+		case same:
+			res.BlobsShared++
+			path = BlobPath(root, b.Digest)
+		case haveBlob(root, b):
+			res.BlobsShared++
+			refreshed = append(refreshed, b)
+		default:
+			staged = append(staged, b)
+		}
 		if err := ck.Add(b, path); err != nil {
 			return nil, err
 		}
@@ -188,7 +200,13 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		}
 	}
 	if len(staged) == 0 && len(added) == 0 && already {
-		res.Unchanged = true
+		res.Unchanged = len(refreshed) == 0
+		if err := refresh(root, stage, refreshed); err != nil {
+			return nil, err
+		}
+		if len(refreshed) > 0 {
+			return res, syncDir(blobDir(root))
+		}
 		return res, nil
 	}
 	for _, b := range staged {
@@ -227,6 +245,9 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		}
 		placed = append(placed, dst)
 	}
+	if err := refresh(root, stage, refreshed); err != nil {
+		return nil, err
+	}
 	if err := syncDir(blobDir(root)); err != nil {
 		return nil, err
 	}
@@ -237,6 +258,18 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		return nil, fmt.Errorf("writing the store index: %w", err)
 	}
 	return res, nil
+}
+
+// refresh renames staged copies of blobs the store already had, whose
+// files differed, over those files (the same digest, now the verified bytes:
+// what the index says becomes true again). The caller syncs blobs/.
+func refresh(root, stage string, bs []bundle.Blob) error {
+	for _, b := range bs {
+		if err := os.Rename(filepath.Join(stage, b.Digest.Hex()), BlobPath(root, b.Digest)); err != nil {
+			return fmt.Errorf("replacing blob %s with the bundle's verified copy: %w", b.Digest.Short(), err)
+		}
+	}
+	return nil
 }
 
 // Test hooks (set by export_test.go only): before the new index is written
@@ -278,6 +311,39 @@ func noSpace(root string, err error, what string, need int64) error {
 
 func human(n int64) string { return dist.HumanSize(n) }
 
+// compareOrStage reads rd (a verifying blob reader) and compares it with the
+// store's file at have, which has its size. If they are the same it writes
+// nothing; at the first difference it stages the blob at path (the equal
+// prefix from have, the rest from rd) and reports same = false. Only one
+// read of the store's file, no write, when they agree.
+func compareOrStage(have, path string, rd io.Reader) (n int64, same bool, err error) {
+	f, err := os.Open(have)
+	if err != nil {
+		n, err = stageBlob(path, rd)
+		return n, false, err
+	}
+	defer f.Close()
+	const chunk = 256 << 10
+	a, b := make([]byte, chunk), make([]byte, chunk)
+	for {
+		k, rerr := io.ReadFull(rd, a)
+		if k > 0 {
+			if _, ferr := io.ReadFull(f, b[:k]); ferr != nil || !bytes.Equal(a[:k], b[:k]) {
+				m, err := stageBlob(path, io.MultiReader(io.NewSectionReader(f, 0, n), bytes.NewReader(a[:k]), rd))
+				return m, false, err
+			}
+			n += int64(k)
+		}
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			return n, true, nil
+		default:
+			return n, false, rerr
+		}
+	}
+}
+
 // stageBlob writes rd (a verifying blob reader) to path, durably, read-only.
 func stageBlob(path string, rd io.Reader) (int64, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
@@ -301,11 +367,13 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || err != nil && strings.Contains(err.Error(), "no space left on device")
 }
 
-// haveBlob reports whether the store already holds b. Blobs are verified when
-// they enter the store and are read-only after, so size is checked, not the
-// hash again.
+// haveBlob reports whether the store already holds b: a regular file (not a
+// link, which is not followed) of its size. Blobs are verified when they
+// enter the store and are read-only after, so the hash is not computed
+// again; a blob the bundle carries replaces the file anyway (see Import), so
+// this decides only whether a delta's omitted blob is present.
 func haveBlob(root string, b bundle.Blob) bool {
-	fi, err := os.Stat(BlobPath(root, b.Digest))
+	fi, err := os.Lstat(BlobPath(root, b.Digest))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == b.Size
 }
 
@@ -334,11 +402,22 @@ func cleanTmp(root string) (int, error) {
 			return 0, err
 		}
 	}
+	if len(ents) == 0 {
+		return len(idx), nil
+	}
+	// Through os.Root: nothing in tmp/ is followed out of it, so a link
+	// planted there is removed, never its target changed.
+	tr, err := os.OpenRoot(tmpPath(root))
+	if err != nil {
+		return 0, err
+	}
+	defer tr.Close()
 	for _, e := range ents {
-		p := filepath.Join(tmpPath(root), e.Name())
-		// Staged blobs are 0444; make directories writable so RemoveAll works.
-		os.Chmod(p, 0o755)
-		if err := os.RemoveAll(p); err != nil {
+		if e.IsDir() {
+			// Make a staging directory writable so RemoveAll can empty it.
+			tr.Chmod(e.Name(), 0o755)
+		}
+		if err := tr.RemoveAll(e.Name()); err != nil {
 			return 0, err
 		}
 	}

@@ -94,7 +94,7 @@ func (f *fixture) seededStore(t *testing.T) string {
 	set := bundletest.NewSet()
 	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(t.TempDir(), "p"), bundletest.Provider{
 		Host: "registry.terraform.io", Namespace: "hashicorp", Type: "tls", Version: "4.0.5",
-		Platforms: []string{"linux_amd64"}, Signer: f.signer,
+		Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"),
 	}))
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, f.signer, bundle.CompressionZstd)

@@ -39,8 +39,11 @@ type Client struct {
 	IdleTimeout time.Duration
 	// MinRate (bytes per second) and RateWindow cut off a download body
 	// slower than MinRate on average over RateWindow (ErrTooSlow).
-	MinRate     int64
-	RateWindow  time.Duration
+	MinRate    int64
+	RateWindow time.Duration
+	// Notice, if set, receives what the client skips (versions with build
+	// metadata, which airgap does not carry).
+	Notice      func(format string, a ...any)
 	mu          sync.Mutex
 	discoveries map[string]*discovery
 }
@@ -724,3 +727,18 @@ func (ir *idleReader) stop() { ir.t.Stop(); ir.cancel() }
 type counter struct{ n *atomic.Int64 }
 
 func (c counter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
+
+// usableVersion is v without a leading "v" and whether airgap can carry it
+// (dist.ValidVersion); a version with build metadata is skipped with a
+// notice, since clients treat it as the same version as the one without.
+func (c *Client) usableVersion(what, v string) (string, bool) {
+	v = strings.TrimPrefix(v, "v")
+	if dist.ValidVersion(v) {
+		return v, true
+	}
+	if dist.HasBuildMetadata(v) && c.Notice != nil {
+		c.Notice("notice: %s: skipping version %s, whose build metadata clients ignore when they compare versions (airgap does not carry it)",
+			what, v)
+	}
+	return "", false
+}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/airgap/airgap/dist"
 )
 
 // ModuleVersions lists the versions of host/ns/name/system.
@@ -35,8 +33,7 @@ func (c *Client) ModuleVersions(ctx context.Context, host, ns, name, system stri
 	}
 	var out []string
 	for _, v := range doc.Modules[0].Versions {
-		s := strings.TrimPrefix(v.Version, "v")
-		if dist.ValidVersion(s) {
+		if s, ok := c.usableVersion("module "+host+"/"+ns+"/"+name+"/"+system, v.Version); ok {
 			out = append(out, s)
 		}
 	}

@@ -59,8 +59,8 @@ func (c *Client) ProviderVersions(ctx context.Context, host, ns, typ string) ([]
 				return nil, err
 			}
 		}
-		if dist.ValidVersion(strings.TrimPrefix(v.Version, "v")) {
-			v.Version = strings.TrimPrefix(v.Version, "v")
+		if ver, ok := c.usableVersion("provider "+host+"/"+ns+"/"+typ, v.Version); ok {
+			v.Version = ver
 			out = append(out, v)
 		}
 	}
@@ -94,8 +94,11 @@ func (c *Client) ProviderPackage(ctx context.Context, host, ns, typ, version, os
 	if !verify.IsHex64(m.Shasum) {
 		return nil, fmt.Errorf("%s: invalid shasum %s", what, quote(m.Shasum))
 	}
-	if m.Filename == "" || strings.ContainsAny(m.Filename, "/\\") {
-		return nil, fmt.Errorf("%s: invalid filename %s", what, quote(m.Filename))
+	if want := dist.ProviderPackageName(typ, version, osName, arch); m.Filename != want {
+		// Every registry names packages so; the name is what ties the
+		// publisher's signed SHA256SUMS line to this type, version and
+		// platform (bundle.CheckManifest requires it again offline).
+		return nil, fmt.Errorf("%s: the registry names the package %s, not %q", what, quote(m.Filename), want)
 	}
 	if len(m.Protocols) > 0 {
 		ok := false
