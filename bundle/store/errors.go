@@ -12,6 +12,9 @@ var (
 	// ErrConflict: a bundle would change what the store serves under a
 	// provider or module version it already has.
 	ErrConflict = errors.New("the bundle conflicts with what the store serves")
+	// ErrWithdrawn: a bundle carries a version the store has withdrawn
+	// and does not reinstate it.
+	ErrWithdrawn = errors.New("the bundle carries a withdrawn version")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

@@ -37,6 +37,8 @@ type ImportResult struct {
 	BlobsShared int // blobs the store already had
 	BytesRead   int64
 	Cleaned     int // leftovers of an earlier, interrupted import removed
+	Withdrew    []string
+	Reinstated  []string
 }
 
 // Import reads a bundle from r into the store at root (created if absent).
@@ -113,6 +115,9 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
 			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
 	}
+	if err := checkWithdrawn(ix, m); err != nil {
+		return nil, err
+	}
 	// A delta must find every omitted blob here before anything is read.
 	var need int64 // bytes of new blobs, for a disk-full message
 	var missing []string
@@ -186,7 +191,14 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 			already = true
 		}
 	}
-	if len(staged) == 0 && len(added) == 0 && already {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	stamp := now().UTC().Truncate(time.Second)
+	ix.Catalog = merged
+	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
+	if len(staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already {
 		res.Unchanged = true
 		return res, nil
 	}
@@ -194,18 +206,14 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		res.BlobsAdded++
 		res.BytesAdded += b.Size
 	}
-	now := time.Now
-	if opt.Now != nil {
-		now = opt.Now
-	}
 	if added == nil {
 		added = []string{}
 	}
 	res.Added = added
-	ix.Catalog = merged
 	ix.Imports = append(ix.Imports, ImportEntry{
-		Bundle: res.Bundle, Signer: res.Signer, Time: now().UTC().Truncate(time.Second), Tool: m.Tool,
+		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
+		Withdrew: res.Withdrew, Reinstated: res.Reinstated,
 	})
 	data, err := encodeIndex(ix)
 	if err != nil {
