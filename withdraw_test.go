@@ -145,6 +145,13 @@ withdraw "example/vpc/aws" {
 		}
 	}
 
+	// The withdrawn versions' blobs are unreferenced now: gc deletes them
+	// while serve runs.
+	if out := mustRun(t, work, nil, airgapBin, "gc", "--store", storeDir); !strings.Contains(out, "removed 5 unreferenced blob(s)") {
+		t.Errorf("gc after the withdrawal (package, SHA256SUMS, signature, module archive and zip):\n%s", out)
+	}
+	checkConsistent(t, storeDir)
+
 	// terraform init with the lock file pinning the withdrawn version.
 	cfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
 	rc := filepath.Join(work, "airgap.tfrc")

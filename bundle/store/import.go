@@ -372,9 +372,18 @@ func ReadInventory(root string) (*Index, []verify.Digest, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ents, err := os.ReadDir(blobDir(root))
+	ds, err := listBlobs(root)
 	if err != nil {
 		return nil, nil, err
+	}
+	return ix, ds, nil
+}
+
+// listBlobs lists the blobs in blobs/, sorted.
+func listBlobs(root string) ([]verify.Digest, error) {
+	ents, err := os.ReadDir(blobDir(root))
+	if err != nil {
+		return nil, err
 	}
 	var ds []verify.Digest
 	for _, e := range ents {
@@ -383,5 +392,5 @@ func ReadInventory(root string) (*Index, []verify.Digest, error) {
 		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ix, ds, nil
+	return ds, nil
 }

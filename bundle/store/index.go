@@ -24,6 +24,8 @@ type Index struct {
 	// Withdrawn lists the versions bundles withdrew (and no later bundle
 	// reinstated), sorted by key; they are not in Catalog.
 	Withdrawn []Withdrawn `json:"withdrawn,omitempty"`
+	// Maintenance is the prune and gc history (gc.go), newest last.
+	Maintenance []MaintenanceEntry `json:"maintenance,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.

@@ -80,6 +80,15 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			fmt.Fprintln(&w, "    reinstated", l)
 		}
 	}
+	if len(ix.Maintenance) > 0 {
+		fmt.Fprintln(&w, "\nPrune and gc runs:")
+		for _, e := range ix.Maintenance {
+			fmt.Fprintf(&w, "  %s %s %s: %d blobs (%s) removed\n", e.Time.Format("2006-01-02T15:04:05Z"), e.Action, e.Policy, e.BlobsRemoved, progress.Size(e.BytesRemoved))
+			for _, l := range e.Removed {
+				fmt.Fprintln(&w, "    removed", l)
+			}
+		}
+	}
 }
 
 // ImportReport is 'airgap import --json': what was added and what the store
