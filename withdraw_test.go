@@ -132,6 +132,11 @@ withdraw "example/vpc/aws" {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// The catalog page lists it only as withdrawn, with its reason (escaped).
+	if code, page := get(""); code != 200 || !strings.Contains(page, "hashicorp/random</a></td>\n<td>3.6.0</td>") ||
+		!strings.Contains(page, "compromised build &lt;script&gt;") || strings.Contains(page, "<script>alert") {
+		t.Errorf("the catalog page after the withdrawal:\n%s", page)
+	}
 	// 3.6.0 is still served.
 	if _, body := get("v1/providers/hashicorp/random/versions"); !strings.Contains(body, `"3.6.0"`) {
 		t.Errorf("3.6.0 went too: %s", body)
