@@ -80,6 +80,9 @@ withdraw "example/vpc/aws" {
   reason   = "module pulled by its author"
 }
 `)
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", keys+".pub.asc", bw); !strings.Contains(out, "withdraws: provider registry.terraform.io/hashicorp/random 3.6.2 ("+reason+")") {
+		t.Errorf("verify does not show the withdrawal:\n%s", out)
+	}
 	storeDir := filepath.Join(work, "store")
 	imp := func(b string) (string, error) {
 		return cmdRun(t, work, nil, airgapBin, "import", "--keyring", keys+".pub.asc", "--store", storeDir, b)

@@ -15,7 +15,7 @@ const (
 
 // Limits on withdrawals (they come from signed but still untrusted bundles).
 const (
-	MaxWithdrawals      = 10_000 // withdraw plus reinstate entries in one bundle
+	MaxWithdrawals      = 10_000 // versions in the withdraw plus reinstate lists of one bundle
 	MaxWithdrawalReason = 1024   // bytes
 )
 
@@ -83,8 +83,14 @@ func (w Withdrawal) Validate() error {
 // all, no version both withdrawn and reinstated, and no version withdrawn
 // that the same catalog carries.
 func ValidateWithdrawals(cat *Catalog, withdraw, reinstate []Withdrawal) error {
-	if len(withdraw)+len(reinstate) > MaxWithdrawals {
-		return fmt.Errorf("%d withdraw and reinstate entries: the limit is %d", len(withdraw)+len(reinstate), MaxWithdrawals)
+	n := 0
+	for _, l := range [][]Withdrawal{withdraw, reinstate} {
+		for _, w := range l {
+			n += len(w.Versions)
+		}
+	}
+	if n > MaxWithdrawals {
+		return fmt.Errorf("%d versions withdrawn or reinstated: the limit is %d per bundle", n, MaxWithdrawals)
 	}
 	out := map[string]bool{}
 	for _, w := range withdraw {
