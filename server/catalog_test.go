@@ -168,7 +168,14 @@ func bigIndex(providers, versions int, plats []string) *store.Index {
 // well under 100 ms (the model is built once per snapshot; a page is a
 // filter over the address list and one page of rows).
 func TestCatalogScale(t *testing.T) {
-	ix := bigIndex(5000, 2, []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"}) // 50,000 packages
+	t.Run("5000x2x5", func(t *testing.T) {
+		catalogScale(t, bigIndex(5000, 2, []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"}))
+	})
+	t.Run("50000x1x1", func(t *testing.T) { catalogScale(t, bigIndex(50000, 1, []string{"linux_amd64"})) })
+}
+
+// catalogScale measures the page over a catalog of 50,000 packages.
+func catalogScale(t *testing.T, ix *store.Index) {
 	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer ts.Close()
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}}
@@ -190,7 +197,7 @@ func TestCatalogScale(t *testing.T) {
 	}
 	cold, size := firstByte("/")
 	t.Logf("50,000 packages: first byte of / on a new snapshot (model built) %v, %d bytes", cold.Round(time.Microsecond), size)
-	for _, path := range []string{"/", "/?page=50", "/?q=type0499", "/ui/providers/registry.terraform.io/ns0001/type00010"} {
+	for _, path := range []string{"/", "/?page=50", "/?q=type0499", "/?q=no-such-thing", "/ui/providers/registry.terraform.io/ns0001/type00010"} {
 		var ds []time.Duration
 		for i := 0; i < 7; i++ {
 			d, _ := firstByte(path)
