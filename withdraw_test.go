@@ -177,6 +177,23 @@ withdraw "example/vpc/aws" {
 		t.Errorf("terraform's error does not name the version:\n%s", out)
 	}
 
+	// tofu with the same lock (the full source names the same provider).
+	tofuCfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry", "--tool", "tofu")
+	tofuRC := filepath.Join(work, "tofu.tfrc")
+	os.WriteFile(tofuRC, []byte(tofuCfg), 0o644)
+	tofuDir := filepath.Join(work, "tofu")
+	copyTree(t, ref, tofuDir)
+	os.WriteFile(filepath.Join(tofuDir, "main.tf"), []byte(strings.Replace(withdrawProject, `"hashicorp/random"`, `"registry.terraform.io/hashicorp/random"`, 1)), 0o644)
+	tofuEnv := append([]string{"TF_CLI_CONFIG_FILE=" + tofuRC}, offline[1:]...)
+	out, err = cmdRun(t, tofuDir, tofuEnv, tofuBin(t), "init", "-input=false", "-no-color")
+	if err == nil {
+		t.Fatalf("tofu init installed a withdrawn locked version:\n%s", out)
+	}
+	t.Logf("tofu init with a lock pinning the withdrawn 3.6.2:\n%s", out)
+	if !strings.Contains(out, "3.6.2") {
+		t.Errorf("tofu's error does not name the version:\n%s", out)
+	}
+
 	// The first bundle cannot bring 3.6.2 back.
 	before, _ := os.ReadFile(filepath.Join(storeDir, "index.json"))
 	out, err = imp(b1)
