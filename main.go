@@ -63,6 +63,8 @@ func verbs() map[string]verb {
 		"join":          &joinCmd{},
 		"healthcheck":   &healthcheckCmd{},
 		"push":          &pushCmd{},
+		"prune":         &pruneCmd{}, // cmd_maintain.go
+		"gc":            &gcCmd{},    // cmd_maintain.go
 	}
 }
 

@@ -14,7 +14,10 @@
 //
 // The manifest lists every blob (digest, size, role) and the dist.Catalog the
 // blobs make up. A delta bundle lists the full catalog but marks the blobs it
-// does not carry as omitted; its Delta field names the base. The manifest
+// does not carry as omitted; its Delta field names the base. The optional
+// withdraw and reinstate lists (dist.Withdrawal: kind, full address, exact
+// versions, a required reason) take versions out of the importing store and
+// lift earlier withdrawals; a bundle may hold only those. The manifest
 // digest (sha256 of manifest.json) identifies a bundle.
 //
 // Reader checks the signature before it hands out any blob, and each blob's

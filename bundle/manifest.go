@@ -35,6 +35,14 @@ type Manifest struct {
 	Delta   *Delta       `json:"delta,omitempty"`
 	Blobs   []Blob       `json:"blobs"`
 	Catalog dist.Catalog `json:"catalog"`
+	// Withdraw takes versions out of the importing store's catalog;
+	// Reinstate lifts earlier withdrawals so that this bundle (or a later
+	// one) may carry those versions again. Both are optional: bundles
+	// without them are unchanged, and an airgap that predates them refuses
+	// a bundle that has them (unknown field) rather than ignore a
+	// withdrawal.
+	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
+	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
 }
 
 // Blob is one content-addressed file.
@@ -84,6 +92,8 @@ func (m *Manifest) Totals() (n int, bytes int64) {
 func (m *Manifest) Normalize() {
 	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
 	m.Catalog.Sort()
+	dist.SortWithdrawals(m.Withdraw)
+	dist.SortWithdrawals(m.Reinstate)
 }
 
 // Marshal returns the canonical JSON form of m.
@@ -154,6 +164,9 @@ func (m *Manifest) Validate() error {
 		roles[b.Digest] = b.Role
 	}
 	if err := m.Catalog.Validate(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	if err := dist.ValidateWithdrawals(&m.Catalog, m.Withdraw, m.Reinstate); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	used := m.Catalog.Blobs()

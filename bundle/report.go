@@ -29,6 +29,9 @@ type Report struct {
 	Parts      int           `json:"parts,omitempty"`
 	Bytes      int64         `json:"bytes"`
 	Error      string        `json:"error,omitempty"`
+	// Withdraw and Reinstate are the bundle's withdrawals (see Manifest).
+	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
+	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
 
 	Checks *CheckReport `json:"checks,omitempty"` // the consistency check (check.go)
 }
@@ -50,6 +53,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 		rep.Packages += len(p.Packages)
 	}
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
+	rep.Withdraw, rep.Reinstate = m.Withdraw, m.Reinstate
 	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
 	return err
 }
@@ -66,6 +70,14 @@ func (rep *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
 		rep.File, kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, progress.Size(rep.Bytes))
+	for _, l := range []struct {
+		what string
+		ws   []dist.Withdrawal
+	}{{"withdraws", rep.Withdraw}, {"reinstates", rep.Reinstate}} {
+		for _, w := range l.ws {
+			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, w.Kind, w.Addr, strings.Join(w.Versions, ", "), w.Reason)
+		}
+	}
 	b.WriteString(rep.Checks.Summary("  "))
 	// The signer's name comes from the bundle: escape control characters.
 	return dist.PrintableLines(b.String())

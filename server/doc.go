@@ -13,6 +13,7 @@
 //	/archives/sha256/{hex}.tar.gz                     module archives
 //	/ca.pem, /healthz, /airgap/v1/origins             appliance helpers
 //	/v2/…                                             OCI distribution API, read-only (oci.go; layout: dist/oci)
+//	/ (exactly), /ui/providers/…, /ui/modules/…       the HTML catalog for people (catalog.go, templates/)
 //
 // Which origin registry a /v1/… request sees depends on its Host: a Host that
 // is an origin in the catalog (DNS for registry.terraform.io pointed at the

@@ -35,6 +35,16 @@
 // blob is missing; the next import removes the temporary files and, for the
 // same bundle, completes it.
 //
+// A bundle's withdraw list (withdraw.go) is applied in the same index swap:
+// the versions leave the catalog and are recorded in the index's withdrawn
+// list (bundle, signer, time, reason); a later bundle that carries one is
+// refused (ErrWithdrawn) unless it reinstates it. Prune (prune.go) removes
+// versions under a policy and GC (gc.go) deletes blobs no catalog entry
+// references and stale temporary files; both hold the store lock, replace
+// the index atomically before deleting anything, and are recorded in its
+// maintenance history, so a kill at any moment leaves only unreferenced
+// blobs that a re-run removes.
+//
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block
 // imports. inventory.go renders the inventory and an import's result for

@@ -7,11 +7,14 @@ var (
 	ErrNoStore = errors.New("not an airgap store")
 	// ErrBlobMissing: a blob the catalog (or a delta bundle) needs is absent.
 	ErrBlobMissing = errors.New("blob missing from the store")
-	// ErrLocked: another import holds the store lock.
-	ErrLocked = errors.New("another import is running on this store")
+	// ErrLocked: another import, prune or gc holds the store lock.
+	ErrLocked = errors.New("another import, prune or gc is running on this store")
 	// ErrConflict: a bundle would change what the store serves under a
 	// provider or module version it already has.
 	ErrConflict = errors.New("the bundle conflicts with what the store serves")
+	// ErrWithdrawn: a bundle carries a version the store has withdrawn
+	// and does not reinstate it.
+	ErrWithdrawn = errors.New("the bundle carries a withdrawn version")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

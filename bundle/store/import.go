@@ -39,6 +39,8 @@ type ImportResult struct {
 	BlobsShared int // blobs the store already had
 	BytesRead   int64
 	Cleaned     int // leftovers of an earlier, interrupted import removed
+	Withdrew    []string
+	Reinstated  []string
 }
 
 // Import reads a bundle from r into the store at root (created if absent).
@@ -118,6 +120,9 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	if err := ix.Catalog.CheckMerge(&m.Catalog); err != nil {
 		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
 			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
+	}
+	if err := checkWithdrawn(ix, m); err != nil {
+		return nil, err
 	}
 	// A delta must find every omitted blob here before anything is read.
 	var need int64 // bytes of new blobs, for a disk-full message
@@ -199,7 +204,14 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 			already = true
 		}
 	}
-	if len(staged) == 0 && len(added) == 0 && already {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	stamp := now().UTC().Truncate(time.Second)
+	ix.Catalog = merged
+	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
+	if len(staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already {
 		res.Unchanged = len(refreshed) == 0
 		if err := refresh(root, stage, refreshed); err != nil {
 			return nil, err
@@ -213,18 +225,14 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		res.BlobsAdded++
 		res.BytesAdded += b.Size
 	}
-	now := time.Now
-	if opt.Now != nil {
-		now = opt.Now
-	}
 	if added == nil {
 		added = []string{}
 	}
 	res.Added = added
-	ix.Catalog = merged
 	ix.Imports = append(ix.Imports, ImportEntry{
-		Bundle: res.Bundle, Signer: res.Signer, Time: now().UTC().Truncate(time.Second), Tool: m.Tool,
+		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
+		Withdrew: res.Withdrew, Reinstated: res.Reinstated,
 	})
 	data, err := encodeIndex(ix)
 	if err != nil {
@@ -433,9 +441,18 @@ func ReadInventory(root string) (*Index, []verify.Digest, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ents, err := os.ReadDir(blobDir(root))
+	ds, err := listBlobs(root)
 	if err != nil {
 		return nil, nil, err
+	}
+	return ix, ds, nil
+}
+
+// listBlobs lists the blobs in blobs/, sorted.
+func listBlobs(root string) ([]verify.Digest, error) {
+	ents, err := os.ReadDir(blobDir(root))
+	if err != nil {
+		return nil, err
 	}
 	var ds []verify.Digest
 	for _, e := range ents {
@@ -444,5 +461,5 @@ func ReadInventory(root string) (*Index, []verify.Digest, error) {
 		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ix, ds, nil
+	return ds, nil
 }

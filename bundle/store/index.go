@@ -21,6 +21,11 @@ type Index struct {
 	Format  int           `json:"format"`
 	Catalog dist.Catalog  `json:"catalog"`
 	Imports []ImportEntry `json:"imports"`
+	// Withdrawn lists the versions bundles withdrew (and no later bundle
+	// reinstated), sorted by key; they are not in Catalog.
+	Withdrawn []Withdrawn `json:"withdrawn,omitempty"`
+	// Maintenance is the prune and gc history (gc.go), newest last.
+	Maintenance []MaintenanceEntry `json:"maintenance,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.
@@ -37,6 +42,10 @@ type ImportEntry struct {
 	Added      []string      `json:"added"`
 	BlobsAdded int           `json:"blobs_added"`
 	BytesAdded int64         `json:"bytes_added"`
+	// Withdrew and Reinstated list what the bundle's withdraw and
+	// reinstate blocks changed.
+	Withdrew   []string `json:"withdrew,omitempty"`
+	Reinstated []string `json:"reinstated,omitempty"`
 }
 
 func readIndex(root string) (*Index, error) {

@@ -57,6 +57,17 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", v.File, v.Line, v.Source, v.Path, v.Digest.Short())
 		}
 	}
+	if len(ix.Withdrawn) > 0 {
+		fmt.Fprintln(&w, "\nWithdrawn (not served; a bundle carrying one is refused unless it reinstates it):")
+		for _, wd := range ix.Withdrawn {
+			absent := ""
+			if wd.Absent {
+				absent = " (was not in the store)"
+			}
+			fmt.Fprintf(&w, "  %s %-50s %-10s withdrawn %s by bundle %s signer %s%s\n    reason: %s\n",
+				wd.Kind, wd.Addr, wd.Version, wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), wd.Signer.Fingerprint, absent, wd.Reason)
+		}
+	}
 	fmt.Fprintln(&w, "\nImported bundles:")
 	for _, e := range ix.Imports {
 		kind := ""
@@ -65,6 +76,21 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		}
 		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
 			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, e.Signer.Fingerprint, e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added))
+		for _, l := range e.Withdrew {
+			fmt.Fprintln(&w, "    withdrew", l)
+		}
+		for _, l := range e.Reinstated {
+			fmt.Fprintln(&w, "    reinstated", l)
+		}
+	}
+	if len(ix.Maintenance) > 0 {
+		fmt.Fprintln(&w, "\nPrune and gc runs:")
+		for _, e := range ix.Maintenance {
+			fmt.Fprintf(&w, "  %s %s %s: %d blobs (%s) removed\n", e.Time.Format("2006-01-02T15:04:05Z"), e.Action, e.Policy, e.BlobsRemoved, progress.Size(e.BytesRemoved))
+			for _, l := range e.Removed {
+				fmt.Fprintln(&w, "    removed", l)
+			}
+		}
 	}
 }
 
@@ -82,6 +108,8 @@ type ImportReport struct {
 	BytesAdded  int64         `json:"bytes_added"`
 	BlobsShared int           `json:"blobs_already_present"`
 	Cleaned     int           `json:"leftovers_removed"`
+	Withdrew    []string      `json:"withdrew,omitempty"`
+	Reinstated  []string      `json:"reinstated,omitempty"`
 }
 
 // Report turns the result into the JSON report.
@@ -91,7 +119,8 @@ func (r *ImportResult) Report(file string) ImportReport {
 		added = []string{}
 	}
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
-		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned}
+		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
+		Withdrew: r.Withdrew, Reinstated: r.Reinstated}
 }
 
 // WriteText prints the result for people.
@@ -107,10 +136,16 @@ func (r *ImportResult) WriteText(out io.Writer) {
 	}
 	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
 		r.Bundle.Short(), r.Signer, r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
-	if len(r.Added) == 0 {
+	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
 	}
 	for _, a := range r.Added {
 		fmt.Fprintln(&w, "  added", a)
+	}
+	for _, a := range r.Reinstated {
+		fmt.Fprintln(&w, "  reinstated", a)
+	}
+	for _, a := range r.Withdrew {
+		fmt.Fprintln(&w, "  withdrew", a)
 	}
 }

@@ -162,7 +162,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate}
 	for _, b := range e.blobs {
 		m.Blobs = append(m.Blobs, b)
 	}

@@ -28,6 +28,10 @@ type Request struct {
 	// AllowUnvendored makes sources that cannot be vendored warnings
 	// instead of errors. See vendor.go.
 	NoVendor, AllowUnvendored bool
+	// Withdraw and Reinstate go into the bundle as they are (see
+	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
+	Withdraw  []dist.Withdrawal
+	Reinstate []dist.Withdrawal
 }
 
 // ProviderReq asks for versions of one provider.
@@ -54,6 +58,20 @@ type specFile struct {
 	Platforms []string       `hcl:"platforms,optional"`
 	Providers []specProvider `hcl:"provider,block"`
 	Modules   []specModule   `hcl:"module,block"`
+	Withdraw  []specWithdraw `hcl:"withdraw,block"`
+	Reinstate []specWithdraw `hcl:"reinstate,block"`
+}
+
+// specWithdraw is a withdraw or reinstate block. The label is a provider
+// source ([HOST/]NAMESPACE/TYPE) unless module = true, when it is a module
+// address ([HOST/]NAMESPACE/NAME/SYSTEM): a three-part address reads both
+// ways, so the kind is never guessed from its shape.
+type specWithdraw struct {
+	Source   string    `hcl:"source,label"`
+	Versions string    `hcl:"versions"`
+	Reason   string    `hcl:"reason"`
+	Module   *bool     `hcl:"module,optional"`
+	DefRange hcl.Range `hcl:",def_range"`
 }
 
 type specProvider struct {
@@ -114,7 +132,7 @@ func diagErr(diags hcl.Diagnostics) error {
 		}
 		lines = append(lines, l)
 	}
-	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms} and module \"SOURCE\" {versions, latest, all}", ErrManifest, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all}, withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
 }
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
@@ -187,7 +205,47 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		mr.All = m.All != nil && *m.All
 		req.Modules = append(req.Modules, mr)
 	}
+	for _, l := range []struct {
+		blocks []specWithdraw
+		out    *[]dist.Withdrawal
+		what   string
+	}{{sf.Withdraw, &req.Withdraw, "withdraw"}, {sf.Reinstate, &req.Reinstate, "reinstate"}} {
+		for _, b := range l.blocks {
+			w, err := b.withdrawal()
+			if err != nil {
+				return nil, rangeErr(b.DefRange, "%s %q: %v", l.what, b.Source, err)
+			}
+			*l.out = append(*l.out, w)
+		}
+	}
+	if err := dist.ValidateWithdrawals(&dist.Catalog{}, req.Withdraw, req.Reinstate); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, path, err)
+	}
 	return req, nil
+}
+
+// withdrawal turns a withdraw or reinstate block into its bundle form.
+// versions lists exact versions separated by commas or spaces.
+func (b specWithdraw) withdrawal() (dist.Withdrawal, error) {
+	w := dist.Withdrawal{Kind: dist.KindProvider, Reason: strings.TrimSpace(b.Reason)}
+	if b.Module != nil && *b.Module {
+		m, sub, ok, err := dist.ParseModuleSource(b.Source)
+		if err != nil || !ok || sub != "" {
+			return w, fmt.Errorf("not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)")
+		}
+		w.Kind, w.Addr = dist.KindModule, m.String()
+	} else {
+		p, err := dist.ParseProviderSource(b.Source)
+		if err != nil {
+			return w, fmt.Errorf("%v\nhint: for a module, add module = true", err)
+		}
+		w.Addr = p.String()
+	}
+	w.Versions = strings.FieldsFunc(b.Versions, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+	for i, v := range w.Versions {
+		w.Versions[i] = strings.TrimPrefix(v, "=")
+	}
+	return w, w.Validate()
 }
 
 // FromProject derives a Request from a Terraform/OpenTofu project: the
@@ -303,4 +361,7 @@ func hasTerraformFiles(dir string) error {
 }
 
 // Empty reports whether the request asks for nothing at all.
-func (r *Request) Empty() bool { return len(r.Providers) == 0 && len(r.Modules) == 0 }
+// A request that only withdraws or reinstates versions is not empty.
+func (r *Request) Empty() bool {
+	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
+}

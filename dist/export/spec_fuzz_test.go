@@ -15,6 +15,7 @@ func FuzzParseSpec(f *testing.F) {
 		"providers \"x\" {}\nresource \"a\" \"b\" {}\n",
 		"provider \"hashicorp/aws\" {\n  platforms = [\"linux_amd46\"]\n}\n",
 		"platforms = 3\n",
+		"withdraw \"hashicorp/aws\" {\n  versions = \"5.61.0, 5.61.1\"\n  reason = \"bad\"\n}\nreinstate \"a/b/c\" {\n  module = true\n  versions = \"1.0.0\"\n  reason = \"ok\"\n}\n",
 	} {
 		f.Add(s)
 	}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// TestCatalogInBrowser loads the catalog page of a real 'airgap serve'
+// over TLS in headless Chromium (Debian's chromium, driven by chromedp):
+// the DOM lists the store's providers and modules, the filter box hides
+// what does not match, the copy-ready configuration is what client-config
+// prints, the withdrawn version is listed with its reason, and a screenshot
+// is written ($AIRGAP_TEST_ARTIFACTS, else the test's temp dir).
+//
+// Chromium trusts exactly the appliance's certificate: the test verifies the
+// served chain against the appliance's CA in Go, then pins that leaf's key
+// with --ignore-certificate-errors-spki-list (Chromium on Linux reads CAs
+// only from an NSS database, which would need certutil).
+func TestCatalogInBrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+	}
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	keyring := filepath.Join(work, "site.pub.asc")
+	os.WriteFile(keyring, []byte(pub), 0o644)
+	set := bundletest.Standard(t, filepath.Join(work, "set"), signer)
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "old"), bundletest.Provider{
+		Host: "registry.terraform.io", Namespace: "hashicorp", Type: "random", Version: "3.5.0",
+		Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 4 << 10,
+	}))
+	b1 := filepath.Join(work, "first.bundle")
+	set.WriteBundleFile(t, b1, signer, bundle.CompressionZstd)
+	// A bundle that only withdraws random 3.5.0.
+	const reason = "compromised build, see advisory SEC-0042"
+	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
+		Catalog:  dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}},
+		Withdraw: []dist.Withdrawal{{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.5.0"}, Reason: reason}}}
+	b2 := filepath.Join(work, "withdraw.bundle")
+	f, _ := os.Create(b2)
+	bw, err := bundle.NewWriter(f, wm, signer, bundle.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFiles(nil); err != nil {
+		t.Fatal(err)
+	}
+	bw.Close()
+	f.Close()
+	root := filepath.Join(work, "store")
+	for _, b := range []string{b1, b2} {
+		mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, b)
+	}
+	base, caFile := startServe(t, root)
+	wantCfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--mode", "registry")
+
+	// Verify the served certificate against the CA, then pin its key.
+	pemCA, _ := os.ReadFile(caFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	u, _ := url.Parse(base)
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname()})
+	if err != nil {
+		t.Fatalf("the appliance's certificate does not verify against its CA: %v", err)
+	}
+	spki := sha256.Sum256(conn.ConnectionState().PeerCertificates[0].RawSubjectPublicKeyInfo)
+	conn.Close()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(work, "chromium-profile")),
+		chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(spki[:])),
+		chromedp.WindowSize(1280, 1000),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#provider-table"))); err != nil {
+		t.Fatalf("loading the catalog in chromium: %v", err)
+	}
+	provs := eval(`Array.from(document.querySelectorAll("tr.provider")).map(tr => tr.dataset.addr).join(",")`)
+	mods := eval(`Array.from(document.querySelectorAll("tr.module")).map(tr => tr.dataset.addr).join(",")`)
+	cfg := eval(`document.querySelector('pre.client-config[data-tool="terraform"][data-mode="registry"]').textContent`)
+	withdrawn := eval(`document.querySelector("#withdrawn-table").innerText`)
+	var wantProvs, wantMods []string
+	for _, p := range set.Catalog.Providers {
+		if !contains(wantProvs, p.Addr()) {
+			wantProvs = append(wantProvs, p.Addr())
+		}
+	}
+	for _, m := range set.Catalog.Modules {
+		wantMods = append(wantMods, m.Addr())
+	}
+	sort.Strings(wantProvs)
+	if provs != strings.Join(wantProvs, ",") || mods != strings.Join(wantMods, ",") {
+		t.Errorf("the DOM lists providers %q and modules %q, want %q and %q", provs, mods, wantProvs, wantMods)
+	}
+	if cfg != wantCfg {
+		t.Errorf("the page's terraform registry configuration differs from client-config:\n%s\nwant:\n%s", cfg, wantCfg)
+	}
+	if !strings.Contains(withdrawn, "3.5.0") || !strings.Contains(withdrawn, reason) {
+		t.Errorf("the withdrawn version is not listed with its reason: %q", withdrawn)
+	}
+
+	// Screenshot before filtering: the whole page (quality 100: PNG).
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	os.MkdirAll(dir, 0o755)
+	shotPath := filepath.Join(dir, "catalog.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the catalog page (%d bytes): %s", len(shot), shotPath)
+
+	// The filter box hides every row that does not match as one types.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#q"), "null"), chromedp.Sleep(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if visible := eval(`Array.from(document.querySelectorAll("tr[data-addr]")).filter(tr => !tr.hidden).map(tr => tr.dataset.addr).join(",")`); visible != "registry.opentofu.org/hashicorp/null" {
+		t.Errorf("after typing 'null' in the filter, visible rows: %q", visible)
+	}
+	// Submitting the filter asks the server for the whole catalog's matches.
+	if err := chromedp.Do(ctx, chromedp.Submit(chromedp.CSS("#q")), chromedp.Sleep(500*time.Millisecond), chromedp.WaitVisible(chromedp.CSS("#provider-table"))); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval(`location.search + " " + Array.from(document.querySelectorAll("tr[data-addr]")).map(tr => tr.dataset.addr).join(",")`); rows != "?q=null registry.opentofu.org/hashicorp/null" {
+		t.Errorf("the submitted filter shows %q", rows)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,251 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// PruneOptions say what Prune removes: exactly one of Keep, OlderThan and
+// Versions.
+type PruneOptions struct {
+	// Keep keeps the newest Keep versions of each provider and module.
+	Keep int
+	// ByAge removes versions last imported more than OlderThan ago.
+	ByAge     bool
+	OlderThan time.Duration
+	// Versions names versions to remove, as ADDRESS@VERSION (a provider
+	// source or a registry module address).
+	Versions []string
+	DryRun   bool
+	Wait     bool
+	Now      func() time.Time
+}
+
+// PruneResult says what Prune removed (or would remove).
+type PruneResult struct {
+	DryRun  bool     `json:"dry_run"`
+	Removed []string `json:"removed"` // "provider ADDR VERSION", "module ADDR VERSION"
+	// Blobs and Bytes: what no remaining version references, freed.
+	Blobs int   `json:"blobs_freed"`
+	Bytes int64 `json:"bytes_freed"`
+}
+
+// ErrPrune: the prune request is wrong (nothing was changed).
+var ErrPrune = errors.New("invalid prune request")
+
+// ParseAge reads --older-than: a Go duration ("720h") or a number of days
+// ("30d").
+func ParseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, fmt.Errorf("%w: --older-than %q: want a number of days (30d) or a duration (720h)", ErrPrune, s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: --older-than %q: want a number of days (30d) or a duration (720h)", ErrPrune, s)
+	}
+	return d, nil
+}
+
+// Prune removes provider and module versions from the catalog under a
+// policy and deletes the blobs that only they used. The index is replaced
+// atomically first (with the prune recorded in its maintenance history),
+// then unreferenced blobs are swept as GC does; a kill after the index swap
+// leaves only unreferenced blobs, which a re-run (or 'airgap gc') removes.
+// It holds the store lock. Pruned versions are not withdrawn: a later bundle
+// may carry them again.
+func Prune(root string, opt PruneOptions) (*PruneResult, error) {
+	n := 0
+	if opt.Keep > 0 {
+		n++
+	}
+	if opt.ByAge {
+		n++
+	}
+	if len(opt.Versions) > 0 {
+		n++
+	}
+	if n != 1 || opt.Keep < 0 {
+		return nil, fmt.Errorf("%w: give exactly one of --keep N (N >= 1), --older-than DURATION or ADDRESS@VERSION arguments", ErrPrune)
+	}
+	unlock, err := lockExisting(root, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ix, err := readIndex(root)
+	if err != nil {
+		return nil, err
+	}
+	now := stamp(opt.Now)
+	drop, policy, err := pruneKeys(ix, opt, now)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	res := &PruneResult{DryRun: opt.DryRun}
+	before := ix.Catalog.Blobs()
+	for _, p := range ix.Catalog.Providers {
+		if drop[p.Key()] {
+			res.Removed = append(res.Removed, "provider "+p.String())
+		}
+	}
+	for _, m := range ix.Catalog.Modules {
+		if drop[m.Key()] {
+			res.Removed = append(res.Removed, "module "+m.String())
+		}
+	}
+	removeKeys(&ix.Catalog, drop)
+	after := ix.Catalog.Blobs()
+	for d := range before {
+		if _, ok := after[d]; ok {
+			continue
+		}
+		if fi, err := os.Lstat(BlobPath(root, d)); err == nil {
+			res.Blobs++
+			res.Bytes += fi.Size()
+		}
+	}
+	if opt.DryRun {
+		return res, nil
+	}
+	if len(res.Removed) > 0 {
+		ix.recordMaintenance(MaintenanceEntry{Action: "prune", Time: now, Policy: policy, Removed: res.Removed, BlobsRemoved: res.Blobs, BytesRemoved: res.Bytes})
+		if testHookPruneBeforeIndex != nil {
+			testHookPruneBeforeIndex()
+		}
+		if err := WriteIndex(root, ix); err != nil {
+			return nil, fmt.Errorf("writing the store index: %w\nthe store was not changed", err)
+		}
+	}
+	// Also finishes the sweep of an earlier, interrupted prune.
+	if err := sweep(root, ix, &GCResult{}); err != nil {
+		return res, fmt.Errorf("%w\nthe versions were removed from the catalog; run 'airgap gc --store %s' to delete their blobs", err, root)
+	}
+	return res, nil
+}
+
+// testHookPruneBeforeIndex runs before the pruned index is written (tests only).
+var testHookPruneBeforeIndex func()
+
+// pruneKeys returns the catalog keys opt removes and a description of the
+// policy for the history.
+func pruneKeys(ix *Index, opt PruneOptions, now time.Time) (map[string]bool, string, error) {
+	drop := map[string]bool{}
+	type ver struct{ key, version string }
+	groups := map[string][]ver{}
+	for _, p := range ix.Catalog.Providers {
+		a := strings.ToLower(p.Addr())
+		groups[a] = append(groups[a], ver{p.Key(), p.Version})
+	}
+	for _, m := range ix.Catalog.Modules {
+		a := strings.ToLower(m.Addr())
+		groups[a] = append(groups[a], ver{m.Key(), m.Version})
+	}
+	switch {
+	case opt.Keep > 0:
+		for _, vs := range groups {
+			sort.Slice(vs, func(i, j int) bool { return dist.CompareVersions(vs[i].version, vs[j].version) > 0 })
+			for i := opt.Keep; i < len(vs); i++ {
+				drop[vs[i].key] = true
+			}
+		}
+		return drop, fmt.Sprintf("--keep %d", opt.Keep), nil
+	case opt.ByAge:
+		cut := now.Add(-opt.OlderThan)
+		last := lastImported(ix)
+		for _, vs := range groups {
+			for _, v := range vs {
+				// A version with no import record (a hand-made index) is kept.
+				if t, ok := last[v.key]; ok && t.Before(cut) {
+					drop[v.key] = true
+				}
+			}
+		}
+		return drop, "--older-than " + opt.OlderThan.String(), nil
+	}
+	for _, arg := range opt.Versions {
+		addr, v, ok := strings.Cut(arg, "@")
+		if !ok || !dist.ValidVersion(v) {
+			return nil, "", fmt.Errorf("%w: %q: want ADDRESS@VERSION, e.g. hashicorp/aws@5.61.0", ErrPrune, dist.Printable(arg))
+		}
+		var keys []string
+		if p, err := dist.ParseProviderSource(addr); err == nil {
+			keys = append(keys, dist.VersionKey(p.String(), v))
+		}
+		if m, sub, ok, err := dist.ParseModuleSource(addr); err == nil && ok && sub == "" {
+			keys = append(keys, dist.VersionKey(m.String(), v))
+		}
+		found := false
+		for _, k := range keys {
+			a, _, _ := strings.Cut(k, " ")
+			for _, gv := range groups[a] {
+				if gv.key == k {
+					drop[k], found = true, true
+				}
+			}
+		}
+		if !found {
+			return nil, "", fmt.Errorf("%w: %s is not in the store\nhint: 'airgap inventory --store DIR' lists what it has", ErrPrune, dist.Printable(arg))
+		}
+	}
+	return drop, strings.Join(opt.Versions, " "), nil
+}
+
+// lastImported maps each catalog key to the time of the newest import that
+// added it (or added platforms to it), from the import history.
+func lastImported(ix *Index) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, e := range ix.Imports {
+		for _, line := range e.Added {
+			f := strings.Fields(line) // "provider ADDR VERSION ...", "module ADDR VERSION ..."
+			if len(f) < 3 {
+				continue
+			}
+			k := dist.VersionKey(f[1], f[2])
+			if e.Time.After(out[k]) {
+				out[k] = e.Time
+			}
+		}
+	}
+	return out
+}
+
+// WriteText prints the result for people.
+func (r *PruneResult) WriteText(out io.Writer) {
+	var w strings.Builder
+	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	if len(r.Removed) == 0 {
+		fmt.Fprintln(&w, "nothing to prune")
+		return
+	}
+	for _, l := range r.Removed {
+		fmt.Fprintln(&w, verb, l)
+	}
+	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed\n", verb, len(r.Removed), r.Blobs, human(r.Bytes))
+}
+
+// WriteText prints the result for people.
+func (r *GCResult) WriteText(out io.Writer) {
+	var w strings.Builder
+	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps)
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// Withdrawn is one version a bundle took out of the catalog: it stays
+// listed here (and keeps later bundles from carrying it back) until a
+// bundle reinstates it.
+type Withdrawn struct {
+	Kind    string        `json:"kind"` // dist.KindProvider or dist.KindModule
+	Addr    string        `json:"addr"`
+	Version string        `json:"version"`
+	Reason  string        `json:"reason"`
+	Bundle  verify.Digest `json:"bundle"` // the withdrawing bundle's manifest digest
+	Signer  verify.Signer `json:"signer"`
+	Time    time.Time     `json:"time"`
+	// Absent is true when the store did not have the version when it was
+	// withdrawn (the withdrawal only keeps it out).
+	Absent bool `json:"absent,omitempty"`
+}
+
+// Key is the catalog key of the withdrawn version.
+func (w Withdrawn) Key() string { return dist.VersionKey(w.Addr, w.Version) }
+
+func (w Withdrawn) String() string { return w.Kind + " " + w.Addr + " " + w.Version }
+
+// checkWithdrawn refuses a bundle that carries a version the store has
+// withdrawn, unless the bundle itself reinstates it.
+func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
+	if len(ix.Withdrawn) == 0 {
+		return nil
+	}
+	lifted := map[string]bool{}
+	for _, r := range m.Reinstate {
+		for _, k := range r.Keys() {
+			lifted[k] = true
+		}
+	}
+	out := make(map[string]Withdrawn, len(ix.Withdrawn))
+	for _, w := range ix.Withdrawn {
+		if !lifted[w.Key()] {
+			out[w.Key()] = w
+		}
+	}
+	refuse := func(what string, key string) error {
+		w, ok := out[key]
+		if !ok {
+			return nil
+		}
+		return fmt.Errorf("%w: the bundle carries %s, which bundle %s (signed by %s) withdrew on %s: %s\n"+
+			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with a block "+
+			"reinstate %q { versions = %q  reason = \"...\" } in the same manifest",
+			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), w.Reason, shortAddr(w.Addr), w.Version)
+	}
+	for _, p := range m.Catalog.Providers {
+		if err := refuse("provider "+p.String(), p.Key()); err != nil {
+			return err
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if err := refuse("module "+mv.String(), mv.Key()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortAddr drops the default registry host, as manifests usually write it.
+func shortAddr(a string) string { return strings.TrimPrefix(a, dist.DefaultRegistry+"/") }
+
+// applyWithdrawals lifts the withdrawals m reinstates and applies the ones
+// it makes: the versions leave ix.Catalog and are recorded in ix.Withdrawn.
+// It returns what changed, as lines for the history and the report.
+func applyWithdrawals(ix *Index, m *bundle.Manifest, id verify.Digest, signer verify.Signer, now time.Time) (withdrew, reinstated []string) {
+	lifted := map[string]bool{}
+	for _, r := range m.Reinstate {
+		for _, k := range r.Keys() {
+			lifted[k] = true
+		}
+	}
+	keep := ix.Withdrawn[:0:0]
+	for _, w := range ix.Withdrawn {
+		if lifted[w.Key()] {
+			reinstated = append(reinstated, w.String())
+			continue
+		}
+		keep = append(keep, w)
+	}
+	have := map[string]bool{}
+	for _, w := range keep {
+		have[w.Key()] = true
+	}
+	drop := map[string]bool{}
+	for _, wd := range m.Withdraw {
+		for _, v := range wd.Versions {
+			k := dist.VersionKey(wd.Addr, v)
+			if have[k] {
+				continue // already withdrawn: the first record stands
+			}
+			have[k] = true
+			drop[k] = true
+			keep = append(keep, Withdrawn{Kind: wd.Kind, Addr: wd.Addr, Version: v, Reason: wd.Reason, Bundle: id, Signer: signer, Time: now, Absent: true})
+		}
+	}
+	if len(drop) > 0 {
+		present := removeKeys(&ix.Catalog, drop)
+		for i := range keep {
+			if present[keep[i].Key()] {
+				keep[i].Absent = false
+			}
+			if drop[keep[i].Key()] {
+				line := keep[i].String()
+				if keep[i].Absent {
+					line += " (not in the store; kept out)"
+				}
+				withdrew = append(withdrew, line)
+			}
+		}
+	}
+	sort.SliceStable(keep, func(i, j int) bool { return keep[i].Key() < keep[j].Key() })
+	ix.Withdrawn = keep
+	return withdrew, reinstated
+}
+
+// removeKeys removes the provider and module versions whose Key is in keys
+// from c, and reports which keys it found.
+func removeKeys(c *dist.Catalog, keys map[string]bool) map[string]bool {
+	found := map[string]bool{}
+	ps := make([]dist.ProviderVersion, 0, len(c.Providers))
+	for _, p := range c.Providers {
+		if keys[p.Key()] {
+			found[p.Key()] = true
+			continue
+		}
+		ps = append(ps, p)
+	}
+	ms := make([]dist.ModuleVersion, 0, len(c.Modules))
+	for _, mv := range c.Modules {
+		if keys[mv.Key()] {
+			found[mv.Key()] = true
+			continue
+		}
+		ms = append(ms, mv)
+	}
+	c.Providers, c.Modules = ps, ms
+	return found
+}

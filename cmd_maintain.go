@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle/store"
+)
+
+// --- prune --- (logic: bundle/store/prune.go)
+
+type pruneCmd struct {
+	storeD    string
+	keep      int
+	olderThan string
+	dryRun    bool
+	wait      bool
+	asJSON    bool
+}
+
+func (c *pruneCmd) synopsis() string {
+	return "remove provider and module versions from a store under a policy"
+}
+
+func (c *pruneCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("prune", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.IntVar(&c.keep, "keep", 0, "keep the newest N versions of each provider and module")
+	fs.StringVar(&c.olderThan, "older-than", "", "remove versions last imported before this long ago (30d, 720h)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "only print what would be removed")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	return fs
+}
+
+func (c *pruneCmd) run(args []string) error {
+	const usage = "usage: airgap prune --store DIR (--keep N | --older-than DURATION | ADDRESS@VERSION...) [--dry-run]"
+	if c.storeD == "" {
+		return usageError{usage}
+	}
+	opt := store.PruneOptions{Keep: c.keep, Versions: args, DryRun: c.dryRun, Wait: c.wait}
+	if c.olderThan != "" {
+		d, err := store.ParseAge(c.olderThan)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		opt.OlderThan, opt.ByAge = d, true
+	}
+	if n := btoi(c.keep != 0) + btoi(c.olderThan != "") + btoi(len(args) > 0); n != 1 || c.keep < 0 {
+		return usageError{usage}
+	}
+	res, err := store.Prune(c.storeD, opt)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(res)
+	}
+	res.WriteText(os.Stdout)
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// --- gc --- (logic: bundle/store/gc.go)
+
+type gcCmd struct {
+	storeD string
+	dryRun bool
+	wait   bool
+	asJSON bool
+}
+
+func (c *gcCmd) synopsis() string {
+	return "delete blobs no catalog entry references, and stale temporary files"
+}
+
+func (c *gcCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("gc", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "only print what would be deleted")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import or prune to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	return fs
+}
+
+func (c *gcCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap gc --store DIR [--dry-run]"}
+	}
+	res, err := store.GC(c.storeD, store.GCOptions{DryRun: c.dryRun, Wait: c.wait})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(res)
+	}
+	res.WriteText(os.Stdout)
+	return nil
+}

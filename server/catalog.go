@@ -1,0 +1,459 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"embed"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+)
+
+// The HTML catalog: GET / lists what the appliance serves and how to point
+// a client at it; /ui/providers/HOST/NS/TYPE and /ui/modules/HOST/NS/NAME/SYSTEM
+// show one address's versions with hashes and a ready configuration snippet.
+//
+// Everything shown comes from bundles (untrusted even when signed) or the
+// request's Host: html/template escapes it all, the Host is used only when it
+// is a valid host name, and the Content-Security-Policy allows no external
+// resource and only the page's own inline script (by hash). No fonts,
+// scripts or styles are fetched from anywhere (the network is offline).
+//
+// The page model (catalogModel) is built once per catalog snapshot, in one
+// pass, holding pointers into the snapshot: at 50,000 packages a page is a
+// filter over the address list plus one page of rows (pageSize addresses,
+// each with at most maxVersionsShown versions), so the work per request and
+// the size of an answer are bounded whatever the catalog holds; the query
+// (q) is cut to 100 bytes and page numbers to the pages there are.
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
+	"join": strings.Join,
+	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+}).ParseFS(templateFS, "templates/*.html"))
+
+// filterScript is the page's only script: it hides the rows of the current
+// page that do not match the filter box as one types (the form submits ?q=
+// for the whole catalog). Its hash goes into the CSP.
+const filterScript = `document.getElementById("q").addEventListener("input", function (e) {
+  var q = e.target.value.toLowerCase();
+  document.querySelectorAll("tr[data-addr]").forEach(function (tr) {
+    tr.hidden = q !== "" && tr.dataset.addr.indexOf(q) < 0;
+  });
+});`
+
+var catalogCSP = func() string {
+	h := sha256.Sum256([]byte(filterScript))
+	return "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'sha256-" +
+		base64.StdEncoding.EncodeToString(h[:]) + "'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}()
+
+const (
+	pageSize         = 100 // addresses per page
+	versionPageSize  = 50  // versions per page on an address's page
+	maxVersionsShown = 8   // versions listed per address on the catalog page
+	maxQuery         = 100 // bytes of ?q= used
+	maxHistoryShown  = 200 // newest imports and withdrawals listed
+)
+
+// catalogUI renders the pages from a model of the current snapshot.
+type catalogUI struct {
+	s     *Server
+	mu    sync.Mutex
+	model atomic.Pointer[catalogModel]
+	caFP  string
+}
+
+// catalogRoutes registers the HTML pages. "/{$}" matches only "/" itself,
+// so no protocol path is shadowed, and /ui/ is a prefix no protocol uses.
+func (s *Server) catalogRoutes(m *http.ServeMux) {
+	ui := &catalogUI{s: s, caFP: caFingerprintPEM(s.caPEM)}
+	m.HandleFunc("GET /{$}", ui.index)
+	m.HandleFunc("GET /ui/providers/{host}/{ns}/{type}", ui.provider)
+	m.HandleFunc("GET /ui/modules/{host}/{ns}/{name}/{system}", ui.module)
+}
+
+func caFingerprintPEM(p []byte) string {
+	b, _ := pem.Decode(p)
+	if b == nil {
+		return ""
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return ""
+	}
+	return CAFingerprint(c)
+}
+
+// catalogModel is everything the pages need from one snapshot.
+type catalogModel struct {
+	cat       *dist.Catalog
+	providers []*providerGroup
+	modules   []*moduleGroup
+	provBy    map[string]*providerGroup // lower(addr)
+	modBy     map[string]*moduleGroup
+	origins   []string
+	imports   []importRow
+	withdrawn []store.Withdrawn
+	nWithdraw int
+	packages  int
+}
+
+type providerGroup struct {
+	Addr, Source, Type string
+	key                string                  // lower(Addr), for the filter
+	Versions           []*dist.ProviderVersion // newest first
+}
+
+type moduleGroup struct {
+	Addr, Source, Name string
+	key                string
+	Versions           []*dist.ModuleVersion // newest first
+}
+
+type importRow struct {
+	store.ImportEntry
+	Added, Withdrew int
+}
+
+// SignerLabel says who signed a provider version's SHA256SUMS, as the
+// registry's key list and the bundle tell it.
+func SignerLabel(p *dist.ProviderVersion) string {
+	switch {
+	case p.SiteSigned:
+		return "site re-signed"
+	}
+	for _, k := range p.SigningKeys {
+		for _, id := range hashicorpKeyIDs {
+			if strings.EqualFold(k.KeyID, id) {
+				return "HashiCorp"
+			}
+		}
+	}
+	for _, k := range p.SigningKeys {
+		if k.TrustSignature != "" {
+			return "partner"
+		}
+	}
+	return "self-signed"
+}
+
+// hashicorpKeyIDs are the IDs of HashiCorp's provider signing keys (the
+// current one and the one it replaced in 2021), as the public registry lists
+// them for hashicorp/* providers.
+var hashicorpKeyIDs = []string{"34365D9472D7468F", "51852D87348FFC4C"}
+
+// shortSource drops the default registry host, as configurations write it.
+func shortSource(addr string) string { return strings.TrimPrefix(addr, dist.DefaultRegistry+"/") }
+
+// current returns the model of the store's current snapshot, building it
+// once per snapshot.
+func (ui *catalogUI) current() *catalogModel {
+	cat := ui.s.store.Catalog()
+	if m := ui.model.Load(); m != nil && m.cat == cat {
+		return m
+	}
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	if m := ui.model.Load(); m != nil && m.cat == cat {
+		return m
+	}
+	m := buildCatalogModel(cat, ui.s.store, ui.s.current().view.origins)
+	ui.model.Store(m)
+	return m
+}
+
+func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogModel {
+	m := &catalogModel{cat: cat, provBy: map[string]*providerGroup{}, modBy: map[string]*moduleGroup{}, origins: origins}
+	// The catalog is sorted by address, then version ascending.
+	for i := range cat.Providers {
+		p := &cat.Providers[i]
+		k := strings.ToLower(p.Addr())
+		g := m.provBy[k]
+		if g == nil {
+			g = &providerGroup{Addr: p.Addr(), Source: shortSource(p.Addr()), Type: p.Type, key: k}
+			m.provBy[k] = g
+			m.providers = append(m.providers, g)
+		}
+		g.Versions = append(g.Versions, p)
+		m.packages += len(p.Packages)
+	}
+	for i := range cat.Modules {
+		mv := &cat.Modules[i]
+		k := strings.ToLower(mv.Addr())
+		g := m.modBy[k]
+		if g == nil {
+			g = &moduleGroup{Addr: mv.Addr(), Source: shortSource(mv.Addr()), Name: mv.Name, key: k}
+			m.modBy[k] = g
+			m.modules = append(m.modules, g)
+		}
+		g.Versions = append(g.Versions, mv)
+		m.packages++
+	}
+	// Within an address the catalog is in ascending version order (the
+	// index is written sorted, dist.Catalog.Sort): newest first is the
+	// reverse, without parsing 50,000 versions again.
+	for _, g := range m.providers {
+		slices.Reverse(g.Versions)
+	}
+	for _, g := range m.modules {
+		slices.Reverse(g.Versions)
+	}
+	// Imports and withdrawals come from the index, when the store has one
+	// and it is the snapshot the catalog came from.
+	if ixr, ok := st.(interface{ Index() *store.Index }); ok {
+		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
+			imps := ix.Imports
+			if len(imps) > maxHistoryShown {
+				imps = imps[len(imps)-maxHistoryShown:]
+			}
+			for i := len(imps) - 1; i >= 0; i-- {
+				e := imps[i]
+				m.imports = append(m.imports, importRow{ImportEntry: e, Added: len(e.Added), Withdrew: len(e.Withdrew)})
+			}
+			m.nWithdraw = len(ix.Withdrawn)
+			m.withdrawn = ix.Withdrawn
+			if len(m.withdrawn) > maxHistoryShown {
+				m.withdrawn = m.withdrawn[:maxHistoryShown]
+			}
+		}
+	}
+	return m
+}
+
+// baseURL is the appliance's URL as the request names it, or a placeholder
+// when the Host header is not a valid host name.
+func baseURL(r *http.Request) string {
+	h := strings.ToLower(r.Host)
+	if !dist.ValidHost(h) {
+		return "https://APPLIANCE-HOST/"
+	}
+	return "https://" + h + "/"
+}
+
+type clientConfigText struct {
+	Tool, Mode, Text string
+}
+
+// clientConfigs is what 'airgap client-config' prints for each tool and
+// mode, for this base URL.
+func clientConfigs(base string, origins []string) []clientConfigText {
+	var out []clientConfigText
+	if len(origins) == 0 {
+		return nil
+	}
+	for _, c := range []struct{ tool, mode string }{
+		{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"},
+	} {
+		var b strings.Builder
+		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode}); err != nil {
+			continue
+		}
+		out = append(out, clientConfigText{c.tool, c.mode, b.String()})
+	}
+	return out
+}
+
+// pager is the page links of a list.
+type pager struct {
+	Page, Pages, Total int
+	Prev, Next         string // URLs, "" when none
+}
+
+func paginate(r *http.Request, total, size int, extra url.Values) (lo, hi int, p pager) {
+	p.Total = total
+	p.Pages = (total + size - 1) / size
+	if p.Pages == 0 {
+		p.Pages = 1
+	}
+	p.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
+	p.Page = max(1, min(p.Page, p.Pages))
+	link := func(n int) string {
+		v := url.Values{}
+		for k, vs := range extra {
+			v[k] = vs
+		}
+		v.Set("page", strconv.Itoa(n))
+		return "?" + v.Encode()
+	}
+	if p.Page > 1 {
+		p.Prev = link(p.Page - 1)
+	}
+	if p.Page < p.Pages {
+		p.Next = link(p.Page + 1)
+	}
+	lo = (p.Page - 1) * size
+	return lo, min(lo+size, total), p
+}
+
+type providerRow struct {
+	*providerGroup
+	Shown    []*dist.ProviderVersion
+	More     int
+	Newest   *dist.ProviderVersion
+	Signer   string
+	Platform []string
+}
+
+type moduleRow struct {
+	*moduleGroup
+	Shown []*dist.ModuleVersion
+	More  int
+}
+
+func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
+	m := ui.current()
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	if len(q) > maxQuery {
+		q = q[:maxQuery]
+	}
+	// One list of addresses, providers first, filtered then paginated.
+	type item struct {
+		p *providerGroup
+		m *moduleGroup
+	}
+	var items []item
+	for _, g := range m.providers {
+		if q == "" || strings.Contains(g.key, q) {
+			items = append(items, item{p: g})
+		}
+	}
+	nProv := len(items)
+	for _, g := range m.modules {
+		if q == "" || strings.Contains(g.key, q) {
+			items = append(items, item{m: g})
+		}
+	}
+	extra := url.Values{}
+	if q != "" {
+		extra.Set("q", q)
+	}
+	lo, hi, pg := paginate(r, len(items), pageSize, extra)
+	var provs []providerRow
+	var mods []moduleRow
+	for _, it := range items[lo:hi] {
+		if it.p != nil {
+			row := providerRow{providerGroup: it.p, Newest: it.p.Versions[0], Signer: SignerLabel(it.p.Versions[0])}
+			row.Shown = it.p.Versions[:min(len(it.p.Versions), maxVersionsShown)]
+			row.More = len(it.p.Versions) - len(row.Shown)
+			for _, pk := range row.Newest.Packages {
+				row.Platform = append(row.Platform, pk.Platform())
+			}
+			provs = append(provs, row)
+			continue
+		}
+		row := moduleRow{moduleGroup: it.m}
+		row.Shown = it.m.Versions[:min(len(it.m.Versions), maxVersionsShown)]
+		row.More = len(it.m.Versions) - len(row.Shown)
+		mods = append(mods, row)
+	}
+	base := baseURL(r)
+	ui.render(w, r, "index.html", map[string]any{
+		"Title":          "airgap catalog",
+		"Q":              q,
+		"Providers":      provs,
+		"Modules":        mods,
+		"NProv":          nProv,
+		"NMod":           len(items) - nProv,
+		"ProviderGroups": len(m.providers),
+		"ModuleGroups":   len(m.modules),
+		"Packages":       m.packages,
+		"ProviderVers":   len(m.cat.Providers),
+		"ModuleVers":     len(m.cat.Modules),
+		"Pager":          pg,
+		"Base":           base,
+		"Configs":        clientConfigs(base, m.origins),
+		"CAFingerprint":  ui.caFP,
+		"HasCA":          ui.s.caPEM != nil,
+		"Imports":        m.imports,
+		"Withdrawn":      m.withdrawn,
+		"NWithdrawn":     m.nWithdraw,
+	})
+}
+
+type providerVersionRow struct {
+	*dist.ProviderVersion
+	Signer  string
+	Snippet string
+}
+
+func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
+	m := ui.current()
+	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
+	g := m.provBy[addr]
+	if g == nil {
+		ui.notFound(w, r, "provider "+addr)
+		return
+	}
+	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
+	var rows []providerVersionRow
+	for _, v := range g.Versions[lo:hi] {
+		rows = append(rows, providerVersionRow{v, SignerLabel(v), fmt.Sprintf(
+			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)})
+	}
+	ui.render(w, r, "provider.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg})
+}
+
+type moduleVersionRow struct {
+	*dist.ModuleVersion
+	Snippet string
+}
+
+func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
+	m := ui.current()
+	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
+	g := m.modBy[addr]
+	if g == nil {
+		ui.notFound(w, r, "module "+addr)
+		return
+	}
+	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
+	var rows []moduleVersionRow
+	for _, v := range g.Versions[lo:hi] {
+		rows = append(rows, moduleVersionRow{v, fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n}\n", g.Name, g.Source, v.Version)})
+	}
+	ui.render(w, r, "module.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg})
+}
+
+func (ui *catalogUI) notFound(w http.ResponseWriter, r *http.Request, what string) {
+	ui.renderStatus(w, r, http.StatusNotFound, "notfound.html", map[string]any{"Title": "not found", "What": what})
+}
+
+func (ui *catalogUI) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
+	ui.renderStatus(w, r, http.StatusOK, name, data)
+}
+
+func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
+	data["Script"] = template.JS(filterScript)
+	var b strings.Builder
+	if err := catalogTmpl.ExecuteTemplate(&b, name, data); err != nil {
+		ui.s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", catalogCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(code)
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write([]byte(b.String()))
+}
