@@ -47,7 +47,7 @@ func TestCatalogInBrowser(t *testing.T) {
 	set := bundletest.Standard(t, filepath.Join(work, "set"), signer)
 	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "old"), bundletest.Provider{
 		Host: "registry.terraform.io", Namespace: "hashicorp", Type: "random", Version: "3.5.0",
-		Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 4 << 10,
+		Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 4 << 10,
 	}))
 	b1 := filepath.Join(work, "first.bundle")
 	set.WriteBundleFile(t, b1, signer, bundle.CompressionZstd)

@@ -30,7 +30,7 @@ func pruneFixture(t *testing.T, work string, n int) (root string) {
 	for i := 0; i < n; i++ {
 		set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "p", fmt.Sprint(i)), bundletest.Provider{
 			Host: "registry.terraform.io", Namespace: "example", Type: "many", Version: fmt.Sprintf("1.%d.0", i),
-			Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: 16 << 10,
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 16 << 10,
 		}))
 	}
 	b := filepath.Join(work, "many.bundle")
