@@ -1,0 +1,257 @@
+package main
+
+// The verbs that read bundles and stores: verify, import, inventory, split
+// and join. Each verb is one struct, its flag set and the calls into the
+// packages that do the work.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
+	"github.com/spf13/pflag"
+)
+
+// --- verify ---
+
+type verifyCmd struct {
+	keyring string
+	asJSON  bool
+}
+
+func (c *verifyCmd) synopsis() string {
+	return "check a bundle's signature and every digest, writing nothing"
+}
+
+func (c *verifyCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *verifyCmd) run(args []string) error {
+	if c.keyring == "" || len(args) != 1 {
+		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
+	}
+	rep := bundle.Report{File: args[0]}
+	err := func() error {
+		kr, err := verify.ReadKeyringFile(c.keyring)
+		if err != nil {
+			return err
+		}
+		f, err := bundle.Open(args[0], kr)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rep.Parts = f.Parts
+		return progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
+			return bundle.Check(n.Reader(f), kr, &rep)
+		})
+	}()
+	rep.OK = err == nil
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	if c.asJSON {
+		printJSON(rep)
+		if err != nil {
+			return errors.New("verification failed")
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Print(rep.Text())
+	return nil
+}
+
+// --- import ---
+
+type importCmd struct {
+	keyring string
+	storeD  string
+	wait    bool
+	asJSON  bool
+}
+
+func (c *importCmd) synopsis() string {
+	return "check a bundle and add it to the content-addressed store, all or nothing"
+}
+
+func (c *importCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
+	return fs
+}
+
+func (c *importCmd) run(args []string) error {
+	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
+		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
+	if err != nil {
+		return err
+	}
+	f, err := bundle.Open(args[0], kr)
+	if err != nil {
+		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
+	}
+	defer f.Close()
+	var res *store.ImportResult
+	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
+		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
+	}
+	if c.asJSON {
+		return printJSON(res.Report(args[0]))
+	}
+	res.WriteText(os.Stdout)
+	return nil
+}
+
+// --- inventory ---
+
+type inventoryCmd struct {
+	storeD string
+	asJSON bool
+}
+
+func (c *inventoryCmd) synopsis() string {
+	return "list what a store serves and the bundles imported into it"
+}
+
+func (c *inventoryCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
+	return fs
+}
+
+func (c *inventoryCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap inventory --store DIR"}
+	}
+	inv, err := store.LoadInventory(c.storeD)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(inv)
+	}
+	inv.WriteText(os.Stdout, c.storeD)
+	return nil
+}
+
+// --- split / join ---
+
+type splitCmd struct {
+	size    string
+	signKey string
+	asJSON  bool
+}
+
+func (c *splitCmd) synopsis() string {
+	return "split an existing bundle into signed volumes (BUNDLE.000 index, BUNDLE.001…)"
+}
+
+func (c *splitCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("split", pflag.ContinueOnError)
+	fs.StringVar(&c.size, "size", "fat32", "largest part: e.g. 4GiB, 700MB, or fat32, dvd, dvd-dl, bd, cd")
+	fs.StringVar(&c.signKey, "sign-key", "", "site private key that signs the parts index (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the signed parts index as JSON")
+	return fs
+}
+
+func (c *splitCmd) run(args []string) error {
+	if c.signKey == "" || len(args) != 1 {
+		return usageError{"usage: airgap split --size SIZE --sign-key KEY BUNDLE"}
+	}
+	size, err := bundle.ParseSize(c.size)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	fi, err := os.Stat(args[0])
+	if err != nil {
+		return err
+	}
+	at, err := bundle.SourceDate()
+	if err != nil {
+		return err
+	}
+	key, err := verify.ReadSigningKeyFile(c.signKey)
+	if err != nil {
+		return err
+	}
+	var ix *bundle.PartsIndex
+	err = progress.Stream(os.Stderr, "split "+filepath.Base(args[0]), fi.Size(), func(n *progress.Counter) (err error) {
+		ix, err = bundle.SplitFileCounting(args[0], size, key, at, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(ix)
+	}
+	ix.WriteText(os.Stdout, args[0])
+	return nil
+}
+
+type joinCmd struct {
+	keyring string
+	out     string
+	asJSON  bool
+}
+
+func (c *joinCmd) synopsis() string {
+	return "check a split set against its signed index and join it into one bundle file"
+}
+
+func (c *joinCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("join", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.out, "out", "", "bundle file to write (required)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *joinCmd) run(args []string) error {
+	if c.keyring == "" || c.out == "" || len(args) != 1 {
+		return usageError{"usage: airgap join --keyring FILE --out BUNDLE PART"}
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
+	if err != nil {
+		return err
+	}
+	rc, ix, err := bundle.OpenSet(args[0], kr)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	err = progress.Stream(os.Stderr, "join "+filepath.Base(c.out), ix.Size, func(n *progress.Counter) error {
+		return bundle.CreateAtomic(c.out, func(f *os.File) error { _, err := io.Copy(f, n.Reader(rc)); return err })
+	})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
+	}
+	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, progress.Size(ix.Size), ix.Digest.Hex())
+	return nil
+}

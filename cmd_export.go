@@ -1,0 +1,191 @@
+package main
+
+// export: the connected side. One struct, its flag set (checked in full
+// before anything is fetched) and the calls into dist/export.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/dist/export"
+	"github.com/airgap/airgap/dist/registry"
+	"github.com/airgap/airgap/verify"
+	"github.com/spf13/pflag"
+)
+
+// --- export ---
+
+type exportCmd struct {
+	manifest    string
+	from        string
+	signKey     string
+	out         string
+	platforms   []string
+	jobs        int
+	cache       string
+	dryRun      bool
+	noDeps      bool
+	compression string
+	split       string
+	since       string
+	have        string
+	allowEmpty  bool
+	asJSON      bool
+	maxPackage  string
+	maxModule   string
+	noVendor    bool
+	allowUnvend bool
+}
+
+func (c *exportCmd) synopsis() string {
+	return "resolve, download and verify providers and modules into one signed bundle"
+}
+
+func (c *exportCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
+	fs.StringVar(&c.manifest, "manifest", "", "HCL file saying what to export")
+	fs.StringVar(&c.from, "from", "", "derive what to export from this Terraform/OpenTofu project (and its .terraform.lock.hcl)")
+	fs.StringVar(&c.signKey, "sign-key", "", "site private key (from 'airgap keygen') that signs the bundle (required unless --dry-run)")
+	fs.StringVar(&c.out, "out", "", "bundle file to write (required unless --dry-run)")
+	fs.StringSliceVar(&c.platforms, "platform", nil, "os_arch to export (repeatable; overrides the manifest's platforms)")
+	fs.IntVar(&c.jobs, "jobs", 8, "parallel downloads")
+	fs.StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir/airgap)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "resolve and print the plan (module dependencies included) without downloading provider packages")
+	fs.BoolVar(&c.noDeps, "no-deps", false, "do not follow the modules and providers that exported modules need")
+	fs.StringVar(&c.compression, "compression", "zstd", "zstd or none")
+	fs.StringVar(&c.split, "split", "", "also split the bundle into volumes of at most SIZE (4GiB, 700MB, fat32, dvd, …)")
+	fs.StringVar(&c.since, "since", "", "write a delta: carry only blobs that this previous bundle (or split set) lacks")
+	fs.StringVar(&c.have, "have", "", "write a delta: carry only blobs missing from this 'airgap inventory --json' of the offline store")
+	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "write a bundle even if the manifest or project asks for nothing")
+	fs.BoolVar(&c.asJSON, "json", false, "print the plan (--dry-run) or the result as JSON on stdout")
+	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
+	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
+	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
+	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
+	return fs
+}
+
+// exportPlan is an export's checked command line.
+type exportPlan struct {
+	req       *export.Request
+	comp      bundle.Compression
+	splitSize int64
+	modTime   time.Time
+	key       *openpgp.Entity
+	cache     string
+	delta     *export.DeltaBase
+	maxPkg    int64
+	maxMod    int64
+}
+
+// check validates every flag and input before anything is fetched.
+func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
+	p = &exportPlan{}
+	switch {
+	case len(args) != 0 || (c.manifest == "") == (c.from == ""):
+		return nil, usageError{"give exactly one of --manifest FILE or --from DIR"}
+	case !c.dryRun && (c.signKey == "" || c.out == ""):
+		return nil, usageError{"--sign-key and --out are required (or use --dry-run)"}
+	case c.since != "" && c.have != "":
+		return nil, usageError{"give at most one of --since and --have"}
+	case c.jobs < 1 || c.jobs > 64:
+		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
+	}
+	if c.out != "" {
+		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--out %s: the directory %s does not exist\nhint: create it first; nothing was downloaded", c.out, filepath.Dir(c.out))
+		}
+	}
+	if p.comp, err = bundle.ParseCompression(c.compression); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if c.split != "" {
+		if p.splitSize, err = bundle.ParseSize(c.split); err != nil {
+			return nil, usageError{err.Error()}
+		}
+	}
+	if p.maxPkg, err = bundle.ParseSize(c.maxPackage); err != nil {
+		return nil, usageError{"--max-package-size: " + err.Error()}
+	}
+	if p.maxMod, err = bundle.ParseSize(c.maxModule); err != nil {
+		return nil, usageError{"--max-module-size: " + err.Error()}
+	}
+	if err := export.CheckPlatforms(c.platforms); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if p.modTime, err = bundle.SourceDate(); err != nil {
+		return nil, err
+	}
+	if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, c.allowEmpty); err != nil {
+		return nil, err
+	}
+	p.req.NoDeps = c.noDeps
+	p.req.NoVendor, p.req.AllowUnvendored = c.noVendor, c.allowUnvend
+	if c.signKey != "" {
+		if p.key, err = verify.ReadSigningKeyFile(c.signKey); err != nil {
+			return nil, err
+		}
+	}
+	if !c.dryRun && (c.since != "" || c.have != "") {
+		if p.delta, err = export.ReadDeltaBase(c.since, c.have, p.key); err != nil {
+			return nil, err
+		}
+	}
+	p.cache, err = export.CacheDir(c.cache)
+	return p, err
+}
+
+func (c *exportCmd) run(args []string) error {
+	p, err := c.check(args)
+	if err != nil {
+		return err
+	}
+	creds, err := registry.LoadCredentials()
+	if err != nil {
+		return fmt.Errorf("reading the CLI config for credentials: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	client := registry.New(registry.Options{Credentials: creds})
+	prog := &export.Progress{}
+	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
+	client.Notice = line.Logf
+	res, err := export.Run(ctx, p.req, export.Options{
+		Client: client, CacheDir: p.cache, Jobs: c.jobs,
+		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
+		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod,
+	})
+	line.Stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w\nhint: run the same command again; verified downloads are kept in %s and partial ones resume", err, p.cache)
+		}
+		return err
+	}
+	sum := res.Summarize(c.dryRun, time.Since(start))
+	if !c.dryRun {
+		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, Log: line.Logf})
+		if err != nil {
+			return err
+		}
+		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		if ix != nil && !c.asJSON {
+			ix.WriteText(os.Stdout, c.out)
+		}
+	}
+	if c.asJSON {
+		return printJSON(sum)
+	}
+	fmt.Print(sum.Text())
+	return nil
+}
