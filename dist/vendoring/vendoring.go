@@ -72,6 +72,11 @@ type vendorer struct {
 	budget   *getter.Budget
 	packages map[string]*pkg   // by source without subdirectory
 	failed   map[string]string // sources that could not be fetched: why
+	fetches  int               // attempts, failed ones included: at most MaxPackages
+	// edits: file -> module name -> new source, applied once every module
+	// directory has been read (a local module shared by two vendored
+	// subdirectories is read twice, and must read as written both times).
+	edits    map[string]map[string]string
 	res      *Result
 	problems []string // at most MaxCalls; dropped counts the rest
 	dropped  int
@@ -103,7 +108,7 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		return nil, err
 	}
 	defer tree.Close()
-	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
+	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, edits: map[string]map[string]string{}, res: &Result{}}
 	seen := map[string]bool{}
 	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
 	for len(queue) > 0 {
@@ -126,6 +131,16 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 			v.problems = v.problems[:maxProblems]
 		}
 		return nil, fmt.Errorf("%w:\n  %s%s\nhint: vendoring fetches each source from this machine as the client would; make it a literal git::https://, github.com/… or https://….tar.gz address that is reachable from here, or export with --allow-unvendored (such calls stay as written and fail offline unless reachable there) or --no-vendor (nothing is vendored)", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
+	}
+	files := make([]string, 0, len(v.edits))
+	for f := range v.edits {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := v.rewriteFile(f, v.edits[f]); err != nil {
+			return nil, err
+		}
 	}
 	if v.res.Warnings = v.problems; v.dropped > 0 {
 		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("… and %d more sources that cannot be vendored", v.dropped))
@@ -152,7 +167,6 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		}
 		return nil, fmt.Errorf("reading vendored %s: %w", dist.Printable(it.dir), err)
 	}
-	edits := map[string]map[string]string{} // file -> module name -> source
 	var next []item
 	for _, c := range cfg.Modules {
 		if _, _, ok, err := dist.ParseModuleSource(c.Source); err == nil && ok {
@@ -183,13 +197,16 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			if it.depth+1 > MaxDepth {
 				return nil, fmt.Errorf("%s: %w: %q is more than %d levels of nested sources below the module\nhint: this looks like a cycle or a generated chain; export with --no-vendor and check the module", at, ErrTooDeep, dist.Printable(c.Source), MaxDepth)
 			}
-			if len(v.packages) >= MaxPackages {
-				return nil, fmt.Errorf("%s: %w: more than %d packages to vendor into one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
-			}
 			if msg, bad := v.failed[key]; bad {
 				v.problem(at + ": " + msg)
 				continue
 			}
+			// Failed attempts count too: a module naming thousands of
+			// dead hosts must not make thousands of fetches.
+			if v.fetches >= MaxPackages {
+				return nil, fmt.Errorf("%s: %w: more than %d packages to fetch for one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
+			}
+			v.fetches++
 			if p, err = v.fetch(ctx, src); err != nil {
 				if ctx.Err() != nil {
 					return nil, err
@@ -213,22 +230,18 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		if !strings.HasPrefix(local, "../") {
 			local = "./" + local
 		}
-		if edits[file] == nil {
-			edits[file] = map[string]string{}
+		if old, ok := v.edits[file][c.Name]; ok {
+			if old != local {
+				return nil, fmt.Errorf("%s: %w: the module is declared twice in one file", at, ErrRewrite)
+			}
+			continue // a shared local module, read again from another vendored subdirectory
 		}
-		edits[file][c.Name] = local
+		if v.edits[file] == nil {
+			v.edits[file] = map[string]string{}
+		}
+		v.edits[file][c.Name] = local
 		v.res.Calls = append(v.res.Calls, dist.VendoredCall{File: file, Line: c.Line, Module: c.Name, Source: c.Source, Digest: p.digest, Commit: p.commit, Path: local})
 		next = append(next, item{within: p.dir, dir: target, depth: it.depth + 1})
-	}
-	files := make([]string, 0, len(edits))
-	for f := range edits {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		if err := v.rewriteFile(f, edits[f]); err != nil {
-			return nil, err
-		}
 	}
 	return next, nil
 }

@@ -1,0 +1,137 @@
+package vendoring
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist/getter"
+)
+
+// Attacks by a hostile module author on Vendor (the module and every
+// package it calls are untrusted): the packages are served by a stand-in
+// fetcher that normalizes a tree of files, as getter.Fetch does.
+
+// writeTree writes name -> content under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for n, c := range files {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// packages serves packages by URL (without subdir); unknown URLs fail.
+// It counts fetches.
+type packages struct {
+	t       *testing.T
+	trees   map[string]map[string]string
+	fetches int
+}
+
+func (p *packages) fetch(ctx context.Context, src *getter.Source) (*getter.Result, func(), error) {
+	p.fetches++
+	files, ok := p.trees[src.URL]
+	if !ok {
+		return nil, nil, errors.New("fetching " + src.URL + ": 404")
+	}
+	dir := p.t.TempDir()
+	writeTree(p.t, filepath.Join(dir, "t"), files)
+	out := filepath.Join(dir, "p.tar.gz")
+	if err := getter.NormalizeToFile(ctx, filepath.Join(dir, "t"), out); err != nil {
+		return nil, nil, err
+	}
+	return &getter.Result{Archive: out}, nil, nil
+}
+
+func vendorTree(t *testing.T, root map[string]string, pk *packages, allow bool) (string, *Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, root)
+	pk.t = t
+	res, err := Vendor(context.Background(), dir, "", getter.NewBudget(), Options{Fetch: pk.fetch, Allow: allow})
+	return dir, res, err
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Two subdirectories of one package both call a shared local module that
+// calls a remote one (terraform-aws-modules style): the shared file is
+// rewritten once, recorded once, and the export does not fail on reading
+// its own rewrite back as a call that leaves the package.
+func TestVendorSharedLocalModuleInPackage(t *testing.T) {
+	pk := &packages{trees: map[string]map[string]string{
+		"https://h.example/p.git": {
+			"a/main.tf":      "module \"c\" {\n  source = \"../common\"\n}\n",
+			"b/main.tf":      "module \"c\" {\n  source = \"../common\"\n}\n",
+			"common/main.tf": "module \"q\" {\n  source = \"git::https://h.example/q.git\"\n}\n",
+		},
+		"https://h.example/q.git": {"main.tf": "output \"x\" {\n  value = 1\n}\n"},
+	}}
+	dir, res, err := vendorTree(t, map[string]string{"main.tf": "module \"a\" {\n  source = \"git::https://h.example/p.git//a\"\n}\n\nmodule \"b\" {\n  source = \"git::https://h.example/p.git//b\"\n}\n"}, pk, false)
+	if err != nil {
+		t.Fatalf("vendoring a package whose two subdirectories share a local module: %v", err)
+	}
+	n := 0
+	for _, c := range res.Calls {
+		if strings.HasSuffix(c.File, "common/main.tf") {
+			n++
+			if !strings.HasPrefix(c.Path, "../../") {
+				t.Errorf("shared call rewritten to %q", c.Path)
+			}
+		}
+	}
+	if n != 1 || len(res.Calls) != 3 {
+		t.Errorf("records: %+v", res.Calls)
+	}
+	var pdir string
+	for _, c := range res.Calls {
+		if c.Module == "a" {
+			pdir = path.Dir(strings.TrimPrefix(c.Path, "./"))
+		}
+	}
+	if got := readFile(t, dir, pdir+"/common/main.tf"); !strings.Contains(got, "source = \"../../") || strings.Count(got, "source") != 1 {
+		t.Errorf("shared file:\n%s", got)
+	}
+}
+
+// A module with thousands of calls to distinct sources that all fail
+// (a dead or slow host each) makes at most MaxPackages fetches.
+func TestVendorFailingFetchesBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 3 * MaxPackages {
+		b.WriteString("module \"m" + itoa(i) + "\" {\n  source = \"git::https://h.example/dead" + itoa(i) + ".git\"\n}\n")
+	}
+	pk := &packages{trees: map[string]map[string]string{}}
+	_, _, err := vendorTree(t, map[string]string{"main.tf": b.String()}, pk, true)
+	if pk.fetches > MaxPackages {
+		t.Fatalf("%d fetches for one module (bound %d): %v", pk.fetches, MaxPackages, err)
+	}
+	if err == nil {
+		t.Fatalf("no error after %d failed fetches", pk.fetches)
+	}
+}
+
+func itoa(i int) string {
+	const d = "0123456789"
+	if i < 10 {
+		return d[i : i+1]
+	}
+	return itoa(i/10) + d[i%10:i%10+1]
+}
