@@ -135,3 +135,32 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + d[i%10:i%10+1]
 }
+
+// A subdirectory named like a template: terraform reads a .tf.json source
+// literally, OpenTofu as a template (checked with tofu 1.11: a source
+// "./m%{if true}x%{endif}" installs ./mx), so the rewrite would send tofu
+// to another directory than the one vendored and reviewed. Refused, as
+// is a .tf.json source containing ${ or %{.
+func TestVendorTemplateSubdirRefused(t *testing.T) {
+	pk := &packages{trees: map[string]map[string]string{
+		"https://h.example/p.git": {
+			"%{if true}..%{endif}/x/main.tf": "output \"o\" {\n  value = 1\n}\n",
+			"x/main.tf":                      "output \"o\" {\n  value = 2\n}\n",
+		},
+	}}
+	for name, root := range map[string]map[string]string{
+		"subdir in .tf.json": {"main.tf.json": `{"module": {"a": {"source": "git::https://h.example/p.git//%{if true}..%{endif}/x"}}}`},
+		"subdir in .tf":      {"main.tf": "module \"a\" {\n  source = \"git::https://h.example/p.git//%%{if true}..%%{endif}/x\"\n}\n"},
+		"ref in .tf.json":    {"main.tf.json": `{"module": {"a": {"source": "git::https://h.example/p.git//x?ref=${x}"}}}`},
+	} {
+		dir, _, err := vendorTree(t, root, pk, false)
+		if !errors.Is(err, ErrUnvendorable) || !strings.Contains(err.Error(), "OpenTofu") {
+			t.Errorf("%s: %v", name, err)
+		}
+		for n, c := range root {
+			if got := readFile(t, dir, n); got != c {
+				t.Errorf("%s: rewritten to %q", name, got)
+			}
+		}
+	}
+}

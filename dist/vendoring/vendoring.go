@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
@@ -188,6 +189,10 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			sub, star = strings.TrimPrefix(strings.TrimPrefix(sub, "*"), "/"), true
 		}
 		sub = strings.Trim(path.Clean("/"+sub), "/")
+		if msg := ambiguous(file, c.Source, sub); msg != "" {
+			v.problem(at + ": " + msg)
+			continue
+		}
 		key := fmt.Sprintf("%s %s %s %v", src.Kind, src.URL, src.Ref, star)
 		if len(v.res.Calls) >= MaxCalls {
 			return nil, fmt.Errorf("%s: %w: more than %d module sources to rewrite in one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxCalls)
@@ -302,6 +307,26 @@ func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
 		return err
 	}
 	return r.WriteFile(name, out, 0o644)
+}
+
+// ambiguous says why a source cannot be rewritten to a path that means the
+// same to every client, or "". In .tf.json, terraform reads a source
+// string literally while OpenTofu (1.8+, static evaluation) reads it as a
+// template: a subdirectory named "%{if true}..%{endif}" would be one
+// directory to terraform and the reviewer, and the parent of the package
+// to tofu. Such names are refused in every file (no real module has
+// them), and so are control characters (the path is shown to reviewers).
+func ambiguous(file, source, sub string) string {
+	tmpl := func(s string) bool { return strings.Contains(s, "${") || strings.Contains(s, "%{") }
+	switch {
+	case strings.HasSuffix(file, ".json") && tmpl(source):
+		return "the source contains ${ or %{, which terraform reads literally in .tf.json and OpenTofu as a template"
+	case tmpl(sub):
+		return fmt.Sprintf("subdirectory %q contains ${ or %%{, which would be rewritten to a path terraform and OpenTofu read differently", dist.Printable(sub))
+	case strings.IndexFunc(sub, unicode.IsControl) >= 0:
+		return fmt.Sprintf("subdirectory %q contains control characters", dist.Printable(sub))
+	}
+	return ""
 }
 
 func firstLine(s string) string {
