@@ -164,3 +164,18 @@ func TestVendorTemplateSubdirRefused(t *testing.T) {
 		}
 	}
 }
+
+// .AIRGAP is .airgap on macOS and Windows: its files would land in the
+// vendored copy there. Refused like .airgap, before anything is fetched.
+func TestVendorReservedFolderAnyCase(t *testing.T) {
+	for _, name := range []string{".AIRGAP", ".AirGap"} {
+		pk := &packages{trees: map[string]map[string]string{"https://h.example/p.git": {"main.tf": "\n"}}}
+		_, _, err := vendorTree(t, map[string]string{
+			"main.tf":                    "module \"a\" {\n  source = \"git::https://h.example/p.git\"\n}\n",
+			name + "/modules/x/extra.tf": "\n",
+		}, pk, false)
+		if !errors.Is(err, ErrReserved) || pk.fetches != 0 || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v (%d fetches)", name, err, pk.fetches)
+		}
+	}
+}

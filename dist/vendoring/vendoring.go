@@ -2,10 +2,8 @@ package vendoring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -101,8 +99,8 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
-	if _, err := os.Lstat(filepath.Join(root, ".airgap")); !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: the module already has a .airgap folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved)
+	if err := reserved(root); err != nil {
+		return nil, err
 	}
 	tree, err := os.OpenRoot(root)
 	if err != nil {
@@ -154,6 +152,24 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		return a.Line < b.Line
 	})
 	return v.res, nil
+}
+
+// reserved refuses a tree that has .airgap already, in any case: on the
+// case-insensitive file systems of macOS and Windows engineers, a
+// ".AIRGAP/modules/<digest>/extra.tf" shipped by the author would be
+// extracted into the vendored copy, adding code that is not in the
+// package the manifest names.
+func reserved(root string) error {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.EqualFold(e.Name(), ".airgap") {
+			return fmt.Errorf("%w: the module already has a %s folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved, dist.Printable(e.Name()))
+		}
+	}
+	return nil
 }
 
 // module vendors the remote calls of one module directory (and the local
