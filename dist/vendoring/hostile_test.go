@@ -179,3 +179,39 @@ func TestVendorReservedFolderAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// A package with many subdirectories, each called once and each calling
+// one shared local module: the shared module is parsed once, not once per
+// call, and all configuration read is bounded (MaxConfigBytes). Before,
+// each visit re-read it: MaxCalls visits of a 64 MiB local module
+// (41 s and GiBs each to parse) kept an export busy for hours.
+func TestVendorSharedLocalModuleReadOnce(t *testing.T) {
+	const n = 40
+	files := map[string]string{"common/big.tf": strings.Repeat("locals {\n  a = [1, 2, 3]\n}\n", 4000)}
+	var root strings.Builder
+	for i := range n {
+		files["d"+itoa(i)+"/main.tf"] = "module \"c\" {\n  source = \"../common\"\n}\n"
+		root.WriteString("module \"d" + itoa(i) + "\" {\n  source = \"git::https://h.example/p.git//d" + itoa(i) + "\"\n}\n")
+	}
+	pk := &packages{trees: map[string]map[string]string{"https://h.example/p.git": files}}
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"main.tf": root.String()})
+	pk.t = t
+	res, err := Vendor(context.Background(), dir, "", getter.NewBudget(), Options{Fetch: pk.fetch})
+	if err != nil || len(res.Calls) != n {
+		t.Fatalf("%v %d", err, len(res.Calls))
+	}
+	// The same, one directory over the bound: refused.
+	big := map[string]string{}
+	for i := range MaxConfigBytes/(8<<20) + 1 {
+		big["d"+itoa(i)+"/main.tf"] = "# " + strings.Repeat("x", 8<<20-10) + "\n"
+	}
+	pk2 := &packages{trees: map[string]map[string]string{"https://h.example/big.git": big}}
+	var calls strings.Builder
+	for i := range len(big) {
+		calls.WriteString("module \"d" + itoa(i) + "\" {\n  source = \"git::https://h.example/big.git//d" + itoa(i) + "\"\n}\n")
+	}
+	if _, _, err := vendorTree(t, map[string]string{"main.tf": calls.String()}, pk2, false); err == nil || !strings.Contains(err.Error(), "bytes of configuration") {
+		t.Fatalf("more than MaxConfigBytes of configuration: %v", err)
+	}
+}

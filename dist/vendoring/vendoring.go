@@ -29,6 +29,11 @@ const (
 	// MaxCalls: rewritten calls in one module's tree (each is a record in
 	// the manifest), and so also module directories visited.
 	MaxCalls = 1024
+	// MaxConfigBytes: bytes of .tf and .tf.json files read for one
+	// module's tree, its vendored packages included (each directory is
+	// read once). Dense HCL parses at about 1.5 MiB/s with tfconfig's
+	// per-directory peak of some GiB for 64 MiB: this bounds the time.
+	MaxConfigBytes = 2 * tfconfig.MaxTreeBytes
 	// maxProblems: unvendorable sources listed in one error.
 	maxProblems = 20
 )
@@ -72,6 +77,9 @@ type vendorer struct {
 	packages map[string]*pkg   // by source without subdirectory
 	failed   map[string]string // sources that could not be fetched: why
 	fetches  int               // attempts, failed ones included: at most MaxPackages
+	read     map[string]bool   // module directories read (slash paths in the tree)
+	// configBytes: .tf and .tf.json bytes read, at most MaxConfigBytes.
+	configBytes int64
 	// edits: file -> module name -> new source, applied once every module
 	// directory has been read (a local module shared by two vendored
 	// subdirectories is read twice, and must read as written both times).
@@ -107,7 +115,7 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		return nil, err
 	}
 	defer tree.Close()
-	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, edits: map[string]map[string]string{}, res: &Result{}}
+	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, edits: map[string]map[string]string{}, read: map[string]bool{}, res: &Result{}}
 	seen := map[string]bool{}
 	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
 	for len(queue) > 0 {
@@ -176,8 +184,7 @@ func reserved(root string) error {
 // modules it calls inside its package) and returns the vendored module
 // directories to visit next.
 func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
-	within := filepath.Join(v.root, filepath.FromSlash(it.within))
-	cfg, err := tfconfig.LoadTreeIn(within, filepath.Join(v.root, filepath.FromSlash(it.dir)))
+	calls, err := v.load(it)
 	if err != nil {
 		if it.within == "." {
 			return nil, fmt.Errorf("reading its configuration: %w", err)
@@ -185,11 +192,11 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		return nil, fmt.Errorf("reading vendored %s: %w", dist.Printable(it.dir), err)
 	}
 	var next []item
-	for _, c := range cfg.Modules {
+	for _, c := range calls {
 		if _, _, ok, err := dist.ParseModuleSource(c.Source); err == nil && ok {
 			continue // a registry address: exported as a module of its own
 		}
-		file := path.Join(it.within, filepath.ToSlash(c.File))
+		file := c.File
 		at := fmt.Sprintf("%s:%d: module %q", dist.Printable(file), c.Line, dist.Printable(c.Name))
 		if c.Source == "" {
 			v.problem(at + ": the source is not a literal string (built from variables?)")
@@ -265,6 +272,90 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		next = append(next, item{within: p.dir, dir: target, depth: it.depth + 1})
 	}
 	return next, nil
+}
+
+// load reads the module directory it.dir and the local modules it calls
+// (which must stay inside it.within, the package), and returns the calls
+// that are not local, with File a slash path in the tree. Each directory
+// is read once per Vendor, whichever visit reaches it first: a local
+// module shared by many vendored subdirectories (up to MaxCalls of them)
+// is not parsed again for each, and all the configuration read for one
+// tree is at most MaxConfigBytes, on top of tfconfig's per-file and
+// per-directory limits (the tree itself has no links: Unpack wrote it).
+func (v *vendorer) load(it item) ([]tfconfig.ModuleCall, error) {
+	var out []tfconfig.ModuleCall
+	stack := []string{it.dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v.read[d] {
+			continue
+		}
+		if v.read[d] = true; len(v.read) > MaxCalls+tfconfig.MaxLocalModules {
+			return nil, fmt.Errorf("%w: more than %d module directories", tfconfig.ErrTooLarge, MaxCalls+tfconfig.MaxLocalModules)
+		}
+		if err := v.account(d); err != nil {
+			return nil, err
+		}
+		cfg, err := tfconfig.LoadDir(filepath.Join(v.root, filepath.FromSlash(d)))
+		if err != nil {
+			return nil, err
+		}
+		var local []string
+		for _, m := range cfg.Modules {
+			m.File = path.Join(d, filepath.ToSlash(m.File))
+			if !tfconfig.IsLocalSource(m.Source) {
+				out = append(out, m)
+				continue
+			}
+			next := path.Join(d, m.Source)
+			if !inside(it.within, next) {
+				return nil, fmt.Errorf("%s: module %q: source %q: %w (%s)\nhint: local module calls are followed only inside the module's own package", m.Pos, dist.Printable(m.Name), dist.Printable(m.Source), tfconfig.ErrOutside, dist.Printable(it.within))
+			}
+			local = append(local, next)
+		}
+		for i := len(local) - 1; i >= 0; i-- {
+			stack = append(stack, local[i])
+		}
+	}
+	return out, nil
+}
+
+// inside reports whether p (clean) is within (clean, "." for the tree).
+func inside(within, p string) bool {
+	if within == "." {
+		return p == "." || filepath.IsLocal(p)
+	}
+	rel, ok := strings.CutPrefix(p, within+"/")
+	return p == within || ok && filepath.IsLocal(rel)
+}
+
+// account adds the configuration files of directory d to what this Vendor
+// has read, within MaxConfigBytes.
+func (v *vendorer) account(d string) error {
+	f, err := v.tree.Open(filepath.FromSlash(d))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1) // the tree holds at most getter.MaxArchiveEntries
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if v.configBytes += fi.Size(); v.configBytes > MaxConfigBytes {
+			return fmt.Errorf("%s: %w: the module and the packages vendored into it have more than %d bytes of configuration", dist.Printable(d), tfconfig.ErrTooLarge, MaxConfigBytes)
+		}
+	}
+	return nil
 }
 
 // fetch fetches a package and copies its normalized archive into the
