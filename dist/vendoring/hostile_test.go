@@ -215,3 +215,15 @@ func TestVendorSharedLocalModuleReadOnce(t *testing.T) {
 		t.Fatalf("more than MaxConfigBytes of configuration: %v", err)
 	}
 }
+
+// getter.Parse lets escapes and bidi overrides through in a //subdir;
+// they would be recorded in the manifest and printed by inventory.
+func TestVendorControlCharsInSubdirRefused(t *testing.T) {
+	pk := &packages{trees: map[string]map[string]string{"https://h.example/p.git": {"x/main.tf": "\n"}}}
+	for _, sub := range []string{`\u001b[2Jx`, `\u202ex`} {
+		_, _, err := vendorTree(t, map[string]string{"main.tf": "module \"a\" {\n  source = \"git::https://h.example/p.git//" + sub + "\"\n}\n"}, pk, false)
+		if !errors.Is(err, ErrUnvendorable) || !strings.Contains(err.Error(), "control or format") || strings.ContainsAny(err.Error(), "\x1b\u202e") {
+			t.Errorf("%s: %v", sub, err)
+		}
+	}
+}

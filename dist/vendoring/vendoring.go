@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
@@ -31,9 +30,10 @@ const (
 	MaxCalls = 1024
 	// MaxConfigBytes: bytes of .tf and .tf.json files read for one
 	// module's tree, its vendored packages included (each directory is
-	// read once). Dense HCL parses at about 1.5 MiB/s with tfconfig's
+	// read once), as much as export then scans of it (tfconfig.LoadTreeIn, which
+	// follows the rewritten local calls). Dense HCL parses at about 1.5 MiB/s with tfconfig's
 	// per-directory peak of some GiB for 64 MiB: this bounds the time.
-	MaxConfigBytes = 2 * tfconfig.MaxTreeBytes
+	MaxConfigBytes = tfconfig.MaxTreeBytes
 	// maxProblems: unvendorable sources listed in one error.
 	maxProblems = 20
 )
@@ -422,7 +422,8 @@ func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
 // template: a subdirectory named "%{if true}..%{endif}" would be one
 // directory to terraform and the reviewer, and the parent of the package
 // to tofu. Such names are refused in every file (no real module has
-// them), and so are control characters (the path is shown to reviewers).
+// them), and so are control and format characters (getter.Parse lets them
+// through in a subdirectory; the path is recorded and shown to reviewers).
 func ambiguous(file, source, sub string) string {
 	tmpl := func(s string) bool { return strings.Contains(s, "${") || strings.Contains(s, "%{") }
 	switch {
@@ -430,8 +431,8 @@ func ambiguous(file, source, sub string) string {
 		return "the source contains ${ or %{, which terraform reads literally in .tf.json and OpenTofu as a template"
 	case tmpl(sub):
 		return fmt.Sprintf("subdirectory %q contains ${ or %%{, which would be rewritten to a path terraform and OpenTofu read differently", dist.Printable(sub))
-	case strings.IndexFunc(sub, unicode.IsControl) >= 0:
-		return fmt.Sprintf("subdirectory %q contains control characters", dist.Printable(sub))
+	case dist.Printable(sub) != sub:
+		return fmt.Sprintf("subdirectory %q contains control or format characters or invalid UTF-8", dist.Printable(sub))
 	}
 	return ""
 }
