@@ -227,3 +227,20 @@ func TestVendorControlCharsInSubdirRefused(t *testing.T) {
 		}
 	}
 }
+
+// OpenTofu reads main.tofu instead of main.tf: a call written only there
+// would be neither vendored nor recorded, and tofu would fetch it offline
+// (or use a path into .airgap that terraform and reviewers never see).
+func TestVendorTofuFilesListed(t *testing.T) {
+	pk := &packages{trees: map[string]map[string]string{"https://h.example/p.git": {"main.tf": "\n"}}}
+	root := map[string]string{
+		"main.tf":   "module \"a\" {\n  source = \"git::https://h.example/p.git\"\n}\n",
+		"main.tofu": "module \"a\" {\n  source = \"git::https://evil.example/p.git\"\n}\n",
+	}
+	if _, _, err := vendorTree(t, root, pk, false); !errors.Is(err, ErrUnvendorable) || !strings.Contains(err.Error(), "main.tofu: OpenTofu-only") {
+		t.Fatalf("a module with main.tofu: %v", err)
+	}
+	if _, res, err := vendorTree(t, root, pk, true); err != nil || len(res.Warnings) != 1 || len(res.Calls) != 1 {
+		t.Fatalf("with Allow: %v %+v", err, res)
+	}
+}

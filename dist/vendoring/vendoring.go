@@ -331,7 +331,7 @@ func inside(within, p string) bool {
 }
 
 // account adds the configuration files of directory d to what this Vendor
-// has read, within MaxConfigBytes.
+// has read, within MaxConfigBytes, and lists .tofu files as problems.
 func (v *vendorer) account(d string) error {
 	f, err := v.tree.Open(filepath.FromSlash(d))
 	if err != nil {
@@ -344,6 +344,11 @@ func (v *vendorer) account(d string) error {
 	}
 	for _, e := range ents {
 		n := e.Name()
+		if e.Type().IsRegular() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".tofu") || strings.HasSuffix(n, ".tofu.json")) {
+			// OpenTofu reads these (instead of a .tf of the same name):
+			// their calls would be neither vendored nor recorded.
+			v.problem(fmt.Sprintf("%s: OpenTofu-only configuration file: airgap reads .tf and .tf.json only, so module calls in it are not vendored and tofu offline may fetch them from the internet", dist.Printable(path.Join(d, n))))
+		}
 		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
 			continue
 		}
