@@ -244,3 +244,24 @@ func TestVendorTofuFilesListed(t *testing.T) {
 		t.Fatalf("with Allow: %v %+v", err, res)
 	}
 }
+
+// A cycle (p calls q calls p) and a diamond (1,000 calls of one package
+// from many places) fetch each package once and unpack it once.
+func TestVendorCycleAndDiamondFetchOnce(t *testing.T) {
+	var fan strings.Builder
+	for i := range 500 {
+		fan.WriteString("module \"q" + itoa(i) + "\" {\n  source = \"git::https://h.example/q.git\"\n}\n")
+	}
+	pk := &packages{trees: map[string]map[string]string{
+		"https://h.example/p.git": {"main.tf": fan.String(), "x/main.tf": fan.String()},
+		"https://h.example/q.git": {"main.tf": "module \"p\" {\n  source = \"git::https://h.example/p.git\"\n}\nmodule \"x\" {\n  source = \"git::https://h.example/p.git//x\"\n}\n"},
+	}}
+	dir, res, err := vendorTree(t, map[string]string{"main.tf": "module \"p\" {\n  source = \"git::https://h.example/p.git\"\n}\n"}, pk, false)
+	if err != nil || pk.fetches != 2 || len(res.Calls) != 1003 {
+		t.Fatalf("%v: %d fetches, %d calls", err, pk.fetches, len(res.Calls))
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(Dir)))
+	if len(ents) != 2 {
+		t.Fatalf("%d packages vendored", len(ents))
+	}
+}
