@@ -265,3 +265,13 @@ func TestVendorCycleAndDiamondFetchOnce(t *testing.T) {
 		t.Fatalf("%d packages vendored", len(ents))
 	}
 }
+
+// A module name with an escape (an HCL label may hold one; terraform
+// refuses it) is never recorded: import would refuse the record.
+func TestVendorModuleNameNotIdentifier(t *testing.T) {
+	pk := &packages{trees: map[string]map[string]string{"https://h.example/p.git": {"main.tf": "\n"}}}
+	_, _, err := vendorTree(t, map[string]string{"main.tf": "module \"a\\u001b[2J\" {\n  source = \"git::https://h.example/p.git\"\n}\n"}, pk, false)
+	if !errors.Is(err, ErrUnvendorable) || !strings.Contains(err.Error(), "not a valid identifier") || strings.Contains(err.Error(), "\x1b") {
+		t.Fatalf("%v", err)
+	}
+}

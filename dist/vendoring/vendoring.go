@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/tfconfig"
@@ -198,6 +200,10 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		}
 		file := c.File
 		at := fmt.Sprintf("%s:%d: module %q", dist.Printable(file), c.Line, dist.Printable(c.Name))
+		if !hclsyntax.ValidIdentifier(c.Name) { // terraform refuses it too; the name is recorded
+			v.problem(at + ": the module name is not a valid identifier")
+			continue
+		}
 		if c.Source == "" {
 			v.problem(at + ": the source is not a literal string (built from variables?)")
 			continue
