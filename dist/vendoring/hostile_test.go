@@ -275,3 +275,26 @@ func TestVendorModuleNameNotIdentifier(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A vendored package's own local calls stay inside it: "../<digest>" into
+// a sibling vendored package, or up out of the archive, is refused (the
+// client refuses such a path when it fetches the package online, too).
+func TestVendorLocalCallsStayInPackage(t *testing.T) {
+	q := map[string]string{"main.tf": "output \"o\" {\n  value = 1\n}\n"}
+	pk := &packages{trees: map[string]map[string]string{"https://h.example/q.git": q}}
+	_, res, err := vendorTree(t, map[string]string{"main.tf": "module \"q\" {\n  source = \"git::https://h.example/q.git\"\n}\n"}, pk, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qdir := path.Base(res.Calls[0].Path)
+	for _, up := range []string{"../" + qdir, "../../../x", "./a/../../" + qdir} {
+		pk := &packages{trees: map[string]map[string]string{
+			"https://h.example/q.git": q,
+			"https://h.example/p.git": {"main.tf": "module \"up\" {\n  source = \"" + up + "\"\n}\n", "a/main.tf": "\n"},
+		}}
+		_, _, err := vendorTree(t, map[string]string{"main.tf": "module \"q\" {\n  source = \"git::https://h.example/q.git\"\n}\nmodule \"p\" {\n  source = \"git::https://h.example/p.git\"\n}\n"}, pk, true)
+		if err == nil || !strings.Contains(err.Error(), "outside the project or module package") {
+			t.Errorf("%s: %v", up, err)
+		}
+	}
+}
