@@ -298,3 +298,14 @@ func TestVendorLocalCallsStayInPackage(t *testing.T) {
 		}
 	}
 }
+
+// The module's subdirectory (from the registry) must be inside the tree.
+func TestVendorSubdirOutsideTree(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"t/main.tf": "\n", "secret/main.tf": "module \"x\" {\n  source = \"git::https://h.example/x.git\"\n}\n"})
+	pk := &packages{t: t}
+	_, err := Vendor(context.Background(), filepath.Join(dir, "t"), "../secret", getter.NewBudget(), Options{Fetch: pk.fetch})
+	if err == nil || !strings.Contains(err.Error(), "outside") || pk.fetches != 0 {
+		t.Fatalf("%v (%d fetches)", err, pk.fetches)
+	}
+}

@@ -289,6 +289,9 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 // tree is at most MaxConfigBytes, on top of tfconfig's per-file and
 // per-directory limits (the tree itself has no links: Unpack wrote it).
 func (v *vendorer) load(it item) ([]tfconfig.ModuleCall, error) {
+	if !inside(it.within, it.dir) { // a subdirectory from the registry: checked, not trusted
+		return nil, fmt.Errorf("%s: %w (%s)", dist.Printable(it.dir), tfconfig.ErrOutside, dist.Printable(it.within))
+	}
 	var out []tfconfig.ModuleCall
 	stack := []string{it.dir}
 	for len(stack) > 0 {
