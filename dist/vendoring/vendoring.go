@@ -159,7 +159,10 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		if a.File != b.File {
 			return a.File < b.File
 		}
-		return a.Line < b.Line
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Module < b.Module // several blocks on one line of .tf.json
 	})
 	return v.res, nil
 }
