@@ -263,8 +263,10 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 				return err
 			}
 		}
-		for _, v := range m.Vendored { // a record for reviewers; shown escaped
-			if _, err := verify.ParseDigest(string(v.Digest)); err != nil || v.Line < 0 {
+		for _, v := range m.Vendored { // a record for reviewers, one inventory line each: no newline or escape may forge another
+			printable := Printable(v.File) == v.File && Printable(v.Module) == v.Module && Printable(v.Source) == v.Source && Printable(v.Path) == v.Path && Printable(v.Commit) == v.Commit
+			local := strings.HasPrefix(v.Path, "./") || strings.HasPrefix(v.Path, "../")
+			if _, err := verify.ParseDigest(string(v.Digest)); err != nil || v.Line < 0 || !printable || !local {
 				return fmt.Errorf("%s: invalid vendored source record at %q", m, Printable(v.File))
 			}
 		}

@@ -30,37 +30,48 @@ func NewBudget() *Budget { return &Budget{entries: MaxArchiveEntries, bytes: Max
 // nothing). dist/vendor edits such a copy, never the tree Fetch left (which
 // may still hold links and .git).
 func Unpack(ctx context.Context, archive, dir string, b *Budget) error {
-	if err := b.take(archive); err != nil {
-		return err
-	}
-	return extract(ctx, archive, "tar.gz", dir)
-}
-
-func (b *Budget) take(archive string) error {
-	f, err := os.Open(archive)
+	entries, bytes, err := b.take(archive)
 	if err != nil {
 		return err
+	}
+	if err := extract(ctx, archive, "tar.gz", dir); err != nil { // it removes what it wrote
+		b.entries, b.bytes = b.entries+entries, b.bytes+bytes
+		return err
+	}
+	return nil
+}
+
+// take takes the archive's entries and bytes from b, or nothing if they do
+// not fit (a package refused, with --allow-unvendored, leaves the budget
+// to the others).
+func (b *Budget) take(archive string) (entries int, bytes int64, err error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return 0, 0, err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsafeArchive, err)
+		return 0, 0, fmt.Errorf("%w: %v", ErrUnsafeArchive, err)
 	}
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			b.entries, b.bytes = b.entries-entries, b.bytes-bytes
+			return entries, bytes, nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrUnsafeArchive, err)
+			return 0, 0, fmt.Errorf("%w: %v", ErrUnsafeArchive, err)
 		}
-		b.entries--
-		if h.Typeflag == tar.TypeReg {
-			b.bytes -= h.Size
+		entries++
+		if h.Typeflag == tar.TypeReg && h.Size > b.bytes-bytes { // no overflow: both stay within b
+			bytes = b.bytes + 1
+		} else if h.Typeflag == tar.TypeReg {
+			bytes += h.Size
 		}
-		if b.entries < 0 || b.bytes < 0 {
-			return fmt.Errorf("%w: the module and the packages vendored into it pass %d entries or %d bytes together", ErrArchiveLimit, MaxArchiveEntries, int64(MaxArchiveBytes))
+		if entries > b.entries || bytes > b.bytes {
+			return 0, 0, fmt.Errorf("%w: the module and the packages vendored into it pass %d entries or %d bytes together", ErrArchiveLimit, MaxArchiveEntries, int64(MaxArchiveBytes))
 		}
 	}
 }

@@ -18,20 +18,28 @@
 // gives (the rest of the file unchanged).
 //
 // Bounds: MaxDepth levels of nested remote calls below the carried module,
-// MaxPackages distinct packages per tree (each fetched once; a cycle ends
-// at a package already vendored), MaxCalls rewritten calls (manifest
-// records; each names at most one module directory to read, through
-// dist/tfconfig's limits), and one getter.Budget for the whole tree
-// (the module and its vendored packages together within getter's archive
-// limits, 1 GiB and MaxArchiveEntries entries). Worst case on disk:
-// MaxArchiveBytes for the tree plus one package being fetched; time:
-// MaxPackages fetches, each bounded by the getter's own limits.
+// MaxPackages fetches per tree, failed ones included (each package fetched
+// once; a cycle ends at a package already vendored), MaxCalls rewritten
+// calls (manifest records), each module directory read once per tree
+// (a local module shared by many vendored subdirectories is parsed once)
+// and MaxConfigBytes of .tf/.tf.json read in all, and one getter.Budget
+// for the whole tree (the module and its vendored packages together
+// within getter's archive limits, 1 GiB and MaxArchiveEntries entries).
+// Rewrites are applied once every directory has been read, one pass per
+// file. Worst case on disk: MaxArchiveBytes for the tree plus one package
+// being fetched; time: MaxPackages fetches, each bounded by the getter's
+// own limits, plus parsing MaxConfigBytes (dense HCL: ~40 s).
 //
 // Sources that cannot be vendored (not a literal string, s3::/gcs::/hg::,
 // an HTTP URL that names no archive, a local git path, or a fetch that
 // fails) are listed together, with file:line, as one error with a hint, or
 // as warnings when Options.Allow is set (the call then stays as written).
-// A module that already has a .airgap folder is refused (ErrReserved).
+// A subdirectory containing ${ or %{ (and a .tf.json source containing
+// them: terraform reads it literally, OpenTofu as a template) or control
+// characters, and .tofu files (their calls would be neither vendored nor
+// recorded) are listed the same way. A module that already has a .airgap
+// folder, in any letter case (one folder on macOS and Windows), is refused
+// (ErrReserved).
 //
 // It does not talk to registries, does not fetch registry-address calls
 // (export carries those as modules of their own) and does not write the

@@ -98,15 +98,24 @@ func rewriteBody(src []byte, name string, body hcl.Body, sources map[string]stri
 	if err := allDone(name, sources, done); err != nil {
 		return nil, err
 	}
-	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
-	out := append([]byte{}, src...)
-	for i, e := range edits {
-		if i > 0 && e.end > edits[i-1].start {
+	// One pass, in order: splicing each edit into a copy of the file cost
+	// MaxCalls copies of an 8 MiB file (5.5 s, 16 GiB allocated).
+	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	n, at := len(src), 0
+	for _, e := range edits {
+		if e.start < at {
 			return nil, fmt.Errorf("%w: %s: overlapping module sources", ErrRewrite, dist.Printable(name))
 		}
-		out = append(out[:e.start:e.start], append(e.value, out[e.end:]...)...)
+		n += len(e.value) - (e.end - e.start)
+		at = e.end
 	}
-	return out, nil
+	out := make([]byte, 0, n)
+	at = 0
+	for _, e := range edits {
+		out = append(append(out, src[at:e.start]...), e.value...)
+		at = e.end
+	}
+	return append(out, src[at:]...), nil
 }
 
 func allDone(name string, sources map[string]string, done map[string]bool) error {

@@ -2,15 +2,15 @@ package vendoring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
@@ -30,6 +30,12 @@ const (
 	// MaxCalls: rewritten calls in one module's tree (each is a record in
 	// the manifest), and so also module directories visited.
 	MaxCalls = 1024
+	// MaxConfigBytes: bytes of .tf and .tf.json files read for one
+	// module's tree, its vendored packages included (each directory is
+	// read once), as much as export then scans of it (tfconfig.LoadTreeIn, which
+	// follows the rewritten local calls). Dense HCL parses at about 1.5 MiB/s with tfconfig's
+	// per-directory peak of some GiB for 64 MiB: this bounds the time.
+	MaxConfigBytes = tfconfig.MaxTreeBytes
 	// maxProblems: unvendorable sources listed in one error.
 	maxProblems = 20
 )
@@ -72,6 +78,14 @@ type vendorer struct {
 	budget   *getter.Budget
 	packages map[string]*pkg   // by source without subdirectory
 	failed   map[string]string // sources that could not be fetched: why
+	fetches  int               // attempts, failed ones included: at most MaxPackages
+	read     map[string]bool   // module directories read (slash paths in the tree)
+	// configBytes: .tf and .tf.json bytes read, at most MaxConfigBytes.
+	configBytes int64
+	// edits: file -> module name -> new source, applied once every module
+	// directory has been read (a local module shared by two vendored
+	// subdirectories is read twice, and must read as written both times).
+	edits    map[string]map[string]string
 	res      *Result
 	problems []string // at most MaxCalls; dropped counts the rest
 	dropped  int
@@ -95,15 +109,15 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
-	if _, err := os.Lstat(filepath.Join(root, ".airgap")); !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: the module already has a .airgap folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved)
+	if err := reserved(root); err != nil {
+		return nil, err
 	}
 	tree, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer tree.Close()
-	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, res: &Result{}}
+	v := &vendorer{root: root, tree: tree, opt: opt, budget: budget, packages: map[string]*pkg{}, failed: map[string]string{}, edits: map[string]map[string]string{}, read: map[string]bool{}, res: &Result{}}
 	seen := map[string]bool{}
 	queue := []item{{within: ".", dir: path.Clean("./" + subdir)}}
 	for len(queue) > 0 {
@@ -127,6 +141,16 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		}
 		return nil, fmt.Errorf("%w:\n  %s%s\nhint: vendoring fetches each source from this machine as the client would; make it a literal git::https://, github.com/… or https://….tar.gz address that is reachable from here, or export with --allow-unvendored (such calls stay as written and fail offline unless reachable there) or --no-vendor (nothing is vendored)", ErrUnvendorable, strings.Join(v.problems, "\n  "), more)
 	}
+	files := make([]string, 0, len(v.edits))
+	for f := range v.edits {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := v.rewriteFile(f, v.edits[f]); err != nil {
+			return nil, err
+		}
+	}
 	if v.res.Warnings = v.problems; v.dropped > 0 {
 		v.res.Warnings = append(v.res.Warnings, fmt.Sprintf("… and %d more sources that cannot be vendored", v.dropped))
 	}
@@ -135,31 +159,54 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 		if a.File != b.File {
 			return a.File < b.File
 		}
-		return a.Line < b.Line
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Module < b.Module // several blocks on one line of .tf.json
 	})
 	return v.res, nil
+}
+
+// reserved refuses a tree that has .airgap already, in any case: on the
+// case-insensitive file systems of macOS and Windows engineers, a
+// ".AIRGAP/modules/<digest>/extra.tf" shipped by the author would be
+// extracted into the vendored copy, adding code that is not in the
+// package the manifest names.
+func reserved(root string) error {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.EqualFold(e.Name(), ".airgap") {
+			return fmt.Errorf("%w: the module already has a %s folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved, dist.Printable(e.Name()))
+		}
+	}
+	return nil
 }
 
 // module vendors the remote calls of one module directory (and the local
 // modules it calls inside its package) and returns the vendored module
 // directories to visit next.
 func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
-	within := filepath.Join(v.root, filepath.FromSlash(it.within))
-	cfg, err := tfconfig.LoadTreeIn(within, filepath.Join(v.root, filepath.FromSlash(it.dir)))
+	calls, err := v.load(it)
 	if err != nil {
 		if it.within == "." {
 			return nil, fmt.Errorf("reading its configuration: %w", err)
 		}
 		return nil, fmt.Errorf("reading vendored %s: %w", dist.Printable(it.dir), err)
 	}
-	edits := map[string]map[string]string{} // file -> module name -> source
 	var next []item
-	for _, c := range cfg.Modules {
+	for _, c := range calls {
 		if _, _, ok, err := dist.ParseModuleSource(c.Source); err == nil && ok {
 			continue // a registry address: exported as a module of its own
 		}
-		file := path.Join(it.within, filepath.ToSlash(c.File))
+		file := c.File
 		at := fmt.Sprintf("%s:%d: module %q", dist.Printable(file), c.Line, dist.Printable(c.Name))
+		if !hclsyntax.ValidIdentifier(c.Name) { // terraform refuses it too; the name is recorded
+			v.problem(at + ": the module name is not a valid identifier")
+			continue
+		}
 		if c.Source == "" {
 			v.problem(at + ": the source is not a literal string (built from variables?)")
 			continue
@@ -174,6 +221,10 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			sub, star = strings.TrimPrefix(strings.TrimPrefix(sub, "*"), "/"), true
 		}
 		sub = strings.Trim(path.Clean("/"+sub), "/")
+		if msg := ambiguous(file, c.Source, sub); msg != "" {
+			v.problem(at + ": " + msg)
+			continue
+		}
 		key := fmt.Sprintf("%s %s %s %v", src.Kind, src.URL, src.Ref, star)
 		if len(v.res.Calls) >= MaxCalls {
 			return nil, fmt.Errorf("%s: %w: more than %d module sources to rewrite in one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxCalls)
@@ -183,13 +234,16 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			if it.depth+1 > MaxDepth {
 				return nil, fmt.Errorf("%s: %w: %q is more than %d levels of nested sources below the module\nhint: this looks like a cycle or a generated chain; export with --no-vendor and check the module", at, ErrTooDeep, dist.Printable(c.Source), MaxDepth)
 			}
-			if len(v.packages) >= MaxPackages {
-				return nil, fmt.Errorf("%s: %w: more than %d packages to vendor into one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
-			}
 			if msg, bad := v.failed[key]; bad {
 				v.problem(at + ": " + msg)
 				continue
 			}
+			// Failed attempts count too: a module naming thousands of
+			// dead hosts must not make thousands of fetches.
+			if v.fetches >= MaxPackages {
+				return nil, fmt.Errorf("%s: %w: more than %d packages to fetch for one module\nhint: export with --no-vendor and check the module", at, ErrTooDeep, MaxPackages)
+			}
+			v.fetches++
 			if p, err = v.fetch(ctx, src); err != nil {
 				if ctx.Err() != nil {
 					return nil, err
@@ -213,24 +267,112 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 		if !strings.HasPrefix(local, "../") {
 			local = "./" + local
 		}
-		if edits[file] == nil {
-			edits[file] = map[string]string{}
+		if old, ok := v.edits[file][c.Name]; ok {
+			if old != local {
+				return nil, fmt.Errorf("%s: %w: the module is declared twice in one file", at, ErrRewrite)
+			}
+			continue // a shared local module, read again from another vendored subdirectory
 		}
-		edits[file][c.Name] = local
+		if v.edits[file] == nil {
+			v.edits[file] = map[string]string{}
+		}
+		v.edits[file][c.Name] = local
 		v.res.Calls = append(v.res.Calls, dist.VendoredCall{File: file, Line: c.Line, Module: c.Name, Source: c.Source, Digest: p.digest, Commit: p.commit, Path: local})
 		next = append(next, item{within: p.dir, dir: target, depth: it.depth + 1})
 	}
-	files := make([]string, 0, len(edits))
-	for f := range edits {
-		files = append(files, f)
+	return next, nil
+}
+
+// load reads the module directory it.dir and the local modules it calls
+// (which must stay inside it.within, the package), and returns the calls
+// that are not local, with File a slash path in the tree. Each directory
+// is read once per Vendor, whichever visit reaches it first: a local
+// module shared by many vendored subdirectories (up to MaxCalls of them)
+// is not parsed again for each, and all the configuration read for one
+// tree is at most MaxConfigBytes, on top of tfconfig's per-file and
+// per-directory limits (the tree itself has no links: Unpack wrote it).
+func (v *vendorer) load(it item) ([]tfconfig.ModuleCall, error) {
+	if !inside(it.within, it.dir) { // a subdirectory from the registry: checked, not trusted
+		return nil, fmt.Errorf("%s: %w (%s)", dist.Printable(it.dir), tfconfig.ErrOutside, dist.Printable(it.within))
 	}
-	sort.Strings(files)
-	for _, f := range files {
-		if err := v.rewriteFile(f, edits[f]); err != nil {
+	var out []tfconfig.ModuleCall
+	stack := []string{it.dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v.read[d] {
+			continue
+		}
+		if v.read[d] = true; len(v.read) > MaxCalls+tfconfig.MaxLocalModules {
+			return nil, fmt.Errorf("%w: more than %d module directories", tfconfig.ErrTooLarge, MaxCalls+tfconfig.MaxLocalModules)
+		}
+		if err := v.account(d); err != nil {
 			return nil, err
 		}
+		cfg, err := tfconfig.LoadDir(filepath.Join(v.root, filepath.FromSlash(d)))
+		if err != nil {
+			return nil, err
+		}
+		var local []string
+		for _, m := range cfg.Modules {
+			m.File = path.Join(d, filepath.ToSlash(m.File))
+			if !tfconfig.IsLocalSource(m.Source) {
+				out = append(out, m)
+				continue
+			}
+			next := path.Join(d, m.Source)
+			if !inside(it.within, next) {
+				return nil, fmt.Errorf("%s: module %q: source %q: %w (%s)\nhint: local module calls are followed only inside the module's own package", m.Pos, dist.Printable(m.Name), dist.Printable(m.Source), tfconfig.ErrOutside, dist.Printable(it.within))
+			}
+			local = append(local, next)
+		}
+		for i := len(local) - 1; i >= 0; i-- {
+			stack = append(stack, local[i])
+		}
 	}
-	return next, nil
+	return out, nil
+}
+
+// inside reports whether p (clean) is within (clean, "." for the tree).
+func inside(within, p string) bool {
+	if within == "." {
+		return p == "." || filepath.IsLocal(p)
+	}
+	rel, ok := strings.CutPrefix(p, within+"/")
+	return p == within || ok && filepath.IsLocal(rel)
+}
+
+// account adds the configuration files of directory d to what this Vendor
+// has read, within MaxConfigBytes, and lists .tofu files as problems.
+func (v *vendorer) account(d string) error {
+	f, err := v.tree.Open(filepath.FromSlash(d))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1) // the tree holds at most getter.MaxArchiveEntries
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".tofu") || strings.HasSuffix(n, ".tofu.json")) {
+			// OpenTofu reads these (instead of a .tf of the same name):
+			// their calls would be neither vendored nor recorded.
+			v.problem(fmt.Sprintf("%s: OpenTofu-only configuration file: airgap reads .tf and .tf.json only, so module calls in it are not vendored and tofu offline may fetch them from the internet", dist.Printable(path.Join(d, n))))
+		}
+		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || !(strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json")) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if v.configBytes += fi.Size(); v.configBytes > MaxConfigBytes {
+			return fmt.Errorf("%s: %w: the module and the packages vendored into it have more than %d bytes of configuration", dist.Printable(d), tfconfig.ErrTooLarge, MaxConfigBytes)
+		}
+	}
+	return nil
 }
 
 // fetch fetches a package and copies its normalized archive into the
@@ -289,6 +431,27 @@ func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
 		return err
 	}
 	return r.WriteFile(name, out, 0o644)
+}
+
+// ambiguous says why a source cannot be rewritten to a path that means the
+// same to every client, or "". In .tf.json, terraform reads a source
+// string literally while OpenTofu (1.8+, static evaluation) reads it as a
+// template: a subdirectory named "%{if true}..%{endif}" would be one
+// directory to terraform and the reviewer, and the parent of the package
+// to tofu. Such names are refused in every file (no real module has
+// them), and so are control and format characters (getter.Parse lets them
+// through in a subdirectory; the path is recorded and shown to reviewers).
+func ambiguous(file, source, sub string) string {
+	tmpl := func(s string) bool { return strings.Contains(s, "${") || strings.Contains(s, "%{") }
+	switch {
+	case strings.HasSuffix(file, ".json") && tmpl(source):
+		return "the source contains ${ or %{, which terraform reads literally in .tf.json and OpenTofu as a template"
+	case tmpl(sub):
+		return fmt.Sprintf("subdirectory %q contains ${ or %%{, which would be rewritten to a path terraform and OpenTofu read differently", dist.Printable(sub))
+	case dist.Printable(sub) != sub:
+		return fmt.Sprintf("subdirectory %q contains control or format characters or invalid UTF-8", dist.Printable(sub))
+	}
+	return ""
 }
 
 func firstLine(s string) string {
