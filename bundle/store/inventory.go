@@ -30,8 +30,10 @@ func LoadInventory(root string) (*Inventory, error) {
 // WriteText prints the inventory for people: providers with their
 // platforms, modules, and the import history.
 func (inv *Inventory) WriteText(out io.Writer, root string) {
-	// Addresses, versions, sources and signers come from bundles and
-	// registries: everything is escaped on the way to the terminal.
+	// Addresses, versions, sources, reasons and signers come from bundles
+	// and registries: each is escaped on its own (q), so none can forge a
+	// line, and the whole text once more on the way to the terminal.
+	q := dist.Printable
 	var w strings.Builder
 	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
 	ix := &inv.Index
@@ -39,7 +41,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
-			plats = append(plats, pk.Platform())
+			plats = append(plats, q(pk.Platform()))
 		}
 		signed := ""
 		if p.SiteSigned {
@@ -48,13 +50,13 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		if note := KeyNote(root, p, time.Now()); note != "" {
 			signed += " " + note
 		}
-		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", p.Addr(), p.Version, strings.Join(plats, " "), signed)
+		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
 	}
 	fmt.Fprintln(&w, "\nModules:")
 	for _, m := range ix.Catalog.Modules {
-		fmt.Fprintf(&w, "  %-50s %-10s %s\n", m.Addr(), m.Version, m.Source)
+		fmt.Fprintf(&w, "  %-50s %-10s %s\n", q(m.Addr()), q(m.Version), q(m.Source))
 		for _, v := range m.Vendored {
-			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", v.File, v.Line, v.Source, v.Path, v.Digest.Short())
+			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", q(v.File), v.Line, q(v.Source), q(v.Path), v.Digest.Short())
 		}
 	}
 	if len(ix.Withdrawn) > 0 {
@@ -65,7 +67,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 				absent = " (was not in the store)"
 			}
 			fmt.Fprintf(&w, "  %s %-50s %-10s withdrawn %s by bundle %s signer %s%s\n    reason: %s\n",
-				wd.Kind, wd.Addr, wd.Version, wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), wd.Signer.Fingerprint, absent, wd.Reason)
+				q(string(wd.Kind)), q(wd.Addr), q(wd.Version), wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), q(wd.Signer.Fingerprint), absent, q(wd.Reason))
 		}
 	}
 	fmt.Fprintln(&w, "\nImported bundles:")
@@ -75,20 +77,20 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			kind = " delta"
 		}
 		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
-			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, e.Signer.Fingerprint, e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added))
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, q(e.Signer.Fingerprint), e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added))
 		for _, l := range e.Withdrew {
-			fmt.Fprintln(&w, "    withdrew", l)
+			fmt.Fprintln(&w, "    withdrew", q(l))
 		}
 		for _, l := range e.Reinstated {
-			fmt.Fprintln(&w, "    reinstated", l)
+			fmt.Fprintln(&w, "    reinstated", q(l))
 		}
 	}
 	if len(ix.Maintenance) > 0 {
 		fmt.Fprintln(&w, "\nPrune and gc runs:")
 		for _, e := range ix.Maintenance {
-			fmt.Fprintf(&w, "  %s %s %s: %d blobs (%s) removed\n", e.Time.Format("2006-01-02T15:04:05Z"), e.Action, e.Policy, e.BlobsRemoved, progress.Size(e.BytesRemoved))
+			fmt.Fprintf(&w, "  %s %s %s: %d blobs (%s) removed\n", e.Time.Format("2006-01-02T15:04:05Z"), q(e.Action), q(e.Policy), e.BlobsRemoved, progress.Size(e.BytesRemoved))
 			for _, l := range e.Removed {
-				fmt.Fprintln(&w, "    removed", l)
+				fmt.Fprintln(&w, "    removed", q(l))
 			}
 		}
 	}
@@ -131,21 +133,21 @@ func (r *ImportResult) WriteText(out io.Writer) {
 		fmt.Fprintf(&w, "removed %d leftover(s) of an interrupted import\n", r.Cleaned)
 	}
 	if r.Unchanged {
-		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), r.Signer)
+		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))
 		return
 	}
 	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
-		r.Bundle.Short(), r.Signer, r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
+		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
 	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
 	}
 	for _, a := range r.Added {
-		fmt.Fprintln(&w, "  added", a)
+		fmt.Fprintln(&w, "  added", dist.Printable(a))
 	}
 	for _, a := range r.Reinstated {
-		fmt.Fprintln(&w, "  reinstated", a)
+		fmt.Fprintln(&w, "  reinstated", dist.Printable(a))
 	}
 	for _, a := range r.Withdrew {
-		fmt.Fprintln(&w, "  withdrew", a)
+		fmt.Fprintln(&w, "  withdrew", dist.Printable(a))
 	}
 }

@@ -83,9 +83,9 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, "plan (%d provider versions, %d module versions; no provider package downloaded):\n", s.Providers, s.Modules)
 		for _, p := range s.Plan {
 			if p.Kind == "provider" {
-				fmt.Fprintf(&b, "  provider %s %s: %s\n", p.Address, p.Version, strings.Join(p.Platforms, " "))
+				fmt.Fprintf(&b, "  provider %s %s: %s\n", dist.Printable(p.Address), dist.Printable(p.Version), dist.Printable(strings.Join(p.Platforms, " ")))
 			} else {
-				fmt.Fprintf(&b, "  module %s %s: %s\n", p.Address, p.Version, p.Source)
+				fmt.Fprintf(&b, "  module %s %s: %s\n", dist.Printable(p.Address), dist.Printable(p.Version), dist.Printable(p.Source))
 			}
 		}
 	} else {
@@ -99,7 +99,7 @@ func (s *Summary) Text() string {
 		}
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
+		fmt.Fprintf(&b, "warning: %s\n", dist.PrintableLines(w))
 	}
 	// Addresses, versions, sources and warnings come from registries and
 	// manifests: escape what could drive the terminal.

@@ -12,9 +12,9 @@
 // inside a containing directory — the project for LoadTree, the module's
 // whole package for LoadTreeIn — and only through an os.Root on it, so no
 // symlink leads out either; a call that would leave it is an error
-// (ErrOutside) naming file:line and the source. Limits: MaxFileSize (8 MiB)
-// per file, MaxTreeBytes (64 MiB) of files read per tree, MaxFilesPerDir
+// (ErrOutside) naming file:line and the source. Limits: MaxFileSize (4 MiB)
+// per file, MaxTreeBytes (16 MiB) of files read per tree, MaxFilesPerDir
 // names kept per directory and MaxLocalModules directories per tree; so
-// one tree parses at most 64 MiB, one file at a time (the parser keeps no
+// one tree parses at most 16 MiB, one file at a time (the parser keeps no
 // file once it is read).
 package tfconfig
