@@ -164,7 +164,6 @@ func TestAttackServeStalledReader(t *testing.T) {
 	}
 }
 
-
 // rawExchange sends raw bytes on a new TLS connection and returns what
 // serve answers until it closes the connection or 3 s pass.
 func rawExchange(t *testing.T, addr string, tc *tls.Config, raw string) string {
@@ -239,4 +238,44 @@ func TestAttackServeProbes(t *testing.T) {
 		got := get(blob, "Range: bytes="+rs+"\r\n")
 		t.Logf("%d one-byte ranges (request ~%d KiB): %s, answer %d KiB", n, len(rs)>>10, statusLine(got), len(got)>>10)
 	})
+}
+
+// TestAttackServeMetricsStarved (refused, kept as a guard): /metrics is on
+// the main listener by default and promhttp serves at most 4 scrapes at a
+// time; four connections that pipeline scrapes and never read do not hold
+// the slots, because promhttp's Timeout buffers the answer and frees its
+// slot before the write blocks.
+func TestAttackServeMetricsStarved(t *testing.T) {
+	addr, tc, _, _ := attackServe(t)
+	var cs []net.Conn
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 4; i++ {
+		raw, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.(*net.TCPConn).SetReadBuffer(4 << 10)
+		c := tls.Client(raw, tc)
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(strings.Repeat("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n", 300)))
+		cs = append(cs, c)
+	}
+	time.Sleep(3 * time.Second)
+	cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	resp, err := cl.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("a scrape while four clients stall: %s (%d bytes)", resp.Status, len(body))
+	if resp.StatusCode != 200 {
+		t.Errorf("Prometheus' scrape got %s: four stalled clients hold every /metrics slot", resp.Status)
+	}
 }
