@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +280,87 @@ func TestAttackServeMetricsStarved(t *testing.T) {
 	t.Logf("a scrape while four clients stall: %s (%d bytes)", resp.Status, len(body))
 	if resp.StatusCode != 200 {
 		t.Errorf("Prometheus' scrape got %s: four stalled clients hold every /metrics slot", resp.Status)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAttackServeSNIFlood (refused, kept as a guard): 4,000 handshakes
+// with distinct, long server names. The "name not covered" warning is
+// logged at most 256 times, no certificate is issued for any of them
+// (nothing new under STORE/tls), and serve's memory stays flat.
+func TestAttackServeSNIFlood(t *testing.T) {
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	keyring := filepath.Join(work, "site.pub.asc")
+	os.WriteFile(keyring, []byte(pub), 0o644)
+	set := bundletest.Standard(t, filepath.Join(work, "set"), signer)
+	bf := filepath.Join(work, "set.bundle")
+	set.WriteBundleFile(t, bf, signer, bundle.CompressionZstd)
+	storeDir := filepath.Join(work, "store")
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", storeDir, bf)
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(airgapBin, "serve", "--store", storeDir, "--listen", addr, "--hostname", "localhost")
+	cmd.Env = baseEnv()
+	logs := &syncBuf{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	insecure := &tls.Config{InsecureSkipVerify: true}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := tls.Dial("tcp", addr, insecure)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tlsFiles := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(storeDir, "tls"), func(string, os.DirEntry, error) error { n++; return nil })
+		return n
+	}
+	hello := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			name := fmt.Sprintf("n%d.%s.example", i, strings.Repeat("a", 60))
+			c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, ServerName: name})
+			if err == nil { // names not covered fail the handshake ("internal error")
+				c.Close()
+			}
+		}
+	}
+	hello(0, 1000) // warm-up: buffers and the collector's heap target
+	time.Sleep(time.Second)
+	files0, rss0 := tlsFiles(), vmRSS(t, cmd.Process.Pid)
+	hello(1000, 3000)
+	time.Sleep(time.Second)
+	warned := strings.Count(logs.String(), "does not cover")
+	files1, rss1 := tlsFiles(), vmRSS(t, cmd.Process.Pid)
+	t.Logf("4,000 distinct SNI names: %d warnings, STORE/tls entries %d -> %d, RSS %.1f -> %.1f MiB", warned, files0, files1, float64(rss0)/(1<<20), float64(rss1)/(1<<20))
+	if warned > 256 || files1 != files0 || rss1-rss0 > 16<<20 {
+		t.Errorf("SNI flood: %d warnings, %d new files in STORE/tls, RSS +%d", warned, files1-files0, rss1-rss0)
 	}
 }
