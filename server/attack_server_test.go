@@ -7,6 +7,7 @@ package server_test
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -53,5 +54,34 @@ func TestAttackCacheOriginPortVariants(t *testing.T) {
 	}
 	if kept := srv.RenderedEntries() - before; kept < int64(len(canonicalPaths(e))/2) {
 		t.Errorf("only %d of %d legitimate answers were cached: one client spent the budget (%d of %d bytes)", kept, len(canonicalPaths(e)), srv.RenderedBytes(), server.DefaultCacheBytes)
+	}
+}
+
+// TestAttackCacheCrossView (refused, kept as a guard): one shared server
+// primed in a random order with requests from every Host (origins, the
+// appliance's name, origins with ports and odd case) and variants of every
+// path gives, for each request, the bytes a fresh server gives for it:
+// no answer rendered for one view is served to another.
+func TestAttackCacheCrossView(t *testing.T) {
+	e := setup(t)
+	shared := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler)})
+	hosts := []string{"appliance.site.test", "registry.terraform.io", "Registry.OpenTofu.org:443", "registry.opentofu.org", "REGISTRY.TERRAFORM.IO:8443", ""}
+	rng := rand.New(rand.NewPCG(7, 9))
+	paths := canonicalPaths(e)
+	for i := 0; i < 3000; i++ {
+		h := hosts[rng.IntN(len(hosts))]
+		p := paths[rng.IntN(len(paths))]
+		if rng.IntN(2) == 0 {
+			p = variant(rng, p)
+		}
+		method := "GET"
+		got := serveRaw(shared, h, p)
+		fresh := serveRaw(server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler)}), h, p)
+		if got == nil || fresh == nil {
+			continue
+		}
+		if got.Code != fresh.Code || got.Body.String() != fresh.Body.String() || got.Header().Get("X-Terraform-Get") != fresh.Header().Get("X-Terraform-Get") {
+			t.Fatalf("%s %s (Host %q): shared cache answered %d %q, a fresh server %d %q", method, p, h, got.Code, got.Body, fresh.Code, fresh.Body)
+		}
 	}
 }
