@@ -364,3 +364,73 @@ func TestAttackServeSNIFlood(t *testing.T) {
 		t.Errorf("SNI flood: %d warnings, %d new files in STORE/tls, RSS +%d", warned, files1-files0, rss1-rss0)
 	}
 }
+
+// TestAttackServeSlowloris (refused, kept as a guard): a connection that
+// never sends a ClientHello, and one that sends its request a byte a
+// second, are both closed by ReadHeaderTimeout.
+func TestAttackServeSlowloris(t *testing.T) {
+	addr, tc, _, _ := attackServe(t)
+	var wg sync.WaitGroup
+	check := func(name string, c net.Conn, drip func()) {
+		defer wg.Done()
+		defer c.Close()
+		start := time.Now()
+		c.SetDeadline(time.Now().Add(3 * server.ReadHeaderTimeout))
+		done := make(chan struct{})
+		go func() { io.Copy(io.Discard, c); close(done) }()
+		if drip != nil {
+			go drip()
+		}
+		<-done
+		if took := time.Since(start); took > server.ReadHeaderTimeout+3*time.Second {
+			t.Errorf("%s: closed after %v, want about %v", name, took, server.ReadHeaderTimeout)
+		}
+	}
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc2, err := tls.Dial("tcp", addr, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(2)
+	go check("no ClientHello", raw, nil)
+	go check("a byte a second", tc2, func() {
+		for _, b := range []byte("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n") {
+			if _, err := tc2.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	})
+	wg.Wait()
+}
+
+// TestAttackServeMetricsExposed: with the default configuration any
+// client on the network reads /metrics on the main listener: which
+// provider and module versions the site's engineers download, and serve's
+// open file descriptors and memory, live feedback for the connection
+// attacks above. The operator should have to ask for that.
+func TestAttackServeMetricsExposed(t *testing.T) {
+	addr, tc, _, cat := attackServe(t)
+	p := cat.Providers[0]
+	pk := p.Packages[0]
+	cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	for _, path := range []string{"/blobs/sha256/" + pk.Digest.Hex() + "/" + pk.Filename, "/metrics"} {
+		resp, err := cl.Get("https://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if path == "/metrics" && resp.StatusCode == 200 {
+			for _, l := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(l, "airgap_downloads_total{") || strings.HasPrefix(l, "process_open_fds") {
+					t.Logf("any client reads: %s", l)
+				}
+			}
+			t.Errorf("/metrics answers any client on the main listener by default (%d bytes)", len(body))
+		}
+	}
+}
