@@ -434,3 +434,38 @@ func TestAttackServeMetricsExposed(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackServeDownloadCountInflated: every 206 answer counts as a
+// download in airgap_downloads_total, so any client makes any version look
+// popular (or hides real use in noise) with cheap one-byte Range requests.
+func TestAttackServeDownloadCountInflated(t *testing.T) {
+	addr, tc, _, cat := attackServe(t)
+	p := cat.Providers[0]
+	pk := p.Packages[0]
+	cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	const n = 50
+	for i := 0; i < n; i++ {
+		req, _ := http.NewRequest("GET", "https://"+addr+"/blobs/sha256/"+pk.Digest.Hex()+"/"+pk.Filename, nil)
+		req.Header.Set("Range", "bytes=0-0")
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	resp, err := cl.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "airgap_downloads_total{") && strings.Contains(l, p.Version) {
+			t.Logf("after %d one-byte Range requests (%d bytes sent in all): %s", n, n, l)
+			if strings.HasSuffix(l, fmt.Sprint(" ", n)) {
+				t.Errorf("%d one-byte ranges counted as %d downloads", n, n)
+			}
+		}
+	}
+}
