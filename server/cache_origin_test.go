@@ -1,8 +1,7 @@
 package server_test
 
-// ATTACK TESTS (security review of 'airgap serve', branch atk-server).
-// Each test asserts the behaviour the appliance should have; a failure
-// reproduces a finding of the review. Production code is not changed here.
+// Regression tests for the answer cache from a security review of
+// 'airgap serve' (issue 11).
 
 import (
 	"fmt"
@@ -14,13 +13,15 @@ import (
 	"github.com/airgap/airgap/server"
 )
 
-// TestAttackCacheOriginPortVariants: "registry.terraform.io:<anything>" is
-// accepted as an origin in /origin/{origin}/… and /mirror/{hostname}/…
-// (view.isOrigin cuts at ':'), and canonicalKey keeps the ":<anything>" in
-// the key. One client can thus add cache entries without bound by the
-// catalog and spend the snapshot's whole byte budget, after which no
-// legitimate answer is cached until the next import.
-func TestAttackCacheOriginPortVariants(t *testing.T) {
+// TestCacheOriginPortVariants (finding 3 of the review):
+// "registry.terraform.io:<anything>" was accepted as an origin in
+// /origin/{origin}/… and /mirror/{hostname}/… (view.isOrigin cut at ':'),
+// and canonicalKey kept the ":<anything>" in the key, so one client could
+// add cache entries without bound by the catalog and spend the snapshot's
+// whole byte budget, after which no legitimate answer was cached. Path
+// values must now name an origin exactly: such variants are 404s, never
+// cached, and the legitimate answers are still kept.
+func TestCacheOriginPortVariants(t *testing.T) {
 	e := setup(t)
 	srv := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler)})
 	bound := cacheBound(e)
@@ -33,8 +34,8 @@ func TestAttackCacheOriginPortVariants(t *testing.T) {
 			"/origin/" + p.Host + ":" + port + "/v1/providers/" + p.Namespace + "/" + p.Type + "/" + p.Version + "/download/" + pk.OS + "/" + pk.Arch,
 			"/mirror/" + p.Host + ":" + port + "/" + p.Namespace + "/" + p.Type + "/index.json",
 		} {
-			if rec := serveRaw(srv, "appliance.site.test", path); rec == nil || rec.Code != 200 {
-				continue // refused: what we want
+			if rec := serveRaw(srv, "appliance.site.test", path); rec != nil && rec.Code != 404 {
+				t.Fatalf("GET %.80s…: %d, want 404 (no such origin)", path, rec.Code)
 			}
 		}
 	}
@@ -57,12 +58,12 @@ func TestAttackCacheOriginPortVariants(t *testing.T) {
 	}
 }
 
-// TestAttackCacheCrossView (refused, kept as a guard): one shared server
+// TestCacheCrossView: one shared server
 // primed in a random order with requests from every Host (origins, the
 // appliance's name, origins with ports and odd case) and variants of every
 // path gives, for each request, the bytes a fresh server gives for it:
 // no answer rendered for one view is served to another.
-func TestAttackCacheCrossView(t *testing.T) {
+func TestCacheCrossView(t *testing.T) {
 	e := setup(t)
 	shared := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler)})
 	hosts := []string{"appliance.site.test", "registry.terraform.io", "Registry.OpenTofu.org:443", "registry.opentofu.org", "REGISTRY.TERRAFORM.IO:8443", ""}
@@ -82,6 +83,28 @@ func TestAttackCacheCrossView(t *testing.T) {
 		}
 		if got.Code != fresh.Code || got.Body.String() != fresh.Body.String() || got.Header().Get("X-Terraform-Get") != fresh.Header().Get("X-Terraform-Get") {
 			t.Fatalf("%s %s (Host %q): shared cache answered %d %q, a fresh server %d %q", method, p, h, got.Code, got.Body, fresh.Code, fresh.Body)
+		}
+	}
+}
+
+// TestOriginCanonical: answers under /origin/{origin}/ name the origin as
+// the catalog spells it, whatever case the request used, and an origin
+// with a port or other suffix in a path is no origin.
+func TestOriginCanonical(t *testing.T) {
+	e := setup(t)
+	srv := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler)})
+	host := e.set.Catalog.Providers[0].Host
+	rec := serveRaw(srv, "x", "/origin/"+strings.ToUpper(host)+"/.well-known/terraform.json")
+	if rec == nil || rec.Code != 200 || !strings.Contains(rec.Body.String(), `"/origin/`+host+`/v1/providers/"`) {
+		t.Fatalf("discovery under an upper-case origin: %v", rec)
+	}
+	for _, path := range []string{
+		"/origin/" + host + ":443/.well-known/terraform.json",
+		"/origin/" + host + ":junk/.well-known/terraform.json",
+		"/mirror/" + host + ":junk/hashicorp/random/index.json",
+	} {
+		if rec := serveRaw(srv, "x", path); rec == nil || rec.Code != 404 || strings.Contains(rec.Body.String(), "discovery") {
+			t.Errorf("GET %s: %v, want 404", path, rec)
 		}
 	}
 }
