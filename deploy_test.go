@@ -433,6 +433,9 @@ trusted-proxy = ["10.0.0.0/8", "192.0.2.1"]
 		{"store = \"/s\"\nlog-format = \"xml\"\n", `:2:14: log-format: "xml": want text or json`},
 		{"store = \"/s\"\ntrusted-proxy = [\"10.0.0.0/33\"]\n", `:2:17: trusted-proxy: "10.0.0.0/33": netip.ParsePrefix`},
 		{"store = \"/s\"\ntls = \"files\"\n", `:2:7: tls: files needs cert and key`},
+		{"store = \"/s\"\nmax-conns-per-ip = -1\n", `:2:20: max-conns-per-ip: -1: want a number of connections`},
+		{"store = \"/s\"\nsend-timeout = \"soon\"\n", `:2:16: send-timeout: "soon": want a duration`},
+		{"store = \"/s\"\nmetrics-listen = \"mian\"\n", `:2:18: metrics-listen: "mian"`},
 		{"store = \n", `:1:9: Invalid expression`},
 		{"listen = \":1\"\n", `no store: give --store DIR`},
 	} {

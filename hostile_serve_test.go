@@ -8,17 +8,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/airgap/airgap/bundle"
-	"github.com/airgap/airgap/bundle/bundletest"
-	"github.com/airgap/airgap/verify"
 )
 
 // vmRSS reads a process's resident set size from /proc.
@@ -64,19 +59,7 @@ func encodeSome(path string, n int) string {
 // stay within a few MiB of where it was after a warm-up of the same traffic
 // (the old cache, keyed by Host and raw path, grew from 13 to 883 MB).
 func TestHostileServeMemory(t *testing.T) {
-	work := t.TempDir()
-	signer := bundletest.Key(t, "site")
-	pub, err := verify.PublicArmor(signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyring := filepath.Join(work, "site.pub.asc")
-	os.WriteFile(keyring, []byte(pub), 0o644)
-	set := bundletest.Standard(t, filepath.Join(work, "set"), signer)
-	bf := filepath.Join(work, "set.bundle")
-	set.WriteBundleFile(t, bf, signer, bundle.CompressionZstd)
-	storeDir := filepath.Join(work, "store")
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", storeDir, bf)
+	storeDir, _ := importStandard(t)
 	base, caFile, proc := startServeProc(t, storeDir)
 
 	pemData, err := os.ReadFile(caFile)

@@ -124,6 +124,8 @@ type serveCmd struct {
 	// operations (issue 13): see server/config.go and server/ops.go
 	configFile, logFormat, metricsListen string
 	trustedProxies                       []string
+	maxConns, maxConnsPerIP              int // server/conns.go
+	sendTimeout                          string
 	checkConfig                          bool
 	fs                                   *pflag.FlagSet
 }
@@ -148,7 +150,10 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes (repeatable)")
-	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (default: /metrics on the main listener; off: none)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client; default: none)")
+	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy addresses are exempt (0: no cap)")
+	fs.StringVar(&c.sendTimeout, "send-timeout", "60s", "close a connection whose client reads nothing for this long (0: never)")
 	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,16 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dl = o.download(r.URL.Path)
 	}
 	if m := o.opt.Metrics; m != nil {
-		m.observe(kind, code, dur, rec.bytes, dl)
+		// A download is counted once its whole body was sent in a 200:
+		// not a 206 (one-byte ranges would make any version look popular,
+		// and a resumed download would count twice), not a download the
+		// client broke off. Ranges still count in the request metrics and
+		// name their version in the access log.
+		whole := dl
+		if code != http.StatusOK || w.Header().Get("Content-Length") != strconv.FormatInt(rec.bytes, 10) {
+			whole = nil
+		}
+		m.observe(kind, code, dur, rec.bytes, whole)
 	}
 	if l := o.opt.Log; l != nil && l.Enabled(r.Context(), slog.LevelInfo) {
 		o.log(l, r, code, rec.bytes, dur, dl)

@@ -172,6 +172,13 @@ func FuzzRenderKey(f *testing.F) {
 		f.Add("Appliance:8443", strings.ToUpper(p))
 	}
 	f.Add("x", "/mirror/registry.terraform.io/hashicorp/random/%33.6.0.json")
+	// Origins with a port, or anything after a colon, in Hosts and paths.
+	f.Add("registry.terraform.io:443", "/v1/providers/hashicorp/random/versions")
+	f.Add("registry.opentofu.org:junk", "/v1/providers/hashicorp/null/versions")
+	f.Add("x", "/origin/registry.terraform.io:443/.well-known/terraform.json")
+	f.Add("x", "/origin/registry.terraform.io:junk/v1/providers/hashicorp/random/versions")
+	f.Add("x", "/mirror/registry.opentofu.org:8443/hashicorp/null/index.json")
+	f.Add("x", "/mirror/registry.terraform.io:x/hashicorp/random/3.6.0.json")
 	f.Fuzz(func(t *testing.T, host, path string) {
 		rec := serveRaw(srv, host, path)
 		if rec == nil {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -34,6 +35,9 @@ import (
 //	trusted-proxy  = ["10.0.0.0/8"]
 //	metrics-listen = "127.0.0.1:9443"
 //	log-format     = "json"
+//	max-conns      = 2048
+//	max-conns-per-ip = 128
+//	send-timeout   = "60s"
 //
 // Precedence, highest first: command-line flags, AIRGAP_ environment
 // variables, the file, the flags' defaults. The environment carries only
@@ -57,6 +61,9 @@ type ServeConfig struct {
 	LogFormat       string   `hcl:"log-format,optional"`
 	TrustedProxy    []string `hcl:"trusted-proxy,optional"`
 	MetricsListen   string   `hcl:"metrics-listen,optional"`
+	MaxConns        int      `hcl:"max-conns,optional"`
+	MaxConnsPerIP   int      `hcl:"max-conns-per-ip,optional"`
+	SendTimeout     string   `hcl:"send-timeout,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -327,12 +334,44 @@ func (c *ServeConfig) Validate() error {
 	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
 		return c.bad("trusted-proxy", "%v", err)
 	}
-	if m := c.MetricsListen; m != "" && m != "off" {
+	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
 		if _, _, err := net.SplitHostPort(m); err != nil {
-			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"\" for /metrics on the main listener, or off)", m, err)
+			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"main\" for /metrics on the main listener, or off)", m, err)
 		}
 	}
+	if c.MaxConns < 0 {
+		return c.bad("max-conns", "%d: want a number of connections (0: no cap)", c.MaxConns)
+	}
+	if c.MaxConnsPerIP < 0 {
+		return c.bad("max-conns-per-ip", "%d: want a number of connections (0: no cap)", c.MaxConnsPerIP)
+	}
+	if _, err := c.sendTimeout(); err != nil {
+		return c.bad("send-timeout", "%q: want a duration such as 60s (0: none)", c.SendTimeout)
+	}
 	return nil
+}
+
+// MetricsOnMain is the metrics-listen value that serves /metrics on the
+// main TLS listener, to every client that can reach it.
+const MetricsOnMain = "main"
+
+func (c *ServeConfig) sendTimeout() (time.Duration, error) {
+	if c.SendTimeout == "" || c.SendTimeout == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(c.SendTimeout)
+	if err == nil && d < 0 {
+		err = errors.New("negative")
+	}
+	return d, err
+}
+
+// ConnLimits are the connection limits of the main listener, with the
+// trusted proxies exempt from the per-address cap (a load balancer carries
+// every client on its own address).
+func (c *ServeConfig) ConnLimits(proxies *TrustedProxies) ConnLimits {
+	d, _ := c.sendTimeout()
+	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.trusts}
 }
 
 // Level is the parsed log-level.

@@ -68,10 +68,13 @@
 //   - config.go: the serve configuration (flags, AIRGAP_ variables, an HCL
 //     --config file), validated with FILE:LINE:COL errors.
 //   - reload.go: SIGHUP applies what can change without a restart.
+//   - conns.go: LimitConns, the main listener's connection caps (in total
+//     and per client address) and write-progress timeout.
 //   - ops.go: wires the above for the serve verb; systemd.go: sd_notify;
 //     health.go: the client side of container health checks.
 //
 // It does not rotate or ship logs (journald or the container runtime does)
-// and does not authenticate /metrics (serve it on --metrics-listen where
-// only the monitoring network reaches it).
+// and does not authenticate /metrics (it is served only when asked: on
+// --metrics-listen where only the monitoring network reaches it, or on the
+// main listener with --metrics-listen main).
 package server

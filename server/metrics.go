@@ -45,6 +45,7 @@ type Metrics struct {
 	downloads *prometheus.CounterVec
 	open      prometheus.Gauge
 	accepted  prometheus.Counter
+	refused   *prometheus.CounterVec
 	conns     sync.Map // net.Conn -> struct{}: counted as open
 	// kinds holds each endpoint kind's series, resolved once, so a request
 	// costs no label hashing (read-only after NewMetrics).
@@ -76,7 +77,7 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 	}, []string{"kind"})
 	m.downloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "airgap_downloads_total",
-		Help: "Provider packages and module archives sent (200 or 206), by catalog address and version.",
+		Help: "Provider packages and module archives sent whole (a 200 answer to a GET with the complete body), by catalog address and version.",
 	}, []string{"kind", "address", "version"})
 	m.open = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "airgap_http_open_connections", Help: "Client connections open now (main listener).",
@@ -84,7 +85,12 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "airgap_http_connections_total", Help: "Client connections accepted (main listener).",
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.bytes, m.downloads, m.open, m.accepted,
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airgap_http_connections_refused_total", Help: "Client connections closed at accept: over max-conns (total) or max-conns-per-ip (per_ip).",
+	}, []string{"reason"})
+	m.refused.WithLabelValues("total")
+	m.refused.WithLabelValues("per_ip")
+	m.reg.MustRegister(m.requests, m.duration, m.bytes, m.downloads, m.open, m.accepted, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{opt: opt})
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

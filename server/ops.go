@@ -26,7 +26,7 @@ type OpsOptions struct {
 // of the HTTP server that carries it: access logs, metrics (on the main
 // listener or --metrics-listen), SIGHUP reloads and systemd notifications.
 type Ops struct {
-	Metrics *Metrics // nil with metrics-listen = "off"
+	Metrics *Metrics // nil with metrics-listen "" or "off"
 	Proxies *TrustedProxies
 	opt     OpsOptions
 }
@@ -39,13 +39,13 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
 	}
 	o := &Ops{Proxies: proxies, opt: opt}
-	if opt.Config.MetricsListen != "off" {
+	if m := opt.Config.MetricsListen; m != "off" && m != "" {
 		mo := MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
 		if opt.TLS != nil {
 			mo.Certificate = CertificateFunc(opt.TLS.Config, firstDNSName(opt.Config.CertNames()))
 		}
 		o.Metrics = NewMetrics(mo)
-		if addr := opt.Config.MetricsListen; addr != "" {
+		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {
 			bound, err := o.Metrics.ListenAndServe(ctx, addr, opt.Log)
 			if err != nil {
 				return nil, err
@@ -58,18 +58,23 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 }
 
 // Handler wraps the protocol handler with access logs and metrics (and
-// serves /metrics when no --metrics-listen is set).
+// serves /metrics with metrics-listen = "main").
 func (o *Ops) Handler(h http.Handler) http.Handler {
-	if o.Metrics != nil && o.opt.Config.MetricsListen == "" {
+	if o.Metrics != nil && o.opt.Config.MetricsListen == MetricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
 	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog})
 }
 
-// Listener counts the main listener's connections for the open-connection
-// metric, whatever server accepts from it. (An http.Server may use
-// Metrics.ConnState instead.)
+// Listener applies the connection limits (max-conns, max-conns-per-ip,
+// send-timeout; see LimitConns) to the main listener and counts its
+// connections for the metrics, whatever server accepts from it.
 func (o *Ops) Listener(ln net.Listener) net.Listener {
+	lim := o.opt.Config.ConnLimits(o.Proxies)
+	if o.Metrics != nil {
+		lim.Refused = func(reason string) { o.Metrics.refused.WithLabelValues(reason).Inc() }
+	}
+	ln = LimitConns(ln, lim)
 	if o.Metrics == nil {
 		return ln
 	}

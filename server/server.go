@@ -309,10 +309,12 @@ func canonicalKey(r *http.Request, v *view) (k renderKey, ok bool) {
 		if foldedValues[name] {
 			val = strings.ToLower(val)
 		}
-		if name == "hostname" {
-			if _, ok := v.isOrigin(val); !ok {
+		if name == "hostname" || name == "origin" {
+			o, ok := v.isOrigin(val)
+			if !ok {
 				return k, false
 			}
+			val = o
 		}
 		b.WriteString(val)
 	}
@@ -368,22 +370,23 @@ var (
 // when it names an origin, or the default view.
 func (s *Server) origin(r *http.Request, v *view) (string, error) {
 	if o := r.PathValue("origin"); o != "" {
-		o = strings.ToLower(o)
-		if _, ok := v.isOrigin(o); !ok {
-			return "", notFound("this appliance serves nothing from origin %q", o)
+		canon, ok := v.isOrigin(strings.ToLower(o))
+		if !ok {
+			return "", notFound("this appliance serves nothing from origin %q", cut(o, 256))
 		}
-		return o, nil
+		return canon, nil
 	}
 	return v.hostOrigin(r.Host), nil
 }
 
 func (s *Server) discovery(r *http.Request, v *view) (any, map[string]string, error) {
-	if _, err := s.origin(r, v); err != nil {
+	origin, err := s.origin(r, v)
+	if err != nil {
 		return nil, nil, err
 	}
 	prefix := ""
-	if o := r.PathValue("origin"); o != "" {
-		prefix = "/origin/" + strings.ToLower(o)
+	if r.PathValue("origin") != "" {
+		prefix = "/origin/" + origin // the catalog's spelling, never the request's
 	}
 	return map[string]string{
 		"providers.v1": prefix + "/v1/providers/",
@@ -523,6 +526,10 @@ func (s *Server) mirrorVersions(r *http.Request, v *view) ([]*dist.ProviderVersi
 	origin := defaultOrigin
 	if o, ok := v.isOrigin(host); ok {
 		origin = o
+	} else if !dist.ValidHost(host) {
+		// A name that is no origin gets the default view (answered, not
+		// cached); one that is not even a host name is no provider source.
+		return nil, notFound("%q is not a host name", cut(host, 256))
 	}
 	ns, typ := r.PathValue("ns"), r.PathValue("type")
 	vs := v.providerVersions(origin, ns, typ)

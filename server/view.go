@@ -68,18 +68,17 @@ func originRank(o string) int {
 	return 2
 }
 
-// isOrigin reports whether host (lowercase, maybe with port) is an origin.
-func (v *view) isOrigin(host string) (string, bool) {
+// isOrigin reports whether name (lowercase) is an origin, exactly: path
+// values (/origin/{origin}/…, /mirror/{hostname}/…) name an origin as
+// clients write it in a source address, so "registry.terraform.io:junk" is
+// no origin (it would otherwise be one under unboundedly many spellings,
+// each with an entry in the answer cache). Only the Host header may carry
+// a port (see hostOrigin). The result is the catalog's own string, never
+// the request's.
+func (v *view) isOrigin(name string) (string, bool) {
 	for _, o := range v.origins {
-		if o == host {
+		if o == name {
 			return o, true
-		}
-	}
-	if h, _, ok := strings.Cut(host, ":"); ok {
-		for _, o := range v.origins {
-			if o == h {
-				return o, true
-			}
 		}
 	}
 	return "", false

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/tfconfig"
 )
 
 // Attacks by a hostile module author on Vendor (the module and every
@@ -203,8 +204,8 @@ func TestVendorSharedLocalModuleReadOnce(t *testing.T) {
 	}
 	// The same, one directory over the bound: refused.
 	big := map[string]string{}
-	for i := range MaxConfigBytes/(8<<20) + 1 {
-		big["d"+itoa(i)+"/main.tf"] = "# " + strings.Repeat("x", 8<<20-10) + "\n"
+	for i := range MaxConfigBytes/tfconfig.MaxFileSize + 1 {
+		big["d"+itoa(i)+"/main.tf"] = "# " + strings.Repeat("x", tfconfig.MaxFileSize-10) + "\n"
 	}
 	pk2 := &packages{trees: map[string]map[string]string{"https://h.example/big.git": big}}
 	var calls strings.Builder

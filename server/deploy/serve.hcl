@@ -18,6 +18,14 @@ log-format = "json"                  # for the journal and log shippers
 # Believe X-Forwarded-For from the load balancer(s) only.
 trusted-proxy = []
 
-# "" serves /metrics on the main TLS listener (scrape with the appliance CA);
-# "HOST:PORT" serves it over plain HTTP on a listener of its own; "off": none.
+# "HOST:PORT" serves /metrics over plain HTTP on a listener of its own (a
+# management address); "main" serves it on the main TLS listener, to every
+# client that reaches it; "" or "off": none.
 metrics-listen = ""
+
+# Connection limits. Excess connections are closed at accept. Behind a load
+# balancer every client has its address: list it in trusted-proxy, which
+# exempts it from max-conns-per-ip (not from max-conns).
+max-conns        = 2048              # in total: ~50 KiB and one descriptor each
+max-conns-per-ip = 128               # per client address (IPv6: per /64)
+send-timeout     = "60s"             # close a download whose client reads nothing for this long

@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airgap/airgap/server"
+)
+
+// limited listens on loopback through LimitConns and accepts in the
+// background; accepted connections are sent on the returned channel.
+func limited(t *testing.T, lim server.ConnLimits) (string, chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	l := server.LimitConns(ln, lim)
+	ch := make(chan net.Conn, 1024)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			ch <- c
+		}
+	}()
+	return ln.Addr().String(), ch
+}
+
+// kept dials n connections from src and counts those the listener kept
+// open (a refused one reads EOF at once).
+func kept(t *testing.T, src, addr string, n int) (held []net.Conn) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+			held = append(held, c) // still open
+		}
+	}
+	return held
+}
+
+func TestLimitConns(t *testing.T) {
+	var refused atomic.Int32
+	addr, _ := limited(t, server.ConnLimits{Max: 12, PerIP: 5,
+		Exempt:  func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.3") },
+		Refused: func(string) { refused.Add(1) }})
+	a := kept(t, "127.0.0.1", addr, 8)
+	p := kept(t, "127.0.0.3", addr, 6)
+	b := kept(t, "127.0.0.2", addr, 4)
+	if len(a) != 5 || len(p) != 6 || len(b) != 1 || refused.Load() != 3+3 {
+		t.Fatalf("kept %d, %d, %d; refused %d: want 5 (per address), 6 (exempt), 1 (total 12), 6 refused", len(a), len(p), len(b), refused.Load())
+	}
+}
+
+func TestLimitConnsReleases(t *testing.T) {
+	addr, accepted := limited(t, server.ConnLimits{Max: 100, PerIP: 2})
+	held := kept(t, "127.0.0.1", addr, 3)
+	if len(held) != 2 {
+		t.Fatalf("kept %d, want 2", len(held))
+	}
+	// The server closes one of its connections: the slot is free again.
+	(<-accepted).Close()
+	if again := kept(t, "127.0.0.1", addr, 1); len(again) != 1 {
+		t.Fatal("no slot after the server closed a connection")
+	}
+}
+
+// TestSendTimeout: a write to a client that reads nothing fails after
+// SendTimeout; a client that reads slowly, pausing for less than
+// SendTimeout each time, gets everything however long it takes in all.
+func TestSendTimeout(t *testing.T) {
+	// Userspace sees a write progress only once the kernel's send buffer
+	// (up to 4 MiB on loopback) has drained to its low-water mark, so a
+	// reader must move about 2 MiB per SendTimeout to count as moving: at
+	// the default 60 s, about 35 KiB/s.
+	const timeout = time.Second
+	addr, accepted := limited(t, server.ConnLimits{SendTimeout: timeout})
+	dial := func() (client, srv net.Conn) {
+		c, err := smallWindow.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, <-accepted
+	}
+	chunk := make([]byte, 64<<10)
+
+	_, stalled := dial()
+	start := time.Now()
+	var err error
+	for err == nil && time.Since(start) < 10*time.Second {
+		_, err = stalled.Write(chunk)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("writing to a client that reads nothing: %v after %v", err, time.Since(start))
+	}
+	t.Logf("a stalled write failed after %v", time.Since(start).Round(10*time.Millisecond))
+
+	slow, srv := dial()
+	const total = 16 << 20
+	done := make(chan error, 1)
+	go func() {
+		for sent := 0; sent < total; sent += len(chunk) {
+			if _, err := srv.Write(chunk); err != nil {
+				srv.Close()
+				done <- err
+				return
+			}
+		}
+		done <- srv.Close()
+	}()
+	start = time.Now()
+	buf := make([]byte, 32<<10)
+	got, pauses := 0, 0
+	for {
+		n, err := slow.Read(buf)
+		if got/(4<<20) != (got+n)/(4<<20) {
+			time.Sleep(timeout * 3 / 4) // the writer blocks, but not for SendTimeout
+			pauses++
+		}
+		got += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("slow reader after %d bytes: %v (writer: %v)", got, err, <-done)
+		}
+	}
+	if err := <-done; err != nil || got != total {
+		t.Fatalf("slow reader: %d of %d bytes, writer: %v", got, total, err)
+	}
+	t.Logf("a slow reader got %d MiB in %v, pausing %d times for %v", got>>20, time.Since(start).Round(10*time.Millisecond), pauses, timeout*3/4)
+	if time.Since(start) < 2*timeout {
+		t.Error("the slow reader was not slower than SendTimeout: the test proves nothing")
+	}
+}
+
+// smallWindow dials with a 4 KiB receive buffer, set before connecting:
+// shrinking it on an open connection makes Linux drop data already in
+// flight, and the connection then stalls in retransmission backoff.
+var smallWindow = &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+	var err error
+	rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	return err
+}}
