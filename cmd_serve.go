@@ -1,0 +1,247 @@
+package main
+
+// The offline side's serving verbs: serve, healthcheck, ca, client-config
+// and push. Each verb is one struct, its flag set and the calls into the
+// server and dist/oci packages that do the work.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist/oci"
+	"github.com/airgap/airgap/server"
+	"github.com/spf13/pflag"
+)
+
+// --- serve ---
+
+type serveCmd struct {
+	storeD    string
+	listen    string
+	hostnames []string
+	tlsMode   string
+	acmeCA    string
+	acmeRoot  string
+	acmeEmail string
+	acmeHTTP  int
+	acmeALPN  int
+	certFile  string
+	keyFile   string
+	logLevel  string
+	// operations (issue 13): see server/config.go and server/ops.go
+	configFile, logFormat, metricsListen string
+	trustedProxies                       []string
+	maxConns, maxConnsPerIP              int // server/conns.go
+	sendTimeout                          string
+	checkConfig                          bool
+	fs                                   *pflag.FlagSet
+}
+
+func (c *serveCmd) synopsis() string {
+	return "serve the store: discovery, provider and module registries, network mirror, over TLS"
+}
+
+func (c *serveCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.listen, "listen", ":8443", "address to listen on")
+	fs.StringSliceVar(&c.hostnames, "hostname", nil, "name clients use for the appliance (repeatable); add registry.terraform.io etc. if DNS points them here")
+	fs.StringVar(&c.tlsMode, "tls", "local", "certificates: local (built-in CA), acme, or files")
+	fs.StringVar(&c.acmeCA, "acme-ca", "", "ACME directory URL (--tls acme)")
+	fs.StringVar(&c.acmeRoot, "acme-ca-root", "", "PEM root of a private ACME server (--tls acme)")
+	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account e-mail (--tls acme)")
+	fs.IntVar(&c.acmeHTTP, "acme-http-port", 0, "port for the HTTP-01 challenge listener if not 80 (--tls acme)")
+	fs.IntVar(&c.acmeALPN, "acme-tls-alpn-port", 0, "port for the TLS-ALPN-01 challenge listener if not 443 (--tls acme)")
+	fs.StringVar(&c.certFile, "cert", "", "certificate chain PEM (--tls files; reloaded on change)")
+	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes (repeatable)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client; default: none)")
+	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy addresses are exempt (0: no cap)")
+	fs.StringVar(&c.sendTimeout, "send-timeout", "60s", "close a connection whose client reads nothing for this long (0: never)")
+	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
+	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
+	c.fs = fs
+	return fs
+}
+
+func (c *serveCmd) run(args []string) error {
+	if len(args) != 0 {
+		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]... [--config FILE]"}
+	}
+	cfg, err := server.LoadServeConfig(c.fs, c.configFile, os.Getenv)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if c.checkConfig {
+		return cfg.WriteHCL(os.Stdout)
+	}
+	level := new(slog.LevelVar)
+	lv, _ := cfg.Level()
+	level.Set(lv)
+	log, _ := server.NewLogger(os.Stderr, cfg.LogFormat, level)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return server.Run(ctx, server.RunOptions{
+		Store: cfg.Store, Listen: cfg.Listen, Hostnames: cfg.Hostname, Log: log, TLS: cfg.TLSOptions(log),
+		Config: cfg, Level: level, Version: Version,
+	})
+}
+
+// --- healthcheck ---
+
+type healthcheckCmd struct{ opt server.HealthCheckOptions }
+
+func (c *healthcheckCmd) synopsis() string {
+	return "ask a running appliance's /healthz (container health checks; exit 0 when healthy)"
+}
+
+func (c *healthcheckCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
+	fs.StringVar(&c.opt.URL, "url", "https://127.0.0.1:8443/healthz", "the appliance's /healthz URL")
+	fs.StringVar(&c.opt.CAFile, "ca", "", "PEM CA to trust (e.g. STORE/tls/ca/ca.pem); default the system roots")
+	fs.StringVar(&c.opt.ServerName, "server-name", "", "verify the certificate for this name instead of the URL's host")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up after this long")
+	return fs
+}
+
+func (c *healthcheckCmd) run(args []string) error {
+	if len(args) != 0 {
+		return usageError{"usage: airgap healthcheck [--url URL] [--ca FILE]"}
+	}
+	return server.HealthCheck(context.Background(), c.opt)
+}
+
+// --- ca ---
+
+type caCmd struct{ storeD string }
+
+func (c *caCmd) synopsis() string {
+	return "print the local CA certificate (PEM) and its SHA-256 fingerprint"
+}
+
+func (c *caCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("ca", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	return fs
+}
+
+func (c *caCmd) run(args []string) error {
+	if c.storeD == "" || len(args) != 0 {
+		return usageError{"usage: airgap ca --store DIR"}
+	}
+	if _, err := os.Stat(c.storeD); err != nil {
+		return fmt.Errorf("%w\nhint: give the store 'airgap serve' uses; 'airgap import --keyring KEYRING --store DIR BUNDLE' creates one", err)
+	}
+	ca, err := server.LoadOrCreateCA(store.TLSDir(c.storeD))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "SHA-256 fingerprint: %s\n", server.CAFingerprint(ca.Cert))
+	os.Stdout.Write(ca.PEM)
+	return nil
+}
+
+// --- client-config ---
+
+type clientConfigCmd struct {
+	url    string
+	storeD string
+	tool   string
+	mode   string
+}
+
+func (c *clientConfigCmd) synopsis() string {
+	return "print a terraform/tofu CLI config that points every origin at the appliance"
+}
+
+func (c *clientConfigCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("client-config", pflag.ContinueOnError)
+	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
+	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
+	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
+	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
+	return fs
+}
+
+func (c *clientConfigCmd) run(args []string) error {
+	if c.url == "" || len(args) != 0 {
+		return usageError{"usage: airgap client-config --url https://HOST:PORT/ [--store DIR]"}
+	}
+	if c.tool != "terraform" && c.tool != "tofu" {
+		return usageError{"--tool must be terraform or tofu"}
+	}
+	opt := server.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
+	// Every flag is checked before the network or the store is asked.
+	if err := server.WriteClientConfig(io.Discard, opt); err != nil {
+		return usageError{err.Error()}
+	}
+	opt.URL, _ = server.NormalizeBaseURL(c.url)
+	if c.storeD != "" {
+		st, err := store.Open(c.storeD)
+		if err != nil {
+			return err
+		}
+		opt.Origins = server.Origins(st.Catalog())
+	} else {
+		doc, err := server.FetchOrigins(opt.URL)
+		if err != nil {
+			return err
+		}
+		opt.Origins = doc.Origins
+	}
+	if len(opt.Origins) == 0 {
+		return errors.New("the appliance serves nothing yet, so the config would send terraform to the internet\nhint: import a bundle first: airgap import --keyring site.pub.asc --store DIR BUNDLE")
+	}
+	return server.WriteClientConfig(os.Stdout, opt)
+}
+
+// --- push ---
+
+type pushCmd struct {
+	storeD, to, username string
+	jobs                 int
+	passwordStdin, json  bool
+}
+
+func (c *pushCmd) synopsis() string {
+	return "publish the store's providers and modules to an OCI registry in OpenTofu's layout"
+}
+
+func (c *pushCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("push", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "the store to publish (required)")
+	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required)")
+	fs.IntVar(&c.jobs, "jobs", 4, "tags pushed in parallel")
+	fs.StringVar(&c.username, "username", "", "registry user (password from "+oci.PasswordEnv+" or --password-stdin); default: Docker's config")
+	fs.BoolVar(&c.passwordStdin, "password-stdin", false, "read the password for --username from stdin")
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *pushCmd) run(args []string) error {
+	if c.storeD == "" || c.to == "" || len(args) != 0 {
+		return usageError{"usage: airgap push --store DIR --to REGISTRY[/PREFIX]"}
+	}
+	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
+	if c.username != "" {
+		p, err := oci.Password(c.passwordStdin, os.Stdin)
+		if err != nil {
+			return err
+		}
+		opt.Password = p
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return oci.PushStore(ctx, c.storeD, opt, c.json, os.Stdout)
+}

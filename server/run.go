@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+)
+
+// RunOptions configure Run: what 'airgap serve' resolved from its flags,
+// configuration file and environment.
+type RunOptions struct {
+	Store     string
+	Listen    string
+	Hostnames []string
+	TLS       TLSOptions
+	Log       *slog.Logger
+	Ready     func(addr string) // called once listening (tests)
+	Config    *ServeConfig
+	Level     *slog.LevelVar
+	Version   string // airgap's, for metrics
+}
+
+// Run serves the store at cfg.Store until ctx is done: it opens the store,
+// sets up TLS, starts the operations side (metrics, reloads, sd_notify),
+// listens, reloads the catalog within a second of an import, and on
+// cancellation drains downloads in flight for up to 30 s.
+func Run(ctx context.Context, cfg RunOptions) error {
+	start := time.Now()
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small (the catalog), so at the default GOGC=100
+		// the collector runs many times a second under load. 400 measured
+		// +14% metadata requests/s (median of 5 alternating wrk runs) for
+		// a heap of at most about five times the catalog's.
+		debug.SetGCPercent(400)
+	}
+	st, err := store.Open(cfg.Store)
+	if err != nil {
+		return err
+	}
+	names := append([]string{}, cfg.Hostnames...)
+	if len(names) == 0 {
+		names = append(names, "localhost")
+	}
+	names = append(names, ListenAddrs(cfg.Listen)...)
+	cfg.TLS.Dir, cfg.TLS.Names = store.TLSDir(cfg.Store), dedupe(names)
+	tlsSetup, err := SetupTLS(ctx, cfg.TLS)
+	if err != nil {
+		return err
+	}
+	defer tlsSetup.Stop()
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM})
+	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version})
+	if err != nil {
+		return err
+	}
+	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
+	hs.TLSConfig = tlsSetup.Config
+	HTTP1Only(hs.TLSConfig)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	ln = ops.Listener(ln)
+	go watchCatalog(ctx, st, srv, cfg.Log)
+	cat := st.Catalog()
+	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
+		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
+	warnEmpty(cfg.Log, cfg.Store, cat)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	ops.Ready()
+	return serveUntil(ctx, hs, ln, ops, cfg.Log)
+}
+
+// watchCatalog serves a new catalog within a second of an import.
+func watchCatalog(ctx context.Context, st *store.Store, srv *Server, log *slog.Logger) {
+	st.Watch(ctx, time.Second, func(ix *store.Index, err error) {
+		if err != nil {
+			log.Error("reloading the store index; still serving the previous catalog", "err", err)
+			return
+		}
+		srv.Warm()
+		log.Info("catalog reloaded", "provider_versions", len(ix.Catalog.Providers), "module_versions", len(ix.Catalog.Modules))
+	})
+}
+
+// serveUntil serves ln until ctx is done, then drains downloads in flight
+// for up to 30 s.
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *Ops, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	ops.Stopping()
+	log.Info("shutting down; waiting up to 30s for downloads in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// warnEmpty says at start that an empty store serves nothing (clients
+// would fall through to 404s and, with a mirror config, fail).
+func warnEmpty(log *slog.Logger, dir string, cat *dist.Catalog) {
+	if len(cat.Providers)+len(cat.Modules) == 0 {
+		log.Warn("the store is empty: every request will be answered 404 until a bundle is imported", "hint", "airgap import --keyring site.pub.asc --store "+dir+" BUNDLE (picked up within 2s, no restart)")
+	}
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
