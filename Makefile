@@ -23,23 +23,25 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
+# -fuzzminimizetime 20x: minimizing a new input may otherwise run past
+# -fuzztime and fail the run with "context deadline exceeded".
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./bundle
-	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bundle
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckManifest$$' -fuzztime $(FUZZTIME) ./bundle
-	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) ./dist
-	$(GO) test -run '^$$' -fuzz '^FuzzReadKeyring$$' -fuzztime $(FUZZTIME) ./verify
-	$(GO) test -run '^$$' -fuzz '^FuzzPrintable$$' -fuzztime $(FUZZTIME) ./dist
-	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) ./dist/getter
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./bundle
+	$(GO) test -run '^$$' -fuzz '^FuzzParseShasums$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist
+	$(GO) test -run '^$$' -fuzz '^FuzzReadKeyring$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzPrintable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist
+	$(GO) test -run '^$$' -fuzz '^FuzzGetterParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/getter
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/getter
-	$(GO) test -run '^$$' -fuzz '^FuzzLockFile$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
-	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) ./dist/tfconfig
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./dist/export
-	$(GO) test -run '^$$' -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(FUZZTIME) ./dist/modzip
-	$(GO) test -run '^$$' -fuzz '^FuzzRenderKey$$' -fuzztime $(FUZZTIME) ./server
-	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) ./dist/vendoring
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./dist/zipdir
-	$(GO) test -run '^$$' -fuzz '^FuzzAccessFields$$' -fuzztime $(FUZZTIME) ./server
+	$(GO) test -run '^$$' -fuzz '^FuzzLockFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/tfconfig
+	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/tfconfig
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/export
+	$(GO) test -run '^$$' -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/modzip
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderKey$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./server
+	$(GO) test -run '^$$' -fuzz '^FuzzRewrite$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/vendoring
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./dist/zipdir
+	$(GO) test -run '^$$' -fuzz '^FuzzAccessFields$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./server
 
 bench:
 	bash testdata/bench/run.sh
