@@ -116,7 +116,9 @@ func topLevel(args []string, vs map[string]verb) (code int, done bool) {
 		return 0, true
 	case args[0] == "help":
 		if v, ok := vs[args[1]]; ok {
-			printVerbHelp(os.Stdout, args[1], v)
+			fs := v.flags()
+			addLogFormat(fs)
+			printVerbHelp(os.Stdout, args[1], fs)
 			return 0, true
 		}
 		fmt.Fprintf(os.Stderr, "airgap help: no command %q%s\nhint: run 'airgap help' for the list\n", args[1], didYouMean(args[1], vs))
@@ -186,12 +188,9 @@ func usage(w io.Writer, vs map[string]verb) {
 	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
-func printVerbHelp(w io.Writer, name string, v verb) {
-	h, ok := helps[name]
-	if !ok {
-		h = verbHelp{usage: "[flags]", about: v.synopsis()}
-	}
-	fmt.Fprintf(w, "Usage: airgap %s %s\n\n%s\n\nFlags:\n%s", name, h.usage, h.about, v.flags().FlagUsages())
+func printVerbHelp(w io.Writer, name string, fs *pflag.FlagSet) {
+	h := helps[name]
+	fmt.Fprintf(w, "Usage: airgap %s %s\n\n%s\n\nFlags:\n%s", name, h.usage, h.about, fs.FlagUsages())
 	if len(h.env) > 0 {
 		fmt.Fprintf(w, "\nEnvironment:\n  %s\n", strings.Join(h.env, "\n  "))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -62,25 +63,48 @@ func run(args []string) int {
 	v := vs[args[0]]
 	fs := v.flags()
 	fs.SetOutput(io.Discard)
+	logFormat := addLogFormat(fs)
 	if err := checkDashes(args[1:], fs); err != nil {
 		return usageFail(args[0], err)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			printVerbHelp(os.Stdout, args[0], v)
+			printVerbHelp(os.Stdout, args[0], fs)
 			return 0
 		}
 		return usageFail(args[0], suggestFlag(err, fs))
+	}
+	switch *logFormat {
+	case "text":
+	case "json":
+		progress.UseJSON(os.Stderr)
+	default:
+		return usageFail(args[0], fmt.Errorf("--log-format %q: want text or json", *logFormat))
 	}
 	if err := v.run(fs.Args()); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
 			return usageFail(args[0], err)
 		}
+		if j := progress.JSON(); j != nil {
+			j.Error("airgap "+args[0]+" failed", "error", err.Error())
+			return 1
+		}
 		fmt.Fprintf(os.Stderr, "airgap %s: %s\n", args[0], dist.PrintableLines(err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// addLogFormat gives every verb --log-format (serve has its own, which
+// also shapes its access log).
+func addLogFormat(fs *pflag.FlagSet) *string {
+	f := new(string)
+	*f = "text"
+	if fs.Lookup("log-format") == nil {
+		fs.StringVar(f, "log-format", "text", "messages on stderr: text (for people) or json (one slog record per line, for log collectors)")
+	}
+	return f
 }
 
 func usageFail(name string, err error) int {

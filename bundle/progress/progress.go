@@ -3,6 +3,10 @@
 // and plain lines otherwise (at most one every ten seconds, so logs stay
 // short). export, import, verify, split and join all use it.
 //
+// With UseJSON (airgap's --log-format json) every line becomes one slog
+// JSON record instead: messages at info, the status every ten seconds as a
+// "progress" record, and no terminal redrawing at all.
+//
 // It never reads input; the strings it prints come from the caller, which
 // must make untrusted names printable first. Memory is constant.
 package progress
@@ -10,6 +14,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -18,6 +23,17 @@ import (
 	"github.com/airgap/airgap/dist"
 	"golang.org/x/term"
 )
+
+// jsonLog, when set by UseJSON, receives every line as a JSON record.
+var jsonLog atomic.Pointer[slog.Logger]
+
+// UseJSON makes every Line of this process write slog JSON records to w
+// (one per line) instead of text: for log collectors, with --log-format
+// json.
+func UseJSON(w io.Writer) { jsonLog.Store(slog.New(slog.NewJSONHandler(w, nil))) }
+
+// JSON returns the JSON logger UseJSON set, or nil.
+func JSON() *slog.Logger { return jsonLog.Load() }
 
 // Line is one live status line on w (stderr, usually).
 type Line struct {
@@ -37,7 +53,7 @@ type Line struct {
 // every 200 ms; otherwise status() is printed as a plain line every 10 s.
 // status returns "" while there is nothing to show yet.
 func Start(w *os.File, status func(elapsed time.Duration) string) *Line {
-	l := &Line{w: w, fd: int(w.Fd()), tty: term.IsTerminal(int(w.Fd())), status: status,
+	l := &Line{w: w, fd: int(w.Fd()), tty: term.IsTerminal(int(w.Fd())) && JSON() == nil, status: status,
 		start: time.Now(), plain: 10 * time.Second, done: make(chan struct{})}
 	l.last = l.start
 	every := 200 * time.Millisecond
@@ -71,7 +87,11 @@ func (l *Line) tick() {
 	if time.Since(l.last) >= l.plain {
 		l.last = time.Now()
 		if s := l.status(time.Since(l.start)); s != "" {
-			fmt.Fprintln(l.w, s)
+			if j := JSON(); j != nil {
+				j.Info("progress", "status", s)
+			} else {
+				fmt.Fprintln(l.w, s)
+			}
 		}
 	}
 }
@@ -94,8 +114,13 @@ func (l *Line) Logf(format string, a ...any) {
 	if l.tty {
 		fmt.Fprint(l.w, "\r\033[K")
 	}
-	// Log lines carry registry-supplied strings: escape control characters.
-	fmt.Fprintln(l.w, dist.PrintableLines(fmt.Sprintf(format, a...)))
+	// Log lines carry registry-supplied strings: escape control characters
+	// (the JSON handler escapes them itself).
+	if j := JSON(); j != nil {
+		j.Info(fmt.Sprintf(format, a...))
+	} else {
+		fmt.Fprintln(l.w, dist.PrintableLines(fmt.Sprintf(format, a...)))
+	}
 	select {
 	case <-l.done: // stopped: no status line any more
 	default:
