@@ -65,7 +65,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 				absent = " (was not in the store)"
 			}
 			fmt.Fprintf(&w, "  %s %-50s %-10s withdrawn %s by bundle %s signer %s%s\n    reason: %s\n",
-				wd.Kind, wd.Addr, wd.Version, wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), wd.Signer.Fingerprint, absent, wd.Reason)
+				wd.Kind, wd.Addr, wd.Version, wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), wd.Signer.Fingerprint, absent, dist.Printable(wd.Reason))
 		}
 	}
 	fmt.Fprintln(&w, "\nImported bundles:")

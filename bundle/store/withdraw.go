@@ -58,7 +58,7 @@ func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
 		return fmt.Errorf("%w: the bundle carries %s, which bundle %s (signed by %s) withdrew on %s: %s\n"+
 			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with a block "+
 			"reinstate %q { versions = %q  reason = \"...\" } in the same manifest",
-			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), w.Reason, shortAddr(w.Addr), w.Version)
+			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), dist.Printable(w.Reason), shortAddr(w.Addr), w.Version)
 	}
 	for _, p := range m.Catalog.Providers {
 		if err := refuse("provider "+p.String(), p.Key()); err != nil {
