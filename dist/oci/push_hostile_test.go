@@ -1,0 +1,93 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/verify"
+	"oras.land/oras-go/v2/registry/remote/retry"
+)
+
+// TestPushRefusesRedirectToPlainHTTP: a registry that asks for Basic
+// credentials and then redirects to http:// on the same host name (another
+// port) must not receive them in clear: net/http would copy Authorization
+// on such a redirect.
+func TestPushRefusesRedirectToPlainHTTP(t *testing.T) {
+	var leaked, plainHits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		w.WriteHeader(404)
+	}))
+	defer plain.Close()
+	reg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="reg"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		http.Redirect(w, r, plain.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer reg.Close()
+	set := bundletest.Standard(t, t.TempDir(), bundletest.Key(t, "site"))
+	_, err := Push(context.Background(), &set.Catalog, PushOptions{
+		Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "secret",
+		HTTPClient: reg.Client(), Jobs: 1,
+		OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+	})
+	if !errors.Is(err, ErrInsecureRedirect) {
+		t.Errorf("push through an https→http redirect: %v", err)
+	}
+	if leaked.Load() != 0 || plainHits.Load() != 0 {
+		t.Errorf("the plain-http server got %d requests, %d with credentials", plainHits.Load(), leaked.Load())
+	}
+}
+
+// TestPushRegistryNeverAnswers: a registry that accepts requests and never
+// answers fails the push within the response timeout instead of hanging it.
+func TestPushRegistryNeverAnswers(t *testing.T) {
+	release := make(chan struct{})
+	reg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer reg.Close()
+	defer close(release)
+	old := ResponseHeaderTimeout
+	ResponseHeaderTimeout = 100 * time.Millisecond
+	defer func() { ResponseHeaderTimeout = old }()
+	hc := pushHTTPClient(nil) // the default client, made to trust the test server
+	hc.Transport.(*retry.Transport).Base.(*http.Transport).TLSClientConfig = reg.Client().Transport.(*http.Transport).TLSClientConfig
+	set := bundletest.Standard(t, t.TempDir(), bundletest.Key(t, "site"))
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Push(context.Background(), &set.Catalog, PushOptions{
+			Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "p",
+			HTTPClient: hc, Jobs: 1,
+			OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "timeout awaiting response headers") {
+			t.Errorf("push to a silent registry: %v", err)
+		}
+		t.Logf("failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("push to a registry that never answers still hangs after 60 s")
+	}
+}
