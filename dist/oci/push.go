@@ -80,8 +80,13 @@ var ErrInsecureRedirect = errors.New("the registry redirected from https to plai
 // what is missing. Layers stream from the store (never held in memory);
 // manifests are small. At most Jobs tags are in flight.
 func Push(ctx context.Context, cat *dist.Catalog, opt PushOptions) (*PushResult, error) {
+	if strings.Contains(opt.Target, "://") {
+		// "https://reg/x" would be registry "https:" (an empty port), and
+		// the password would go to whatever host "https" resolves to.
+		return nil, fmt.Errorf("--to %q: write the registry without a scheme, e.g. registry.site.example/airgap\nhint: push always uses https", opt.Target)
+	}
 	reg, prefix, _ := strings.Cut(opt.Target, "/")
-	if _, err := remote.NewRegistry(reg); err != nil || reg == "" {
+	if _, err := remote.NewRegistry(reg); err != nil || reg == "" || strings.HasSuffix(reg, ":") || strings.HasPrefix(reg, ":") {
 		return nil, fmt.Errorf("--to %q: want REGISTRY[/PREFIX], e.g. registry.site.example/airgap", opt.Target)
 	}
 	prefix = strings.Trim(prefix, "/")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
@@ -89,5 +90,23 @@ func TestPushRegistryNeverAnswers(t *testing.T) {
 		t.Logf("failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("push to a registry that never answers still hangs after 60 s")
+	}
+}
+
+// TestPushTargetWithScheme: "--to https://reg/x" is refused: parsed as
+// REGISTRY[/PREFIX] it is the registry "https:", and credentials would go to
+// whatever the name "https" resolves to on the site's network.
+func TestPushTargetWithScheme(t *testing.T) {
+	var hits atomic.Int32
+	reg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); w.WriteHeader(404) }))
+	defer reg.Close()
+	for _, to := range []string{"https://" + strings.TrimPrefix(reg.URL, "https://") + "/site", "http://reg.example/site", "https:/reg.example", "reg.example:/x", ":443/x"} {
+		_, err := Push(context.Background(), &dist.Catalog{}, PushOptions{Target: to, Username: "u", Password: "p", HTTPClient: reg.Client()})
+		if err == nil {
+			t.Errorf("--to %q accepted", to)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent", hits.Load())
 	}
 }
