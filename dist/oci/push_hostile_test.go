@@ -110,3 +110,26 @@ func TestPushTargetWithScheme(t *testing.T) {
 		t.Errorf("%d requests sent", hits.Load())
 	}
 }
+
+// TestPushBearerRealmOverPlainHTTP: a registry reached over https whose
+// token realm is plain http gets no credentials sent there (oras-go refuses
+// the realm; this keeps it so across upgrades).
+func TestPushBearerRealmOverPlainHTTP(t *testing.T) {
+	var hits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); w.WriteHeader(500) }))
+	defer plain.Close()
+	reg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+plain.URL+`/token",service="reg"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer reg.Close()
+	set := bundletest.Standard(t, t.TempDir(), bundletest.Key(t, "site"))
+	_, err := Push(context.Background(), &set.Catalog, PushOptions{
+		Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "secret",
+		HTTPClient: reg.Client(), Jobs: 1,
+		OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+	})
+	if err == nil || hits.Load() != 0 {
+		t.Errorf("push with an http token realm: %v; the realm got %d requests", err, hits.Load())
+	}
+}
