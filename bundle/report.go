@@ -75,7 +75,7 @@ func (rep *Report) Text() string {
 		ws   []dist.Withdrawal
 	}{{"withdraws", rep.Withdraw}, {"reinstates", rep.Reinstate}} {
 		for _, w := range l.ws {
-			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, w.Kind, w.Addr, strings.Join(w.Versions, ", "), w.Reason)
+			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, w.Kind, w.Addr, strings.Join(w.Versions, ", "), dist.Printable(w.Reason))
 		}
 	}
 	b.WriteString(rep.Checks.Summary("  "))

@@ -324,12 +324,12 @@ func canonicalVersion(v string) string {
 // them: case-insensitively, by canonical version. Two entries with one Key
 // in a catalog are duplicates.
 func (p ProviderVersion) Key() string {
-	return strings.ToLower(p.Addr()) + " " + canonicalVersion(p.Version)
+	return canonicalAddr(p.Addr()) + " " + canonicalVersion(p.Version)
 }
 
 // Key identifies a module version case-insensitively, by canonical version.
 func (m ModuleVersion) Key() string {
-	return strings.ToLower(m.Addr()) + " " + canonicalVersion(m.Version)
+	return canonicalAddr(m.Addr()) + " " + canonicalVersion(m.Version)
 }
 
 // CheckMerge reports whether next can be merged into c without changing

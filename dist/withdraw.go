@@ -43,7 +43,29 @@ func (w Withdrawal) Keys() []string {
 }
 
 // VersionKey is the catalog key of addr at version v.
-func VersionKey(addr, v string) string { return strings.ToLower(addr) + " " + canonicalVersion(v) }
+func VersionKey(addr, v string) string { return canonicalAddr(addr) + " " + canonicalVersion(v) }
+
+// canonicalAddr is addr as clients compare it: lower case, and the host's
+// port in canonical form, dropped when it is 443 (Terraform and OpenTofu
+// read "registry.terraform.io:443/hashicorp/aws" and
+// "registry.terraform.io/hashicorp/aws" as one provider, svchost.ForComparison),
+// so a spelling with a port can neither twin an entry nor slip past a
+// withdrawal.
+func canonicalAddr(addr string) string {
+	addr = strings.ToLower(addr)
+	host, rest, _ := strings.Cut(addr, "/")
+	h, port, ok := strings.Cut(host, ":")
+	if !ok {
+		return addr
+	}
+	port = strings.TrimLeft(port, "0")
+	if port == "443" {
+		host = h
+	} else {
+		host = h + ":" + port
+	}
+	return host + "/" + rest
+}
 
 // Validate checks the kind, the address (canonical form), each version and
 // the reason (required, at most MaxWithdrawalReason bytes of valid UTF-8).
@@ -74,6 +96,14 @@ func (w Withdrawal) Validate() error {
 	}
 	if len(w.Reason) > MaxWithdrawalReason || !utf8.ValidString(w.Reason) {
 		return fmt.Errorf("withdrawal of %s: the reason must be valid UTF-8 of at most %d bytes", w.Addr, MaxWithdrawalReason)
+	}
+	// The reason is printed by verify, import's refusal and inventory and
+	// shown on the catalog page: one line of visible text, so that it can
+	// neither forge lines (a "hint:" telling the operator to reinstate)
+	// nor reorder what follows it (bidi overrides).
+	if i := strings.IndexFunc(w.Reason, needsEscape); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(w.Reason[i:])
+		return fmt.Errorf("withdrawal of %s: the reason contains a control or formatting character (%s at byte %d)\nhint: write the reason as one line of plain text", w.Addr, Printable(string(r)), i)
 	}
 	return nil
 }

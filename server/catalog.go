@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
 	"embed"
@@ -321,44 +322,61 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 	if len(q) > maxQuery {
 		q = q[:maxQuery]
 	}
-	// One list of addresses, providers first, filtered then paginated.
-	type item struct {
-		p *providerGroup
-		m *moduleGroup
-	}
-	var items []item
+	// One list of addresses, providers first, filtered then paginated: a
+	// first pass counts the matches, a second keeps only the page's rows, so
+	// a request allocates one page, never a copy of the address list
+	// (which, at 50,000 addresses and many clients at once, added up).
+	match := func(key string) bool { return q == "" || strings.Contains(key, q) }
+	nProv, nMod := 0, 0
 	for _, g := range m.providers {
-		if q == "" || strings.Contains(g.key, q) {
-			items = append(items, item{p: g})
+		if match(g.key) {
+			nProv++
 		}
 	}
-	nProv := len(items)
 	for _, g := range m.modules {
-		if q == "" || strings.Contains(g.key, q) {
-			items = append(items, item{m: g})
+		if match(g.key) {
+			nMod++
 		}
 	}
 	extra := url.Values{}
 	if q != "" {
 		extra.Set("q", q)
 	}
-	lo, hi, pg := paginate(r, len(items), pageSize, extra)
+	lo, hi, pg := paginate(r, nProv+nMod, pageSize, extra)
 	var provs []providerRow
 	var mods []moduleRow
-	for _, it := range items[lo:hi] {
-		if it.p != nil {
-			row := providerRow{providerGroup: it.p, Newest: it.p.Versions[0], Signer: SignerLabel(it.p.Versions[0])}
-			row.Shown = it.p.Versions[:min(len(it.p.Versions), maxVersionsShown)]
-			row.More = len(it.p.Versions) - len(row.Shown)
-			for _, pk := range row.Newest.Packages {
-				row.Platform = append(row.Platform, pk.Platform())
-			}
-			provs = append(provs, row)
+	i := 0
+	for _, g := range m.providers {
+		if i >= hi {
+			break
+		}
+		if !match(g.key) {
 			continue
 		}
-		row := moduleRow{moduleGroup: it.m}
-		row.Shown = it.m.Versions[:min(len(it.m.Versions), maxVersionsShown)]
-		row.More = len(it.m.Versions) - len(row.Shown)
+		if i++; i <= lo {
+			continue
+		}
+		row := providerRow{providerGroup: g, Newest: g.Versions[0], Signer: SignerLabel(g.Versions[0])}
+		row.Shown = g.Versions[:min(len(g.Versions), maxVersionsShown)]
+		row.More = len(g.Versions) - len(row.Shown)
+		for _, pk := range row.Newest.Packages {
+			row.Platform = append(row.Platform, pk.Platform())
+		}
+		provs = append(provs, row)
+	}
+	for _, g := range m.modules {
+		if i >= hi {
+			break
+		}
+		if !match(g.key) {
+			continue
+		}
+		if i++; i <= lo {
+			continue
+		}
+		row := moduleRow{moduleGroup: g}
+		row.Shown = g.Versions[:min(len(g.Versions), maxVersionsShown)]
+		row.More = len(g.Versions) - len(row.Shown)
 		mods = append(mods, row)
 	}
 	base := baseURL(r)
@@ -368,7 +386,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Providers":      provs,
 		"Modules":        mods,
 		"NProv":          nProv,
-		"NMod":           len(items) - nProv,
+		"NMod":           nMod,
 		"ProviderGroups": len(m.providers),
 		"ModuleGroups":   len(m.modules),
 		"Packages":       m.packages,
@@ -439,7 +457,7 @@ func (ui *catalogUI) render(w http.ResponseWriter, r *http.Request, name string,
 
 func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
 	data["Script"] = template.JS(filterScript)
-	var b strings.Builder
+	var b bytes.Buffer
 	if err := catalogTmpl.ExecuteTemplate(&b, name, data); err != nil {
 		ui.s.writeError(w, r, err)
 		return
@@ -455,5 +473,5 @@ func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code i
 	if r.Method == http.MethodHead {
 		return
 	}
-	w.Write([]byte(b.String()))
+	w.Write(b.Bytes())
 }

@@ -144,12 +144,14 @@ func pruneKeys(ix *Index, opt PruneOptions, now time.Time) (map[string]bool, str
 	drop := map[string]bool{}
 	type ver struct{ key, version string }
 	groups := map[string][]ver{}
+	// Grouped by the address part of the key (canonical, as clients
+	// compare addresses), which the ADDRESS@VERSION lookup below uses too.
 	for _, p := range ix.Catalog.Providers {
-		a := strings.ToLower(p.Addr())
+		a, _, _ := strings.Cut(p.Key(), " ")
 		groups[a] = append(groups[a], ver{p.Key(), p.Version})
 	}
 	for _, m := range ix.Catalog.Modules {
-		a := strings.ToLower(m.Addr())
+		a, _, _ := strings.Cut(m.Key(), " ")
 		groups[a] = append(groups[a], ver{m.Key(), m.Version})
 	}
 	switch {

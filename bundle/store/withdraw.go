@@ -58,7 +58,7 @@ func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
 		return fmt.Errorf("%w: the bundle carries %s, which bundle %s (signed by %s) withdrew on %s: %s\n"+
 			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with a block "+
 			"reinstate %q { versions = %q  reason = \"...\" } in the same manifest",
-			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), w.Reason, shortAddr(w.Addr), w.Version)
+			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), dist.Printable(w.Reason), shortAddr(w.Addr), w.Version)
 	}
 	for _, p := range m.Catalog.Providers {
 		if err := refuse("provider "+p.String(), p.Key()); err != nil {
@@ -111,6 +111,7 @@ func applyWithdrawals(ix *Index, m *bundle.Manifest, id verify.Digest, signer ve
 		}
 	}
 	if len(drop) > 0 {
+		still := stillServed(&ix.Catalog, drop)
 		present := removeKeys(&ix.Catalog, drop)
 		for i := range keep {
 			if present[keep[i].Key()] {
@@ -121,6 +122,9 @@ func applyWithdrawals(ix *Index, m *bundle.Manifest, id verify.Digest, signer ve
 				if keep[i].Absent {
 					line += " (not in the store; kept out)"
 				}
+				if other := still[keep[i].Key()]; other != "" {
+					line += " (its bytes are still served as " + other + ": withdraw that too to take them out of reach)"
+				}
 				withdrew = append(withdrew, line)
 			}
 		}
@@ -128,6 +132,51 @@ func applyWithdrawals(ix *Index, m *bundle.Manifest, id verify.Digest, signer ve
 	sort.SliceStable(keep, func(i, j int) bool { return keep[i].Key() < keep[j].Key() })
 	ix.Withdrawn = keep
 	return withdrew, reinstated
+}
+
+// stillServed maps each key in drop to a version that stays in c and serves
+// one of the same packages or archives (the OpenTofu registry republishes
+// HashiCorp's providers byte for byte): a withdrawal is by address, so the
+// import's report must say that the bytes stay in reach under that name.
+func stillServed(c *dist.Catalog, drop map[string]bool) map[string]string {
+	gone := map[verify.Digest]string{}
+	for _, p := range c.Providers {
+		if drop[p.Key()] {
+			for _, pk := range p.Packages {
+				gone[pk.Digest] = p.Key()
+			}
+		}
+	}
+	for _, m := range c.Modules {
+		if drop[m.Key()] {
+			gone[m.Archive] = m.Key()
+			if m.Zip != "" {
+				gone[m.Zip] = m.Key()
+			}
+		}
+	}
+	out := map[string]string{}
+	note := func(d verify.Digest, what string) {
+		if k, ok := gone[d]; ok && out[k] == "" {
+			out[k] = what
+		}
+	}
+	for _, p := range c.Providers {
+		if !drop[p.Key()] {
+			for _, pk := range p.Packages {
+				note(pk.Digest, "provider "+p.String())
+			}
+		}
+	}
+	for _, m := range c.Modules {
+		if !drop[m.Key()] {
+			note(m.Archive, "module "+m.String())
+			if m.Zip != "" {
+				note(m.Zip, "module "+m.String())
+			}
+		}
+	}
+	return out
 }
 
 // removeKeys removes the provider and module versions whose Key is in keys

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
@@ -69,6 +70,9 @@ type PushResult struct {
 // ErrRejected marks a registry refusing OpenTofu's artifact layout.
 var ErrRejected = errors.New("the registry refused an OpenTofu OCI artifact")
 
+// ErrInsecureRedirect: the registry redirected push from https to plain http.
+var ErrInsecureRedirect = errors.New("the registry redirected from https to plain http; refused, so that no credential or content leaves TLS")
+
 // Push publishes cat's repositories (layout.go) under opt.Target. It is
 // idempotent and resumable: a tag that already names the same digest is
 // skipped without sending anything, and every blob and manifest is checked
@@ -76,8 +80,13 @@ var ErrRejected = errors.New("the registry refused an OpenTofu OCI artifact")
 // what is missing. Layers stream from the store (never held in memory);
 // manifests are small. At most Jobs tags are in flight.
 func Push(ctx context.Context, cat *dist.Catalog, opt PushOptions) (*PushResult, error) {
+	if strings.Contains(opt.Target, "://") {
+		// "https://reg/x" would be registry "https:" (an empty port), and
+		// the password would go to whatever host "https" resolves to.
+		return nil, fmt.Errorf("--to %q: write the registry without a scheme, e.g. registry.site.example/airgap\nhint: push always uses https", opt.Target)
+	}
 	reg, prefix, _ := strings.Cut(opt.Target, "/")
-	if _, err := remote.NewRegistry(reg); err != nil || reg == "" {
+	if _, err := remote.NewRegistry(reg); err != nil || reg == "" || strings.HasSuffix(reg, ":") || strings.HasPrefix(reg, ":") {
 		return nil, fmt.Errorf("--to %q: want REGISTRY[/PREFIX], e.g. registry.site.example/airgap", opt.Target)
 	}
 	prefix = strings.Trim(prefix, "/")
@@ -153,13 +162,46 @@ func newAuthClient(reg string, opt PushOptions) (*auth.Client, error) {
 		}
 		cred = credentials.Credential(st)
 	}
-	hc := opt.HTTPClient
-	if hc == nil {
-		hc = retry.DefaultClient
-	}
-	c := &auth.Client{Client: hc, Cache: auth.NewCache(), Credential: cred}
+	c := &auth.Client{Client: pushHTTPClient(opt.HTTPClient), Cache: auth.NewCache(), Credential: cred}
 	c.SetUserAgent("airgap-push")
 	return c, nil
+}
+
+// ResponseHeaderTimeout bounds how long push waits for a registry's answer
+// once a request is sent (a blob's upload included: registries check the
+// digest as they receive it), so a registry that accepts the connection and
+// never answers fails the push instead of hanging it.
+var ResponseHeaderTimeout = 5 * time.Minute
+
+// pushHTTPClient is hc (default: oras-go's retrying client over a transport
+// with ResponseHeaderTimeout) with a redirect policy that refuses to leave
+// https. net/http drops the Authorization header on a redirect to another
+// host, but keeps it on a redirect to the same host name over plain http
+// (it compares names only, not schemes or ports): a registry, token realm or
+// proxy answering 307 to http://same-host/… would have the credentials sent
+// in clear. oras-go checks a bearer realm's scheme and an upload Location,
+// not the redirects the HTTP client follows.
+func pushHTTPClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = ResponseHeaderTimeout
+		hc = &http.Client{Transport: retry.NewTransport(tr)}
+	}
+	c := *hc
+	prev := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("%w: %s redirected to %s", ErrInsecureRedirect, via[len(via)-1].URL.Redacted(), req.URL.Redacted())
+		}
+		if prev != nil {
+			return prev(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
 }
 
 type pusher struct {
