@@ -111,11 +111,14 @@ func world(t *bundletest.Standalone, dir string, n, size int, rate int64) {
 // tree for nginx), and DIR/tls/{cert,key,ca}.pem for localhost/127.0.0.1.
 func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 	signer := bundletest.Key(t, "bench")
+	// Providers are signed by a publisher key, as upstream: a site key is
+	// never a publisher key.
+	pub := bundletest.Key(t, "publisher")
 	set := bundletest.NewSet()
 	small := bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
-		Type: "random", Version: "3.6.0", Platforms: plats, Signer: signer, PackageSize: 64 << 10})
+		Type: "random", Version: "3.6.0", Platforms: plats, Signer: pub, PackageSize: 64 << 10})
 	big := bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
-		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: size})
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: pub, PackageSize: size})
 	set.AddProvider(small)
 	set.AddProvider(big)
 	pr, pw := io.Pipe()
@@ -140,8 +143,8 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, pub := newKey(t)
-	der, err := ca.Sign(pub, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, 24*time.Hour)
+	key, leafPub := newKey(t)
+	der, err := ca.Sign(leafPub, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +168,11 @@ func writeJSON(t *bundletest.Standalone, path string, v any) {
 // DIR/keys/site.pub.asc, and prints the bundle's size.
 func bigBundle(t *bundletest.Standalone, dir string, n, size int) {
 	signer := bundletest.Key(t, "bench")
+	pub := bundletest.Key(t, "publisher") // never the site key
 	set := bundletest.NewSet()
 	for i := 0; i < n; i++ {
 		set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
-			Type: fmt.Sprintf("b%03d", i), Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: signer, PackageSize: size}))
+			Type: fmt.Sprintf("b%03d", i), Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: pub, PackageSize: size}))
 	}
 	m := set.WriteBundleFile(t, filepath.Join(dir, "big.bundle"), signer, bundle.CompressionNone)
 	writeKey(t, dir, signer)
