@@ -287,8 +287,14 @@ func (p *pusher) manifest(ctx context.Context, m *Manifest, tag string) error {
 }
 
 // explain adds what to do to the errors registries give for layouts they
-// do not accept, and for missing credentials.
+// do not accept, and for missing credentials. The registry's own text is
+// escaped (registryText): a newline in it could otherwise forge a line of
+// push's output, such as a "hint:".
 func explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = registryText{err}
 	const loginHint = "\nhint: log in with 'docker login' (airgap reads Docker's config), or pass --username with the password in " + PasswordEnv + " or on --password-stdin; the account needs push rights"
 	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
 		return fmt.Errorf("%w: the registry wants a login%s", err, loginHint)
@@ -316,3 +322,11 @@ func hasCode(er *errcode.ErrorResponse, codes ...string) bool {
 	}
 	return false
 }
+
+// registryText is an error whose text came (at least partly) from a
+// registry: Error escapes control characters, newlines included, so none
+// reaches the terminal raw; errors.Is and errors.As still see the original.
+type registryText struct{ err error }
+
+func (e registryText) Error() string { return dist.Printable(e.err.Error()) }
+func (e registryText) Unwrap() error { return e.err }
