@@ -39,21 +39,23 @@ func (p *Progress) Status(received func() int64) func(time.Duration) string {
 // Summary is what an export did ('airgap export --json'; for --dry-run,
 // the plan).
 type Summary struct {
-	DryRun     bool       `json:"dry_run"`
-	Out        string     `json:"out,omitempty"`
-	Size       int64      `json:"size,omitempty"`
-	Plan       []PlanItem `json:"plan"`
-	Providers  int        `json:"provider_versions"`
-	Modules    int        `json:"module_versions"`
-	Blobs      int        `json:"blobs"`
-	BlobBytes  int64      `json:"blob_bytes"`
-	Downloaded int64      `json:"downloaded_bytes"`
-	Cached     int        `json:"packages_from_cache"`
-	Seconds    float64    `json:"seconds"`
-	Delta      string     `json:"delta_base,omitempty"`
-	Omitted    int        `json:"blobs_omitted,omitempty"`
-	Gaps       []string   `json:"platform_gaps"`
-	Warnings   []string   `json:"warnings"`
+	DryRun     bool              `json:"dry_run"`
+	Out        string            `json:"out,omitempty"`
+	Size       int64             `json:"size,omitempty"`
+	Plan       []PlanItem        `json:"plan"`
+	Providers  int               `json:"provider_versions"`
+	Modules    int               `json:"module_versions"`
+	Blobs      int               `json:"blobs"`
+	BlobBytes  int64             `json:"blob_bytes"`
+	Downloaded int64             `json:"downloaded_bytes"`
+	Cached     int               `json:"packages_from_cache"`
+	Seconds    float64           `json:"seconds"`
+	Delta      string            `json:"delta_base,omitempty"`
+	Omitted    int               `json:"blobs_omitted,omitempty"`
+	Gaps       []string          `json:"platform_gaps"`
+	Withdraw   []dist.Withdrawal `json:"withdraw"`
+	Reinstate  []dist.Withdrawal `json:"reinstate"`
+	Warnings   []string          `json:"warnings"`
 }
 
 // Summarize fills a Summary from a finished (or dry) run.
@@ -69,8 +71,11 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	if s.Warnings == nil {
 		s.Warnings = []string{}
 	}
+	s.Withdraw, s.Reinstate = []dist.Withdrawal{}, []dist.Withdrawal{}
 	if m := r.Manifest; m != nil {
 		s.Providers, s.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
+		s.Withdraw = append(s.Withdraw, m.Withdraw...)
+		s.Reinstate = append(s.Reinstate, m.Reinstate...)
 		s.Blobs, s.BlobBytes = m.Totals()
 	}
 	return s
@@ -91,6 +96,12 @@ func (s *Summary) Text() string {
 	} else {
 		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",
 			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
+	}
+	for _, w := range s.Withdraw {
+		fmt.Fprintf(&b, "  withdraw %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
+	}
+	for _, w := range s.Reinstate {
+		fmt.Fprintf(&b, "  reinstate %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
 	}
 	if len(s.Gaps) > 0 {
 		fmt.Fprintf(&b, "requested platforms the provider does not publish, so not carried (%d):\n", len(s.Gaps))

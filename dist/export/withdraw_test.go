@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -60,5 +61,27 @@ reinstate "registry.example.com/acme/thing" {
 		if _, err := parse(src); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestPlanListsWithdrawals: the dry run is the plan, withdrawals included
+// (the text and --json alike), with the reasons escaped.
+func TestPlanListsWithdrawals(t *testing.T) {
+	r := &Result{Manifest: &bundle.Manifest{
+		Withdraw:  []dist.Withdrawal{{Kind: "provider", Addr: "registry.terraform.io/hashicorp/aws", Versions: []string{"5.61.0"}, Reason: "CVE\x1b[2J"}},
+		Reinstate: []dist.Withdrawal{{Kind: "module", Addr: "registry.terraform.io/example/vpc/aws", Versions: []string{"1.0.0"}, Reason: "rebuilt"}},
+	}}
+	s := r.Summarize(true, 0)
+	if len(s.Withdraw) != 1 || len(s.Reinstate) != 1 {
+		t.Fatalf("summary withdraw %v reinstate %v", s.Withdraw, s.Reinstate)
+	}
+	text := s.Text()
+	for _, want := range []string{"withdraw provider registry.terraform.io/hashicorp/aws 5.61.0: CVE\\x1b[2J", "reinstate module registry.terraform.io/example/vpc/aws 1.0.0: rebuilt"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("plan lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b") {
+		t.Errorf("a reason reached the plan raw:\n%s", text)
 	}
 }
