@@ -220,24 +220,7 @@ func (c *ServeConfig) readFile(v reflect.Value, fields map[string]int) error {
 // diagError turns HCL diagnostics into one error per line, each starting
 // FILE:LINE:COL (hcl's own suggestions, "Did you mean …?", included).
 func diagError(diags hcl.Diagnostics) error {
-	var b strings.Builder
-	for i, d := range diags.Errs() {
-		var hd *hcl.Diagnostic
-		if !errors.As(d, &hd) {
-			continue
-		}
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if hd.Subject != nil {
-			fmt.Fprintf(&b, "%s:%d:%d: ", hd.Subject.Filename, hd.Subject.Start.Line, hd.Subject.Start.Column)
-		}
-		b.WriteString(hd.Summary)
-		if hd.Detail != "" {
-			b.WriteString(": " + hd.Detail)
-		}
-	}
-	return fmt.Errorf("%w: %s", ErrConfig, b.String())
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(dist.DiagLines(diags), "\n"))
 }
 
 func flagValue(fl *pflag.Flag) string {

@@ -118,20 +118,7 @@ func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
 // diagErr turns HCL diagnostics into one error per line, each at
 // file:line:col, keeping HCL's own did-you-mean suggestions.
 func diagErr(diags hcl.Diagnostics) error {
-	var lines []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		l := d.Summary
-		if d.Detail != "" {
-			l += ": " + d.Detail
-		}
-		if d.Subject != nil {
-			l = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, l)
-		}
-		lines = append(lines, l)
-	}
+	lines := dist.DiagLines(diags)
 	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all}, withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
 }
 
