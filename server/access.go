@@ -46,7 +46,8 @@ type ObserveOptions struct {
 //
 // Cost per request: one catalog-snapshot lookup (a pointer compare), a
 // response-writer wrapper that keeps io.ReaderFrom (so sendfile still
-// serves blobs), and the log write.
+// serves blobs), and the log write; with no metrics and access lines
+// below the log level, one level check.
 func Observe(h http.Handler, opt ObserveOptions) http.Handler {
 	o := &observer{next: h, opt: opt}
 	return o
@@ -60,6 +61,12 @@ type observer struct {
 }
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.opt.Metrics == nil && (o.opt.Log == nil || !o.opt.Log.Enabled(r.Context(), slog.LevelInfo)) {
+		// Nothing to record (no metrics, access lines below the level,
+		// which SIGHUP may change): no clock reads, no wrapper.
+		o.next.ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	o.next.ServeHTTP(rec, r)

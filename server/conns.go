@@ -139,23 +139,84 @@ type limitConn struct {
 	key    netip.Addr
 	exempt bool
 	once   sync.Once
+
+	// The write deadline, with SendTimeout set. mu guards both fields.
+	mu       sync.Mutex
+	callerWD time.Time // the deadline the conn's user set (zero: none)
+	armed    time.Time // the send deadline applied to Conn (zero: none)
 }
 
+// Write arms the send deadline and writes, going on after a timed-out
+// write that sent something.
 func (c *limitConn) Write(p []byte) (int, error) {
-	d := c.l.lim.SendTimeout
-	if d <= 0 {
+	if c.l.lim.SendTimeout <= 0 {
 		return c.Conn.Write(p)
 	}
 	written := 0
+	force := false
 	for {
-		c.Conn.SetWriteDeadline(time.Now().Add(d))
+		c.arm(force)
 		n, err := c.Conn.Write(p[written:])
 		written += n
 		// A timed-out write that sent something made progress: go on.
 		if err == nil || n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return written, err
 		}
+		force = true
 	}
+}
+
+// arm applies the write deadline for a write starting now: now plus
+// SendTimeout, or the user's own deadline if that is earlier. A send
+// deadline still more than 15/16 of SendTimeout away is kept as it is:
+// net/http clears the write deadline after every answer and a small answer
+// is one write, so arming on each write cost two timer updates per request
+// (about 0.5 µs, 4 % of a cached answer's CPU). A write thus has at least
+// 15/16 of SendTimeout to make progress, and never more than SendTimeout.
+func (c *limitConn) arm(force bool) {
+	d := c.l.lim.SendTimeout
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !force && c.callerWD.IsZero() && c.armed.Sub(now) > d-d/16 {
+		return
+	}
+	dl := now.Add(d)
+	if !c.callerWD.IsZero() && c.callerWD.Before(dl) {
+		dl = c.callerWD
+	}
+	c.armed = dl
+	c.Conn.SetWriteDeadline(dl)
+}
+
+// SetWriteDeadline sets the user's write deadline; the send deadline
+// still applies whenever it is earlier. Clearing a deadline that was never
+// set leaves the armed send deadline alone (net/http clears it after every
+// answer).
+func (c *limitConn) SetWriteDeadline(t time.Time) error {
+	if c.l.lim.SendTimeout <= 0 {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.IsZero() && c.callerWD.IsZero() {
+		return nil
+	}
+	c.callerWD = t
+	if !c.armed.IsZero() && (t.IsZero() || c.armed.Before(t)) {
+		// A write may be under way: the armed send deadline stays.
+		return c.Conn.SetWriteDeadline(c.armed)
+	}
+	c.armed = time.Time{} // the next write arms again
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines, the write one as SetWriteDeadline does.
+func (c *limitConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
 }
 
 func (c *limitConn) Close() error {

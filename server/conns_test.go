@@ -160,3 +160,85 @@ var smallWindow = &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) err
 	rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
 	return err
 }}
+
+// TestSendTimeoutAndCallerDeadlines: the send deadline is armed lazily
+// (not on every write), so the deadlines the conn's user sets must still
+// hold as set: an earlier one of the user's cuts a stalled write at its own
+// time (crypto/tls bounds close_notify this way), clearing it restores the
+// send timeout rather than leaving no deadline, and net/http's clearing
+// after each answer never turns the send timeout off.
+func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	addr, accepted := limited(t, server.ConnLimits{SendTimeout: timeout})
+	stalled := func() net.Conn {
+		c, err := smallWindow.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return <-accepted
+	}
+	chunk := make([]byte, 64<<10)
+	// fill writes until one fails, and says how long the failing write
+	// took (the earlier ones fill the kernel's buffers and return). A
+	// write that sent part of its bytes before stalling made progress, so
+	// it fails between one and two timeouts after it began.
+	fill := func(c net.Conn) (time.Duration, error) {
+		start := time.Now()
+		for time.Since(start) < 10*time.Second {
+			last := time.Now()
+			if _, err := c.Write(chunk); err != nil {
+				return time.Since(last), err
+			}
+		}
+		return time.Since(start), nil
+	}
+	check := func(name string, took time.Duration, err error, lo, hi time.Duration) {
+		t.Helper()
+		if !errors.Is(err, os.ErrDeadlineExceeded) || took < lo || took > hi {
+			t.Errorf("%s: %v after %v, want a timeout between %v and %v", name, err, took.Round(time.Millisecond), lo, hi)
+		}
+	}
+
+	// net/http clears the write deadline after every answer: the send
+	// timeout stays armed.
+	c := stalled()
+	c.Write([]byte("x"))
+	c.SetWriteDeadline(time.Time{})
+	took, err := fill(c)
+	check("after a clear", took, err, timeout/2, 5*timeout/2)
+
+	// An earlier deadline of the user's wins over the send timeout.
+	c = stalled()
+	c.Write([]byte("x"))
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	took, err = fill(c)
+	check("user's earlier deadline", took, err, 50*time.Millisecond, timeout/2)
+
+	// A later one does not stretch the send timeout.
+	c = stalled()
+	c.SetWriteDeadline(time.Now().Add(time.Hour))
+	took, err = fill(c)
+	check("user's later deadline", took, err, timeout/2, 5*timeout/2)
+
+	// Clearing the user's deadline brings the send timeout back.
+	c = stalled()
+	c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	c.SetWriteDeadline(time.Time{})
+	took, err = fill(c)
+	check("user's deadline cleared", took, err, timeout/2, 5*timeout/2)
+
+	// A deadline in the past interrupts a write already blocked.
+	c = stalled()
+	done := make(chan error, 1)
+	go func() { _, err := fill(c); done <- err }()
+	time.Sleep(timeout / 4)
+	start := time.Now()
+	c.SetDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		check("past deadline on a blocked write", time.Since(start), err, 0, timeout/2)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a deadline in the past did not interrupt a blocked write")
+	}
+}
