@@ -8,9 +8,9 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
 if [ -n "${SMOKE:-}" ]; then
-  DUR=2s; CONNS=8; BIG=$((16<<20)); EXP_N=3; EXP_SIZE=$((2<<20)); IMP_N=4; IMP_SIZE=$((16<<20)); SYN=2000
+  DUR=2s; SDUR=1s; ROUNDS=1; CONNS=8; BIG=$((16<<20)); EXP_N=3; EXP_SIZE=$((2<<20)); IMP_N=4; IMP_SIZE=$((16<<20)); SYN=2000
 else
-  DUR=10s; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((36<<20)); IMP_N=40; IMP_SIZE=$((64<<20)); SYN=50000
+  DUR=10s; SDUR=5s; ROUNDS=3; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((36<<20)); IMP_N=40; IMP_SIZE=$((64<<20)); SYN=50000
 fi
 
 need=()
@@ -107,14 +107,6 @@ nginx -c "$W/nginx.conf" -p "$W" -g "user root;"
 A=https://127.0.0.1:18443; N=https://127.0.0.1:18444
 wait_https "$A/healthz" "$CA"; wait_https "$N/registry.terraform.io/hashicorp/random/index.json" "$CA"
 
-pair() { # label airgap-path nginx-path
-  read -r ar ap <<<"$(wrk_run "$A$2")"
-  read -r nr np <<<"$(wrk_run "$N$3")"
-  row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 0.9x"
-  row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ">= 1.0x"
-}
-pair "mirror index.json" /mirror/registry.terraform.io/hashicorp/random/index.json /registry.terraform.io/hashicorp/random/index.json
-pair "mirror <version>.json" /mirror/registry.terraform.io/hashicorp/random/3.6.0.json /registry.terraform.io/hashicorp/random/3.6.0.json
 # The registry protocol has no static layout of its own, but a static
 # registry is what a site could otherwise run: nginx serves airgap's own
 # answers, saved as files, so both sides send the same bytes.
@@ -123,8 +115,41 @@ for p in /v1/providers/hashicorp/random/versions /v1/providers/hashicorp/random/
   curl -fsS --cacert "$CA" -o "$W/srv/mirror$p" "$A$p"
   curl -fsS --cacert "$CA" "$N$p" | cmp -s - "$W/srv/mirror$p" || { echo "nginx does not serve $p as airgap does" >&2; exit 1; }
 done
-pair "registry versions" /v1/providers/hashicorp/random/versions /v1/providers/hashicorp/random/versions
-pair "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd64 /v1/providers/hashicorp/random/3.6.0/download/linux/amd64
+# The net/http floor: the same answers from memory through net/http's
+# server as airgap configures it, with none of airgap's serving code
+# (benchtool nethttp). It separates what airgap's own code costs from what
+# Go's standard server costs against nginx.
+F=https://127.0.0.1:18446
+"$BT" nethttp -dir "$W/srv" -listen 127.0.0.1:18446 > "$W/nethttp.log" 2>&1 &
+PIDS+=($!)
+wait_https "$F/registry.terraform.io/hashicorp/random/index.json" "$CA"
+
+# Each figure is the median of $ROUNDS runs of $SDUR per server, the three
+# servers taking turns (a different one first in each round), so that a
+# slow moment of the shared machine does not fall on one server only.
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+trio() { # label airgap-path static-path
+  local order=(A N F) r i s url
+  : > "$W/trio.A"; : > "$W/trio.N"; : > "$W/trio.F"
+  for ((r = 0; r < ROUNDS; r++)); do
+    for ((i = 0; i < 3; i++)); do
+      s=${order[$(( (r + i) % 3 ))]}
+      case $s in A) url="$A$2" ;; N) url="$N$3" ;; F) url="$F$3" ;; esac
+      DUR=$SDUR wrk_run "$url" >> "$W/trio.$s"
+    done
+  done
+  local ar ap nr np fr fp
+  ar=$(cut -d' ' -f1 "$W/trio.A" | median); ap=$(cut -d' ' -f2 "$W/trio.A" | median)
+  nr=$(cut -d' ' -f1 "$W/trio.N" | median); np=$(cut -d' ' -f2 "$W/trio.N" | median)
+  fr=$(cut -d' ' -f1 "$W/trio.F" | median); fp=$(cut -d' ' -f2 "$W/trio.F" | median)
+  row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 0.9x"
+  row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ">= 1.0x"
+  row "  net/http floor: req/s ratio, p99 ms" "$(printf '%.0f' "$fr") / $fp" "$(printf '%.0f' "$nr") / $np" "$(ratio "$fr" "$nr")" ""
+}
+trio "mirror index.json" /mirror/registry.terraform.io/hashicorp/random/index.json /registry.terraform.io/hashicorp/random/index.json
+trio "mirror <version>.json" /mirror/registry.terraform.io/hashicorp/random/3.6.0.json /registry.terraform.io/hashicorp/random/3.6.0.json
+trio "registry versions" /v1/providers/hashicorp/random/versions /v1/providers/hashicorp/random/versions
+trio "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd64 /v1/providers/hashicorp/random/3.6.0/download/linux/amd64
 
 speed() { # url -> best of 3, MiB/s
   best=0

@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -15,9 +16,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|bigbundle|synthetic|writebundle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|nethttp|bigbundle|synthetic|writebundle [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -44,6 +48,7 @@ func main() {
 	n := fs.Int("n", 10, "how many (providers for world, packages for synthetic, blobs for bigbundle)")
 	size := fs.Int64("size", 20<<20, "bytes per package/blob")
 	rate := fs.Int64("rate", 0, "world: limit each package download to this many bytes/s, like a CDN per connection (0: loopback speed)")
+	listen := fs.String("listen", "127.0.0.1:18446", "nethttp: address to serve on")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -62,6 +67,8 @@ func main() {
 		synthetic(t, *dir, *n)
 	case "writebundle":
 		writeBundle(t, *dir)
+	case "nethttp":
+		netHTTP(t, *dir, *listen)
 	default:
 		t.Fatalf("unknown subcommand %q", os.Args[1])
 	}
@@ -154,6 +161,62 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 	os.WriteFile(filepath.Join(dir, "tls", "ca.pem"), ca.PEM, 0o644)
 	pk := big.Packages[0]
 	fmt.Printf("BIG_BLOB=/blobs/sha256/%s/%s\nBIG_MIRROR=/registry.terraform.io/bench/big/%s\n", pk.Digest.Hex(), pk.Filename, pk.Filename)
+}
+
+// netHTTP is the net/http floor of the serving figures: the files of up
+// to 1 MiB under DIR/mirror (the answers nginx serves) held in memory and answered
+// with the headers airgap sends, by net/http's server exactly as airgap
+// configures it (server.NewHTTPServer: HTTP/1.1 only, the same timeouts
+// and header limit) with the same certificate. None of airgap's own
+// serving code runs (no routing, answer cache, connection limits or
+// access middleware), so airgap against this row is the cost of that
+// code, and this row against nginx is the cost of Go's standard server.
+// The collector is set as serve sets it (GOGC=400). Serves until SIGTERM.
+func netHTTP(t *bundletest.Standalone, dir, addr string) {
+	debug.SetGCPercent(400)
+	files := map[string][]byte{}
+	root := filepath.Join(dir, "mirror")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if fi, ierr := d.Info(); err == nil && ierr == nil && fi.Mode().IsRegular() && fi.Size() <= 1<<20 {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[strings.TrimPrefix(p, root)] = b
+		}
+		return nil
+	})
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls", "cert.pem"), filepath.Join(dir, "tls", "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	server.HTTP1Only(tc)
+	jsonCT, noCache, nosniff := []string{"application/json"}, []string{"no-cache"}, []string{"nosniff"}
+	hs := server.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h["Content-Type"] = jsonCT
+		h["Cache-Control"] = noCache
+		h["X-Content-Type-Options"] = nosniff
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+		w.Write(b)
+	}), nil)
+	hs.TLSConfig = tc
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.ServeTLS(ln, "", "")
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	hs.Close()
 }
 
 func writeJSON(t *bundletest.Standalone, path string, v any) {
