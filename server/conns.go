@@ -49,10 +49,13 @@ type ConnLimits struct {
 //     sees its connection closed during the TLS handshake: a fast, clear
 //     failure it can retry.
 //   - each Write must make progress within SendTimeout: the write deadline
-//     is moved forward before each write and again whenever a timed-out
-//     write had sent something, so a download that moves never times out
-//     (as nginx's send_timeout), and one whose client stopped reading is
-//     closed, releasing its goroutine and the store file it held.
+//     is moved forward before a write (unless it is still more than 15/16
+//     of SendTimeout away; see arm) and again whenever a timed-out write
+//     had sent something, so a download that moves never times out (as
+//     nginx's send_timeout), and one whose client stopped reading is
+//     closed, releasing its goroutine and the store file it held: at the
+//     latest about two SendTimeouts after its last progress (a write that
+//     sent part of its bytes gets a fresh SendTimeout for the rest).
 //
 // Bookkeeping is one map entry per client address with connections open,
 // so at most Max entries.

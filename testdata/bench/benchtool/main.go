@@ -1,6 +1,7 @@
 // Command benchtool prepares what 'make bench' (testdata/bench/run.sh)
-// measures: fixtures, stores, bundles and a stand-in internet. It measures
-// nothing itself except where noted; run.sh times the real commands.
+// measures: fixtures, stores, bundles, a stand-in internet and the net/http
+// floor server. It measures nothing itself except where noted; run.sh times
+// the real commands.
 package main
 
 import (
