@@ -45,9 +45,12 @@ type ObserveOptions struct {
 // a parsed IP address.
 //
 // Cost per request: one catalog-snapshot lookup (a pointer compare), a
-// response-writer wrapper that keeps io.ReaderFrom (so sendfile still
-// serves blobs), and the log write; with no metrics and access lines
-// below the log level, one level check.
+// response-writer wrapper that keeps io.ReaderFrom, and the log write;
+// with no metrics and access lines below the log level, one level check.
+// A request gets an access line when access lines are on (the level, which
+// SIGHUP may change, is info or lower) both when it arrives and when it
+// ends, so a download in flight while SIGHUP turns them on or off may have
+// none.
 func Observe(h http.Handler, opt ObserveOptions) http.Handler {
 	o := &observer{next: h, opt: opt}
 	return o
@@ -61,7 +64,8 @@ type observer struct {
 }
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o.opt.Metrics == nil && (o.opt.Log == nil || !o.opt.Log.Enabled(r.Context(), slog.LevelInfo)) {
+	logOn := o.opt.Log != nil && o.opt.Log.Enabled(r.Context(), slog.LevelInfo)
+	if o.opt.Metrics == nil && !logOn {
 		// Nothing to record (no metrics, access lines below the level,
 		// which SIGHUP may change): no clock reads, no wrapper.
 		o.next.ServeHTTP(w, r)
@@ -92,8 +96,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		m.observe(kind, code, dur, rec.bytes, whole)
 	}
-	if l := o.opt.Log; l != nil && l.Enabled(r.Context(), slog.LevelInfo) {
-		o.log(l, r, code, rec.bytes, dur, dl)
+	if logOn {
+		o.log(o.opt.Log, r, code, rec.bytes, dur, dl)
 	}
 }
 
@@ -408,7 +412,8 @@ func (o *observer) download(p string) *Download {
 }
 
 // recorder notes the status and body bytes of a response. It keeps
-// io.ReaderFrom (sendfile for blobs) and http.Flusher, and unwraps for
+// io.ReaderFrom (net/http's own copy path for blobs; sendfile does not
+// apply under TLS) and http.Flusher, and unwraps for
 // http.ResponseController.
 type recorder struct {
 	http.ResponseWriter

@@ -53,9 +53,14 @@ type ConnLimits struct {
 //     of SendTimeout away; see arm) and again whenever a timed-out write
 //     had sent something, so a download that moves never times out (as
 //     nginx's send_timeout), and one whose client stopped reading is
-//     closed, releasing its goroutine and the store file it held: at the
-//     latest about two SendTimeouts after its last progress (a write that
-//     sent part of its bytes gets a fresh SendTimeout for the rest).
+//     closed, releasing its goroutine and the store file it held.
+//     Progress is what the kernel takes into its send buffer, and a
+//     stalled receiver still lets it take a little after each timeout, so
+//     a client that reads nothing is cut about three SendTimeouts after it
+//     stopped, plus up to 5 s for crypto/tls's close_notify (measured at
+//     SendTimeout 10 s: 35 s). Like nginx's send_timeout, this bounds
+//     stalls, not speed: a client that takes a few KiB per SendTimeout
+//     keeps its connection as long as it goes on.
 //
 // Bookkeeping is one map entry per client address with connections open,
 // so at most Max entries.
@@ -143,10 +148,13 @@ type limitConn struct {
 	exempt bool
 	once   sync.Once
 
-	// The write deadline, with SendTimeout set. mu guards both fields.
+	// The write deadlines, with SendTimeout set; mu guards them. Conn's
+	// write deadline is always the earlier of armed and callerWD (a zero
+	// one not counting), and applied is what was last given to it.
 	mu       sync.Mutex
 	callerWD time.Time // the deadline the conn's user set (zero: none)
-	armed    time.Time // the send deadline applied to Conn (zero: none)
+	armed    time.Time // the send deadline (zero: never armed)
+	applied  time.Time
 }
 
 // Write arms the send deadline and writes, going on after a timed-out
@@ -169,49 +177,48 @@ func (c *limitConn) Write(p []byte) (int, error) {
 	}
 }
 
-// arm applies the write deadline for a write starting now: now plus
-// SendTimeout, or the user's own deadline if that is earlier. A send
-// deadline still more than 15/16 of SendTimeout away is kept as it is:
-// net/http clears the write deadline after every answer and a small answer
-// is one write, so arming on each write cost two timer updates per request
-// (about 0.5 µs, 4 % of a cached answer's CPU). A write thus has at least
-// 15/16 of SendTimeout to make progress, and never more than SendTimeout.
+// arm moves the send deadline to now plus SendTimeout for a write starting
+// now, unless it is still more than 15/16 of SendTimeout away: net/http
+// clears the write deadline after every answer and a small answer is one
+// write, so arming on each write cost two timer updates per request (about
+// 0.5 µs, 4 % of a cached answer's CPU). A write thus has at least 15/16
+// of SendTimeout to make progress, and never more than SendTimeout.
 func (c *limitConn) arm(force bool) {
 	d := c.l.lim.SendTimeout
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !force && c.callerWD.IsZero() && c.armed.Sub(now) > d-d/16 {
-		return
+	if force || c.armed.Sub(now) <= d-d/16 {
+		c.armed = now.Add(d)
 	}
-	dl := now.Add(d)
-	if !c.callerWD.IsZero() && c.callerWD.Before(dl) {
+	c.applyLocked()
+}
+
+// applyLocked gives Conn the earlier of the two deadlines, if that is not
+// what it has already.
+func (c *limitConn) applyLocked() error {
+	dl := c.armed
+	if !c.callerWD.IsZero() && (dl.IsZero() || c.callerWD.Before(dl)) {
 		dl = c.callerWD
 	}
-	c.armed = dl
-	c.Conn.SetWriteDeadline(dl)
+	if dl.Equal(c.applied) {
+		return nil
+	}
+	c.applied = dl
+	return c.Conn.SetWriteDeadline(dl)
 }
 
 // SetWriteDeadline sets the user's write deadline; the send deadline
-// still applies whenever it is earlier. Clearing a deadline that was never
-// set leaves the armed send deadline alone (net/http clears it after every
-// answer).
+// still applies whenever it is earlier, so clearing the user's deadline
+// (net/http does after every answer) never disarms the send timeout.
 func (c *limitConn) SetWriteDeadline(t time.Time) error {
 	if c.l.lim.SendTimeout <= 0 {
 		return c.Conn.SetWriteDeadline(t)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.IsZero() && c.callerWD.IsZero() {
-		return nil
-	}
 	c.callerWD = t
-	if !c.armed.IsZero() && (t.IsZero() || c.armed.Before(t)) {
-		// A write may be under way: the armed send deadline stays.
-		return c.Conn.SetWriteDeadline(c.armed)
-	}
-	c.armed = time.Time{} // the next write arms again
-	return c.Conn.SetWriteDeadline(t)
+	return c.applyLocked()
 }
 
 // SetDeadline sets both deadlines, the write one as SetWriteDeadline does.

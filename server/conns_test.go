@@ -231,6 +231,21 @@ func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
 	took, err = fill(c)
 	check("user's deadline cleared", took, err, timeout/2, 6*timeout)
 
+	// Set and cleared by another goroutine while a write is blocked, the
+	// user's deadline leaves the send timeout in force.
+	c = stalled()
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() { took, err := fill(c); res <- result{took, err} }()
+	time.Sleep(timeout / 4)
+	c.SetWriteDeadline(time.Now().Add(timeout / 2)) // earlier than the armed one
+	c.SetWriteDeadline(time.Time{})
+	r := <-res
+	check("user's deadline set and cleared during a write", r.took, r.err, timeout/2, 6*timeout)
+
 	// A deadline in the past interrupts a write already blocked.
 	c = stalled()
 	done := make(chan error, 1)

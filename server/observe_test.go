@@ -344,3 +344,69 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("open connections after a client left: %v, want 1", v)
 	}
 }
+
+// TestAccessLogLevelChange: with no metrics, access lines follow the log
+// level as SIGHUP changes it (a LevelVar), request by request: off at
+// warn, on again at info; a request in flight while the level changes is
+// logged only if access lines were on both when it arrived and when it
+// ended.
+func TestAccessLogLevelChange(t *testing.T) {
+	e := setup(t)
+	logs := &syncBuffer{}
+	level := &slog.LevelVar{}
+	level.Set(slog.LevelWarn)
+	srv := server.New(e.st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			arrived <- struct{}{}
+			<-release
+			w.Write([]byte("done"))
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})
+	ts := httptest.NewTLSServer(server.Observe(h, server.ObserveOptions{
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), Catalog: e.st.Catalog}))
+	t.Cleanup(ts.Close)
+	e.ts, e.cl = ts, ts.Client()
+	lines := func() int {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return strings.Count(logs.b.String(), "msg=request")
+	}
+	// inFlight sends a request, sets the level while it is being
+	// answered, and waits for the answer.
+	inFlight := func(to slog.Level) {
+		done := make(chan struct{})
+		go func() { e.get(t, "/slow"); close(done) }()
+		<-arrived
+		level.Set(to)
+		release <- struct{}{}
+		<-done
+	}
+
+	e.get(t, "/.well-known/terraform.json")
+	if n := lines(); n != 0 {
+		t.Fatalf("at warn: %d access lines, want none", n)
+	}
+	level.Set(slog.LevelInfo)
+	e.get(t, "/.well-known/terraform.json")
+	if n := lines(); n != 1 {
+		t.Fatalf("at info: %d access lines, want 1", n)
+	}
+	inFlight(slog.LevelInfo) // on throughout
+	if n := lines(); n != 2 {
+		t.Fatalf("a request at info throughout: %d access lines in all, want 2", n)
+	}
+	inFlight(slog.LevelWarn) // arrived at info, ended at warn
+	level.Set(slog.LevelWarn)
+	inFlight(slog.LevelInfo) // arrived at warn, ended at info
+	if n := lines(); n != 2 {
+		t.Fatalf("requests in flight across a level change: %d access lines in all, want 2", n)
+	}
+	e.get(t, "/.well-known/terraform.json")
+	if n := lines(); n != 3 {
+		t.Fatalf("at info again: %d access lines in all, want 3", n)
+	}
+}
