@@ -231,16 +231,23 @@ func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
 	took, err = fill(c)
 	check("user's deadline cleared", took, err, timeout/2, 6*timeout)
 
-	// Set and cleared by another goroutine while a write is blocked, the
-	// user's deadline leaves the send timeout in force.
-	c = stalled()
+	// blocked fills c in the background and returns once its writes are
+	// under way; the answer comes on the channel.
 	type result struct {
 		took time.Duration
 		err  error
 	}
-	res := make(chan result, 1)
-	go func() { took, err := fill(c); res <- result{took, err} }()
-	time.Sleep(timeout / 4)
+	blocked := func(c net.Conn) chan result {
+		res := make(chan result, 1)
+		go func() { took, err := fill(c); res <- result{took, err} }()
+		time.Sleep(timeout / 4)
+		return res
+	}
+
+	// Set and cleared by another goroutine while a write is blocked, the
+	// user's deadline leaves the send timeout in force.
+	c = stalled()
+	res := blocked(c)
 	c.SetWriteDeadline(time.Now().Add(timeout / 2)) // earlier than the armed one
 	c.SetWriteDeadline(time.Time{})
 	r := <-res
@@ -248,14 +255,12 @@ func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
 
 	// A deadline in the past interrupts a write already blocked.
 	c = stalled()
-	done := make(chan error, 1)
-	go func() { _, err := fill(c); done <- err }()
-	time.Sleep(timeout / 4)
+	res = blocked(c)
 	start := time.Now()
 	c.SetDeadline(time.Unix(1, 0))
 	select {
-	case err := <-done:
-		check("past deadline on a blocked write", time.Since(start), err, 0, timeout/2)
+	case r := <-res:
+		check("past deadline on a blocked write", time.Since(start), r.err, 0, timeout/2)
 	case <-time.After(5 * time.Second):
 		t.Fatal("a deadline in the past did not interrupt a blocked write")
 	}

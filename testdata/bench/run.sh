@@ -138,10 +138,9 @@ trio() { # label airgap-path static-path
       DUR=$SDUR wrk_run "$url" >> "$W/trio.$s"
     done
   done
+  med() { cut -d' ' -f"$2" "$W/trio.$1" | median; } # server field(1 rps, 2 p99)
   local ar ap nr np fr fp
-  ar=$(cut -d' ' -f1 "$W/trio.A" | median); ap=$(cut -d' ' -f2 "$W/trio.A" | median)
-  nr=$(cut -d' ' -f1 "$W/trio.N" | median); np=$(cut -d' ' -f2 "$W/trio.N" | median)
-  fr=$(cut -d' ' -f1 "$W/trio.F" | median); fp=$(cut -d' ' -f2 "$W/trio.F" | median)
+  ar=$(med A 1); ap=$(med A 2); nr=$(med N 1); np=$(med N 2); fr=$(med F 1); fp=$(med F 2)
   row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 0.9x"
   row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ">= 1.0x"
   row "  net/http floor: req/s ratio, p99 ms" "$(printf '%.0f' "$fr") / $fp" "$(printf '%.0f' "$nr") / $np" "$(ratio "$fr" "$nr")" ""

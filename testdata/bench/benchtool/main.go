@@ -108,9 +108,7 @@ func world(t *bundletest.Standalone, dir string, n, size int, rate int64) {
 	os.WriteFile(filepath.Join(dir, "tf", "main.tf"), []byte(tf.String()), 0o644)
 	os.WriteFile(filepath.Join(dir, "env"), []byte(strings.Join(in.Env(), "\n")+"\n"), 0o644)
 	fmt.Println("ready")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	<-sig
+	waitForSignal()
 	t.Close()
 }
 
@@ -165,8 +163,8 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 }
 
 // netHTTP is the net/http floor of the serving figures: the files of up
-// to 1 MiB under DIR/mirror (the answers nginx serves) held in memory and answered
-// with the headers airgap sends, by net/http's server exactly as airgap
+// to 1 MiB under DIR/mirror (the answers nginx serves) held in memory and
+// answered with the headers airgap sends, by net/http's server exactly as airgap
 // configures it (server.NewHTTPServer: HTTP/1.1 only, the same timeouts
 // and header limit) with the same certificate. None of airgap's own
 // serving code runs (no routing, answer cache, connection limits or
@@ -175,18 +173,26 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 // The collector is set as serve sets it (GOGC=400). Serves until SIGTERM.
 func netHTTP(t *bundletest.Standalone, dir, addr string) {
 	debug.SetGCPercent(400)
-	files := map[string][]byte{}
+	type file struct {
+		body []byte
+		size []string // Content-Length, formatted once as airgap's cache does
+	}
+	files := map[string]file{}
 	root := filepath.Join(dir, "mirror")
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if fi, ierr := d.Info(); err == nil && ierr == nil && fi.Mode().IsRegular() && fi.Size() <= 1<<20 {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[strings.TrimPrefix(p, root)] = b
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
 		}
-		return nil
+		if fi, err := d.Info(); err != nil || fi.Size() > 1<<20 {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[strings.TrimPrefix(p, root)] = file{b, []string{strconv.Itoa(len(b))}}
+		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls", "cert.pem"), filepath.Join(dir, "tls", "key.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +201,7 @@ func netHTTP(t *bundletest.Standalone, dir, addr string) {
 	server.HTTP1Only(tc)
 	jsonCT, noCache, nosniff := []string{"application/json"}, []string{"no-cache"}, []string{"nosniff"}
 	hs := server.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := files[r.URL.Path]
+		f, ok := files[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -204,8 +210,8 @@ func netHTTP(t *bundletest.Standalone, dir, addr string) {
 		h["Content-Type"] = jsonCT
 		h["Cache-Control"] = noCache
 		h["X-Content-Type-Options"] = nosniff
-		h["Content-Length"] = []string{strconv.Itoa(len(b))}
-		w.Write(b)
+		h["Content-Length"] = f.size
+		w.Write(f.body)
 	}), nil)
 	hs.TLSConfig = tc
 	ln, err := net.Listen("tcp", addr)
@@ -214,10 +220,15 @@ func netHTTP(t *bundletest.Standalone, dir, addr string) {
 	}
 	go hs.ServeTLS(ln, "", "")
 	fmt.Println("ready")
+	waitForSignal()
+	hs.Close()
+}
+
+// waitForSignal returns on SIGTERM or an interrupt.
+func waitForSignal() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	<-sig
-	hs.Close()
 }
 
 func writeJSON(t *bundletest.Standalone, path string, v any) {
