@@ -11,8 +11,20 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// FormatVersion is the bundle format this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the bundle format this package writes. It reads every
+// format from MinFormatVersion up to it: a newer airgap reads every bundle an
+// older one wrote (testdata/formats holds a fixture of each), and an older
+// airgap refuses a newer format with ErrTooNew ("upgrade airgap") rather than
+// ignore what it does not know.
+//
+// Format 1: the manifest, its signature and the blobs, as described in doc.go.
+// Format 2: format 1 plus optional manifest fields that format 1 could not
+// carry (each documented where it is declared); a format-1 manifest must not
+// have them (Validate).
+const FormatVersion = 2
+
+// MinFormatVersion is the oldest bundle format this package reads.
+const MinFormatVersion = 1
 
 // Limits on what the reader accepts before the signature has been checked.
 const (
@@ -139,8 +151,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 
 // Validate checks the manifest's internal consistency.
 func (m *Manifest) Validate() error {
-	if m.Format != FormatVersion {
-		return fmt.Errorf("%w: format %d, want %d", ErrManifest, m.Format, FormatVersion)
+	if m.Format < MinFormatVersion || m.Format > FormatVersion {
+		return fmt.Errorf("%w: format %d, want %d to %d", ErrManifest, m.Format, MinFormatVersion, FormatVersion)
 	}
 	roles := make(map[verify.Digest]string, len(m.Blobs))
 	for i, b := range m.Blobs {

@@ -25,6 +25,9 @@ type ImportOptions struct {
 	Wait bool
 	// Now stamps the history entry; nil means time.Now.
 	Now func() time.Time
+	// Policies are the site's import-time rules (policy.go), run in order
+	// after the bundle has been checked and before anything is committed.
+	Policies []Policy
 }
 
 // ImportResult says what an import did.
@@ -44,184 +47,294 @@ type ImportResult struct {
 }
 
 // Import reads a bundle from r into the store at root (created if absent).
-// See the package doc for its guarantees. Before anything becomes visible it
-// runs the bundle's consistency check (bundle.Checker: every SHA256SUMS
-// signature against the carried keys, none by a key of opt.Keyring unless
-// marked as a site re-signature, every package against its SHA256SUMS,
-// every h1 against the zip, every module zip against its archive) and
-// refuses a provider or module version that would change what the store
-// already serves (dist.Catalog.CheckMerge). A blob the store already has is
-// compared with the bundle's verified bytes and replaced if it differs.
-// Every error it returns says whether the store was changed.
+// See the package doc for its guarantees. It runs in phases, each a method
+// of importer below, so that the trust path reads top to bottom:
+//
+//  1. open:   lay out the store, take its lock, clean what a killed import left;
+//  2. read:   the bundle's signature (bundle.NewReader) and the store's index;
+//  3. check:  before any blob is read, the manifest's consistency
+//     (bundle.NewChecker runs bundle.CheckManifest), its fit with what the
+//     store serves (dist.Catalog.CheckMerge: a version never changes),
+//     withdrawals, and that a delta's omitted blobs are here;
+//  4. stage:  every blob streamed into tmp/ and hashed while it is written;
+//     bundle.Checker checks every SHA256SUMS signature against the carried
+//     keys (none by a key of opt.Keyring unless marked as a site
+//     re-signature), every package against its SHA256SUMS, every h1
+//     against the zip and every module zip against its archive;
+//  5. policy: the site's rules (opt.Policies) over the checked bundle;
+//  6. commit: the new index to a temporary file, the blobs into blobs/,
+//     then the index into place;
+//  7. clean:  on any failure, the blobs this import placed are removed and
+//     the error says whether the store changed; tmp/ is emptied either way.
+//
+// A blob the store already has is compared with the bundle's verified bytes
+// and replaced if it differs.
 func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err error) {
-	if err := ensureLayout(root); err != nil {
+	imp, err := openImport(root, opt)
+	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	defer func() { err = imp.close(err) }()
+	if err := imp.read(r); err != nil {
+		return nil, err
+	}
+	if err := imp.check(); err != nil {
+		return nil, err
+	}
+	if err := imp.stage(); err != nil {
+		return nil, err
+	}
+	if err := imp.policies(); err != nil {
+		return nil, err
+	}
+	if err := imp.commit(); err != nil {
+		return nil, err
+	}
+	return imp.res, nil
+}
+
+// importer is one import in progress: what each phase learns, for the next.
+type importer struct {
+	root   string
+	opt    ImportOptions
+	unlock func()
+	res    *ImportResult
+
+	br    *bundle.Reader
+	m     *bundle.Manifest
+	ix    *Index
+	sizes map[verify.Digest]int64 // every blob the manifest lists
+	ck    *bundle.Checker
+	need  int64 // bytes of new blobs, for a disk-full message
+
+	stageDir  string
+	staged    []bundle.Blob // new blobs, in stageDir
+	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
+	checked   *bundle.CheckReport
+	policy    PolicyResult // what the policies record in the new index
+	placed    []string     // blobs renamed into blobs/ by this import
+}
+
+// openImport lays out the store, takes its lock and removes what an
+// interrupted import left in tmp/.
+func openImport(root string, opt ImportOptions) (*importer, error) {
+	if err := ensureLayout(root); err != nil {
+		return nil, err
 	}
 	unlock, err := lockStore(root, opt.Wait)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
-			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait\nthe store was not changed", err)
+			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait", err)
 		}
-		return nil, fmt.Errorf("locking the store: %w\nthe store was not changed", err)
+		return nil, fmt.Errorf("locking the store: %w", err)
 	}
-	defer unlock()
-	var placed []string // blobs renamed into blobs/ by this import
-	defer func() {
-		if err == nil {
-			return
-		}
-		if rerr := unplace(root, placed); rerr != nil {
-			err = fmt.Errorf("%w\n%v", err, rerr)
-		} else if len(placed) > 0 {
-			err = fmt.Errorf("%w\nthe %d blob(s) this import had placed were removed; the store was not changed", err, len(placed))
-		} else {
-			err = fmt.Errorf("%w\nthe store was not changed", err)
-		}
-	}()
-	res = &ImportResult{}
-	if res.Cleaned, err = cleanTmp(root); err != nil {
+	imp := &importer{root: root, opt: opt, unlock: unlock, res: &ImportResult{}}
+	if imp.res.Cleaned, err = cleanTmp(root); err != nil {
+		unlock()
 		return nil, fmt.Errorf("cleaning leftovers of an earlier import: %w", err)
 	}
+	return imp, nil
+}
 
-	br, err := bundle.NewReader(r, opt.Keyring)
-	if err != nil {
-		return nil, err
+// close ends the import: on failure it removes the blobs this import
+// placed and says whether the store changed; either way it stops the
+// checker, removes the staging directory and releases the lock.
+func (imp *importer) close(err error) error {
+	if imp.ck != nil {
+		imp.ck.Close()
 	}
-	defer br.Close()
-	m := br.Manifest()
-	res.Bundle, res.Signer, res.Delta = br.ID(), br.Signer(), m.Delta != nil
+	if imp.stageDir != "" {
+		os.RemoveAll(imp.stageDir)
+	}
+	if imp.br != nil {
+		imp.br.Close()
+	}
+	defer imp.unlock()
+	if err == nil {
+		return nil
+	}
+	if rerr := unplace(imp.root, imp.placed); rerr != nil {
+		return fmt.Errorf("%w\n%v", err, rerr)
+	} else if len(imp.placed) > 0 {
+		return fmt.Errorf("%w\nthe %d blob(s) this import had placed were removed; the store was not changed", err, len(imp.placed))
+	}
+	return fmt.Errorf("%w\nthe store was not changed", err)
+}
 
-	ix, err := readIndex(root)
+// read checks the bundle's signature (bundle.NewReader refuses a bundle
+// not signed by a key of the keyring before it hands out anything) and reads
+// the store's index.
+func (imp *importer) read(r io.Reader) error {
+	br, err := bundle.NewReader(r, imp.opt.Keyring)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	sizes := make(map[verify.Digest]int64, len(m.Blobs))
+	imp.br = br
+	imp.m = br.Manifest()
+	imp.res.Bundle, imp.res.Signer, imp.res.Delta = br.ID(), br.Signer(), imp.m.Delta != nil
+	imp.ix, err = readIndex(imp.root)
+	return err
+}
+
+// check decides everything that can be decided from the signed manifest
+// and the store before any blob is read: the manifest's consistency, that
+// it changes no version the store serves, withdrawals, and that a delta's
+// omitted blobs are all here.
+func (imp *importer) check() error {
+	m, root := imp.m, imp.root
+	imp.sizes = make(map[verify.Digest]int64, len(m.Blobs))
 	for _, b := range m.Blobs {
-		sizes[b.Digest] = b.Size
+		imp.sizes[b.Digest] = b.Size
 	}
 	known := map[verify.Digest]string{}
-	for _, p := range ix.Catalog.Providers {
+	for _, p := range imp.ix.Catalog.Providers {
 		for _, pk := range p.Packages {
 			known[pk.Digest] = pk.H1
 		}
 	}
 	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
-		Signer:   res.Signer,
-		SiteKeys: opt.Keyring,
+		Signer:   imp.res.Signer,
+		SiteKeys: imp.opt.Keyring,
 		Have: func(d verify.Digest) (string, bool) {
-			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: sizes[d]})
+			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
 		},
 		KnownH1: func(d verify.Digest, h1 string) bool { h, ok := known[d]; return ok && h == h1 },
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer ck.Close()
-	if err := ix.Catalog.CheckMerge(&m.Catalog); err != nil {
-		return nil, fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
+	imp.ck = ck
+	if err := imp.ix.Catalog.CheckMerge(&m.Catalog); err != nil {
+		return fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
 			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
 	}
-	if err := checkWithdrawn(ix, m); err != nil {
-		return nil, err
+	if err := checkWithdrawn(imp.ix, m); err != nil {
+		return err
 	}
-	// A delta must find every omitted blob here before anything is read.
-	var need int64 // bytes of new blobs, for a disk-full message
+	return imp.checkOmitted()
+}
+
+// checkOmitted makes sure a delta finds every omitted blob here, and counts
+// the bytes of new blobs (for a disk-full message).
+func (imp *importer) checkOmitted() error {
+	m := imp.m
 	var missing []string
 	for _, b := range m.Blobs {
 		switch {
-		case b.Omitted && !haveBlob(root, b):
+		case b.Omitted && !haveBlob(imp.root, b):
 			missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
-		case !b.Omitted && !haveBlob(root, b):
-			need += b.Size
+		case !b.Omitted && !haveBlob(imp.root, b):
+			imp.need += b.Size
 		}
 	}
-	if len(missing) > 0 {
-		hint := "import the base bundle first"
-		if len(m.Delta.BaseBundles) > 0 {
-			hint = "import the base bundle first: " + strings.Join(m.Delta.BaseBundles, ", ")
-		}
-		return nil, fmt.Errorf("%w: this delta bundle (base %s) needs %d blob(s) this store lacks: %s\nhint: %s",
-			ErrBlobMissing, m.Delta.Base, len(missing), strings.Join(missing, "; "), hint)
+	if len(missing) == 0 {
+		return nil
 	}
-
-	stage, err := os.MkdirTemp(tmpPath(root), "import-")
-	if err != nil {
-		return nil, err
+	hint := "import the base bundle first"
+	if len(m.Delta.BaseBundles) > 0 {
+		hint = "import the base bundle first: " + strings.Join(m.Delta.BaseBundles, ", ")
 	}
-	defer func() { ck.Close(); os.RemoveAll(stage) }()
+	return fmt.Errorf("%w: this delta bundle (base %s) needs %d blob(s) this store lacks: %s\nhint: %s",
+		ErrBlobMissing, m.Delta.Base, len(missing), strings.Join(missing, "; "), hint)
+}
 
-	// A blob the store already has is compared, as it streams by, with the
-	// store's file; a file that differs (planted or damaged under the
-	// digest) is replaced by the bundle's verified bytes at the commit
-	// (atomically), so it does not survive an import that carries the blob.
-	var staged, refreshed []bundle.Blob
+// stage streams every carried blob into the staging directory (the bundle
+// reader verifies each one's size and digest as it goes) and hands it to
+// the checker, then finishes the checks. A blob the store already has is
+// compared, as it streams by, with the store's file; a file that differs
+// (planted or damaged under the digest) is replaced by the bundle's
+// verified bytes at the commit (atomically), so it does not survive an
+// import that carries the blob.
+func (imp *importer) stage() (err error) {
+	root, m := imp.root, imp.m
+	if imp.stageDir, err = os.MkdirTemp(tmpPath(root), "import-"); err != nil {
+		return err
+	}
 	for {
-		b, rd, err := br.Next()
+		b, rd, err := imp.br.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		path := filepath.Join(stage, b.Digest.Hex())
+		path := filepath.Join(imp.stageDir, b.Digest.Hex())
 		var n int64
-		same := false
-		if haveBlob(root, b) {
+		same, had := false, haveBlob(root, b)
+		if had {
 			n, same, err = compareOrStage(BlobPath(root, b.Digest), path, rd)
 		} else {
 			n, err = stageBlob(path, rd)
 		}
-		res.BytesRead += n
+		imp.res.BytesRead += n
 		if err != nil {
-			return nil, noSpace(root, err, fmt.Sprintf("staging blob %s (%s)", b.Digest.Short(), m.Describe(b.Digest)), need)
+			return noSpace(root, err, fmt.Sprintf("staging blob %s (%s)", b.Digest.Short(), m.Describe(b.Digest)), imp.need)
 		}
 		switch {
 		case same:
-			res.BlobsShared++
+			imp.res.BlobsShared++
 			path = BlobPath(root, b.Digest)
-		case haveBlob(root, b):
-			res.BlobsShared++
-			refreshed = append(refreshed, b)
+		case had:
+			imp.res.BlobsShared++
+			imp.refreshed = append(imp.refreshed, b)
 		default:
-			staged = append(staged, b)
+			imp.staged = append(imp.staged, b)
 		}
-		if err := ck.Add(b, path); err != nil {
-			return nil, err
+		if err := imp.ck.Add(b, path); err != nil {
+			return err
 		}
 	}
-	if _, err := ck.Finish(); err != nil {
-		return nil, err
-	}
+	imp.checked, err = imp.ck.Finish()
+	return err
+}
 
-	// Everything is verified. Commit: the new index is written (not yet
-	// visible) first, so a full disk fails before anything is placed; then
-	// the blobs; then the index becomes visible.
-	merged := ix.Catalog
-	added := merged.Merge(&m.Catalog)
+// policies runs the site's import-time rules over the checked bundle.
+func (imp *importer) policies() error {
+	in := &PolicyInput{
+		Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
+		Index: imp.ix, Checked: imp.checked, Now: imp.now(),
+	}
+	for _, p := range imp.opt.Policies {
+		if err := p.Check(in, &imp.policy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (imp *importer) now() time.Time {
+	if imp.opt.Now != nil {
+		return imp.opt.Now()
+	}
+	return time.Now()
+}
+
+// commit makes the checked bundle visible: the new index is written (not
+// yet visible) first, so a full disk fails before anything is placed; then
+// the blobs; then the index becomes visible. An import that changes
+// nothing writes nothing (but still repairs blobs that differed).
+func (imp *importer) commit() error {
+	root, m, ix, res := imp.root, imp.m, imp.ix, imp.res
+	added := ix.Catalog.Merge(&m.Catalog)
 	already := false
 	for _, e := range ix.Imports {
 		if e.Bundle == res.Bundle {
 			already = true
 		}
 	}
-	now := time.Now
-	if opt.Now != nil {
-		now = opt.Now
-	}
-	stamp := now().UTC().Truncate(time.Second)
-	ix.Catalog = merged
+	stamp := imp.now().UTC().Truncate(time.Second)
 	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
-	if len(staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already {
-		res.Unchanged = len(refreshed) == 0
-		if err := refresh(root, stage, refreshed); err != nil {
-			return nil, err
+	if len(imp.staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already && imp.policy.empty() {
+		res.Unchanged = len(imp.refreshed) == 0
+		if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
+			return err
 		}
-		if len(refreshed) > 0 {
-			return res, syncDir(blobDir(root))
+		if len(imp.refreshed) > 0 {
+			return syncDir(blobDir(root))
 		}
-		return res, nil
+		return nil
 	}
-	for _, b := range staged {
+	for _, b := range imp.staged {
 		res.BlobsAdded++
 		res.BytesAdded += b.Size
 	}
@@ -234,38 +347,46 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
 		Withdrew: res.Withdrew, Reinstated: res.Reinstated,
 	})
-	data, err := encodeIndex(ix)
+	imp.policy.apply(ix)
+	return imp.swapIndex()
+}
+
+// swapIndex writes the new index to a temporary file, places the staged
+// blobs, then renames the index into place (each step synced).
+func (imp *importer) swapIndex() error {
+	root := imp.root
+	data, err := encodeIndex(imp.ix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if testHookBeforeIndex != nil {
 		testHookBeforeIndex()
 	}
 	pending, err := prepareAtomic(indexPath(root), data, 0o644)
 	if err != nil {
-		return nil, noSpace(root, err, "writing the store index", need+int64(len(data)))
+		return noSpace(root, err, "writing the store index", imp.need+int64(len(data)))
 	}
 	defer pending.abort()
-	for _, b := range staged {
+	for _, b := range imp.staged {
 		dst := BlobPath(root, b.Digest)
-		if err := os.Rename(filepath.Join(stage, b.Digest.Hex()), dst); err != nil {
-			return nil, fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)
+		if err := os.Rename(filepath.Join(imp.stageDir, b.Digest.Hex()), dst); err != nil {
+			return fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)
 		}
-		placed = append(placed, dst)
+		imp.placed = append(imp.placed, dst)
 	}
-	if err := refresh(root, stage, refreshed); err != nil {
-		return nil, err
+	if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
+		return err
 	}
 	if err := syncDir(blobDir(root)); err != nil {
-		return nil, err
+		return err
 	}
 	if testHookBeforeCommit != nil {
 		testHookBeforeCommit()
 	}
 	if err := pending.commit(); err != nil {
-		return nil, fmt.Errorf("writing the store index: %w", err)
+		return fmt.Errorf("writing the store index: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // refresh renames staged copies of blobs the store already had, whose

@@ -13,8 +13,17 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// IndexFormat is the version of index.json this package writes.
-const IndexFormat = 1
+// IndexFormat is the version of index.json this package writes. It reads
+// every format from MinIndexFormat up to it, and rewrites an older index in
+// this format at the next change (an import, prune or gc), so an older airgap
+// then refuses the store instead of dropping what it does not know.
+//
+// Format 1: catalog, imports, withdrawn, maintenance, keys.
+// Format 2: format 1 plus optional fields, each documented on Index.
+const IndexFormat = 2
+
+// MinIndexFormat is the oldest index.json format this package reads.
+const MinIndexFormat = 1
 
 // Index is the content of index.json.
 type Index struct {
@@ -60,8 +69,11 @@ func readIndex(root string) (*Index, error) {
 	if err := json.Unmarshal(data, &ix); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, indexPath(root), err)
 	}
-	if ix.Format != IndexFormat {
-		return nil, fmt.Errorf("%w: %s has format %d, want %d", ErrCorrupt, indexPath(root), ix.Format, IndexFormat)
+	if ix.Format > IndexFormat {
+		return nil, fmt.Errorf("%w: %s has format %d, this airgap reads up to %d\nhint: upgrade airgap on this side", ErrCorrupt, indexPath(root), ix.Format, IndexFormat)
+	}
+	if ix.Format < MinIndexFormat {
+		return nil, fmt.Errorf("%w: %s has format %d, want %d to %d", ErrCorrupt, indexPath(root), ix.Format, MinIndexFormat, IndexFormat)
 	}
 	for i := range ix.Catalog.Providers {
 		for j, k := range ix.Catalog.Providers[i].SigningKeys {
@@ -94,6 +106,7 @@ func WriteIndex(root string, ix *Index) error {
 // encodeIndex is the file form of ix, each signing key stored once.
 func encodeIndex(ix *Index) ([]byte, error) {
 	out := *ix
+	out.Format = IndexFormat // an older index is rewritten in this format
 	out.Keys = map[string]string{}
 	out.Catalog.Providers = make([]dist.ProviderVersion, len(ix.Catalog.Providers))
 	for i, p := range ix.Catalog.Providers {

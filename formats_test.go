@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+// Every bundle and store format an airgap has written stays readable: each
+// format has a fixture in testdata/formats/vN, written by the airgap of its
+// time (see its README), and TestFormatFixtures runs today's binary on it —
+// verify and import the old bundle, then read, import into and serve the old
+// store to the real terraform.
+//
+// To add the fixture of a new format (before the format changes again):
+//
+//	AIRGAP_WRITE_FORMAT_FIXTURE=testdata/formats/vN go test -run TestWriteFormatFixture .
+func TestFormatFixtures(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "formats", "v*"))
+	if len(dirs) == 0 {
+		t.Fatal("no format fixtures in testdata/formats")
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkFormatFixture(t, dir) })
+	}
+}
+
+func checkFormatFixture(t *testing.T, fixture string) {
+	tf := terraformBin(t)
+	abs, _ := filepath.Abs(fixture)
+	keyring := filepath.Join(abs, "site.pub.asc")
+	bundleFile := filepath.Join(abs, "site.bundle")
+	work := t.TempDir()
+
+	// The old bundle verifies and imports into a new store.
+	out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", keyring, bundleFile)
+	if !strings.Contains(out, "OK") {
+		t.Errorf("verify of the old bundle: %s", out)
+	}
+	fresh := filepath.Join(work, "fresh-store")
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", fresh, bundleFile)
+
+	// The old store (a copy: serve writes tls/ into it) is read, takes an
+	// import, and serves the real client offline.
+	old := filepath.Join(work, "old-store")
+	copyDir(t, filepath.Join(abs, "store"), old)
+	inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", old)
+	for _, want := range []string{"registry.terraform.io/hashicorp/random", "registry.terraform.io/example/vpc/aws"} {
+		if !strings.Contains(inv, want) {
+			t.Errorf("inventory of the old store lacks %s:\n%s", want, inv)
+		}
+	}
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") {
+		t.Errorf("re-import into the old store: %s", out)
+	}
+	base, caFile := startServe(t, old)
+	rc := filepath.Join(work, "airgap.tfrc")
+	cfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	proj := filepath.Join(work, "project")
+	copyDir(t, filepath.Join(abs, "project"), proj)
+	lockBefore, _ := os.ReadFile(filepath.Join(proj, ".terraform.lock.hcl"))
+	mustRun(t, proj, offline, tf, "init", "-input=false", "-no-color", "-lockfile=readonly")
+	if got, _ := os.ReadFile(filepath.Join(proj, ".terraform.lock.hcl")); !bytes.Equal(got, lockBefore) {
+		t.Errorf("the fixture's lock file changed offline:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(proj, ".terraform", "modules", "vpc", "main.tf")); err != nil {
+		t.Errorf("the module was not installed from the old store: %v", err)
+	}
+}
+
+// copyDir copies a tree of regular files (blobs keep their read-only mode).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		return os.WriteFile(target, b, fi.Mode().Perm()|0o200)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteFormatFixture writes the fixture of the format this airgap
+// writes into $AIRGAP_WRITE_FORMAT_FIXTURE (run by hand, see
+// TestFormatFixtures): a site key, a bundle exported from the stand-in
+// registries, the store it imports into, and a project with the lock file
+// terraform made online.
+func TestWriteFormatFixture(t *testing.T) {
+	out := os.Getenv("AIRGAP_WRITE_FORMAT_FIXTURE")
+	if out == "" {
+		t.Skip("writes a fixture only when AIRGAP_WRITE_FORMAT_FIXTURE is set")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("%s exists: a fixture is never rewritten", out)
+	}
+	tf := terraformBin(t)
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
+	work := t.TempDir()
+	proj := filepath.Join(out, "project")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "main.tf"), []byte(formatFixtureProject), 0o644)
+	mustRun(t, proj, online, tf, "init", "-input=false", "-no-color")
+	os.RemoveAll(filepath.Join(proj, ".terraform"))
+	keys := filepath.Join(work, "site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", keys, "--name", "Fixture Site <ops@site.test>", "--no-passphrase")
+	b, _ := os.ReadFile(keys + ".pub.asc")
+	os.WriteFile(filepath.Join(out, "site.pub.asc"), b, 0o644)
+	manifest := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(manifest, []byte(formatFixtureManifest), 0o644)
+	mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--sign-key", keys+".key.asc",
+		"--out", filepath.Join(out, "site.bundle"), "--cache", filepath.Join(work, "cache"))
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keys+".pub.asc", "--store", filepath.Join(out, "store"), filepath.Join(out, "site.bundle"))
+	os.RemoveAll(filepath.Join(out, "store", "tmp"))
+	os.Remove(filepath.Join(out, "store", "lock"))
+	t.Logf("wrote %s with %s", out, mustRun(t, work, nil, airgapBin, "--version"))
+}
+
+const formatFixtureProject = `terraform {
+  required_providers {
+    random = {
+      source  = "hashicorp/random"
+      version = "~> 3.5"
+    }
+  }
+}
+
+module "vpc" {
+  source  = "example/vpc/aws"
+  version = "1.0.0"
+}
+`
+
+const formatFixtureManifest = `
+platforms = ["linux_amd64", "darwin_arm64"]
+
+provider "hashicorp/random" {
+  versions = "~> 3.5"
+}
+module "example/vpc/aws" {
+  versions = "1.0.0"
+}
+`
