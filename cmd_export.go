@@ -43,6 +43,8 @@ type exportCmd struct {
 	maxModule   string
 	noVendor    bool
 	allowUnvend bool
+	mirror      string
+	trustMirror bool
 }
 
 func (c *exportCmd) synopsis() string {
@@ -70,6 +72,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
 	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
+	fs.StringVar(&c.mirror, "provider-mirror", "", "fetch every provider from this network mirror (https://HOST/PATH/; overrides the CLI config's provider_installation), checked against the origin registry's signatures")
+	fs.BoolVar(&c.trustMirror, "trust-mirror-hashes", false, "when a mirrored provider's origin registry cannot be reached, carry it on the mirror's hashes alone, marked \"mirror hashes only\" in the bundle")
 	return fs
 }
 
@@ -84,6 +88,8 @@ type exportPlan struct {
 	delta     *export.DeltaBase
 	maxPkg    int64
 	maxMod    int64
+	cli       *registry.CLIConfig
+	methods   []registry.InstallMethod
 }
 
 // check validates every flag and input before anything is fetched.
@@ -139,6 +145,12 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 			return nil, err
 		}
 	}
+	if p.cli, err = registry.LoadCLIConfig(); err != nil {
+		return nil, err
+	}
+	if p.methods, err = p.cli.Methods(c.mirror); err != nil {
+		return nil, usageError{err.Error()}
+	}
 	p.cache, err = export.CacheDir(c.cache)
 	return p, err
 }
@@ -148,14 +160,13 @@ func (c *exportCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	creds, err := registry.LoadCredentials()
-	if err != nil {
-		return fmt.Errorf("reading the CLI config for credentials: %w", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	client := registry.New(registry.Options{Credentials: creds})
+	client := registry.New(registry.Options{Credentials: p.cli.Credentials})
+	for host, hb := range p.cli.Hosts {
+		client.UseHostBlock(host, hb)
+	}
 	prog := &export.Progress{}
 	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
 	client.Notice = line.Logf
@@ -163,6 +174,7 @@ func (c *exportCmd) run(args []string) error {
 		Client: client, CacheDir: p.cache, Jobs: c.jobs,
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod,
+		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
 	})
 	line.Stop()
 	if err != nil {

@@ -80,6 +80,12 @@ func inconsistent(entry, format string, a ...any) error {
 //   - a site re-signature is marked (SiteSigned), is for SiteResignHost
 //     only, and carries exactly one key; an unmarked provider carries at
 //     least one key and none marked as the site's;
+//   - a provider version with mirror hashes only is marked
+//     (MirrorHashesOnly), names its mirror, carries the site key alone and
+//     each package the mirror's hashes, its own among them (checkTier); no
+//     other provider version has any of that. Its SHA256SUMS must then be
+//     signed by the bundle's signer and list exactly its packages (Finish);
+//     everything else is as strict as for publisher-signed providers;
 //   - SHA256SUMS files and signatures are within their size limits.
 //
 // What needs the blobs' bytes is checked by a Checker.
@@ -114,14 +120,17 @@ func CheckManifest(m *Manifest) error {
 				site++
 			}
 		}
+		if err := checkTier(p, site); err != nil {
+			return err
+		}
 		switch {
 		case p.SiteSigned && p.Host != SiteResignHost:
 			return inconsistent(entry, "marked as re-signed by the site key, which only %s providers may be (its registry must publish keys)", SiteResignHost)
 		case p.SiteSigned && len(p.SigningKeys) != 1:
 			return inconsistent(entry, "marked as re-signed by the site key but carries %d keys, not the site key alone", len(p.SigningKeys))
-		case !p.SiteSigned && len(p.SigningKeys) == 0:
+		case !p.SiteSigned && !p.MirrorHashesOnly && len(p.SigningKeys) == 0:
 			return inconsistent(entry, "carries no publisher signing key")
-		case !p.SiteSigned && site > 0:
+		case !p.SiteSigned && !p.MirrorHashesOnly && site > 0:
 			return inconsistent(entry, "carries the site key as a publisher key without being marked as re-signed")
 		}
 		for _, pk := range p.Packages {
@@ -149,6 +158,45 @@ func CheckManifest(m *Manifest) error {
 			return inconsistent("module "+mv.String(), "its archive %s is listed with two zips (%s and %s)", mv.Archive.Short(), prev.Short(), mv.Zip.Short())
 		}
 		zips[mv.Archive] = mv.Zip
+	}
+	return nil
+}
+
+// checkTier checks what the mirror-hashes-only mark demands (see
+// dist.ProviderVersion.MirrorHashesOnly): a marked provider version names
+// its mirror, is not also marked as a site re-signature, carries the site key
+// alone, and each package records the mirror's hashes, its own h1 or zh
+// among them; an unmarked one has none of that. site counts the keys marked
+// as the site's.
+func checkTier(p dist.ProviderVersion, site int) error {
+	entry := "provider " + p.String()
+	if !p.MirrorHashesOnly {
+		if p.Mirror != "" {
+			return inconsistent(entry, "names a network mirror but is not marked as carrying mirror hashes only")
+		}
+		for _, pk := range p.Packages {
+			if len(pk.MirrorHashes) > 0 {
+				return inconsistent(entry+" "+pk.Platform(), "records mirror hashes but is not marked as carrying mirror hashes only")
+			}
+		}
+		return nil
+	}
+	switch {
+	case p.SiteSigned:
+		return inconsistent(entry, "marked both as re-signed by the site key and as carrying mirror hashes only")
+	case p.Mirror == "":
+		return inconsistent(entry, "marked as carrying mirror hashes only but names no mirror")
+	case len(p.SigningKeys) != 1 || site != 1:
+		return inconsistent(entry, "marked as carrying mirror hashes only, but carries %d keys, not the site key alone", len(p.SigningKeys))
+	}
+	for _, pk := range p.Packages {
+		found := false
+		for _, h := range pk.MirrorHashes {
+			found = found || h == pk.H1 || h == pk.ZH()
+		}
+		if !found {
+			return inconsistent(entry+" "+pk.Platform(), "marked as carrying mirror hashes only, but none of the mirror's hashes it records (%s) is the package's h1 or zh", strings.Join(pk.MirrorHashes, ", "))
+		}
 	}
 	return nil
 }
@@ -182,6 +230,10 @@ type CheckReport struct {
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
 	Deferred []string
+	// MirrorHashesOnly counts the packages among Packages whose SHA256SUMS
+	// the exporting site wrote from a network mirror's hashes (see
+	// dist.ProviderVersion.MirrorHashesOnly): no publisher vouches for them.
+	MirrorHashesOnly int
 	// KeysExpired lists providers whose SHA256SUMS signature was made while
 	// the key was valid, by a key that has expired since (by this machine's
 	// clock, which judges nothing else).
@@ -492,6 +544,11 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 		}
 		listed[l.Filename] = l.Hex
 	}
+	if p.MirrorHashesOnly && len(listed) != len(p.Packages) {
+		// The site wrote this SHA256SUMS of what it carried: a line for a
+		// package it did not carry would vouch for bytes nobody hashed.
+		return inconsistent(entry, "marked as carrying mirror hashes only, but its SHA256SUMS lists %d files for %d packages", len(listed), len(p.Packages))
+	}
 	for _, pk := range p.Packages {
 		// The name every registry gives this package (CheckManifest has
 		// required pk.Filename to be it): the signed line must be for this
@@ -505,6 +562,9 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 			return inconsistent(entry+" "+pk.Platform(), "the package %s has sha256 %s, but its signed SHA256SUMS says %s", pk.Filename, pk.Digest.Hex(), h)
 		}
 		c.rep.Packages++
+		if p.MirrorHashesOnly {
+			c.rep.MirrorHashesOnly++
+		}
 	}
 	return nil
 }
@@ -520,10 +580,10 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 	if err != nil {
 		return checked, fmt.Errorf("its SHA256SUMS signature does not verify against the keys the bundle carries for it: %w", err)
 	}
-	if p.SiteSigned && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
-		return checked, fmt.Errorf("marked as re-signed by the site key, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", checked.Signer, c.opt.Signer)
+	if (p.SiteSigned || p.MirrorHashesOnly) && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
+		return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", p.TrustTier(), checked.Signer, c.opt.Signer)
 	}
-	if !p.SiteSigned && c.isSiteKey(checked.Signer.Fingerprint) {
+	if !p.SiteSigned && !p.MirrorHashesOnly && c.isSiteKey(checked.Signer.Fingerprint) {
 		return checked, fmt.Errorf("its SHA256SUMS is signed by %s, a key trusted to sign bundles, but it is not marked as re-signed by the site: a site key is never a publisher key", checked.Signer)
 	}
 	return checked, nil
@@ -622,6 +682,11 @@ func (c *Checker) checkModuleZip(d verify.Digest, path string) error {
 	}
 	return nil
 }
+
+// ZipH1 is dist.H1 of a zip within the bounds MaxZipEntries,
+// MaxZipDirectory, MaxZipUnpacked and MaxZipRatio: for zips no publisher
+// vouches for (export's mirror-hashes-only packages).
+func ZipH1(path string) (string, error) { return zipH1(path) }
 
 // zipH1 is dist.H1 of a zip within the bounds MaxZipEntries,
 // MaxZipDirectory, MaxZipUnpacked and MaxZipRatio.
@@ -724,6 +789,9 @@ func (r *CheckReport) Summary(indent string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module zips rebuilt\n",
 		indent, r.Signatures, r.Packages, r.H1, r.ModuleZips)
+	if r.MirrorHashesOnly > 0 {
+		fmt.Fprintf(&b, "%sof those packages, %d carry a network mirror's hashes only (no publisher signature; 'import --require-publisher-signatures' refuses them)\n", indent, r.MirrorHashesOnly)
+	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
 	}

@@ -154,6 +154,9 @@ func (m *Manifest) Validate() error {
 	if m.Format < MinFormatVersion || m.Format > FormatVersion {
 		return fmt.Errorf("%w: format %d, want %d to %d", ErrManifest, m.Format, MinFormatVersion, FormatVersion)
 	}
+	if f := format2Field(m); f != "" && m.Format < 2 {
+		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 2 has", ErrManifest, m.Format, f)
+	}
 	roles := make(map[verify.Digest]string, len(m.Blobs))
 	for i, b := range m.Blobs {
 		if _, err := verify.ParseDigest(string(b.Digest)); err != nil {
@@ -188,6 +191,22 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	return nil
+}
+
+// format2Field names the first field of m that format 1 does not have, or
+// is "".
+func format2Field(m *Manifest) string {
+	for _, p := range m.Catalog.Providers {
+		if p.MirrorHashesOnly || p.Mirror != "" {
+			return "mirror_hashes_only (provider " + p.String() + ")"
+		}
+		for _, pk := range p.Packages {
+			if len(pk.MirrorHashes) > 0 {
+				return "mirror_hashes (provider " + p.String() + ")"
+			}
+		}
+	}
+	return ""
 }
 
 // Describe says what a blob is for, e.g. "provider registry.terraform.io/hashicorp/aws 5.60.0 linux_amd64".

@@ -44,8 +44,44 @@ type ProviderVersion struct {
 	SigningKeys []SigningKey `json:"signing_keys"`
 	// SiteSigned is true when the origin listed no key and ShasumsSig is a
 	// signature by the exporting site's key (which is then in SigningKeys).
-	SiteSigned bool      `json:"site_signed,omitempty"`
-	Packages   []Package `json:"packages"`
+	SiteSigned bool `json:"site_signed,omitempty"`
+	// MirrorHashesOnly (bundle format 2) marks packages that came from a
+	// network mirror while the origin registry could not be reached to
+	// vouch for them ('airgap export --trust-mirror-hashes'): nothing the
+	// publisher signed covers them, only the hashes the mirror listed
+	// (Package.MirrorHashes), which each package matched. Shasums is then a
+	// SHA256SUMS that export wrote of exactly the carried packages, signed
+	// by the exporting site's key (the only key in SigningKeys), so that
+	// the registry protocol can serve them; SiteSigned stays false (it
+	// means a publisher's own SHA256SUMS, re-signed). Mirror is the
+	// mirror's URL. See TrustTier.
+	MirrorHashesOnly bool      `json:"mirror_hashes_only,omitempty"`
+	Mirror           string    `json:"mirror,omitempty"`
+	Packages         []Package `json:"packages"`
+}
+
+// Trust tiers of a provider version (TrustTier): what vouches for its
+// packages.
+const (
+	// TierPublisher: a SHA256SUMS signed by a key its registry lists.
+	TierPublisher = "publisher-signed"
+	// TierSiteResigned: its registry's SHA256SUMS, which the registry
+	// published without a key (registry.opentofu.org may), re-signed by
+	// the exporting site.
+	TierSiteResigned = "site re-signed"
+	// TierMirrorHashes: a network mirror's hashes only.
+	TierMirrorHashes = "mirror hashes only"
+)
+
+// TrustTier says what vouches for p's packages.
+func (p ProviderVersion) TrustTier() string {
+	switch {
+	case p.MirrorHashesOnly:
+		return TierMirrorHashes
+	case p.SiteSigned:
+		return TierSiteResigned
+	}
+	return TierPublisher
 }
 
 // Package is one platform's provider zip, kept byte-identical to upstream.
@@ -56,6 +92,10 @@ type Package struct {
 	Digest   verify.Digest `json:"digest"` // sha256 of the zip: the zh: hash
 	Size     int64         `json:"size"`
 	H1       string        `json:"h1"` // dirhash.HashZip(zip, Hash1)
+	// MirrorHashes (bundle format 2, with ProviderVersion.MirrorHashesOnly)
+	// are the h1: and zh: hashes the network mirror listed for this
+	// package; H1 or ZH() is among them.
+	MirrorHashes []string `json:"mirror_hashes,omitempty"`
 }
 
 // SigningKey is a provider registry signing key.
@@ -139,7 +179,11 @@ var (
 	reSubdir    = regexp.MustCompile(`^[A-Za-z0-9._+@=/-]*$`)
 	reProtocols = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 	reH1        = regexp.MustCompile(`^h1:[A-Za-z0-9+/]{43}=$`) // base64 of a sha256
+	reZH        = regexp.MustCompile(`^zh:[0-9a-f]{64}$`)
 )
+
+// MaxMirrorHashes bounds Package.MirrorHashes.
+const MaxMirrorHashes = 16
 
 // ValidHost reports whether s is a lowercase (punycode) host name with an
 // optional port.
@@ -246,6 +290,17 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 			if err := ref(p.String()+" "+pk.Platform(), pk.Digest, RoleProviderPackage); err != nil {
 				return err
 			}
+			if len(pk.MirrorHashes) > MaxMirrorHashes {
+				return fmt.Errorf("%s %s: %d mirror hashes (at most %d)", p, pk.Platform(), len(pk.MirrorHashes), MaxMirrorHashes)
+			}
+			for _, h := range pk.MirrorHashes {
+				if !reH1.MatchString(h) && !reZH.MatchString(h) {
+					return fmt.Errorf("%s %s: invalid mirror hash %q", p, pk.Platform(), Printable(h))
+				}
+			}
+		}
+		if p.Mirror != "" && (len(p.Mirror) > 2048 || Printable(p.Mirror) != p.Mirror || !strings.HasPrefix(p.Mirror, "https://")) {
+			return fmt.Errorf("%s: invalid mirror URL %q", p, Printable(p.Mirror))
 		}
 	}
 	for _, m := range c.Modules {
@@ -340,29 +395,22 @@ func (m ModuleVersion) Key() string {
 // c's); a module version both have must have the same archive and
 // subdirectory, and the same zip where both list one (a bundle from before
 // module zips may omit it). The error names the first conflict.
+//
+// One exception: a version c has with mirror hashes only (a SHA256SUMS the
+// exporting site wrote) may be replaced by next's with another SHA256SUMS —
+// its publisher's, or the site's of a later export — if next carries every
+// platform c has, with the same bytes: what clients get stays the same, and
+// what vouches for it can only grow. The reverse, mirror hashes only in
+// place of a publisher's signature, is refused.
 func (c *Catalog) CheckMerge(next *Catalog) error {
 	provs := make(map[string]*ProviderVersion, len(c.Providers))
 	for i := range c.Providers {
 		provs[c.Providers[i].Key()] = &c.Providers[i]
 	}
-	for _, np := range next.Providers {
-		old, ok := provs[np.Key()]
-		if !ok {
-			continue
-		}
-		switch {
-		case old.String() != np.String():
-			return fmt.Errorf("provider %s: the store has it spelled %s", np, old)
-		case old.Shasums != np.Shasums:
-			return fmt.Errorf("provider %s: its SHA256SUMS (%s) differs from the one the store serves (%s)", np, np.Shasums.Short(), old.Shasums.Short())
-		case old.SiteSigned != np.SiteSigned:
-			return fmt.Errorf("provider %s: the store has it %s, the bundle %s", np, signedBy(old.SiteSigned), signedBy(np.SiteSigned))
-		}
-		for _, pk := range np.Packages {
-			prev, ok := old.Package(pk.OS, pk.Arch)
-			if ok && (prev.Digest != pk.Digest || prev.Filename != pk.Filename || prev.H1 != pk.H1) {
-				return fmt.Errorf("provider %s %s: the bundle's package %s (%s, %s) differs from the store's %s (%s, %s)",
-					np, pk.Platform(), pk.Filename, pk.Digest.Short(), pk.H1, prev.Filename, prev.Digest.Short(), prev.H1)
+	for i := range next.Providers {
+		if old, ok := provs[next.Providers[i].Key()]; ok {
+			if err := checkProviderMerge(old, &next.Providers[i]); err != nil {
+				return err
 			}
 		}
 	}
@@ -379,6 +427,34 @@ func (c *Catalog) CheckMerge(next *Catalog) error {
 				nm, nm.Archive.Short(), nm.Subdir, old, old.Archive.Short(), old.Subdir)
 		case old.Zip != "" && nm.Zip != "" && old.Zip != nm.Zip:
 			return fmt.Errorf("module %s: the bundle's zip %s differs from the store's %s", nm, nm.Zip.Short(), old.Zip.Short())
+		}
+	}
+	return nil
+}
+
+// checkProviderMerge is CheckMerge for one provider version both have.
+func checkProviderMerge(old, np *ProviderVersion) error {
+	switch {
+	case old.String() != np.String():
+		return fmt.Errorf("provider %s: the store has it spelled %s", np, old)
+	case old.SiteSigned != np.SiteSigned:
+		return fmt.Errorf("provider %s: the store has it %s, the bundle %s", np, signedBy(old.SiteSigned), signedBy(np.SiteSigned))
+	case np.MirrorHashesOnly && !old.MirrorHashesOnly:
+		return fmt.Errorf("provider %s: the store serves it %s; the bundle carries it with mirror hashes only, which cannot replace that\nhint: export it again where the origin registry can be reached (without --trust-mirror-hashes)", np, old.TrustTier())
+	case old.Shasums != np.Shasums && old.MirrorHashesOnly:
+		for _, pk := range old.Packages {
+			if got, ok := np.Package(pk.OS, pk.Arch); !ok || got.Digest != pk.Digest || got.Filename != pk.Filename || got.H1 != pk.H1 {
+				return fmt.Errorf("provider %s: the store serves it with mirror hashes only, including %s (%s); the bundle does not carry that package with the same bytes, so its SHA256SUMS cannot replace the store's\nhint: export every platform the store has of it in one bundle", np, pk.Platform(), pk.Digest.Short())
+			}
+		}
+	case old.Shasums != np.Shasums:
+		return fmt.Errorf("provider %s: its SHA256SUMS (%s) differs from the one the store serves (%s)", np, np.Shasums.Short(), old.Shasums.Short())
+	}
+	for _, pk := range np.Packages {
+		prev, ok := old.Package(pk.OS, pk.Arch)
+		if ok && (prev.Digest != pk.Digest || prev.Filename != pk.Filename || prev.H1 != pk.H1) {
+			return fmt.Errorf("provider %s %s: the bundle's package %s (%s, %s) differs from the store's %s (%s, %s)",
+				np, pk.Platform(), pk.Filename, pk.Digest.Short(), pk.H1, prev.Filename, prev.Digest.Short(), prev.H1)
 		}
 	}
 	return nil
@@ -425,6 +501,9 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 			if prev, ok := old.Package(pk.OS, pk.Arch); !ok || prev.Digest != pk.Digest {
 				added = append(added, fmt.Sprintf("provider %s %s", np, pk.Platform()))
 			}
+		}
+		if old.TrustTier() != np.TrustTier() {
+			added = append(added, fmt.Sprintf("provider %s (now %s; it was %s)", np, np.TrustTier(), old.TrustTier()))
 		}
 		c.Providers[i] = merged
 	}

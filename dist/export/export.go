@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,6 +48,14 @@ type Options struct {
 	Log func(format string, a ...any)
 	// Progress, if set, is kept up to date for a live display.
 	Progress *Progress
+	// Methods say where providers come from (the CLI configuration's
+	// provider_installation, or --provider-mirror; see mirror.go); none:
+	// every provider from its origin registry.
+	Methods []registry.InstallMethod
+	// TrustMirrorHashes lets a package from a network mirror whose origin
+	// registry cannot be reached be carried on the mirror's hashes alone,
+	// marked as such in the bundle.
+	TrustMirrorHashes bool
 }
 
 // Progress is what an export is doing now; safe to read while it runs.
@@ -100,6 +109,9 @@ type Result struct {
 	Warnings []string
 	Bytes    int64 // downloaded this run
 	Cached   int   // packages found in the cache
+	// MirrorHashesOnly lists the provider versions carried with a network
+	// mirror's hashes only (mirror.go), with the mirror's URL.
+	MirrorHashesOnly []string
 }
 
 type exporter struct {
@@ -267,68 +279,92 @@ type pkgTask struct {
 	req  *ProviderReq
 	pv   *dist.ProviderVersion
 	plat string
-	idx  int
+	// mirror is set for a package from a network mirror: the mirror's URL
+	// and what it lists for this platform (see mirror.go).
+	mirror  *url.URL
+	archive registry.MirrorArchive
 }
 
+// providers resolves every provider request to versions and platforms
+// (planProvider), then fetches and checks every package in parallel
+// (providerPackage), then puts each version together (assemble).
 func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.ProviderVersion, error) {
 	var out []*dist.ProviderVersion
 	var tasks []pkgTask
 	seen := map[string]bool{}
 	for i := range reqs {
-		r := &reqs[i]
-		vs, err := e.opt.Client.ProviderVersions(ctx, r.Addr.Host, r.Addr.Namespace, r.Addr.Type)
+		pvs, ts, err := e.planProvider(ctx, &reqs[i], seen)
 		if err != nil {
-			return nil, fmt.Errorf("provider %s (%s): %w", r.Addr, r.Why, err)
+			return nil, err
 		}
-		byVer := map[string]registry.ProviderVersion{}
-		var names []string
-		for _, v := range vs {
-			byVer[v.Version] = v
-			names = append(names, v.Version)
-		}
-		sel := selectVersions(names, r.Constraints, r.Latest, r.All)
-		if len(sel) == 0 {
-			return nil, fmt.Errorf("provider %s (%s): no version matches %s; the registry has: %s", r.Addr, r.Why, constraintString(r.Constraints), listVersions(names))
-		}
-		plats := r.Platforms
-		if len(plats) == 0 {
-			plats = e.req.Platforms
-		}
-		for _, ver := range sel {
-			key := r.Addr.String() + " " + ver
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			info := byVer[ver]
-			pv := &dist.ProviderVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Type: r.Addr.Type, Version: ver, Protocols: info.Protocols}
-			var have []string
-			for _, p := range plats {
-				if info.HasPlatform(p) {
-					have = append(have, p)
-				} else {
-					e.opt.Log("notice: provider %s %s has no package for %s; skipping that platform", r.Addr, ver, p)
-					e.res.Gaps = append(e.res.Gaps, fmt.Sprintf("%s %s: %s", r.Addr, ver, p))
-				}
-			}
-			if len(have) == 0 {
-				return nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
-			}
-			e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s", r.Addr, ver, strings.Join(have, " ")))
-			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why})
-			for _, p := range have {
-				tasks = append(tasks, pkgTask{req: r, pv: pv, plat: p})
-			}
-			out = append(out, pv)
+		out, tasks = append(out, pvs...), append(tasks, ts...)
+	}
+	if !e.opt.DryRun {
+		if err := e.fetchPackages(ctx, tasks); err != nil {
+			return nil, err
 		}
 	}
-	if e.opt.DryRun {
-		res := make([]dist.ProviderVersion, len(out))
-		for i, p := range out {
-			res[i] = *p
-		}
-		return res, nil
+	res := make([]dist.ProviderVersion, len(out))
+	for i, p := range out {
+		res[i] = *p
 	}
+	return res, nil
+}
+
+// planProvider selects the versions of one request and the platforms of
+// each, from the request's source: its origin registry, or a network
+// mirror (sourceFor).
+func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[string]bool) ([]*dist.ProviderVersion, []pkgTask, error) {
+	src, names, byVer, err := e.providerVersions(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	sel := selectVersions(names, r.Constraints, r.Latest, r.All)
+	if len(sel) == 0 {
+		return nil, nil, fmt.Errorf("provider %s (%s): no version matches %s; %s has: %s", r.Addr, r.Why, constraintString(r.Constraints), src.name(), listVersions(names))
+	}
+	plats := r.Platforms
+	if len(plats) == 0 {
+		plats = e.req.Platforms
+	}
+	var out []*dist.ProviderVersion
+	var tasks []pkgTask
+	for _, ver := range sel {
+		key := r.Addr.String() + " " + ver
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		info, archives, err := src.version(ctx, e.opt.Client, r.Addr, ver, byVer)
+		if err != nil {
+			return nil, nil, fmt.Errorf("provider %s %s (%s): %w", r.Addr, ver, r.Why, err)
+		}
+		pv := &dist.ProviderVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Type: r.Addr.Type, Version: ver, Protocols: info.Protocols}
+		var have []string
+		for _, p := range plats {
+			if info.HasPlatform(p) {
+				have = append(have, p)
+			} else {
+				e.opt.Log("notice: provider %s %s has no package for %s; skipping that platform", r.Addr, ver, p)
+				e.res.Gaps = append(e.res.Gaps, fmt.Sprintf("%s %s: %s", r.Addr, ver, p))
+			}
+		}
+		if len(have) == 0 {
+			return nil, nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
+		}
+		e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s%s", r.Addr, ver, strings.Join(have, " "), src.planNote()))
+		e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why, Source: src.planSource()})
+		for _, p := range have {
+			tasks = append(tasks, pkgTask{req: r, pv: pv, plat: p, mirror: src.mirror, archive: archives[p]})
+		}
+		out = append(out, pv)
+	}
+	return out, tasks, nil
+}
+
+// fetchPackages fetches and checks every package (at most Jobs at once)
+// and adds each to its provider version.
+func (e *exporter) fetchPackages(ctx context.Context, tasks []pkgTask) error {
 	if e.opt.Progress != nil {
 		e.opt.Progress.PackagesTotal.Store(int64(len(tasks)))
 	}
@@ -350,24 +386,45 @@ func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.Pr
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return err
 	}
+	return e.assemble(tasks, results, sums)
+}
+
+// assemble adds each package to its provider version with the version's
+// SHA256SUMS: the publisher's (every platform must name the same one), or,
+// for packages that only a network mirror's hashes vouch for (no sumsEntry),
+// one the site writes and signs (siteShasums). A version is one or the
+// other, never a mix.
+func (e *exporter) assemble(tasks []pkgTask, results []dist.Package, sums []*sumsEntry) error {
+	mirrorOnly := map[*dist.ProviderVersion]bool{}
 	for i, t := range tasks {
-		pv := t.pv
-		se := sums[i]
-		if pv.Shasums == "" {
+		pv, se := t.pv, sums[i]
+		if m, seen := mirrorOnly[pv]; seen && m != (se == nil) {
+			return fmt.Errorf("provider %s: some of its packages were checked against the publisher's SHA256SUMS and others could not be (the origin registry answered only in part)\nhint: run the export again; nothing was written", pv)
+		}
+		mirrorOnly[pv] = se == nil
+		switch {
+		case se == nil:
+			pv.MirrorHashesOnly, pv.Mirror = true, t.mirror.String()
+		case pv.Shasums == "":
 			pv.Shasums, pv.ShasumsSig, pv.SigningKeys, pv.SiteSigned = se.sums, se.sig, se.keys, se.site
-			pv.ShasumsName = fmt.Sprintf("terraform-provider-%s_%s_SHA256SUMS", pv.Type, pv.Version)
-		} else if pv.Shasums != se.sums {
-			return nil, fmt.Errorf("provider %s: platforms point at different SHA256SUMS files", pv)
+			pv.ShasumsName = dist.ProviderShasumsName(pv.Type, pv.Version)
+		case pv.Shasums != se.sums:
+			return fmt.Errorf("provider %s: platforms point at different SHA256SUMS files", pv)
 		}
 		pv.Packages = append(pv.Packages, results[i])
 	}
-	res := make([]dist.ProviderVersion, len(out))
-	for i, p := range out {
-		res[i] = *p
+	done := map[*dist.ProviderVersion]bool{}
+	for _, t := range tasks {
+		if t.pv.MirrorHashesOnly && !done[t.pv] {
+			done[t.pv] = true
+			if err := e.siteShasums(t.pv); err != nil {
+				return fmt.Errorf("provider %s: %w", t.pv, err)
+			}
+		}
 	}
-	return res, nil
+	return nil
 }
 
 func listVersions(vs []string) string {
@@ -382,46 +439,76 @@ func listVersions(vs []string) string {
 }
 
 func (e *exporter) providerPackage(ctx context.Context, t pkgTask) (dist.Package, *sumsEntry, error) {
+	if t.mirror != nil {
+		return e.mirrorPackage(ctx, t)
+	}
 	osName, arch, _ := strings.Cut(t.plat, "_")
 	what := fmt.Sprintf("provider %s %s %s", t.req.Addr, t.pv.Version, t.plat)
-	meta, err := e.opt.Client.ProviderPackage(ctx, t.req.Addr.Host, t.req.Addr.Namespace, t.req.Addr.Type, t.pv.Version, osName, arch)
+	meta, se, err := e.originShasums(ctx, t.req.Addr, t.pv.Version, osName, arch)
 	if err != nil {
 		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	se, err := e.shasums(ctx, t.req.Addr, t.pv.Version, meta)
+	pk, err := e.signedPackage(ctx, t, meta, se, meta.DownloadURL, what)
+	return pk, se, err
+}
+
+// originShasums asks the provider's origin registry for one platform's
+// download document and fetches and verifies the SHA256SUMS it names.
+func (e *exporter) originShasums(ctx context.Context, addr dist.Provider, version, osName, arch string) (*registry.PackageMeta, *sumsEntry, error) {
+	meta, err := e.opt.Client.ProviderPackage(ctx, addr.Host, addr.Namespace, addr.Type, version, osName, arch)
 	if err != nil {
-		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, err
 	}
+	se, err := e.shasums(ctx, addr, version, meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, se, nil
+}
+
+// signedPackage fetches the package meta describes from u (the registry's
+// download URL, or a network mirror's) and checks it against the verified
+// SHA256SUMS se: its line must be the registry's shasum and the bytes must
+// hash to it; then against the lock file, if the request has one.
+func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.PackageMeta, se *sumsEntry, u, what string) (dist.Package, error) {
+	osName, arch, _ := strings.Cut(t.plat, "_")
 	line, ok := dist.ShasumFor(se.lines, meta.Filename)
 	if !ok {
-		return dist.Package{}, nil, fmt.Errorf("%s: the signed SHA256SUMS has no line for %s\nnothing was written", what, meta.Filename)
+		return dist.Package{}, fmt.Errorf("%s: the signed SHA256SUMS has no line for %s\nnothing was written", what, meta.Filename)
 	}
 	if line != meta.Shasum {
-		return dist.Package{}, nil, fmt.Errorf("%s: the registry's shasum %s differs from the signed SHA256SUMS (%s)\nnothing was written", what, meta.Shasum, line)
+		return dist.Package{}, fmt.Errorf("%s: the registry's shasum %s differs from the signed SHA256SUMS (%s)\nnothing was written", what, meta.Shasum, line)
 	}
 	d := verify.Digest("sha256:" + meta.Shasum)
-	path, size, err := e.fetchPackage(ctx, d, meta.DownloadURL, meta.Filename, what)
+	path, size, err := e.fetchPackage(ctx, d, u, meta.Filename, what)
 	if err != nil {
-		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
+		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
 	h1, err := dist.H1(path)
 	if err != nil {
-		return dist.Package{}, nil, fmt.Errorf("%s: %w", what, err)
+		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	if lp := t.req.Locked; lp != nil && len(lp.Hashes) > 0 {
-		match := false
-		for _, h := range lp.Hashes {
-			if h == h1 || h == dist.ZH(d) {
-				match = true
-			}
-		}
-		if !match {
-			return dist.Package{}, nil, fmt.Errorf("%s: the package matches none of the hashes in .terraform.lock.hcl (h1 %s, zh %s)\nhint: the lock file was made from other builds (e.g. OpenTofu's rebuild vs HashiCorp's) or for other platforms; run 'terraform providers lock' for these platforms, or check the provider's source address",
-				what, h1, dist.ZH(d))
-		}
+	if err := checkLocked(t.req, what, h1, d); err != nil {
+		return dist.Package{}, err
 	}
 	e.addBlob(d, size, dist.RoleProviderPackage, path)
-	return dist.Package{OS: osName, Arch: arch, Filename: meta.Filename, Digest: d, Size: size, H1: h1}, se, nil
+	return dist.Package{OS: osName, Arch: arch, Filename: meta.Filename, Digest: d, Size: size, H1: h1}, nil
+}
+
+// checkLocked checks a package against the request's lock file entry, if
+// it has one: the package must match one of its hashes.
+func checkLocked(r *ProviderReq, what, h1 string, d verify.Digest) error {
+	lp := r.Locked
+	if lp == nil || len(lp.Hashes) == 0 {
+		return nil
+	}
+	for _, h := range lp.Hashes {
+		if h == h1 || h == dist.ZH(d) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: the package matches none of the hashes in .terraform.lock.hcl (h1 %s, zh %s)\nhint: the lock file was made from other builds (e.g. OpenTofu's rebuild vs HashiCorp's) or for other platforms; run 'terraform providers lock' for these platforms, or check the provider's source address",
+		what, h1, dist.ZH(d))
 }
 
 // shasums fetches and verifies a provider version's SHA256SUMS once. The
@@ -471,16 +558,9 @@ func (e *exporter) fetchShasums(ctx context.Context, addr dist.Provider, meta *r
 			return errors.New("registry.opentofu.org lists no signing key for this provider; a site key is needed to re-sign its SHA256SUMS")
 		}
 		e.opt.Log("notice: %s: registry.opentofu.org lists no signing key; checking packages against SHA256SUMS and re-signing it with the site key", addr)
-		var b bytes.Buffer
-		if err := verify.SignDetachedAt(&b, e.opt.SiteKey, bytes.NewReader(sums), time.Unix(1, 0)); err != nil {
+		if sig, keys, err = e.siteSign(sums); err != nil {
 			return err
 		}
-		sig = b.Bytes()
-		armor, err := verify.PublicArmor(e.opt.SiteKey)
-		if err != nil {
-			return err
-		}
-		keys = []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: "airgap site key"}}
 		se.site = true
 	} else {
 		// One keyring of all listed keys: the limits on keys, signatures
@@ -521,6 +601,24 @@ func (e *exporter) fetchShasums(ctx context.Context, addr dist.Provider, meta *r
 	return nil
 }
 
+// siteSign signs sums (a SHA256SUMS) with the site key, as of a fixed
+// time so that the same inputs give the same bundle, and returns the
+// signature and the key list that goes with it.
+func (e *exporter) siteSign(sums []byte) ([]byte, []dist.SigningKey, error) {
+	if e.opt.SiteKey == nil {
+		return nil, nil, errors.New("a site key is needed to sign it (--sign-key)")
+	}
+	var b bytes.Buffer
+	if err := verify.SignDetachedAt(&b, e.opt.SiteKey, bytes.NewReader(sums), time.Unix(1, 0)); err != nil {
+		return nil, nil, err
+	}
+	armor, err := verify.PublicArmor(e.opt.SiteKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: bundle.SiteKeySource}}, nil
+}
+
 // modules resolves and fetches every requested module and, unless NoDeps,
 // the registry modules and providers they call.
 func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []ProviderReq, error) {
@@ -532,16 +630,23 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 	for _, p := range e.req.Providers {
 		seenProv[p.Addr.String()] = true
 	}
+	sites := map[string]*SiteModule{}
+	for _, m := range e.req.Modules {
+		if m.Site != nil {
+			sites[strings.ToLower(m.Addr.String())] = m.Site
+		}
+	}
 	for len(queue) > 0 {
 		r := queue[0]
 		queue = queue[1:]
-		vs, err := e.opt.Client.ModuleVersions(ctx, r.Addr.Host, r.Addr.Namespace, r.Addr.Name, r.Addr.System)
-		if err != nil {
-			return nil, nil, fmt.Errorf("module %s (%s): %w", r.Addr, r.Why, err)
+		if r.Site == nil {
+			// A module calling the site's own module by its address gets
+			// it from the block that publishes it.
+			r.Site = sites[strings.ToLower(r.Addr.String())]
 		}
-		sel := selectVersions(vs, r.Constraints, r.Latest, r.All)
-		if len(sel) == 0 {
-			return nil, nil, fmt.Errorf("module %s (%s): no version matches %s; the registry has: %s", r.Addr, r.Why, constraintString(r.Constraints), listVersions(vs))
+		sel, err := e.moduleVersions(ctx, r)
+		if err != nil {
+			return nil, nil, err
 		}
 		for _, ver := range sel {
 			key := strings.ToLower(r.Addr.String()) + " " + ver
@@ -549,9 +654,9 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				continue
 			}
 			seenMod[key] = true
-			loc, err := e.opt.Client.ModuleLocation(ctx, r.Addr.Host, r.Addr.Namespace, r.Addr.Name, r.Addr.System, ver)
+			loc, err := e.moduleLocation(ctx, r, ver)
 			if err != nil {
-				return nil, nil, fmt.Errorf("module %s %s: %w", r.Addr, ver, err)
+				return nil, nil, err
 			}
 			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
 			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
@@ -565,6 +670,9 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", r.Addr, ver)
 			}
 			mv, root, work, err := e.fetchModule(ctx, r.Addr, ver, loc)
+			if err != nil && r.Site != nil {
+				return nil, nil, fmt.Errorf("%w\nhint: %s publishes version %s from %s; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", err, r.Site.At, ver, siteFrom(r.Site, ver))
+			}
 			if err != nil {
 				return nil, nil, err
 			}
@@ -588,6 +696,54 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 		}
 	}
 	return out, provs, nil
+}
+
+// moduleVersions selects the versions of r to export: from its registry,
+// or for the site's own module from its block (all of them when r is the
+// block itself; the newest match when a module calls it).
+func (e *exporter) moduleVersions(ctx context.Context, r ModuleReq) ([]string, error) {
+	var vs []string
+	if r.Site != nil {
+		if r.All && r.Constraints == nil {
+			return r.Site.Versions, nil
+		}
+		vs = r.Site.Versions
+	} else {
+		var err error
+		vs, err = e.opt.Client.ModuleVersions(ctx, r.Addr.Host, r.Addr.Namespace, r.Addr.Name, r.Addr.System)
+		if err != nil {
+			return nil, fmt.Errorf("module %s (%s): %w", r.Addr, r.Why, err)
+		}
+	}
+	sel := selectVersions(vs, r.Constraints, r.Latest, r.All)
+	if len(sel) == 0 && r.Site != nil {
+		return nil, fmt.Errorf("module %s (%s): no version matches %s; the module block at %s publishes: %s", r.Addr, r.Why, constraintString(r.Constraints), r.Site.At, listVersions(vs))
+	}
+	if len(sel) == 0 {
+		return nil, fmt.Errorf("module %s (%s): no version matches %s; the registry has: %s", r.Addr, r.Why, constraintString(r.Constraints), listVersions(vs))
+	}
+	return sel, nil
+}
+
+// moduleLocation is where version ver of r is fetched from: its registry's
+// download answer, or the site module block's source at that version.
+func (e *exporter) moduleLocation(ctx context.Context, r ModuleReq, ver string) (string, error) {
+	if r.Site != nil {
+		return r.Site.Locations[ver], nil
+	}
+	loc, err := e.opt.Client.ModuleLocation(ctx, r.Addr.Host, r.Addr.Namespace, r.Addr.Name, r.Addr.System, ver)
+	if err != nil {
+		return "", fmt.Errorf("module %s %s: %w", r.Addr, ver, err)
+	}
+	return loc, nil
+}
+
+// siteFrom says where a site module version comes from, for messages.
+func siteFrom(s *SiteModule, ver string) string {
+	if ref := s.Refs[ver]; ref != "" {
+		return fmt.Sprintf("git ref %q", ref)
+	}
+	return s.Locations[ver]
 }
 
 func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {

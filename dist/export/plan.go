@@ -54,8 +54,11 @@ type Summary struct {
 	Omitted    int               `json:"blobs_omitted,omitempty"`
 	Gaps       []string          `json:"platform_gaps"`
 	Withdraw   []dist.Withdrawal `json:"withdraw"`
-	Reinstate  []dist.Withdrawal `json:"reinstate"`
-	Warnings   []string          `json:"warnings"`
+	// MirrorHashesOnly: provider versions carried with a network mirror's
+	// hashes only (--trust-mirror-hashes), each with the mirror's URL.
+	MirrorHashesOnly []string          `json:"mirror_hashes_only"`
+	Reinstate        []dist.Withdrawal `json:"reinstate"`
+	Warnings         []string          `json:"warnings"`
 }
 
 // Summarize fills a Summary from a finished (or dry) run.
@@ -71,6 +74,7 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	if s.Warnings == nil {
 		s.Warnings = []string{}
 	}
+	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
 	s.Withdraw, s.Reinstate = []dist.Withdrawal{}, []dist.Withdrawal{}
 	if m := r.Manifest; m != nil {
 		s.Providers, s.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
@@ -102,6 +106,12 @@ func (s *Summary) Text() string {
 	}
 	for _, w := range s.Reinstate {
 		fmt.Fprintf(&b, "  reinstate %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
+	}
+	if len(s.MirrorHashesOnly) > 0 {
+		fmt.Fprintf(&b, "carried with a network mirror's hashes only, no publisher signature (the bundle marks them; 'airgap import --require-publisher-signatures' refuses them) (%d):\n", len(s.MirrorHashesOnly))
+		for _, m := range s.MirrorHashesOnly {
+			fmt.Fprintf(&b, "  %s\n", m)
+		}
 	}
 	if len(s.Gaps) > 0 {
 		fmt.Fprintf(&b, "requested platforms the provider does not publish, so not carried (%d):\n", len(s.Gaps))

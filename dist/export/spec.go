@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/tfconfig"
@@ -52,6 +53,10 @@ type ModuleReq struct {
 	Latest      int
 	All         bool
 	Why         string
+	// Site is set for the site's own module (a manifest module block with
+	// source): its versions and sources come from the block, not from a
+	// registry (sitemodule.go).
+	Site *SiteModule
 }
 
 type specFile struct {
@@ -83,12 +88,19 @@ type specProvider struct {
 	DefRange  hcl.Range `hcl:",def_range"`
 }
 
+// specModule is a module block: a registry module (versions is a
+// constraint string), or, with source, the site's own module (versions is a
+// list, ref the git ref; see sitemodule.go). versions, source and ref are
+// read as expressions because their type, and ${version} in source and ref,
+// depend on which it is.
 type specModule struct {
-	Source   string    `hcl:"source,label"`
-	Versions *string   `hcl:"versions,optional"`
-	Latest   *int      `hcl:"latest,optional"`
-	All      *bool     `hcl:"all,optional"`
-	DefRange hcl.Range `hcl:",def_range"`
+	Address  string         `hcl:"address,label"`
+	Versions hcl.Expression `hcl:"versions,optional"`
+	From     hcl.Expression `hcl:"source,optional"`
+	Ref      hcl.Expression `hcl:"ref,optional"`
+	Latest   *int           `hcl:"latest,optional"`
+	All      *bool          `hcl:"all,optional"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 // DefaultPlatform is this machine's os_arch.
@@ -119,7 +131,7 @@ func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
 // file:line:col, keeping HCL's own did-you-mean suggestions.
 func diagErr(diags hcl.Diagnostics) error {
 	lines := dist.DiagLines(diags)
-	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all}, withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all} (or, for the site's own module, {source, versions = [...], ref}), withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
 }
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
@@ -176,21 +188,14 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		req.Providers = append(req.Providers, pr)
 	}
 	for _, m := range sf.Modules {
-		addr, _, ok, err := dist.ParseModuleSource(m.Source)
-		if err != nil || !ok {
-			return nil, rangeErr(m.DefRange, "module %q: not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)", m.Source)
+		mr, err := moduleRequest(m, path)
+		if err != nil {
+			return nil, err
 		}
-		mr := ModuleReq{Addr: addr, Latest: 1, Why: fmt.Sprintf("%s:%d", path, m.DefRange.Start.Line)}
-		if m.Versions != nil && *m.Versions != "" {
-			if mr.Constraints, err = version.NewConstraint(*m.Versions); err != nil {
-				return nil, rangeErr(m.DefRange, "module %q: versions %q: %v", m.Source, *m.Versions, err)
-			}
-		}
-		if m.Latest != nil {
-			mr.Latest = *m.Latest
-		}
-		mr.All = m.All != nil && *m.All
 		req.Modules = append(req.Modules, mr)
+	}
+	if err := checkModuleBlocks(req.Modules); err != nil {
+		return nil, err
 	}
 	for _, l := range []struct {
 		blocks []specWithdraw
@@ -209,6 +214,63 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, path, err)
 	}
 	return req, nil
+}
+
+// moduleRequest reads a module block: a registry module, or with source
+// the site's own (siteModule).
+func moduleRequest(m specModule, path string) (ModuleReq, error) {
+	addr, _, ok, err := dist.ParseModuleSource(m.Address)
+	if err != nil || !ok {
+		return ModuleReq{}, rangeErr(m.DefRange, "module %q: not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)", m.Address)
+	}
+	at := fmt.Sprintf("%s:%d", path, m.DefRange.Start.Line)
+	mr := ModuleReq{Addr: addr, Latest: 1, Why: at}
+	src, diags := m.From.Value(nil)
+	if diags.HasErrors() || !src.IsNull() {
+		// source is set (perhaps with ${version}, which needs the site
+		// module's evaluation context).
+		if mr.Site, err = siteModule(m, addr, at); err != nil {
+			return ModuleReq{}, err
+		}
+		mr.All = true
+		return mr, nil
+	}
+	if ref, _ := m.Ref.Value(nil); !ref.IsNull() || len(m.Ref.Variables()) > 0 {
+		return ModuleReq{}, rangeErr(m.DefRange, "module %q: ref is for a module with source (the site's own module)", m.Address)
+	}
+	v, diags := m.Versions.Value(nil)
+	if diags.HasErrors() {
+		return ModuleReq{}, diagErr(diags)
+	}
+	if !v.IsNull() {
+		if v.Type() != cty.String {
+			return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions is a constraint string here (\"~> 5.0\"); a list of versions is for a module with source", m.Address)
+		}
+		if s := v.AsString(); s != "" {
+			if mr.Constraints, err = version.NewConstraint(s); err != nil {
+				return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions %q: %v", m.Address, s, err)
+			}
+		}
+	}
+	if m.Latest != nil {
+		mr.Latest = *m.Latest
+	}
+	mr.All = m.All != nil && *m.All
+	return mr, nil
+}
+
+// checkModuleBlocks refuses a site module whose address another module
+// block names too (case-insensitively, as clients compare addresses).
+func checkModuleBlocks(mods []ModuleReq) error {
+	first := map[string]ModuleReq{}
+	for _, m := range mods {
+		k := strings.ToLower(m.Addr.String())
+		if prev, ok := first[k]; ok && (prev.Site != nil || m.Site != nil) {
+			return fmt.Errorf("%w: %s: module %s is also declared at %s; a site module is declared once", ErrManifest, m.Why, m.Addr, prev.Why)
+		}
+		first[k] = m
+	}
+	return nil
 }
 
 // withdrawal turns a withdraw or reinstate block into its bundle form.

@@ -46,6 +46,16 @@ type Client struct {
 	Notice      func(format string, a ...any)
 	mu          sync.Mutex
 	discoveries map[string]*discovery
+	// blocks are the CLI configuration's host blocks in use (UseHostBlock),
+	// by host: the proxies whose answers must stay on their own origins.
+	blocks map[string]hostBlock
+}
+
+// hostBlock is a host whose services a CLI config host block gives: the
+// block's place (for messages) and the origins of its service URLs.
+type hostBlock struct {
+	at      string
+	origins map[string]bool
 }
 
 type discovery struct {
@@ -75,13 +85,7 @@ func New(opt Options) *Client {
 	}
 	timeout := opt.Timeout
 	if timeout == 0 {
-		timeout = 10 * time.Second
-		if s := os.Getenv("TF_REGISTRY_CLIENT_TIMEOUT"); s != "" {
-			var n int
-			if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n > 0 {
-				timeout = time.Duration(n) * time.Second
-			}
-		}
+		timeout = metadataTimeout()
 	}
 	return &Client{
 		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: checkRedirect(maxAPIRedirects)},
@@ -94,7 +98,20 @@ func New(opt Options) *Client {
 		MinRate:     MinDownloadRate,
 		RateWindow:  RateWindow,
 		discoveries: map[string]*discovery{},
+		blocks:      map[string]hostBlock{},
 	}
+}
+
+// metadataTimeout is Terraform's bound on registry metadata requests: 10 s,
+// or TF_REGISTRY_CLIENT_TIMEOUT seconds.
+func metadataTimeout() time.Duration {
+	if s := os.Getenv("TF_REGISTRY_CLIENT_TIMEOUT"); s != "" {
+		var n int
+		if _, err := fmt.Sscanf(s, "%d", &n); err == nil && n > 0 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return 10 * time.Second
 }
 
 // checkRedirect refuses more than n redirects, redirects to schemes other
@@ -135,15 +152,27 @@ func origin(scheme, hostport string) string {
 }
 
 // tokenFor returns host's token if a request to u may carry it: only over
-// https and only to host itself (its name and port, 443 when it names none).
-// Terraform sends the token to whatever URL host's discovery document names;
-// airgap does not, so a discovery document cannot hand the token to another
-// host or port.
-func (c *Client) tokenFor(u *url.URL, host string) string {
-	if u.Scheme != "https" || origin(u.Scheme, u.Host) != origin("https", host) {
-		return ""
+// https, and only to host itself (its name and port, 443 when it names none)
+// or to a service URL a CLI config host block gives for host. Terraform
+// sends the token to whatever URL host's discovery document names; airgap
+// does not, so a discovery document cannot hand the token to another host or
+// port. A host block is the user's own configuration (a company's proxy
+// registry standing in for host), so its services get host's token, as in
+// Terraform.
+func (c *Client) tokenFor(ctx context.Context, u *url.URL, host string) (string, error) {
+	if u.Scheme != "https" {
+		return "", nil
 	}
-	return c.creds.Token(host)
+	if o := origin(u.Scheme, u.Host); o != origin("https", host) && !c.blockOrigin(host, o) {
+		return "", nil
+	}
+	return c.creds.Token(ctx, host)
+}
+
+func (c *Client) blockOrigin(host, o string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blocks[host].origins[o]
 }
 
 func checkScheme(u *url.URL) error {
@@ -260,14 +289,18 @@ func (c *Client) do(ctx context.Context, cl *http.Client, mk func() (*http.Reque
 
 // apiRequest builds a registry API request: JSON, with host's token when u
 // is on host itself (see tokenFor).
-func (c *Client) apiRequest(u *url.URL, host string) func() (*http.Request, error) {
+func (c *Client) apiRequest(ctx context.Context, u *url.URL, host string) func() (*http.Request, error) {
 	return func() (*http.Request, error) {
 		req, err := http.NewRequest("GET", u.String(), nil)
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Accept", "application/json")
-		if tok := c.tokenFor(u, host); tok != "" {
+		tok, err := c.tokenFor(ctx, u, host)
+		if err != nil {
+			return nil, err
+		}
+		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		return req, nil
@@ -276,7 +309,7 @@ func (c *Client) apiRequest(u *url.URL, host string) func() (*http.Request, erro
 
 // getJSON fetches u (with the host's token) into v and returns the final URL.
 func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*url.URL, error) {
-	resp, err := c.do(ctx, c.http, c.apiRequest(u, host))
+	resp, err := c.do(ctx, c.http, c.apiRequest(ctx, u, host))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -285,7 +318,7 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	case resp.StatusCode == 404:
 		return nil, fmt.Errorf("GET %s: %w", u, ErrNotFound)
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, fmt.Errorf("GET %s: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, status(resp), TokenEnvName(host), host)
+		return nil, fmt.Errorf("GET %s: %w: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, ErrUnauthorized, status(resp), TokenEnvName(host), host)
 	case resp.StatusCode != 200:
 		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}
@@ -337,8 +370,7 @@ func (c *Client) Services(ctx context.Context, host string) (map[string]*url.URL
 	return d.services, d.err
 }
 
-// SetServices fixes host's services, skipping discovery (like a CLI config
-// host block).
+// SetServices fixes host's services, skipping discovery.
 func (c *Client) SetServices(host string, services map[string]*url.URL) {
 	d := &discovery{services: services}
 	d.once.Do(func() {})
@@ -347,9 +379,25 @@ func (c *Client) SetServices(host string, services map[string]*url.URL) {
 	c.mu.Unlock()
 }
 
+// UseHostBlock applies a CLI config host block: host's services are the
+// block's, without discovery; host's token goes to them (https only, see
+// tokenFor); and every URL in their answers (package, SHA256SUMS and
+// signature URLs, module locations) must be on one of their origins
+// (CheckProxied).
+func (c *Client) UseHostBlock(host string, hb HostBlock) {
+	c.SetServices(host, hb.Services)
+	b := hostBlock{at: hb.At, origins: map[string]bool{}}
+	for _, u := range hb.Services {
+		b.origins[origin(u.Scheme, u.Host)] = true
+	}
+	c.mu.Lock()
+	c.blocks[host] = b
+	c.mu.Unlock()
+}
+
 func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL, error) {
 	du := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
-	resp, err := c.do(ctx, c.http, c.apiRequest(du, host))
+	resp, err := c.do(ctx, c.http, c.apiRequest(ctx, du, host))
 	if err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
@@ -400,7 +448,7 @@ func (c *Client) service(ctx context.Context, host, id string) (*url.URL, error)
 	}
 	u, ok := svcs[id]
 	if !ok {
-		return nil, fmt.Errorf("host %s does not offer %s (no such service in its /.well-known/terraform.json)", host, id)
+		return nil, fmt.Errorf("host %s does not offer %s (%w in its /.well-known/terraform.json)", host, id, ErrNoService)
 	}
 	return u, nil
 }

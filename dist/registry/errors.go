@@ -23,6 +23,15 @@ var (
 	// ErrTooSlow: a download stayed below MinDownloadRate for a whole
 	// RateWindow (transient: a resumable download resumes).
 	ErrTooSlow = errors.New("download too slow")
+	// ErrNoService: the host offers no such service (its discovery
+	// document does not list it, or it has none).
+	ErrNoService = errors.New("no such service")
+	// ErrUnauthorized: the registry refused the request (401 or 403): no
+	// token, or one it does not accept.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForeignURL: a registry that a CLI config host block (a proxy) or
+	// a network mirror stands for answered with a URL on another origin.
+	ErrForeignURL = errors.New("answered with a URL on another host")
 	// ErrStatus: the server answered with an HTTP status other than the
 	// expected one (after retries, for 429 and 5xx).
 	ErrStatus = errors.New("unexpected HTTP status")

@@ -49,7 +49,7 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 		return "", err
 	}
 	u := rel(base, ns, name, system, version, "download")
-	resp, err := c.do(ctx, c.http, c.apiRequest(u, host))
+	resp, err := c.do(ctx, c.http, c.apiRequest(ctx, u, host))
 	if err != nil {
 		return "", fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -89,6 +89,9 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 			return "", fmt.Errorf("%s: location %s: %w", what, quote(loc), err)
 		}
 		loc = resp.Request.URL.ResolveReference(ref).String()
+	}
+	if err := c.CheckProxied(host, what, loc); err != nil {
+		return "", err
 	}
 	return loc, nil
 }

@@ -120,6 +120,9 @@ func (c *Client) ProviderPackage(ctx context.Context, host, ns, typ, version, os
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		*f = final.ResolveReference(ref).String()
+		if err := c.CheckProxied(host, what, *f); err != nil {
+			return nil, err
+		}
 	}
 	return &m, nil
 }
