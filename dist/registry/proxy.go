@@ -72,4 +72,3 @@ func sourceOrigin(raw string) (string, bool) {
 	}
 	return origin(u.Scheme, u.Host), true
 }
-
