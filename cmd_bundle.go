@@ -77,10 +77,11 @@ func (c *verifyCmd) run(args []string) error {
 // --- import ---
 
 type importCmd struct {
-	keyring string
-	storeD  string
-	wait    bool
-	asJSON  bool
+	keyring    string
+	storeD     string
+	wait       bool
+	asJSON     bool
+	publishers bool
 }
 
 func (c *importCmd) synopsis() string {
@@ -93,6 +94,7 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
+	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
 	return fs
 }
 
@@ -111,7 +113,11 @@ func (c *importCmd) run(args []string) error {
 	defer f.Close()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait})
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait}
+		if c.publishers {
+			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
+		}
+		res, err = store.Import(c.storeD, n.Reader(f), opt)
 		return err
 	})
 	if err != nil {

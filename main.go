@@ -46,8 +46,9 @@ func verbs() map[string]verb {
 		"join":          &joinCmd{},
 		"healthcheck":   &healthcheckCmd{},
 		"push":          &pushCmd{},
-		"prune":         &pruneCmd{}, // cmd_maintain.go
-		"gc":            &gcCmd{},    // cmd_maintain.go
+		"prune":         &pruneCmd{},     // cmd_maintain.go
+		"gc":            &gcCmd{},        // cmd_maintain.go
+		"mirror-dir":    &mirrorDirCmd{}, // cmd_mirror.go
 	}
 }
 

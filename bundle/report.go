@@ -32,6 +32,9 @@ type Report struct {
 	// Withdraw and Reinstate are the bundle's withdrawals (see Manifest).
 	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
 	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
+	// MirrorHashesOnly lists the provider versions that carry a network
+	// mirror's hashes only (no publisher signature), each with the mirror.
+	MirrorHashesOnly []string `json:"mirror_hashes_only,omitempty"`
 
 	Checks *CheckReport `json:"checks,omitempty"` // the consistency check (check.go)
 }
@@ -54,6 +57,11 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	}
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
 	rep.Withdraw, rep.Reinstate = m.Withdraw, m.Reinstate
+	for _, p := range m.Catalog.Providers {
+		if p.MirrorHashesOnly {
+			rep.MirrorHashesOnly = append(rep.MirrorHashesOnly, fmt.Sprintf("%s (%s)", p, p.Mirror))
+		}
+	}
 	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
 	return err
 }
@@ -76,6 +84,12 @@ func (rep *Report) Text() string {
 	}{{"withdraws", rep.Withdraw}, {"reinstates", rep.Reinstate}} {
 		for _, w := range l.ws {
 			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, w.Kind, w.Addr, strings.Join(w.Versions, ", "), dist.Printable(w.Reason))
+		}
+	}
+	if len(rep.MirrorHashesOnly) > 0 {
+		fmt.Fprintf(&b, "  attention: %d provider version(s) carry a network mirror's hashes only, no publisher signature (exported with --trust-mirror-hashes; 'airgap import --require-publisher-signatures' refuses them):\n", len(rep.MirrorHashesOnly))
+		for _, m := range rep.MirrorHashesOnly {
+			fmt.Fprintf(&b, "    %s\n", dist.Printable(m))
 		}
 	}
 	b.WriteString(rep.Checks.Summary("  "))

@@ -132,9 +132,13 @@ type importRow struct {
 }
 
 // SignerLabel says who signed a provider version's SHA256SUMS, as the
-// registry's key list and the bundle tell it.
+// registry's key list and the bundle tell it; "mirror hashes only" when no
+// publisher did and only a network mirror's hashes vouch for it (the
+// provider page names the mirror).
 func SignerLabel(p *dist.ProviderVersion) string {
 	switch {
+	case p.MirrorHashesOnly:
+		return dist.TierMirrorHashes
 	case p.SiteSigned:
 		return "site re-signed"
 	}

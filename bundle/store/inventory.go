@@ -44,7 +44,10 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			plats = append(plats, q(pk.Platform()))
 		}
 		signed := ""
-		if p.SiteSigned {
+		switch {
+		case p.MirrorHashesOnly:
+			signed = " (mirror hashes only, from " + p.Mirror + "; no publisher signature)"
+		case p.SiteSigned:
 			signed = " (re-signed by the site key)"
 		}
 		if note := KeyNote(root, p, time.Now()); note != "" {

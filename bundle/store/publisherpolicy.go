@@ -1,0 +1,56 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// ErrNoPublisherSignature: a bundle carries provider versions that no
+// publisher signature vouches for, and the import requires one
+// (RequirePublisherSignatures).
+var ErrNoPublisherSignature = errors.New("refused by --require-publisher-signatures")
+
+// maxListed bounds how many provider versions a refusal names.
+const maxListed = 20
+
+// RequirePublisherSignatures is the policy of 'airgap import
+// --require-publisher-signatures': every provider version the bundle
+// carries must have a SHA256SUMS signed by a key its registry lists. It
+// refuses the whole bundle (nothing is imported) if any carries a network
+// mirror's hashes only (dist.TierMirrorHashes: exported with
+// --trust-mirror-hashes while the origin could not be reached) or is
+// re-signed by the site (dist.TierSiteResigned: its registry published its
+// SHA256SUMS without a key). The refusal names each such version, its tier
+// and, for a mirror, the mirror; the store is not changed.
+//
+// Provider versions the store already has are judged by the bundle as
+// well: the policy is about what this bundle brings in. It records nothing.
+func RequirePublisherSignatures() Policy {
+	return PolicyFunc(func(in *PolicyInput, _ *PolicyResult) error {
+		var bad []string
+		for _, p := range in.Manifest.Catalog.Providers {
+			tier := p.TrustTier()
+			if tier == dist.TierPublisher {
+				continue
+			}
+			line := fmt.Sprintf("%s: %s", p, tier)
+			if p.MirrorHashesOnly {
+				line += " (from the network mirror " + p.Mirror + ")"
+			}
+			bad = append(bad, dist.Printable(line))
+		}
+		if len(bad) == 0 {
+			return nil
+		}
+		n, more := len(bad), ""
+		if len(bad) > maxListed {
+			more = fmt.Sprintf("\n  … and %d more", len(bad)-maxListed)
+			bad = bad[:maxListed]
+		}
+		return fmt.Errorf("%w: %d provider version(s) in the bundle carry no publisher signature:\n  %s%s\nhint: export them again where their origin registries can be reached (without --trust-mirror-hashes), or import this bundle without --require-publisher-signatures if the site accepts them",
+			ErrNoPublisherSignature, n, strings.Join(bad, "\n  "), more)
+	})
+}

@@ -1,0 +1,34 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// swapAside puts the finished tree tmp at out in two renames: an existing
+// out goes aside to a temporary name first (removed afterwards), so out is
+// always the old tree, the new one, or briefly absent — never a half tree.
+// A failure of the second rename puts the old tree back.
+func swapAside(tmp, out string) error {
+	if _, err := os.Lstat(out); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(tmp, out); err != nil {
+			return err
+		}
+		return syncDir(filepath.Dir(out))
+	}
+	old, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".airgap-mirror-old-")
+	if err != nil {
+		return err
+	}
+	os.Remove(old)
+	if err := os.Rename(out, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Rename(old, out)
+		return err
+	}
+	syncDir(filepath.Dir(out))
+	return os.RemoveAll(old)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+)
+
+// --- mirror-dir --- (logic: bundle/store/mirrordir.go)
+
+type mirrorDirCmd struct {
+	storeD    string
+	out       string
+	layout    string
+	platforms []string
+	asJSON    bool
+}
+
+func (c *mirrorDirCmd) synopsis() string {
+	return "write a filesystem_mirror directory of the store's providers (no server needed)"
+}
+
+func (c *mirrorDirCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("mirror-dir", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.out, "out", "", "directory to write: new, empty, or one an earlier mirror-dir wrote (required; replaced atomically)")
+	fs.StringVar(&c.layout, "layout", "packed", "packed (the zips, hard-linked to the store where possible) or unpacked (each zip extracted)")
+	fs.StringSliceVar(&c.platforms, "platform", nil, "os_arch to include (repeatable; default: every platform the store has)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	return fs
+}
+
+func (c *mirrorDirCmd) run(args []string) error {
+	if c.storeD == "" || c.out == "" {
+		return usageError{"usage: airgap mirror-dir --store DIR --out PATH [--layout packed|unpacked] [--platform OS_ARCH]... [ADDRESS[@VERSION]...] (--store and --out are required)"}
+	}
+	if c.layout != "packed" && c.layout != "unpacked" {
+		return usageError{fmt.Sprintf("--layout %q: want packed or unpacked", c.layout)}
+	}
+	for _, p := range c.platforms {
+		if err := dist.CheckPlatform(p); err != nil {
+			return usageError{"--platform: " + err.Error()}
+		}
+	}
+	res, err := store.MirrorDir(c.storeD, store.MirrorDirOptions{Out: c.out, Layout: c.layout, Platforms: c.platforms, Providers: args})
+	if err != nil {
+		if c.asJSON {
+			printJSON(map[string]any{"ok": false, "error": err.Error()})
+		}
+		return err
+	}
+	if c.asJSON {
+		return printJSON(struct {
+			OK bool `json:"ok"`
+			*store.MirrorDirResult
+		}{true, res})
+	}
+	fmt.Printf("wrote %s (%s): %d provider versions, %d packages (%d hard-linked, %d copied; %s written)\n",
+		dist.Printable(res.Out), res.Layout, len(res.Providers), res.Packages, res.Linked, res.Copied, dist.HumanSize(res.Bytes))
+	for _, n := range res.Notes {
+		fmt.Printf("note: %s\n", dist.PrintableLines(n))
+	}
+	fmt.Printf("\n# Terraform/OpenTofu CLI configuration (~/.terraformrc, or TF_CLI_CONFIG_FILE) to install from it:\n%s", res.Config)
+	return nil
+}
