@@ -11,6 +11,7 @@ package registrytest
 
 import (
 	"context"
+	"errors"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -42,7 +43,8 @@ import (
 )
 
 // Hosts the stand-in answers for.
-var Hosts = []string{"registry.terraform.io", "registry.opentofu.org", "releases.hashicorp.com", "github.com", "archives.example.com", "registry.example.com", "localhost"}
+var Hosts = []string{"registry.terraform.io", "registry.opentofu.org", "releases.hashicorp.com", "github.com", "archives.example.com", "registry.example.com", "localhost",
+	ProxyHost, MirrorHost, GitSiteHost}
 
 // PrivateToken is the bearer token registry.example.com (a private
 // registry) requires.
@@ -75,6 +77,9 @@ type Internet struct {
 	// RangeRequests counts zip downloads that asked for a byte range.
 	RangeRequests atomic.Int32
 	handlers      sync.Map // host+path -> http.Handler, see Handle
+	// Corp: switches of the company's proxy registry and mirror (corp.go).
+	Corp    Corp
+	blocked sync.Map // host -> true: unreachable (Block)
 }
 
 type throttled struct {
@@ -138,6 +143,9 @@ func (in *Internet) Transport() http.RoundTripper {
 		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
 			var d net.Dialer
 			host, _, _ := net.SplitHostPort(hostport)
+			if in.isBlocked(host) {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("no route to host (blocked on the stand-in internet)")}
+			}
 			for _, h := range Hosts {
 				if h == host {
 					return d.DialContext(ctx, network, addr)
@@ -170,7 +178,7 @@ func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
 			known = true
 		}
 	}
-	if !known || port != "443" {
+	if !known || port != "443" || in.isBlocked(host) {
 		http.Error(w, "no route to "+r.Host+" on the stand-in internet", http.StatusBadGateway)
 		return
 	}
@@ -228,8 +236,10 @@ func (in *Internet) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		in.file(w, r)
-	case "github.com":
+	case "github.com", GitSiteHost:
 		in.git(w, r)
+	case ProxyHost, MirrorHost:
+		in.corp(w, r, host)
 	default:
 		http.NotFound(w, r)
 	}
@@ -241,6 +251,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (in *Internet) registry(w http.ResponseWriter, r *http.Request, host string, tofu bool) {
+	in.registryAs(w, r, host, tofu, nil)
+}
+
+// registryAs answers the registry protocol for host; rewrite, if set, is a
+// proxy's: it rewrites each provider download document, and module
+// archive locations point at the proxy.
+func (in *Internet) registryAs(w http.ResponseWriter, r *http.Request, host string, tofu bool, rewrite func(map[string]any)) {
 	p := r.URL.Path
 	if p == "/.well-known/terraform.json" {
 		if tofu || host == "registry.example.com" {
@@ -295,6 +312,9 @@ func (in *Internet) registry(w http.ResponseWriter, r *http.Request, host string
 				if tofu { // relative URLs, as a static registry may give them
 					doc["download_url"] = "/dl/" + path(host, v.Type, v.Version) + "/" + pk.Filename
 				}
+				if rewrite != nil {
+					rewrite(doc)
+				}
 				writeJSON(w, doc)
 				return
 			}
@@ -320,6 +340,9 @@ func (in *Internet) registry(w http.ResponseWriter, r *http.Request, host string
 		if len(parts) == 7 && parts[6] == "download" {
 			for _, v := range vs {
 				if v.Version == parts[5] {
+					if rewrite != nil {
+						v.Location = strings.Replace(v.Location, "https://archives.example.com/", "https://"+ProxyHost+"/arch/", 1)
+					}
 					if tofu {
 						writeJSON(w, map[string]string{"location": v.Location})
 					} else {
