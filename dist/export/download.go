@@ -36,8 +36,9 @@ const abandonedAfter = time.Hour
 
 // fetchPackage returns the cached, verified file for d, downloading it from u
 // first if needed. Concurrent calls for one digest share one download (what
-// names the package in the log line of the one that downloads it).
-func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filename, what string) (string, int64, error) {
+// names the package in the log line of the one that downloads it; against
+// names what d comes from, for a mismatch: "the signed SHA256SUMS").
+func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filename, what, against string) (string, int64, error) {
 	if path, size, ok := e.cached(d); ok {
 		e.mu.Lock()
 		e.res.Cached++
@@ -52,7 +53,7 @@ func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filenam
 		if path, size, ok := e.cached(d); ok {
 			return fetched{path, size}, nil
 		}
-		path, size, err := e.download(ctx, d, u, filename, what)
+		path, size, err := e.download(ctx, d, u, filename, what, against)
 		return fetched{path, size}, err
 	})
 	if err != nil {
@@ -64,7 +65,7 @@ func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filenam
 
 // download fetches u into a private partial file (resuming a parked prefix
 // of d if there is one), checks its digest and admits it into the cache.
-func (e *exporter) download(ctx context.Context, d verify.Digest, u, filename, what string) (string, int64, error) {
+func (e *exporter) download(ctx context.Context, d verify.Digest, u, filename, what, against string) (string, int64, error) {
 	dir := filepath.Join(e.opt.CacheDir, "partial")
 	parked := filepath.Join(dir, d.Hex())
 	f, err := os.CreateTemp(dir, d.Hex()+".*.part")
@@ -86,7 +87,7 @@ func (e *exporter) download(ctx context.Context, d verify.Digest, u, filename, w
 		// The parked prefix came from other bytes (another build served
 		// under this digest's URL, or a corrupted cache): fetch the whole
 		// file once more from byte 0 before calling the download altered.
-		e.opt.Log("notice: %s: the resumed download does not match the signed SHA256SUMS; downloading it again from the start", what)
+		e.opt.Log("notice: %s: the resumed download does not match %s; downloading it again from the start", what, against)
 		if err = os.Truncate(private, 0); err == nil {
 			got, n, err = e.opt.Client.DownloadResumable(ctx, u, private, e.opt.MaxPackageSize)
 		}
@@ -101,8 +102,8 @@ func (e *exporter) download(ctx context.Context, d verify.Digest, u, filename, w
 	}
 	if got != d {
 		os.Remove(private)
-		return "", 0, fmt.Errorf("%w: %s does not match the signed SHA256SUMS (got %s, want %s)\nhint: the download was altered or the registry is serving a different build; nothing was written",
-			verify.ErrDigestMismatch, filename, got, d)
+		return "", 0, fmt.Errorf("%w: %s does not match %s (got %s, want %s)\nhint: the download was altered or the server is serving a different build; nothing was written",
+			verify.ErrDigestMismatch, filename, against, got, d)
 	}
 	path, err := e.admit(private, d)
 	if err != nil {

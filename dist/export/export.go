@@ -480,7 +480,7 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 		return dist.Package{}, fmt.Errorf("%s: the registry's shasum %s differs from the signed SHA256SUMS (%s)\nnothing was written", what, meta.Shasum, line)
 	}
 	d := verify.Digest("sha256:" + meta.Shasum)
-	path, size, err := e.fetchPackage(ctx, d, u, meta.Filename, what)
+	path, size, err := e.fetchPackage(ctx, d, u, meta.Filename, what, "the signed SHA256SUMS")
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}

@@ -256,26 +256,34 @@ func (e *exporter) mirrorOnlyPackage(ctx context.Context, t pkgTask, what string
 		return dist.Package{}, fmt.Errorf("%s: the mirror lists no h1: or zh: hash for it, so there is nothing to check its bytes against\nhint: without the origin registry only the mirror's hashes can vouch for a package; nothing was written", what)
 	}
 	filename := dist.ProviderPackageName(t.req.Addr.Type, t.pv.Version, osName, arch)
-	var path string
+	var path, tmp string
 	var d verify.Digest
 	var size int64
 	var err error
 	if zh := firstZH(hashes); zh != "" {
 		d = verify.Digest("sha256:" + zh)
-		path, size, err = e.fetchPackage(ctx, d, t.archive.URL, filename, what)
+		path, size, err = e.fetchPackage(ctx, d, t.archive.URL, filename, what, "the zh: hash the mirror lists")
 	} else {
-		path, d, size, err = e.fetchUnknown(ctx, t.archive.URL, what)
+		tmp, d, size, err = e.fetchUnchecked(ctx, t.archive.URL)
+		path = tmp
+		defer os.Remove(tmp) // admitted (renamed) once it checks out
 	}
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, err := bundle.ZipH1(path)
-	if err != nil {
-		return dist.Package{}, fmt.Errorf("%s: not a usable provider zip: %w; nothing was written", what, err)
-	}
+	h1, herr := bundle.ZipH1(path)
 	pk := dist.Package{OS: osName, Arch: arch, Filename: filename, Digest: d, Size: size, H1: h1, MirrorHashes: append([]string(nil), hashes...)}
-	if !listed(hashes, pk) {
-		return dist.Package{}, fmt.Errorf("%s: %w: its bytes (h1 %s, zh %s) match none of the hashes the mirror lists for it (%s)\nhint: the mirror is broken or the download was altered; nothing was written", what, verify.ErrDigestMismatch, h1, pk.ZH(), strings.Join(hashes, ", "))
+	if herr != nil || !listed(hashes, pk) {
+		why := fmt.Sprintf("(h1 %s, zh %s)", h1, pk.ZH())
+		if herr != nil {
+			why = fmt.Sprintf("(zh %s; not even a readable zip: %v)", pk.ZH(), herr)
+		}
+		return dist.Package{}, fmt.Errorf("%s: %w: its bytes %s match none of the hashes the mirror lists for it (%s)\nhint: the mirror is broken or the download was altered; nothing was written", what, verify.ErrDigestMismatch, why, strings.Join(hashes, ", "))
+	}
+	if tmp != "" {
+		if path, err = e.admitDownload(tmp, d, size, what); err != nil {
+			return dist.Package{}, err
+		}
 	}
 	if err := checkLocked(t.req, what, h1, d); err != nil {
 		return dist.Package{}, err
@@ -293,10 +301,10 @@ func firstZH(hashes []string) string {
 	return ""
 }
 
-// fetchUnknown downloads u, whose digest nothing states beforehand, into
-// the cache's tmp/ (within MaxPackageSize) and admits it under the digest
-// it has. The caller checks it before use.
-func (e *exporter) fetchUnknown(ctx context.Context, u, what string) (string, verify.Digest, int64, error) {
+// fetchUnchecked downloads u, whose digest nothing states beforehand, to a
+// file in the cache's tmp/ (within MaxPackageSize); the caller checks it
+// and admits it (admitDownload) or removes it.
+func (e *exporter) fetchUnchecked(ctx context.Context, u string) (string, verify.Digest, int64, error) {
 	tmp := e.tmpPath()
 	d, n, err := e.opt.Client.Download(ctx, u, tmp, e.opt.MaxPackageSize)
 	if errors.Is(err, registry.ErrTooLarge) {
@@ -305,19 +313,25 @@ func (e *exporter) fetchUnknown(ctx context.Context, u, what string) (string, ve
 	if err != nil {
 		return "", "", 0, err
 	}
-	if p, size, ok := e.cached(d); ok {
-		os.Remove(tmp)
-		return p, d, size, nil
-	}
-	p, err := e.admit(tmp, d)
-	if err != nil {
-		return "", "", 0, err
-	}
 	e.mu.Lock()
 	e.res.Bytes += n
 	e.mu.Unlock()
+	return tmp, d, n, nil
+}
+
+// admitDownload moves a checked download into the cache under its digest
+// (or drops it for the copy the cache has).
+func (e *exporter) admitDownload(tmp string, d verify.Digest, n int64, what string) (string, error) {
+	if p, _, ok := e.cached(d); ok {
+		os.Remove(tmp)
+		return p, nil
+	}
+	p, err := e.admit(tmp, d)
+	if err != nil {
+		return "", err
+	}
 	e.opt.Log("fetched %s (%s)", what, human(n))
-	return p, d, n, nil
+	return p, nil
 }
 
 // siteShasums writes the SHA256SUMS of a mirror-hashes-only provider

@@ -88,7 +88,7 @@ func siteModule(m specModule, addr dist.Module, at string) (*SiteModule, error) 
 	}{{"source", m.From}, {"ref", m.Ref}} {
 		for _, tr := range e.expr.Variables() {
 			if tr.RootName() != "version" {
-				return nil, rangeErr(tr.SourceRange(), "module %q: %s may use ${version} and nothing else (not %s)", label, e.name, tr.RootName())
+				return nil, rangeErr(tr.SourceRange(), "module %q: %s may use ${version} and nothing else (not %s)", label, e.name, traversalText(tr))
 			}
 		}
 	}
@@ -105,6 +105,17 @@ func siteModule(m specModule, addr dist.Module, at string) (*SiteModule, error) 
 		sm.Locations[v], sm.Refs[v] = loc, ref
 	}
 	return sm, nil
+}
+
+// traversalText is a variable reference as written (var.x.y).
+func traversalText(tr hcl.Traversal) string {
+	s := tr.RootName()
+	for _, step := range tr[1:] {
+		if a, ok := step.(hcl.TraverseAttr); ok {
+			s += "." + a.Name
+		}
+	}
+	return s
 }
 
 // siteVersions reads and checks versions = ["1.0.0", …].
