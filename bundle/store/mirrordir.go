@@ -46,12 +46,14 @@ import (
 // reported (a lock file made through a registry would not match it there:
 // use the packed layout for it).
 //
-// Lock files: Terraform 1.11 installing from a filesystem mirror checks the
-// package against the lock file's hashes (zh: or h1: for a packed zip, h1:
-// for an unpacked directory) and, for a new lock, records only the h1: of
-// what it installed; OpenTofu records the h1: too and, for a packed zip,
-// its zh:. A reference lock made through a registry (h1: plus every
-// platform's zh:) is used unchanged in both layouts.
+// Lock files: Terraform (1.11) and OpenTofu (1.11) installing from a
+// filesystem mirror check the package against the lock file's hashes (zh:
+// or h1: for a packed zip, h1: for an unpacked directory) and, for a new
+// lock, record only the h1: of the platform they installed, in both layouts
+// (measured by TestMirrorDirOffline). A reference lock made through a
+// registry (h1: plus every platform's zh:) is used unchanged in both
+// layouts; to add other platforms' hashes to a lock made from the mirror,
+// run 'terraform providers lock -fs-mirror=PATH -platform=…'.
 //
 // Atomic: the tree is built in a temporary directory next to Out
 // (.NAME.airgap-mirror-*) and then takes Out's place in one rename (on
