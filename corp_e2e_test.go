@@ -203,7 +203,11 @@ func TestExportFromNetworkMirror(t *testing.T) {
 			in.Corp.MirrorHashes.Store(c.hashes)
 			in.Corp.MirrorTamper.Store(c.tamper)
 			in.Corp.MirrorForeign.Store(c.foreign)
-			defer func() { in.Corp.MirrorHashes.Store("both"); in.Corp.MirrorTamper.Store(""); in.Corp.MirrorForeign.Store(false) }()
+			defer func() {
+				in.Corp.MirrorHashes.Store("both")
+				in.Corp.MirrorTamper.Store("")
+				in.Corp.MirrorForeign.Store(false)
+			}()
 			out, err := export("bad.bundle", "--trust-mirror-hashes")
 			if err == nil || !strings.Contains(out, c.want) {
 				t.Errorf("err %v, want %q:\n%s", err, c.want, out)
