@@ -81,3 +81,51 @@ func TestNoBuildMetadata(t *testing.T) {
 		t.Errorf("keys %q and %q differ: build metadata makes a twin", a.Key(), b.Key())
 	}
 }
+
+// TestCheckMergeMirrorHashes: a version the store has with mirror hashes
+// only may be replaced by one that carries every platform it has with the
+// same bytes (the publisher's SHA256SUMS, or a wider export of the mirror);
+// never the other way round, and never with other bytes.
+func TestCheckMergeMirrorHashes(t *testing.T) {
+	d := func(c string) verify.Digest { return verify.Digest("sha256:" + strings.Repeat(c, 64)) }
+	h1 := func(c string) string { return "h1:" + strings.Repeat(c, 43) + "=" }
+	lin := Package{OS: "linux", Arch: "amd64", Filename: "terraform-provider-aws_5.60.0_linux_amd64.zip", Digest: d("1"), H1: h1("A")}
+	dar := Package{OS: "darwin", Arch: "arm64", Filename: "terraform-provider-aws_5.60.0_darwin_arm64.zip", Digest: d("2"), H1: h1("B")}
+	pv := func(sums string, mirror bool, pks ...Package) ProviderVersion {
+		p := ProviderVersion{Host: "registry.terraform.io", Namespace: "hashicorp", Type: "aws", Version: "5.60.0",
+			Shasums: d(sums), ShasumsSig: d("s"), Packages: pks, MirrorHashesOnly: mirror}
+		if mirror {
+			p.Mirror = "https://m.example/"
+		}
+		return p
+	}
+	cat := func(p ProviderVersion) func() Catalog {
+		return func() Catalog { return Catalog{Providers: []ProviderVersion{p}} }
+	}
+	mirrored := cat(pv("a", true, lin))
+	other := lin
+	other.Digest = d("9")
+	for name, c := range map[string]struct {
+		have, next func() Catalog
+		ok         bool
+	}{
+		"publisher's replaces the mirror's":       {mirrored, cat(pv("b", false, lin, dar)), true},
+		"a wider mirror export replaces":          {mirrored, cat(pv("c", true, lin, dar)), true},
+		"the same mirror export again":            {mirrored, mirrored, true},
+		"a narrower export cannot replace":        {cat(pv("a", true, lin, dar)), cat(pv("b", false, lin)), false},
+		"other bytes cannot replace":              {mirrored, cat(pv("b", false, other)), false},
+		"the mirror's cannot replace publisher's": {cat(pv("b", false, lin)), cat(pv("b", true, lin)), false},
+	} {
+		have, next := c.have(), c.next()
+		err := have.CheckMerge(&next)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err == nil {
+			have.Merge(&next)
+			if got := have.Providers[0]; got.Shasums != next.Providers[0].Shasums || got.MirrorHashesOnly != next.Providers[0].MirrorHashesOnly || len(got.Packages) != len(next.Providers[0].Packages) {
+				t.Errorf("%s: merged into %+v", name, got)
+			}
+		}
+	}
+}

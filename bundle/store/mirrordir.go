@@ -136,6 +136,9 @@ const MarkerName = ".airgap-mirror-dir.json"
 // ErrMirrorDir: the mirror tree cannot be written as asked.
 var ErrMirrorDir = errors.New("mirror-dir")
 
+// linkFile is os.Link; tests make it fail (as it does across file systems).
+var linkFile = os.Link
+
 // maxUnpackedDepth bounds the directory levels of an unpacked package.
 const maxUnpackedDepth = 16
 
@@ -254,7 +257,7 @@ func writeMirror(st *Store, tmp, layout string, sel []mirrorPackage, res *Mirror
 			err = unpack(st, r, tmp, path.Join(dir, p.Version, pk.Platform()), pk, res)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: provider %s %s: %v\nnothing was written at the destination", ErrMirrorDir, p, pk.Platform(), err)
+			return fmt.Errorf("%w: provider %s %s: %w\nnothing was written at the destination", ErrMirrorDir, p, pk.Platform(), err)
 		}
 		res.Packages++
 		if !seen[p.String()] {
@@ -289,7 +292,7 @@ func linkOrCopy(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *Mi
 	}
 	// os.Link's new name is resolved against tmp, which MirrorDir made:
 	// name is built from catalog names that Validate checked, with no "..".
-	if err := os.Link(blob, filepath.Join(tmp, filepath.FromSlash(name))); err == nil {
+	if err := linkFile(blob, filepath.Join(tmp, filepath.FromSlash(name))); err == nil {
 		res.Linked++
 		return nil
 	}
