@@ -45,12 +45,17 @@ func TestCheckMirrorHashesTier(t *testing.T) {
 		bp   *bundletest.BuiltProvider
 		want string
 	}{
-		"unmarked":             {func(pv *dist.ProviderVersion) { pv.MirrorHashesOnly, pv.Mirror = false, "" }, good, "records mirror hashes but is not marked"},
-		"unmarked, no hashes":  {func(pv *dist.ProviderVersion) { pv.MirrorHashesOnly, pv.Mirror = false, ""; pv.Packages[0].MirrorHashes = nil }, good, "carries the site key as a publisher key"},
-		"no mirror named":      {func(pv *dist.ProviderVersion) { pv.Mirror = "" }, good, "names no mirror"},
-		"mirror without mark":  {func(pv *dist.ProviderVersion) { pv.MirrorHashesOnly = false; pv.Packages[0].MirrorHashes = nil }, good, "names a network mirror but is not marked"},
-		"also site re-signed":  {func(pv *dist.ProviderVersion) { pv.SiteSigned = true }, good, "marked both"},
-		"hashes not its own":   {func(pv *dist.ProviderVersion) { pv.Packages[0].MirrorHashes = []string{"zh:" + strings.Repeat("0", 64)} }, good, "none of the mirror's hashes it records"},
+		"unmarked": {func(pv *dist.ProviderVersion) { pv.MirrorHashesOnly, pv.Mirror = false, "" }, good, "records mirror hashes but is not marked"},
+		"unmarked, no hashes": {func(pv *dist.ProviderVersion) {
+			pv.MirrorHashesOnly, pv.Mirror = false, ""
+			pv.Packages[0].MirrorHashes = nil
+		}, good, "carries the site key as a publisher key"},
+		"no mirror named":     {func(pv *dist.ProviderVersion) { pv.Mirror = "" }, good, "names no mirror"},
+		"mirror without mark": {func(pv *dist.ProviderVersion) { pv.MirrorHashesOnly = false; pv.Packages[0].MirrorHashes = nil }, good, "names a network mirror but is not marked"},
+		"also site re-signed": {func(pv *dist.ProviderVersion) { pv.SiteSigned = true }, good, "marked both"},
+		"hashes not its own": {func(pv *dist.ProviderVersion) {
+			pv.Packages[0].MirrorHashes = []string{"zh:" + strings.Repeat("0", 64)}
+		}, good, "none of the mirror's hashes it records"},
 		"no hashes recorded":   {func(pv *dist.ProviderVersion) { pv.Packages[0].MirrorHashes = nil }, good, "none of the mirror's hashes it records"},
 		"publisher key":        {func(pv *dist.ProviderVersion) {}, mirrorOnly(t, pub, "linux_amd64"), "not by the key that signed the bundle"},
 		"publisher key, plain": {func(pv *dist.ProviderVersion) { pv.SigningKeys[0].Source = "" }, mirrorOnly(t, pub, "linux_amd64"), "not the site key alone"},
