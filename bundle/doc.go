@@ -37,7 +37,11 @@
 // and platform), each provider's SHA256SUMS signed by a key the bundle
 // carries for it (judged as of the signature's creation; a site
 // re-signature only where marked and by the bundle's own signer, and no
-// unmarked provider signed by a site key), each package listed with its
+// unmarked provider signed by a site key; a provider with a network
+// mirror's hashes only — format 2's mirror_hashes_only, mirror and
+// mirror_hashes — only where marked, by the bundle's signer, over a
+// SHA256SUMS of exactly its packages, each matching a hash the mirror
+// listed), each package listed with its
 // sha256 in that SHA256SUMS, each h1 recomputed from the zip (bounded:
 // MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio), each
 // module's zip rebuilt from its archive and compared. 'airgap verify'

@@ -19,7 +19,9 @@ import (
 // then refuses the store instead of dropping what it does not know.
 //
 // Format 1: catalog, imports, withdrawn, maintenance, keys.
-// Format 2: format 1 plus optional fields, each documented on Index.
+// Format 2: format 1 plus optional fields, each documented on Index (and on
+// the catalog's types: a provider version's mirror_hashes_only, mirror and
+// its packages' mirror_hashes, see dist.ProviderVersion).
 const IndexFormat = 2
 
 // MinIndexFormat is the oldest index.json format this package reads.

@@ -18,6 +18,14 @@
 // URLs gets its own check against its own keys. The listed keys are read as
 // one keyring, so verify.ReadKeyring's limits bound the whole set.
 //
+// Providers come from their origin registries, or from a network mirror
+// the CLI configuration or --provider-mirror names (mirror.go): a mirror's
+// bytes are checked against the origin's signed SHA256SUMS, and only with
+// Options.TrustMirrorHashes, when the origin cannot be reached, carried on
+// the mirror's hashes alone, marked as such. Modules come from their
+// registries, or for the site's own modules from the source their manifest
+// block names (sitemodule.go).
+//
 // spec.go reads the manifest against its full schema (unknown blocks,
 // attributes and platforms are errors at file:line:col with did-you-mean);
 // plan.go turns a run into the plan and summary that --dry-run and --json

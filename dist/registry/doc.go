@@ -33,6 +33,14 @@
 // escapes) is a protocol violation (ErrInvalidAnswer, text.go); messages
 // quote registry strings and status lines through dist.Printable.
 //
+// It also reads what of the Terraform CLI configuration an export uses, as
+// Terraform finds and reads it (cliconfig.go): host blocks, which replace a
+// host's discovery (a company's proxy registry; its answers must keep to its
+// own origins, proxy.go), credentials blocks and credentials.tfrc.json, the
+// credentials helper (credhelper.go: run as Terraform runs it, but bounded
+// in time and output), and provider_installation's network mirrors, whose
+// protocol mirror.go speaks.
+//
 // It downloads to files, hashing while copying. It does not verify
 // signatures (package verify does) and does not decide what to export
 // (package dist/export does).
