@@ -11,11 +11,8 @@ import (
 // always the old tree, the new one, or briefly absent — never a half tree.
 // A failure of the second rename puts the old tree back.
 func swapAside(tmp, out string) error {
-	if _, err := os.Lstat(out); errors.Is(err, os.ErrNotExist) {
-		if err := os.Rename(tmp, out); err != nil {
-			return err
-		}
-		return syncDir(filepath.Dir(out))
+	if done, err := renameNew(tmp, out); done {
+		return err
 	}
 	old, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".airgap-mirror-old-")
 	if err != nil {
@@ -31,4 +28,15 @@ func swapAside(tmp, out string) error {
 	}
 	syncDir(filepath.Dir(out))
 	return os.RemoveAll(old)
+}
+
+// renameNew renames tmp to out if out does not exist (done is then true).
+func renameNew(tmp, out string) (done bool, err error) {
+	if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return true, err
+	}
+	return true, syncDir(filepath.Dir(out))
 }

@@ -16,11 +16,8 @@ import (
 // is then removed. File systems without the exchange fall back to
 // swapAside.
 func swapMirror(tmp, out string) error {
-	if _, err := os.Lstat(out); errors.Is(err, os.ErrNotExist) {
-		if err := os.Rename(tmp, out); err != nil {
-			return err
-		}
-		return syncDir(filepath.Dir(out))
+	if done, err := renameNew(tmp, out); done {
+		return err
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, out, unix.RENAME_EXCHANGE); err != nil {
 		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {

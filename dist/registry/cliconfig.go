@@ -442,25 +442,38 @@ func ParseMirrorURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// stringListAttr reads an optional list-of-strings attribute.
-func stringListAttr(body hcl.Body, name string) ([]string, error) {
+// attrValue evaluates an attribute of body (no variables, no functions);
+// ok is false if it is absent.
+func attrValue(body hcl.Body, name string) (v cty.Value, at string, ok bool, err error) {
 	attrs, diags := body.JustAttributes()
 	if diags.HasErrors() {
-		return nil, cliDiagErr(diags)
+		return cty.NilVal, "", false, cliDiagErr(diags)
 	}
 	a, ok := attrs[name]
 	if !ok {
-		return nil, nil
+		return cty.NilVal, rangeAt(body.MissingItemRange()), false, nil
 	}
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() || v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
-		return nil, fmt.Errorf("%w: %s: %s must be a list of strings", ErrCLIConfig, rangeAt(a.Range), name)
+	v, diags = a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return cty.NilVal, "", false, cliDiagErr(diags)
+	}
+	return v, rangeAt(a.Range), true, nil
+}
+
+// stringListAttr reads an optional list-of-strings attribute.
+func stringListAttr(body hcl.Body, name string) ([]string, error) {
+	v, at, ok, err := attrValue(body, name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
+		return nil, fmt.Errorf("%w: %s: %s must be a list of strings", ErrCLIConfig, at, name)
 	}
 	var out []string
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		if e.IsNull() || e.Type() != cty.String {
-			return nil, fmt.Errorf("%w: %s: %s must be a list of strings", ErrCLIConfig, rangeAt(a.Range), name)
+			return nil, fmt.Errorf("%w: %s: %s must be a list of strings", ErrCLIConfig, at, name)
 		}
 		out = append(out, e.AsString())
 	}
@@ -469,17 +482,14 @@ func stringListAttr(body hcl.Body, name string) ([]string, error) {
 
 // stringAttr reads a required string attribute.
 func stringAttr(body hcl.Body, name string) (string, error) {
-	attrs, diags := body.JustAttributes()
-	if diags.HasErrors() {
-		return "", cliDiagErr(diags)
-	}
-	a, ok := attrs[name]
-	if !ok {
-		return "", fmt.Errorf("%w: %s: %s is required", ErrCLIConfig, rangeAt(body.MissingItemRange()), name)
-	}
-	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() || v.IsNull() || v.Type() != cty.String {
-		return "", fmt.Errorf("%w: %s: %s must be a string", ErrCLIConfig, rangeAt(a.Range), name)
+	v, at, ok, err := attrValue(body, name)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", fmt.Errorf("%w: %s: %s is required", ErrCLIConfig, at, name)
+	case v.IsNull() || v.Type() != cty.String:
+		return "", fmt.Errorf("%w: %s: %s must be a string", ErrCLIConfig, at, name)
 	}
 	return v.AsString(), nil
 }

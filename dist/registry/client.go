@@ -45,7 +45,7 @@ type Client struct {
 	// metadata, which airgap does not carry).
 	Notice      func(format string, a ...any)
 	mu          sync.Mutex
-	discoveries map[string]*discovery
+	discoveries memo[map[string]*url.URL]
 	// blocks are the CLI configuration's host blocks in use (UseHostBlock),
 	// by host: the proxies whose answers must stay on their own origins.
 	blocks map[string]hostBlock
@@ -56,12 +56,6 @@ type Client struct {
 type hostBlock struct {
 	at      string
 	origins map[string]bool
-}
-
-type discovery struct {
-	once     sync.Once
-	services map[string]*url.URL
-	err      error
 }
 
 // Options configure New.
@@ -97,7 +91,6 @@ func New(opt Options) *Client {
 		IdleTimeout: 2 * time.Minute,
 		MinRate:     MinDownloadRate,
 		RateWindow:  RateWindow,
-		discoveries: map[string]*discovery{},
 		blocks:      map[string]hostBlock{},
 	}
 }
@@ -309,6 +302,12 @@ func (c *Client) apiRequest(ctx context.Context, u *url.URL, host string) func()
 
 // getJSON fetches u (with the host's token) into v and returns the final URL.
 func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*url.URL, error) {
+	return c.getJSONAs(ctx, u, v, host, false)
+}
+
+// getJSONAs is getJSON; with mustBeJSON, a 200 that is not
+// application/json is ErrInvalidAnswer (a login page, a wrong URL).
+func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, mustBeJSON bool) (*url.URL, error) {
 	resp, err := c.do(ctx, c.http, c.apiRequest(ctx, u, host))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
@@ -322,12 +321,15 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	case resp.StatusCode != 200:
 		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mustBeJSON && mt != "application/json" {
+		return nil, fmt.Errorf("GET %s: %w: content type %s, want application/json (an HTML page here usually means a login page or a wrong URL)", u, ErrInvalidAnswer, quote(resp.Header.Get("Content-Type")))
+	}
 	body, err := readLimited(resp, MaxAPIDocumentSize)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return nil, fmt.Errorf("GET %s: invalid JSON: %w", u, err)
+		return nil, fmt.Errorf("GET %s: %w: invalid JSON: %v", u, ErrInvalidAnswer, err)
 	}
 	return resp.Request.URL, nil
 }
@@ -359,24 +361,12 @@ func tooLarge(size, limit int64) error {
 // Services returns the service URLs host advertises. A host with no
 // discovery document (404) offers no services.
 func (c *Client) Services(ctx context.Context, host string) (map[string]*url.URL, error) {
-	c.mu.Lock()
-	d := c.discoveries[host]
-	if d == nil {
-		d = &discovery{}
-		c.discoveries[host] = d
-	}
-	c.mu.Unlock()
-	d.once.Do(func() { d.services, d.err = c.discover(ctx, host) })
-	return d.services, d.err
+	return c.discoveries.do(host, func() (map[string]*url.URL, error) { return c.discover(ctx, host) })
 }
 
 // SetServices fixes host's services, skipping discovery.
 func (c *Client) SetServices(host string, services map[string]*url.URL) {
-	d := &discovery{services: services}
-	d.once.Do(func() {})
-	c.mu.Lock()
-	c.discoveries[host] = d
-	c.mu.Unlock()
+	c.discoveries.set(host, services)
 }
 
 // UseHostBlock applies a CLI config host block: host's services are the

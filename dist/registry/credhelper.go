@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -61,14 +60,7 @@ type CredentialsHelper struct {
 	At      string // where the CLI configuration names it
 	Timeout time.Duration
 
-	mu      sync.Mutex
-	answers map[string]*helperAnswer
-}
-
-type helperAnswer struct {
-	once  sync.Once
-	token string
-	err   error
+	answers memo[string]
 }
 
 var reHelperName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -120,23 +112,12 @@ func FindCredentialsHelper(name string, args []string, at string) (*CredentialsH
 	if best == "" {
 		return nil, fmt.Errorf("%w: %s: credentials_helper %q: no executable %s in %s\nhint: install the helper there (as for Terraform), or remove the block", ErrCLIConfig, at, name, prefix, strings.Join(dirs, " or "))
 	}
-	return &CredentialsHelper{Name: name, Path: best, Args: args, At: at, Timeout: metadataTimeout(), answers: map[string]*helperAnswer{}}, nil
+	return &CredentialsHelper{Name: name, Path: best, Args: args, At: at, Timeout: metadataTimeout()}, nil
 }
 
 // Token asks the helper for host's token (once per host).
 func (h *CredentialsHelper) Token(ctx context.Context, host string) (string, error) {
-	h.mu.Lock()
-	if h.answers == nil {
-		h.answers = map[string]*helperAnswer{}
-	}
-	a := h.answers[host]
-	if a == nil {
-		a = &helperAnswer{}
-		h.answers[host] = a
-	}
-	h.mu.Unlock()
-	a.once.Do(func() { a.token, a.err = h.run(ctx, host) })
-	return a.token, a.err
+	return h.answers.do(host, func() (string, error) { return h.run(ctx, host) })
 }
 
 // cappedBuffer keeps at most max bytes; more marks it spilt and calls over

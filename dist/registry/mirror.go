@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/url"
 	"regexp"
 	"sort"
@@ -62,30 +61,7 @@ func (c *Client) mirrorJSON(ctx context.Context, base, u *url.URL, v any) (*url.
 	if err != nil {
 		return nil, fmt.Errorf("network mirror %s: %w", base.Redacted(), err)
 	}
-	resp, err := c.do(ctx, c.http, c.apiRequest(ctx, u, host))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == 404:
-		return nil, fmt.Errorf("GET %s: %w", u, ErrNotFound)
-	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, fmt.Errorf("GET %s: %w: %s\nhint: give the mirror's token in a credentials %q block (or TF_TOKEN_%s)", u, ErrUnauthorized, status(resp), base.Host, TokenEnvName(base.Host))
-	case resp.StatusCode != 200:
-		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return nil, fmt.Errorf("GET %s: %w: content type %s, want application/json (a network mirror answers JSON; an HTML page here usually means a login page or a wrong URL)", u, ErrInvalidAnswer, quote(resp.Header.Get("Content-Type")))
-	}
-	body, err := readLimited(resp, MaxAPIDocumentSize)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return nil, fmt.Errorf("GET %s: %w: invalid JSON: %v", u, ErrInvalidAnswer, err)
-	}
-	return resp.Request.URL, nil
+	return c.getJSONAs(ctx, u, v, host, true)
 }
 
 // MirrorVersions lists the versions the network mirror at base (https,

@@ -65,9 +65,9 @@ func (in *Internet) isBlocked(host string) bool {
 func (in *Internet) corp(w http.ResponseWriter, r *http.Request, host string) {
 	switch {
 	case host == ProxyHost && strings.HasPrefix(r.URL.Path, "/dl/"):
-		in.serveFile(w, r, "releases.hashicorp.com/"+strings.TrimPrefix(r.URL.Path, "/dl/"))
+		in.serveFile(w, r, "releases.hashicorp.com/"+strings.TrimPrefix(r.URL.Path, "/dl/"), false)
 	case host == ProxyHost && strings.HasPrefix(r.URL.Path, "/arch/"):
-		in.serveFile(w, r, "archives.example.com/"+strings.TrimPrefix(r.URL.Path, "/arch/"))
+		in.serveFile(w, r, "archives.example.com/"+strings.TrimPrefix(r.URL.Path, "/arch/"), false)
 	case host == ProxyHost:
 		if r.Header.Get("Authorization") != "Bearer "+ProxyToken {
 			http.Error(w, `{"errors":["unauthorized"]}`, http.StatusUnauthorized)
@@ -83,11 +83,8 @@ func (in *Internet) corp(w http.ResponseWriter, r *http.Request, host string) {
 		in.registryAs(w, r2, "registry.terraform.io", false, in.proxyURLs)
 	case host == MirrorHost && strings.HasPrefix(r.URL.Path, "/terraform/files/"):
 		name := strings.TrimPrefix(r.URL.Path, "/terraform/files/")
-		if t, _ := in.Corp.MirrorTamper.Load().(string); t != "" && filepath.Base(name) == t {
-			in.serveTampered(w, r, "releases.hashicorp.com/"+name)
-			return
-		}
-		in.serveFile(w, r, "releases.hashicorp.com/"+name)
+		t, _ := in.Corp.MirrorTamper.Load().(string)
+		in.serveFile(w, r, "releases.hashicorp.com/"+name, t != "" && filepath.Base(name) == t)
 	case host == MirrorHost && strings.HasPrefix(r.URL.Path, "/terraform/providers/"):
 		in.mirror(w, r, strings.TrimPrefix(r.URL.Path, "/terraform/providers/"))
 	default:
@@ -159,7 +156,9 @@ func (in *Internet) mirror(w http.ResponseWriter, r *http.Request, p string) {
 	http.NotFound(w, r)
 }
 
-func (in *Internet) serveFile(w http.ResponseWriter, r *http.Request, key string) {
+// serveFile serves the published file key (host/path); tampered, with one
+// byte flipped.
+func (in *Internet) serveFile(w http.ResponseWriter, r *http.Request, key string, tampered bool) {
 	in.mu.Lock()
 	f, ok := in.files[key]
 	in.mu.Unlock()
@@ -167,15 +166,8 @@ func (in *Internet) serveFile(w http.ResponseWriter, r *http.Request, key string
 		http.NotFound(w, r)
 		return
 	}
-	http.ServeFile(w, r, f)
-}
-
-func (in *Internet) serveTampered(w http.ResponseWriter, r *http.Request, key string) {
-	in.mu.Lock()
-	f, ok := in.files[key]
-	in.mu.Unlock()
-	if !ok {
-		http.NotFound(w, r)
+	if !tampered {
+		http.ServeFile(w, r, f)
 		return
 	}
 	b, _ := os.ReadFile(f)
