@@ -170,12 +170,25 @@ func checkMirrorOut(out string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(out, MarkerName))
 	var m marker
-	if err != nil || json.Unmarshal(data, &m) != nil || m.Format != 1 {
+	if err := readMarker(filepath.Join(out, MarkerName), &m); err != nil || m.Format != 1 {
 		return fmt.Errorf("%w: --out %s is not empty and is not a tree 'airgap mirror-dir' wrote (no %s in it), so it is not replaced\nhint: give a new path or an empty directory; nothing was written", ErrMirrorDir, out, MarkerName)
 	}
 	return nil
+}
+
+// readMarker reads a marker file (a regular file, at most 1 MiB: anyone
+// who can write into the tree can plant one).
+func readMarker(path string, m *marker) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(m)
 }
 
 // mirrorPackage is one package to write.

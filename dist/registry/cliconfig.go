@@ -368,6 +368,9 @@ func (cfg *CLIConfig) readHost(b *hcl.Block, at string) error {
 			return fmt.Errorf("%w: %s: host %q: service %s: invalid URL %q", ErrCLIConfig, at, host, k.AsString(), dist.Printable(sv.AsString()))
 		}
 		u := disco.ResolveReference(ref)
+		if u.User != nil {
+			return fmt.Errorf("%w: %s: host %q: service %s: a URL with credentials in it; give the token in a credentials %q block instead", ErrCLIConfig, at, host, k.AsString(), host)
+		}
 		if u.Scheme != "https" && u.Scheme != "http" {
 			return fmt.Errorf("%w: %s: host %q: service %s: %q is not an http(s) URL", ErrCLIConfig, at, host, k.AsString(), u.Redacted())
 		}

@@ -128,18 +128,19 @@ provider_installation {
 func TestCLIConfigMistakes(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	for name, c := range map[string]struct{ body, want string }{
-		"syntax":          {"host \"x\" {\n  services = {\n}\n", "bad.tfrc:"},
-		"two helpers":     {"credentials_helper \"a\" {}\ncredentials_helper \"b\" {}\n", "bad.tfrc:2: a second credentials_helper block"},
-		"two installs":    {"provider_installation {\n  direct {}\n}\nprovider_installation {\n  direct {}\n}\n", "bad.tfrc:4: a second provider_installation block"},
-		"bad host":        {"host \"not a host\" {\n  services = {}\n}\n", "bad.tfrc:1: host block"},
-		"services string": {"host \"h.example\" {\n  services = \"x\"\n}\n", "services must be a map"},
-		"service scheme":  {"host \"h.example\" {\n  services = { \"providers.v1\" = \"ftp://x/\" }\n}\n", "is not an http(s) URL"},
-		"mirror http":     {"provider_installation {\n  network_mirror {\n    url = \"http://m.example/\"\n  }\n}\n", "bad.tfrc:2: network_mirror: mirror URL"},
-		"mirror no url":   {"provider_installation {\n  network_mirror {}\n}\n", "url is required"},
-		"bad pattern":     {"provider_installation {\n  direct {\n    include = [\"*/aws\"]\n  }\n}\n", "a * namespace needs a * type"},
-		"helper name":     {"credentials_helper \"../../bin/sh\" {}\n", "not a plain program name"},
-		"helper missing":  {"credentials_helper \"nope\" {}\n", "no executable terraform-credentials-nope"},
-		"token type":      {"credentials \"h.example\" {\n  token = 5\n}\n", "token must be a string"},
+		"syntax":           {"host \"x\" {\n  services = {\n}\n", "bad.tfrc:"},
+		"two helpers":      {"credentials_helper \"a\" {}\ncredentials_helper \"b\" {}\n", "bad.tfrc:2: a second credentials_helper block"},
+		"two installs":     {"provider_installation {\n  direct {}\n}\nprovider_installation {\n  direct {}\n}\n", "bad.tfrc:4: a second provider_installation block"},
+		"bad host":         {"host \"not a host\" {\n  services = {}\n}\n", "bad.tfrc:1: host block"},
+		"services string":  {"host \"h.example\" {\n  services = \"x\"\n}\n", "services must be a map"},
+		"service scheme":   {"host \"h.example\" {\n  services = { \"providers.v1\" = \"ftp://x/\" }\n}\n", "is not an http(s) URL"},
+		"service userinfo": {"host \"h.example\" {\n  services = { \"providers.v1\" = \"https://u:p@x/\" }\n}\n", "a URL with credentials in it"},
+		"mirror http":      {"provider_installation {\n  network_mirror {\n    url = \"http://m.example/\"\n  }\n}\n", "bad.tfrc:2: network_mirror: mirror URL"},
+		"mirror no url":    {"provider_installation {\n  network_mirror {}\n}\n", "url is required"},
+		"bad pattern":      {"provider_installation {\n  direct {\n    include = [\"*/aws\"]\n  }\n}\n", "a * namespace needs a * type"},
+		"helper name":      {"credentials_helper \"../../bin/sh\" {}\n", "not a plain program name"},
+		"helper missing":   {"credentials_helper \"nope\" {}\n", "no executable terraform-credentials-nope"},
+		"token type":       {"credentials \"h.example\" {\n  token = 5\n}\n", "token must be a string"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rc := filepath.Join(t.TempDir(), "bad.tfrc")
