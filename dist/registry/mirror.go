@@ -102,17 +102,25 @@ func (c *Client) MirrorArchives(ctx context.Context, base *url.URL, p dist.Provi
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Archives map[string]struct {
-			URL    string   `json:"url"`
-			Hashes []string `json:"hashes"`
-		} `json:"archives"`
-	}
+	var doc mirrorVersionDoc
 	final, err := c.mirrorJSON(ctx, base, u, &doc)
 	if err != nil {
 		return nil, err
 	}
-	what := fmt.Sprintf("provider %s %s in the network mirror %s", p, version, base.Redacted())
+	return doc.archives(base, final, fmt.Sprintf("provider %s %s in the network mirror %s", p, version, base.Redacted()))
+}
+
+// mirrorVersionDoc is a mirror's <version>.json.
+type mirrorVersionDoc struct {
+	Archives map[string]struct {
+		URL    string   `json:"url"`
+		Hashes []string `json:"hashes"`
+	} `json:"archives"`
+}
+
+// archives checks the document (fetched from final, of the mirror at base)
+// and returns its archives with absolute URLs.
+func (doc *mirrorVersionDoc) archives(base, final *url.URL, what string) (map[string]MirrorArchive, error) {
 	out := make(map[string]MirrorArchive, len(doc.Archives))
 	for plat, a := range doc.Archives {
 		osName, arch, ok := strings.Cut(plat, "_")
