@@ -231,6 +231,15 @@ func selectMirror(cat *dist.Catalog, opt MirrorDirOptions) ([]mirrorPackage, err
 		if !want {
 			continue
 		}
+		// Its names become paths: they must be what an import lets in.
+		if err := (&dist.Catalog{Providers: []dist.ProviderVersion{*p}}).Validate(nil); err != nil {
+			return nil, fmt.Errorf("%w: the store's index: %v\nhint: the index was changed by hand or damaged; nothing was written", ErrMirrorDir, err)
+		}
+		for _, pk := range p.Packages {
+			if pk.Filename != dist.ProviderPackageName(p.Type, p.Version, pk.OS, pk.Arch) {
+				return nil, fmt.Errorf("%w: the store's index lists %s for %s %s; nothing was written", ErrMirrorDir, dist.Printable(pk.Filename), p, pk.Platform())
+			}
+		}
 		for _, pk := range p.Packages {
 			if len(plats) == 0 || plats[pk.Platform()] {
 				sel = append(sel, mirrorPackage{p, pk})

@@ -122,6 +122,16 @@ func TestMirrorDirCopiesAndReplaces(t *testing.T) {
 	if _, err := os.Stat(zipPath); err != nil {
 		t.Error(err)
 	}
+	// An index changed by hand cannot turn a name into a path elsewhere.
+	ix, err := readIndex(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Catalog.Providers[0].Packages[0].Filename = "../../../escape.zip"
+	WriteIndex(root, ix)
+	if _, err := MirrorDir(root, MirrorDirOptions{Out: filepath.Join(t.TempDir(), "m2")}); err == nil || !strings.Contains(err.Error(), "the store's index") {
+		t.Errorf("a hostile file name in the index: %v", err)
+	}
 	// A symlink at the destination is refused.
 	ln := filepath.Join(t.TempDir(), "ln")
 	os.Symlink(out, ln)
