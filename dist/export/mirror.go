@@ -192,7 +192,7 @@ func (e *exporter) mirrorPackage(ctx context.Context, t pkgTask) (dist.Package, 
 	case !unreachable(err):
 		return dist.Package{}, nil, fmt.Errorf("%s: checking it against its origin registry %s: %w", what, t.req.Addr.Host, err)
 	case !e.opt.TrustMirrorHashes:
-		return dist.Package{}, nil, fmt.Errorf("%s: its origin registry %s cannot be reached to check the mirror's bytes against the publisher's signed SHA256SUMS: %w\nhint: the mirror protocol carries no signatures; export where the origin (or a host block for it) can be reached, or pass --trust-mirror-hashes to carry it marked \"mirror hashes only\" (the offline side sees that, and 'airgap import --require-publisher-signatures' refuses it); nothing was written", what, t.req.Addr.Host, err)
+		return dist.Package{}, nil, fmt.Errorf("%s: its origin registry %s cannot be reached (or does not publish it) to check the mirror's bytes against the publisher's signed SHA256SUMS: %w\nhint: the mirror protocol carries no signatures; export where the origin (or a host block for it) can be reached, or pass --trust-mirror-hashes to carry it marked \"mirror hashes only\" (the offline side sees that, and 'airgap import --require-publisher-signatures' refuses it); nothing was written", what, t.req.Addr.Host, err)
 	}
 	e.opt.Log("notice: %s: its origin %s cannot be reached (%v); carrying it with the mirror's hashes only (--trust-mirror-hashes)", what, t.req.Addr.Host, firstLine(err))
 	pk, err := e.mirrorOnlyPackage(ctx, t, what)
