@@ -16,7 +16,8 @@ import (
 // version, and the public example/subnet/aws. The bundle imports and serves
 // them under site.example, and the real terraform installs them offline
 // (host block from client-config, and DNS pointing site.example at the
-// appliance); plan shows the outputs of the version asked for.
+// appliance), and so does OpenTofu; plan shows the outputs of the version
+// asked for.
 const siteVPCv1 = `output "name" {
   value = "vpc-1.0.0"
 }
@@ -149,6 +150,21 @@ func TestSiteModulesOffline(t *testing.T) {
 			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
 		plan(t, env, "1.1.0", `vpc = "vpc-1.1.0+10.0.0.0/24"`)
 		plan(t, env, "1.2.0", `vpc = "vpc-1.2.0"`)
+	})
+	t.Run("tofu", func(t *testing.T) {
+		rc := filepath.Join(t.TempDir(), "airgap.tofurc")
+		os.WriteFile(rc, []byte(mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--tool", "tofu")), 0o644)
+		env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+		dir := t.TempDir()
+		// 1.0.0 calls nothing: 1.1.0's short-form call of a public module
+		// would mean registry.opentofu.org to OpenTofu.
+		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(strings.Replace(siteProject, "1.1.0", "1.0.0", 1)), 0o644)
+		tofu := tofuBin(t)
+		mustRun(t, dir, env, tofu, "init", "-input=false", "-no-color")
+		if out := mustRun(t, dir, env, tofu, "plan", "-input=false", "-no-color"); !strings.Contains(out, `vpc = "vpc-1.0.0"`) {
+			t.Errorf("tofu plan:\n%s", out)
+		}
 	})
 	t.Run("dns", func(t *testing.T) {
 		u, _ := url.Parse(base)
