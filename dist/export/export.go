@@ -671,7 +671,7 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			}
 			mv, root, work, err := e.fetchModule(ctx, r.Addr, ver, loc)
 			if err != nil && r.Site != nil {
-				return nil, nil, fmt.Errorf("%w\nhint: %s publishes version %s from %s; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", err, r.Site.At, ver, siteFrom(r.Site, ver))
+				return nil, nil, fmt.Errorf("%w\nhint: %s", err, siteHint(r.Site, ver))
 			}
 			if err != nil {
 				return nil, nil, err
@@ -738,12 +738,12 @@ func (e *exporter) moduleLocation(ctx context.Context, r ModuleReq, ver string) 
 	return loc, nil
 }
 
-// siteFrom says where a site module version comes from, for messages.
-func siteFrom(s *SiteModule, ver string) string {
+// siteHint says what to do when a site module version cannot be fetched.
+func siteHint(s *SiteModule, ver string) string {
 	if ref := s.Refs[ver]; ref != "" {
-		return fmt.Sprintf("git ref %q", ref)
+		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
 	}
-	return s.Locations[ver]
+	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, s.Locations[ver])
 }
 
 func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
