@@ -18,6 +18,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/acl"
 	"github.com/spf13/pflag"
 )
 
@@ -41,6 +42,9 @@ type serveCmd struct {
 	trustedProxies                       []string
 	maxConns, maxConnsPerIP              int // server/conns.go
 	sendTimeout                          string
+	access, auditLog, auditMaxSize       string
+	auditKeep                            int
+	urlTTL                               string
 	checkConfig                          bool
 	fs                                   *pflag.FlagSet
 }
@@ -69,6 +73,11 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
 	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy addresses are exempt (0: no cap)")
 	fs.StringVar(&c.sendTimeout, "send-timeout", "60s", "close a connection whose client reads nothing for this long (0: never)")
+	fs.StringVar(&c.access, "access", "", "access file: tokens and what each may fetch ('airgap token' edits it; reloaded when it changes)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append one JSON line per package or archive download to this file (shared by replicas)")
+	fs.StringVar(&c.auditMaxSize, "audit-log-max-size", "100MiB", "rotate the audit log past this size")
+	fs.IntVar(&c.auditKeep, "audit-log-keep", server.DefaultAuditKeep, "rotated audit logs kept (FILE.1 … FILE.N)")
+	fs.StringVar(&c.urlTTL, "download-url-ttl", "15m", "with --access: how long the signed package and archive URLs in answers stay valid")
 	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs
@@ -84,6 +93,11 @@ func (c *serveCmd) run(args []string) error {
 		return usageError{err.Error()}
 	}
 	if c.checkConfig {
+		if cfg.Access != "" {
+			if _, err := acl.Load(cfg.Access); err != nil {
+				return err
+			}
+		}
 		return cfg.WriteHCL(os.Stdout)
 	}
 	level := new(slog.LevelVar)
@@ -155,10 +169,11 @@ func (c *caCmd) run(args []string) error {
 // --- client-config ---
 
 type clientConfigCmd struct {
-	url    string
-	storeD string
-	tool   string
-	mode   string
+	url       string
+	storeD    string
+	tool      string
+	mode      string
+	tokenFile string
 }
 
 func (c *clientConfigCmd) synopsis() string {
@@ -171,6 +186,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it): written into the configuration as credentials blocks, and used to ask --url")
 	return fs
 }
 
@@ -182,6 +198,13 @@ func (c *clientConfigCmd) run(args []string) error {
 		return usageError{"--tool must be terraform or tofu"}
 	}
 	opt := server.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
+	if c.tokenFile != "" {
+		tok, err := readTokenFile(c.tokenFile)
+		if err != nil {
+			return err
+		}
+		opt.Token = tok
+	}
 	// Every flag is checked before the network or the store is asked.
 	if err := server.WriteClientConfig(io.Discard, opt); err != nil {
 		return usageError{err.Error()}
@@ -194,7 +217,7 @@ func (c *clientConfigCmd) run(args []string) error {
 		}
 		opt.Origins = server.Origins(st.Catalog())
 	} else {
-		doc, err := server.FetchOrigins(opt.URL)
+		doc, err := server.FetchOrigins(opt.URL, opt.Token)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,8 @@ func verbs() map[string]verb {
 		"prune":         &pruneCmd{},     // cmd_maintain.go
 		"gc":            &gcCmd{},        // cmd_maintain.go
 		"mirror-dir":    &mirrorDirCmd{}, // cmd_mirror.go
+		"token":         &tokenCmd{},     // cmd_access.go
+		"audit":         &auditCmd{},     // cmd_access.go
 	}
 }
 

@@ -27,8 +27,12 @@ type ObserveOptions struct {
 	// Proxies are the peers whose X-Forwarded-For is believed.
 	Proxies *TrustedProxies
 	// Catalog names downloads (which provider or module version a blob
-	// is); usually the store's Catalog method.
+	// is); usually the store's Catalog method. The Server names them
+	// itself (noteDownload) when it is the handler; this is the fallback.
 	Catalog func() *dist.Catalog
+	// Audit receives one record per package or archive download that
+	// completed (audit.go).
+	Audit *AuditLog
 }
 
 // Observe wraps h with access logs and metrics. It depends only on the
@@ -36,7 +40,8 @@ type ObserveOptions struct {
 //
 // What is logged is chosen so that the log holds no secret and no
 // unbounded client text: never the Authorization header or any other
-// header but User-Agent, never the query string (no endpoint has one, and
+// header but User-Agent (with an access file the line names the token,
+// "anonymous", or why credentials were refused, never the secret), never the query string (no endpoint has one, and
 // a query is where a misconfigured client would put a token), the path and
 // Host cut to 512 bytes, the User-Agent to 256. Strings are escaped by the
 // slog handler (the JSON handler escapes control characters, the text
@@ -65,7 +70,7 @@ type observer struct {
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	logOn := o.opt.Log != nil && o.opt.Log.Enabled(r.Context(), slog.LevelInfo)
-	if o.opt.Metrics == nil && !logOn {
+	if o.opt.Metrics == nil && !logOn && o.opt.Audit == nil {
 		// Nothing to record (no metrics, access lines below the level,
 		// which SIGHUP may change): no clock reads, no wrapper.
 		o.next.ServeHTTP(w, r)
@@ -81,9 +86,12 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	kind := EndpointKind(r.URL.Path)
 	var dl *Download
-	if (kind == KindBlob || kind == KindArchive) && (code == http.StatusOK || code == http.StatusPartialContent) && r.Method == http.MethodGet {
-		dl = o.download(r.URL.Path)
+	if (code == http.StatusOK || code == http.StatusPartialContent) && r.Method == http.MethodGet {
+		if dl = rec.note.dl; dl == nil && (kind == KindBlob || kind == KindArchive) {
+			dl = o.download(r.URL.Path)
+		}
 	}
+	complete := w.Header().Get("Content-Length") == strconv.FormatInt(rec.bytes, 10)
 	if m := o.opt.Metrics; m != nil {
 		// A download is counted once its whole body was sent in a 200:
 		// not a 206 (one-byte ranges would make any version look popular,
@@ -91,17 +99,23 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// client broke off. Ranges still count in the request metrics and
 		// name their version in the access log.
 		whole := dl
-		if code != http.StatusOK || w.Header().Get("Content-Length") != strconv.FormatInt(rec.bytes, 10) {
-			whole = nil
+		if code != http.StatusOK || !complete || kind == KindOther {
+			whole = nil // (OCI blobs: not counted here, as before)
 		}
 		m.observe(kind, code, dur, rec.bytes, whole)
+		if rec.note.auth != "" {
+			m.authFailure(rec.note.auth)
+		}
+	}
+	if o.opt.Audit != nil && dl != nil && complete && dl.audited() {
+		o.audit(r, code, rec, dl)
 	}
 	if logOn {
-		o.log(o.opt.Log, r, code, rec.bytes, dur, dl)
+		o.log(o.opt.Log, r, code, rec.bytes, dur, dl, &rec.note)
 	}
 }
 
-func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur time.Duration, dl *Download) {
+func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur time.Duration, dl *Download, note *reqNote) {
 	client, peer := o.opt.Proxies.ClientAddr(r)
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs, slog.String("client", client))
@@ -116,6 +130,12 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 		slog.Int64("bytes", n),
 		slog.Float64("dur_ms", float64(dur.Microseconds())/1000),
 	)
+	if note.token != "" {
+		attrs = append(attrs, slog.String("token", note.token))
+	}
+	if note.auth != "" {
+		attrs = append(attrs, slog.String("auth", note.auth))
+	}
 	if name, ver := ClientFromUserAgent(r.UserAgent()); name != "" {
 		attrs = append(attrs, slog.String("client_name", name), slog.String("client_version", ver))
 	} else if ua := r.UserAgent(); ua != "" {
@@ -351,24 +371,32 @@ type Download struct {
 	Version  string
 	Platform string // os_arch for provider packages
 	Role     string // dist.Role*
+	Digest   verify.Digest
 }
 
-// downloadIndex maps a catalog's blobs to what they are, built once per
-// catalog snapshot.
+// audited reports whether a download of this blob goes into the audit
+// log: provider packages and module archives (tar.gz, or the zip OCI
+// clients fetch), not SHA256SUMS and signatures.
+func (d *Download) audited() bool {
+	return d.Role == dist.RoleProviderPackage || d.Role == dist.RoleModuleArchive || d.Role == dist.RoleModuleZip
+}
+
+// downloadIndex maps a catalog's blobs to what they are (every owner, in
+// catalog order: a package can be listed under several addresses), built
+// once per catalog snapshot.
 type downloadIndex struct {
 	cat *dist.Catalog
-	m   map[verify.Digest]*Download
+	m   map[verify.Digest][]*Download
 }
 
 func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
-	ix := &downloadIndex{cat: cat, m: map[verify.Digest]*Download{}}
+	ix := &downloadIndex{cat: cat, m: map[verify.Digest][]*Download{}}
 	if cat == nil {
 		return ix
 	}
 	add := func(d verify.Digest, dl *Download) {
-		if _, ok := ix.m[d]; !ok { // the first (sorted) owner names a shared blob
-			ix.m[d] = dl
-		}
+		dl.Digest = d
+		ix.m[d] = append(ix.m[d], dl)
 	}
 	for _, p := range cat.Providers {
 		for _, pk := range p.Packages {
@@ -379,6 +407,9 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 	}
 	for _, m := range cat.Modules {
 		add(m.Archive, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
+		if m.Zip != "" {
+			add(m.Zip, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleZip})
+		}
 	}
 	return ix
 }
@@ -408,7 +439,10 @@ func (o *observer) download(p string) *Download {
 		}
 		o.mu.Unlock()
 	}
-	return ix.m[verify.Digest("sha256:"+hex)]
+	if owners := ix.m[verify.Digest("sha256:"+hex)]; len(owners) > 0 {
+		return owners[0] // the first (sorted) owner names a shared blob
+	}
+	return nil
 }
 
 // recorder notes the status and body bytes of a response. It keeps
@@ -419,6 +453,43 @@ type recorder struct {
 	http.ResponseWriter
 	code  int
 	bytes int64
+	note  reqNote
+}
+
+// reqNote is what the protocol handler tells Observe about a request that
+// the response does not show: which token it acted as (never the secret),
+// why credentials were refused, and which download it was.
+type reqNote struct {
+	token string // a token's name, or "anonymous"
+	auth  string // a refusal: authMissing, authInvalid, …
+	dl    *Download
+}
+
+// noteOf finds the recorder under w, if Observe wraps the handler.
+func noteOf(w http.ResponseWriter) *reqNote {
+	for i := 0; i < 8; i++ {
+		if rec, ok := w.(*recorder); ok {
+			return &rec.note
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
+}
+
+func noteAuth(w http.ResponseWriter, token, refused string) {
+	if n := noteOf(w); n != nil {
+		n.token, n.auth = token, refused
+	}
+}
+
+func noteDownload(w http.ResponseWriter, dl *Download) {
+	if n := noteOf(w); n != nil {
+		n.dl = dl
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/acl"
 )
 
 // The HTML catalog: GET / lists what the appliance serves and how to point
@@ -102,22 +103,37 @@ func caFingerprintPEM(p []byte) string {
 
 // catalogModel is everything the pages need from one snapshot.
 type catalogModel struct {
-	cat       *dist.Catalog
+	cat    *dist.Catalog
+	provBy map[string]*providerGroup // lower(addr)
+	modBy  map[string]*moduleGroup
+	all    *modelView // the whole catalog
+	// scoped holds, per rule set of an access file (acl.Rules.Key), what
+	// those rules may see: built on first use, O(addresses × patterns),
+	// bounded by the distinct rule sets of the access file.
+	scoped sync.Map
+	// the index's history, whole (modelView filters it)
+	imports   []store.ImportEntry
+	withdrawn []store.Withdrawn
+}
+
+// modelView is what one scope sees of a model: the pages list only that.
+type modelView struct {
 	providers []*providerGroup
 	modules   []*moduleGroup
-	provBy    map[string]*providerGroup // lower(addr)
-	modBy     map[string]*moduleGroup
 	origins   []string
 	imports   []importRow
 	withdrawn []store.Withdrawn
 	nWithdraw int
 	packages  int
+	provVers  int
+	modVers   int
 }
 
 type providerGroup struct {
 	Addr, Source, Type string
 	key                string                  // lower(Addr), for the filter
 	Versions           []*dist.ProviderVersion // newest first
+	packages           int
 }
 
 type moduleGroup struct {
@@ -182,8 +198,79 @@ func (ui *catalogUI) current() *catalogModel {
 	return m
 }
 
+// viewFor returns what sc sees of the model.
+func (m *catalogModel) viewFor(sc *scope) *modelView {
+	if sc.rules == nil {
+		return m.all
+	}
+	if v, ok := m.scoped.Load(sc.rules.Key()); ok {
+		return v.(*modelView)
+	}
+	v, _ := m.scoped.LoadOrStore(sc.rules.Key(), m.filter(sc))
+	return v.(*modelView)
+}
+
+// filter builds the modelView of a scope.
+func (m *catalogModel) filter(sc *scope) *modelView {
+	all := m.all
+	v := &modelView{origins: sc.origins}
+	for _, g := range all.providers {
+		if sc.allows(g.Addr) {
+			v.providers = append(v.providers, g)
+			v.provVers += len(g.Versions)
+			v.packages += g.packages
+		}
+	}
+	for _, g := range all.modules {
+		if sc.allows(g.Addr) {
+			v.modules = append(v.modules, g)
+			v.modVers += len(g.Versions)
+			v.packages += len(g.Versions)
+		}
+	}
+	v.imports, v.withdrawn, v.nWithdraw = historyRows(m.imports, m.withdrawn, sc.allows)
+	return v
+}
+
+// historyRows lists the newest imports (counting only what allowed lets
+// through) and withdrawals of allowed addresses, newest first, each list
+// cut to maxHistoryShown.
+func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(string) bool) ([]importRow, []store.Withdrawn, int) {
+	count := func(entries []string) int {
+		n := 0
+		for _, e := range entries {
+			addr, _, _ := strings.Cut(e, " ")
+			if allowed(addr) {
+				n++
+			}
+		}
+		return n
+	}
+	var rows []importRow
+	for i := len(imps) - 1; i >= 0 && len(rows) < maxHistoryShown; i-- {
+		e := imps[i]
+		row := importRow{ImportEntry: e, Added: count(e.Added), Withdrew: count(e.Withdrew)}
+		if row.Added+row.Withdrew == 0 && len(e.Added)+len(e.Withdrew) > 0 {
+			continue // nothing of it is visible here
+		}
+		rows = append(rows, row)
+	}
+	var out []store.Withdrawn
+	n := 0
+	for _, w := range wd {
+		if allowed(w.Addr) {
+			n++
+			if len(out) < maxHistoryShown {
+				out = append(out, w)
+			}
+		}
+	}
+	return rows, out, n
+}
+
 func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogModel {
-	m := &catalogModel{cat: cat, provBy: map[string]*providerGroup{}, modBy: map[string]*moduleGroup{}, origins: origins}
+	m := &catalogModel{cat: cat, provBy: map[string]*providerGroup{}, modBy: map[string]*moduleGroup{}, all: &modelView{origins: origins}}
+	all := m.all
 	// The catalog is sorted by address, then version ascending.
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
@@ -192,10 +279,11 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if g == nil {
 			g = &providerGroup{Addr: p.Addr(), Source: shortSource(p.Addr()), Type: p.Type, key: k}
 			m.provBy[k] = g
-			m.providers = append(m.providers, g)
+			all.providers = append(all.providers, g)
 		}
 		g.Versions = append(g.Versions, p)
-		m.packages += len(p.Packages)
+		g.packages += len(p.Packages)
+		all.packages += len(p.Packages)
 	}
 	for i := range cat.Modules {
 		mv := &cat.Modules[i]
@@ -204,37 +292,27 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if g == nil {
 			g = &moduleGroup{Addr: mv.Addr(), Source: shortSource(mv.Addr()), Name: mv.Name, key: k}
 			m.modBy[k] = g
-			m.modules = append(m.modules, g)
+			all.modules = append(all.modules, g)
 		}
 		g.Versions = append(g.Versions, mv)
-		m.packages++
+		all.packages++
 	}
+	all.provVers, all.modVers = len(cat.Providers), len(cat.Modules)
 	// Within an address the catalog is in ascending version order (the
 	// index is written sorted, dist.Catalog.Sort): newest first is the
 	// reverse, without parsing 50,000 versions again.
-	for _, g := range m.providers {
+	for _, g := range all.providers {
 		slices.Reverse(g.Versions)
 	}
-	for _, g := range m.modules {
+	for _, g := range all.modules {
 		slices.Reverse(g.Versions)
 	}
 	// Imports and withdrawals come from the index, when the store has one
 	// and it is the snapshot the catalog came from.
 	if ixr, ok := st.(interface{ Index() *store.Index }); ok {
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
-			imps := ix.Imports
-			if len(imps) > maxHistoryShown {
-				imps = imps[len(imps)-maxHistoryShown:]
-			}
-			for i := len(imps) - 1; i >= 0; i-- {
-				e := imps[i]
-				m.imports = append(m.imports, importRow{ImportEntry: e, Added: len(e.Added), Withdrew: len(e.Withdrew)})
-			}
-			m.nWithdraw = len(ix.Withdrawn)
-			m.withdrawn = ix.Withdrawn
-			if len(m.withdrawn) > maxHistoryShown {
-				m.withdrawn = m.withdrawn[:maxHistoryShown]
-			}
+			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
+			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
 		}
 	}
 	return m
@@ -320,8 +398,16 @@ type moduleRow struct {
 	More  int
 }
 
+// scope is the request's scope and principal (the whole catalog without
+// an access file).
+func (ui *catalogUI) scope(r *http.Request) (*scope, *principal) {
+	p := authOf(r).principal()
+	return ui.s.current().scopeFor(p), p
+}
+
 func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
-	m := ui.current()
+	sc, p := ui.scope(r)
+	m := ui.current().viewFor(sc)
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
 	if len(q) > maxQuery {
 		q = q[:maxQuery]
@@ -384,7 +470,14 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		mods = append(mods, row)
 	}
 	base := baseURL(r)
+	who := ""
+	if p != nil {
+		who = p.name
+	}
 	ui.render(w, r, "index.html", map[string]any{
+		"Access":         ui.s.access != nil,
+		"Who":            who,
+		"Anonymous":      who == acl.AnonymousName,
 		"Title":          "airgap catalog",
 		"Q":              q,
 		"Providers":      provs,
@@ -394,8 +487,8 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"ProviderGroups": len(m.providers),
 		"ModuleGroups":   len(m.modules),
 		"Packages":       m.packages,
-		"ProviderVers":   len(m.cat.Providers),
-		"ModuleVers":     len(m.cat.Modules),
+		"ProviderVers":   m.provVers,
+		"ModuleVers":     m.modVers,
 		"Pager":          pg,
 		"Base":           base,
 		"Configs":        clientConfigs(base, m.origins),
@@ -415,9 +508,10 @@ type providerVersionRow struct {
 
 func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	m := ui.current()
+	sc, _ := ui.scope(r)
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
 	g := m.provBy[addr]
-	if g == nil {
+	if g == nil || !sc.allows(g.Addr) {
 		ui.notFound(w, r, "provider "+addr)
 		return
 	}
@@ -437,9 +531,10 @@ type moduleVersionRow struct {
 
 func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	m := ui.current()
+	sc, _ := ui.scope(r)
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	g := m.modBy[addr]
-	if g == nil {
+	if g == nil || !sc.allows(g.Addr) {
 		ui.notFound(w, r, "module "+addr)
 		return
 	}

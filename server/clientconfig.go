@@ -14,6 +14,11 @@ type ClientConfigOptions struct {
 	Origins []string // origin registries the appliance serves
 	Tool    string   // "terraform" or "tofu"
 	Mode    string   // "registry" (host overrides), "mirror" (network mirror) or "oci" (OpenTofu's oci_mirror)
+	// Token, if set, is written into the configuration as a credentials
+	// block for every host the client will ask with it (and an
+	// oci_credentials block in oci mode). Without it the configuration
+	// names the TF_TOKEN_ variables to set instead.
+	Token string
 }
 
 // NormalizeBaseURL makes sure u is https and ends in "/": the clients never
@@ -73,8 +78,13 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 #   macOS:   sudo security add-trusted-cert -d -r trustRoot -k /Library/Keychains/System.keychain airgap-ca.pem
 #            (SSL_CERT_FILE is ignored on macOS)
 #   Windows: certutil -addstore -f ROOT airgap-ca.pem (SSL_CERT_FILE is ignored on Windows)
-# If the appliance requires tokens: %s
-`, tool, base, opt.Mode, file, envVar, base, tokenAdvice(host))
+`, tool, base, opt.Mode, file, envVar, base)
+	hosts := credentialHosts(opt.Mode, host, opt.Origins)
+	if opt.Token != "" {
+		writeCredentials(w, hosts, opt.Token)
+	} else {
+		writeTokenAdvice(w, hosts)
+	}
 	if len(opt.Origins) == 0 {
 		fmt.Fprintln(w, "# The appliance serves nothing yet: import a bundle, then generate this again.")
 	}
@@ -90,7 +100,7 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 		fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url = %q\n  }\n}\n", base+"mirror/")
 		writeModuleHosts(w, base, opt.Origins)
 	case "oci":
-		if err := writeOCIConfig(w, base, host, opt.Origins); err != nil {
+		if err := writeOCIConfig(w, base, host, opt.Origins, opt.Token); err != nil {
 			return err
 		}
 	default:
@@ -102,11 +112,54 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	return nil
 }
 
-func tokenAdvice(host string) string {
-	if strings.Contains(host, ":") {
-		return fmt.Sprintf("add a credentials %q block\n# (TF_TOKEN_ variables cannot name a host with a port).", host)
+// credentialHosts are the hosts a client looks credentials up for, with
+// this configuration: Terraform and OpenTofu look a token up by the host
+// of the *address* they resolve (registry.terraform.io for hashicorp/aws,
+// even when a host block sends it to the appliance), and for a network
+// mirror by the mirror URL's host. So: every origin (host overrides), and
+// the appliance itself (addresses that name it, the mirror, OCI).
+func credentialHosts(mode, appliance string, origins []string) []string {
+	hosts := []string{appliance}
+	for _, o := range origins {
+		if o != appliance {
+			hosts = append(hosts, o)
+		}
 	}
-	return fmt.Sprintf("export TF_TOKEN_%s=... (dots become _,\n# dashes become __), or add a credentials %q block.", strings.NewReplacer("-", "__", ".", "_").Replace(host), host)
+	return hosts
+}
+
+// TokenEnvName is the TF_TOKEN_ variable Terraform and OpenTofu read for
+// host ("" when none can name it: a host with a port).
+func TokenEnvName(host string) string {
+	if strings.Contains(host, ":") {
+		return ""
+	}
+	return "TF_TOKEN_" + strings.NewReplacer("-", "__", ".", "_").Replace(host)
+}
+
+// writeTokenAdvice names the variables (or blocks) a token goes into.
+func writeTokenAdvice(w io.Writer, hosts []string) {
+	fmt.Fprintf(w, "# If the appliance requires a token (airgap serve --access), give the client yours\n# for each host below, in the environment:\n")
+	var blocks []string
+	for _, h := range hosts {
+		if env := TokenEnvName(h); env != "" {
+			fmt.Fprintf(w, "#   export %s=<token>\n", env)
+		} else {
+			blocks = append(blocks, h)
+		}
+	}
+	for _, h := range blocks {
+		fmt.Fprintf(w, "#   (%s has a port, which TF_TOKEN_ cannot name: use a credentials block)\n", h)
+	}
+	fmt.Fprintf(w, "# or as credentials \"<host>\" { token = \"<token>\" } blocks in this file\n# ('airgap client-config --token-file FILE' writes them).\n")
+}
+
+// writeCredentials writes a credentials block per host.
+func writeCredentials(w io.Writer, hosts []string, token string) {
+	fmt.Fprintf(w, "#\n# This file holds a token, a secret: keep it to yourself (chmod 600). Terraform and\n# OpenTofu send it to each host below (the appliance answers for all of them).\n")
+	for _, h := range hosts {
+		fmt.Fprintf(w, "\ncredentials %q {\n  token = %q\n}\n", h, token)
+	}
 }
 
 // writeModuleHosts writes host overrides for the module registry protocol

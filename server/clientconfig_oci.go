@@ -13,7 +13,7 @@ import (
 // an oci_mirror block for the appliance's /v2/ API (package dist/oci
 // layout), module host overrides so registry module sources keep working,
 // and the oci:// form for modules.
-func writeOCIConfig(w io.Writer, base, host string, origins []string) error {
+func writeOCIConfig(w io.Writer, base, host string, origins []string, token string) error {
 	u, err := url.Parse(base)
 	if err != nil {
 		return err
@@ -39,12 +39,16 @@ func writeOCIConfig(w io.Writer, base, host string, origins []string) error {
 # (without ?tag= OpenTofu asks for "latest", the newest release; a module that
 # lives in a subdirectory of its source repository needs that //<subdir> before
 # the "?": 'airgap inventory' lists each module's source with it).
-# The appliance needs no OCI credentials. A site registry filled by 'airgap push'
-# may: add an oci_credentials %q block (username, password) or run
-# 'docker login %s' (OpenTofu reads Docker's config.json).
+# If the appliance requires a token, an oci_credentials %q block gives it
+# (any username, the token as the password; 'client-config --token-file' writes it).
+# A site registry filled by 'airgap push' takes one too, or 'docker login %s'
+# (OpenTofu reads Docker's config.json).
 `, base, host, host, host)
 	if len(skipped) > 0 {
 		fmt.Fprintf(w, "# Not reachable over OCI (a port is not allowed in an OCI repository name): %s\n", strings.Join(skipped, ", "))
+	}
+	if token != "" {
+		fmt.Fprintf(w, "\noci_credentials %q {\n  username = \"airgap\"\n  password = %q\n}\n", host, token)
 	}
 	if len(include) > 0 {
 		fmt.Fprintf(w, "\nprovider_installation {\n  oci_mirror {\n    repository_template = %q\n    include             = [%s]\n  }\n}\n",

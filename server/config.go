@@ -22,6 +22,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/gocty"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -38,13 +39,19 @@ import (
 //	max-conns      = 2048
 //	max-conns-per-ip = 128
 //	send-timeout   = "60s"
+//	access         = "/etc/airgap/access.hcl"
+//	audit-log      = "/var/log/airgap/audit.jsonl"
+//	audit-log-max-size = "100MiB"
+//	audit-log-keep = 9
+//	download-url-ttl = "15m"
 //
 // Precedence, highest first: command-line flags, AIRGAP_ environment
 // variables, the file, the flags' defaults. The environment carries only
 // what differs between hosts that share one file: AIRGAP_HOSTNAME
 // (comma-separated), AIRGAP_LISTEN and AIRGAP_METRICS_LISTEN. serve has no
 // secret settings: key material lives in files (--key, STORE/tls), never in
-// the environment or the configuration file.
+// the environment or the configuration file (the access file holds only
+// hashes of tokens, and is a file of its own).
 type ServeConfig struct {
 	Store           string   `hcl:"store,optional"`
 	Listen          string   `hcl:"listen,optional"`
@@ -64,6 +71,11 @@ type ServeConfig struct {
 	MaxConns        int      `hcl:"max-conns,optional"`
 	MaxConnsPerIP   int      `hcl:"max-conns-per-ip,optional"`
 	SendTimeout     string   `hcl:"send-timeout,optional"`
+	Access          string   `hcl:"access,optional"`
+	AuditLog        string   `hcl:"audit-log,optional"`
+	AuditLogMaxSize string   `hcl:"audit-log-max-size,optional"`
+	AuditLogKeep    int      `hcl:"audit-log-keep,optional"`
+	DownloadURLTTL  string   `hcl:"download-url-ttl,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -331,7 +343,33 @@ func (c *ServeConfig) Validate() error {
 	if _, err := c.sendTimeout(); err != nil {
 		return c.bad("send-timeout", "%q: want a duration such as 60s (0: none)", c.SendTimeout)
 	}
+	if _, err := c.AuditMaxSize(); err != nil {
+		return c.bad("audit-log-max-size", "%q: want a size such as 100MiB", c.AuditLogMaxSize)
+	}
+	if c.AuditLogKeep < 0 || c.AuditLogKeep > 1000 {
+		return c.bad("audit-log-keep", "%d: want a number of rotated files, 1 to 1000", c.AuditLogKeep)
+	}
+	if d, err := c.URLTTL(); err != nil || d < time.Second || d > 7*24*time.Hour {
+		return c.bad("download-url-ttl", "%q: want a duration from 1s to 168h, such as 15m", c.DownloadURLTTL)
+	}
 	return nil
+}
+
+// AuditMaxSize is the parsed audit-log-max-size (default
+// DefaultAuditMaxSize).
+func (c *ServeConfig) AuditMaxSize() (int64, error) {
+	if c.AuditLogMaxSize == "" {
+		return DefaultAuditMaxSize, nil
+	}
+	return bundle.ParseSize(c.AuditLogMaxSize)
+}
+
+// URLTTL is the parsed download-url-ttl (default DefaultURLTTL).
+func (c *ServeConfig) URLTTL() (time.Duration, error) {
+	if c.DownloadURLTTL == "" {
+		return DefaultURLTTL, nil
+	}
+	return time.ParseDuration(c.DownloadURLTTL)
 }
 
 // MetricsOnMain is the metrics-listen value that serves /metrics on the

@@ -30,6 +30,8 @@ type MetricsOptions struct {
 	// Certificate is the certificate served for the appliance's main name
 	// (see CertificateFunc).
 	Certificate func() *x509.Certificate
+	// AuditErrors counts failed audit log writes (with --audit-log).
+	AuditErrors func() float64
 }
 
 // Metrics are the appliance's Prometheus metrics, on a registry of their
@@ -46,6 +48,7 @@ type Metrics struct {
 	open      prometheus.Gauge
 	accepted  prometheus.Counter
 	refused   *prometheus.CounterVec
+	authFails *prometheus.CounterVec
 	conns     sync.Map // net.Conn -> struct{}: counted as open
 	// kinds holds each endpoint kind's series, resolved once, so a request
 	// costs no label hashing (read-only after NewMetrics).
@@ -90,13 +93,22 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 	}, []string{"reason"})
 	m.refused.WithLabelValues("total")
 	m.refused.WithLabelValues("per_ip")
-	m.reg.MustRegister(m.requests, m.duration, m.bytes, m.downloads, m.open, m.accepted, m.refused,
+	m.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airgap_auth_failures_total",
+		Help: "Requests refused by the access file: no credentials (missing), not a token (invalid), an expired token, too many failures from one address (throttled), a download URL altered (url_invalid) or expired (url_expired). Never names a token.",
+	}, []string{"reason"})
+	m.reg.MustRegister(m.requests, m.duration, m.bytes, m.downloads, m.open, m.accepted, m.refused, m.authFails,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{opt: opt})
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "airgap_build_info", Help: "Always 1; the version label is the airgap version.",
 		ConstLabels: prometheus.Labels{"version": opt.Version},
 	}, func() float64 { return 1 }))
+	if opt.AuditErrors != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airgap_audit_write_errors_total", Help: "Audit log lines that could not be written (the downloads were served).",
+		}, opt.AuditErrors))
+	}
 	m.kinds = map[string]*kindSeries{}
 	for _, k := range allKinds {
 		m.kinds[k] = &kindSeries{duration: m.duration.WithLabelValues(k), bytes: m.bytes.WithLabelValues(k)}
@@ -126,6 +138,9 @@ func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl 
 		m.downloads.WithLabelValues(dl.Kind, dl.Address, dl.Version).Inc()
 	}
 }
+
+// authFailure counts a refusal; reason is one of the fixed set in auth.go.
+func (m *Metrics) authFailure(reason string) { m.authFails.WithLabelValues(reason).Inc() }
 
 // codeLabel keeps the code label to three digits whatever a handler does.
 func codeLabel(code int) string {

@@ -49,6 +49,14 @@ type ociRepo struct {
 	content *oci.Content
 }
 
+// addr is the catalog address the repository holds.
+func (r *ociRepo) addr() string {
+	if len(r.repo.Providers) > 0 {
+		return r.repo.Providers[0].Addr()
+	}
+	return r.repo.Modules[0].Addr()
+}
+
 func (r *ociRepo) get() *oci.Content {
 	r.once.Do(func() { r.content = r.repo.Content() })
 	return r.content
@@ -104,8 +112,12 @@ func writeOCIError(w http.ResponseWriter, status int, code, msg string) {
 func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	rest := strings.TrimPrefix(r.URL.Path, "/v2/")
-	if rest == "" {
+	switch rest {
+	case "":
 		writeJSONBytes(w, r, "application/json", []byte("{}"))
+		return
+	case "token":
+		s.ociToken(w, r) // oci_auth.go
 		return
 	}
 	var name, op, ref string
@@ -131,6 +143,10 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	repo, ok := s.ociState().repos[name]
+	if ok && s.access != nil {
+		// Outside the principal's rules: as if it did not exist.
+		ok = s.current().scopeFor(authOf(r).principal()).allows(repo.addr())
+	}
 	if !ok {
 		writeOCIError(w, http.StatusNotFound, ociNameUnknown, "repository "+name+" is not on this appliance")
 		return

@@ -20,6 +20,8 @@ type OpsOptions struct {
 	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
 	Log     *slog.Logger
 	Version string
+	Access  *AccessControl // the access file, if any (auth.go)
+	Audit   *AuditLog      // the audit log, if any (audit.go)
 }
 
 // Ops is the operational layer around the protocol handler, independent
@@ -39,8 +41,14 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
 	}
 	o := &Ops{Proxies: proxies, opt: opt}
+	if opt.Access != nil {
+		opt.Access.SetProxies(proxies)
+	}
 	if m := opt.Config.MetricsListen; m != "off" && m != "" {
 		mo := MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
+		if a := opt.Audit; a != nil {
+			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
+		}
 		if opt.TLS != nil {
 			mo.Certificate = CertificateFunc(opt.TLS.Config, firstDNSName(opt.Config.CertNames()))
 		}
@@ -53,7 +61,7 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
 		}
 	}
-	go ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log})
+	go ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access})
 	return o, nil
 }
 
@@ -63,7 +71,7 @@ func (o *Ops) Handler(h http.Handler) http.Handler {
 	if o.Metrics != nil && o.opt.Config.MetricsListen == MetricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
-	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog})
+	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
 }
 
 // Listener applies the connection limits (max-conns, max-conns-per-ip,

@@ -19,13 +19,28 @@ import (
 // failure gets its own hint: nothing listening, a name that does not
 // resolve, a certificate the client does not trust or that does not name
 // the host, a timeout, an HTTP error. The answer is bounded to 1 MiB.
-func FetchOrigins(base string) (*OriginsDoc, error) {
+// token, if set, is sent as a Bearer token (an appliance with an access
+// file lists only the origins the token may read from).
+func FetchOrigins(base, token string) (*OriginsDoc, error) {
 	cl := &http.Client{Timeout: 15 * time.Second}
-	resp, err := cl.Get(base + "airgap/v1/origins")
+	req, err := http.NewRequest("GET", base+"airgap/v1/origins", nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("asking the appliance at %s for its origins: %w\nhint: %s", base, unwrapURL(err), reachHint(err, base))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		if token == "" {
+			return nil, fmt.Errorf("the appliance at %s requires a token\nhint: pass yours with --token-file FILE (the configuration then carries it), or --store DIR on the appliance itself", base)
+		}
+		return nil, fmt.Errorf("the appliance at %s refused the token in --token-file (HTTP %s)\nhint: check the file holds the token 'airgap token create' printed, and that it was not revoked or has expired", base, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("asking the appliance at %s for its origins: HTTP %s\nhint: is %s an airgap appliance (airgap serve)? A proxy or another server may be answering; or pass --store DIR on the appliance itself", base, resp.Status, base)
 	}

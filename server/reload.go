@@ -19,15 +19,19 @@ import (
 // Reloadable is what SIGHUP may change in a running serve without dropping
 // a connection: the log level, the trusted proxies, the certificate names
 // (local CA and ACME: certificates for new names are obtained, removed
-// names are no longer maintained) and the certificate files (re-read now,
-// even if unchanged in name). Every other setting needs a restart, and a
-// reload that changes one says so.
+// names are no longer maintained), the certificate files (re-read now,
+// even if unchanged in name) and the access file (its path, and its
+// contents, which serve also re-reads within a second of a change). Every
+// other setting needs a restart, and a reload that changes one says so;
+// so does turning access control on or off, which a restart must do (a
+// signal should never open the appliance to everyone).
 type Reloadable struct {
 	Config  *ServeConfig
 	Level   *slog.LevelVar
 	Proxies *TrustedProxies
 	TLS     *TLSSetup
 	Log     *slog.Logger
+	Access  *AccessControl
 
 	mu sync.Mutex
 }
@@ -66,8 +70,19 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 	changed := Changed(r.Config, next)
 	var applied, restart []string
 	for _, name := range changed {
-		if !slices.Contains(reloadable, name) {
+		if !slices.Contains(reloadable, name) && !(name == "access" && r.Access != nil && next.Access != "") {
 			restart = append(restart, name)
+		}
+	}
+	if r.Access != nil {
+		if next.Access == "" {
+			next.Access = r.Config.Access // still enforced until a restart
+		}
+		if msg, err := r.Access.reloadFrom(next.Access); err != nil {
+			r.Log.Error("SIGHUP: access file not reloaded; still enforcing the previous one", "err", err)
+			next.Access = r.Config.Access
+		} else {
+			applied = append(applied, msg)
 		}
 	}
 	// The level changes before the summary is logged when it goes down

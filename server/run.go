@@ -56,10 +56,21 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		return err
 	}
 	defer tlsSetup.Stop()
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM})
-	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version})
+	access, audit, err := openAccess(cfg)
 	if err != nil {
 		return err
+	}
+	if audit != nil {
+		defer audit.Close()
+	}
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access})
+	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version,
+		Access: access, Audit: audit})
+	if err != nil {
+		return err
+	}
+	if access != nil {
+		go access.Watch(ctx)
 	}
 	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
@@ -79,6 +90,34 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	ops.Ready()
 	return serveUntil(ctx, hs, ln, ops, cfg.Log)
+}
+
+// openAccess loads the access file and opens the audit log the
+// configuration names (either may be nil).
+func openAccess(cfg RunOptions) (*AccessControl, *AuditLog, error) {
+	c := cfg.Config
+	if c == nil {
+		return nil, nil, nil
+	}
+	var access *AccessControl
+	if c.Access != "" {
+		ttl, _ := c.URLTTL()
+		var err error
+		access, err = NewAccessControl(AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Log.Info("access control on", "access", c.Access, "tokens", access.set.Load().tokens, "anonymous", access.set.Load().anon != nil)
+	}
+	if c.AuditLog == "" {
+		return access, nil, nil
+	}
+	max, _ := c.AuditMaxSize()
+	log := cfg.Log
+	audit, err := OpenAuditLog(c.AuditLog, max, c.AuditLogKeep, func(err error) {
+		log.Error("writing the audit log; the download was served", "err", err)
+	})
+	return access, audit, err
 }
 
 // watchCatalog serves a new catalog within a second of an import.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -36,24 +38,67 @@ type Server struct {
 	// cacheBytes bounds the rendered answers of one snapshot.
 	cacheBytes int64
 
+	// access enforces the access file (auth.go); nil: everyone may read
+	// everything.
+	access *AccessControl
+
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
 	oci   ociHolder // the OCI API's state (oci.go)
 }
 
-// state is everything derived from one catalog snapshot: the lookup view,
-// the set of servable blobs, and rendered JSON answers.
+// state is everything derived from one catalog snapshot and one version of
+// the access file: the lookup view and its scopes, the set of servable
+// blobs, and rendered JSON answers.
 type state struct {
 	cat      *dist.Catalog
+	access   *accessSet // nil without access control
 	view     *view
+	full     *scope   // the whole view (no access control)
+	scopes   sync.Map // acl.Rules.Key() -> *scope
 	blobs    map[verify.Digest]blobInfo
 	rendered sync.Map     // renderKey -> *answer
 	nRender  atomic.Int64 // entries in rendered
 	nBytes   atomic.Int64 // their cost (entryCost), at most Server.cacheBytes
+
+	ownersOnce sync.Once
+	owners     map[verify.Digest][]*Download // what each blob is (ownerIndex)
 }
 
-// renderKey is what a rendered JSON answer is cached under: the view it was
-// rendered for and the canonical path of its route (see canonicalKey).
+// scopeFor returns the scope of a principal: the whole view without
+// access control; with it, the view filtered by the principal's rules (no
+// principal: nothing, a safeguard, since only open paths get that far
+// without one).
+func (st *state) scopeFor(p *principal) *scope {
+	if st.access == nil {
+		return st.full
+	}
+	var rules *acl.Rules = noRules
+	if p != nil {
+		rules = p.rules
+	}
+	k := rules.Key()
+	if sc, ok := st.scopes.Load(k); ok {
+		return sc.(*scope)
+	}
+	sc, _ := st.scopes.LoadOrStore(k, newScope(st.view, rules))
+	return sc.(*scope)
+}
+
+// noRules allows nothing.
+var noRules, _ = acl.CompileRules(nil)
+
+// ownerIndex maps each blob to what it is in the catalog, built on first
+// use per snapshot (audit lines and unsigned downloads under access
+// control need it).
+func (st *state) ownerIndex() map[verify.Digest][]*Download {
+	st.ownersOnce.Do(func() { st.owners = newDownloadIndex(st.cat).m })
+	return st.owners
+}
+
+// renderKey is what a rendered JSON answer is cached under: the principal
+// it was rendered for (with an access file), the view and the canonical
+// path of its route (see canonicalKey).
 //
 // Nothing a client chooses freely enters the key. The Host header only picks
 // the view, one of the catalog's origins or the default view, and only for
@@ -75,7 +120,10 @@ type state struct {
 //	                     hostnames only; another hostname's answer, the
 //	                     default view's, is rendered but not kept)
 //
-// entries. Each holds its key (a path of at most a few hundred bytes) and
+// entries, times the principals that asked (tokens in the access file, and
+// anonymous) when there is an access file: each principal's answers carry
+// URLs signed for it, and are rendered again when their expiry bucket
+// passes (signing.go), replacing the old entry. Each holds its key (a path of at most a few hundred bytes) and
 // an answer made of catalog data plus fixed-length relative URLs: a
 // versions list (~40 bytes a version and ~35 a platform), a download
 // answer (~600 bytes plus its version's signing keys, ~1.7–3.5 KiB of
@@ -94,6 +142,7 @@ type state struct {
 // catalog snapshot starts an empty cache; the old one is freed with its
 // snapshot.
 type renderKey struct {
+	who  string // the principal's name; "" without access control
 	view string // an origin, or defaultOrigin
 	path string
 }
@@ -107,10 +156,13 @@ const DefaultCacheBytes = 32 << 20
 // entryCost is what a cache entry is counted as: its key, its body, and an
 // allowance for the map entry, the answer and its header.
 func entryCost(k renderKey, a *answer) int64 {
-	return int64(len(k.view) + len(k.path) + len(a.body) + 256)
+	return int64(len(k.who) + len(k.view) + len(k.path) + len(a.body) + 256)
 }
 
 type answer struct {
+	// exp is the expiry of the signed URLs in body (0: none); the answer is
+	// stale once a request's expiry bucket differs.
+	exp  int64
 	body []byte
 	// Content-Length and the handler's own header fields, canonical keys;
 	// shared by every request, never modified (a slice: ranging over a map
@@ -143,11 +195,13 @@ type Options struct {
 	// CacheBytes bounds the rendered-answer cache of one catalog snapshot;
 	// zero means DefaultCacheBytes.
 	CacheBytes int64
+	// Access enforces an access file (NewAccessControl); nil: none.
+	Access *AccessControl
 }
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access}
 	if s.cacheBytes <= 0 {
 		s.cacheBytes = DefaultCacheBytes
 	}
@@ -170,22 +224,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
 		return
 	}
+	st := s.current()
+	var ra *reqAuth
+	if s.access != nil {
+		if ra = s.admit(w, r, st); ra == nil {
+			return // refused
+		}
+	}
 	// A JSON answer rendered before is served without routing when the
 	// request's path is canonical (it is then its own key); any other
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		st := s.current()
-		k := renderKey{path: r.URL.Path}
+		sc := st.scopeFor(ra.principal())
+		k := renderKey{who: ra.who(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
-			k.view = st.view.hostOrigin(r.Host)
+			k.view = sc.hostOrigin(r.Host)
 		}
-		if a, ok := st.rendered.Load(k); ok {
+		if a, ok := st.rendered.Load(k); ok && s.fresh(a.(*answer)) {
 			writeAnswer(w, r, a.(*answer))
 			return
 		}
 	}
+	if ra != nil {
+		r = r.WithContext(context.WithValue(r.Context(), reqAuthKey{}, ra))
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// fresh reports whether a cached answer may still be sent: its signed URLs
+// (if any) carry the current bucket's expiry.
+func (s *Server) fresh(a *answer) bool {
+	return a.exp == 0 || s.access == nil || a.exp == s.access.expiry()
 }
 
 func (s *Server) routes() {
@@ -216,15 +286,20 @@ func (s *Server) routes() {
 // once per catalog snapshot. The common path is two atomic loads.
 func (s *Server) current() *state {
 	cat := s.store.Catalog()
-	if st := s.state.Load(); st != nil && st.cat == cat {
+	var acc *accessSet
+	if s.access != nil {
+		acc = s.access.set.Load()
+	}
+	if st := s.state.Load(); st != nil && st.cat == cat && st.access == acc {
 		return st
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.state.Load(); st != nil && st.cat == cat {
+	if st := s.state.Load(); st != nil && st.cat == cat && st.access == acc {
 		return st
 	}
-	st := &state{cat: cat, view: newView(cat), blobs: map[verify.Digest]blobInfo{}}
+	st := &state{cat: cat, access: acc, view: newView(cat), blobs: map[verify.Digest]blobInfo{}}
+	st.full = newScope(st.view, nil)
 	for d, role := range cat.Blobs() {
 		st.blobs[d] = blobInfo{role: role}
 	}
@@ -232,20 +307,49 @@ func (s *Server) current() *state {
 	return st
 }
 
+// reqCtx is what a JSON handler works with: the scope of the request's
+// principal and how to write download URLs for it.
+type reqCtx struct {
+	sc     *scope
+	p      *principal
+	ac     *AccessControl // nil without access control
+	exp    int64          // expiry of URLs signed for this answer
+	signed bool           // a URL was signed: the answer expires with exp's bucket
+}
+
+// url returns a download URL for path (module archives: with subdir):
+// signed for the principal under access control, plain otherwise.
+func (rc *reqCtx) url(path, subdir string) string {
+	if rc.ac == nil || rc.p == nil {
+		if subdir != "" {
+			return path + "//" + subdir
+		}
+		return path
+	}
+	rc.signed = true
+	return rc.ac.signURL(path, subdir, rc.p, rc.exp)
+}
+
 // jsonHandler renders a JSON answer with fn and caches it for the catalog
 // snapshot under the request's canonical key (ServeHTTP serves it from
 // there after that). Errors are never cached.
-func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]string, error)) http.HandlerFunc {
+func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := s.current()
-		key, cacheable := canonicalKey(r, st.view)
+		ra := authOf(r)
+		rc := &reqCtx{sc: st.scopeFor(ra.principal()), p: ra.principal(), ac: s.access}
+		key, cacheable := canonicalKey(r, rc.sc)
+		key.who = ra.who()
 		if cacheable {
-			if a, ok := st.rendered.Load(key); ok {
+			if a, ok := st.rendered.Load(key); ok && s.fresh(a.(*answer)) {
 				writeAnswer(w, r, a.(*answer))
 				return
 			}
 		}
-		v, hdr, err := fn(r, st.view)
+		if rc.ac != nil {
+			rc.exp = rc.ac.expiry()
+		}
+		v, hdr, err := fn(r, rc)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -256,6 +360,9 @@ func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]
 			return
 		}
 		a := newAnswer(body, hdr)
+		if rc.signed {
+			a.exp = rc.exp
+		}
 		if cacheable {
 			s.keep(st, key, a)
 		}
@@ -264,8 +371,15 @@ func (s *Server) jsonHandler(fn func(r *http.Request, v *view) (any, map[string]
 }
 
 // keep caches a under k unless that would overspend the snapshot's budget.
+// A stale answer (signed URLs of a past bucket) is replaced.
 func (s *Server) keep(st *state, k renderKey, a *answer) {
 	cost := entryCost(k, a)
+	if old, ok := st.rendered.Load(k); ok {
+		if o := old.(*answer); o.exp != a.exp && st.rendered.CompareAndSwap(k, old, a) {
+			st.nBytes.Add(cost - entryCost(k, o))
+		}
+		return
+	}
 	if st.nBytes.Add(cost) > s.cacheBytes {
 		st.nBytes.Add(-cost) // over budget: answered, not kept
 		return
@@ -288,7 +402,7 @@ var foldedValues = map[string]bool{"origin": true, "hostname": true, "ns": true,
 // percent-encoded one can, and the rebuilt path would be ambiguous), or a
 // mirror hostname names no origin (the default view's answer would be
 // cached under unboundedly many names).
-func canonicalKey(r *http.Request, v *view) (k renderKey, ok bool) {
+func canonicalKey(r *http.Request, v *scope) (k renderKey, ok bool) {
 	_, pattern, _ := strings.Cut(r.Pattern, " ")
 	if pattern == "" {
 		return k, false
@@ -368,7 +482,7 @@ var (
 
 // origin picks the view for a request: the {origin} path value, or the Host
 // when it names an origin, or the default view.
-func (s *Server) origin(r *http.Request, v *view) (string, error) {
+func (s *Server) origin(r *http.Request, v *scope) (string, error) {
 	if o := r.PathValue("origin"); o != "" {
 		canon, ok := v.isOrigin(strings.ToLower(o))
 		if !ok {
@@ -379,7 +493,8 @@ func (s *Server) origin(r *http.Request, v *view) (string, error) {
 	return v.hostOrigin(r.Host), nil
 }
 
-func (s *Server) discovery(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	origin, err := s.origin(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -405,7 +520,8 @@ type versionDoc struct {
 	Platforms []platformDoc `json:"platforms"`
 }
 
-func (s *Server) providerVersions(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) providerVersions(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	origin, err := s.origin(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -435,7 +551,8 @@ func findVersion[T any](vs []*T, ver func(*T) string, want string) *T {
 	return nil
 }
 
-func (s *Server) providerDownload(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) providerDownload(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	origin, err := s.origin(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -455,9 +572,9 @@ func (s *Server) providerDownload(r *http.Request, v *view) (any, map[string]str
 	// not depend on the Host the client used.
 	d := dist.ProviderDownload{
 		Protocols: p.Protocols, OS: pk.OS, Arch: pk.Arch, Filename: pk.Filename,
-		DownloadURL:         blobURL(pk.Digest, pk.Filename),
-		ShasumsURL:          blobURL(p.Shasums, p.ShasumsName),
-		ShasumsSignatureURL: blobURL(p.ShasumsSig, p.ShasumsName+".sig"),
+		DownloadURL:         rc.url(blobURL(pk.Digest, pk.Filename), ""),
+		ShasumsURL:          rc.url(blobURL(p.Shasums, p.ShasumsName), ""),
+		ShasumsSignatureURL: rc.url(blobURL(p.ShasumsSig, p.ShasumsName+".sig"), ""),
 		Shasum:              pk.Digest.Hex(),
 	}
 	d.SigningKeys.GPGPublicKeys = p.SigningKeys
@@ -471,15 +588,12 @@ func blobURL(d verify.Digest, filename string) string {
 	return "/blobs/sha256/" + d.Hex() + "/" + filename
 }
 
-func archiveURL(d verify.Digest, subdir string) string {
-	u := "/archives/sha256/" + d.Hex() + ".tar.gz"
-	if subdir != "" {
-		u += "//" + subdir
-	}
-	return u
+func archiveURL(d verify.Digest) string {
+	return "/archives/sha256/" + d.Hex() + ".tar.gz"
 }
 
-func (s *Server) moduleVersions(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) moduleVersions(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	origin, err := s.origin(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -499,7 +613,8 @@ func (s *Server) moduleVersions(r *http.Request, v *view) (any, map[string]strin
 	return map[string]any{"modules": []any{map[string]any{"versions": out}}}, nil, nil
 }
 
-func (s *Server) moduleDownload(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) moduleDownload(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	origin, err := s.origin(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -512,8 +627,15 @@ func (s *Server) moduleDownload(r *http.Request, v *view) (any, map[string]strin
 	// A location starting with "/" is resolved against the download URL by
 	// both clients (Terraform reads only X-Terraform-Get, OpenTofu prefers
 	// the body).
-	loc := archiveURL(m.Archive, m.Subdir)
-	return map[string]string{"location": loc}, map[string]string{"X-Terraform-Get": loc}, nil
+	loc := rc.url(archiveURL(m.Archive), m.Subdir)
+	body := map[string]any{"location": loc}
+	if rc.ac != nil && m.Subdir == "" {
+		// OpenTofu >= 1.12 then fetches the location itself, with the
+		// token (older clients and Terraform ignore the field and use the
+		// signed URL). Not with a subdirectory: this form has no //subdir.
+		body["use_registry_credentials"] = true
+	}
+	return body, map[string]string{"X-Terraform-Get": loc}, nil
 }
 
 type mirrorArchive struct {
@@ -521,7 +643,7 @@ type mirrorArchive struct {
 	Hashes []string `json:"hashes"`
 }
 
-func (s *Server) mirrorVersions(r *http.Request, v *view) ([]*dist.ProviderVersion, error) {
+func (s *Server) mirrorVersions(r *http.Request, v *scope) ([]*dist.ProviderVersion, error) {
 	host := strings.ToLower(r.PathValue("hostname"))
 	origin := defaultOrigin
 	if o, ok := v.isOrigin(host); ok {
@@ -539,7 +661,8 @@ func (s *Server) mirrorVersions(r *http.Request, v *view) ([]*dist.ProviderVersi
 	return vs, nil
 }
 
-func (s *Server) mirrorIndex(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) mirrorIndex(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	vs, err := s.mirrorVersions(r, v)
 	if err != nil {
 		return nil, nil, err
@@ -551,7 +674,8 @@ func (s *Server) mirrorIndex(r *http.Request, v *view) (any, map[string]string, 
 	return map[string]any{"versions": out}, nil, nil
 }
 
-func (s *Server) mirrorVersion(r *http.Request, v *view) (any, map[string]string, error) {
+func (s *Server) mirrorVersion(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
 	ver, ok := strings.CutSuffix(r.PathValue("file"), ".json")
 	if !ok {
 		return nil, nil, notFound("no such endpoint %s", r.URL.Path)
@@ -566,7 +690,7 @@ func (s *Server) mirrorVersion(r *http.Request, v *view) (any, map[string]string
 	}
 	archives := map[string]mirrorArchive{}
 	for _, pk := range p.Packages {
-		archives[pk.Platform()] = mirrorArchive{URL: blobURL(pk.Digest, pk.Filename), Hashes: []string{pk.H1, pk.ZH()}}
+		archives[pk.Platform()] = mirrorArchive{URL: rc.url(blobURL(pk.Digest, pk.Filename), ""), Hashes: []string{pk.H1, pk.ZH()}}
 	}
 	return map[string]any{"archives": archives}, nil, nil
 }
@@ -590,11 +714,29 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		return
 	}
 	d := verify.Digest("sha256:" + hex)
-	info, ok := s.current().blobs[d]
+	st := s.current()
+	info, ok := st.blobs[d]
+	var dl *Download
+	if ok && (s.access != nil || noteOf(w) != nil) {
+		// What the blob is, for the access log and the audit: the first
+		// owner the principal may see. With an access file a request
+		// that no signed URL admitted must be for a blob its scope owns.
+		ra := authOf(r)
+		dl = st.scopeFor(ra.principal()).owner(st.ownerIndex(), d)
+		if dl == nil && s.access != nil && !ra.signed {
+			ok = false
+		}
+	}
 	if !ok || wantRole != "" && info.role != wantRole {
 		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
 		return
 	}
+	if dl == nil && ok {
+		if owners := st.ownerIndex()[d]; len(owners) > 0 && noteOf(w) != nil {
+			dl = owners[0] // signed for a principal whose rules changed since
+		}
+	}
+	noteDownload(w, dl)
 	f, err := s.store.OpenBlob(d)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -618,7 +760,13 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
+// healthz answers load balancers. It is open, so with an access file it
+// says nothing about the catalog.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.access != nil {
+		writeJSON(w, r, map[string]any{"status": "ok"})
+		return
+	}
 	cat := s.current().cat
 	writeJSON(w, r, map[string]any{"status": "ok", "provider_versions": len(cat.Providers), "module_versions": len(cat.Modules)})
 }
@@ -639,8 +787,10 @@ type OriginsDoc struct {
 	Modules   int      `json:"module_versions"`
 }
 
-func (s *Server) originsDoc(r *http.Request, v *view) (any, map[string]string, error) {
-	return OriginsDoc{Origins: append([]string{}, v.origins...), Providers: len(v.cat.Providers), Modules: len(v.cat.Modules)}, nil, nil
+func (s *Server) originsDoc(r *http.Request, rc *reqCtx) (any, map[string]string, error) {
+	v := rc.sc
+	np, nm := v.count()
+	return OriginsDoc{Origins: append([]string{}, v.origins...), Providers: np, Modules: nm}, nil, nil
 }
 
 // Origins lists the origins of a catalog in default-view order.

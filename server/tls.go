@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -392,7 +393,8 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	return r.cur, nil
 }
 
-// fileStamp identifies the versions of files by modification time and size.
+// fileStamp identifies the versions of files by modification time, size
+// and inode.
 func fileStamp(paths ...string) (string, error) {
 	stamp := ""
 	for _, p := range paths {
@@ -400,7 +402,13 @@ func fileStamp(paths ...string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+		// The inode too: an atomic replace (temp + rename) may keep size
+		// and modification time.
+		ino := uint64(0)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size(), ino, ";")
 	}
 	return stamp, nil
 }

@@ -1,0 +1,248 @@
+package acl
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// File is a parsed access file.
+type File struct {
+	// Anonymous is what requests without a token may read; nil: they are
+	// refused (401).
+	Anonymous *Rules
+	Tokens    []*Token
+	// AnonymousPatterns are the anonymous rule's patterns as written.
+	AnonymousPatterns []string
+}
+
+// Token is one named token of the file. Its secret is not in the file.
+type Token struct {
+	Name    string
+	Hash    [sha256.Size]byte
+	Rules   *Rules
+	Created time.Time
+	Expires time.Time // zero: never
+}
+
+// Expired reports whether the token has expired at now.
+func (t *Token) Expired(now time.Time) bool { return !t.Expires.IsZero() && !now.Before(t.Expires) }
+
+// AnonymousName is how anonymous access is named in logs, the audit log
+// and signed URLs; no token may be called that.
+const AnonymousName = "anonymous"
+
+// SecretPrefix starts every token secret: it makes a leaked token easy to
+// recognise (and to scan repositories for).
+const SecretPrefix = "airgap_"
+
+// secretLen is the length of a secret: the prefix and 32 random bytes in
+// unpadded base64url.
+var secretLen = len(SecretPrefix) + base64.RawURLEncoding.EncodedLen(32)
+
+// Limits of a file.
+const (
+	maxFileSize = 4 << 20
+	maxTokens   = 10000
+)
+
+var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ErrPermissions marks an access file that other users may read or write.
+var ErrPermissions = errors.New("access file is open to other users")
+
+// ErrSyntax marks an access file that does not parse or validate; the
+// message names FILE:LINE:COL.
+var ErrSyntax = errors.New("invalid access file")
+
+// NewSecret returns a new token secret: "airgap_" and 256 random bits.
+func NewSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// HashSecret is what the file stores of a secret.
+func HashSecret(secret string) [sha256.Size]byte { return sha256.Sum256([]byte(secret)) }
+
+// LooksLikeSecret reports whether s has the shape of a token secret (the
+// prefix and the length); anything else is refused without hashing.
+func LooksLikeSecret(s string) bool {
+	return len(s) == secretLen && strings.HasPrefix(s, SecretPrefix)
+}
+
+// ValidName checks a token name.
+func ValidName(name string) error {
+	if !reName.MatchString(name) {
+		return fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", dist.Printable(name))
+	}
+	if strings.EqualFold(name, AnonymousName) {
+		return fmt.Errorf("token name %q is reserved for anonymous access (the file's anonymous block)", name)
+	}
+	return nil
+}
+
+// hclFile is the file's schema.
+type hclFile struct {
+	Anonymous []hclAnonymous `hcl:"anonymous,block"`
+	Tokens    []hclToken     `hcl:"token,block"`
+}
+
+type hclAnonymous struct {
+	Allow []string `hcl:"allow"`
+}
+
+type hclToken struct {
+	Name    string   `hcl:"name,label"`
+	SHA256  string   `hcl:"sha256"`
+	Allow   []string `hcl:"allow"`
+	Created string   `hcl:"created,optional"`
+	Expires string   `hcl:"expires,optional"`
+}
+
+// Load reads and checks the access file at path. It refuses a file other
+// users may read or write (ErrPermissions), one that is not a regular file,
+// or one over 4 MiB.
+func Load(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the access file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %04o; it says who may fetch what, so only its owner may read it\nhint: chmod 600 %s (and chown it to the user airgap serve runs as)", ErrPermissions, path, perm, path)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > maxFileSize {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrSyntax, path, maxFileSize)
+	}
+	return Parse(src, path)
+}
+
+// Parse reads an access file's text; filename is used in messages.
+func Parse(src []byte, filename string) (*File, error) {
+	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	var raw hclFile
+	if diags := gohcl.DecodeBody(hf.Body, nil, &raw); diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	schema, _ := gohcl.ImpliedBodySchema(&hclFile{})
+	content, _ := hf.Body.Content(schema)
+	where := func(i int, typ string) string {
+		n := -1
+		for _, b := range content.Blocks {
+			if b.Type == typ {
+				if n++; n == i {
+					return fmt.Sprintf("%s:%d:%d", filename, b.DefRange.Start.Line, b.DefRange.Start.Column)
+				}
+			}
+		}
+		return filename
+	}
+	out := &File{}
+	if len(raw.Anonymous) > 1 {
+		return nil, fmt.Errorf("%w: %s: more than one anonymous block", ErrSyntax, where(1, "anonymous"))
+	}
+	if len(raw.Anonymous) == 1 {
+		r, err := CompileRules(raw.Anonymous[0].Allow)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: anonymous: %v", ErrSyntax, where(0, "anonymous"), err)
+		}
+		out.Anonymous, out.AnonymousPatterns = r, raw.Anonymous[0].Allow
+	}
+	if len(raw.Tokens) > maxTokens {
+		return nil, fmt.Errorf("%w: %s: %d tokens (at most %d)", ErrSyntax, filename, len(raw.Tokens), maxTokens)
+	}
+	names := map[string]bool{}
+	hashes := map[[sha256.Size]byte]string{}
+	for i, ht := range raw.Tokens {
+		t, err := compileToken(ht)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrSyntax, where(i, "token"), err)
+		}
+		if names[strings.ToLower(t.Name)] {
+			return nil, fmt.Errorf("%w: %s: a second token named %q", ErrSyntax, where(i, "token"), t.Name)
+		}
+		if other, ok := hashes[t.Hash]; ok {
+			return nil, fmt.Errorf("%w: %s: token %q has the same sha256 as %q", ErrSyntax, where(i, "token"), t.Name, other)
+		}
+		names[strings.ToLower(t.Name)], hashes[t.Hash] = true, t.Name
+		out.Tokens = append(out.Tokens, t)
+	}
+	return out, nil
+}
+
+func compileToken(ht hclToken) (*Token, error) {
+	if err := ValidName(ht.Name); err != nil {
+		return nil, err
+	}
+	t := &Token{Name: ht.Name}
+	h, err := hex.DecodeString(ht.SHA256)
+	if err != nil || len(h) != sha256.Size || strings.ToLower(ht.SHA256) != ht.SHA256 {
+		return nil, fmt.Errorf("token %q: sha256 must be 64 lower-case hex digits (what 'airgap token create' writes)", ht.Name)
+	}
+	copy(t.Hash[:], h)
+	if t.Rules, err = CompileRules(ht.Allow); err != nil {
+		return nil, fmt.Errorf("token %q: %v", ht.Name, err)
+	}
+	for _, f := range []struct {
+		name, val string
+		dst       *time.Time
+	}{{"created", ht.Created, &t.Created}, {"expires", ht.Expires, &t.Expires}} {
+		if f.val == "" {
+			continue
+		}
+		tm, err := time.Parse(time.RFC3339, f.val)
+		if err != nil {
+			return nil, fmt.Errorf("token %q: %s %q is not an RFC 3339 time (2027-01-31T00:00:00Z)", ht.Name, f.name, f.val)
+		}
+		*f.dst = tm.UTC()
+	}
+	return t, nil
+}
+
+func diagErr(diags hcl.Diagnostics) error {
+	return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(dist.DiagLines(diags), "\n"))
+}
+
+// Find returns the token named name (case-insensitively), or nil.
+func (f *File) Find(name string) *Token {
+	for _, t := range f.Tokens {
+		if strings.EqualFold(t.Name, name) {
+			return t
+		}
+	}
+	return nil
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,529 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/server/acl"
+)
+
+// Access control: with an access file (serve --access FILE, package acl)
+// every request but a few needs a principal, a token the file lists or the
+// anonymous rule, and sees only the scope its rules allow (scope.go).
+//
+// What the clients send, read from their sources (Terraform 1.11
+// internal/getproviders, internal/registry, terraform-svchost; OpenTofu
+// 1.11/1.12 the same and registry/client.go; oras-go 2.6 auth.Client):
+//
+//   - "Authorization: Bearer <token>" from TF_TOKEN_<host> or a credentials
+//     block, looked up for the host of the *address* (registry.terraform.io
+//     for hashicorp/aws, also when a host block sends it to the appliance)
+//     or, for a network mirror, the mirror URL's host; on the provider and
+//     module registry APIs and the mirror's index.json / <version>.json.
+//   - Nothing on package downloads and module archives (go-getter): those
+//     URLs are signed (signing.go). OpenTofu ≥ 1.12 sends the token on a
+//     module archive when the download answer says use_registry_credentials.
+//   - OCI (OpenTofu's oci_mirror and oci:// sources): nothing until a 401
+//     with a WWW-Authenticate challenge; then, for a Bearer challenge, it
+//     asks the realm for a token (with Basic credentials from an
+//     oci_credentials block's username and password, or none), or uses an
+//     oci_credentials access_token directly.
+//
+// Where each kind of request gets its principal:
+//
+//	/healthz, /ca.pem, /.well-known/terraform.json   open (no catalog data)
+//	/blobs/…, /archives/…  a valid signed URL, else a principal whose scope owns the blob
+//	/v2/token              Basic (any user name, the token as password) or none
+//	/v2/…                  Bearer (a /v2/token bearer or a token) or Basic
+//	/, /ui/…               Basic or Bearer (the browser's prompt), else anonymous
+//	everything else        Bearer or Basic, else anonymous
+//
+// A request without credentials gets the anonymous rule when the file has
+// one and 401 otherwise; a request with bad credentials always gets 401
+// (never a quiet fall back to anonymous), an expired token a 401 whose
+// body says it expired. 401 answers do not depend on the path, so they say
+// nothing about what exists; a principal's request for an address outside
+// its rules is answered as for one that does not exist (scope.go).
+//
+// Failed attempts (a credential that is not a valid token, a forged URL
+// signature) are limited per client address (failLimiter), so the
+// appliance does not become an oracle worth hammering; tokens have 256
+// bits, so this bounds noise and CPU, not guessing odds. The secret itself
+// is never logged, counted or echoed: logs and the audit name the token.
+
+// DefaultURLTTL is how long a signed download URL is valid (before the
+// bucket; see urlExpiry).
+const DefaultURLTTL = 15 * time.Minute
+
+// AccessOptions configure NewAccessControl.
+type AccessOptions struct {
+	File   string        // the access file
+	TLSDir string        // STORE/tls: the URL signing keys live there
+	URLTTL time.Duration // zero: DefaultURLTTL
+	Log    *slog.Logger
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// AccessControl enforces an access file. Safe for concurrent use; the
+// file is re-read by Reload (SIGHUP) and Watch (when it changes).
+type AccessControl struct {
+	file    string
+	keys    *URLKeys
+	ttl     time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+	set     atomic.Pointer[accessSet]
+	proxies atomic.Pointer[TrustedProxies]
+	fails   *failLimiter
+
+	mu    sync.Mutex // serializes reloads
+	stamp string
+}
+
+// accessSet is one version of the access file, compiled for lookups.
+type accessSet struct {
+	byHash map[[32]byte]*principal
+	byName map[string]*principal // lower-case name
+	anon   *principal
+	tokens int
+}
+
+// principal is who a request acts as.
+type principal struct {
+	name     string // the token's name, or acl.AnonymousName
+	hash     [32]byte
+	rules    *acl.Rules
+	expires  time.Time
+	admitted *reqAuth // {p: itself}, made once
+}
+
+// NewAccessControl loads the access file and the store's URL keys
+// (creating them on first use).
+func NewAccessControl(opt AccessOptions) (*AccessControl, error) {
+	a := &AccessControl{file: opt.File, ttl: opt.URLTTL, log: opt.Log, now: opt.Now, fails: newFailLimiter()}
+	if a.ttl <= 0 {
+		a.ttl = DefaultURLTTL
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	keys, err := OpenURLKeys(opt.TLSDir)
+	if err != nil {
+		return nil, fmt.Errorf("the URL signing keys: %w", err)
+	}
+	a.keys = keys
+	if _, err := a.Reload(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// SetProxies makes failed-attempt limits count per client address as
+// X-Forwarded-For from these proxies says.
+func (a *AccessControl) SetProxies(p *TrustedProxies) { a.proxies.Store(p) }
+
+// Reload re-reads the access file if it changed (or was never read). A
+// file that does not load changes nothing: the previous rules stay.
+func (a *AccessControl) Reload() (changed bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, err := fileStamp(a.file)
+	if err != nil {
+		return false, fmt.Errorf("the access file: %w", err)
+	}
+	if st == a.stamp && a.set.Load() != nil {
+		return false, nil
+	}
+	f, err := acl.Load(a.file)
+	if err != nil {
+		return false, err
+	}
+	a.set.Store(compileAccess(f))
+	a.stamp = st
+	return true, nil
+}
+
+// reloadFrom switches to the access file at path (SIGHUP) and re-reads it;
+// on failure the previous file and rules stay.
+func (a *AccessControl) reloadFrom(path string) (string, error) {
+	a.mu.Lock()
+	prev, prevStamp := a.file, a.stamp
+	a.file, a.stamp = path, ""
+	a.mu.Unlock()
+	if _, err := a.Reload(); err != nil {
+		a.mu.Lock()
+		a.file, a.stamp = prev, prevStamp
+		a.mu.Unlock()
+		return "", err
+	}
+	return fmt.Sprintf("access=%s (%d tokens)", path, a.set.Load().tokens), nil
+}
+
+func compileAccess(f *acl.File) *accessSet {
+	s := &accessSet{byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
+	for _, t := range f.Tokens {
+		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires}
+		p.admitted = &reqAuth{p: p}
+		s.byHash[t.Hash] = p
+		s.byName[strings.ToLower(t.Name)] = p
+	}
+	if f.Anonymous != nil {
+		s.anon = &principal{name: acl.AnonymousName, rules: f.Anonymous}
+		s.anon.admitted = &reqAuth{p: s.anon}
+		s.byName[acl.AnonymousName] = s.anon
+	}
+	return s
+}
+
+// Watch re-reads the access file and the URL keys within a second of a
+// change until ctx ends, so that 'airgap token revoke' takes effect on
+// every replica without a signal.
+func (a *AccessControl) Watch(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := a.Reload()
+		switch {
+		case err != nil && err.Error() != lastErr:
+			a.log.Error("the access file changed but does not load; still enforcing the previous one", "file", a.file, "err", err)
+		case changed:
+			a.log.Info("access file reloaded", "file", a.file, "tokens", a.set.Load().tokens)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		if changed, err := a.keys.reload(); err != nil {
+			a.log.Error("reloading the URL signing keys; still using the previous ones", "err", err)
+		} else if changed {
+			a.log.Info("URL signing keys reloaded")
+		}
+	}
+}
+
+// Auth failures, as the access log and the metrics name them.
+const (
+	authMissing   = "missing"     // no credentials where they are needed
+	authInvalid   = "invalid"     // not a token of the access file
+	authExpired   = "expired"     // a token past its expiry
+	authThrottled = "throttled"   // too many failures from the address
+	urlInvalid    = "url_invalid" // a download URL with a bad signature
+	urlExpired    = "url_expired" // a download URL past its expiry, or whose token went away
+)
+
+// authFail is a refused request: why, and for an expired token which.
+type authFail struct {
+	reason string
+	token  string    // the expired token's name
+	at     time.Time // its expiry, or the URL's
+	retry  int       // seconds, for throttled
+}
+
+// credential returns the secret a request presents: a Bearer token, or the
+// password of Basic credentials (the user name is ignored: OCI clients and
+// browsers insist on one).
+func credential(r *http.Request) (secret string, present bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, rest, _ := strings.Cut(h, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		return strings.TrimSpace(rest), true
+	case strings.EqualFold(scheme, "Basic"):
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+		if err != nil {
+			return "", true
+		}
+		_, pw, _ := strings.Cut(string(b), ":")
+		return pw, true
+	}
+	return "", true
+}
+
+// authenticate finds the principal of a request in set. fail is nil on
+// success.
+func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principal, *authFail) {
+	secret, present := credential(r)
+	if !present {
+		if set.anon != nil {
+			return set.anon, nil
+		}
+		return nil, &authFail{reason: authMissing}
+	}
+	key, limited := a.clientKey(r)
+	if limited {
+		if wait := a.fails.wait(key, a.now()); wait > 0 {
+			return nil, &authFail{reason: authThrottled, retry: wait}
+		}
+	}
+	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") {
+		return a.checkBearer(secret, set, key, limited)
+	}
+	if !acl.LooksLikeSecret(secret) {
+		a.failed(key, limited)
+		return nil, &authFail{reason: authInvalid}
+	}
+	h := acl.HashSecret(secret)
+	p := set.byHash[h]
+	if p == nil || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
+		a.failed(key, limited)
+		return nil, &authFail{reason: authInvalid}
+	}
+	if !p.expires.IsZero() && !a.now().Before(p.expires) {
+		return nil, &authFail{reason: authExpired, token: p.name, at: p.expires}
+	}
+	return p, nil
+}
+
+func (a *AccessControl) failed(key string, limited bool) {
+	if limited && a.fails.fail(key, a.now()) {
+		a.log.Warn("too many failed token attempts; refusing credentials from this address for a while", "client", key)
+	}
+}
+
+// clientKey is the address failed attempts are counted under: the client
+// (X-Forwarded-For from trusted proxies), IPv6 by /64. limited is false
+// for a trusted proxy seen as the client itself (a TCP-passthrough
+// balancer carries every client on its own address: cap those on the
+// balancer, as with max-conns-per-ip).
+func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
+	tp := a.proxies.Load()
+	client, _ := tp.ClientAddr(r)
+	if ip, err := netip.ParseAddr(client); err == nil {
+		if tp.trusts(ip) {
+			return "", false
+		}
+		return addrKey(ip).String(), true
+	}
+	return client, true
+}
+
+// principalByName is the principal a signed URL or bearer names, if it is
+// still in the access file and not expired.
+func (a *AccessControl) principalByName(set *accessSet, name string) *principal {
+	p := set.byName[strings.ToLower(name)]
+	if p == nil || !p.expires.IsZero() && !a.now().Before(p.expires) {
+		return nil
+	}
+	return p
+}
+
+// checkSigned verifies the signed-URL query of a download. present is
+// false when the URL carries no signature.
+func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *principal, present bool, fail *authFail) {
+	if !strings.Contains(r.URL.RawQuery, "sig=") {
+		return nil, false, nil
+	}
+	key, limited := a.clientKey(r)
+	if limited {
+		if wait := a.fails.wait(key, a.now()); wait > 0 {
+			return nil, true, &authFail{reason: authThrottled, retry: wait}
+		}
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	who, e, sig := q.Get("tok"), q.Get("exp"), q.Get("sig")
+	exp, perr := strconv.ParseInt(e, 10, 64)
+	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path) {
+		a.failed(key, limited)
+		return nil, true, &authFail{reason: urlInvalid}
+	}
+	if at := time.Unix(exp, 0); !a.now().Before(at) {
+		return nil, true, &authFail{reason: urlExpired, at: at}
+	}
+	if p = a.principalByName(set, who); p == nil {
+		return nil, true, &authFail{reason: urlExpired, token: who}
+	}
+	return p, true, nil
+}
+
+// expiry is the expiry of URLs signed now.
+func (a *AccessControl) expiry() int64 { return urlExpiry(a.now(), a.ttl) }
+
+// signURL returns path with a signed query for principal p, expiring at
+// exp; subdir, if any, goes between them (go-getter's //subdir comes
+// before the query, and the client strips it before it asks).
+func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) string {
+	u := path
+	if subdir != "" {
+		u += "//" + subdir
+	}
+	return u + "?" + a.keys.signedQuery(path, p.name, exp)
+}
+
+// refuse answers a refused request: 429 when throttled, 403 for a bad
+// download URL, else 401 with the challenge the kind of client expects.
+func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFail) {
+	noteAuth(w, f.token, f.reason)
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	msg := f.message(a.ttl)
+	switch {
+	case f.reason == authThrottled:
+		h.Set("Retry-After", strconv.Itoa(f.retry))
+		writeStatusJSON(w, r, http.StatusTooManyRequests, msg)
+	case f.reason == urlInvalid || f.reason == urlExpired:
+		writeStatusJSON(w, r, http.StatusForbidden, msg)
+	case strings.HasPrefix(r.URL.Path, "/v2/"):
+		h.Set("Www-Authenticate", ociChallenge(r))
+		h.Set("Docker-Distribution-API-Version", "registry/2.0")
+		writeOCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
+	case isUIPath(r.URL.Path):
+		h.Set("Www-Authenticate", `Basic realm="airgap catalog", charset="UTF-8"`)
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		if r.Method != http.MethodHead {
+			fmt.Fprintf(w, "%s\n\nThe catalog asks for a token: give any user name and the token as the password.\n", msg)
+		}
+	default:
+		h.Set("Www-Authenticate", `Bearer realm="airgap"`)
+		writeStatusJSON(w, r, http.StatusUnauthorized, msg)
+	}
+}
+
+func (f *authFail) message(ttl time.Duration) string {
+	switch f.reason {
+	case authMissing:
+		return "this appliance requires a token: set TF_TOKEN_<host> or a credentials \"<host>\" block in the CLI configuration ('airgap client-config --token-file FILE' writes one)"
+	case authExpired:
+		if f.token == "" {
+			return fmt.Sprintf("the bearer token expired at %s: ask /v2/token for a new one", f.at.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("token %q expired at %s: ask the appliance's operator for a new one", f.token, f.at.UTC().Format(time.RFC3339))
+	case authThrottled:
+		return fmt.Sprintf("too many failed token attempts from this address: try again in %d s", f.retry)
+	case urlInvalid:
+		return "this download URL is not valid here (altered, or signed for another path): ask the registry for the download again"
+	case urlExpired:
+		if f.token != "" {
+			return fmt.Sprintf("the token %q this download URL was issued to is no longer valid", f.token)
+		}
+		return fmt.Sprintf("this download URL expired at %s (download URLs are valid for %s): run init again for a fresh one", f.at.UTC().Format(time.RFC3339), ttl)
+	}
+	return "the token is not valid on this appliance (revoked, mistyped, or for another appliance)"
+}
+
+func writeStatusJSON(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		json.NewEncoder(w).Encode(map[string][]string{"errors": {msg}})
+	}
+}
+
+func isUIPath(p string) bool { return p == "/" || strings.HasPrefix(p, "/ui/") }
+
+// openPath reports whether a path is answered without a principal: it
+// carries no catalog data.
+func openPath(p string) bool {
+	return p == "/healthz" || p == "/ca.pem" || p == "/.well-known/terraform.json" || p == "/v2/token"
+}
+
+// isDownloadPath reports whether a path is a package or archive download
+// (signed URLs).
+func isDownloadPath(p string) bool {
+	return strings.HasPrefix(p, "/blobs/sha256/") || strings.HasPrefix(p, "/archives/sha256/")
+}
+
+// reqAuth is how a request was admitted: as whom, and whether by a signed
+// download URL (ServeHTTP puts it in the request's context for handlers).
+type reqAuth struct {
+	p      *principal
+	signed bool
+}
+
+type reqAuthKey struct{}
+
+// openAuth admits requests to open paths.
+var openAuth = &reqAuth{}
+
+func (ra *reqAuth) principal() *principal {
+	if ra == nil {
+		return nil
+	}
+	return ra.p
+}
+
+// who is the principal's name, what answers are cached under ("" without
+// access control, or on open paths).
+func (ra *reqAuth) who() string {
+	if ra == nil || ra.p == nil {
+		return ""
+	}
+	return ra.p.name
+}
+
+func authOf(r *http.Request) *reqAuth {
+	ra, _ := r.Context().Value(reqAuthKey{}).(*reqAuth)
+	return ra
+}
+
+// admit decides whether a request may go on and as whom; nil: it was
+// refused (and answered). It allocates nothing for a request with a
+// token or anonymous.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAuth {
+	a, path := s.access, r.URL.Path
+	if openPath(path) {
+		return openAuth
+	}
+	if isDownloadPath(path) {
+		p, present, fail := a.checkSigned(r, st.access)
+		if fail != nil {
+			a.refuse(w, r, fail)
+			return nil
+		}
+		if present {
+			noteAuth(w, p.name, "")
+			return &reqAuth{p: p, signed: true}
+		}
+	}
+	if strings.HasPrefix(path, "/v2/") {
+		// OCI clients send credentials only after a challenge, so /v2/
+		// always challenges a request without any; anonymous OCI clients
+		// get an anonymous bearer from /v2/token (oci_auth.go).
+		if _, present := credential(r); !present {
+			a.refuse(w, r, &authFail{reason: authMissing})
+			return nil
+		}
+	}
+	if path == "/" && r.URL.RawQuery == "signin" {
+		// The catalog's "sign in" link: a challenge at "/" even when
+		// anonymous may read, so that the browser asks for the token and
+		// sends it on every page of the appliance afterwards.
+		if _, present := credential(r); !present {
+			a.refuse(w, r, &authFail{reason: authMissing})
+			return nil
+		}
+	}
+	p, fail := a.authenticate(r, st.access)
+	if fail != nil {
+		a.refuse(w, r, fail)
+		return nil
+	}
+	noteAuth(w, p.name, "")
+	return p.admitted
+}

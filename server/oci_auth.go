@@ -1,0 +1,99 @@
+package server
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/dist"
+)
+
+// OCI authentication, as distribution does it and oras-go (OpenTofu's OCI
+// client) expects. With an access file, a /v2/ request without credentials
+// gets
+//
+//	401 WWW-Authenticate: Bearer realm="https://HOST/v2/token",service="airgap"
+//
+// and the client asks the realm for a bearer token: with Basic credentials
+// from an oci_credentials block (any user name, the airgap token as the
+// password), or with none, which gives an anonymous bearer when the access
+// file has an anonymous rule (and 401 otherwise). An oci_credentials
+// access_token (the airgap token itself) is sent as a Bearer directly and
+// accepted as such, and so are Basic credentials on any /v2/ request.
+//
+// A Bearer challenge, not Basic, because it serves both kinds of client: a
+// Basic challenge leaves a client without credentials nowhere to go (so an
+// anonymous rule could not work over OCI), and answering anonymous
+// requests without a challenge would keep clients that have credentials
+// from ever sending them (they send them only after a 401).
+//
+// The bearer /v2/token issues is not the token: it is
+// "agb1:<name>:<expiry>:<key id>.<mac>", an HMAC under the URL signing key
+// (another domain than URLs), valid for the URL TTL and only on /v2/. It
+// names the principal, so revoking the token ends it at the next request,
+// and the secret never travels back to the client.
+
+const ociBearerPrefix = "agb1:"
+
+// ociChallenge is the WWW-Authenticate of a /v2/ 401. The realm names
+// the Host the client used (oras-go refuses a realm on another host when it
+// is a loopback or private address); a Host that is not a host name gives
+// a challenge without realm, which clients cannot follow.
+func ociChallenge(r *http.Request) string {
+	host := strings.ToLower(r.Host)
+	if !dist.ValidHost(host) {
+		if ap, err := netip.ParseAddrPort(host); err == nil {
+			host = net.JoinHostPort(ap.Addr().String(), strconv.Itoa(int(ap.Port())))
+		} else {
+			return `Bearer service="airgap"`
+		}
+	}
+	return `Bearer realm="https://` + host + `/v2/token",service="airgap"`
+}
+
+// ociToken answers GET /v2/token: a bearer for the principal the request's
+// credentials (or their absence) name.
+func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
+	if s.access == nil {
+		writeOCIError(w, http.StatusNotFound, ociUnsupported, "this appliance asks for no credentials")
+		return
+	}
+	a := s.access
+	p, fail := a.authenticate(r, a.set.Load())
+	if fail != nil {
+		a.refuse(w, r, fail)
+		return
+	}
+	noteAuth(w, p.name, "")
+	now := a.now()
+	exp := now.Add(a.ttl).Unix()
+	e := strconv.FormatInt(exp, 10)
+	tok := ociBearerPrefix + p.name + ":" + e + ":" + a.keys.sign(macBearer, p.name, e)
+	b, _ := json.Marshal(map[string]any{
+		"token": tok, "access_token": tok, "expires_in": int(a.ttl / time.Second), "issued_at": now.UTC().Format(time.RFC3339),
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSONBytes(w, r, "application/json", b)
+}
+
+// checkBearer verifies a bearer ociToken issued.
+func (a *AccessControl) checkBearer(b string, set *accessSet, key string, limited bool) (*principal, *authFail) {
+	parts := strings.Split(strings.TrimPrefix(b, ociBearerPrefix), ":")
+	if len(parts) != 3 || !a.keys.verify(parts[2], macBearer, parts[0], parts[1]) {
+		a.failed(key, limited)
+		return nil, &authFail{reason: authInvalid}
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
+		return nil, &authFail{reason: authExpired, at: time.Unix(exp, 0)}
+	}
+	p := a.principalByName(set, parts[0])
+	if p == nil {
+		return nil, &authFail{reason: authInvalid}
+	}
+	return p, nil
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
+)
+
+// scope is what one set of access rules sees of a catalog snapshot: the
+// view with every address the rules do not allow taken out, so that a
+// denied address is answered by the same code, with the same status, body
+// and headers, as one the catalog does not have. Without an access file
+// there is one scope, the whole view (rules nil).
+//
+// A scope is cheap: it holds the rules and the origins in which they allow
+// something (in default-view order); each lookup filters the shared view
+// as it goes. The default view falls through denied addresses exactly as
+// it falls through missing ones: for a token that may read
+// registry.opentofu.org/hashicorp/aws but not registry.terraform.io's, the
+// appliance's own name serves the former, as it would if the latter were
+// not in the catalog. Scopes are built once per catalog snapshot, access
+// file and distinct rule set (tokens with the same patterns share one), in
+// O(addresses × patterns), and hold O(origins).
+type scope struct {
+	v       *view
+	rules   *acl.Rules // nil: everything
+	origins []string   // origins with something the rules allow, default-view order
+}
+
+func newScope(v *view, rules *acl.Rules) *scope {
+	sc := &scope{v: v, rules: rules}
+	if rules == nil {
+		sc.origins = v.origins
+		return sc
+	}
+	for _, o := range v.origins {
+		if sc.anyAllowed(o) {
+			sc.origins = append(sc.origins, o)
+		}
+	}
+	return sc
+}
+
+func (sc *scope) anyAllowed(origin string) bool {
+	for _, vs := range sc.v.providers[origin] {
+		if sc.rules.Allows(vs[0].Addr()) {
+			return true
+		}
+	}
+	for _, vs := range sc.v.modules[origin] {
+		if sc.rules.Allows(vs[0].Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// allows reports whether the scope may see addr (a catalog address).
+func (sc *scope) allows(addr string) bool { return sc.rules == nil || sc.rules.Allows(addr) }
+
+func (sc *scope) isOrigin(name string) (string, bool) {
+	for _, o := range sc.origins {
+		if o == name {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// hostOrigin is view.hostOrigin over the scope's origins: a Host naming an
+// origin the scope sees nothing in gets the default view, as a Host naming
+// no origin does.
+func (sc *scope) hostOrigin(host string) string {
+	if sc.rules == nil {
+		return sc.v.hostOrigin(host)
+	}
+	o := sc.v.hostOrigin(host)
+	if _, ok := sc.isOrigin(o); ok {
+		return o
+	}
+	return defaultOrigin
+}
+
+func (sc *scope) providerVersions(origin, ns, typ string) []*dist.ProviderVersion {
+	if sc.rules == nil {
+		return sc.v.providerVersions(origin, ns, typ)
+	}
+	k := strings.ToLower(ns) + "/" + strings.ToLower(typ)
+	pick := func(o string) []*dist.ProviderVersion {
+		if vs := sc.v.providers[o][k]; len(vs) > 0 && sc.rules.Allows(vs[0].Addr()) {
+			return vs
+		}
+		return nil
+	}
+	if origin != defaultOrigin {
+		return pick(origin)
+	}
+	for _, o := range sc.origins {
+		if vs := pick(o); vs != nil {
+			return vs
+		}
+	}
+	return nil
+}
+
+func (sc *scope) moduleVersions(origin, ns, name, system string) []*dist.ModuleVersion {
+	if sc.rules == nil {
+		return sc.v.moduleVersions(origin, ns, name, system)
+	}
+	k := strings.ToLower(ns + "/" + name + "/" + system)
+	pick := func(o string) []*dist.ModuleVersion {
+		if vs := sc.v.modules[o][k]; len(vs) > 0 && sc.rules.Allows(vs[0].Addr()) {
+			return vs
+		}
+		return nil
+	}
+	if origin != defaultOrigin {
+		return pick(origin)
+	}
+	for _, o := range sc.origins {
+		if vs := pick(o); vs != nil {
+			return vs
+		}
+	}
+	return nil
+}
+
+// owner returns what blob d is in the catalog as this scope sees it: the
+// first owner (in catalog order) whose address the scope allows, or nil.
+func (sc *scope) owner(owners map[verify.Digest][]*Download, d verify.Digest) *Download {
+	for _, o := range owners[d] {
+		if sc.allows(o.Address) {
+			return o
+		}
+	}
+	return nil
+}
+
+// count returns how many provider and module versions the scope sees.
+func (sc *scope) count() (providers, modules int) {
+	if sc.rules == nil {
+		return len(sc.v.cat.Providers), len(sc.v.cat.Modules)
+	}
+	for _, o := range sc.origins {
+		for _, vs := range sc.v.providers[o] {
+			if sc.rules.Allows(vs[0].Addr()) {
+				providers += len(vs)
+			}
+		}
+		for _, vs := range sc.v.modules[o] {
+			if sc.rules.Allows(vs[0].Addr()) {
+				modules += len(vs)
+			}
+		}
+	}
+	return providers, modules
+}
