@@ -102,12 +102,20 @@ func startServe(t *testing.T, storeDir string, extra ...string) (base string, ca
 // startServeProc is startServe that also returns the serve process.
 func startServeProc(t *testing.T, storeDir string, extra ...string) (base string, caFile string, proc *os.Process) {
 	t.Helper()
+	base, caFile, proc, _ = startServeLogged(t, storeDir, extra...)
+	return base, caFile, proc
+}
+
+// startServeLogged is startServeProc that also returns serve's output as
+// it grows.
+func startServeLogged(t *testing.T, storeDir string, extra ...string) (base string, caFile string, proc *os.Process, logs *lockedBuffer) {
+	t.Helper()
 	port := freePort(t)
 	args := append([]string{"serve", "--store", storeDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost"}, extra...)
 	cmd := exec.Command(airgapBin, args...)
 	cmd.Env = baseEnv()
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +156,7 @@ func startServeProc(t *testing.T, storeDir string, extra ...string) (base string
 							t.Fatal("/ca.pem differs from 'airgap ca'")
 						}
 					}
-					return base, caFile, cmd.Process
+					return base, caFile, cmd.Process, logs
 				}
 			}
 		}

@@ -64,6 +64,15 @@ output "ids" {
 // serve. It returns the store, the appliance's base URL and its CA file.
 func exportImportServe(t *testing.T, in *registrytest.Internet, manifest string) (storeDir, base, caFile string) {
 	t.Helper()
+	storeDir = exportImport(t, in, manifest)
+	base, caFile = startServe(t, storeDir)
+	return storeDir, base, caFile
+}
+
+// exportImport is exportImportServe without the serve: it returns the
+// store.
+func exportImport(t *testing.T, in *registrytest.Internet, manifest string) string {
+	t.Helper()
 	work := t.TempDir()
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
 	keys := filepath.Join(work, "keys", "site")
@@ -73,10 +82,9 @@ func exportImportServe(t *testing.T, in *registrytest.Internet, manifest string)
 	os.WriteFile(mf, []byte(manifest), 0o644)
 	b := filepath.Join(work, "site.bundle")
 	mustRun(t, work, online, airgapBin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
-	storeDir = filepath.Join(work, "store")
+	storeDir := filepath.Join(work, "store")
 	mustRun(t, work, nil, airgapBin, "import", "--keyring", keys+".pub.asc", "--store", storeDir, b)
-	base, caFile = startServe(t, storeDir)
-	return storeDir, base, caFile
+	return storeDir
 }
 
 // registryShasum asks the appliance's provider registry protocol for the

@@ -26,11 +26,12 @@ type replica struct {
 	done chan struct{}
 }
 
-func startReplica(t *testing.T, root string, port int) *replica {
+func startReplica(t *testing.T, root string, port int, extra ...string) *replica {
 	t.Helper()
 	r := &replica{port: port, logs: &lockedBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(airgapBin, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--hostname", "localhost", "--log-level", "warn", "--metrics-listen", "off")
+	args := append([]string{"serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--hostname", "localhost", "--log-level", "warn", "--metrics-listen", "off"}, extra...)
+	r.cmd = exec.Command(airgapBin, args...)
 	r.cmd.Env = baseEnv()
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {

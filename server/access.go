@@ -133,6 +133,9 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 	if note.token != "" {
 		attrs = append(attrs, slog.String("token", note.token))
 	}
+	if note.by != "" {
+		attrs = append(attrs, slog.String("auth_by", note.by))
+	}
 	if note.auth != "" {
 		attrs = append(attrs, slog.String("auth", note.auth))
 	}
@@ -461,6 +464,7 @@ type recorder struct {
 // why credentials were refused, and which download it was.
 type reqNote struct {
 	token string // a token's name, or "anonymous"
+	by    string // how it was shown: token, oci_bearer, signed_url, signed_url+token, anonymous
 	auth  string // a refusal: authMissing, authInvalid, …
 	dl    *Download
 }

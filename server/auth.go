@@ -382,6 +382,9 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	msg := f.message(a.ttl)
+	if f.reason == authMissing && strings.HasPrefix(r.URL.Path, "/v2/") {
+		msg = "this appliance requires a token: add an oci_credentials block for it to the CLI configuration (any username, the token as the password; 'airgap client-config --mode oci --token-file FILE' writes one)"
+	}
 	switch {
 	case f.reason == authThrottled:
 		h.Set("Retry-After", strconv.Itoa(f.retry))
@@ -497,7 +500,16 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 			return nil
 		}
 		if present {
-			noteAuth(w, p.name, "")
+			if n := noteOf(w); n != nil {
+				n.token, n.by = p.name, "signed_url"
+				if _, withToken := credential(r); withToken {
+					// OpenTofu >= 1.12 sends the token to a module
+					// location that says use_registry_credentials.
+					if p2, fail := a.authenticate(r, st.access); fail == nil && p2 == p {
+						n.by = "signed_url+token"
+					}
+				}
+			}
 			return &reqAuth{p: p, signed: true}
 		}
 	}
@@ -524,6 +536,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 		a.refuse(w, r, fail)
 		return nil
 	}
-	noteAuth(w, p.name, "")
+	if n := noteOf(w); n != nil {
+		n.token, n.by = p.name, authBy(r)
+	}
 	return p.admitted
+}
+
+// authBy says how a request's credentials came, for the access log:
+// "token" (Bearer or Basic), "oci_bearer" (from /v2/token) or "anonymous".
+func authBy(r *http.Request) string {
+	secret, present := credential(r)
+	switch {
+	case !present:
+		return "anonymous"
+	case strings.HasPrefix(secret, ociBearerPrefix):
+		return "oci_bearer"
+	}
+	return "token"
 }

@@ -68,7 +68,9 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, r, fail)
 		return
 	}
-	noteAuth(w, p.name, "")
+	if n := noteOf(w); n != nil {
+		n.token, n.by = p.name, authBy(r)
+	}
 	now := a.now()
 	exp := now.Add(a.ttl).Unix()
 	e := strconv.FormatInt(exp, 10)

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+// accessFixture is a store exported from the stand-in internet, an access
+// file with tokens, and 'airgap serve --access --audit-log' over them.
+type accessFixture struct {
+	store, access, audit string
+	base, caFile, host   string
+	logs                 *lockedBuffer
+	tokens               map[string]string // name -> secret
+	tokenFiles           map[string]string // name -> file holding it
+}
+
+// newAccessFixture creates the tokens with the real 'airgap token create'
+// (name -> allow patterns) and starts serve.
+func newAccessFixture(t *testing.T, manifest string, tokens map[string][]string, extra ...string) *accessFixture {
+	t.Helper()
+	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
+	f := &accessFixture{store: exportImport(t, in, manifest), tokens: map[string]string{}, tokenFiles: map[string]string{}}
+	dir := t.TempDir()
+	f.access, f.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	for name, allow := range tokens {
+		args := []string{"token", "create", "--access", f.access, "--name", name}
+		for _, a := range allow {
+			args = append(args, "--allow", a)
+		}
+		out, err := cmdRunSplit(t, airgapBin, args...)
+		if err != nil {
+			t.Fatalf("token create: %v", err)
+		}
+		f.tokens[name] = strings.TrimSpace(out)
+		f.tokenFiles[name] = filepath.Join(dir, name+".token")
+		os.WriteFile(f.tokenFiles[name], []byte(out), 0o600)
+	}
+	f.base, f.caFile, _, f.logs = startServeLogged(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, extra...)...)
+	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
+	return f
+}
+
+// cmdRunSplit runs the airgap binary and returns its stdout alone.
+func cmdRunSplit(t *testing.T, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = baseEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Logf("%s %s: %s", name, strings.Join(args, " "), stderr.String())
+	}
+	return string(out), err
+}
+
+// clientConfig writes 'airgap client-config' for tool and mode (with the
+// named token's file, when token is not "") and returns the offline
+// environment that uses it.
+func (f *accessFixture) clientConfig(t *testing.T, tool, mode, token string, env ...string) []string {
+	t.Helper()
+	args := []string{"client-config", "--url", f.base, "--tool", tool, "--mode", mode, "--store", f.store}
+	if token != "" {
+		args = append(args, "--token-file", f.tokenFiles[token])
+	}
+	cfg := mustRun(t, "", nil, airgapBin, args...)
+	if token != "" && !strings.Contains(cfg, f.tokens[token]) {
+		t.Fatalf("client-config --token-file did not write the token:\n%s", cfg)
+	}
+	rc := filepath.Join(t.TempDir(), "cli.rc")
+	os.WriteFile(rc, []byte(cfg), 0o600)
+	return append([]string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + f.caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, env...)
+}
+
+// tokenEnv is the TF_TOKEN_ variables for the origins, set to a token.
+func tokenEnv(secret string) []string {
+	return []string{"TF_TOKEN_registry_terraform_io=" + secret, "TF_TOKEN_registry_opentofu_org=" + secret}
+}
+
+// initProject runs init for a project source in a new directory.
+func initProject(t *testing.T, bin, src string, env []string) (string, string, error) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "project")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(src), 0o644)
+	out, err := cmdRun(t, dir, env, bin, "init", "-input=false", "-no-color")
+	return dir, out, err
+}
+
+// oneLine joins a client's wrapped error text into one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+const (
+	onlyRandom = "terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \"~> 3.5\"\n    }\n  }\n}\n"
+	onlyLocal  = "terraform {\n  required_providers {\n    local = {\n      source  = \"registry.opentofu.org/hashicorp/local\"\n      version = \"2.5.1\"\n    }\n  }\n}\n"
+	tofuLocal  = "terraform {\n  required_providers {\n    local = {\n      source  = \"hashicorp/local\"\n      version = \"2.5.1\"\n    }\n  }\n}\n" // OpenTofu's registry
+	onlyModule = "module \"vpc\" {\n  source  = \"example/vpc/aws\"\n  version = \"1.0.0\"\n}\n"
+)
+
+// TestAccessControlWithClients: real terraform 1.11 and tofu 1.11 against
+// 'airgap serve --access': with TF_TOKEN_ variables (registry mode) and
+// with the credentials blocks 'client-config --token-file' writes (mirror
+// mode) they install what their token allows; without a token, with a
+// wrong one, or for an address outside the token's rules they fail with
+// the messages the README documents. Nothing they did leaks a secret into
+// the logs or the audit log, which names the token of every package.
+func TestAccessControlWithClients(t *testing.T) {
+	tf, tofu := terraformBin(t), tofuBin(t)
+	f := newAccessFixture(t, e2eManifest, map[string][]string{
+		"full":    {"**"},
+		"tf-only": {"registry.terraform.io/**"},
+	})
+	wrong := "airgap_" + strings.Repeat("W", 43)
+
+	for _, c := range []struct {
+		name, tool, mode, token, project string
+		env                              []string
+	}{
+		{"terraform registry TF_TOKEN_", "terraform", "registry", "", e2eProject, tokenEnv(f.tokens["full"])},
+		{"terraform mirror credentials", "terraform", "mirror", "full", e2eProject, nil},
+		{"tofu registry TF_TOKEN_", "tofu", "registry", "", e2eTofuProject, tokenEnv(f.tokens["full"])},
+		{"tofu mirror credentials", "tofu", "mirror", "full", e2eTofuProject, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := tf
+			if c.tool == "tofu" {
+				bin = tofu
+			}
+			dir, out, err := initProject(t, bin, c.project, f.clientConfig(t, c.tool, c.mode, c.token, c.env...))
+			if err != nil {
+				t.Fatalf("%s init with the token: %v\n%s", c.tool, err, out)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".terraform", "modules", "modules.json")); err != nil {
+				t.Errorf("no modules installed: %v", err)
+			}
+		})
+	}
+
+	// What the clients say without a token, with a wrong one, and for an
+	// address outside the token's rules (as for one the appliance lacks).
+	type failure struct {
+		name, tool, mode, token, project string
+		env                              []string
+		want                             []string
+	}
+	for _, c := range []failure{
+		{"terraform provider no token", "terraform", "registry", "", onlyRandom, nil,
+			[]string{"Error: Failed to query available provider packages", "Could not retrieve the list of available versions for provider hashicorp/random: host registry.terraform.io requires authentication credentials"}},
+		{"terraform provider wrong token", "terraform", "registry", "", onlyRandom, tokenEnv(wrong),
+			[]string{"Could not retrieve the list of available versions for provider hashicorp/random: host registry.terraform.io rejected the given authentication credentials"}},
+		{"terraform module no token", "terraform", "registry", "", onlyModule, nil,
+			[]string{"Error: Error accessing remote module registry", "Failed to retrieve available versions for module \"vpc\" (main.tf:1) from registry.terraform.io: error looking up module versions: 401 Unauthorized."}},
+		{"terraform mirror no token", "terraform", "mirror", "", onlyRandom, nil,
+			[]string{"Could not retrieve the list of available versions for provider hashicorp/random: host " + f.host + " rejected the given authentication credentials"}},
+		{"terraform outside the rules", "terraform", "registry", "", onlyLocal, tokenEnv(f.tokens["tf-only"]),
+			[]string{"Could not retrieve the list of available versions for provider registry.opentofu.org/hashicorp/local: provider registry registry.opentofu.org does not have a provider named registry.opentofu.org/hashicorp/local"}},
+		{"tofu provider no token", "tofu", "registry", "", tofuLocal, nil,
+			[]string{"Error: Failed to resolve provider packages", "Could not resolve provider hashicorp/local: host registry.opentofu.org requires authentication credentials"}},
+		{"tofu provider wrong token", "tofu", "registry", "", tofuLocal, tokenEnv(wrong),
+			[]string{"Could not resolve provider hashicorp/local: host registry.opentofu.org rejected the given authentication credentials"}},
+		{"tofu module no token", "tofu", "registry", "", strings.Replace(onlyModule, "example/vpc/aws", "registry.terraform.io/example/vpc/aws", 1), nil,
+			[]string{"error looking up module versions: 401 Unauthorized"}},
+		{"tofu mirror no token", "tofu", "mirror", "", tofuLocal, nil,
+			[]string{"host " + f.host + " rejected the given authentication credentials"}},
+		{"tofu outside the rules", "tofu", "registry", "", tofuLocal, tokenEnv(f.tokens["tf-only"]),
+			[]string{"provider registry registry.opentofu.org does not have a provider named registry.opentofu.org/hashicorp/local"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := tf
+			if c.tool == "tofu" {
+				bin = tofu
+			}
+			_, out, err := initProject(t, bin, c.project, f.clientConfig(t, c.tool, c.mode, c.token, c.env...))
+			if err == nil {
+				t.Fatalf("init succeeded:\n%s", out)
+			}
+			t.Logf("%s says:\n%s", c.tool, out)
+			for _, w := range c.want {
+				if !strings.Contains(oneLine(out), oneLine(w)) {
+					t.Errorf("the output lacks %q", w)
+				}
+			}
+		})
+	}
+
+	// An expired token: the clients say the host rejected the credentials;
+	// serve's log says it expired.
+	t.Run("expired token", func(t *testing.T) {
+		out := mustRun(t, "", nil, airgapBin, "token", "create", "--access", f.access, "--name", "brief", "--allow", "**", "--expires", "2s")
+		sec := strings.TrimSpace(out[:strings.Index(out, "\n")])
+		time.Sleep(3500 * time.Millisecond) // expired, and the file reloaded
+		_, out, err := initProject(t, tf, onlyRandom, f.clientConfig(t, "terraform", "registry", "", tokenEnv(sec)...))
+		if err == nil || !strings.Contains(oneLine(out), "host registry.terraform.io rejected the given authentication credentials") {
+			t.Errorf("expired token: %v\n%s", err, out)
+		}
+		waitLog(t, f.logs, "the expired token", func(r map[string]any) bool { return r["auth"] == "expired" && r["token"] == "brief" })
+	})
+
+	// The audit log names the token of every package, never a secret.
+	sum := mustRun(t, "", nil, airgapBin, "audit", "--log", f.audit, "--json")
+	var doc struct {
+		OK     bool
+		Tokens []struct {
+			Token     string
+			Downloads int
+			Addresses []struct{ Address string }
+		}
+	}
+	if err := json.Unmarshal([]byte(sum), &doc); err != nil || !doc.OK {
+		t.Fatalf("airgap audit --json: %v\n%s", err, sum)
+	}
+	var addrs []string
+	for _, tk := range doc.Tokens {
+		if tk.Token == "full" {
+			for _, a := range tk.Addresses {
+				addrs = append(addrs, a.Address)
+			}
+		}
+	}
+	for _, want := range []string{"registry.terraform.io/hashicorp/random", "registry.opentofu.org/hashicorp/local", "registry.terraform.io/example/vpc/aws", "registry.opentofu.org/example/tofu/aws"} {
+		if !contains(addrs, want) {
+			t.Errorf("the audit log has no download of %s by token full: %v", want, addrs)
+		}
+	}
+	auditText, _ := os.ReadFile(f.audit)
+	for name, sec := range f.tokens {
+		for what, text := range map[string]string{"serve's log": f.logs.String(), "the audit log": string(auditText)} {
+			if strings.Contains(text, strings.TrimPrefix(sec, "airgap_")) {
+				t.Errorf("token %s's secret is in %s", name, what)
+			}
+		}
+	}
+	if !strings.Contains(f.logs.String(), `"token":"full"`) {
+		t.Error("the access lines do not name the token")
+	}
+}
+
+// TestAccessOCIWithTofu: tofu's OCI mode with the oci_credentials block
+// 'client-config --mode oci --token-file' writes installs providers and
+// oci:// modules; without it, tofu fails with the message the README
+// documents.
+func TestAccessOCIWithTofu(t *testing.T) {
+	tofu := tofuBin(t)
+	f := newAccessFixture(t, e2eManifest, map[string][]string{"full": {"**"}})
+	project := strings.ReplaceAll(ociProject, "HOST", f.host)
+	dir, out, err := initProject(t, tofu, project, f.clientConfig(t, "tofu", "oci", "full"))
+	if err != nil || strings.Count(out, "(verified checksum)") != 2 {
+		t.Fatalf("tofu init in OCI mode with oci_credentials: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".terraform", "modules", "tofu", "main.tf")); err != nil {
+		t.Errorf("oci:// module not installed: %v", err)
+	}
+	waitLog(t, f.logs, "an OCI bearer", func(r map[string]any) bool { return r["auth_by"] == "oci_bearer" && r["token"] == "full" })
+	// Without credentials: modules, then providers alone.
+	for _, p := range []string{project, strings.Replace(onlyRandom, "hashicorp/random", "registry.terraform.io/hashicorp/random", 1)} {
+		_, out, err = initProject(t, tofu, p, f.clientConfig(t, "tofu", "oci", ""))
+		t.Logf("tofu without oci_credentials says:\n%s", out)
+		if err == nil || !strings.Contains(oneLine(out), `GET "https://`+f.host+`/v2/token?service=airgap": response status code 401: unauthorized: this appliance requires a token: add an oci_credentials block`) {
+			t.Errorf("tofu init in OCI mode without credentials: %v", err)
+		}
+	}
+}
+
+// TestAccessUseRegistryCredentials: OpenTofu 1.12 fetches a module whose
+// download answer says use_registry_credentials with its token (and the
+// signed URL), older clients with the signed URL alone.
+func TestAccessUseRegistryCredentials(t *testing.T) {
+	tofu12 := tofu112Bin(t)
+	f := newAccessFixture(t, e2eManifest, map[string][]string{"full": {"**"}})
+	_, out, err := initProject(t, tofu12, e2eTofuProject, f.clientConfig(t, "tofu", "registry", "", tokenEnv(f.tokens["full"])...))
+	if err != nil {
+		t.Fatalf("tofu 1.12 init: %v\n%s", err, out)
+	}
+	// example/tofu/aws has no subdirectory: fetched directly, with the token.
+	waitLog(t, f.logs, "the archive fetched with the token", func(r map[string]any) bool {
+		p, _ := r["path"].(string)
+		return strings.HasPrefix(p, "/archives/") && r["auth_by"] == "signed_url+token" && r["module"] == "registry.opentofu.org/example/tofu/aws"
+	})
+	// example/sub/aws lives in a subdirectory: go-getter, signed URL only.
+	waitLog(t, f.logs, "the subdirectory module by signed URL", func(r map[string]any) bool {
+		p, _ := r["path"].(string)
+		return strings.HasPrefix(p, "/archives/") && r["auth_by"] == "signed_url" && r["module"] == "registry.terraform.io/example/sub/aws"
+	})
+}
+
+// tofu112Version is the OpenTofu release with use_registry_credentials.
+const tofu112Version = "1.12.6"
+
+func tofu112Bin(t *testing.T) string {
+	t.Helper()
+	bin, errText := buildFromModule("github.com/opentofu/opentofu", tofu112Version, "./cmd/tofu", "tofu-"+tofu112Version, "")
+	if errText != "" {
+		t.Fatalf("tofu %s is required (use_registry_credentials) and could not be built: %s", tofu112Version, errText)
+	}
+	return bin
+}
+
+// TestAccessExpiredDownloadURL: a package URL from a download answer works
+// without a token until it expires, then is refused with a message that
+// says so; a fresh answer has a fresh URL.
+func TestAccessExpiredDownloadURL(t *testing.T) {
+	f := newAccessFixture(t, e2eManifest, map[string][]string{"full": {"**"}}, "--download-url-ttl", "2s")
+	cl, _, _ := caClient(t, f.store)
+	const dl = "v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	signed := func() string {
+		resp, body := httpGet(t, cl, f.base+dl, "Authorization", "Bearer "+f.tokens["full"])
+		var d struct {
+			DownloadURL string `json:"download_url"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+			t.Fatalf("download answer: %s %s", resp.Status, body)
+		}
+		return resolveRef(f.base+dl, d.DownloadURL)
+	}
+	u := signed()
+	if resp, _ := httpGet(t, cl, u); resp.StatusCode != 200 {
+		t.Fatalf("the fresh URL: %s", resp.Status)
+	}
+	time.Sleep(3500 * time.Millisecond) // TTL 2 s + a 1 s bucket
+	resp, body := httpGet(t, cl, u)
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "expired at") {
+		t.Errorf("the expired URL: %s %s", resp.Status, body)
+	}
+	if u2 := signed(); u2 == u {
+		t.Error("no fresh URL after the expiry")
+	} else if resp, _ := httpGet(t, cl, u2); resp.StatusCode != 200 {
+		t.Errorf("the new URL: %s", resp.Status)
+	}
+	// The query (and so the signature) never reaches the access log.
+	q, _ := url.Parse(u)
+	if strings.Contains(f.logs.String(), q.Query().Get("sig")) {
+		t.Error("a URL signature is in the access log")
+	}
+}
