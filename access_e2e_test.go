@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/chromedp"
+
 	"github.com/airgap/airgap/dist/registrytest"
 )
 
@@ -340,5 +344,90 @@ func TestAccessExpiredDownloadURL(t *testing.T) {
 	q, _ := url.Parse(u)
 	if strings.Contains(f.logs.String(), q.Query().Get("sig")) {
 		t.Error("a URL signature is in the access log")
+	}
+}
+
+// TestCatalogInBrowserWithToken: the catalog page of 'airgap serve
+// --access' in headless Chromium. Without credentials the browser gets
+// the Basic challenge; answering it with the token (as a person would in the browser's prompt,
+// here through the DevTools Fetch domain) shows the page with only what the
+// token may read, and never the token.
+func TestCatalogInBrowserWithToken(t *testing.T) {
+	work := t.TempDir()
+	root, _, _ := opsStore(t)
+	access := filepath.Join(work, "access.hcl")
+	sec := strings.TrimSpace(mustRun(t, "", nil, airgapBin, "token", "create", "--access", access, "--name", "tofu-team", "--allow", "registry.opentofu.org/**"))
+	sec = sec[:strings.Index(sec, "\n")]
+	base, caFile := startServe(t, root, "--access", access)
+	ctx, cancel := newChromium(t, base, caFile, work)
+	defer cancel()
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
+	// No credentials: the Basic challenge, which headless Chromium (having
+	// no one to prompt) cancels.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base)); err == nil || !strings.Contains(err.Error(), "ERR_INVALID_AUTH_CREDENTIALS") {
+		t.Errorf("loading the catalog without a token: %v (want the challenge, cancelled)", err)
+	}
+	// The prompt answered with the token: the DevTools Fetch domain pauses
+	// each request (continued as is) and asks for the challenge's answer.
+	tgt := chromedp.FromContext(ctx).Target
+	auths := cdp.Events(ctx, tgt, cdpfetch.AuthRequired)
+	paused := cdp.Events(ctx, tgt, cdpfetch.RequestPaused)
+	go func() {
+		for ev, err := range auths {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, cdpfetch.ContinueWithAuth, cdpfetch.ContinueWithAuthParams{RequestID: ev.RequestID,
+				AuthChallengeResponse: &cdpfetch.AuthChallengeResponse{Response: cdpfetch.AuthChallengeResponseResponseProvideCredentials, Username: "me", Password: sec}})
+		}
+	}()
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, cdpfetch.ContinueRequest, cdpfetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	yes := true
+	if _, err := chromedp.Call(ctx, cdpfetch.Enable, cdpfetch.EnableParams{HandleAuthRequests: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#signed-in"))); err != nil {
+		t.Fatalf("loading the catalog with the token: %v", err)
+	}
+	provs := eval(`Array.from(document.querySelectorAll("tr.provider")).map(tr => tr.dataset.addr).join(",")`)
+	mods := eval(`Array.from(document.querySelectorAll("tr.module")).map(tr => tr.dataset.addr).join(",")`)
+	if provs != "registry.opentofu.org/hashicorp/null" || mods != "" {
+		t.Errorf("the page for tofu-team lists providers %q and modules %q; want only registry.opentofu.org/hashicorp/null", provs, mods)
+	}
+	if who := eval(`document.querySelector("#signed-in").innerText`); !strings.Contains(who, "tofu-team") {
+		t.Errorf("signed-in line: %q", who)
+	}
+	// A detail page outside the token's rules: the not-found page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"ui/providers/registry.terraform.io/hashicorp/random")); err != nil {
+		t.Fatal(err)
+	}
+	if text := eval(`document.body.innerText`); !strings.Contains(text, "does not serve") {
+		t.Errorf("a provider outside the token's rules shows: %q", text)
+	}
+	if html := eval(`document.documentElement.outerHTML`); strings.Contains(html, strings.TrimPrefix(sec, "airgap_")) {
+		t.Error("the token is in the page")
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
+		if dir == "" {
+			dir = t.TempDir()
+		}
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "catalog-token.png"), shot, 0o644)
 	}
 }

@@ -35,10 +35,6 @@ import (
 // with --ignore-certificate-errors-spki-list (Chromium on Linux reads CAs
 // only from an NSS database, which would need certutil).
 func TestCatalogInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-	}
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)
@@ -74,32 +70,7 @@ func TestCatalogInBrowser(t *testing.T) {
 	base, caFile := startServe(t, root)
 	wantCfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--mode", "registry")
 
-	// Verify the served certificate against the CA, then pin its key.
-	pemCA, _ := os.ReadFile(caFile)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pemCA)
-	u, _ := url.Parse(base)
-	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname()})
-	if err != nil {
-		t.Fatalf("the appliance's certificate does not verify against its CA: %v", err)
-	}
-	spki := sha256.Sum256(conn.ConnectionState().PeerCertificates[0].RawSubjectPublicKeyInfo)
-	conn.Close()
-
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(work, "chromium-profile")),
-		chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(spki[:])),
-		chromedp.WindowSize(1280, 1000),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := newChromium(t, base, caFile, work)
 	defer cancel()
 
 	eval := func(expr string) string {
@@ -167,6 +138,43 @@ func TestCatalogInBrowser(t *testing.T) {
 	if rows := eval(`location.search + " " + Array.from(document.querySelectorAll("tr[data-addr]")).map(tr => tr.dataset.addr).join(",")`); rows != "?q=null registry.opentofu.org/hashicorp/null" {
 		t.Errorf("the submitted filter shows %q", rows)
 	}
+}
+
+// newChromium starts headless Chromium that trusts exactly the appliance
+// at base: the served chain is verified against its CA in Go, then that
+// leaf's key is pinned with --ignore-certificate-errors-spki-list (Chromium
+// on Linux reads CAs only from an NSS database, which would need
+// certutil). The context ends after 60 s.
+func newChromium(t *testing.T, base, caFile, work string) (context.Context, context.CancelFunc) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+	}
+	pemCA, _ := os.ReadFile(caFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	u, _ := url.Parse(base)
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname()})
+	if err != nil {
+		t.Fatalf("the appliance's certificate does not verify against its CA: %v", err)
+	}
+	spki := sha256.Sum256(conn.ConnectionState().PeerCertificates[0].RawSubjectPublicKeyInfo)
+	conn.Close()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(work, "chromium-profile")),
+		chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(spki[:])),
+		chromedp.WindowSize(1280, 1000),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	return ctx, func() { cancelT(); cancelC(); cancelA() }
 }
 
 func contains(l []string, s string) bool {
