@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -430,4 +432,147 @@ func TestCatalogInBrowserWithToken(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, "catalog-token.png"), shot, 0o644)
 	}
+}
+
+// TestReplicasShareAccess: three replicas over one store behind a real
+// HAProxy share one access file, one URL key and one audit log. A URL
+// signed by one replica downloads from the others; a token created or
+// revoked while they run is honoured by all of them within 2 s (no signal);
+// a key rotation keeps earlier URLs valid; every package download is one
+// whole line in the shared audit log (rotation between writers:
+// TestAuditLogReplicas in server/).
+func TestReplicasShareAccess(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
+	}
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	create := func(name string) string {
+		out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", name, "--allow", "**")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	ci := create("ci")
+	var reps []*replica
+	for i := 0; i < 3; i++ {
+		reps = append(reps, startReplica(t, root, freePort(t), "--access", access, "--audit-log", audit))
+	}
+	cl, _, caFile := caClient(t, root)
+	for _, r := range reps {
+		waitHealthy(t, cl, fmt.Sprintf("https://localhost:%d/healthz", r.port))
+	}
+	base, _ := startHAProxy(t, haproxy, caFile, reps)
+	waitHealthy(t, cl, base+"/healthz")
+	time.Sleep(600 * time.Millisecond)
+	// One connection per request, so HAProxy spreads them over the replicas.
+	tr := cl.Transport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	lb := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	const dl = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	signedVia := func(c *http.Client, b, token string) (int, string) {
+		resp, body := httpGet(t, c, b+dl, "Authorization", "Bearer "+token)
+		var d struct {
+			DownloadURL string `json:"download_url"`
+		}
+		json.Unmarshal(body, &d)
+		return resp.StatusCode, resolveRef(b+dl, d.DownloadURL)
+	}
+	replicaURL := func(r *replica) string { return fmt.Sprintf("https://localhost:%d", r.port) }
+
+	downloads := 0
+	// A URL signed by each replica downloads from every replica.
+	for _, from := range reps {
+		code, u := signedVia(cl, replicaURL(from), ci)
+		if code != 200 {
+			t.Fatalf("download answer from :%d: %d", from.port, code)
+		}
+		for _, to := range reps {
+			pu, _ := url.Parse(u)
+			pu.Host = fmt.Sprintf("localhost:%d", to.port)
+			if resp, _ := httpGet(t, cl, pu.String()); resp.StatusCode != 200 {
+				t.Errorf("a URL signed by :%d, fetched from :%d: %s", from.port, to.port, resp.Status)
+			}
+			downloads++
+		}
+	}
+	// Through the balancer, answer and download on different replicas.
+	for i := 0; i < 12; i++ {
+		code, u := signedVia(lb, base, ci)
+		if code != 200 {
+			t.Fatalf("through the balancer: %d", code)
+		}
+		if resp, _ := httpGet(t, lb, u); resp.StatusCode != 200 {
+			t.Errorf("download through the balancer: %s", resp.Status)
+		}
+		downloads++
+	}
+	// A token created while they run works on every replica within 2 s.
+	late := create("late")
+	eachReplica := func(what string, token string, want int) {
+		t.Helper()
+		for _, r := range reps {
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				resp, _ := httpGet(t, cl, replicaURL(r)+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+token)
+				if resp.StatusCode == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: replica :%d answers %s 2 s later, want %d", what, r.port, resp.Status, want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	eachReplica("a new token", late, 200)
+	// A key rotation: earlier URLs stay valid, new ones work everywhere.
+	_, before := signedVia(cl, replicaURL(reps[0]), ci)
+	mustRun(t, "", nil, airgapBin, "token", "rotate-url-key", "--store", root)
+	time.Sleep(2500 * time.Millisecond) // every replica reads the new key file
+	_, after := signedVia(cl, replicaURL(reps[2]), ci)
+	if strings.Split(before, "sig=")[1][:8] == strings.Split(after, "sig=")[1][:8] {
+		t.Errorf("after the rotation the replicas still sign with the old key:\n%s\n%s", before, after)
+	}
+	for _, u := range []string{before, after} {
+		for _, r := range reps {
+			pu, _ := url.Parse(u)
+			pu.Host = fmt.Sprintf("localhost:%d", r.port)
+			if resp, _ := httpGet(t, cl, pu.String()); resp.StatusCode != 200 {
+				t.Errorf("after the rotation, %s on :%d: %s", u[len(u)-20:], r.port, resp.Status)
+			}
+			downloads++
+		}
+	}
+	// Revoked: refused by every replica within 2 s, and so are its URLs.
+	mustRun(t, "", nil, airgapBin, "token", "revoke", "--access", access, "ci")
+	eachReplica("a revoked token", ci, 401)
+	for _, r := range reps {
+		pu, _ := url.Parse(after)
+		pu.Host = fmt.Sprintf("localhost:%d", r.port)
+		if resp, _ := httpGet(t, cl, pu.String()); resp.StatusCode != 403 {
+			t.Errorf("a URL of the revoked token on :%d: %s", r.port, resp.Status)
+		}
+	}
+	// The audit log: one whole line per download, over rotated files.
+	out := mustRun(t, "", nil, airgapBin, "audit", "--log", audit, "--json")
+	var sum struct {
+		Records int
+		Skipped int `json:"skipped_lines"`
+		Files   []string
+		Tokens  []struct {
+			Token     string
+			Downloads int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	if sum.Records != downloads || sum.Skipped != 0 || len(sum.Tokens) != 1 || sum.Tokens[0].Token != "ci" {
+		t.Errorf("audit: %d records (want %d), %d skipped, %d files, tokens %+v", sum.Records, downloads, sum.Skipped, len(sum.Files), sum.Tokens)
+	}
+	t.Logf("%d downloads audited by 3 replicas over %d files", sum.Records, len(sum.Files))
 }

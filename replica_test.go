@@ -91,48 +91,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		t.Errorf("the replicas serve %d different leaves for localhost; want one, shared through STORE/tls", len(serials))
 	}
 
-	front := freePort(t)
-	cfg := fmt.Sprintf(`global
-  maxconn 512
-defaults
-  mode tcp
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  retries 3
-  option redispatch 1
-frontend fe
-  bind 127.0.0.1:%d
-  default_backend replicas
-backend replicas
-  balance roundrobin
-  option httpchk
-  http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
-  http-check expect status 200
-  default-server check check-ssl check-sni localhost verify required ca-file %s inter 200ms fall 1 rise 2
-`, front, caFile)
-	for i, r := range reps {
-		cfg += fmt.Sprintf("  server r%d 127.0.0.1:%d\n", i+1, r.port)
-	}
-	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
-	os.WriteFile(cfgPath, []byte(cfg), 0o644)
-	if out, err := exec.Command(haproxy, "-c", "-f", cfgPath).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c: %v\n%s", err, out)
-	}
-	hp := exec.Command(haproxy, "-db", "-f", cfgPath)
-	hpLogs := &lockedBuffer{}
-	hp.Stdout, hp.Stderr = hpLogs, hpLogs
-	if err := hp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hp.Process.Kill()
-		hp.Wait()
-		if t.Failed() {
-			t.Logf("haproxy log:\n%s", hpLogs.String())
-		}
-	})
-	base := fmt.Sprintf("https://localhost:%d", front)
+	base, hpLogs := startHAProxy(t, haproxy, caFile, reps)
 	waitHealthy(t, cl, base+"/healthz")
 	time.Sleep(600 * time.Millisecond) // every server through its first checks
 
@@ -293,6 +252,55 @@ backend replicas
 	if code, _, err := fetch(cl, base+"/healthz"); err != nil || code != 200 {
 		t.Fatalf("after the kill: %d %v", code, err)
 	}
+}
+
+// startHAProxy runs HAProxy in front of the replicas (TCP passthrough,
+// round robin, check-ssl health checks on /healthz every 200 ms) and
+// returns its base URL (no trailing slash) and its log.
+func startHAProxy(t *testing.T, haproxy, caFile string, reps []*replica) (string, *lockedBuffer) {
+	t.Helper()
+	front := freePort(t)
+	cfg := fmt.Sprintf(`global
+  maxconn 512
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  retries 3
+  option redispatch 1
+frontend fe
+  bind 127.0.0.1:%d
+  default_backend replicas
+backend replicas
+  balance roundrobin
+  option httpchk
+  http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
+  http-check expect status 200
+  default-server check check-ssl check-sni localhost verify required ca-file %s inter 200ms fall 1 rise 2
+`, front, caFile)
+	for i, r := range reps {
+		cfg += fmt.Sprintf("  server r%d 127.0.0.1:%d\n", i+1, r.port)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
+	os.WriteFile(cfgPath, []byte(cfg), 0o644)
+	if out, err := exec.Command(haproxy, "-c", "-f", cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c: %v\n%s", err, out)
+	}
+	hp := exec.Command(haproxy, "-db", "-f", cfgPath)
+	hpLogs := &lockedBuffer{}
+	hp.Stdout, hp.Stderr = hpLogs, hpLogs
+	if err := hp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		hp.Process.Kill()
+		hp.Wait()
+		if t.Failed() {
+			t.Logf("haproxy log:\n%s", hpLogs.String())
+		}
+	})
+	return fmt.Sprintf("https://localhost:%d", front), hpLogs
 }
 
 func fetch(c *http.Client, u string) (int, []byte, error) {
