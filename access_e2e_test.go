@@ -576,3 +576,144 @@ func TestReplicasShareAccess(t *testing.T) {
 	}
 	t.Logf("%d downloads audited by 3 replicas over %d files", sum.Records, len(sum.Files))
 }
+
+// TestAccessHostile attacks the real binary: an access file other users
+// may read keeps serve from starting; a broken edit while it runs keeps
+// the previous rules (and says so); a client guessing tokens is cut off
+// (429) after 10 failures, valid token or not; nothing it sent, and no
+// token, reaches the log.
+func TestAccessHostile(t *testing.T) {
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access := filepath.Join(dir, "access.hcl")
+	out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := strings.TrimSpace(out)
+	// Group-readable: refused, with the fix in the message.
+	os.Chmod(access, 0o640)
+	out, err = cmdRun(t, "", nil, airgapBin, "serve", "--store", root, "--listen", "127.0.0.1:0", "--access", access)
+	if err == nil || !strings.Contains(out, "has mode 0640") || !strings.Contains(out, "chmod 600 "+access) {
+		t.Errorf("serve with a group-readable access file: %v\n%s", err, out)
+	}
+	if out, err := cmdRun(t, "", nil, airgapBin, "token", "list", "--access", access); err == nil || !strings.Contains(out, "chmod 600") {
+		t.Errorf("token list of a group-readable file: %v\n%s", err, out)
+	}
+	os.Chmod(access, 0o600)
+	out, err = cmdRun(t, "", nil, airgapBin, "serve", "--store", root, "--access", access, "--check-config")
+	if err != nil || !strings.Contains(out, `access`) {
+		t.Errorf("--check-config: %v\n%s", err, out)
+	}
+
+	base, _, _, logs := startServeLogged(t, root, "--access", access, "--log-format", "json")
+	cl, _, _ := caClient(t, root)
+	versions := base + "v1/providers/hashicorp/random/versions"
+	if resp, _ := httpGet(t, cl, versions, "Authorization", "Bearer "+ci); resp.StatusCode != 200 {
+		t.Fatalf("with the token: %s", resp.Status)
+	}
+	// A broken edit (as a person might save it): the previous rules stay.
+	writeAtomically(t, access, "token \"ci\" {\n  sha256 = \"nothex\"\n")
+	waitLog(t, logs, "the broken access file", func(r map[string]any) bool {
+		return r["msg"] == "the access file changed but does not load; still enforcing the previous one"
+	})
+	if resp, _ := httpGet(t, cl, versions, "Authorization", "Bearer "+ci); resp.StatusCode != 200 {
+		t.Errorf("after a broken edit the token stopped working: %s", resp.Status)
+	}
+	// Guessing: 10 failures, then 429 for every credential from the address.
+	guess := "airgap_" + strings.Repeat("G", 43)
+	for i := 0; i < 10; i++ {
+		if resp, _ := httpGet(t, cl, versions, "Authorization", "Bearer "+guess); resp.StatusCode != 401 {
+			t.Fatalf("guess %d: %s", i, resp.Status)
+		}
+	}
+	for _, tok := range []string{guess, ci} {
+		resp, body := httpGet(t, cl, versions, "Authorization", "Bearer "+tok)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("after 10 failures: %s %s", resp.Status, body)
+		}
+	}
+	waitLog(t, logs, "the throttling warning", func(r map[string]any) bool {
+		return r["msg"] == "too many failed token attempts; refusing credentials from this address for a while" && r["client"] == "127.0.0.1"
+	})
+	// Oversized credentials: net/http's header limit answers.
+	if resp, _ := httpGet(t, cl, versions, "Authorization", "Bearer "+strings.Repeat("x", 40<<10)); resp.StatusCode != 431 {
+		t.Errorf("a 40 KiB Authorization header: %s", resp.Status)
+	}
+	for _, s := range []string{strings.TrimPrefix(ci, "airgap_"), strings.TrimPrefix(guess, "airgap_")} {
+		if strings.Contains(logs.String(), s) {
+			t.Error("a presented secret is in serve's log")
+		}
+	}
+}
+
+// writeAtomically replaces a file as an editor would (mode 0600).
+func writeAtomically(t *testing.T, path, text string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTokenVerbs: the token verbs' output, JSON and mistakes.
+func TestTokenVerbs(t *testing.T) {
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "registry.terraform.io/hashicorp/*", "--expires", "90d")
+	if err != nil || !strings.HasPrefix(out, "airgap_") || strings.Count(out, "\n") != 1 || len(strings.TrimSpace(out)) != 50 {
+		t.Fatalf("token create must print the secret alone on stdout: %v %q", err, out)
+	}
+	if fi, _ := os.Stat(access); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the access file was created with mode %v", fi.Mode())
+	}
+	js := mustRun(t, "", nil, airgapBin, "token", "list", "--access", access, "--json")
+	var doc struct {
+		OK     bool
+		Tokens []struct {
+			Name    string
+			Allow   []string
+			Expires string
+			Expired bool
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || !doc.OK || len(doc.Tokens) != 1 || doc.Tokens[0].Name != "ci" || doc.Tokens[0].Expires == "" || doc.Tokens[0].Expired {
+		t.Errorf("token list --json: %v\n%s", err, js)
+	}
+	if strings.Contains(js, strings.TrimPrefix(strings.TrimSpace(out), "airgap_")) {
+		t.Error("token list shows the secret")
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"token", "create", "--access", access, "--name", "ci", "--allow", "**"}, 1, "a token of that name exists"},
+		{[]string{"token", "create", "--access", access, "--name", "x", "--allow", "hashicorp/aws"}, 1, "has 2 parts"},
+		{[]string{"token", "create", "--access", access, "--name", "anonymous", "--allow", "**"}, 1, "reserved"},
+		{[]string{"token", "create", "--access", access, "--name", "x", "--allow", "**", "--expires", "soon"}, 2, "want a duration"},
+		{[]string{"token", "revoke", "--access", access, "nobody"}, 1, "no such token"},
+		{[]string{"token", "revok", "--access", access, "ci"}, 2, `did you mean "revoke"?`},
+		{[]string{"token", "revoke", "--access", access, "nobody", "--json"}, 1, `"ok": false`},
+	} {
+		out, err := cmdRun(t, "", nil, airgapBin, c.args...)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("airgap %s: exit %d (want %d)\n%s\nwant %q", strings.Join(c.args, " "), code, c.code, out, c.want)
+		}
+	}
+	mustRun(t, "", nil, airgapBin, "token", "anonymous", "--access", access, "--allow", "registry.terraform.io/**")
+	if out := mustRun(t, "", nil, airgapBin, "token", "list", "--access", access); !strings.Contains(out, "(anonymous)") || !strings.Contains(out, "ci") {
+		t.Errorf("token list:\n%s", out)
+	}
+	mustRun(t, "", nil, airgapBin, "token", "revoke", "--access", access, "ci")
+	mustRun(t, "", nil, airgapBin, "token", "anonymous", "--access", access, "--none")
+	if out := mustRun(t, "", nil, airgapBin, "token", "list", "--access", access, "--json"); !strings.Contains(out, `"tokens": []`) || strings.Contains(out, "anonymous") {
+		t.Errorf("after revoking everything:\n%s", out)
+	}
+}
