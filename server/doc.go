@@ -13,6 +13,7 @@
 //	/archives/sha256/{hex}.tar.gz                     module archives
 //	/ca.pem, /healthz, /airgap/v1/origins             appliance helpers
 //	/v2/…                                             OCI distribution API, read-only (oci.go; layout: dist/oci)
+//	/v2/token                                         bearer tokens for OCI clients, with an access file (oci_auth.go)
 //	/ (exactly), /ui/providers/…, /ui/modules/…       the HTML catalog for people (catalog.go, templates/)
 //
 // Which origin registry a /v1/… request sees depends on its Host: a Host that
@@ -57,6 +58,21 @@
 // for its origins, with a hint per kind of failure).
 // It never writes to the store's content, only to its tls/ directory.
 //
+// Who may fetch what (Options.Access, an access file of package acl):
+//   - auth.go: every request but /healthz, /ca.pem and plain discovery
+//     needs a principal, a token (Bearer, or the password of Basic
+//     credentials) or the anonymous rule; the 401s and their challenges
+//     are what terraform, tofu, oras-go and browsers expect; failed
+//     attempts are limited per client address.
+//   - scope.go: a principal sees the catalog filtered by its rules, through
+//     the same handlers, so a denied address is answered byte for byte as
+//     a missing one; answers are cached per principal.
+//   - signing.go: download URLs in answers are signed for the principal
+//     (HMAC over path, token and expiry; keys in STORE/tls, rotatable),
+//     because the clients send no token when they download packages.
+//   - oci_auth.go: the /v2/ Bearer challenge and /v2/token.
+//   - audit.go: one JSON line per package download, shared by replicas.
+//
 // Running it as a service, all independent of the HTTP server that carries
 // the handler:
 //   - access.go: Observe, middleware writing one slog access line per
@@ -73,8 +89,9 @@
 //   - ops.go: wires the above for the serve verb; systemd.go: sd_notify;
 //     health.go: the client side of container health checks.
 //
-// It does not rotate or ship logs (journald or the container runtime does)
-// and does not authenticate /metrics (it is served only when asked: on
+// It does not rotate or ship its access log (journald or the container
+// runtime does; it rotates only the audit log) and does not authenticate
+// /metrics (it is served only when asked: on
 // --metrics-listen where only the monitoring network reaches it, or on the
 // main listener with --metrics-listen main).
 package server

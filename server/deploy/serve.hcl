@@ -4,7 +4,7 @@
 # then this file. Check it with:
 #   airgap serve --config /etc/airgap/serve.hcl --check-config
 # 'systemctl reload airgap' applies log-level, trusted-proxy, hostname,
-# cert and key without a restart.
+# cert, key and access without a restart.
 
 store    = "/var/lib/airgap/store"
 listen   = ":443"
@@ -29,3 +29,16 @@ metrics-listen = ""
 max-conns        = 2048              # in total: ~50 KiB and one descriptor each
 max-conns-per-ip = 128               # per client address (IPv6: per /64)
 send-timeout     = "60s"             # close a download whose client reads nothing for this long
+
+# Who may fetch what: an access file of tokens ('airgap token create
+# --access /etc/airgap/access.hcl ...'; owned by airgap, mode 0600), re-read
+# within a second of every change. Without it everyone who reaches the
+# appliance may fetch everything. Turning it on or off needs a restart.
+# access = "/etc/airgap/access.hcl"
+# download-url-ttl = "15m"            # how long the signed package URLs in answers stay valid
+
+# One JSON line per package or archive download ('airgap audit' sums it up);
+# several replicas may share one file. Rotated past audit-log-max-size.
+# audit-log          = "/var/log/airgap/audit.jsonl"
+# audit-log-max-size = "100MiB"
+# audit-log-keep     = 9
