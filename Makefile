@@ -53,6 +53,9 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzHelperOutput$$' -fuzztime $(call fuzztime,50000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzMirrorArchives$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry
+	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
+	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl
+	$(FUZZ) -fuzz '^FuzzPattern$$' -fuzztime $(call fuzztime,60000) ./server/acl
 
 bench:
 	bash testdata/bench/run.sh

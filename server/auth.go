@@ -274,23 +274,20 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 		}
 		return nil, &authFail{reason: authMissing}
 	}
-	key, limited := a.clientKey(r)
-	if limited {
-		if wait := a.fails.wait(key, a.now()); wait > 0 {
-			return nil, &authFail{reason: authThrottled, retry: wait}
-		}
+	if fail := a.throttled(r); fail != nil {
+		return nil, fail
 	}
 	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") {
-		return a.checkBearer(secret, set, key, limited)
+		return a.checkBearer(r, secret, set)
 	}
 	if !acl.LooksLikeSecret(secret) {
-		a.failed(key, limited)
+		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
 	h := acl.HashSecret(secret)
 	p := set.byHash[h]
 	if p == nil || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
-		a.failed(key, limited)
+		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
 	if !p.expires.IsZero() && !a.now().Before(p.expires) {
@@ -299,7 +296,25 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 	return p, nil
 }
 
-func (a *AccessControl) failed(key string, limited bool) {
+// throttled refuses a request with credentials from an address over its
+// failure limit. While no address is over it (the usual case) it costs
+// one atomic load.
+func (a *AccessControl) throttled(r *http.Request) *authFail {
+	now := a.now()
+	if !a.fails.anyBlocked(now) {
+		return nil
+	}
+	if key, limited := a.clientKey(r); limited {
+		if wait := a.fails.wait(key, now); wait > 0 {
+			return &authFail{reason: authThrottled, retry: wait}
+		}
+	}
+	return nil
+}
+
+// failed counts a failed attempt against the request's client address.
+func (a *AccessControl) failed(r *http.Request) {
+	key, limited := a.clientKey(r)
 	if limited && a.fails.fail(key, a.now()) {
 		a.log.Warn("too many failed token attempts; refusing credentials from this address for a while", "client", key)
 	}
@@ -338,17 +353,14 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	if !strings.Contains(r.URL.RawQuery, "sig=") {
 		return nil, false, nil
 	}
-	key, limited := a.clientKey(r)
-	if limited {
-		if wait := a.fails.wait(key, a.now()); wait > 0 {
-			return nil, true, &authFail{reason: authThrottled, retry: wait}
-		}
+	if fail := a.throttled(r); fail != nil {
+		return nil, true, fail
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	who, e, sig := q.Get("tok"), q.Get("exp"), q.Get("sig")
 	exp, perr := strconv.ParseInt(e, 10, 64)
 	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path) {
-		a.failed(key, limited)
+		a.failed(r)
 		return nil, true, &authFail{reason: urlInvalid}
 	}
 	if at := time.Unix(exp, 0); !a.now().Before(at) {

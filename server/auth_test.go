@@ -56,7 +56,7 @@ type accessEnv struct {
 }
 
 // tokens: name -> allow patterns. anonymous: patterns or nil.
-func setupAccess(t *testing.T, tokens map[string][]string, anonymous []string) *accessEnv {
+func setupAccess(t testing.TB, tokens map[string][]string, anonymous []string) *accessEnv {
 	t.Helper()
 	signer := bundletest.Key(t, "site")
 	dir := t.TempDir()

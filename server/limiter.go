@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,10 @@ import (
 type failLimiter struct {
 	mu sync.Mutex
 	m  map[string]*failBucket
+	// until is the latest time (Unix ns) any address is refused until:
+	// while it is past, nobody is refused, and a request with credentials
+	// skips the table (no lock, no address parsing).
+	until atomic.Int64
 }
 
 type failBucket struct {
@@ -43,6 +48,9 @@ func (b *failBucket) refill(now time.Time) {
 	}
 	b.last = now
 }
+
+// anyBlocked reports whether some address may be refused at now.
+func (l *failLimiter) anyBlocked(now time.Time) bool { return now.UnixNano() < l.until.Load() }
 
 // wait returns how many seconds key must wait before its credentials are
 // checked again (0: go ahead).
@@ -75,6 +83,11 @@ func (l *failLimiter) fail(key string, now time.Time) bool {
 	}
 	b.refill(now)
 	b.tokens--
+	if b.tokens < 1 {
+		until := now.Add(time.Duration((1 - b.tokens) * float64(failRefill))).UnixNano()
+		for cur := l.until.Load(); until > cur && !l.until.CompareAndSwap(cur, until); cur = l.until.Load() {
+		}
+	}
 	if b.tokens < 1 && !b.warned {
 		b.warned = true
 		return true

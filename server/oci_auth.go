@@ -83,10 +83,10 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkBearer verifies a bearer ociToken issued.
-func (a *AccessControl) checkBearer(b string, set *accessSet, key string, limited bool) (*principal, *authFail) {
+func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (*principal, *authFail) {
 	parts := strings.Split(strings.TrimPrefix(b, ociBearerPrefix), ":")
 	if len(parts) != 3 || !a.keys.verify(parts[2], macBearer, parts[0], parts[1]) {
-		a.failed(key, limited)
+		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
 	exp, err := strconv.ParseInt(parts[1], 10, 64)

@@ -236,10 +236,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		sc := st.scopeFor(ra.principal())
 		k := renderKey{who: ra.who(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
-			k.view = sc.hostOrigin(r.Host)
+			k.view = st.scopeFor(ra.principal()).hostOrigin(r.Host)
 		}
 		if a, ok := st.rendered.Load(k); ok && s.fresh(a.(*answer)) {
 			writeAnswer(w, r, a.(*answer))

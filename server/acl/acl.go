@@ -79,8 +79,16 @@ func NewSecret() (string, error) {
 	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// HashSecret is what the file stores of a secret.
-func HashSecret(secret string) [sha256.Size]byte { return sha256.Sum256([]byte(secret)) }
+// HashSecret is what the file stores of a secret. A secret of the usual
+// length is hashed from a stack buffer (no allocation per request).
+func HashSecret(secret string) [sha256.Size]byte {
+	var buf [64]byte
+	if len(secret) <= len(buf) {
+		n := copy(buf[:], secret)
+		return sha256.Sum256(buf[:n])
+	}
+	return sha256.Sum256([]byte(secret))
+}
 
 // LooksLikeSecret reports whether s has the shape of a token secret (the
 // prefix and the length); anything else is refused without hashing.

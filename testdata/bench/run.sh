@@ -61,8 +61,8 @@ wait_https() { # url cafile
   done
   echo "timed out waiting for $1" >&2; return 1
 }
-wrk_run() { # url -> "rps p99ms"
-  wrk -t2 -c"$CONNS" -d"$DUR" --latency "$1" > "$W/wrk.out" 2>&1 || true
+wrk_run() { # url [header] -> "rps p99ms"
+  wrk -t2 -c"$CONNS" -d"$DUR" --latency ${2:+-H "$2"} "$1" > "$W/wrk.out" 2>&1 || true
   rps=$(awk '/Requests\/sec/ {print $2}' "$W/wrk.out")
   p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}' "$W/wrk.out")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$W/wrk.out")
@@ -107,6 +107,16 @@ nginx -c "$W/nginx.conf" -p "$W" -g "user root;"
 A=https://127.0.0.1:18443; N=https://127.0.0.1:18444
 wait_https "$A/healthz" "$CA"; wait_https "$N/registry.terraform.io/hashicorp/random/index.json" "$CA"
 
+# The same store served with an access file (a second replica): every
+# request carries a token, answers carry URLs signed for it.
+BENCH_TOKEN=$("$AG" token create --access "$W/access.hcl" --name bench --allow '**' 2>/dev/null)
+AUTH="Authorization: Bearer $BENCH_TOKEN"
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18447 --tls files --cert "$CERT" --key "$KEY" --log-level warn \
+  --access "$W/access.hcl" 2>"$W/serve-token.log" &
+PIDS+=($!)
+T=https://127.0.0.1:18447
+wait_https "$T/healthz" "$CA"
+
 # The registry protocol has no static layout of its own, but a static
 # registry is what a site could otherwise run: nginx serves airgap's own
 # answers, saved as files, so both sides send the same bytes.
@@ -124,25 +134,31 @@ F=https://127.0.0.1:18446
 PIDS+=($!)
 wait_https "$F/registry.terraform.io/hashicorp/random/index.json" "$CA"
 
-# Each figure is the median of $ROUNDS runs of $SDUR per server, the three
-# servers taking turns (a different one first in each round), so that a
-# slow moment of the shared machine does not fall on one server only.
+# Each figure is the median of $ROUNDS runs of $SDUR per server, the four
+# servers (airgap, airgap with a token, nginx, the floor) taking turns (a
+# different one first in each round), so that a slow moment of the shared
+# machine does not fall on one server only.
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 trio() { # label airgap-path static-path
-  local order=(A N F) r i s url
-  : > "$W/trio.A"; : > "$W/trio.N"; : > "$W/trio.F"
+  local order=(A T N F) r i s url hdr
+  # The token server must answer 200 with the token and 401 without.
+  [ "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' -H "$AUTH" "$T$2")" = 200 ] || { echo "the token server refuses $2" >&2; exit 1; }
+  [ "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$T$2")" = 401 ] || { echo "the token server answers $2 without a token" >&2; exit 1; }
+  : > "$W/trio.A"; : > "$W/trio.T"; : > "$W/trio.N"; : > "$W/trio.F"
   for ((r = 0; r < ROUNDS; r++)); do
-    for ((i = 0; i < 3; i++)); do
-      s=${order[$(( (r + i) % 3 ))]}
-      case $s in A) url="$A$2" ;; N) url="$N$3" ;; F) url="$F$3" ;; esac
-      DUR=$SDUR wrk_run "$url" >> "$W/trio.$s"
+    for ((i = 0; i < 4; i++)); do
+      s=${order[$(( (r + i) % 4 ))]}
+      hdr=""
+      case $s in A) url="$A$2" ;; T) url="$T$2"; hdr=$AUTH ;; N) url="$N$3" ;; F) url="$F$3" ;; esac
+      DUR=$SDUR wrk_run "$url" "$hdr" >> "$W/trio.$s"
     done
   done
   med() { cut -d' ' -f"$2" "$W/trio.$1" | median; } # server field(1 rps, 2 p99)
-  local ar ap nr np fr fp
-  ar=$(med A 1); ap=$(med A 2); nr=$(med N 1); np=$(med N 2); fr=$(med F 1); fp=$(med F 2)
+  local ar ap tr tp nr np fr fp
+  ar=$(med A 1); ap=$(med A 2); tr=$(med T 1); tp=$(med T 2); nr=$(med N 1); np=$(med N 2); fr=$(med F 1); fp=$(med F 2)
   row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 0.9x"
   row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ">= 1.0x"
+  row "  with an access file: req/s, p99 ms vs without" "$(printf '%.0f' "$tr") / $tp" "$(printf '%.0f' "$ar") / $ap" "$(ratio "$tr" "$ar")" ">= 0.95x"
   row "  net/http floor: req/s ratio, p99 ms" "$(printf '%.0f' "$fr") / $fp" "$(printf '%.0f' "$nr") / $np" "$(ratio "$fr" "$nr")" ""
 }
 trio "mirror index.json" /mirror/registry.terraform.io/hashicorp/random/index.json /registry.terraform.io/hashicorp/random/index.json
