@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,6 +268,11 @@ func TestAccessOCIWithTofu(t *testing.T) {
 		t.Errorf("oci:// module not installed: %v", err)
 	}
 	waitLog(t, f.logs, "an OCI bearer", func(r map[string]any) bool { return r["auth_by"] == "oci_bearer" && r["token"] == "full" })
+	// The packages and module zips fetched over OCI are audited too.
+	audit, _ := os.ReadFile(f.audit)
+	if n := strings.Count(string(audit), `"via":"oci"`); n < 5 || !strings.Contains(string(audit), `"token":"full"`) {
+		t.Errorf("%d OCI downloads in the audit log (2 providers and 3 modules fetched):\n%s", n, audit)
+	}
 	// Without credentials: modules, then providers alone.
 	for _, p := range []string{project, strings.Replace(onlyRandom, "hashicorp/random", "registry.terraform.io/hashicorp/random", 1)} {
 		_, out, err = initProject(t, tofu, p, f.clientConfig(t, "tofu", "oci", ""))
@@ -715,5 +721,51 @@ func TestTokenVerbs(t *testing.T) {
 	mustRun(t, "", nil, airgapBin, "token", "anonymous", "--access", access, "--none")
 	if out := mustRun(t, "", nil, airgapBin, "token", "list", "--access", access, "--json"); !strings.Contains(out, `"tokens": []`) || strings.Contains(out, "anonymous") {
 		t.Errorf("after revoking everything:\n%s", out)
+	}
+}
+
+// TestAccessReloadOnSIGHUP: SIGHUP applies a changed access path from the
+// --config file; removing the setting keeps access control on (turning it
+// off takes a restart) and says so.
+func TestAccessReloadOnSIGHUP(t *testing.T) {
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first.hcl"), filepath.Join(dir, "second.hcl")
+	tok := func(file, name string) string {
+		out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", file, "--name", name, "--allow", "**")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	a, b := tok(first, "a"), tok(second, "b")
+	cfg := filepath.Join(dir, "serve.hcl")
+	writeConfig(t, cfg, "access = \""+first+"\"\nlog-format = \"json\"\n")
+	base, _, proc, logs := startServeLogged(t, root, "--config", cfg)
+	cl, _, _ := caClient(t, root)
+	code := func(secret string) int {
+		resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+secret)
+		return resp.StatusCode
+	}
+	if code(a) != 200 || code(b) != 401 {
+		t.Fatalf("before SIGHUP: a %d, b %d", code(a), code(b))
+	}
+	writeConfig(t, cfg, "access = \""+second+"\"\nlog-format = \"json\"\n")
+	proc.Signal(syscall.SIGHUP)
+	waitLog(t, logs, "the reload", func(r map[string]any) bool {
+		s, _ := r["applied"].(string)
+		return strings.Contains(s, "access="+second+" (1 tokens)")
+	})
+	if code(a) != 401 || code(b) != 200 {
+		t.Errorf("after SIGHUP: a %d, b %d", code(a), code(b))
+	}
+	writeConfig(t, cfg, "log-format = \"json\"\n")
+	proc.Signal(syscall.SIGHUP)
+	waitLog(t, logs, "the refusal to turn access control off", func(r map[string]any) bool {
+		s, _ := r["needs_restart"].(string)
+		return strings.Contains(s, "access")
+	})
+	if code(b) != 200 || code("") != 401 {
+		t.Errorf("after removing access from the config: b %d, none %d (access control must stay on)", code(b), code(""))
 	}
 }
