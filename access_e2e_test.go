@@ -369,14 +369,7 @@ func TestCatalogInBrowserWithToken(t *testing.T) {
 	base, caFile := startServe(t, root, "--access", access)
 	ctx, cancel := newChromium(t, base, caFile, work)
 	defer cancel()
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		return v
-	}
+	eval := jsEval(t, ctx)
 	// No credentials: the Basic challenge, which headless Chromium (having
 	// no one to prompt) cancels.
 	if err := chromedp.Do(ctx, chromedp.Navigate(base)); err == nil || !strings.Contains(err.Error(), "ERR_INVALID_AUTH_CREDENTIALS") {

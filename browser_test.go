@@ -73,14 +73,7 @@ func TestCatalogInBrowser(t *testing.T) {
 	ctx, cancel := newChromium(t, base, caFile, work)
 	defer cancel()
 
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		return v
-	}
+	eval := jsEval(t, ctx)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#provider-table"))); err != nil {
 		t.Fatalf("loading the catalog in chromium: %v", err)
 	}
@@ -175,6 +168,19 @@ func newChromium(t *testing.T, base, caFile, work string) (context.Context, cont
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
 	return ctx, func() { cancelT(); cancelC(); cancelA() }
+}
+
+// jsEval returns a function that evaluates a JavaScript expression of
+// string value in the page of ctx.
+func jsEval(t *testing.T, ctx context.Context) func(string) string {
+	return func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
 }
 
 func contains(l []string, s string) bool {

@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-
-	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
@@ -64,16 +61,8 @@ func setupAccess(t testing.TB, tokens map[string][]string, anonymous []string) *
 	plain := filepath.Join(dir, "net.tar.gz")
 	bundletest.WriteModuleArchive(t, plain, map[string]string{"main.tf": "output \"x\" { value = 1 }\n"})
 	set.AddModule(t, dist.ModuleVersion{Host: "site.example", Namespace: "net", Name: "web", System: "aws", Version: "2.0.0", Source: "https://site.example/web.tar.gz"}, plain)
-	root := filepath.Join(t.TempDir(), "store")
-	var b bytes.Buffer
-	set.WriteBundle(t, &b, signer, bundle.CompressionZstd)
-	if _, err := store.Import(root, &b, store.ImportOptions{Keyring: openpgp.EntityList{signer}}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, st := importSet(t, set, signer)
+	var err error
 	e := &accessEnv{root: root, st: st, access: filepath.Join(t.TempDir(), "access.hcl"), tokens: map[string]string{},
 		clock: &clock{t: time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC)}, logs: &bytes.Buffer{}}
 	for name, allow := range tokens {
@@ -125,7 +114,13 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // bearer) and returns the response and body.
 func (e *accessEnv) do(t *testing.T, path, token string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
+	return e.doAt(t, e.ts.URL, path, token, hdr...)
+}
+
+// doAt is do against another server.
+func (e *accessEnv) doAt(t *testing.T, base, path, token string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
 	switch {
 	case strings.HasPrefix(token, "!"):
 		req.Header.Set("Authorization", "Bearer "+token[1:])
@@ -285,17 +280,7 @@ func TestDeniedIsMissing(t *testing.T) {
 		"/blobs/sha256/" + nullZip.Hex() + "/x.zip",
 		"/archives/sha256/" + webZip.Hex() + ".tar.gz",
 	}
-	get := func(base, p string) (*http.Response, []byte) {
-		req, _ := http.NewRequest("GET", base+p, nil)
-		req.Header.Set("Authorization", "Bearer "+e.tokens["tf"])
-		resp, err := e.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
-	}
+	get := func(base, p string) (*http.Response, []byte) { return e.doAt(t, base, p, "tf") }
 	for _, p := range paths {
 		r1, b1 := get(e.ts.URL, p)
 		r2, b2 := get(other.URL, p)

@@ -87,31 +87,21 @@ func (sc *scope) providerVersions(origin, ns, typ string) []*dist.ProviderVersio
 	if sc.rules == nil {
 		return sc.v.providerVersions(origin, ns, typ)
 	}
-	k := strings.ToLower(ns) + "/" + strings.ToLower(typ)
-	pick := func(o string) []*dist.ProviderVersion {
-		if vs := sc.v.providers[o][k]; len(vs) > 0 && sc.rules.Allows(vs[0].Addr()) {
-			return vs
-		}
-		return nil
-	}
-	if origin != defaultOrigin {
-		return pick(origin)
-	}
-	for _, o := range sc.origins {
-		if vs := pick(o); vs != nil {
-			return vs
-		}
-	}
-	return nil
+	return scoped(sc, sc.v.providers, origin, strings.ToLower(ns)+"/"+strings.ToLower(typ), (*dist.ProviderVersion).Addr)
 }
 
 func (sc *scope) moduleVersions(origin, ns, name, system string) []*dist.ModuleVersion {
 	if sc.rules == nil {
 		return sc.v.moduleVersions(origin, ns, name, system)
 	}
-	k := strings.ToLower(ns + "/" + name + "/" + system)
-	pick := func(o string) []*dist.ModuleVersion {
-		if vs := sc.v.modules[o][k]; len(vs) > 0 && sc.rules.Allows(vs[0].Addr()) {
+	return scoped(sc, sc.v.modules, origin, strings.ToLower(ns+"/"+name+"/"+system), (*dist.ModuleVersion).Addr)
+}
+
+// scoped looks key up in one origin, or for the default view in the first
+// of the scope's origins that has it and whose address the rules allow.
+func scoped[T any](sc *scope, byOrigin map[string]map[string][]*T, origin, key string, addr func(*T) string) []*T {
+	pick := func(o string) []*T {
+		if vs := byOrigin[o][key]; len(vs) > 0 && sc.rules.Allows(addr(vs[0])) {
 			return vs
 		}
 		return nil

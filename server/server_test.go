@@ -42,6 +42,16 @@ func setup(t testing.TB) *env {
 	t.Helper()
 	signer := bundletest.Key(t, "site")
 	set := bundletest.Standard(t, t.TempDir(), signer)
+	root, st := importSet(t, set, signer)
+	srv := server.New(st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewTLSServer(srv)
+	t.Cleanup(ts.Close)
+	return &env{root: root, st: st, ts: ts, cl: ts.Client(), signer: signer, set: set}
+}
+
+// importSet imports a fixture set into a new store and opens it.
+func importSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity) (string, *store.Store) {
+	t.Helper()
 	root := filepath.Join(t.TempDir(), "store")
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, signer, bundle.CompressionZstd)
@@ -52,10 +62,7 @@ func setup(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewTLSServer(srv)
-	t.Cleanup(ts.Close)
-	return &env{root: root, st: st, ts: ts, cl: ts.Client(), signer: signer, set: set}
+	return root, st
 }
 
 func (e *env) get(t *testing.T, path string, hdr ...string) (*http.Response, []byte) {

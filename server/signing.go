@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/airgap/airgap/bundle/store"
 )
 
 // Signed download URLs. Terraform and OpenTofu send no token when they
@@ -82,19 +84,21 @@ type URLKeys struct {
 
 // OpenURLKeys loads the store's URL keys from tlsDir, creating the file with
 // one new key if there is none. Replicas starting at once agree on one
-// file: it is created by linking a complete temporary file into place,
-// which fails for all but the first.
+// file: it is created under the key file's lock by the first of them.
 func OpenURLKeys(tlsDir string) (*URLKeys, error) {
 	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
 		return nil, err
 	}
 	k := &URLKeys{path: filepath.Join(tlsDir, urlKeysFile)}
 	if _, err := os.Stat(k.path); errors.Is(err, fs.ErrNotExist) {
-		key, err := newURLKey(time.Now())
-		if err != nil {
-			return nil, err
-		}
-		if err := createExclusive(k.path, &urlKeyFile{Keys: []urlKey{key}}); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := editURLKeys(k.path, func(f *urlKeyFile) (bool, error) {
+			if len(f.Keys) > 0 {
+				return false, nil // another replica was first
+			}
+			key, err := newURLKey(time.Now())
+			f.Keys = []urlKey{key}
+			return true, err
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -108,33 +112,48 @@ func OpenURLKeys(tlsDir string) (*URLKeys, error) {
 // keeps the one before it (URLs it signed stay valid until they expire);
 // running serves pick it up within a second. It returns the new key's id.
 func RotateURLKeys(tlsDir string, now time.Time) (string, error) {
-	path := filepath.Join(tlsDir, urlKeysFile)
+	var id string
+	err := editURLKeys(filepath.Join(tlsDir, urlKeysFile), func(f *urlKeyFile) (bool, error) {
+		key, err := newURLKey(now)
+		f.Keys = append([]urlKey{key}, f.Keys...)
+		if len(f.Keys) > maxURLKeys {
+			f.Keys = f.Keys[:maxURLKeys]
+		}
+		id = key.ID
+		return true, err
+	})
+	return id, err
+}
+
+// editURLKeys applies fn to the key file at path under its lock
+// (path.lock) and, when fn says so, writes it back atomically (mode 0600).
+func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
 	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("locking the URL keys: %w", err)
+		return fmt.Errorf("locking the URL keys: %w", err)
 	}
 	defer lf.Close()
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
+		return err
 	}
 	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
 	var f urlKeyFile
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &f); err != nil {
-			return "", fmt.Errorf("%s: %v\nhint: remove it; serve creates a new one (download URLs issued before stop working)", path, err)
+			return fmt.Errorf("%s: %v\nhint: remove it; serve creates a new one (download URLs issued before stop working)", path, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		return err
 	}
-	key, err := newURLKey(now)
+	write, err := fn(&f)
+	if err != nil || !write {
+		return err
+	}
+	b, err := json.MarshalIndent(&f, "", "  ")
 	if err != nil {
-		return "", err
+		return err
 	}
-	f.Keys = append([]urlKey{key}, f.Keys...)
-	if len(f.Keys) > maxURLKeys {
-		f.Keys = f.Keys[:maxURLKeys]
-	}
-	return key.ID, writeKeyFile(path, &f)
+	return store.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
 func newURLKey(now time.Time) (urlKey, error) {
@@ -148,61 +167,6 @@ func newURLKey(now time.Time) (urlKey, error) {
 	}
 	k.ID = hex.EncodeToString(id[:])
 	return k, nil
-}
-
-// createExclusive writes f to path only if path does not exist: a complete
-// temporary file is linked into place (link(2) fails when the name exists).
-func createExclusive(path string, f *urlKeyFile) error {
-	tmp, err := writeKeyTemp(path, f)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	return os.Link(tmp, path)
-}
-
-func writeKeyFile(path string, f *urlKeyFile) error {
-	tmp, err := writeKeyTemp(path, f)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func writeKeyTemp(path string, f *urlKeyFile) (string, error) {
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	t, err := os.CreateTemp(filepath.Dir(path), ".url-keys-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = t.Write(append(b, '\n'))
-	if err == nil {
-		err = t.Sync()
-	}
-	if cerr := t.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(t.Name())
-		return "", err
-	}
-	return t.Name(), nil // CreateTemp makes it 0600
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // reload re-reads the key file when its stamp (size, time, inode) changed.
