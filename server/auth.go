@@ -91,6 +91,9 @@ type AccessControl struct {
 
 	mu    sync.Mutex // serializes reloads
 	stamp string
+	// lastMiss is when (Unix ns) an unknown token last made us look at the
+	// file (refreshOnMiss).
+	lastMiss atomic.Int64
 }
 
 // accessSet is one version of the access file, compiled for lookups.
@@ -223,6 +226,20 @@ func (a *AccessControl) Watch(ctx context.Context) {
 	}
 }
 
+// refreshOnMiss re-reads the access file, if it changed, when a token is
+// not in it: a token created a moment ago works at once, instead of
+// failing (and counting as failed attempts) until Watch notices. At most
+// one look (a stat) per 100 ms, whatever clients send.
+func (a *AccessControl) refreshOnMiss() bool {
+	now := time.Now().UnixNano()
+	last := a.lastMiss.Load()
+	if now-last < int64(100*time.Millisecond) || !a.lastMiss.CompareAndSwap(last, now) {
+		return false
+	}
+	changed, err := a.Reload()
+	return err == nil && changed
+}
+
 // Auth failures, as the access log and the metrics name them.
 const (
 	authMissing   = "missing"     // no credentials where they are needed
@@ -286,6 +303,9 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 	}
 	h := acl.HashSecret(secret)
 	p := set.byHash[h]
+	if p == nil && a.refreshOnMiss() {
+		p = a.set.Load().byHash[h]
+	}
 	if p == nil || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
