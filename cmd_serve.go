@@ -186,7 +186,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it): written into the configuration as credentials blocks, and used to ask --url")
+	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
 	return fs
 }
 
