@@ -5,7 +5,6 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
-	"github.com/airgap/airgap/verify"
 )
 
 // scope is what one set of access rules sees of a catalog snapshot: the
@@ -117,10 +116,10 @@ func scoped[T any](sc *scope, byOrigin map[string]map[string][]*T, origin, key s
 	return nil
 }
 
-// owner returns what blob d is in the catalog as this scope sees it: the
-// first owner (in catalog order) whose address the scope allows, or nil.
-func (sc *scope) owner(owners map[verify.Digest][]*Download, d verify.Digest) *Download {
-	for _, o := range owners[d] {
+// owner returns, of a blob's owners (in catalog order), the first whose
+// address the scope allows, or nil.
+func (sc *scope) owner(owners []*Download) *Download {
+	for _, o := range owners {
 		if sc.allows(o.Address) {
 			return o
 		}

@@ -716,24 +716,12 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	st := s.current()
 	info, ok := st.blobs[d]
 	var dl *Download
-	if ok && (s.access != nil || noteOf(w) != nil) {
-		// What the blob is, for the access log and the audit: the first
-		// owner the principal may see. With an access file a request
-		// that no signed URL admitted must be for a blob its scope owns.
-		ra := authOf(r)
-		dl = st.scopeFor(ra.principal()).owner(st.ownerIndex(), d)
-		if dl == nil && s.access != nil && !ra.signed {
-			ok = false
-		}
+	if ok {
+		dl, ok = s.whatBlob(w, r, st, d)
 	}
 	if !ok || wantRole != "" && info.role != wantRole {
 		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
 		return
-	}
-	if dl == nil && ok {
-		if owners := st.ownerIndex()[d]; len(owners) > 0 && noteOf(w) != nil {
-			dl = owners[0] // signed for a principal whose rules changed since
-		}
 	}
 	noteDownload(w, dl)
 	f, err := s.store.OpenBlob(d)
@@ -761,6 +749,28 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 
 // healthz answers load balancers. It is open, so with an access file it
 // says nothing about the catalog.
+// whatBlob names blob d for the access log and the audit (the first owner
+// the request's principal may see), and says whether the request may have
+// it: with an access file, a request that no signed URL admitted must be
+// for a blob its scope owns (else it is answered as a missing blob).
+func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*Download, bool) {
+	if s.access == nil && noteOf(w) == nil {
+		return nil, true // nothing to name it for, nothing to check
+	}
+	ra := authOf(r)
+	owners := st.ownerIndex()[d]
+	if dl := st.scopeFor(ra.principal()).owner(owners); dl != nil {
+		return dl, true
+	}
+	if s.access != nil && !ra.signed {
+		return nil, false
+	}
+	if len(owners) > 0 {
+		return owners[0], true // signed for a principal whose rules changed since
+	}
+	return nil, true
+}
+
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if s.access != nil {
 		writeJSON(w, r, map[string]any{"status": "ok"})
