@@ -41,6 +41,7 @@ type exportCmd struct {
 	asJSON      bool
 	maxPackage  string
 	maxModule   string
+	maxGit      string
 	noVendor    bool
 	allowUnvend bool
 }
@@ -68,6 +69,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.asJSON, "json", false, "print the plan (--dry-run) or the result as JSON on stdout")
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
+	fs.StringVar(&c.maxGit, "max-git-size", "1GiB", "stop a git module source whose repository (objects of every submodule included, beyond the files it checks out) grows past SIZE")
 	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	return fs
@@ -84,6 +86,7 @@ type exportPlan struct {
 	delta     *export.DeltaBase
 	maxPkg    int64
 	maxMod    int64
+	maxGit    int64
 }
 
 // check validates every flag and input before anything is fetched.
@@ -117,6 +120,9 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	}
 	if p.maxMod, err = bundle.ParseSize(c.maxModule); err != nil {
 		return nil, usageError{"--max-module-size: " + err.Error()}
+	}
+	if p.maxGit, err = bundle.ParseSize(c.maxGit); err != nil {
+		return nil, usageError{"--max-git-size: " + err.Error()}
 	}
 	if err := export.CheckPlatforms(c.platforms); err != nil {
 		return nil, usageError{err.Error()}
@@ -162,7 +168,7 @@ func (c *exportCmd) run(args []string) error {
 	res, err := export.Run(ctx, p.req, export.Options{
 		Client: client, CacheDir: p.cache, Jobs: c.jobs,
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
-		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod,
+		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 	})
 	line.Stop()
 	if err != nil {
