@@ -106,7 +106,10 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 				applied = append(applied, "hostname="+strings.Join(next.Hostname, ",")+" (with tls files the names are the certificate's)")
 			}
 		case r.TLS.magic != nil && slices.Contains(changed, "hostname"):
-			added, removed, err := r.TLS.setNames(ctx, next.CertNames())
+			// With the local CA the machine's own names stay covered, as
+			// at start: dropping them would fail every client that
+			// reaches the appliance by its host name or address.
+			added, removed, err := r.TLS.setNames(ctx, r.TLS.certNames(next.CertNames()))
 			if err != nil {
 				r.Log.Error("SIGHUP: certificate names not changed", "err", err)
 				next.Hostname = r.Config.Hostname
@@ -152,6 +155,9 @@ func (t *TLSSetup) setNames(ctx context.Context, names []string) (added, removed
 		t.cache.RemoveManaged(gone)
 	}
 	t.names = append([]string(nil), names...)
+	if t.covered.Load() != nil {
+		t.setCovered(t.names)
+	}
 	return added, removed, nil
 }
 
