@@ -42,6 +42,7 @@ type exportCmd struct {
 	maxPackage  string
 	maxModule   string
 	maxGit      string
+	acceptKeys  []string
 	noVendor    bool
 	allowUnvend bool
 }
@@ -70,6 +71,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
 	fs.StringVar(&c.maxGit, "max-git-size", "1GiB", "stop a git module source whose repository (objects of every submodule included, beyond the files it checks out) grows past SIZE")
+	fs.StringArrayVar(&c.acceptKeys, "accept-new-publisher-key", nil, "declare, signed in the bundle, that the publisher key FINGERPRINT is approved as new for the namespaces whose providers it signs (repeatable)")
 	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	return fs
@@ -87,6 +89,7 @@ type exportPlan struct {
 	maxPkg    int64
 	maxMod    int64
 	maxGit    int64
+	accept    []string
 }
 
 // check validates every flag and input before anything is fetched.
@@ -123,6 +126,16 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	}
 	if p.maxGit, err = bundle.ParseSize(c.maxGit); err != nil {
 		return nil, usageError{"--max-git-size: " + err.Error()}
+	}
+	for _, k := range c.acceptKeys {
+		fp, err := verify.ParseFingerprint(k)
+		if err != nil {
+			return nil, usageError{"--accept-new-publisher-key: " + err.Error()}
+		}
+		p.accept = append(p.accept, fp)
+	}
+	if c.dryRun && len(p.accept) > 0 {
+		return nil, usageError{"--accept-new-publisher-key declares a key in the bundle; a dry run writes none (it shows the keys only after a real export)"}
 	}
 	if err := export.CheckPlatforms(c.platforms); err != nil {
 		return nil, usageError{err.Error()}
@@ -180,7 +193,7 @@ func (c *exportCmd) run(args []string) error {
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
 		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
-			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, Log: line.Logf})
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf})
 		if err != nil {
 			return err
 		}

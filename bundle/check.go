@@ -51,13 +51,50 @@ const (
 	SiteResignHost = "registry.opentofu.org"
 	// SiteKeySource marks the key export adds for a site re-signature.
 	SiteKeySource = "airgap site key"
+	// SignatureSlack is how much later than the bundle's own signature a
+	// provider's SHA256SUMS signature may be dated: the publisher's clock
+	// and the exporting machine's may disagree by this much.
+	SignatureSlack = 10 * time.Minute
+	// MaxClockAhead is how far past this machine's clock a bundle's
+	// signature may be dated: time zones and a wrong clock on either side
+	// stay within a day; a signature from next year does not.
+	MaxClockAhead = 24 * time.Hour
 )
 
 const checkHint = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
 	"Do not import it; export it again on the connected side, and tell whoever holds the site key"
 
-// timeNow is the clock the report of since-expired keys uses (nothing else).
+// timeNow is the clock of a Checker whose CheckOptions.Now is zero.
 var timeNow = time.Now
+
+// stamp formats a signature time for messages.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// checkBundleTime refuses a bundle signature dated more than MaxClockAhead
+// after now: this machine cannot know when a bundle was really signed,
+// but it knows one was not signed next year. (A wrong clock here is told
+// apart in the hint.)
+func checkBundleTime(signed, now time.Time) error {
+	if signed.IsZero() || !signed.After(now.Add(MaxClockAhead)) {
+		return nil
+	}
+	return fmt.Errorf("%w: the bundle's signature is dated %s, more than a day after this machine's clock (%s)\n"+
+		"hint: either this machine's clock is wrong (check it: date -u) or the signature's date was forged; do not import the bundle until you know which",
+		ErrSignatureTime, stamp(signed), stamp(now))
+}
+
+// checkSumsTime refuses a provider's SHA256SUMS signature dated more than
+// SignatureSlack after the bundle's: the bundle was signed after everything
+// in it was, so a later date was forged (a signature "from 2099" would
+// otherwise outlive any expiry or revocation check by date).
+func checkSumsTime(entry string, created, bundleSigned time.Time) error {
+	if bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, after the bundle itself was signed (%s): a bundle cannot carry a signature made after it\n"+
+		"hint: the date was forged, or the exporting machine's clock was far behind; do not import the bundle; export it again and check the publisher's signature",
+		ErrSignatureTime, entry, stamp(created), stamp(bundleSigned))
+}
 
 func inconsistent(entry, format string, a ...any) error {
 	return fmt.Errorf("%w: %s: %s%s", ErrInconsistent, entry, fmt.Sprintf(format, a...), checkHint)
@@ -171,21 +208,67 @@ type CheckOptions struct {
 	// KnownH1 reports that the caller already knows (has checked) that the
 	// zip with digest d has h1; Finish then does not hash it again.
 	KnownH1 func(d verify.Digest, h1 string) bool
+	// SignedAt is when the bundle's signature says it was made
+	// (Reader.SignedAt). Signature times are checked against it and Now,
+	// never against the offline clock alone: no provider's SHA256SUMS
+	// signature may be dated more than SignatureSlack after it (a bundle
+	// cannot carry a signature made after it was signed), and it may not
+	// be dated more than MaxClockAhead after Now. Zero skips both checks.
+	SignedAt time.Time
+	// Now is this machine's clock (zero: time.Now), for SignedAt and for
+	// reporting keys that have expired since they signed.
+	Now time.Time
 }
 
-// CheckReport says what a Checker checked.
+// CheckReport says what a Checker checked (the "checks" object of
+// 'airgap verify --json').
 type CheckReport struct {
-	Signatures int // SHA256SUMS signatures checked against the carried keys
-	Packages   int // packages found with their sha256 in a signed SHA256SUMS
-	H1         int // zips whose h1 was computed and compared
-	ModuleZips int // module zips rebuilt from their archives and compared
+	Signatures int `json:"sha256sums_signatures"`  // SHA256SUMS signatures checked against the carried keys
+	Packages   int `json:"packages_in_sha256sums"` // packages found with their sha256 in a signed SHA256SUMS
+	H1         int `json:"h1_hashes"`              // zips whose h1 was computed and compared
+	ModuleZips int `json:"module_zips"`            // module zips rebuilt from their archives and compared
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
-	Deferred []string
-	// KeysExpired lists providers whose SHA256SUMS signature was made while
-	// the key was valid, by a key that has expired since (by this machine's
-	// clock, which judges nothing else).
-	KeysExpired []string
+	Deferred []string `json:"deferred"`
+	// Signed holds, for each provider version whose signature was checked
+	// (catalog order), what its SHA256SUMS signature says: the facts
+	// 'airgap verify' shows and the import's publisher-key pins decide on.
+	Signed []SignatureFacts `json:"-"`
+}
+
+// SignatureFacts is what one provider version's checked SHA256SUMS
+// signature says.
+type SignatureFacts struct {
+	Provider  string        `json:"-"` // dist.ProviderVersion.Key
+	Namespace string        `json:"-"` // dist.NamespaceKey
+	Trust     string        `json:"-"` // dist.TrustPublisher or dist.TrustSite
+	Signer    verify.Signer `json:"signer"`
+	Created   time.Time     `json:"created"`
+	// KeyExpires is when the signing key expires by its newest
+	// self-signature (nil: never); KeyExpiredSince says that it has by
+	// this machine's clock (the signature was made while it was valid,
+	// which is what counts; see verify.CheckSignature).
+	KeyExpires      *time.Time `json:"key_expires,omitempty"`
+	KeyExpiredSince bool       `json:"key_expired_since"`
+}
+
+// Facts returns the signature facts of the provider version with Key key,
+// or nil (not checked: a delta's omitted SHA256SUMS).
+func (r *CheckReport) Facts(key string) *SignatureFacts {
+	for i := range r.Signed {
+		if r.Signed[i].Provider == key {
+			return &r.Signed[i]
+		}
+	}
+	return nil
+}
+
+// Trust is the trust tier of p (dist.TrustPublisher or dist.TrustSite).
+func Trust(p dist.ProviderVersion) string {
+	if p.SiteSigned {
+		return dist.TrustSite
+	}
+	return dist.TrustPublisher
 }
 
 // Checker checks a signed manifest against the blobs it lists, as they
@@ -242,6 +325,12 @@ type h1Job struct {
 // NewChecker runs CheckManifest on m and returns a Checker for its blobs.
 func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	if err := CheckManifest(m); err != nil {
+		return nil, err
+	}
+	if opt.Now.IsZero() {
+		opt.Now = timeNow()
+	}
+	if err := checkBundleTime(opt.SignedAt, opt.Now); err != nil {
 		return nil, err
 	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
@@ -383,6 +472,9 @@ func (c *Checker) Finish() (*CheckReport, error) {
 			return nil, err
 		}
 	}
+	if err := c.declarations(); err != nil {
+		return nil, err
+	}
 	var rest []h1Job
 	for _, d := range unchecked(c, c.wantZip) {
 		rest = append(rest, h1Job{d: d, module: true})
@@ -476,11 +568,11 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 	if err != nil {
 		return inconsistent(entry, "%v", err)
 	}
-	c.rep.Signatures++
-	if checked.ExpiredSince(timeNow()) {
-		c.rep.KeysExpired = append(c.rep.KeysExpired, fmt.Sprintf("%s: signed %s by key %s, which expired %s",
-			entry, checked.Created.UTC().Format("2006-01-02"), checked.Signer.KeyID, checked.KeyExpires.UTC().Format("2006-01-02")))
+	if err := checkSumsTime(entry, checked.Created, c.opt.SignedAt); err != nil {
+		return err
 	}
+	c.rep.Signatures++
+	c.rep.Signed = append(c.rep.Signed, facts(p, checked, c.opt.Now))
 	lines, _, err := dist.ParseShasums(bytes.NewReader(sums))
 	if err != nil {
 		return inconsistent(entry, "its SHA256SUMS is unreadable: %v", err)
@@ -505,6 +597,46 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 			return inconsistent(entry+" "+pk.Platform(), "the package %s has sha256 %s, but its signed SHA256SUMS says %s", pk.Filename, pk.Digest.Hex(), h)
 		}
 		c.rep.Packages++
+	}
+	return nil
+}
+
+// facts is what p's checked signature says, for the report.
+func facts(p dist.ProviderVersion, c verify.Checked, now time.Time) SignatureFacts {
+	f := SignatureFacts{Provider: p.Key(), Namespace: p.NamespaceKey(), Trust: Trust(p), Signer: c.Signer, Created: c.Created.UTC()}
+	if !c.KeyExpires.IsZero() {
+		e := c.KeyExpires.UTC()
+		f.KeyExpires, f.KeyExpiredSince = &e, c.ExpiredSince(now)
+	}
+	return f
+}
+
+// declarations checks that every publisher key the manifest declares new
+// is needed by a provider the bundle carries: one of its namespace whose
+// SHA256SUMS that key signed. A declaration whose namespace has providers
+// whose signatures are not checked here (a delta's omitted SHA256SUMS) is
+// left for import.
+func (c *Checker) declarations() error {
+	for _, d := range c.m.PublisherKeys {
+		matched, deferred := false, false
+		for _, p := range c.m.Catalog.Providers {
+			if p.NamespaceKey() != d.Namespace {
+				continue
+			}
+			if f := c.rep.Facts(p.Key()); f == nil {
+				deferred = true
+			} else if f.Signer.Fingerprint == d.Fingerprint {
+				matched = true
+			}
+		}
+		switch {
+		case matched:
+		case deferred:
+			c.rep.Deferred = append(c.rep.Deferred, "publisher key declaration "+d.Fingerprint+" for "+d.Namespace)
+		default:
+			return inconsistent("publisher key declaration for "+d.Namespace, "it approves key %s, but no provider of that namespace in the bundle is signed by it: "+
+				"a bundle may approve a new key only for providers it carries", d.Fingerprint)
+		}
 	}
 	return nil
 }
@@ -692,7 +824,7 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // read. The checks that need the store (a delta's omitted blobs) are listed
 // as deferred.
 func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
-	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir})
+	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir, SignedAt: br.SignedAt()})
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -726,9 +858,6 @@ func (r *CheckReport) Summary(indent string) string {
 		indent, r.Signatures, r.Packages, r.H1, r.ModuleZips)
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
-	}
-	for _, k := range r.KeysExpired {
-		fmt.Fprintf(&b, "%snote: %s (good: it was valid when it signed)\n", indent, k)
 	}
 	return b.String()
 }

@@ -195,6 +195,8 @@ func (imp *importer) check() error {
 	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
 		Signer:   imp.res.Signer,
 		SiteKeys: imp.opt.Keyring,
+		SignedAt: imp.br.SignedAt(),
+		Now:      imp.now(),
 		Have: func(d verify.Digest) (string, bool) {
 			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
 		},
