@@ -81,6 +81,8 @@ type importCmd struct {
 	storeD  string
 	wait    bool
 	asJSON  bool
+	accept  []string
+	pins    string
 }
 
 func (c *importCmd) synopsis() string {
@@ -93,12 +95,39 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
+	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable)")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
 	return fs
+}
+
+// keyPolicy is the publisher-key pins policy of --accept-publisher-key
+// and --publisher-pins (checked before anything else is done).
+func keyPolicy(accept []string, pinsFile string) (*store.KeyPins, error) {
+	kp := &store.KeyPins{}
+	for _, a := range accept {
+		fp, err := verify.ParseFingerprint(a)
+		if err != nil {
+			return nil, usageError{"--accept-publisher-key: " + err.Error()}
+		}
+		kp.Accept = append(kp.Accept, fp)
+	}
+	if pinsFile != "" {
+		pf, err := store.ReadPinsFile(pinsFile)
+		if err != nil {
+			return nil, err
+		}
+		kp.Pins = pf
+	}
+	return kp, nil
 }
 
 func (c *importCmd) run(args []string) error {
 	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
 		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	}
+	kp, err := keyPolicy(c.accept, c.pins)
+	if err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -111,11 +140,14 @@ func (c *importCmd) run(args []string) error {
 	defer f.Close()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait})
+		res, err = store.Import(c.storeD, n.Reader(f), store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: []store.Policy{kp}})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
+	}
+	if !res.Unchanged {
+		res.PinnedKeys = store.PinnedBy(kp.Decisions)
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))

@@ -69,6 +69,10 @@ type Provider struct {
 	// the package for Platform instead of a stand-in script.
 	Binary         string
 	BinaryPlatform string
+	// SiteSigned marks the version as re-signed by the site key (Signer
+	// must be the key that signs the bundle; Host registry.opentofu.org),
+	// as export does when the registry lists no key.
+	SiteSigned bool
 }
 
 // BuiltProvider is a provider version written to a directory.
@@ -117,6 +121,9 @@ func BuildProvider(t testing.TB, dir string, p Provider) *BuiltProvider {
 	pv.Shasums = verify.DigestBytes(sums.Bytes())
 	pv.ShasumsSig = verify.DigestBytes(sig.Bytes())
 	pv.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(p.Signer), ASCIIArmor: Armor(t, p.Signer)}}
+	if p.SiteSigned {
+		pv.SiteSigned, pv.SigningKeys[0].Source = true, bundle.SiteKeySource
+	}
 	bp.Files[pv.ShasumsName] = sumsPath
 	bp.Files[pv.ShasumsName+".sig"] = sigPath
 	bp.ProviderVersion = pv
@@ -229,6 +236,9 @@ type Set struct {
 	Catalog dist.Catalog
 	Files   map[verify.Digest]string // digest -> path
 	Roles   map[verify.Digest]string
+	// PublisherKeys and Withdraw go into the manifest as they are.
+	PublisherKeys []bundle.PublisherKeyDecl
+	Withdraw      []dist.Withdrawal
 }
 
 // NewSet returns an empty Set.
@@ -286,7 +296,8 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 // Manifest makes the manifest for the set.
 func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 	t.Helper()
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog,
+		PublisherKeys: s.PublisherKeys, Withdraw: s.Withdraw}
 	for d, p := range s.Files {
 		fi, err := os.Stat(p)
 		if err != nil {
