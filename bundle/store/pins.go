@@ -86,6 +86,10 @@ type KeyReview struct {
 	// History is the offline side's pins by namespace (History), or nil
 	// when unknown (verify without --against).
 	History map[string]*dist.NamespaceKeys
+	// Unknown lists namespaces whose keys History does not tell (an
+	// inventory from an airgap that did not pin): decided as if History
+	// were nil.
+	Unknown map[string]bool
 	Pins    *PinsFile // the site's pins file, or nil
 	Accept  []string  // fingerprints given to --accept-publisher-key
 	Bundle  verify.Digest
@@ -113,7 +117,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) [
 		}
 		d.Signer, d.Expires, d.Facts = f.Signer, f.KeyExpires, f
 		var known *dist.NamespaceKeys
-		if kr.History != nil {
+		if kr.History != nil && !kr.Unknown[d.Namespace] {
 			known = kr.History[d.Namespace]
 			if known == nil {
 				known = &dist.NamespaceKeys{Namespace: d.Namespace}
@@ -180,11 +184,11 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	if known == nil { // verify without --against: only the bundle's own word is known
 		switch {
 		case d.Trust == dist.TrustSite:
-			d.Status, d.Note = KeySiteResigned, "re-signed by the site key; whether the store has a publisher key for the namespace is unknown (give --against)"
+			d.Status, d.Note = KeySiteResigned, "re-signed by the site key; whether the store has a publisher key for the namespace is not known here"
 		case isDeclared:
 			d.Status, d.Note = KeyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
 		default:
-			d.Status, d.Note = KeyUnknown, "whether the store has this key is unknown (give --against INVENTORY.json)"
+			d.Status, d.Note = KeyUnknown, "not compared with the store's keys"
 		}
 		return
 	}
@@ -339,7 +343,7 @@ func describePins(ks []dist.KeyPin) string {
 	}
 	var parts []string
 	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s since %s (%s)", describeKey(k.Fingerprint, k.Identity), k.Accepted.UTC().Format("2006-01-02"), k.How))
+		parts = append(parts, fmt.Sprintf("%s since %s (%s)", describeKey(k.Fingerprint, k.Identity), k.Accepted.UTC().Format("2006-01-02"), strings.ReplaceAll(k.How, "_", " ")))
 	}
 	return strings.Join(parts, "; ")
 }
