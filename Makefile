@@ -50,6 +50,9 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzRewrite$$' -fuzztime $(call fuzztime,60000) ./dist/vendoring
 	$(FUZZ) -fuzz '^FuzzCheck$$' -fuzztime $(call fuzztime,200000) ./dist/zipdir
 	$(FUZZ) -fuzz '^FuzzAccessFields$$' -fuzztime $(call fuzztime,20000) ./server
+	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store
+	$(FUZZ) -fuzz '^FuzzParseAgainst$$' -fuzztime $(call fuzztime,30000) ./bundle/store
+	$(FUZZ) -fuzz '^FuzzSet$$' -fuzztime $(call fuzztime,90000) ./dist/portable
 
 bench:
 	bash testdata/bench/run.sh

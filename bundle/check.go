@@ -83,12 +83,22 @@ func checkBundleTime(signed, now time.Time) error {
 		ErrSignatureTime, stamp(signed), stamp(now))
 }
 
-// checkSumsTime refuses a provider's SHA256SUMS signature dated more than
-// SignatureSlack after the bundle's: the bundle was signed after everything
-// in it was, so a later date was forged (a signature "from 2099" would
-// otherwise outlive any expiry or revocation check by date).
-func checkSumsTime(entry string, created, bundleSigned time.Time) error {
-	if bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
+// checkSumsTime refuses a provider's SHA256SUMS signature dated where it
+// cannot be: more than MaxClockAhead after this machine's clock (now), or
+// more than SignatureSlack after the bundle's own signature — the bundle
+// was signed after everything in it was, so a later date was forged (a
+// signature "from 2099" would outlive any expiry or revocation judged by
+// date). The second rule needs a signature time that is the time of
+// signing: a bundle with manifest.Created (SOURCE_DATE_EPOCH) was signed
+// by older airgaps at that date instead, so for those only the first rule
+// holds (export now signs such bundles no earlier than what they carry).
+func checkSumsTime(entry string, created, bundleSigned, now time.Time, reproducible bool) error {
+	if created.After(now.Add(MaxClockAhead)) {
+		return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, more than a day after this machine's clock (%s)\n"+
+			"hint: the publisher's signature carries a forged date (or this machine's clock is wrong: check it); do not import the bundle",
+			ErrSignatureTime, entry, stamp(created), stamp(now))
+	}
+	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, after the bundle itself was signed (%s): a bundle cannot carry a signature made after it\n"+
@@ -212,8 +222,10 @@ type CheckOptions struct {
 	// (Reader.SignedAt). Signature times are checked against it and Now,
 	// never against the offline clock alone: no provider's SHA256SUMS
 	// signature may be dated more than SignatureSlack after it (a bundle
-	// cannot carry a signature made after it was signed), and it may not
-	// be dated more than MaxClockAhead after Now. Zero skips both checks.
+	// cannot carry a signature made after it was signed; see
+	// checkSumsTime for bundles made with SOURCE_DATE_EPOCH), and neither
+	// it nor any SHA256SUMS signature may be dated more than MaxClockAhead
+	// after Now. Zero skips the checks against it.
 	SignedAt time.Time
 	// Now is this machine's clock (zero: time.Now), for SignedAt and for
 	// reporting keys that have expired since they signed.
@@ -568,7 +580,7 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 	if err != nil {
 		return inconsistent(entry, "%v", err)
 	}
-	if err := checkSumsTime(entry, checked.Created, c.opt.SignedAt); err != nil {
+	if err := checkSumsTime(entry, checked.Created, c.opt.SignedAt, c.opt.Now, c.m.Created != nil); err != nil {
 		return err
 	}
 	c.rep.Signatures++

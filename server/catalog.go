@@ -45,6 +45,13 @@ var templateFS embed.FS
 var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"day": func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // filterScript is the page's only script: it hides the rows of the current
@@ -111,7 +118,16 @@ type catalogModel struct {
 	imports   []importRow
 	withdrawn []store.Withdrawn
 	nWithdraw int
+	keys      []keyRow // publisher keys, namespace by namespace
+	nKeys     int      // namespaces with keys
 	packages  int
+}
+
+// keyRow is one accepted publisher key of a namespace, for the page.
+type keyRow struct {
+	Namespace string // "" for a namespace's second and later keys
+	Keys      int    // how many the namespace has (on its first row)
+	dist.KeyPin
 }
 
 type providerGroup struct {
@@ -231,9 +247,29 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 			if len(m.withdrawn) > maxHistoryShown {
 				m.withdrawn = m.withdrawn[:maxHistoryShown]
 			}
+			m.keys, m.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
 	return m
+}
+
+// keyRows lists the first maxHistoryShown namespaces' publisher keys (the
+// index keeps them sorted), each namespace's keys oldest first.
+func keyRows(ns []dist.NamespaceKeys) ([]keyRow, int) {
+	var rows []keyRow
+	for i, n := range ns {
+		if i >= maxHistoryShown {
+			break
+		}
+		for j, k := range n.Keys {
+			r := keyRow{KeyPin: k}
+			if j == 0 {
+				r.Namespace, r.Keys = n.Namespace, len(n.Keys)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, len(ns)
 }
 
 // baseURL is the appliance's URL as the request names it, or a placeholder
@@ -400,6 +436,8 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Imports":        m.imports,
 		"Withdrawn":      m.withdrawn,
 		"NWithdrawn":     m.nWithdraw,
+		"Keys":           m.keys,
+		"NKeyNamespaces": m.nKeys,
 	})
 }
 

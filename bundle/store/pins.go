@@ -263,13 +263,26 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 			expiries = append(expiries, d)
 		}
 	}
-	if len(seeded) == 0 && len(pins) == 0 && !newerExpiry(hist, expiries) {
+	if len(pins) == 0 && !newerExpiry(hist, expiries) && (len(seeded) == 0 || imported(in.Index, in.Bundle)) {
+		// Nothing new; the keys of a store that predates pins are
+		// recorded by the first import that changes the store (a bundle
+		// imported again changes nothing).
 		return nil
 	}
 	out.Record(func(ix *Index) {
 		ix.PublisherKeys = mergePins(ix.PublisherKeys, seeded, ds)
 	})
 	return nil
+}
+
+// imported reports whether the store's history has bundle.
+func imported(ix *Index, b verify.Digest) bool {
+	for _, e := range ix.Imports {
+		if e.Bundle == b {
+			return true
+		}
+	}
+	return false
 }
 
 // unusedAccepts refuses an --accept-publisher-key that signs no provider

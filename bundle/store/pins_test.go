@@ -322,3 +322,21 @@ func FuzzParsePinsFile(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseAgainst(f *testing.F) {
+	f.Add([]byte(`{"format":2,"catalog":{"providers":[{"host":"registry.terraform.io","namespace":"hashicorp","type":"random","version":"3.6.0","shasums_name":"terraform-provider-random_3.6.0_SHA256SUMS","shasums":"sha256:` + strings.Repeat("a", 64) + `","shasums_signature":"sha256:` + strings.Repeat("b", 64) + `","signing_keys":[],"packages":[{"os":"linux","arch":"amd64","filename":"terraform-provider-random_3.6.0_linux_amd64.zip","digest":"sha256:` + strings.Repeat("c", 64) + `","size":1,"h1":"h1:` + strings.Repeat("A", 43) + `="}]}],"modules":[]},"imports":[],"publisher_keys":[{"namespace":"registry.terraform.io/hashicorp","keys":[{"fingerprint":"` + strings.Repeat("A", 40) + `","key_id":"X","tier":"publisher_signed","accepted":"2026-01-01T00:00:00Z","how":"first_use"}]}],"withdrawn":[{"kind":"provider","addr":"registry.terraform.io/hashicorp/random","version":"3.5.0","reason":"r","bundle":"sha256:` + strings.Repeat("d", 64) + `","signer":{"key_id":"","fingerprint":""},"time":"2026-01-01T00:00:00Z"}],"blobs":[]}`))
+	f.Add([]byte(`{"format":1,"catalog":{"providers":null,"modules":null}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := store.ParseAgainst(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// What it accepted is well-formed: a review against it cannot
+		// print a name that forges a line.
+		for _, n := range a.PublisherKeys {
+			if dist.Printable(n.Namespace) != n.Namespace {
+				t.Fatalf("namespace %q", n.Namespace)
+			}
+		}
+	})
+}

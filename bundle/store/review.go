@@ -56,6 +56,9 @@ func ReadAgainst(path string) (*Against, error) {
 		return nil, fmt.Errorf("--against: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxInventorySize {
+		return nil, fmt.Errorf("--against %s: %d bytes, over the %d-byte limit of an inventory", path, fi.Size(), MaxInventorySize)
+	}
 	a, err := ParseAgainst(f)
 	if err != nil {
 		return nil, fmt.Errorf("--against %s: %w\nhint: --against takes what 'airgap inventory --store DIR --json' printed on the offline side", path, err)
