@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -339,4 +340,35 @@ func FuzzParseAgainst(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An inventory for --against is bounded before it is read, and must be
+// one whole document.
+func TestReadAgainstLimits(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.json")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(store.MaxInventorySize + 1)
+	f.Close()
+	start := time.Now()
+	if _, err := store.ReadAgainst(huge); err == nil || !strings.Contains(err.Error(), "over the") || time.Since(start) > 2*time.Second {
+		t.Errorf("an inventory over the limit: %v after %v", err, time.Since(start))
+	}
+	for name, doc := range map[string]string{
+		"trailing": `{"format":2}{"format":2}`,
+		"format":   `{"format":9}`,
+		"names":    `{"format":2,"catalog":{"providers":[{"host":"x","namespace":"\u001b[2J","type":"t","version":"1.0.0"}]}}`,
+		"keys":     `{"format":2,"publisher_keys":[{"namespace":"registry.terraform.io/a","keys":[{"fingerprint":"not hex"}]}]}`,
+	} {
+		if _, err := store.ParseAgainst(strings.NewReader(doc)); err == nil {
+			t.Errorf("%s: accepted %s", name, doc)
+		}
+	}
+	a, err := store.ParseAgainst(strings.NewReader(`{"format":2,"blobs":["sha256:x",{"deep":[[[1]]]}],"imports":null,"catalog":{"modules":null,"providers":[]}}`))
+	if err != nil || a.Format != 2 {
+		t.Errorf("a minimal inventory: %v", err)
+	}
 }
