@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,20 +27,7 @@ func TestReloadKeepsMachineNames(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "serve.hcl")
 	cfgText := fmt.Sprintf("store = %q\nlisten = \"127.0.0.1:%d\"\nhostname = [\"localhost\"]\nlog-format = \"json\"\n", root, port)
 	writeConfig(t, cfgPath, cfgText)
-	cmd := exec.Command(airgapBin, "serve", "--config", cfgPath)
-	cmd.Env = baseEnv()
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve log:\n%s", logs.String())
-		}
-	})
+	cmd, logs := startLogged(t, nil, "serve", "--config", cfgPath)
 	waitLog(t, logs, "serving", func(r map[string]any) bool { return r["msg"] == "serving" })
 	_, pool, _ := caClient(t, root)
 	handshake := func(name string) error {

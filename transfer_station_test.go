@@ -101,18 +101,7 @@ type review struct {
 	Attention []struct {
 		Kind, Subject, Message string
 	} `json:"attention"`
-	Providers []struct {
-		Address, Version, Trust string
-		KeyStatus               string `json:"key_status"`
-		InStore                 string `json:"in_store"`
-		Platforms               []struct {
-			Platform, SHA256 string
-		}
-		Signature *struct {
-			Signer  struct{ Fingerprint, Identity string }
-			Created string
-		}
-	} `json:"providers"`
+	Providers []reviewProvider `json:"providers"`
 	Modules []struct {
 		Address, Version, Source string
 		Vendored                 []struct{ File, Source, Path, SHA256 string }
@@ -148,7 +137,8 @@ func (r review) attention(kind string) []string {
 	return out
 }
 
-func (r review) provider(addr, version string) (p struct {
+// reviewProvider is a provider entry of 'airgap verify --json'.
+type reviewProvider struct {
 	Address, Version, Trust string
 	KeyStatus               string `json:"key_status"`
 	InStore                 string `json:"in_store"`
@@ -159,13 +149,15 @@ func (r review) provider(addr, version string) (p struct {
 		Signer  struct{ Fingerprint, Identity string }
 		Created string
 	}
-}, ok bool) {
+}
+
+func (r review) provider(addr, version string) (reviewProvider, bool) {
 	for _, x := range r.Providers {
 		if x.Address == addr && x.Version == version {
 			return x, true
 		}
 	}
-	return p, false
+	return reviewProvider{}, false
 }
 
 const stationFirst = `platforms = ["linux_amd64", "darwin_arm64"]

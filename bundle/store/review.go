@@ -362,69 +362,35 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against) *bundle.Against {
 	for i := range cat.Modules {
 		mods[cat.Modules[i].Key()] = &cat.Modules[i]
 	}
-	withdrawn := withdrawnNotLifted(a.Withdrawn, m)
+	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m)}
 	for i, p := range m.Catalog.Providers {
 		item := bundle.DiffItem{Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version}
 		old := provs[p.Key()]
-		switch {
-		case withdrawn[p.Key()] != nil:
-			w := withdrawn[p.Key()]
-			item.Note = fmt.Sprintf("the store withdrew it (%s); the import will refuse the bundle unless it reinstates it", w.Reason)
-			out.Refused = append(out.Refused, item)
-			rep.Providers[i].InStore = "withdrawn"
-			rep.AddAttention(bundle.AttentionWithdrawn, p.String(), "import will refuse the bundle: it carries provider "+p.String()+", which the store withdrew: "+w.Reason)
-		case old == nil:
-			for _, pk := range p.Packages {
-				item.Platforms = append(item.Platforms, pk.Platform())
-			}
-			out.Added = append(out.Added, item)
-			rep.Providers[i].InStore = "new"
-		default:
-			if err := (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}}); err != nil {
-				item.Note = err.Error()
-				out.Refused = append(out.Refused, item)
-				rep.AddAttention(bundle.AttentionConflict, p.String(), "import will refuse the bundle: "+err.Error())
-				continue
-			}
-			var newPlats, havePlats []string
-			for _, pk := range p.Packages {
-				if _, ok := old.Package(pk.OS, pk.Arch); ok {
-					havePlats = append(havePlats, pk.Platform())
-				} else {
-					newPlats = append(newPlats, pk.Platform())
-				}
-			}
-			if len(newPlats) > 0 {
-				item.Platforms, item.Note = newPlats, "new platforms of a version the store has"
-				out.Added = append(out.Added, item)
-				rep.Providers[i].InStore = "new_platforms"
-			} else {
-				item.Platforms = havePlats
-				out.AlreadyPresent = append(out.AlreadyPresent, item)
-				rep.Providers[i].InStore = "present"
-			}
+		var conflict error
+		if old != nil {
+			conflict = (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}})
 		}
+		if st, refused := d.refused(item, "provider "+p.String(), p.Key(), conflict); refused {
+			rep.Providers[i].InStore = st
+			continue
+		}
+		rep.Providers[i].InStore = d.provider(item, p, old)
 	}
 	for i, mv := range m.Catalog.Modules {
 		item := bundle.DiffItem{Kind: dist.KindModule, Address: mv.Addr(), Version: mv.Version}
 		old := mods[mv.Key()]
-		switch {
-		case withdrawn[mv.Key()] != nil:
-			w := withdrawn[mv.Key()]
-			item.Note = fmt.Sprintf("the store withdrew it (%s); the import will refuse the bundle unless it reinstates it", w.Reason)
-			out.Refused = append(out.Refused, item)
-			rep.Modules[i].InStore = "withdrawn"
-			rep.AddAttention(bundle.AttentionWithdrawn, mv.String(), "import will refuse the bundle: it carries module "+mv.String()+", which the store withdrew: "+w.Reason)
-		case old == nil:
+		var conflict error
+		if old != nil {
+			conflict = (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}})
+		}
+		if st, refused := d.refused(item, "module "+mv.String(), mv.Key(), conflict); refused {
+			rep.Modules[i].InStore = st
+			continue
+		}
+		if old == nil {
 			out.Added = append(out.Added, item)
 			rep.Modules[i].InStore = "new"
-		default:
-			if err := (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}}); err != nil {
-				item.Note = err.Error()
-				out.Refused = append(out.Refused, item)
-				rep.AddAttention(bundle.AttentionConflict, mv.String(), "import will refuse the bundle: "+err.Error())
-				continue
-			}
+		} else {
 			out.AlreadyPresent = append(out.AlreadyPresent, item)
 			rep.Modules[i].InStore = "present"
 		}
@@ -441,6 +407,62 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against) *bundle.Against {
 			" (it was printed by an airgap that did not pin publisher keys); key changes there are not shown")
 	}
 	return out
+}
+
+// differ sorts the bundle's versions into the difference's lists.
+type differ struct {
+	rep       *bundle.Report
+	out       *bundle.Against
+	withdrawn map[string]*Withdrawn // the store's, not lifted by the bundle
+}
+
+// refused records a version the import would refuse — withdrawn in the
+// store, or different from the store's (conflict) — and says so in the
+// attention list; it returns the version's in_store status.
+func (d *differ) refused(item bundle.DiffItem, what, key string, conflict error) (string, bool) {
+	if w := d.withdrawn[key]; w != nil {
+		item.Note = fmt.Sprintf("the store withdrew it (%s); the import will refuse the bundle unless it reinstates it", w.Reason)
+		d.out.Refused = append(d.out.Refused, item)
+		d.rep.AddAttention(bundle.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+w.Reason)
+		return "withdrawn", true
+	}
+	if conflict != nil {
+		item.Note = conflict.Error()
+		d.out.Refused = append(d.out.Refused, item)
+		d.rep.AddAttention(bundle.AttentionConflict, what, "import will refuse the bundle: "+conflict.Error())
+		return "", true
+	}
+	return "", false
+}
+
+// provider files a provider version the import accepts: new, new
+// platforms of a version the store has, or present.
+func (d *differ) provider(item bundle.DiffItem, p dist.ProviderVersion, old *dist.ProviderVersion) string {
+	var newPlats, havePlats []string
+	for _, pk := range p.Packages {
+		have := false
+		if old != nil {
+			_, have = old.Package(pk.OS, pk.Arch)
+		}
+		if have {
+			havePlats = append(havePlats, pk.Platform())
+		} else {
+			newPlats = append(newPlats, pk.Platform())
+		}
+	}
+	switch {
+	case old == nil:
+		item.Platforms = newPlats
+		d.out.Added = append(d.out.Added, item)
+		return "new"
+	case len(newPlats) > 0:
+		item.Platforms, item.Note = newPlats, "new platforms of a version the store has"
+		d.out.Added = append(d.out.Added, item)
+		return "new_platforms"
+	}
+	item.Platforms = havePlats
+	d.out.AlreadyPresent = append(d.out.AlreadyPresent, item)
+	return "present"
 }
 
 // withdrawnNotLifted is the store's withdrawn versions (by key) that m
