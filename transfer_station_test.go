@@ -102,7 +102,7 @@ type review struct {
 		Kind, Subject, Message string
 	} `json:"attention"`
 	Providers []reviewProvider `json:"providers"`
-	Modules []struct {
+	Modules   []struct {
 		Address, Version, Source string
 		Vendored                 []struct{ File, Source, Path, SHA256 string }
 	} `json:"modules"`
