@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/verify"
 )
@@ -260,5 +262,29 @@ func moduleFiles(t *testing.T, path, keyring string) map[string]string {
 			data, _ := io.ReadAll(tr)
 			out[h.Name] = string(data)
 		}
+	}
+}
+
+// TestHostileFoldingNamesInBundle: a bundle whose module archive holds
+// names that fold (as an older or hostile exporter would write it), validly
+// signed, is refused at the transfer station and by import.
+func TestHostileFoldingNamesInBundle(t *testing.T) {
+	w := newHostileWorld(t)
+	p := filepath.Join(w.work, "fold.tar.gz")
+	bundletest.WriteModuleArchive(t, p, map[string]string{"Modules/net/main.tf": "# net\n", "modules/net/override.tf": "# evil\n"})
+	d := bundletest.FileDigest(t, p)
+	w.files[d] = p
+	fi, _ := os.Stat(p)
+	mv := dist.ModuleVersion{Host: "registry.terraform.io", Namespace: "evil", Name: "fold", System: "aws", Version: "1.0.0", Archive: d, Size: fi.Size()}
+	path := w.write(t, "fold", dist.Catalog{Modules: []dist.ModuleVersion{mv}})
+	root := filepath.Join(w.work, "store")
+	for _, args := range [][]string{{"verify", "--keyring", w.keyring, path}, {"import", "--keyring", w.keyring, "--store", root, path}} {
+		out, err := cmdRun(t, w.work, nil, airgapBin, args...)
+		if exitCode(err) != 1 || !strings.Contains(out, `"Modules" and "modules"`) || !strings.Contains(out, "module registry.terraform.io/evil/fold/aws 1.0.0") {
+			t.Errorf("%s (exit %d):\n%s", args[0], exitCode(err), out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "index.json")); err == nil {
+		t.Error("the import wrote an index")
 	}
 }

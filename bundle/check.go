@@ -1,8 +1,10 @@
 package bundle
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/modzip"
+	"github.com/airgap/airgap/dist/portable"
 	"github.com/airgap/airgap/dist/zipdir"
 	"github.com/airgap/airgap/verify"
 )
@@ -239,6 +242,9 @@ type CheckReport struct {
 	Packages   int `json:"packages_in_sha256sums"` // packages found with their sha256 in a signed SHA256SUMS
 	H1         int `json:"h1_hashes"`              // zips whose h1 was computed and compared
 	ModuleZips int `json:"module_zips"`            // module zips rebuilt from their archives and compared
+	// ModuleTrees: module archives whose names were checked (package
+	// portable: every one must be the same file on every file system).
+	ModuleTrees int `json:"module_trees"`
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
 	Deferred []string `json:"deferred"`
@@ -317,7 +323,7 @@ type Checker struct {
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
 	hashed  map[verify.Digest]bool
-	wantZip map[verify.Digest]verify.Digest // module archive → its zip
+	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
 	jobs    chan h1Job
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -353,9 +359,7 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
-		if mv.Zip != "" {
-			c.wantZip[mv.Archive] = mv.Zip
-		}
+		c.wantZip[mv.Archive] = mv.Zip
 	}
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	c.jobs = make(chan h1Job)
@@ -423,13 +427,8 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove}
 		return nil
 	case dist.RoleModuleArchive:
-		if _, ok := c.wantZip[b.Digest]; ok {
-			c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
-			return nil
-		}
-		if remove {
-			os.Remove(path)
-		}
+		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
+		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig:
 		c.paths[b.Digest] = path
 	default:
@@ -444,7 +443,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 // its own under SpoolDir and adds it; zips and module archives are removed
 // once checked, the rest by Close. For 'verify', which keeps nothing.
 func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
-	if _, check := c.wantZip[b.Digest]; b.Role == dist.RoleModuleZip || b.Role == dist.RoleModuleArchive && !check {
+	if b.Role == dist.RoleModuleZip {
 		return io.Copy(io.Discard, r)
 	}
 	if c.spool == "" {
@@ -516,7 +515,7 @@ func (c *Checker) Finish() (*CheckReport, error) {
 // checks (for the list of deferred checks).
 func (c *Checker) job(j h1Job) (check func(verify.Digest, string) error, count *int, what string) {
 	if j.module {
-		return c.checkModuleZip, &c.rep.ModuleZips, "zip of "
+		return c.checkModule, &c.rep.ModuleTrees, "names and zip of "
 	}
 	return c.checkH1, &c.rep.H1, "h1 of "
 }
@@ -747,6 +746,58 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 	return nil
 }
 
+// checkModule checks the module archive at path (digest d): its names
+// (moduleNames), then, where the catalog gives it a zip, that zip.
+func (c *Checker) checkModule(d verify.Digest, path string) error {
+	if err := moduleNames(path); err != nil {
+		return inconsistent(c.m.Describe(d), "%v", err)
+	}
+	if c.wantZip[d] == "" {
+		return nil
+	}
+	if err := c.checkModuleZip(d, path); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.rep.ModuleZips++
+	c.mu.Unlock()
+	return nil
+}
+
+// moduleNames refuses a module archive with a name that is not the same
+// file on Linux, macOS and Windows, or is one with another of its names
+// there (package portable): export refuses them in every source it
+// fetches, and the transfer station refuses them in bundles an older or
+// hostile exporter made. It streams the archive's headers (memory:
+// portable.Set's, at most about 30 MiB at the archive limits).
+func moduleNames(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("its archive is unreadable: %v", err)
+	}
+	tr := tar.NewReader(gz)
+	names := portable.NewSet()
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("its archive is unreadable: %v", err)
+		}
+		if name := strings.TrimSuffix(h.Name, "/"); name != "" {
+			if err := names.Add(name); err != nil {
+				return fmt.Errorf("its archive holds %v", err)
+			}
+		}
+	}
+}
+
 // checkModuleZip rebuilds the zip of the module archive at path (digest d)
 // and compares its sha256 with the catalog's zip for that archive.
 func (c *Checker) checkModuleZip(d verify.Digest, path string) error {
@@ -866,8 +917,8 @@ func (r *CheckReport) Summary(indent string) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module zips rebuilt\n",
-		indent, r.Signatures, r.Packages, r.H1, r.ModuleZips)
+	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module archives' names checked, %d module zips rebuilt\n",
+		indent, r.Signatures, r.Packages, r.H1, r.ModuleTrees, r.ModuleZips)
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
 	}
