@@ -252,6 +252,7 @@ type CheckReport struct {
 	// (catalog order), what its SHA256SUMS signature says: the facts
 	// 'airgap verify' shows and the import's publisher-key pins decide on.
 	Signed []SignatureFacts `json:"-"`
+	byKey  map[string]int   // Signed by provider key, built by Facts
 }
 
 // SignatureFacts is what one provider version's checked SHA256SUMS
@@ -273,10 +274,14 @@ type SignatureFacts struct {
 // Facts returns the signature facts of the provider version with Key key,
 // or nil (not checked: a delta's omitted SHA256SUMS).
 func (r *CheckReport) Facts(key string) *SignatureFacts {
-	for i := range r.Signed {
-		if r.Signed[i].Provider == key {
-			return &r.Signed[i]
+	if r.byKey == nil || len(r.byKey) != len(r.Signed) {
+		r.byKey = make(map[string]int, len(r.Signed))
+		for i := range r.Signed {
+			r.byKey[r.Signed[i].Provider] = i
 		}
+	}
+	if i, ok := r.byKey[key]; ok {
+		return &r.Signed[i]
 	}
 	return nil
 }
@@ -628,21 +633,22 @@ func facts(p dist.ProviderVersion, c verify.Checked, now time.Time) SignatureFac
 // whose signatures are not checked here (a delta's omitted SHA256SUMS) is
 // left for import.
 func (c *Checker) declarations() error {
-	for _, d := range c.m.PublisherKeys {
-		matched, deferred := false, false
-		for _, p := range c.m.Catalog.Providers {
-			if p.NamespaceKey() != d.Namespace {
-				continue
-			}
-			if f := c.rep.Facts(p.Key()); f == nil {
-				deferred = true
-			} else if f.Signer.Fingerprint == d.Fingerprint {
-				matched = true
-			}
+	if len(c.m.PublisherKeys) == 0 {
+		return nil
+	}
+	signs := map[string]bool{}    // namespace + " " + fingerprint of a checked provider
+	deferred := map[string]bool{} // namespaces with a provider not checked here
+	for _, p := range c.m.Catalog.Providers {
+		if f := c.rep.Facts(p.Key()); f == nil {
+			deferred[p.NamespaceKey()] = true
+		} else {
+			signs[f.Namespace+" "+f.Signer.Fingerprint] = true
 		}
+	}
+	for _, d := range c.m.PublisherKeys {
 		switch {
-		case matched:
-		case deferred:
+		case signs[d.Namespace+" "+d.Fingerprint]:
+		case deferred[d.Namespace]:
 			c.rep.Deferred = append(c.rep.Deferred, "publisher key declaration "+d.Fingerprint+" for "+d.Namespace)
 		default:
 			return inconsistent("publisher key declaration for "+d.Namespace, "it approves key %s, but no provider of that namespace in the bundle is signed by it: "+

@@ -113,6 +113,7 @@ type Report struct {
 	Checks           *CheckReport       `json:"checks,omitempty"`
 
 	manifest *Manifest
+	seen     map[string]bool // attention kind + subject
 }
 
 // Verdicts (Report.Status).
@@ -248,12 +249,13 @@ func (rep *Report) Manifest() *Manifest { return rep.manifest }
 
 // AddAttention adds an attention item (once per kind and subject).
 func (rep *Report) AddAttention(kind, subject, message string) {
-	for _, a := range rep.Attention {
-		if a.Kind == kind && a.Subject == subject {
-			return
-		}
+	if rep.seen == nil {
+		rep.seen = map[string]bool{}
 	}
-	rep.Attention = append(rep.Attention, Attention{Kind: kind, Subject: subject, Message: message})
+	if k := kind + "\x00" + subject; !rep.seen[k] {
+		rep.seen[k] = true
+		rep.Attention = append(rep.Attention, Attention{Kind: kind, Subject: subject, Message: message})
+	}
 }
 
 // Check reads a whole bundle, checking the signature, every blob's digest

@@ -364,11 +364,12 @@ func describePins(ks []dist.KeyPin) string {
 // newerExpiry reports whether a pinned key's copy in the bundle expires
 // later than the store recorded (a key re-published with a new expiry).
 func newerExpiry(hist []dist.NamespaceKeys, ds []KeyDecision) bool {
+	byNS := make(map[string]*dist.NamespaceKeys, len(hist))
+	for i := range hist {
+		byNS[hist[i].Namespace] = &hist[i]
+	}
 	for _, d := range ds {
-		for _, n := range hist {
-			if n.Namespace != d.Namespace {
-				continue
-			}
+		if n := byNS[d.Namespace]; n != nil {
 			if k := n.Find(d.Signer.Fingerprint); k != nil && (k.Expires == nil || d.Expires.After(*k.Expires)) {
 				return true
 			}
