@@ -341,10 +341,17 @@ func (rep *Report) Finish(err error) {
 	nonNil(&rep.Declared)
 	for i := range rep.Providers {
 		nonNil(&rep.Providers[i].Platforms)
+		nonNil(&rep.Providers[i].Protocols)
+	}
+	for i := range rep.Modules {
+		nonNil(&rep.Modules[i].Vendored)
 	}
 	for i := range rep.PublisherKeys {
 		nonNil(&rep.PublisherKeys[i].History)
 		nonNil(&rep.PublisherKeys[i].InBundle)
+		for j := range rep.PublisherKeys[i].InBundle {
+			nonNil(&rep.PublisherKeys[i].InBundle[j].Providers)
+		}
 	}
 	if rep.Checks != nil {
 		nonNil(&rep.Checks.Deferred)
@@ -356,6 +363,7 @@ func (rep *Report) Finish(err error) {
 		nonNil(&a.KeyChanges)
 		for i := range a.KeyChanges {
 			nonNil(&a.KeyChanges[i].Before)
+			nonNil(&a.KeyChanges[i].Key.Providers)
 		}
 	}
 	// Attention first by kind's weight, then as found.
@@ -418,13 +426,13 @@ func (rep *Report) Text() string {
 	}
 	rep.providersText(&b)
 	rep.modulesText(&b)
+	if len(rep.Withdraw)+len(rep.Reinstate) > 0 {
+		b.WriteString("\nWithdrawals:\n")
+	}
 	for _, l := range []struct {
 		what string
 		ws   []dist.Withdrawal
 	}{{"withdraws", rep.Withdraw}, {"reinstates", rep.Reinstate}} {
-		if len(l.ws) > 0 {
-			fmt.Fprintf(&b, "\nWithdrawals:\n")
-		}
 		for _, w := range l.ws {
 			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, q(w.Kind), q(w.Addr), q(strings.Join(w.Versions, ", ")), q(w.Reason))
 		}
