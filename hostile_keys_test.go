@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,23 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
-
-// keyAt is an RSA key created at t (a key "from 2099" signs in 2099).
-func keyAt(t *testing.T, name string, at time.Time) *openpgp.Entity {
-	e, err := openpgp.NewEntity(name, "", name+"@example.test", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048,
-		DefaultHash: crypto.SHA256, Time: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // writeAt writes m's catalog as a bundle signed by the site key at `at`
 // (zero: now), with the publisher-key declarations decls.
@@ -57,7 +44,7 @@ func TestHostilePublisherKeys(t *testing.T) {
 	const tf = "registry.terraform.io"
 	pub := bundletest.Key(t, "publisher")
 	evil := bundletest.Key(t, "evil publisher")
-	future := keyAt(t, "future publisher", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	future := bundletest.KeyAt(t, "future publisher", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
 	random := w.provider(t, "random", tf, "random", "3.6.0", pub, 4<<10, "linux_amd64")
 	root := filepath.Join(w.work, "store")
 	mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", root, w.writeAt(t, "seed", dist.Catalog{Providers: []dist.ProviderVersion{random}}, nil, time.Time{}))

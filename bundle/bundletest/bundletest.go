@@ -48,6 +48,18 @@ func Key(t testing.TB, name string) *openpgp.Entity {
 	return actual.(*openpgp.Entity)
 }
 
+// KeyAt returns a new RSA-2048 key created at `at` (its signatures are
+// dated no earlier: a key "from 2099" signs in 2099).
+func KeyAt(t testing.TB, name string, at time.Time) *openpgp.Entity {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", name+"@example.test", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048,
+		DefaultHash: crypto.SHA256, Time: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // Armor returns the armored public key of e.
 func Armor(t testing.TB, e *openpgp.Entity) string {
 	t.Helper()

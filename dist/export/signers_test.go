@@ -1,27 +1,15 @@
 package export
 
 import (
-	"crypto"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/verify"
 )
-
-func keyMadeAt(t *testing.T, name string, at time.Time) *openpgp.Entity {
-	e, err := openpgp.NewEntity(name, "", name+"@example.test", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048,
-		DefaultHash: crypto.SHA256, Time: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // The bundle is signed no earlier than the newest SHA256SUMS signature it
 // carries, even with an older SOURCE_DATE_EPOCH (deterministically: the
@@ -29,7 +17,7 @@ func keyMadeAt(t *testing.T, name string, at time.Time) *openpgp.Entity {
 // is refused; an approved key must sign a provider of the export.
 func TestSignatures(t *testing.T) {
 	signed := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	pub := keyMadeAt(t, "publisher", signed) // its signatures are dated at its creation
+	pub := bundletest.KeyAt(t, "publisher", signed) // its signatures are dated at its creation
 	set := bundletest.NewSet()
 	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(t.TempDir(), "p"), bundletest.Provider{Host: "registry.terraform.io",
 		Namespace: "hashicorp", Type: "random", Version: "3.6.0", Platforms: []string{"linux_amd64"}, Signer: pub}))
