@@ -56,6 +56,9 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
 	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzPattern$$' -fuzztime $(call fuzztime,60000) ./server/acl
+	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store
+	$(FUZZ) -fuzz '^FuzzParseAgainst$$' -fuzztime $(call fuzztime,30000) ./bundle/store
+	$(FUZZ) -fuzz '^FuzzSet$$' -fuzztime $(call fuzztime,90000) ./dist/portable
 
 bench:
 	bash testdata/bench/run.sh

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
@@ -23,54 +24,85 @@ import (
 type verifyCmd struct {
 	keyring string
 	asJSON  bool
+	against string
+	pins    string
+	strict  bool
 }
 
 func (c *verifyCmd) synopsis() string {
-	return "check a bundle's signature and every digest, writing nothing"
+	return "check a bundle and show what it brings in (signers, keys, versions, changes), writing nothing"
 }
 
 func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
-	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: the README, At the transfer station)")
+	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds, changes and would be refused")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
+	fs.BoolVar(&c.strict, "strict", false, "exit with status 3 when the bundle verifies but something needs attention")
 	return fs
 }
+
+// exitAttention is verify --strict's exit status for a bundle that
+// verified but needs a person's attention.
+const exitAttention = 3
 
 func (c *verifyCmd) run(args []string) error {
 	if c.keyring == "" || len(args) != 1 {
 		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
 	}
 	rep := bundle.Report{File: args[0]}
-	err := func() error {
-		kr, err := verify.ReadKeyringFile(c.keyring)
-		if err != nil {
-			return err
-		}
-		f, err := bundle.Open(args[0], kr)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		rep.Parts = f.Parts
-		return progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
-			return bundle.Check(n.Reader(f), kr, &rep)
-		})
-	}()
-	rep.OK = err == nil
-	if err != nil {
-		rep.Error = err.Error()
-	}
+	err := c.review(args[0], &rep)
+	rep.Finish(err)
 	if c.asJSON {
 		printJSON(rep)
 		if err != nil {
 			return errors.New("verification failed")
 		}
-		return nil
+	} else if err != nil {
+		return err
+	} else {
+		fmt.Print(rep.Text())
 	}
+	if c.strict && rep.Status == bundle.StatusNeedsAttention {
+		return exitError{exitAttention, fmt.Sprintf("verified, but %d item(s) need attention (listed first in the review); --strict makes that exit status %d", len(rep.Attention), exitAttention)}
+	}
+	return nil
+}
+
+// review checks the bundle (bundle.Check) and adds the offline side's
+// view (store.Review) from --against and --publisher-pins, which are read
+// first.
+func (c *verifyCmd) review(file string, rep *bundle.Report) error {
+	opt := store.ReviewOptions{Now: time.Now()}
+	var err error
+	if c.pins != "" {
+		if opt.Pins, err = store.ReadPinsFile(c.pins); err != nil {
+			return err
+		}
+	}
+	if c.against != "" {
+		if opt.Against, err = store.ReadAgainst(c.against); err != nil {
+			return err
+		}
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
 		return err
 	}
-	fmt.Print(rep.Text())
+	f, err := bundle.Open(file, kr)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep.Parts = f.Parts
+	err = progress.Stream(os.Stderr, "verify "+filepath.Base(file), f.Size, func(n *progress.Counter) error {
+		return bundle.Check(n.Reader(f), kr, rep)
+	})
+	if err != nil {
+		return err
+	}
+	store.Review(rep, opt)
 	return nil
 }
 
@@ -82,6 +114,8 @@ type importCmd struct {
 	wait       bool
 	asJSON     bool
 	publishers bool
+	accept     []string
+	pins       string
 }
 
 func (c *importCmd) synopsis() string {
@@ -95,12 +129,39 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
+	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable)")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
 	return fs
+}
+
+// keyPolicy is the publisher-key pins policy of --accept-publisher-key
+// and --publisher-pins (checked before anything else is done).
+func keyPolicy(accept []string, pinsFile string) (*store.KeyPins, error) {
+	kp := &store.KeyPins{}
+	for _, a := range accept {
+		fp, err := verify.ParseFingerprint(a)
+		if err != nil {
+			return nil, usageError{"--accept-publisher-key: " + err.Error()}
+		}
+		kp.Accept = append(kp.Accept, fp)
+	}
+	if pinsFile != "" {
+		pf, err := store.ReadPinsFile(pinsFile)
+		if err != nil {
+			return nil, err
+		}
+		kp.Pins = pf
+	}
+	return kp, nil
 }
 
 func (c *importCmd) run(args []string) error {
 	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
 		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	}
+	kp, err := keyPolicy(c.accept, c.pins)
+	if err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -117,11 +178,15 @@ func (c *importCmd) run(args []string) error {
 		if c.publishers {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
+		opt.Policies = append(opt.Policies, kp)
 		res, err = store.Import(c.storeD, n.Reader(f), opt)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
+	}
+	if !res.Unchanged {
+		res.PinnedKeys = store.PinnedBy(kp.Decisions)
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))

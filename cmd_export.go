@@ -41,6 +41,8 @@ type exportCmd struct {
 	asJSON      bool
 	maxPackage  string
 	maxModule   string
+	maxGit      string
+	acceptKeys  []string
 	noVendor    bool
 	allowUnvend bool
 	mirror      string
@@ -70,6 +72,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.asJSON, "json", false, "print the plan (--dry-run) or the result as JSON on stdout")
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
+	fs.StringVar(&c.maxGit, "max-git-size", "1GiB", "stop a git module source whose repository (objects of every submodule included, beyond the files it checks out) grows past SIZE")
+	fs.StringArrayVar(&c.acceptKeys, "accept-new-publisher-key", nil, "declare, signed in the bundle, that the publisher key FINGERPRINT is approved as new for the namespaces whose providers it signs (repeatable)")
 	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	fs.StringVar(&c.mirror, "provider-mirror", "", "fetch every provider from this network mirror (https://HOST/PATH/; overrides the CLI config's provider_installation), checked against the origin registry's signatures")
@@ -90,6 +94,8 @@ type exportPlan struct {
 	maxMod    int64
 	cli       *registry.CLIConfig
 	methods   []registry.InstallMethod
+	maxGit    int64
+	accept    []string
 }
 
 // check validates every flag and input before anything is fetched.
@@ -123,6 +129,19 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	}
 	if p.maxMod, err = bundle.ParseSize(c.maxModule); err != nil {
 		return nil, usageError{"--max-module-size: " + err.Error()}
+	}
+	if p.maxGit, err = bundle.ParseSize(c.maxGit); err != nil {
+		return nil, usageError{"--max-git-size: " + err.Error()}
+	}
+	for _, k := range c.acceptKeys {
+		fp, err := verify.ParseFingerprint(k)
+		if err != nil {
+			return nil, usageError{"--accept-new-publisher-key: " + err.Error()}
+		}
+		p.accept = append(p.accept, fp)
+	}
+	if c.dryRun && len(p.accept) > 0 {
+		return nil, usageError{"--accept-new-publisher-key declares a key in the bundle; a dry run writes none (it shows the keys only after a real export)"}
 	}
 	if err := export.CheckPlatforms(c.platforms); err != nil {
 		return nil, usageError{err.Error()}
@@ -173,7 +192,7 @@ func (c *exportCmd) run(args []string) error {
 	res, err := export.Run(ctx, p.req, export.Options{
 		Client: client, CacheDir: p.cache, Jobs: c.jobs,
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
-		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod,
+		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
 	})
 	line.Stop()
@@ -186,7 +205,7 @@ func (c *exportCmd) run(args []string) error {
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
 		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
-			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, Log: line.Logf})
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf})
 		if err != nil {
 			return err
 		}

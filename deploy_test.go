@@ -125,6 +125,28 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// startLogged starts the airgap binary with args (env added to the base
+// environment), its output in a lockedBuffer; the test's cleanup kills it
+// and, if the test failed, logs the output.
+func startLogged(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(airgapBin, args...)
+	cmd.Env = append(baseEnv(), env...)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", args[0], logs.String())
+		}
+	})
+	return cmd, logs
+}
+
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -673,21 +695,8 @@ func TestReloadCertificateFiles(t *testing.T) {
 	old := selfSigned(t, "first", certPath, keyPath)
 	port := freePort(t)
 	ns := newNotifySocket(t)
-	cmd := exec.Command(airgapBin, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	cmd, logs := startLogged(t, []string{"NOTIFY_SOCKET=" + ns.path}, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--tls", "files", "--cert", certPath, "--key", keyPath, "--log-format", "json")
-	cmd.Env = append(baseEnv(), "NOTIFY_SOCKET="+ns.path)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve log:\n%s", logs.String())
-		}
-	})
 	ns.expect(t, "READY=1", 30*time.Second)
 	served := func() *x509.Certificate {
 		t.Helper()

@@ -20,6 +20,11 @@ type verbHelp struct {
 	examples []string
 }
 
+// verbExits are the exit codes a verb has besides exitCodes.
+var verbExits = map[string]string{
+	"verify": "  3  verified, but something needs attention (--strict only; without it: 0)\n",
+}
+
 var helps = map[string]verbHelp{
 	"keygen": {"--out PREFIX [--name \"NAME <EMAIL>\"] [--no-passphrase]",
 		"Creates the site's OpenPGP signing key (RSA): PREFIX.key.asc stays on the connected\nside and signs bundles; PREFIX.pub.asc goes into the offline side's keyring.",
@@ -37,18 +42,38 @@ var helps = map[string]verbHelp{
 		[]string{"airgap export --manifest airgap.hcl --dry-run --json",
 			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
 			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
-			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle"}},
-	"verify": {"--keyring FILE BUNDLE",
-		"Checks a bundle's signature and every blob's digest without writing anything; any part\nof a split set names the whole set. For the transfer station.",
+			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
+			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT"}},
+	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--strict] [--json]",
+		"For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
+			"writing nothing (any part of a split set names the whole set), and shows what it brings in:\n" +
+			"what needs attention first (new publisher keys, keys the import would refuse, site\n" +
+			"re-signatures, keys expired since), then every provider version (platforms, sha256s, the\n" +
+			"publisher key, its trust and signature date, whether the key is new for the namespace),\n" +
+			"every module version (source, commit, vendored rewrites), withdrawals, and each\n" +
+			"namespace's keys. --against the offline store's 'airgap inventory --json' adds what the\n" +
+			"import would add, find present, withdraw, refuse, and which keys change. --json prints\n" +
+			"one document (its schema is in the README: At the transfer station).",
 		nil,
 		[]string{"airgap verify --keyring site.pub.asc site.bundle",
-			"airgap verify --keyring site.pub.asc --json site.bundle.001"}},
-	"import": {"--keyring FILE --store DIR BUNDLE",
-		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\nall or nothing; a running 'airgap serve' picks it up within 2 s.",
+			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
+			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention"}},
+	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE]",
+		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
+			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
+			"pinned per namespace: the first key of a namespace is recorded (trust on first use), and\n" +
+			"a provider signed by another key is refused unless the bundle declares it (export\n" +
+			"--accept-new-publisher-key) or --accept-publisher-key names it. A pins file decides for\n" +
+			"the namespaces it lists, from the first import on:\n" +
+			"  namespace \"registry.terraform.io/hashicorp\" {\n" +
+			"    keys = [\"C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F\"]\n" +
+			"  }\n" +
+			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused",
 		nil,
 		[]string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-publisher-signatures site.bundle",
-			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001"}},
+			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle"}},
 	"inventory": {"--store DIR [--json]",
 		"Lists the provider and module versions a store serves and the bundles imported into it;\n--json is what 'airgap export --have' reads to make a delta.",
 		nil,
@@ -220,5 +245,5 @@ func printVerbHelp(w io.Writer, name string, fs *pflag.FlagSet) {
 	if len(h.examples) > 0 {
 		fmt.Fprintf(w, "\nExamples:\n  %s\n", strings.Join(h.examples, "\n  "))
 	}
-	fmt.Fprintf(w, "\n%s", exitCodes)
+	fmt.Fprintf(w, "\n%s%s", exitCodes, verbExits[name])
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -60,18 +59,7 @@ func (w *hostileWorld) module(t *testing.T, name, ns, version, content string) d
 // from what cat refers to, however wrong cat is.
 func (w *hostileWorld) write(t *testing.T, name string, cat dist.Catalog) string {
 	t.Helper()
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "hostile test", Catalog: cat}
-	for d, role := range cat.Blobs() {
-		fi, err := os.Stat(w.files[d])
-		if err != nil {
-			t.Fatalf("blob %s: %v", d.Short(), err)
-		}
-		m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: fi.Size(), Role: role})
-	}
-	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
-	path := filepath.Join(w.work, name+".bundle")
-	bundletest.WriteSignedManifest(t, path, m, w.files, w.site)
-	return path
+	return w.writeAt(t, name, cat, nil, time.Time{})
 }
 
 func clone(t *testing.T, c dist.Catalog) dist.Catalog {
@@ -238,7 +226,7 @@ func TestExpiredPublisherKey(t *testing.T) {
 	path := w.write(t, "old", dist.Catalog{Providers: []dist.ProviderVersion{p}})
 	expired := made.Add(30 * 24 * time.Hour).UTC().Format("2006-01-02")
 	out := mustRun(t, w.work, nil, airgapBin, "verify", "--keyring", w.keyring, path)
-	if !strings.Contains(out, "which expired "+expired) {
+	if !strings.Contains(out, "! key expired since: key "+verify.Fingerprint(old)+" (old publisher <old publisher@example.test>) expired on "+expired) {
 		t.Errorf("verify does not say the key has expired since:\n%s", out)
 	}
 	root := filepath.Join(w.work, "store")

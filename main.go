@@ -32,6 +32,16 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// exitError ends a verb with its own exit status (documented in its help)
+// and a line on stderr: for outcomes that are not failures, such as
+// verify --strict's "verified, needs attention".
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
 func verbs() map[string]verb {
 	return map[string]verb{
 		"keygen":        &keygenCmd{},
@@ -88,6 +98,11 @@ func run(args []string) int {
 		var ue usageError
 		if errors.As(err, &ue) {
 			return usageFail(args[0], err)
+		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintf(os.Stderr, "airgap %s: %s\n", args[0], ee.msg)
+			return ee.code
 		}
 		if j := progress.JSON(); j != nil {
 			j.Error("airgap "+args[0]+" failed", "error", err.Error())

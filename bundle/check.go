@@ -1,8 +1,10 @@
 package bundle
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/modzip"
+	"github.com/airgap/airgap/dist/portable"
 	"github.com/airgap/airgap/dist/zipdir"
 	"github.com/airgap/airgap/verify"
 )
@@ -51,13 +54,60 @@ const (
 	SiteResignHost = "registry.opentofu.org"
 	// SiteKeySource marks the key export adds for a site re-signature.
 	SiteKeySource = "airgap site key"
+	// SignatureSlack is how much later than the bundle's own signature a
+	// provider's SHA256SUMS signature may be dated: the publisher's clock
+	// and the exporting machine's may disagree by this much.
+	SignatureSlack = 10 * time.Minute
+	// MaxClockAhead is how far past this machine's clock a bundle's
+	// signature may be dated: time zones and a wrong clock on either side
+	// stay within a day; a signature from next year does not.
+	MaxClockAhead = 24 * time.Hour
 )
 
 const checkHint = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
 	"Do not import it; export it again on the connected side, and tell whoever holds the site key"
 
-// timeNow is the clock the report of since-expired keys uses (nothing else).
+// timeNow is the clock of a Checker whose CheckOptions.Now is zero.
 var timeNow = time.Now
+
+// stamp formats a signature time for messages.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// checkBundleTime refuses a bundle signature dated more than MaxClockAhead
+// after now: this machine cannot know when a bundle was really signed,
+// but it knows one was not signed next year. (A wrong clock here is told
+// apart in the hint.)
+func checkBundleTime(signed, now time.Time) error {
+	if signed.IsZero() || !signed.After(now.Add(MaxClockAhead)) {
+		return nil
+	}
+	return fmt.Errorf("%w: the bundle's signature is dated %s, more than a day after this machine's clock (%s)\n"+
+		"hint: either this machine's clock is wrong (check it: date -u) or the signature's date was forged; do not import the bundle until you know which",
+		ErrSignatureTime, stamp(signed), stamp(now))
+}
+
+// checkSumsTime refuses a provider's SHA256SUMS signature dated where it
+// cannot be: more than MaxClockAhead after this machine's clock (now), or
+// more than SignatureSlack after the bundle's own signature — the bundle
+// was signed after everything in it was, so a later date was forged (a
+// signature "from 2099" would outlive any expiry or revocation judged by
+// date). The second rule needs a signature time that is the time of
+// signing: a bundle with manifest.Created (SOURCE_DATE_EPOCH) was signed
+// by older airgaps at that date instead, so for those only the first rule
+// holds (export now signs such bundles no earlier than what they carry).
+func checkSumsTime(entry string, created, bundleSigned, now time.Time, reproducible bool) error {
+	if created.After(now.Add(MaxClockAhead)) {
+		return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, more than a day after this machine's clock (%s)\n"+
+			"hint: the publisher's signature carries a forged date (or this machine's clock is wrong: check it); do not import the bundle",
+			ErrSignatureTime, entry, stamp(created), stamp(now))
+	}
+	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, after the bundle itself was signed (%s): a bundle cannot carry a signature made after it\n"+
+		"hint: the date was forged, or the exporting machine's clock was far behind; do not import the bundle; export it again and check the publisher's signature",
+		ErrSignatureTime, entry, stamp(created), stamp(bundleSigned))
+}
 
 func inconsistent(entry, format string, a ...any) error {
 	return fmt.Errorf("%w: %s: %s%s", ErrInconsistent, entry, fmt.Sprintf(format, a...), checkHint)
@@ -219,25 +269,85 @@ type CheckOptions struct {
 	// KnownH1 reports that the caller already knows (has checked) that the
 	// zip with digest d has h1; Finish then does not hash it again.
 	KnownH1 func(d verify.Digest, h1 string) bool
+	// SignedAt is when the bundle's signature says it was made
+	// (Reader.SignedAt). Signature times are checked against it and Now,
+	// never against the offline clock alone: no provider's SHA256SUMS
+	// signature may be dated more than SignatureSlack after it (a bundle
+	// cannot carry a signature made after it was signed; see
+	// checkSumsTime for bundles made with SOURCE_DATE_EPOCH), and neither
+	// it nor any SHA256SUMS signature may be dated more than MaxClockAhead
+	// after Now. Zero skips the checks against it.
+	SignedAt time.Time
+	// Now is this machine's clock (zero: time.Now), for SignedAt and for
+	// reporting keys that have expired since they signed.
+	Now time.Time
 }
 
-// CheckReport says what a Checker checked.
+// CheckReport says what a Checker checked (the "checks" object of
+// 'airgap verify --json').
 type CheckReport struct {
-	Signatures int // SHA256SUMS signatures checked against the carried keys
-	Packages   int // packages found with their sha256 in a signed SHA256SUMS
-	H1         int // zips whose h1 was computed and compared
-	ModuleZips int // module zips rebuilt from their archives and compared
+	Signatures int `json:"sha256sums_signatures"`  // SHA256SUMS signatures checked against the carried keys
+	Packages   int `json:"packages_in_sha256sums"` // packages found with their sha256 in a signed SHA256SUMS
+	H1         int `json:"h1_hashes"`              // zips whose h1 was computed and compared
+	ModuleZips int `json:"module_zips"`            // module zips rebuilt from their archives and compared
+	// ModuleTrees: module archives whose names were checked (package
+	// portable: every one must be the same file on every file system).
+	ModuleTrees int `json:"module_trees"`
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
-	Deferred []string
+	Deferred []string `json:"deferred"`
 	// MirrorHashesOnly counts the packages among Packages whose SHA256SUMS
 	// the exporting site wrote from a network mirror's hashes (see
 	// dist.ProviderVersion.MirrorHashesOnly): no publisher vouches for them.
-	MirrorHashesOnly int
-	// KeysExpired lists providers whose SHA256SUMS signature was made while
-	// the key was valid, by a key that has expired since (by this machine's
-	// clock, which judges nothing else).
-	KeysExpired []string
+	MirrorHashesOnly int `json:"mirror_hashes_only"`
+	// Signed holds, for each provider version whose signature was checked
+	// (catalog order), what its SHA256SUMS signature says: the facts
+	// 'airgap verify' shows and the import's publisher-key pins decide on.
+	Signed []SignatureFacts `json:"-"`
+	byKey  map[string]int   // Signed by provider key, built by Facts
+}
+
+// SignatureFacts is what one provider version's checked SHA256SUMS
+// signature says.
+type SignatureFacts struct {
+	Provider  string        `json:"-"` // dist.ProviderVersion.Key
+	Namespace string        `json:"-"` // dist.NamespaceKey
+	Trust     string        `json:"-"` // dist.TrustPublisher or dist.TrustSite
+	Signer    verify.Signer `json:"signer"`
+	Created   time.Time     `json:"created"`
+	// KeyExpires is when the signing key expires by its newest
+	// self-signature (nil: never); KeyExpiredSince says that it has by
+	// this machine's clock (the signature was made while it was valid,
+	// which is what counts; see verify.CheckSignature).
+	KeyExpires      *time.Time `json:"key_expires,omitempty"`
+	KeyExpiredSince bool       `json:"key_expired_since"`
+}
+
+// Facts returns the signature facts of the provider version with Key key,
+// or nil (not checked: a delta's omitted SHA256SUMS).
+func (r *CheckReport) Facts(key string) *SignatureFacts {
+	if r.byKey == nil || len(r.byKey) != len(r.Signed) {
+		r.byKey = make(map[string]int, len(r.Signed))
+		for i := range r.Signed {
+			r.byKey[r.Signed[i].Provider] = i
+		}
+	}
+	if i, ok := r.byKey[key]; ok {
+		return &r.Signed[i]
+	}
+	return nil
+}
+
+// Trust is the trust tier of p (dist.TrustPublisher, dist.TrustSite or
+// dist.TrustMirror).
+func Trust(p dist.ProviderVersion) string {
+	switch {
+	case p.MirrorHashesOnly:
+		return dist.TrustMirror
+	case p.SiteSigned:
+		return dist.TrustSite
+	}
+	return dist.TrustPublisher
 }
 
 // Checker checks a signed manifest against the blobs it lists, as they
@@ -274,7 +384,7 @@ type Checker struct {
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
 	hashed  map[verify.Digest]bool
-	wantZip map[verify.Digest]verify.Digest // module archive → its zip
+	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
 	jobs    chan h1Job
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -296,6 +406,12 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	if err := CheckManifest(m); err != nil {
 		return nil, err
 	}
+	if opt.Now.IsZero() {
+		opt.Now = timeNow()
+	}
+	if err := checkBundleTime(opt.SignedAt, opt.Now); err != nil {
+		return nil, err
+	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
 		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: map[string]openpgp.EntityList{}}
 	for _, p := range m.Catalog.Providers {
@@ -304,9 +420,7 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
-		if mv.Zip != "" {
-			c.wantZip[mv.Archive] = mv.Zip
-		}
+		c.wantZip[mv.Archive] = mv.Zip
 	}
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	c.jobs = make(chan h1Job)
@@ -374,13 +488,8 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove}
 		return nil
 	case dist.RoleModuleArchive:
-		if _, ok := c.wantZip[b.Digest]; ok {
-			c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
-			return nil
-		}
-		if remove {
-			os.Remove(path)
-		}
+		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
+		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig:
 		c.paths[b.Digest] = path
 	default:
@@ -395,7 +504,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 // its own under SpoolDir and adds it; zips and module archives are removed
 // once checked, the rest by Close. For 'verify', which keeps nothing.
 func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
-	if _, check := c.wantZip[b.Digest]; b.Role == dist.RoleModuleZip || b.Role == dist.RoleModuleArchive && !check {
+	if b.Role == dist.RoleModuleZip {
 		return io.Copy(io.Discard, r)
 	}
 	if c.spool == "" {
@@ -435,6 +544,9 @@ func (c *Checker) Finish() (*CheckReport, error) {
 			return nil, err
 		}
 	}
+	if err := c.declarations(); err != nil {
+		return nil, err
+	}
 	var rest []h1Job
 	for _, d := range unchecked(c, c.wantZip) {
 		rest = append(rest, h1Job{d: d, module: true})
@@ -464,7 +576,7 @@ func (c *Checker) Finish() (*CheckReport, error) {
 // checks (for the list of deferred checks).
 func (c *Checker) job(j h1Job) (check func(verify.Digest, string) error, count *int, what string) {
 	if j.module {
-		return c.checkModuleZip, &c.rep.ModuleZips, "zip of "
+		return c.checkModule, &c.rep.ModuleTrees, "names and zip of "
 	}
 	return c.checkH1, &c.rep.H1, "h1 of "
 }
@@ -528,11 +640,11 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 	if err != nil {
 		return inconsistent(entry, "%v", err)
 	}
-	c.rep.Signatures++
-	if checked.ExpiredSince(timeNow()) {
-		c.rep.KeysExpired = append(c.rep.KeysExpired, fmt.Sprintf("%s: signed %s by key %s, which expired %s",
-			entry, checked.Created.UTC().Format("2006-01-02"), checked.Signer.KeyID, checked.KeyExpires.UTC().Format("2006-01-02")))
+	if err := checkSumsTime(entry, checked.Created, c.opt.SignedAt, c.opt.Now, c.m.Created != nil); err != nil {
+		return err
 	}
+	c.rep.Signatures++
+	c.rep.Signed = append(c.rep.Signed, facts(p, checked, c.opt.Now))
 	lines, _, err := dist.ParseShasums(bytes.NewReader(sums))
 	if err != nil {
 		return inconsistent(entry, "its SHA256SUMS is unreadable: %v", err)
@@ -564,6 +676,47 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 		c.rep.Packages++
 		if p.MirrorHashesOnly {
 			c.rep.MirrorHashesOnly++
+		}
+	}
+	return nil
+}
+
+// facts is what p's checked signature says, for the report.
+func facts(p dist.ProviderVersion, c verify.Checked, now time.Time) SignatureFacts {
+	f := SignatureFacts{Provider: p.Key(), Namespace: p.NamespaceKey(), Trust: Trust(p), Signer: c.Signer, Created: c.Created.UTC()}
+	if !c.KeyExpires.IsZero() {
+		e := c.KeyExpires.UTC()
+		f.KeyExpires, f.KeyExpiredSince = &e, c.ExpiredSince(now)
+	}
+	return f
+}
+
+// declarations checks that every publisher key the manifest declares new
+// is needed by a provider the bundle carries: one of its namespace whose
+// SHA256SUMS that key signed. A declaration whose namespace has providers
+// whose signatures are not checked here (a delta's omitted SHA256SUMS) is
+// left for import.
+func (c *Checker) declarations() error {
+	if len(c.m.PublisherKeys) == 0 {
+		return nil
+	}
+	signs := map[string]bool{}    // namespace + " " + fingerprint of a checked provider
+	deferred := map[string]bool{} // namespaces with a provider not checked here
+	for _, p := range c.m.Catalog.Providers {
+		if f := c.rep.Facts(p.Key()); f == nil {
+			deferred[p.NamespaceKey()] = true
+		} else {
+			signs[f.Namespace+" "+f.Signer.Fingerprint] = true
+		}
+	}
+	for _, d := range c.m.PublisherKeys {
+		switch {
+		case signs[d.Namespace+" "+d.Fingerprint]:
+		case deferred[d.Namespace]:
+			c.rep.Deferred = append(c.rep.Deferred, "publisher key declaration "+d.Fingerprint+" for "+d.Namespace)
+		default:
+			return inconsistent("publisher key declaration for "+d.Namespace, "it approves key %s, but no provider of that namespace in the bundle is signed by it: "+
+				"a bundle may approve a new key only for providers it carries", d.Fingerprint)
 		}
 	}
 	return nil
@@ -663,6 +816,58 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 	return nil
 }
 
+// checkModule checks the module archive at path (digest d): its names
+// (moduleNames), then, where the catalog gives it a zip, that zip.
+func (c *Checker) checkModule(d verify.Digest, path string) error {
+	if err := moduleNames(path); err != nil {
+		return inconsistent(c.m.Describe(d), "%v", err)
+	}
+	if c.wantZip[d] == "" {
+		return nil
+	}
+	if err := c.checkModuleZip(d, path); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.rep.ModuleZips++
+	c.mu.Unlock()
+	return nil
+}
+
+// moduleNames refuses a module archive with a name that is not the same
+// file on Linux, macOS and Windows, or is one with another of its names
+// there (package portable): export refuses them in every source it
+// fetches, and the transfer station refuses them in bundles an older or
+// hostile exporter made. It streams the archive's headers (memory:
+// portable.Set's, at most about 30 MiB at the archive limits).
+func moduleNames(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("its archive is unreadable: %v", err)
+	}
+	tr := tar.NewReader(gz)
+	names := portable.NewSet()
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("its archive is unreadable: %v", err)
+		}
+		if name := strings.TrimSuffix(h.Name, "/"); name != "" {
+			if err := names.Add(name); err != nil {
+				return fmt.Errorf("its archive holds %v", err)
+			}
+		}
+	}
+}
+
 // checkModuleZip rebuilds the zip of the module archive at path (digest d)
 // and compares its sha256 with the catalog's zip for that archive.
 func (c *Checker) checkModuleZip(d verify.Digest, path string) error {
@@ -757,7 +962,7 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // read. The checks that need the store (a delta's omitted blobs) are listed
 // as deferred.
 func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
-	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir})
+	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir, SignedAt: br.SignedAt()})
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -787,16 +992,13 @@ func (r *CheckReport) Summary(indent string) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module zips rebuilt\n",
-		indent, r.Signatures, r.Packages, r.H1, r.ModuleZips)
+	fmt.Fprintf(&b, "%sconsistent: %d SHA256SUMS signatures verified against the carried keys, %d packages found in them, %d h1 hashes recomputed, %d module archives' names checked, %d module zips rebuilt\n",
+		indent, r.Signatures, r.Packages, r.H1, r.ModuleTrees, r.ModuleZips)
 	if r.MirrorHashesOnly > 0 {
 		fmt.Fprintf(&b, "%sof those packages, %d carry a network mirror's hashes only (no publisher signature; 'import --require-publisher-signatures' refuses them)\n", indent, r.MirrorHashesOnly)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
-	}
-	for _, k := range r.KeysExpired {
-		fmt.Fprintf(&b, "%snote: %s (good: it was valid when it signed)\n", indent, k)
 	}
 	return b.String()
 }

@@ -17,8 +17,10 @@
 // does not carry as omitted; its Delta field names the base. The optional
 // withdraw and reinstate lists (dist.Withdrawal: kind, full address, exact
 // versions, a required reason) take versions out of the importing store and
-// lift earlier withdrawals; a bundle may hold only those. The manifest
-// digest (sha256 of manifest.json) identifies a bundle.
+// lift earlier withdrawals; a bundle may hold only those. The optional
+// publisher_keys list (format 2, PublisherKeyDecl) declares publisher keys
+// the exporting side approved as new for a namespace. The manifest digest
+// (sha256 of manifest.json) identifies a bundle.
 //
 // Reader checks the signature before it hands out any blob, and each blob's
 // size and digest while it is read; a blob reader returns the error at its
@@ -44,10 +46,19 @@
 // listed), each package listed with its
 // sha256 in that SHA256SUMS, each h1 recomputed from the zip (bounded:
 // MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio), each
-// module's zip rebuilt from its archive and compared. 'airgap verify'
-// (CheckAll) and 'airgap import' (store.Import) both run it; it cannot tell a
-// forged publisher key from a real one, only that the bundle agrees with the
-// keys it carries.
+// module's zip rebuilt from its archive and compared, every module
+// archive's names the same files on every file system (dist/portable),
+// every publisher-key declaration needed by a provider it carries, and
+// signature times possible: no SHA256SUMS signature dated after the
+// bundle's own, none dated past this machine's clock plus a day
+// (CheckOptions.SignedAt). 'airgap verify' (CheckAll) and 'airgap import'
+// (store.Import) both run it, and both get each provider's signature facts
+// from it (CheckReport.Signed): it cannot tell a forged publisher key from
+// a real one, only that the bundle agrees with the keys it carries; which
+// keys a namespace may have is bundle/store's publisher-key pins.
+//
+// Report (report.go) is what 'airgap verify' shows and prints as JSON; its
+// schema is documented there.
 //
 // Sub-package store is the content-addressed directory bundles are imported
 // into. This package does not touch the filesystem except through the

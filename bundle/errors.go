@@ -18,4 +18,8 @@ var (
 	ErrTooNew = errors.New("bundle format is newer than this airgap understands")
 	// ErrNotBundle: the file is something else (a zip, a PDF, text…).
 	ErrNotBundle = errors.New("not an airgap bundle")
+	// ErrSignatureTime: a signature is dated where it cannot be: the
+	// bundle's after this machine's clock allows, or a provider's
+	// SHA256SUMS signature after the bundle's (see CheckOptions).
+	ErrSignatureTime = errors.New("a signature is dated impossibly")
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/airgap/airgap/dist"
@@ -55,6 +56,26 @@ type Manifest struct {
 	// withdrawal.
 	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
 	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
+	// PublisherKeys declares publisher keys the exporting side approved as
+	// new for a namespace (format 2; see PublisherKeyDecl). Sorted.
+	PublisherKeys []PublisherKeyDecl `json:"publisher_keys,omitempty"`
+}
+
+// PublisherKeyDecl says that whoever exported the bundle approved
+// Fingerprint as a new publisher signing key for the providers of
+// Namespace ('airgap export --accept-new-publisher-key FINGERPRINT'). The
+// manifest's signature covers it. An importing store that pins other keys
+// for the namespace accepts this key, for this bundle's providers, and
+// pins it from then on (bundle/store's publisher-key policy).
+//
+// A declaration is only as good as the providers it comes with: the
+// Checker refuses a bundle with a declaration that no provider of the
+// bundle needs (one of that namespace whose SHA256SUMS that key signed), so
+// a bundle cannot pre-approve a key for providers it does not carry, or
+// for another namespace.
+type PublisherKeyDecl struct {
+	Namespace   string `json:"namespace"`   // dist.NamespaceKey, e.g. "registry.terraform.io/hashicorp"
+	Fingerprint string `json:"fingerprint"` // as verify.Fingerprint: upper-case hex
 }
 
 // Blob is one content-addressed file.
@@ -106,6 +127,7 @@ func (m *Manifest) Normalize() {
 	m.Catalog.Sort()
 	dist.SortWithdrawals(m.Withdraw)
 	dist.SortWithdrawals(m.Reinstate)
+	SortPublisherKeys(m.PublisherKeys)
 }
 
 // Marshal returns the canonical JSON form of m.
@@ -184,6 +206,9 @@ func (m *Manifest) Validate() error {
 	if err := dist.ValidateWithdrawals(&m.Catalog, m.Withdraw, m.Reinstate); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := m.validatePublisherKeys(); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	used := m.Catalog.Blobs()
 	for d := range roles {
 		if _, ok := used[d]; !ok {
@@ -207,6 +232,47 @@ func format2Field(m *Manifest) string {
 		}
 	}
 	return ""
+}
+
+// validatePublisherKeys checks the form of the declarations: format 2,
+// each a namespace in canonical form and a fingerprint, sorted, none
+// twice, at most one per provider version (each must be needed by one;
+// the Checker checks which).
+func (m *Manifest) validatePublisherKeys() error {
+	if len(m.PublisherKeys) == 0 {
+		return nil
+	}
+	if m.Format < 2 {
+		return fmt.Errorf("publisher_keys is a format-2 field, in a format-%d manifest", m.Format)
+	}
+	if len(m.PublisherKeys) > len(m.Catalog.Providers) {
+		return fmt.Errorf("%d publisher key declarations for %d provider versions", len(m.PublisherKeys), len(m.Catalog.Providers))
+	}
+	for i, d := range m.PublisherKeys {
+		host, ns, ok := strings.Cut(d.Namespace, "/")
+		if !ok || !dist.ValidHost(host) || !dist.ValidProviderName(ns) || dist.NamespaceKey(host, ns) != d.Namespace {
+			return fmt.Errorf("publisher key declaration %d: %q is not a provider namespace HOST/NAMESPACE in canonical form", i, dist.Printable(d.Namespace))
+		}
+		if fp, err := verify.ParseFingerprint(d.Fingerprint); err != nil || fp != d.Fingerprint {
+			return fmt.Errorf("publisher key declaration for %s: %q is not a fingerprint in canonical form", d.Namespace, dist.Printable(d.Fingerprint))
+		}
+		if i > 0 && !declLess(m.PublisherKeys[i-1], d) {
+			return fmt.Errorf("publisher key declarations are not sorted, or one is listed twice (%s %s)", d.Namespace, d.Fingerprint)
+		}
+	}
+	return nil
+}
+
+func declLess(a, b PublisherKeyDecl) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Fingerprint < b.Fingerprint
+}
+
+// SortPublisherKeys puts declarations in their canonical order.
+func SortPublisherKeys(ds []PublisherKeyDecl) {
+	sort.Slice(ds, func(i, j int) bool { return declLess(ds[i], ds[j]) })
 }
 
 // Describe says what a blob is for, e.g. "provider registry.terraform.io/hashicorp/aws 5.60.0 linux_amd64".

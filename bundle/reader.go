@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/verify"
@@ -29,6 +30,7 @@ type Reader struct {
 	manifest   *Manifest
 	manifestB  []byte
 	signer     verify.Signer
+	signedAt   time.Time
 	keyring    openpgp.EntityList
 	carried    []Blob
 	next       int
@@ -60,7 +62,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 		}
 		return nil, err
 	}
-	signer, err := verify.CheckDetached(keyring, bytes.NewReader(mdata), sig)
+	checked, err := verify.CheckSignature(keyring, bytes.NewReader(mdata), sig)
 	if err != nil {
 		br2.Close()
 		switch {
@@ -81,7 +83,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 		}
 		return nil, err
 	}
-	br2.manifest, br2.manifestB, br2.signer, br2.keyring = m, mdata, signer, keyring
+	br2.manifest, br2.manifestB, br2.signer, br2.signedAt, br2.keyring = m, mdata, checked.Signer, checked.Created, keyring
 	br2.carried = m.Carried()
 	return br2, nil
 }
@@ -190,6 +192,10 @@ func (br *Reader) ID() verify.Digest { return verify.DigestBytes(br.manifestB) }
 
 // Signer is the key that signed the manifest.
 func (br *Reader) Signer() verify.Signer { return br.signer }
+
+// SignedAt is the creation time of the manifest's signature, as the
+// signature says (the exporting machine's clock; see CheckOptions).
+func (br *Reader) SignedAt() time.Time { return br.signedAt }
 
 // Keyring is the keyring the manifest's signature was checked against (the
 // keys trusted to sign bundles).

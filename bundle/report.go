@@ -3,7 +3,9 @@ package bundle
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -12,37 +14,257 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// Report is what Check found; 'airgap verify --json' prints it.
+// Report is what 'airgap verify' shows the person who decides, at the
+// transfer station, what may enter: Text for people, and as JSON the one
+// document 'airgap verify --json' prints. Check fills what the bundle
+// says; bundle/store's Review adds what the offline side will make of it
+// (publisher-key pins, the difference to an inventory); Finish sets the
+// verdict.
+//
+// # JSON schema
+//
+// Keys are snake_case; lists are always present ([] when empty); optional
+// objects and fields are omitted, never null; times are RFC 3339 UTC;
+// sizes in bytes. New keys may be added; existing ones keep their meaning.
+//
+//	ok                 true when the bundle verified: signature, every digest, consistency
+//	error              why not (only with ok false)
+//	status             "verified", "needs_attention" (verified, and attention is not
+//	                   empty) or "failed"
+//	file               the path given
+//	bundle             the manifest digest "sha256:…": the bundle's identity
+//	format, tool       bundle format; the airgap that wrote it
+//	signer             {key_id, fingerprint, identity}: the site key that signed it
+//	signed_at          when its signature says it was made
+//	compressed         zstd or not
+//	kind               "full" or "delta"
+//	delta              {base, base_bundles} (delta only)
+//	parts              volumes of a split set (split only)
+//	provider_versions, provider_packages, module_versions, blobs, blobs_omitted, bytes
+//	attention          [{kind, subject, message}]: what a person must look at,
+//	                   first; kinds are the Attention* constants (more may come)
+//	providers          [provider]: every provider version, catalog order
+//	modules            [module]: every module version
+//	withdraw           [{kind, addr, versions, reason}]: versions it takes out
+//	reinstate          [{kind, addr, versions, reason}]: withdrawals it lifts
+//	publisher_keys     [{namespace, history, in_bundle}] per namespace of the
+//	                   bundle's providers: history is the offline side's keys
+//	                   (dist.KeyPin: fingerprint, key_id, identity, tier,
+//	                   accepted, bundle, how, expires; [] when unknown) and
+//	                   in_bundle the keys this bundle's providers are signed
+//	                   by ({fingerprint, key_id, identity, trust, status,
+//	                   providers})
+//	declared_publisher_keys [{namespace, fingerprint}]: keys the bundle's signed
+//	                   manifest approves as new (export --accept-new-publisher-key)
+//	against            with --against only: {inventory, store_provider_versions,
+//	                   store_module_versions, added, already_present, withdrawn,
+//	                   reinstated, refused: [item], key_changes: [key change]}
+//	checks             {sha256sums_signatures, packages_in_sha256sums,
+//	                   h1_hashes, module_zips, deferred: [string]}
+//
+// provider: {address, version, protocols, trust ("publisher_signed",
+// "site_resigned"; more tiers may come: treat unknown ones as the weakest),
+// platforms: [{platform, filename, sha256, size_bytes, h1}], signature
+// ({signer, created, key_expires, key_expired_since}; omitted when not
+// checked here, as for a delta's omitted SHA256SUMS), key_status (see
+// bundle/store: pinned, first_use, new_declared, new_accepted, pins_file,
+// new_refused, not_in_pins_file, site_resigned, unknown), key_note,
+// in_store ("new", "new_platforms", "present", "withdrawn"; with --against)}.
+//
+// module: {address, version, source, commit, subdir, sha256 (of the
+// archive), size_bytes, zip_sha256, vendored: [{file, line, module, source,
+// commit, sha256, path}], in_store}.
+//
+// item (of against): {kind ("provider", "module"), address, version,
+// platforms, note}. key change: {namespace, before: [dist.KeyPin], key:
+// {fingerprint, key_id, identity, trust, status, providers}}.
+//
+// Each provider and module is a section of its own, so checks that judge
+// entries (scanners, gates) can add their findings to it, and whole-bundle
+// findings become attention items.
 type Report struct {
-	OK         bool          `json:"ok"`
-	Bundle     string        `json:"bundle"`
-	File       string        `json:"file"`
-	Signer     verify.Signer `json:"signer"`
-	Compressed bool          `json:"compressed"`
-	Tool       string        `json:"tool"`
-	Delta      *Delta        `json:"delta,omitempty"`
-	Providers  int           `json:"provider_versions"`
-	Packages   int           `json:"provider_packages"`
-	Modules    int           `json:"module_versions"`
-	Blobs      int           `json:"blobs"`
-	Omitted    int           `json:"blobs_omitted"`
-	Parts      int           `json:"parts,omitempty"`
-	Bytes      int64         `json:"bytes"`
-	Error      string        `json:"error,omitempty"`
-	// Withdraw and Reinstate are the bundle's withdrawals (see Manifest).
-	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
-	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
-	// MirrorHashesOnly lists the provider versions that carry a network
-	// mirror's hashes only (no publisher signature), each with the mirror.
-	MirrorHashesOnly []string `json:"mirror_hashes_only,omitempty"`
+	OK               bool               `json:"ok"`
+	Error            string             `json:"error,omitempty"`
+	Status           string             `json:"status"`
+	File             string             `json:"file"`
+	Bundle           string             `json:"bundle,omitempty"`
+	Format           int                `json:"format,omitempty"`
+	Tool             string             `json:"tool,omitempty"`
+	Signer           *verify.Signer     `json:"signer,omitempty"`
+	SignedAt         *time.Time         `json:"signed_at,omitempty"`
+	Compressed       bool               `json:"compressed"`
+	Kind             string             `json:"kind,omitempty"`
+	Delta            *Delta             `json:"delta,omitempty"`
+	Parts            int                `json:"parts,omitempty"`
+	ProviderVersions int                `json:"provider_versions"`
+	Packages         int                `json:"provider_packages"`
+	ModuleVersions   int                `json:"module_versions"`
+	Blobs            int                `json:"blobs"`
+	Omitted          int                `json:"blobs_omitted"`
+	Bytes            int64              `json:"bytes"`
+	Attention        []Attention        `json:"attention"`
+	Providers        []ProviderEntry    `json:"providers"`
+	Modules          []ModuleEntry      `json:"modules"`
+	Withdraw         []dist.Withdrawal  `json:"withdraw"`
+	Reinstate        []dist.Withdrawal  `json:"reinstate"`
+	PublisherKeys    []NamespaceReview  `json:"publisher_keys"`
+	Declared         []PublisherKeyDecl `json:"declared_publisher_keys"`
+	Against          *Against           `json:"against,omitempty"`
+	Checks           *CheckReport       `json:"checks,omitempty"`
 
-	Checks *CheckReport `json:"checks,omitempty"` // the consistency check (check.go)
+	manifest *Manifest
+	seen     map[string]bool // attention kind + subject
+}
+
+// Verdicts (Report.Status).
+const (
+	StatusVerified       = "verified"
+	StatusNeedsAttention = "needs_attention"
+	StatusFailed         = "failed"
+)
+
+// Attention kinds: what makes a verified bundle need a person's look.
+const (
+	AttentionNewKey       = "new_publisher_key"     // a key new for its namespace that the import will pin
+	AttentionKeyRefused   = "publisher_key_refused" // the import will refuse it (pins)
+	AttentionSiteResigned = "site_resigned"         // no publisher signature: the site re-signed SHA256SUMS
+	AttentionMirrorOnly   = "mirror_hashes_only"    // no publisher signature: only a network mirror's hashes
+	AttentionKeyExpired   = "key_expired_since"     // signed while valid by a key that has expired since
+	AttentionWithdrawn    = "withdrawn_in_store"    // carries what the store has withdrawn: the import will refuse
+	AttentionConflict     = "conflicts_with_store"  // differs from what the store serves: the import will refuse
+)
+
+// Attention is one thing a person must look at before letting the bundle in.
+type Attention struct {
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"` // the namespace, provider or module version it is about
+	Message string `json:"message"`
+}
+
+// ProviderEntry is one provider version of the bundle.
+type ProviderEntry struct {
+	Address   string          `json:"address"`
+	Version   string          `json:"version"`
+	Protocols []string        `json:"protocols"`
+	Trust     string          `json:"trust"`
+	Mirror    string          `json:"mirror,omitempty"` // the network mirror, for trust "mirror_hashes_only"
+	Platforms []PackageEntry  `json:"platforms"`
+	Signature *SignatureFacts `json:"signature,omitempty"`
+	KeyStatus string          `json:"key_status"`
+	KeyNote   string          `json:"key_note,omitempty"`
+	InStore   string          `json:"in_store,omitempty"`
+	key       string          // dist.ProviderVersion.Key
+}
+
+// Key is the provider version's catalog key.
+func (p *ProviderEntry) Key() string { return p.key }
+
+// PackageEntry is one platform's package.
+type PackageEntry struct {
+	Platform  string `json:"platform"`
+	Filename  string `json:"filename"`
+	SHA256    string `json:"sha256"`
+	SizeBytes int64  `json:"size_bytes"`
+	H1        string `json:"h1"`
+}
+
+// ModuleEntry is one module version of the bundle.
+type ModuleEntry struct {
+	Address   string          `json:"address"`
+	Version   string          `json:"version"`
+	Source    string          `json:"source"`
+	Commit    string          `json:"commit,omitempty"`
+	Subdir    string          `json:"subdir,omitempty"`
+	SHA256    string          `json:"sha256"`
+	SizeBytes int64           `json:"size_bytes"`
+	ZipSHA256 string          `json:"zip_sha256,omitempty"`
+	Vendored  []VendoredEntry `json:"vendored"`
+	InStore   string          `json:"in_store,omitempty"`
+	key       string
+}
+
+// Key is the module version's catalog key.
+func (m *ModuleEntry) Key() string { return m.key }
+
+// VendoredEntry is one module source export rewrote (dist.VendoredCall).
+type VendoredEntry struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Module string `json:"module"`
+	Source string `json:"source"`
+	Commit string `json:"commit,omitempty"`
+	SHA256 string `json:"sha256"`
+	Path   string `json:"path"`
+}
+
+// NamespaceReview is one namespace's publisher keys: the offline side's
+// history and the keys this bundle's providers are signed by.
+type NamespaceReview struct {
+	Namespace string        `json:"namespace"`
+	History   []dist.KeyPin `json:"history"`
+	InBundle  []BundleKey   `json:"in_bundle"`
+}
+
+// BundleKey is a key that signs providers of the bundle in one namespace.
+type BundleKey struct {
+	Fingerprint string   `json:"fingerprint"`
+	KeyID       string   `json:"key_id"`
+	Identity    string   `json:"identity,omitempty"`
+	Trust       string   `json:"trust"`
+	Status      string   `json:"status"`
+	Providers   []string `json:"providers"`
+}
+
+// Against is the difference a bundle makes to the store an inventory
+// describes ('airgap inventory --json', carried back).
+type Against struct {
+	Inventory        string      `json:"inventory"`
+	StoreProviders   int         `json:"store_provider_versions"`
+	StoreModules     int         `json:"store_module_versions"`
+	Added            []DiffItem  `json:"added"`
+	AlreadyPresent   []DiffItem  `json:"already_present"`
+	Withdrawn        []DiffItem  `json:"withdrawn"`
+	Reinstated       []DiffItem  `json:"reinstated"`
+	Refused          []DiffItem  `json:"refused"`
+	KeyChanges       []KeyChange `json:"key_changes"`
+	KeysUnknownNotes []string    `json:"-"`
+}
+
+// DiffItem is one provider or module version in a difference.
+type DiffItem struct {
+	Kind      string   `json:"kind"`
+	Address   string   `json:"address"`
+	Version   string   `json:"version"`
+	Platforms []string `json:"platforms,omitempty"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// KeyChange is a key new for its namespace.
+type KeyChange struct {
+	Namespace string        `json:"namespace"`
+	Before    []dist.KeyPin `json:"before"`
+	Key       BundleKey     `json:"key"`
+}
+
+// Manifest is the checked manifest (nil before Check got that far).
+func (rep *Report) Manifest() *Manifest { return rep.manifest }
+
+// AddAttention adds an attention item (once per kind and subject).
+func (rep *Report) AddAttention(kind, subject, message string) {
+	if rep.seen == nil {
+		rep.seen = map[string]bool{}
+	}
+	if k := kind + "\x00" + subject; !rep.seen[k] {
+		rep.seen[k] = true
+		rep.Attention = append(rep.Attention, Attention{Kind: kind, Subject: subject, Message: message})
+	}
 }
 
 // Check reads a whole bundle, checking the signature, every blob's digest
 // and what the signed manifest says against itself and its blobs
-// (CheckAll), and fills rep. It keeps nothing: what the h1: check must
-// spool goes to a temporary file that is removed.
+// (CheckAll), and fills rep with what the bundle carries. It keeps
+// nothing: what the h1: check must spool goes to a temporary file that is
+// removed.
 func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	br, err := NewReader(r, kr)
 	if err != nil {
@@ -50,49 +272,330 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	}
 	defer br.Close()
 	m := br.Manifest()
-	rep.Bundle, rep.Signer, rep.Compressed, rep.Tool, rep.Delta = string(br.ID()), br.Signer(), br.Compressed(), m.Tool, m.Delta
-	rep.Providers, rep.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
-	for _, p := range m.Catalog.Providers {
-		rep.Packages += len(p.Packages)
+	signer, at := br.Signer(), br.SignedAt().UTC()
+	rep.Bundle, rep.Signer, rep.SignedAt, rep.Compressed, rep.Tool, rep.Format, rep.Delta = string(br.ID()), &signer, &at, br.Compressed(), m.Tool, m.Format, m.Delta
+	rep.manifest = m
+	rep.Kind = "full"
+	if m.Delta != nil {
+		rep.Kind = "delta"
 	}
+	rep.ProviderVersions, rep.ModuleVersions = len(m.Catalog.Providers), len(m.Catalog.Modules)
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
-	rep.Withdraw, rep.Reinstate = m.Withdraw, m.Reinstate
-	for _, p := range m.Catalog.Providers {
-		if p.MirrorHashesOnly {
-			rep.MirrorHashesOnly = append(rep.MirrorHashesOnly, fmt.Sprintf("%s (%s)", p, p.Mirror))
-		}
-	}
+	rep.Withdraw, rep.Reinstate, rep.Declared = m.Withdraw, m.Reinstate, m.PublisherKeys
 	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
-	return err
+	if err != nil {
+		return err
+	}
+	rep.entries(m)
+	return nil
 }
 
-// Text is the report for people.
+// entries fills the provider and module sections, and the attention items
+// the bundle alone tells: site re-signatures and keys expired since.
+func (rep *Report) entries(m *Manifest) {
+	for _, p := range m.Catalog.Providers {
+		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
+			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key())}
+		for _, pk := range p.Packages {
+			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
+			rep.Packages++
+		}
+		rep.Providers = append(rep.Providers, e)
+		if e.Trust == dist.TrustMirror {
+			rep.AddAttention(AttentionMirrorOnly, p.String(), fmt.Sprintf("provider %s carries only the network mirror %s's hashes: no publisher signature vouches for it (exported with --trust-mirror-hashes; 'airgap import --require-publisher-signatures' refuses it)", p, p.Mirror))
+		}
+		if e.Trust == dist.TrustSite {
+			rep.AddAttention(AttentionSiteResigned, p.String(), fmt.Sprintf("provider %s is not signed by its publisher: %s published no key, so export checked its packages against the registry's SHA256SUMS (over TLS only) and re-signed it with the site key", p, p.Host))
+		}
+		if f := e.Signature; f != nil && f.KeyExpiredSince {
+			rep.AddAttention(AttentionKeyExpired, f.Namespace+" "+f.Signer.Fingerprint, fmt.Sprintf("key %s (%s) expired on %s; it signed %s on %s, while it was valid (what counts; check that the publisher renewed or replaced it)",
+				f.Signer.Fingerprint, f.Signer.Identity, f.KeyExpires.Format("2006-01-02"), p, f.Created.Format("2006-01-02")))
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir,
+			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key()}
+		if mv.Zip != "" {
+			e.ZipSHA256 = mv.Zip.Hex()
+		}
+		for _, v := range mv.Vendored {
+			e.Vendored = append(e.Vendored, VendoredEntry{File: v.File, Line: v.Line, Module: v.Module, Source: v.Source, Commit: v.Commit, SHA256: v.Digest.Hex(), Path: v.Path})
+		}
+		rep.Modules = append(rep.Modules, e)
+	}
+}
+
+// Finish sets the verdict from err (the verification's error, or nil) and
+// the attention items, and makes every list non-nil for JSON.
+func (rep *Report) Finish(err error) {
+	rep.OK = err == nil
+	switch {
+	case err != nil:
+		rep.Status, rep.Error = StatusFailed, err.Error()
+	case len(rep.Attention) > 0:
+		rep.Status = StatusNeedsAttention
+	default:
+		rep.Status = StatusVerified
+	}
+	nonNil(&rep.Attention)
+	nonNil(&rep.Providers)
+	nonNil(&rep.Modules)
+	nonNil(&rep.Withdraw)
+	nonNil(&rep.Reinstate)
+	nonNil(&rep.PublisherKeys)
+	nonNil(&rep.Declared)
+	for i := range rep.Providers {
+		nonNil(&rep.Providers[i].Platforms)
+		nonNil(&rep.Providers[i].Protocols)
+	}
+	for i := range rep.Modules {
+		nonNil(&rep.Modules[i].Vendored)
+	}
+	for i := range rep.PublisherKeys {
+		nonNil(&rep.PublisherKeys[i].History)
+		nonNil(&rep.PublisherKeys[i].InBundle)
+		for j := range rep.PublisherKeys[i].InBundle {
+			nonNil(&rep.PublisherKeys[i].InBundle[j].Providers)
+		}
+	}
+	if rep.Checks != nil {
+		nonNil(&rep.Checks.Deferred)
+	}
+	if a := rep.Against; a != nil {
+		for _, l := range []*[]DiffItem{&a.Added, &a.AlreadyPresent, &a.Withdrawn, &a.Reinstated, &a.Refused} {
+			nonNil(l)
+		}
+		nonNil(&a.KeyChanges)
+		for i := range a.KeyChanges {
+			nonNil(&a.KeyChanges[i].Before)
+			nonNil(&a.KeyChanges[i].Key.Providers)
+		}
+	}
+	// Attention first by kind's weight, then as found.
+	sort.SliceStable(rep.Attention, func(i, j int) bool {
+		return attentionRank(rep.Attention[i].Kind) < attentionRank(rep.Attention[j].Kind)
+	})
+}
+
+func nonNil[T any](s *[]T) {
+	if *s == nil {
+		*s = []T{}
+	}
+}
+
+func attentionRank(kind string) int {
+	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionSiteResigned, AttentionKeyExpired} {
+		if k == kind {
+			return i
+		}
+	}
+	return 100
+}
+
+// Text is the report for people: the verdict, what needs attention, then
+// every provider, module, withdrawal and publisher key, the difference to
+// the inventory, and the checks. Everything that came from the bundle or
+// the inventory is escaped (dist.Printable) so no string can forge a line
+// or drive the terminal.
 func (rep *Report) Text() string {
+	q := dist.Printable
+	var b strings.Builder
+	verdict := "OK"
+	if rep.Status == StatusNeedsAttention {
+		verdict = fmt.Sprintf("OK, NEEDS ATTENTION (%d)", len(rep.Attention))
+	}
 	kind := "full bundle"
 	if rep.Delta != nil {
-		kind = fmt.Sprintf("delta bundle (base %s; %d blobs omitted, the offline store must already have them)", rep.Delta.Base, rep.Omitted)
+		kind = fmt.Sprintf("delta bundle (base %s; %d blobs omitted, the offline store must already have them)", q(rep.Delta.Base), rep.Omitted)
 	}
 	if rep.Parts > 0 {
 		kind += fmt.Sprintf(", split into %d parts (each checked against the signed index)", rep.Parts)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "OK: %s\n  kind:      %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
-		rep.File, kind, rep.Bundle, rep.Signer, rep.Providers, rep.Packages, rep.Modules, rep.Blobs, progress.Size(rep.Bytes))
+	signedBy := ""
+	if rep.Signer != nil {
+		signedBy = q(rep.Signer.String())
+	}
+	if rep.SignedAt != nil {
+		signedBy += ", on " + rep.SignedAt.Format("2006-01-02 15:04Z")
+	}
+	fmt.Fprintf(&b, "%s: %s\n  kind:      %s, format %d, written by %s\n  bundle:    %s\n  signed by: %s\n  content:   %d provider versions (%d packages), %d module versions\n  blobs:     %d, %s, all digests match\n",
+		verdict, q(rep.File), kind, rep.Format, q(rep.Tool), rep.Bundle, signedBy, rep.ProviderVersions, rep.Packages, rep.ModuleVersions, rep.Blobs, progress.Size(rep.Bytes))
+	if rep.Against == nil && rep.keysUnknown() {
+		b.WriteString("  keys:      not compared with the store's (give --against the store's 'airgap inventory --json')\n")
+	}
+	if len(rep.Attention) > 0 {
+		fmt.Fprintf(&b, "\nNeeds attention:\n")
+		for _, a := range rep.Attention {
+			fmt.Fprintf(&b, "  ! %s: %s\n", strings.ReplaceAll(a.Kind, "_", " "), q(a.Message))
+		}
+	}
+	rep.providersText(&b)
+	rep.modulesText(&b)
+	if len(rep.Withdraw)+len(rep.Reinstate) > 0 {
+		b.WriteString("\nWithdrawals:\n")
+	}
 	for _, l := range []struct {
 		what string
 		ws   []dist.Withdrawal
 	}{{"withdraws", rep.Withdraw}, {"reinstates", rep.Reinstate}} {
 		for _, w := range l.ws {
-			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, w.Kind, w.Addr, strings.Join(w.Versions, ", "), dist.Printable(w.Reason))
+			fmt.Fprintf(&b, "  %s: %s %s %s (%s)\n", l.what, q(w.Kind), q(w.Addr), q(strings.Join(w.Versions, ", ")), q(w.Reason))
 		}
 	}
-	if len(rep.MirrorHashesOnly) > 0 {
-		fmt.Fprintf(&b, "  attention: %d provider version(s) carry a network mirror's hashes only, no publisher signature (exported with --trust-mirror-hashes; 'airgap import --require-publisher-signatures' refuses them):\n", len(rep.MirrorHashesOnly))
-		for _, m := range rep.MirrorHashesOnly {
-			fmt.Fprintf(&b, "    %s\n", dist.Printable(m))
-		}
+	rep.keysText(&b)
+	rep.againstText(&b)
+	if rep.Checks != nil {
+		b.WriteString("\nChecks:\n")
+		b.WriteString(rep.Checks.Summary("  "))
 	}
-	b.WriteString(rep.Checks.Summary("  "))
-	// The signer's name comes from the bundle: escape control characters.
 	return dist.PrintableLines(b.String())
+}
+
+// keysUnknown reports whether some provider's key status is unknown.
+func (rep *Report) keysUnknown() bool {
+	for _, p := range rep.Providers {
+		if p.KeyStatus == "unknown" {
+			return true
+		}
+	}
+	return false
+}
+
+func (rep *Report) providersText(b *strings.Builder) {
+	q := dist.Printable
+	if len(rep.Providers) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nProviders (%d versions, %d packages):\n", rep.ProviderVersions, rep.Packages)
+	for _, p := range rep.Providers {
+		in := ""
+		if p.InStore != "" {
+			in = " [" + strings.ReplaceAll(p.InStore, "_", " ") + "]"
+		}
+		fmt.Fprintf(b, "  %s %s  %s%s\n", q(p.Address), q(p.Version), strings.ReplaceAll(p.Trust, "_", "-"), in)
+		if f := p.Signature; f != nil {
+			expires := "never expires"
+			if f.KeyExpires != nil {
+				expires = "key expires " + f.KeyExpires.Format("2006-01-02")
+				if f.KeyExpiredSince {
+					expires = "key expired " + f.KeyExpires.Format("2006-01-02") + " (after signing)"
+				}
+			}
+			fmt.Fprintf(b, "    signed %s by %s\n      fingerprint %s, %s\n", f.Created.Format("2006-01-02 15:04Z"), q(identityOrID(f.Signer)), q(f.Signer.Fingerprint), expires)
+		} else {
+			b.WriteString("    signature: left for import (not in this delta)\n")
+		}
+		fmt.Fprintf(b, "      key for %s: %s", q(namespaceOf(p.Address)), strings.ReplaceAll(p.KeyStatus, "_", " "))
+		if p.KeyNote != "" {
+			fmt.Fprintf(b, ": %s", q(p.KeyNote))
+		}
+		b.WriteString("\n")
+		for _, pk := range p.Platforms {
+			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
+		}
+	}
+}
+
+func identityOrID(s verify.Signer) string {
+	if s.Identity != "" {
+		return s.Identity + " (key " + s.KeyID + ")"
+	}
+	return "key " + s.KeyID
+}
+
+// namespaceOf is host/namespace of a provider address host/namespace/type.
+func namespaceOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '/'); i > 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+func (rep *Report) modulesText(b *strings.Builder) {
+	q := dist.Printable
+	if len(rep.Modules) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nModules (%d versions):\n", rep.ModuleVersions)
+	for _, m := range rep.Modules {
+		in := ""
+		if m.InStore != "" {
+			in = " [" + strings.ReplaceAll(m.InStore, "_", " ") + "]"
+		}
+		fmt.Fprintf(b, "  %s %s%s\n    source  %s\n", q(m.Address), q(m.Version), in, q(m.Source))
+		if m.Commit != "" {
+			fmt.Fprintf(b, "    commit  %s\n", q(m.Commit))
+		}
+		if m.Subdir != "" {
+			fmt.Fprintf(b, "    subdir  %s\n", q(m.Subdir))
+		}
+		fmt.Fprintf(b, "    archive sha256:%s %s\n", m.SHA256, progress.Size(m.SizeBytes))
+		for _, v := range m.Vendored {
+			commit := ""
+			if v.Commit != "" {
+				commit = " commit " + q(v.Commit)
+			}
+			fmt.Fprintf(b, "    vendored %s:%d module %q: %s -> %s (sha256:%s%s)\n", q(v.File), v.Line, q(v.Module), q(v.Source), q(v.Path), v.SHA256[:12], commit)
+		}
+	}
+}
+
+func (rep *Report) keysText(b *strings.Builder) {
+	q := dist.Printable
+	if len(rep.PublisherKeys) == 0 && len(rep.Declared) == 0 {
+		return
+	}
+	b.WriteString("\nPublisher keys (per namespace: the offline side's history, then this bundle's keys):\n")
+	for _, n := range rep.PublisherKeys {
+		fmt.Fprintf(b, "  %s\n", q(n.Namespace))
+		for _, k := range n.History {
+			fmt.Fprintf(b, "    had  %s %s, since %s (%s)\n", q(k.Fingerprint), q(k.Identity), k.Accepted.Format("2006-01-02"), q(strings.ReplaceAll(k.How, "_", " ")))
+		}
+		for _, k := range n.InBundle {
+			fmt.Fprintf(b, "    now  %s %s: %s (signs %s)\n", q(k.Fingerprint), q(k.Identity), strings.ReplaceAll(k.Status, "_", " "), q(strings.Join(k.Providers, ", ")))
+		}
+	}
+	for _, d := range rep.Declared {
+		fmt.Fprintf(b, "  the bundle approves %s as a new key for %s (export --accept-new-publisher-key)\n", q(d.Fingerprint), q(d.Namespace))
+	}
+}
+
+func (rep *Report) againstText(b *strings.Builder) {
+	q := dist.Printable
+	a := rep.Against
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nAgainst %s (a store with %d provider versions, %d module versions):\n", q(a.Inventory), a.StoreProviders, a.StoreModules)
+	for _, l := range []struct {
+		what  string
+		items []DiffItem
+	}{{"added", a.Added}, {"already present", a.AlreadyPresent}, {"withdrawn", a.Withdrawn}, {"reinstated", a.Reinstated}, {"refused", a.Refused}} {
+		fmt.Fprintf(b, "  %s: %d\n", l.what, len(l.items))
+		for _, it := range l.items {
+			fmt.Fprintf(b, "    %s %s %s", q(it.Kind), q(it.Address), q(it.Version))
+			if len(it.Platforms) > 0 {
+				fmt.Fprintf(b, " (%s)", q(strings.Join(it.Platforms, ", ")))
+			}
+			if it.Note != "" {
+				fmt.Fprintf(b, ": %s", q(it.Note))
+			}
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(b, "  key changes: %d\n", len(a.KeyChanges))
+	for _, c := range a.KeyChanges {
+		before := "no key"
+		if len(c.Before) > 0 {
+			var fs []string
+			for _, k := range c.Before {
+				fs = append(fs, k.Fingerprint+" "+k.Identity)
+			}
+			before = strings.Join(fs, "; ")
+		}
+		fmt.Fprintf(b, "    %s: %s -> %s %s (%s)\n", q(c.Namespace), q(before), q(c.Key.Fingerprint), q(c.Key.Identity), strings.ReplaceAll(c.Key.Status, "_", " "))
+	}
+	for _, n := range a.KeysUnknownNotes {
+		fmt.Fprintf(b, "  note: %s\n", q(n))
+	}
 }

@@ -40,6 +40,11 @@ type WriterOptions struct {
 	// zero means the Unix epoch in headers and "now" for the signature.
 	// Exports set it from SOURCE_DATE_EPOCH.
 	ModTime time.Time
+	// SignTime, if set, is the signature time instead of ModTime. Export
+	// sets it to the later of ModTime and the newest SHA256SUMS signature
+	// it carries: a bundle's signature may not predate what it carries
+	// (CheckOptions.SignedAt).
+	SignTime time.Time
 }
 
 // Writer writes a bundle. The manifest and its signature are written by
@@ -72,8 +77,12 @@ func NewWriter(w io.Writer, m *Manifest, signer *openpgp.Entity, opt WriterOptio
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("manifest is %d bytes, over the %d-byte limit", len(data), MaxManifestSize)
 	}
+	at := opt.SignTime
+	if at.IsZero() {
+		at = opt.ModTime
+	}
 	var sig bytes.Buffer
-	if err := verify.SignDetachedAt(&sig, signer, bytes.NewReader(data), opt.ModTime); err != nil {
+	if err := verify.SignDetachedAt(&sig, signer, bytes.NewReader(data), at); err != nil {
 		return nil, err
 	}
 	bw := &Writer{blobs: m.Carried(), modTime: opt.ModTime}

@@ -46,6 +46,13 @@ var templateFS embed.FS
 var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"day": func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // filterScript is the page's only script: it hides the rows of the current
@@ -114,6 +121,7 @@ type catalogModel struct {
 	// the index's history, whole (modelView filters it)
 	imports   []store.ImportEntry
 	withdrawn []store.Withdrawn
+	pubKeys   []dist.NamespaceKeys // publisher keys per namespace
 }
 
 // modelView is what one scope sees of a model: the pages list only that.
@@ -124,9 +132,18 @@ type modelView struct {
 	imports   []importRow
 	withdrawn []store.Withdrawn
 	nWithdraw int
+	keys      []keyRow // publisher keys, namespace by namespace
+	nKeys     int      // namespaces with keys
 	packages  int
 	provVers  int
 	modVers   int
+}
+
+// keyRow is one accepted publisher key of a namespace, for the page.
+type keyRow struct {
+	Namespace string // "" for a namespace's second and later keys
+	Keys      int    // how many the namespace has (on its first row)
+	dist.KeyPin
 }
 
 type providerGroup struct {
@@ -229,7 +246,26 @@ func (m *catalogModel) filter(sc *scope) *modelView {
 		}
 	}
 	v.imports, v.withdrawn, v.nWithdraw = historyRows(m.imports, m.withdrawn, sc.allows)
+	v.keys, v.nKeys = keyRows(visibleNamespaces(m.pubKeys, v.providers))
 	return v
+}
+
+// visibleNamespaces keeps the key history of the namespaces a scope sees a
+// provider of: a token sees no namespace it may not read.
+func visibleNamespaces(ns []dist.NamespaceKeys, provs []*providerGroup) []dist.NamespaceKeys {
+	seen := map[string]bool{}
+	for _, g := range provs {
+		if i := strings.LastIndexByte(g.Addr, '/'); i > 0 {
+			seen[strings.ToLower(g.Addr[:i])] = true
+		}
+	}
+	var out []dist.NamespaceKeys
+	for _, n := range ns {
+		if seen[strings.ToLower(n.Namespace)] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // historyRows lists the newest imports (counting only what allowed lets
@@ -313,9 +349,30 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
 			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
 			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
+			m.pubKeys = ix.PublisherKeys
+			all.keys, all.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
 	return m
+}
+
+// keyRows lists the first maxHistoryShown namespaces' publisher keys (the
+// index keeps them sorted), each namespace's keys oldest first.
+func keyRows(ns []dist.NamespaceKeys) ([]keyRow, int) {
+	var rows []keyRow
+	for i, n := range ns {
+		if i >= maxHistoryShown {
+			break
+		}
+		for j, k := range n.Keys {
+			r := keyRow{KeyPin: k}
+			if j == 0 {
+				r.Namespace, r.Keys = n.Namespace, len(n.Keys)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows, len(ns)
 }
 
 // baseURL is the appliance's URL as the request names it, or a placeholder
@@ -497,6 +554,8 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Imports":        m.imports,
 		"Withdrawn":      m.withdrawn,
 		"NWithdrawn":     m.nWithdraw,
+		"Keys":           m.keys,
+		"NKeyNamespaces": m.nKeys,
 	})
 }
 

@@ -124,7 +124,10 @@ func TestCatalogEscapes(t *testing.T) {
 			Archive: fakeDigest("a"), Source: "git::https://example.com/x?ref=" + evil}},
 	}, Withdrawn: []store.Withdrawn{{Kind: "provider", Addr: "registry.terraform.io/evil/p", Version: "1.0.0", Reason: evil,
 		Signer: verify.Signer{Fingerprint: evil}, Time: time.Unix(0, 0)}},
-		Imports: []store.ImportEntry{{Bundle: fakeDigest("b"), Signer: verify.Signer{Identity: evil, Fingerprint: "F"}}}}
+		Imports: []store.ImportEntry{{Bundle: fakeDigest("b"), Signer: verify.Signer{Identity: evil, Fingerprint: "F"}}},
+		PublisherKeys: []dist.NamespaceKeys{{Namespace: "registry.terraform.io/evil", Keys: []dist.KeyPin{
+			{Fingerprint: strings.Repeat("A", 40), Identity: evil, How: dist.PinFirstUse},
+			{Fingerprint: strings.Repeat("B", 40), Identity: "Rotated <r@example.test>", How: dist.PinOperator, Bundle: fakeDigest("c")}}}}}
 	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer ts.Close()
 	for _, path := range []string{"/", "/?q=" + strings.ReplaceAll(evil, " ", "+"), "/ui/modules/registry.terraform.io/evil/mod/aws"} {
@@ -141,6 +144,9 @@ func TestCatalogEscapes(t *testing.T) {
 		}
 		if path == "/" && (!strings.Contains(string(b), "&lt;script&gt;alert(1)") || !strings.Contains(string(b), "https://APPLIANCE-HOST/")) {
 			t.Errorf("the withdrawal reason or the placeholder URL is missing:\n%s", b)
+		}
+		if path == "/" && (!strings.Contains(string(b), strings.Repeat("B", 40)) || !strings.Contains(string(b), "accepted at import") || !strings.Contains(string(b), "2 keys")) {
+			t.Errorf("the publisher key history is missing:\n%s", b)
 		}
 	}
 }

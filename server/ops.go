@@ -61,7 +61,7 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
 		}
 	}
-	go ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access})
+	ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access})
 	return o, nil
 }
 

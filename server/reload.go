@@ -36,19 +36,25 @@ type Reloadable struct {
 	mu sync.Mutex
 }
 
-// ReloadOnSignal calls Reload on every SIGHUP until ctx ends.
+// ReloadOnSignal calls Reload on every SIGHUP until ctx ends. It takes
+// SIGHUP over before it returns (the reloads run in a goroutine of their
+// own): a SIGHUP sent as soon as serve says it is ready (systemd's
+// ExecReload right after start) must reload, not take the signal's default
+// action, which ends the process.
 func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.Reload(ctx)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				r.Reload(ctx)
+			}
 		}
-	}
+	}()
 }
 
 // reloadable are the settings Reload applies.
@@ -121,7 +127,10 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 				applied = append(applied, "hostname="+strings.Join(next.Hostname, ",")+" (with tls files the names are the certificate's)")
 			}
 		case r.TLS.magic != nil && slices.Contains(changed, "hostname"):
-			added, removed, err := r.TLS.setNames(ctx, next.CertNames())
+			// With the local CA the machine's own names stay covered, as
+			// at start: dropping them would fail every client that
+			// reaches the appliance by its host name or address.
+			added, removed, err := r.TLS.setNames(ctx, r.TLS.certNames(next.CertNames()))
 			if err != nil {
 				r.Log.Error("SIGHUP: certificate names not changed", "err", err)
 				next.Hostname = r.Config.Hostname
@@ -167,6 +176,9 @@ func (t *TLSSetup) setNames(ctx context.Context, names []string) (added, removed
 		t.cache.RemoveManaged(gone)
 	}
 	t.names = append([]string(nil), names...)
+	if t.covered.Load() != nil {
+		t.setCovered(t.names)
+	}
 	return added, removed, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,6 +65,31 @@ type TLSSetup struct {
 	cache *certmagic.Cache
 	names []string
 	files *reloader
+	// local: the built-in CA issues the certificates, which then cover
+	// the machine's own names too (withMachineNames), at start and after
+	// every reload.
+	local bool
+	// covered: the names certificates are maintained for, for sniWatch
+	// (replaced whole by a reload).
+	covered atomic.Pointer[map[string]bool]
+}
+
+// setCovered records names as the ones certificates are maintained for.
+func (t *TLSSetup) setCovered(names []string) {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	t.covered.Store(&m)
+}
+
+// certNames are the names a certificate must cover for the configured
+// names: with the local CA, the machine's own names too.
+func (t *TLSSetup) certNames(names []string) []string {
+	if t.local {
+		return withMachineNames(names)
+	}
+	return names
 }
 
 // Stop ends certificate maintenance.
@@ -90,11 +116,12 @@ func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.CAPEM = ca.PEM
+		st.CAPEM, st.local = ca.PEM, true
 		if opt.Logger != nil {
 			opt.Logger.Info("local TLS certificates cover", "names", strings.Join(opt.Names, ","))
 		}
-		st.Config.GetCertificate = sniWatch(st.Config.GetCertificate, opt.Names, opt.Logger)
+		st.setCovered(opt.Names)
+		st.Config.GetCertificate = sniWatch(st.Config.GetCertificate, st, opt.Logger)
 		return st, nil
 	case TLSACME:
 		if opt.ACMECA == "" {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -64,16 +65,13 @@ func withMachineNames(names []string) []string {
 }
 
 // sniWatch wraps getCert to log, once per name, a client that asks for a
-// name the certificates do not cover: its handshake fails on the client
-// side, where the server operator cannot see it. At most 256 names are
-// remembered; names are logged quoted (they come from the network).
-func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), names []string, log *slog.Logger) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// name the certificates of st do not cover (as of the latest reload): its
+// handshake fails on the client side, where the server operator cannot
+// see it. At most 256 names are remembered; names are logged quoted (they
+// come from the network).
+func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), st *TLSSetup, log *slog.Logger) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if log == nil || getCert == nil {
 		return getCert
-	}
-	covered := map[string]bool{}
-	for _, n := range names {
-		covered[strings.ToLower(n)] = true
 	}
 	var mu sync.Mutex
 	warned := map[string]bool{}
@@ -84,6 +82,7 @@ func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), name
 				asked = host
 			}
 		}
+		covered := *st.covered.Load()
 		if asked != "" && !covered[asked] {
 			mu.Lock()
 			first := !warned[asked] && len(warned) < 256
@@ -91,10 +90,21 @@ func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), name
 			mu.Unlock()
 			if first {
 				log.Warn("TLS: a client asked for a name the certificate does not cover; its handshake will fail",
-					"asked", fmt.Sprintf("%q", asked), "covered", strings.Join(names, ","),
+					"asked", fmt.Sprintf("%q", asked), "covered", strings.Join(st.coveredNames(), ","),
 					"hint", "restart with --hostname "+fmt.Sprintf("%q", asked)+" (repeatable) if clients use that name")
 			}
 		}
 		return getCert(hello)
 	}
+}
+
+// coveredNames lists the names certificates are maintained for, sorted.
+func (t *TLSSetup) coveredNames() []string {
+	m := *t.covered.Load()
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -331,3 +331,34 @@ func describeIssuer(sig []byte) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ParseFingerprint reads a key fingerprint as people write it — hex in
+// either case, with spaces or colons between groups as 'gpg --fingerprint'
+// prints it — and returns it as Fingerprint does: upper-case hex, 40
+// digits (a v4 key) or 64 (v5 and v6). A key ID (8 or 16 digits) is
+// refused: anyone can make a key with a given key ID.
+func ParseFingerprint(s string) (string, error) {
+	if len(s) > 256 {
+		return "", errors.New("not a key fingerprint (too long)")
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == ' ' || r == ':':
+		case r >= '0' && r <= '9' || r >= 'A' && r <= 'F':
+			b.WriteRune(r)
+		case r >= 'a' && r <= 'f':
+			b.WriteRune(r - 'a' + 'A')
+		default:
+			return "", fmt.Errorf("%q is not a key fingerprint (hex digits, optionally grouped with spaces)", s)
+		}
+	}
+	switch n := b.Len(); n {
+	case 40, 64:
+		return b.String(), nil
+	case 8, 16:
+		return "", fmt.Errorf("%q is a key ID, not a fingerprint: anyone can make a key with a given ID\nhint: give the whole fingerprint ('gpg --fingerprint', or what airgap verify shows)", s)
+	default:
+		return "", fmt.Errorf("%q is not a key fingerprint (%d hex digits; a fingerprint has 40, or 64 for newer keys)", s, n)
+	}
+}

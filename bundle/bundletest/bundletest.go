@@ -48,6 +48,18 @@ func Key(t testing.TB, name string) *openpgp.Entity {
 	return actual.(*openpgp.Entity)
 }
 
+// KeyAt returns a new RSA-2048 key created at `at` (its signatures are
+// dated no earlier: a key "from 2099" signs in 2099).
+func KeyAt(t testing.TB, name string, at time.Time) *openpgp.Entity {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", name+"@example.test", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048,
+		DefaultHash: crypto.SHA256, Time: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // Armor returns the armored public key of e.
 func Armor(t testing.TB, e *openpgp.Entity) string {
 	t.Helper()
@@ -69,6 +81,10 @@ type Provider struct {
 	// the package for Platform instead of a stand-in script.
 	Binary         string
 	BinaryPlatform string
+	// SiteSigned marks the version as re-signed by the site key (Signer
+	// must be the key that signs the bundle; Host registry.opentofu.org),
+	// as export does when the registry lists no key.
+	SiteSigned bool
 }
 
 // BuiltProvider is a provider version written to a directory.
@@ -117,6 +133,9 @@ func BuildProvider(t testing.TB, dir string, p Provider) *BuiltProvider {
 	pv.Shasums = verify.DigestBytes(sums.Bytes())
 	pv.ShasumsSig = verify.DigestBytes(sig.Bytes())
 	pv.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(p.Signer), ASCIIArmor: Armor(t, p.Signer)}}
+	if p.SiteSigned {
+		pv.SiteSigned, pv.SigningKeys[0].Source = true, bundle.SiteKeySource
+	}
 	bp.Files[pv.ShasumsName] = sumsPath
 	bp.Files[pv.ShasumsName+".sig"] = sigPath
 	bp.ProviderVersion = pv
@@ -229,6 +248,9 @@ type Set struct {
 	Catalog dist.Catalog
 	Files   map[verify.Digest]string // digest -> path
 	Roles   map[verify.Digest]string
+	// PublisherKeys and Withdraw go into the manifest as they are.
+	PublisherKeys []bundle.PublisherKeyDecl
+	Withdraw      []dist.Withdrawal
 }
 
 // NewSet returns an empty Set.
@@ -286,7 +308,8 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 // Manifest makes the manifest for the set.
 func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 	t.Helper()
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog,
+		PublisherKeys: s.PublisherKeys, Withdraw: s.Withdraw}
 	for d, p := range s.Files {
 		fi, err := os.Stat(p)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/bundle"
@@ -20,12 +21,19 @@ import (
 // consistency check can refuse.
 func WriteSignedManifest(t testing.TB, path string, m *bundle.Manifest, files map[verify.Digest]string, signer *openpgp.Entity) {
 	t.Helper()
+	WriteSignedManifestAt(t, path, m, files, signer, time.Time{})
+}
+
+// WriteSignedManifestAt is WriteSignedManifest with the signature dated at
+// (zero: now).
+func WriteSignedManifestAt(t testing.TB, path string, m *bundle.Manifest, files map[verify.Digest]string, signer *openpgp.Entity, at time.Time) {
+	t.Helper()
 	data, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sig bytes.Buffer
-	if err := verify.SignDetached(&sig, signer, bytes.NewReader(data)); err != nil {
+	if err := verify.SignDetachedAt(&sig, signer, bytes.NewReader(data), at); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.Create(path)

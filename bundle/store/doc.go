@@ -45,6 +45,16 @@
 // maintenance history, so a kill at any moment leaves only unreferenced
 // blobs that a re-run removes.
 //
+// Policies (policy.go) are the site's import-time rules, run after the
+// checks and before the commit. The publisher-key pins (pins.go) are one:
+// the index records, per provider namespace, the keys its providers were
+// accepted with (Index.PublisherKeys), and an import refuses a provider
+// signed by a key its namespace has not had unless the change is approved
+// (the bundle's signed declaration, --accept-publisher-key, or the site's
+// pins file, pinsfile.go). review.go gives 'airgap verify' the same
+// decisions, and the difference a bundle makes to an inventory
+// (--against).
+//
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block
 // imports. inventory.go renders the inventory and an import's result for

@@ -15,6 +15,9 @@ var (
 	// ErrWithdrawn: a bundle carries a version the store has withdrawn
 	// and does not reinstate it.
 	ErrWithdrawn = errors.New("the bundle carries a withdrawn version")
+	// ErrPublisherKey: a provider is signed by a publisher key its
+	// namespace has not had, and nobody approved it (pins.go).
+	ErrPublisherKey = errors.New("publisher key not accepted")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

@@ -44,6 +44,23 @@ type ImportResult struct {
 	Cleaned     int // leftovers of an earlier, interrupted import removed
 	Withdrew    []string
 	Reinstated  []string
+	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
+	// the caller from KeyPins.Decisions, see PinnedBy).
+	PinnedKeys []PinnedKey
+}
+
+// PinnedBy lists the keys the decisions of a committed import pinned.
+func PinnedBy(ds []KeyDecision) []PinnedKey {
+	var out []PinnedKey
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if d.Pin == nil || seen[d.Namespace+" "+d.Pin.Fingerprint] {
+			continue
+		}
+		seen[d.Namespace+" "+d.Pin.Fingerprint] = true
+		out = append(out, PinnedKey{Namespace: d.Namespace, KeyPin: *d.Pin})
+	}
+	return out
 }
 
 // Import reads a bundle from r into the store at root (created if absent).
@@ -195,6 +212,8 @@ func (imp *importer) check() error {
 	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
 		Signer:   imp.res.Signer,
 		SiteKeys: imp.opt.Keyring,
+		SignedAt: imp.br.SignedAt(),
+		Now:      imp.now(),
 		Have: func(d verify.Digest) (string, bool) {
 			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
 		},
@@ -291,7 +310,7 @@ func (imp *importer) stage() (err error) {
 // policies runs the site's import-time rules over the checked bundle.
 func (imp *importer) policies() error {
 	in := &PolicyInput{
-		Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
+		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
 		Index: imp.ix, Checked: imp.checked, Now: imp.now(),
 	}
 	for _, p := range imp.opt.Policies {

@@ -37,6 +37,11 @@ type Index struct {
 	Withdrawn []Withdrawn `json:"withdrawn,omitempty"`
 	// Maintenance is the prune and gc history (gc.go), newest last.
 	Maintenance []MaintenanceEntry `json:"maintenance,omitempty"`
+	// PublisherKeys is the publisher-key pin table (pins.go): for each
+	// provider namespace, sorted, the keys its providers' SHA256SUMS have
+	// been accepted with, oldest first. Format 2; absent until an import
+	// by an airgap that pins.
+	PublisherKeys []dist.NamespaceKeys `json:"publisher_keys,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.

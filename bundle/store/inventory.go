@@ -18,10 +18,16 @@ type Inventory struct {
 	Blobs []verify.Digest `json:"blobs"`
 }
 
-// LoadInventory reads the inventory of the store at root.
+// LoadInventory reads the inventory of the store at root. Its
+// PublisherKeys is the store's whole key history (History): the recorded
+// rows, and for a store that predates pins the keys its providers were
+// signed by.
 func LoadInventory(root string) (*Inventory, error) {
 	ix, blobs, err := ReadInventory(root)
 	if err != nil {
+		return nil, err
+	}
+	if ix.PublisherKeys, _, err = History(root, ix); err != nil {
 		return nil, err
 	}
 	return &Inventory{Index: *ix, Blobs: blobs}, nil
@@ -62,6 +68,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", q(v.File), v.Line, q(v.Source), q(v.Path), v.Digest.Short())
 		}
 	}
+	writeKeyHistory(&w, ix.PublisherKeys)
 	if len(ix.Withdrawn) > 0 {
 		fmt.Fprintln(&w, "\nWithdrawn (not served; a bundle carrying one is refused unless it reinstates it):")
 		for _, wd := range ix.Withdrawn {
@@ -115,6 +122,15 @@ type ImportReport struct {
 	Cleaned     int           `json:"leftovers_removed"`
 	Withdrew    []string      `json:"withdrew,omitempty"`
 	Reinstated  []string      `json:"reinstated,omitempty"`
+	// PinnedKeys are the publisher keys this import pinned for their
+	// namespaces (first use, or an approved new key).
+	PinnedKeys []PinnedKey `json:"publisher_keys_pinned"`
+}
+
+// PinnedKey is one key an import pinned.
+type PinnedKey struct {
+	Namespace string `json:"namespace"`
+	dist.KeyPin
 }
 
 // Report turns the result into the JSON report.
@@ -123,9 +139,13 @@ func (r *ImportResult) Report(file string) ImportReport {
 	if added == nil {
 		added = []string{}
 	}
+	pinned := r.PinnedKeys
+	if pinned == nil {
+		pinned = []PinnedKey{}
+	}
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
-		Withdrew: r.Withdrew, Reinstated: r.Reinstated}
+		Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned}
 }
 
 // WriteText prints the result for people.
@@ -153,4 +173,52 @@ func (r *ImportResult) WriteText(out io.Writer) {
 	for _, a := range r.Withdrew {
 		fmt.Fprintln(&w, "  withdrew", dist.Printable(a))
 	}
+	for _, k := range r.PinnedKeys {
+		fmt.Fprintf(&w, "  pinned publisher key for %s: %s\n", dist.Printable(k.Namespace), KeyLine(k.KeyPin))
+	}
+}
+
+// writeKeyHistory prints each namespace's publisher keys, oldest first.
+func writeKeyHistory(w io.Writer, hist []dist.NamespaceKeys) {
+	if len(hist) == 0 {
+		return
+	}
+	q := dist.Printable
+	fmt.Fprintln(w, "\nPublisher keys (an import refuses a provider signed by a key its namespace has not had, unless approved):")
+	for _, n := range hist {
+		fmt.Fprintf(w, "  %s\n", q(n.Namespace))
+		for _, k := range n.Keys {
+			fmt.Fprintf(w, "    %s\n", KeyLine(k))
+		}
+	}
+}
+
+// KeyLine is one accepted key for people: fingerprint, identity, tier,
+// since when, how and from which bundle, and expiry.
+func KeyLine(k dist.KeyPin) string {
+	q := dist.Printable
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", q(k.Fingerprint))
+	if k.Identity != "" {
+		fmt.Fprintf(&b, " %s", q(k.Identity))
+	}
+	if dist.SiteKeyed(k.Tier) {
+		b.WriteString(" (site key, for re-signed providers)")
+	}
+	if !k.Accepted.IsZero() {
+		fmt.Fprintf(&b, ", since %s", k.Accepted.UTC().Format("2006-01-02"))
+	}
+	fmt.Fprintf(&b, " (%s", strings.ReplaceAll(q(k.How), "_", " "))
+	if k.Bundle != "" {
+		fmt.Fprintf(&b, ", bundle %s", k.Bundle.Short())
+	}
+	b.WriteString(")")
+	if k.Expires != nil {
+		verb := "expires"
+		if k.Expires.Before(time.Now()) {
+			verb = "expired" // it still vouches for what it signed while valid
+		}
+		fmt.Fprintf(&b, ", %s %s", verb, k.Expires.UTC().Format("2006-01-02"))
+	}
+	return b.String()
 }

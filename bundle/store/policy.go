@@ -33,6 +33,7 @@ func (f PolicyFunc) Check(in *PolicyInput, out *PolicyResult) error { return f(i
 // PolicyInput is what a policy decides on: the verified manifest and the
 // checker's report of it, and the store's index as it is before this import.
 type PolicyInput struct {
+	Root     string // the store's directory (read only: blobs the index refers to)
 	Manifest *bundle.Manifest
 	Bundle   verify.Digest // the manifest digest
 	Signer   verify.Signer // who signed the bundle

@@ -28,7 +28,16 @@ func TestExpiredSiteKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := bundletest.Standard(t, filepath.Join(t.TempDir(), "src"), site)
+	// Its publisher signed before the bundle was (a bundle cannot carry a
+	// signature made after it).
+	pub, err := openpgp.NewEntity("old publisher", "", "", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048,
+		DefaultHash: crypto.SHA256, Time: func() time.Time { return made }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := bundletest.NewSet()
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(t.TempDir(), "src"), bundletest.Provider{Host: "registry.terraform.io",
+		Namespace: "hashicorp", Type: "random", Version: "3.6.0", Platforms: []string{"linux_amd64"}, Signer: pub}))
 	var b bytes.Buffer
 	set.WriteBundleAt(t, &b, site, bundle.CompressionZstd, made.Add(10*24*time.Hour))
 	kr, err := verify.ReadKeyring(bytes.NewReader([]byte(bundletest.Armor(t, site))))

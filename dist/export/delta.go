@@ -15,9 +15,9 @@ import (
 )
 
 // MaxHaveSize bounds the 'airgap inventory --json' document --have reads
-// (about 80 bytes per blob: over three million blobs; the set of digests it
-// becomes takes at most about 500 MiB).
-const MaxHaveSize = 256 << 20
+// (store.MaxInventorySize: about 80 bytes per blob, over three million
+// blobs; the set of digests it becomes takes at most about 500 MiB).
+const MaxHaveSize = store.MaxInventorySize
 
 // DeltaBase is what the offline side already has: the blobs of a previous
 // bundle (--since) or of an offline store's inventory (--have).

@@ -44,6 +44,10 @@ type Options struct {
 	// fetched over HTTP (0: registry.DefaultMaxModuleSize). A larger body is
 	// cut off at the limit and the export fails.
 	MaxPackageSize, MaxModuleSize int64
+	// MaxGitSize bounds the git objects of one git module source, its
+	// submodules included, beyond the files it checks out (0:
+	// getter.MaxGitRepository); see getter.Options.
+	MaxGitSize int64
 	// Log receives progress lines and notices.
 	Log func(format string, a ...any)
 	// Progress, if set, is kept up to date for a live display.
@@ -761,9 +765,12 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", "", err
 	}
-	res, err := getter.Fetch(ctx, src, work, e.moduleDownload)
+	res, err := getter.FetchWith(ctx, src, work, e.getterOptions())
 	if errors.Is(err, registry.ErrTooLarge) {
 		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
+	}
+	if errors.Is(err, getter.ErrGitTooLarge) {
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", what, err)
 	}
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", what, err)

@@ -59,6 +59,9 @@ type Summary struct {
 	MirrorHashesOnly []string          `json:"mirror_hashes_only"`
 	Reinstate        []dist.Withdrawal `json:"reinstate"`
 	Warnings         []string          `json:"warnings"`
+	// PublisherKeys: each key that signed SHA256SUMS, per namespace (not
+	// in a dry run, which downloads no SHA256SUMS).
+	PublisherKeys []PublisherKey `json:"publisher_keys"`
 }
 
 // Summarize fills a Summary from a finished (or dry) run.
@@ -75,7 +78,7 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 		s.Warnings = []string{}
 	}
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
-	s.Withdraw, s.Reinstate = []dist.Withdrawal{}, []dist.Withdrawal{}
+	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
 	if m := r.Manifest; m != nil {
 		s.Providers, s.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
 		s.Withdraw = append(s.Withdraw, m.Withdraw...)
@@ -100,6 +103,13 @@ func (s *Summary) Text() string {
 	} else {
 		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",
 			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
+	}
+	for _, k := range s.PublisherKeys {
+		declared := ""
+		if k.Declared {
+			declared = "; declared new (--accept-new-publisher-key)"
+		}
+		fmt.Fprintf(&b, "  %s key %s %s (%s): %d provider versions%s\n", k.Namespace, k.Fingerprint, dist.Printable(k.Identity), k.Trust, len(k.Providers), declared)
 	}
 	for _, w := range s.Withdraw {
 		fmt.Fprintf(&b, "  withdraw %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))

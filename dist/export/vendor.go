@@ -36,7 +36,7 @@ func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Re
 				return nil, nil, err
 			}
 			done := func() { os.RemoveAll(dir) }
-			r, err := getter.Fetch(ctx, src, dir, e.moduleDownload)
+			r, err := getter.FetchWith(ctx, src, dir, e.getterOptions())
 			return r, done, err
 		},
 	})
@@ -57,6 +57,11 @@ func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Re
 	}
 	res.Archive, res.Root = out, tree
 	return vr.Calls, nil
+}
+
+// getterOptions are the limits module sources are fetched within.
+func (e *exporter) getterOptions() getter.Options {
+	return getter.Options{Download: e.moduleDownload, MaxGitSize: e.opt.MaxGitSize}
 }
 
 // moduleDownload downloads a module archive over HTTP, within MaxModuleSize.

@@ -20,7 +20,11 @@ type WriteOptions struct {
 	ModTime     time.Time  // zero: now; SOURCE_DATE_EPOCH for reproducible bundles
 	Delta       *DeltaBase // make a delta against what the offline side has (ReadDeltaBase)
 	SplitSize   int64      // > 0: split into volumes and remove the whole file
-	Log         func(format string, a ...any)
+	// AcceptKeys are fingerprints (verify.ParseFingerprint form) the
+	// bundle declares as approved new publisher keys, for every namespace
+	// whose providers each signs ('--accept-new-publisher-key').
+	AcceptKeys []string
+	Log        func(format string, a ...any)
 }
 
 // WriteBundle writes res as a signed bundle (a delta if asked) through a
@@ -32,12 +36,17 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 	if !opt.ModTime.IsZero() {
 		m.Created = &opt.ModTime
 	}
+	keys, signAt, decls, err := signatures(m, res.Files, opt.ModTime, time.Now(), opt.AcceptKeys)
+	if err != nil {
+		return nil, err
+	}
+	m.PublisherKeys, sum.PublisherKeys = decls, keys
 	if base := opt.Delta; base != nil {
 		sum.Omitted, sum.Delta = base.Apply(m), base.Desc
 		opt.Log("delta against %s: %d of %d blobs are already on the offline side and are not carried", base.Desc, sum.Omitted, len(m.Blobs))
 	}
-	err := bundle.CreateAtomic(opt.Out, func(f *os.File) error {
-		bw, err := bundle.NewWriter(f, m, opt.Key, bundle.WriterOptions{Compression: opt.Compression, ModTime: opt.ModTime})
+	err = bundle.CreateAtomic(opt.Out, func(f *os.File) error {
+		bw, err := bundle.NewWriter(f, m, opt.Key, bundle.WriterOptions{Compression: opt.Compression, ModTime: opt.ModTime, SignTime: signAt})
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/portable"
 )
 
 // Limits on what one module archive (or git checkout, for Normalize) may
@@ -85,7 +86,7 @@ func extractLimited(ctx context.Context, file, kind, dir string, lim limits) (er
 		return err
 	}
 	defer root.Close()
-	u := &unpacker{ctx: ctx, root: root, lim: lim, seed: maphash.MakeSeed(), dirs: map[uint64]struct{}{}}
+	u := &unpacker{ctx: ctx, root: root, lim: lim, seed: maphash.MakeSeed(), dirs: map[uint64]struct{}{}, names: portable.NewSet()}
 	if kind == "zip" {
 		err = u.zip(file)
 	} else {
@@ -109,10 +110,14 @@ type unpacker struct {
 	// repeated: 8 bytes per directory, not its name.
 	seed maphash.Seed
 	dirs map[uint64]struct{}
+	// names: every entry name, refused when it is not the same file on
+	// every file system the clients run on (portable.Set).
+	names *portable.Set
 }
 
-// entry counts an entry and checks its name (see entryName); it also
-// stops at a cancelled context.
+// entry counts an entry and checks its name (see entryName, and
+// portableName against the entries before it); it also stops at a
+// cancelled context.
 func (u *unpacker) entry(raw string) (string, error) {
 	if err := u.ctx.Err(); err != nil {
 		return "", err
@@ -120,7 +125,23 @@ func (u *unpacker) entry(raw string) (string, error) {
 	if err := u.count(); err != nil {
 		return "", err
 	}
-	return entryName(raw)
+	name, err := entryName(raw)
+	if err == nil && name != "" {
+		err = portableName(u.names, filepath.ToSlash(name))
+	}
+	return name, err
+}
+
+// portableName adds name (a slash path in the module) to names, refusing
+// it (ErrUnsafeArchive) when it is not the same file on Linux, macOS and
+// Windows or is one with a name added before (see package portable): on
+// an engineer's Mac or Windows machine the two would merge, and the file
+// airgap read would not be the one the client loads.
+func portableName(names *portable.Set, name string) error {
+	if err := names.Add(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsafeArchive, err)
+	}
+	return nil
 }
 
 func (u *unpacker) count() error {
@@ -486,6 +507,7 @@ func normalize(ctx context.Context, dir string, w io.Writer, lim limits) error {
 	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
 	tw := tar.NewWriter(gz)
 	epoch := time.Unix(0, 0)
+	names := portable.NewSet()
 	var entries int
 	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
@@ -508,6 +530,9 @@ func normalize(ctx context.Context, dir string, w io.Writer, lim limits) error {
 			return fmt.Errorf("%w: more than %d entries", ErrArchiveLimit, lim.entries)
 		}
 		if err := printableName("file", rel); err != nil {
+			return err
+		}
+		if err := portableName(names, rel); err != nil {
 			return err
 		}
 		if strings.Count(rel, "/") >= MaxArchiveDepth {

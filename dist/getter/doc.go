@@ -23,6 +23,14 @@
 //     dist.Printable) are refused, since they would reach the bundle and
 //     every terminal that lists the module. Errors name entries quoted and
 //     keep only the errno of os.Root's errors, never a path.
+//   - Entry names must be the same files on every file system the
+//     clients run on (package portable): two names that one case-folding
+//     or normalizing file system takes for one (Modules/ and modules/,
+//     NFC and NFD), backslashes, colons, trailing dots or spaces and
+//     Windows device names are refused, in archives, in git trees (from
+//     "git ls-tree", before checkout) and in the tree Normalize archives
+//     (which, for a module with vendored packages, holds them all); the
+//     error names both colliding entries.
 //   - Regular files are created with O_EXCL (an archive cannot overwrite an
 //     entry it wrote before) and only 0644 or 0755.
 //   - Symlinks are dereferenced within the root: they are created only after
@@ -69,11 +77,18 @@
 // (GIT_SSL_CAINFO, GIT_SSH_COMMAND, …). The user's global git
 // configuration is read: credentials, CA files and url.insteadOf rules for
 // private hosts live there, and a registry cannot write it; the settings
-// above override it. The clone is --no-checkout and is stopped when its
-// directory passes MaxGitRepository; then "git ls-tree -r -t -l" of the
-// commit is streamed and checked against the archive limits (entries,
-// bytes, links, depth, names) before anything is checked out, so a "git
-// bomb" writes nothing. Submodules are fetched the same way, one level at
+// above override it. Every git process of one fetch (the clone, the fetch
+// of a commit no ref advertises, each checkout, and the same for every
+// submodule) runs under GitTimeout and one size watch (sizeWatch): the
+// fetch's directory may hold Options.MaxGitSize (default
+// MaxGitRepository) bytes of git objects beyond the files its tree checks
+// let through, or git is stopped. The clone is --no-checkout; then "git
+// ls-tree -r -t -l" of the commit is streamed and checked against the
+// archive limits (entries, bytes, links, depth, names) before anything is
+// checked out, so a "git bomb" writes nothing; and checkout ignores the
+// repository's .gitattributes (and the user's and system's attribute
+// files: no end-of-line or encoding conversion, no filters, no $Id$), so
+// the bytes it writes are the blob sizes the tree check counted. Submodules are fetched the same way, one level at
 // a time, at the commit the tree pins, from the URL in the commit's
 // .gitmodules (relative URLs resolved against the superproject's), at most
 // MaxSubmoduleDepth levels, sharing one budget of limits with the

@@ -1,6 +1,9 @@
 package getter
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrUnsupported: a source kind airgap cannot fetch.
 var ErrUnsupported = errors.New("unsupported module source")
@@ -12,3 +15,6 @@ var ErrUnsafeArchive = errors.New("unsafe module archive")
 // ErrArchiveLimit: a module archive or checkout exceeds MaxArchiveEntries,
 // MaxArchiveBytes or MaxArchiveLinks.
 var ErrArchiveLimit = errors.New("module archive too large")
+
+// ErrGitTooLarge (an ErrArchiveLimit): a git fetch passed Options.MaxGitSize.
+var ErrGitTooLarge = fmt.Errorf("%w: git repository too large", ErrArchiveLimit)

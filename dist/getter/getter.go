@@ -139,14 +139,29 @@ type Result struct {
 // DownloadFunc downloads url to path.
 type DownloadFunc func(ctx context.Context, url, path string) error
 
+// Options configure FetchWith.
+type Options struct {
+	// Download fetches HTTP archives.
+	Download DownloadFunc
+	// MaxGitSize bounds the git objects of one git source, its submodules
+	// included, on top of the files its tree checks out (0:
+	// MaxGitRepository); see sizeWatch.
+	MaxGitSize int64
+}
+
 // Fetch fetches src into work (a fresh directory it may fill) and writes
 // the normalized archive.
 func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc) (*Result, error) {
+	return FetchWith(ctx, src, work, Options{Download: download})
+}
+
+// FetchWith is Fetch with options.
+func FetchWith(ctx context.Context, src *Source, work string, opt Options) (*Result, error) {
 	root := filepath.Join(work, "src")
 	res := &Result{Root: root}
 	switch src.Kind {
 	case "git":
-		commit, err := gitFetch(ctx, src, root)
+		commit, err := gitFetch(ctx, src, root, opt.MaxGitSize)
 		if err != nil {
 			err = hinted(err)
 		}
@@ -156,7 +171,7 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 		res.Commit = commit
 	case "http":
 		arch := filepath.Join(work, "download")
-		if err := download(ctx, src.URL, arch); err != nil {
+		if err := opt.Download(ctx, src.URL, arch); err != nil {
 			return nil, err
 		}
 		if err := extract(ctx, arch, archiveKind(src.URL), root); err != nil {
@@ -191,6 +206,8 @@ func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc)
 // hinted adds what to do to the errors of hostile or oversized sources.
 func hinted(err error) error {
 	switch {
+	case errors.Is(err, ErrGitTooLarge):
+		return err // the caller knows the limit's name
 	case errors.Is(err, ErrUnsafeArchive):
 		return fmt.Errorf("%w\nhint: the module source is malformed or hostile; nothing was written outside its own directory; tell the module's publisher", err)
 	case errors.Is(err, ErrArchiveLimit):

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/portable"
 )
 
 // Limits on a git module source, on top of the archive limits, which the
@@ -29,15 +30,28 @@ const (
 	// checkouts, submodules); git also gives up on a transfer slower than
 	// 1 KiB/s for 60 s.
 	GitTimeout = 30 * time.Minute
-	// MaxGitRepository: bytes a clone's directory may reach while git
-	// downloads it (watched every 200 ms; git is killed beyond it).
+	// MaxGitRepository: bytes the git objects of one fetch (the
+	// repository's and every submodule's together) may take on disk, on top
+	// of the checked-out files the tree checks allowed; the default of
+	// Options.MaxGitSize. See sizeWatch.
 	MaxGitRepository = MaxArchiveBytes
 	// MaxSubmoduleDepth: nesting of submodules.
 	MaxSubmoduleDepth = 4
 )
 
-// gitRepoLimit is MaxGitRepository; tests lower it.
+// gitRepoLimit is the default of Options.MaxGitSize; tests lower it.
 var gitRepoLimit int64 = MaxGitRepository
+
+// noAttributes is written to $GIT_DIR/info/attributes of every clone
+// before anything is checked out. Those lines take precedence over every
+// .gitattributes of the repository, so checkout writes each blob's bytes
+// as they are: no end-of-line conversion (text, eol, and the legacy crlf),
+// no working-tree-encoding (UTF-8 blobs rewritten as UTF-16 or UTF-32), no
+// filter drivers, no $Id$ expansion. The bytes written are then the blob
+// sizes that checkTree counted, and the files are what the repository
+// holds. (GIT_ATTR_NOSYSTEM and core.attributesFile=/dev/null leave out
+// the system's and the user's attribute files.)
+const noAttributes = "* -text -eol -crlf -filter -working-tree-encoding -ident\n"
 
 // gitConfig is given to every git command: only https and ssh transports
 // (file://, local paths, ext::, git:// and plain http:// are refused, for
@@ -47,7 +61,8 @@ var gitConfig = []string{
 	"-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.ssh.allow=always",
 	"-c", "protocol.file.allow=never", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
 	"-c", "submodule.recurse=false", "-c", "http.lowSpeedLimit=1024", "-c", "http.lowSpeedTime=60",
-	"-c", "advice.detachedHead=false",
+	"-c", "advice.detachedHead=false", "-c", "core.attributesFile=/dev/null", "-c", "core.autocrlf=false",
+	"-c", "core.eol=lf", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
 }
 
 // keptGitEnv: the GIT_* variables of the user's environment passed to git
@@ -72,7 +87,7 @@ func gitEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "GIT_CONFIG_NOSYSTEM=1",
+	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "GIT_CONFIG_NOSYSTEM=1", "GIT_ATTR_NOSYSTEM=1",
 		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1")
 }
 
@@ -117,12 +132,16 @@ func validHost(h string) bool {
 }
 
 type gitRunner struct {
-	ctx context.Context
-	env []string
+	ctx   context.Context // ends at GitTimeout, or when watch stops the fetch
+	env   []string
+	watch *sizeWatch
 	// used: what the trees checked so far (the repository's and its
 	// submodules') hold, against the archive limits.
 	entries, links int
 	bytes          int64
+	// names: every path of the trees checked (the repository's and its
+	// submodules'), for portableName.
+	names *portable.Set
 }
 
 // boundedBuffer keeps the first 64 KiB written to it.
@@ -146,6 +165,9 @@ func (g *gitRunner) runCtx(ctx context.Context, dir string, args ...string) (str
 	cmd := g.command(ctx, dir, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
+		if werr := g.watch.err(args[0]); werr != nil {
+			return "", werr
+		}
 		if cerr := g.ctx.Err(); cerr != nil {
 			return "", fmt.Errorf("git %s: %w", args[0], cerr)
 		}
@@ -158,13 +180,36 @@ func (g *gitRunner) run(dir string, args ...string) (string, error) {
 	return g.runCtx(g.ctx, dir, args...)
 }
 
-func gitFetch(ctx context.Context, src *Source, dir string) (string, error) {
+// write runs a git command that writes into the fetch's directory (clone,
+// fetch, checkout) and checks the directory's size once more when it ends,
+// so a command that finishes between two of the watcher's looks cannot
+// leave more than the allowance behind.
+func (g *gitRunner) write(dir string, args ...string) (string, error) {
+	out, err := g.run(dir, args...)
+	if err == nil && g.watch.exceeded() {
+		err = g.watch.err(args[0])
+	}
+	return out, err
+}
+
+// gitFetch clones src into dir (with its submodules) and checks out the
+// commit of its ref. Every git process it starts — clone, the fetch of a
+// commit no ref advertises, checkout, and the same for each submodule —
+// runs under one context that ends at GitTimeout and under one sizeWatch
+// over dir, so no process can write more than the allowance or run longer
+// than the timeout.
+func gitFetch(ctx context.Context, src *Source, dir string, limit int64) (string, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return "", errors.New("the git binary is needed to fetch git module sources; install git")
 	}
+	if limit <= 0 {
+		limit = gitRepoLimit
+	}
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
-	g := &gitRunner{ctx: ctx, env: gitEnv()}
+	ctx, watch := watchSize(ctx, dir, limit)
+	defer watch.stop()
+	g := &gitRunner{ctx: ctx, env: gitEnv(), watch: watch, names: portable.NewSet()}
 	commit, err := g.fetch(src.URL, src.Ref, dir, "", 0)
 	if err != nil {
 		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
@@ -202,7 +247,8 @@ func (g *gitRunner) fetch(u, ref, dir, prefix string, depth int) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if _, err := g.run(dir, "checkout", "--quiet", "--detach", commit); err != nil {
+	g.watch.allow(g.bytes)
+	if _, err := g.write(dir, "checkout", "--quiet", "--detach", commit); err != nil {
 		return "", fmt.Errorf("ref %q: %w", ref, err)
 	}
 	if len(subs) == 0 {
@@ -258,47 +304,107 @@ func plainDir(dir, rel string) error {
 	return nil
 }
 
-// clone runs git clone --no-checkout, killing it when the clone's
-// directory grows past MaxGitRepository.
+// clone runs git clone --no-checkout (under the fetch's size watch) and
+// writes noAttributes into the new repository before anything is checked
+// out.
 func (g *gitRunner) clone(u, dir string) error {
-	ctx, cancel := context.WithCancel(g.ctx)
-	defer cancel()
-	var over atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if dirSize(dir) > gitRepoLimit {
-					over.Store(true)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	_, err := g.runCtx(ctx, "", "clone", "--quiet", "--no-checkout", "--", u, dir)
-	close(done)
-	if over.Load() || err == nil && dirSize(dir) > gitRepoLimit {
-		return fmt.Errorf("%w: the git repository is larger than %d bytes", ErrArchiveLimit, gitRepoLimit)
+	if _, err := g.write("", "clone", "--quiet", "--no-checkout", "--", u, dir); err != nil {
+		return err
 	}
-	return err
+	info := filepath.Join(dir, ".git", "info")
+	if err := os.MkdirAll(info, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(info, "attributes"), []byte(noAttributes), 0o644)
 }
 
-// dirSize sums the sizes of the files under dir (a clone in progress:
-// git's own few files); it stops counting after 100,000 files.
-func dirSize(dir string) int64 {
-	var n int64
-	files := 0
+// sizeWatch bounds what the git processes of one fetch write: the bytes
+// under its directory (every clone's .git, the submodules' included, and
+// the checked-out files) may not pass limit plus the bytes of the blobs
+// the tree checks let through for checkout (allow). It looks every
+// interval — 200 ms, or five times as long as its last walk of the
+// directory took, so watching a large checkout costs at most a fifth of a
+// core — and cancels the fetch's context when the sum is over. Worst case
+// on disk: the allowance plus what git writes in one interval; a tree of
+// more than maxWatchedFiles files counts as over (no checkout the tree
+// checks allow holds that many).
+type sizeWatch struct {
+	dir     string
+	limit   int64
+	checked atomic.Int64
+	over    atomic.Bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	exited  chan struct{}
+}
+
+// maxWatchedFiles: files a fetch's directory may hold (the checkout's
+// entries at most, plus git's own).
+const maxWatchedFiles = MaxArchiveEntries + 50_000
+
+func watchSize(ctx context.Context, dir string, limit int64) (context.Context, *sizeWatch) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &sizeWatch{dir: dir, limit: limit, cancel: cancel, done: make(chan struct{}), exited: make(chan struct{})}
+	go w.run()
+	return ctx, w
+}
+
+func (w *sizeWatch) run() {
+	defer close(w.exited)
+	wait := 200 * time.Millisecond
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-time.After(wait):
+		}
+		start := time.Now()
+		if w.exceeded() {
+			return
+		}
+		wait = max(200*time.Millisecond, 5*time.Since(start))
+	}
+}
+
+// allow raises the allowance to limit plus checked bytes of checkout.
+func (w *sizeWatch) allow(checked int64) { w.checked.Store(checked) }
+
+// exceeded measures the directory now; when it is over the allowance it
+// stops the fetch (cancelling its context) and reports true from then on.
+func (w *sizeWatch) exceeded() bool {
+	if w.over.Load() {
+		return true
+	}
+	if n, files := dirUsage(w.dir); n > w.limit+w.checked.Load() || files > maxWatchedFiles {
+		w.over.Store(true)
+		w.cancel()
+	}
+	return w.over.Load()
+}
+
+// err is the error of a git command that the watch stopped, or nil.
+func (w *sizeWatch) err(command string) error {
+	if w == nil || !w.over.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: git %s was stopped: the repository (its submodules included) takes more than %d bytes beyond the %d bytes of files its tree checks out",
+		ErrGitTooLarge, command, w.limit, w.checked.Load())
+}
+
+func (w *sizeWatch) stop() {
+	close(w.done)
+	<-w.exited
+	w.cancel()
+}
+
+// dirUsage sums the sizes of the regular files under dir and counts them;
+// it stops counting past maxWatchedFiles files.
+func dirUsage(dir string) (n int64, files int) {
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if files++; files > 100_000 {
+		if files++; files > maxWatchedFiles {
 			return filepath.SkipAll
 		}
 		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
@@ -306,7 +412,7 @@ func dirSize(dir string) int64 {
 		}
 		return nil
 	})
-	return n
+	return n, files
 }
 
 // resolve finds the commit of ref (a tag, a branch, a commit; HEAD if
@@ -322,7 +428,11 @@ func (g *gitRunner) resolve(dir, ref string) (string, error) {
 		}
 	}
 	if isHexCommit(ref) {
-		if _, err := g.run(dir, "fetch", "--quiet", "origin", ref); err == nil {
+		_, err := g.write(dir, "fetch", "--quiet", "origin", ref)
+		if errors.Is(err, ErrArchiveLimit) {
+			return "", err
+		}
+		if err == nil {
 			if out, err := g.run(dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil {
 				return out, nil
 			}
@@ -401,6 +511,9 @@ func (g *gitRunner) treeEntry(rec []byte, prefix string, subs *[][2]string) erro
 		return fmt.Errorf("%w: an entry name is longer than %d bytes", ErrUnsafeArchive, MaxArchiveName)
 	}
 	if err := printableName("file", name); err != nil {
+		return err
+	}
+	if err := portableName(g.names, name); err != nil {
 		return err
 	}
 	if strings.Count(name, "/") >= MaxArchiveDepth {

@@ -637,3 +637,77 @@ func TestHostileBzip2BombTime(t *testing.T) {
 		t.Errorf("a %d-byte archive within the limits costs ~%.0f s", fi.Size(), total)
 	}
 }
+
+// A ?ref= naming a commit no branch or tag advertises makes airgap ask
+// for it with "git fetch origin <commit>" after the clone: that fetch runs
+// under the same size watch as the clone (it used not to, and an 8 MiB
+// blob arrived under a 1 MiB limit).
+func TestHostileGitUnadvertisedCommitSize(t *testing.T) {
+	in := gitHost(t)
+	u := bareRepo(t, in, "evil/hidden", func(w string) {
+		os.WriteFile(filepath.Join(w, "main.tf"), []byte("# small\n"), 0o644)
+		gitIn(t, w, "add", "-A")
+		gitIn(t, w, "commit", "-q", "-m", "x")
+	})
+	bare := filepath.Join(in.GitRoot, "evil/hidden.git")
+	hidden := hiddenCommit(t, bare, 8<<20)
+	defer func(old int64) { gitRepoLimit = old }(gitRepoLimit)
+	gitRepoLimit = 1 << 20
+	src, err := Parse("git::" + u + "?ref=" + hidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	_, err = Fetch(context.Background(), src, work, nil)
+	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), "git fetch") {
+		t.Fatalf("error %v, want %v naming git fetch", err, ErrArchiveLimit)
+	}
+}
+
+// hiddenCommit writes, into the bare repository, a commit with one random
+// file of size bytes that no ref reaches, lets upload-pack serve it, and
+// returns its hash.
+func hiddenCommit(t *testing.T, bare string, size int) string {
+	t.Helper()
+	junk := make([]byte, size)
+	rand.Read(junk)
+	f := filepath.Join(t.TempDir(), "junk")
+	os.WriteFile(f, junk, 0o644)
+	blob := gitOut(t, bare, "", "hash-object", "-w", f)
+	tree := gitOut(t, bare, "100644 blob "+blob+"\tjunk.tf\n", "mktree")
+	commit := gitOut(t, bare, "", "commit-tree", tree, "-m", "hidden")
+	gitIn(t, bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+	return commit
+}
+
+// A repository's .gitattributes asks for CRLF line ends and UTF-32 on
+// checkout: airgap's checkout ignores them and writes each blob's bytes as
+// they are (which the tree check counted), and ignores the user's global
+// attributes file too.
+func TestHostileGitAttributes(t *testing.T) {
+	in := gitHost(t)
+	body := strings.Repeat("# a line of configuration\n", 4096)
+	u := bareRepo(t, in, "evil/attrs", func(w string) {
+		os.WriteFile(filepath.Join(w, "main.tf"), []byte(body), 0o644)
+		os.WriteFile(filepath.Join(w, "x.json"), []byte("{\"$Id$\": 1}\n"), 0o644)
+		gitIn(t, w, "add", "-A") // the blobs as they are, before the attributes exist
+		os.WriteFile(filepath.Join(w, ".gitattributes"), []byte("*.tf text eol=crlf working-tree-encoding=UTF-32LE\n*.json filter=evil ident\n"), 0o644)
+		gitIn(t, w, "add", ".gitattributes")
+		gitIn(t, w, "commit", "-q", "-m", "x")
+	})
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\tautocrlf = true\n\tattributesFile = "+filepath.Join(home, "attrs")+"\n[filter \"evil\"]\n\tsmudge = sed s/1/666/\n"), 0o644)
+	os.WriteFile(filepath.Join(home, "attrs"), []byte("* eol=crlf\n"), 0o644)
+	t.Setenv("HOME", home)
+	src, _ := Parse("git::" + u)
+	res, err := Fetch(context.Background(), src, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"main.tf": body, "x.json": "{\"$Id$\": 1}\n"} {
+		got, err := os.ReadFile(filepath.Join(res.Root, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %d bytes written for a %d-byte blob (%q…)", name, len(got), len(want), got[:min(len(got), 16)])
+		}
+	}
+}

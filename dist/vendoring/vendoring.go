@@ -14,6 +14,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/portable"
 	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/verify"
 )
@@ -167,8 +168,9 @@ func Vendor(ctx context.Context, root, subdir string, budget *getter.Budget, opt
 	return v.res, nil
 }
 
-// reserved refuses a tree that has .airgap already, in any case: on the
-// case-insensitive file systems of macOS and Windows engineers, a
+// reserved refuses a tree that has .airgap already, in any case or
+// Unicode spelling that a file system takes for it (portable.Equal): on
+// the case-insensitive file systems of macOS and Windows engineers, a
 // ".AIRGAP/modules/<digest>/extra.tf" shipped by the author would be
 // extracted into the vendored copy, adding code that is not in the
 // package the manifest names.
@@ -178,7 +180,7 @@ func reserved(root string) error {
 		return err
 	}
 	for _, e := range ents {
-		if strings.EqualFold(e.Name(), ".airgap") {
+		if portable.Equal(e.Name(), ".airgap") {
 			return fmt.Errorf("%w: the module already has a %s folder, which airgap reserves for vendored sources\nhint: export it with --no-vendor, or ask its publisher to rename the folder", ErrReserved, dist.Printable(e.Name()))
 		}
 	}

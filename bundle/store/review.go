@@ -1,0 +1,529 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
+)
+
+// MaxInventorySize bounds an 'airgap inventory --json' document read back
+// on the connected side (export --have) or at the transfer station (verify
+// --against): about 80 bytes per blob, so over three million blobs.
+const MaxInventorySize = 256 << 20
+
+// Against is what 'airgap verify --against' reads of an inventory: the
+// catalog without its signing keys (the bulk of the document), the
+// withdrawals and the publisher-key history. ParseAgainst streams the
+// document (one catalog entry at a time; the blob list and the import
+// history are skipped token by token), so reading it holds only these
+// fields, never the document: a 245 MiB inventory of 300,000 provider
+// versions took 4 s of CPU and 480 MiB of memory at its peak (measured
+// with verify --against on the 2-core machine); one over MaxInventorySize
+// is refused before it is read.
+type Against struct {
+	Path          string
+	Format        int
+	Catalog       dist.Catalog // providers without their signing keys
+	Withdrawn     []Withdrawn
+	PublisherKeys []dist.NamespaceKeys
+}
+
+// againstProvider is dist.ProviderVersion without its signing keys.
+type againstProvider struct {
+	Host        string         `json:"host"`
+	Namespace   string         `json:"namespace"`
+	Type        string         `json:"type"`
+	Version     string         `json:"version"`
+	ShasumsName string         `json:"shasums_name"`
+	Shasums     verify.Digest  `json:"shasums"`
+	ShasumsSig  verify.Digest  `json:"shasums_signature"`
+	SiteSigned  bool           `json:"site_signed,omitempty"`
+	Packages    []dist.Package `json:"packages"`
+}
+
+// ReadAgainst reads an inventory for --against.
+func ReadAgainst(path string) (*Against, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--against: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxInventorySize {
+		return nil, fmt.Errorf("--against %s: %d bytes, over the %d-byte limit of an inventory", path, fi.Size(), MaxInventorySize)
+	}
+	a, err := ParseAgainst(f)
+	if err != nil {
+		return nil, fmt.Errorf("--against %s: %w\nhint: --against takes what 'airgap inventory --store DIR --json' printed on the offline side", path, err)
+	}
+	a.Path = path
+	return a, nil
+}
+
+// ParseAgainst reads and checks an inventory document (untrusted: it
+// crossed the gap on a stick): at most MaxInventorySize bytes, an index
+// format this airgap reads, every catalog name valid (dist.Catalog.Validate),
+// every withdrawal and publisher key well-formed. Strings from it reach the
+// terminal only through dist.Printable.
+func ParseAgainst(r io.Reader) (*Against, error) {
+	cr := &countingLimit{r: r, left: MaxInventorySize}
+	dec := json.NewDecoder(cr)
+	a := &Against{}
+	err := decodeObject(dec, func(key string) error {
+		switch key {
+		case "format":
+			return dec.Decode(&a.Format)
+		case "catalog":
+			return decodeObject(dec, func(key string) error {
+				switch key {
+				case "providers":
+					return decodeArray(dec, func() error {
+						var p againstProvider
+						if err := dec.Decode(&p); err != nil {
+							return err
+						}
+						a.Catalog.Providers = append(a.Catalog.Providers, dist.ProviderVersion{Host: p.Host, Namespace: p.Namespace, Type: p.Type,
+							Version: p.Version, ShasumsName: p.ShasumsName, Shasums: p.Shasums, ShasumsSig: p.ShasumsSig, SiteSigned: p.SiteSigned, Packages: p.Packages})
+						return nil
+					})
+				case "modules":
+					return decodeArray(dec, func() error {
+						var m dist.ModuleVersion
+						if err := dec.Decode(&m); err != nil {
+							return err
+						}
+						a.Catalog.Modules = append(a.Catalog.Modules, m)
+						return nil
+					})
+				}
+				return skipValue(dec)
+			})
+		case "withdrawn":
+			return dec.Decode(&a.Withdrawn)
+		case "publisher_keys":
+			return dec.Decode(&a.PublisherKeys)
+		}
+		return skipValue(dec)
+	})
+	if cr.over {
+		return nil, fmt.Errorf("larger than %d bytes", MaxInventorySize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not an 'airgap inventory --json' document: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not an 'airgap inventory --json' document: data after its end")
+	}
+	return a, a.validate()
+}
+
+// validate checks what ParseAgainst read.
+func (a *Against) validate() error {
+	if a.Format < MinIndexFormat || a.Format > IndexFormat {
+		return fmt.Errorf("inventory format %d; this airgap reads %d to %d", a.Format, MinIndexFormat, IndexFormat)
+	}
+	if err := a.Catalog.Validate(nil); err != nil {
+		return fmt.Errorf("its catalog: %v", err)
+	}
+	for _, w := range a.Withdrawn {
+		if err := (dist.Withdrawal{Kind: w.Kind, Addr: w.Addr, Versions: []string{w.Version}, Reason: "x"}).Validate(); err != nil {
+			return fmt.Errorf("its withdrawals: %v", err)
+		}
+	}
+	for _, n := range a.PublisherKeys {
+		host, ns, ok := strings.Cut(n.Namespace, "/")
+		if !ok || !dist.ValidHost(host) || !dist.ValidProviderName(ns) {
+			return fmt.Errorf("its publisher keys: %q is not a namespace", dist.Printable(n.Namespace))
+		}
+		for _, k := range n.Keys {
+			if fp, err := verify.ParseFingerprint(k.Fingerprint); err != nil || fp != k.Fingerprint {
+				return fmt.Errorf("its publisher keys: %q is not a fingerprint", dist.Printable(k.Fingerprint))
+			}
+		}
+	}
+	return nil
+}
+
+// countingLimit reads at most left bytes of r and notes when there was more.
+type countingLimit struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *countingLimit) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, _ := c.r.Read(one[:]); n > 0 {
+			c.over = true
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// decodeObject reads a JSON object from dec, calling field for each key
+// (which must consume the value).
+func decodeObject(dec *json.Decoder, field func(key string) error) error {
+	if t, err := dec.Token(); err != nil {
+		return err
+	} else if t != json.Delim('{') {
+		return fmt.Errorf("want an object, found %v", t)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		if err := field(key); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token()
+	return err
+}
+
+// decodeArray reads a JSON array (or null) from dec, calling elem for each
+// element (which must consume it).
+func decodeArray(dec *json.Decoder, elem func() error) error {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("want an array, found %v", t)
+	}
+	for dec.More() {
+		if err := elem(); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// skipValue consumes one value token by token, holding none of it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// history is the inventory's key history by namespace, and the namespaces
+// whose keys it does not tell (it has publisher-signed providers there but
+// no history: an inventory from an airgap that did not pin).
+func (a *Against) history() (map[string]*dist.NamespaceKeys, map[string]bool) {
+	h := map[string]*dist.NamespaceKeys{}
+	for i := range a.PublisherKeys {
+		h[a.PublisherKeys[i].Namespace] = &a.PublisherKeys[i]
+	}
+	unknown := map[string]bool{}
+	for _, p := range a.Catalog.Providers {
+		if ns := dist.NamespaceKey(p.Host, p.Namespace); h[ns] == nil && !p.SiteSigned {
+			unknown[ns] = true
+		}
+	}
+	return h, unknown
+}
+
+// ReviewOptions say what the offline side has, for Review.
+type ReviewOptions struct {
+	Against *Against  // the store's inventory, or nil
+	Pins    *PinsFile // the site's pins file, or nil
+	Now     time.Time
+}
+
+// Review adds to a checked report (bundle.Check) what the offline side
+// will make of the bundle: each provider's publisher-key status (the
+// decision the import's KeyPins policy will take, from the same facts),
+// the keys per namespace, and, with an inventory, the difference the
+// import makes and what it would refuse. What needs a person's look
+// becomes an attention item.
+func Review(rep *bundle.Report, opt ReviewOptions) {
+	m := rep.Manifest()
+	if m == nil || rep.Checks == nil {
+		return
+	}
+	kr := &KeyReview{Pins: opt.Pins, Now: opt.Now, Bundle: verify.Digest(rep.Bundle)}
+	if opt.Against != nil {
+		kr.History, kr.Unknown = opt.Against.history()
+	}
+	ds := kr.Evaluate(m, rep.Checks)
+	for i, d := range ds {
+		rep.Providers[i].KeyStatus, rep.Providers[i].KeyNote = d.Status, d.Note
+	}
+	rep.PublisherKeys = namespaceReviews(ds, kr)
+	keyAttention(rep, ds)
+	if opt.Against != nil {
+		rep.Against = diff(rep, m, opt.Against)
+	}
+}
+
+// namespaceReviews groups the decisions by namespace and signing key.
+func namespaceReviews(ds []KeyDecision, kr *KeyReview) []bundle.NamespaceReview {
+	var out []bundle.NamespaceReview
+	idx := map[string]int{}
+	for _, d := range ds {
+		if d.Signer.Fingerprint == "" {
+			continue
+		}
+		i, ok := idx[d.Namespace]
+		if !ok {
+			n := bundle.NamespaceReview{Namespace: d.Namespace}
+			if h := kr.History[d.Namespace]; h != nil && !kr.Unknown[d.Namespace] {
+				n.History = append([]dist.KeyPin(nil), h.Keys...)
+			}
+			out = append(out, n)
+			i = len(out) - 1
+			idx[d.Namespace] = i
+		}
+		n := &out[i]
+		j := -1
+		for k := range n.InBundle {
+			if n.InBundle[k].Fingerprint == d.Signer.Fingerprint {
+				j = k
+			}
+		}
+		if j < 0 {
+			n.InBundle = append(n.InBundle, bundle.BundleKey{Fingerprint: d.Signer.Fingerprint, KeyID: d.Signer.KeyID, Identity: d.Signer.Identity, Trust: d.Trust, Status: d.Status})
+			j = len(n.InBundle) - 1
+		}
+		n.InBundle[j].Providers = append(n.InBundle[j].Providers, d.Provider)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
+	return out
+}
+
+// keyAttention makes attention items of new and refused keys, once per
+// namespace and key.
+func keyAttention(rep *bundle.Report, ds []KeyDecision) {
+	for _, d := range ds {
+		subject := d.Namespace + " " + d.Signer.Fingerprint
+		key := describeKey(d.Signer.Fingerprint, d.Signer.Identity)
+		switch d.Status {
+		case KeyRefused, KeyNotInPinsFile:
+			rep.AddAttention(bundle.AttentionKeyRefused, subject, fmt.Sprintf("import will refuse %s: %s, which signs it, is not accepted for %s (%s); the namespace has %s",
+				d.Provider, key, d.Namespace, d.Note, describePins(d.Known)))
+		case KeyFirstUse:
+			rep.AddAttention(bundle.AttentionNewKey, subject, fmt.Sprintf("%s is the first publisher key of %s: the import will pin it (trust on first use); check its fingerprint with the publisher", key, d.Namespace))
+		case KeyDeclared, KeyAccepted:
+			had := ""
+			if d.Known != nil {
+				had = "; the namespace has " + describePins(d.Known)
+			}
+			rep.AddAttention(bundle.AttentionNewKey, subject, fmt.Sprintf("%s is a new publisher key for %s, approved by %s%s; check its fingerprint with the publisher", key, d.Namespace, approvedBy(d.Status), had))
+		}
+	}
+}
+
+func approvedBy(status string) string {
+	if status == KeyAccepted {
+		return "--accept-publisher-key"
+	}
+	return "the bundle's signed declaration (export --accept-new-publisher-key)"
+}
+
+// diff is the difference the bundle makes to the inventory's store.
+func diff(rep *bundle.Report, m *bundle.Manifest, a *Against) *bundle.Against {
+	cat := &a.Catalog
+	out := &bundle.Against{Inventory: a.Path, StoreProviders: len(cat.Providers), StoreModules: len(cat.Modules)}
+	provs := make(map[string]*dist.ProviderVersion, len(cat.Providers))
+	for i := range cat.Providers {
+		provs[cat.Providers[i].Key()] = &cat.Providers[i]
+	}
+	mods := make(map[string]*dist.ModuleVersion, len(cat.Modules))
+	for i := range cat.Modules {
+		mods[cat.Modules[i].Key()] = &cat.Modules[i]
+	}
+	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m)}
+	for i, p := range m.Catalog.Providers {
+		item := bundle.DiffItem{Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version}
+		old := provs[p.Key()]
+		var conflict error
+		if old != nil {
+			conflict = (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}})
+		}
+		if st, refused := d.refused(item, "provider "+p.String(), p.Key(), conflict); refused {
+			rep.Providers[i].InStore = st
+			continue
+		}
+		rep.Providers[i].InStore = d.provider(item, p, old)
+	}
+	for i, mv := range m.Catalog.Modules {
+		item := bundle.DiffItem{Kind: dist.KindModule, Address: mv.Addr(), Version: mv.Version}
+		old := mods[mv.Key()]
+		var conflict error
+		if old != nil {
+			conflict = (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}})
+		}
+		if st, refused := d.refused(item, "module "+mv.String(), mv.Key(), conflict); refused {
+			rep.Modules[i].InStore = st
+			continue
+		}
+		if old == nil {
+			out.Added = append(out.Added, item)
+			rep.Modules[i].InStore = "new"
+		} else {
+			out.AlreadyPresent = append(out.AlreadyPresent, item)
+			rep.Modules[i].InStore = "present"
+		}
+	}
+	out.Withdrawn, out.Reinstated = withdrawalDiff(m, provs, mods, a.Withdrawn)
+	out.KeyChanges = keyChanges(rep.PublisherKeys)
+	if _, unknown := a.history(); len(unknown) > 0 {
+		var ns []string
+		for n := range unknown {
+			ns = append(ns, n)
+		}
+		sort.Strings(ns)
+		out.KeysUnknownNotes = append(out.KeysUnknownNotes, "the inventory does not say which keys the store has for "+strings.Join(ns, ", ")+
+			" (it was printed by an airgap that did not pin publisher keys); key changes there are not shown")
+	}
+	return out
+}
+
+// differ sorts the bundle's versions into the difference's lists.
+type differ struct {
+	rep       *bundle.Report
+	out       *bundle.Against
+	withdrawn map[string]*Withdrawn // the store's, not lifted by the bundle
+}
+
+// refused records a version the import would refuse — withdrawn in the
+// store, or different from the store's (conflict) — and says so in the
+// attention list; it returns the version's in_store status.
+func (d *differ) refused(item bundle.DiffItem, what, key string, conflict error) (string, bool) {
+	if w := d.withdrawn[key]; w != nil {
+		item.Note = fmt.Sprintf("the store withdrew it (%s); the import will refuse the bundle unless it reinstates it", w.Reason)
+		d.out.Refused = append(d.out.Refused, item)
+		d.rep.AddAttention(bundle.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+w.Reason)
+		return "withdrawn", true
+	}
+	if conflict != nil {
+		item.Note = conflict.Error()
+		d.out.Refused = append(d.out.Refused, item)
+		d.rep.AddAttention(bundle.AttentionConflict, what, "import will refuse the bundle: "+conflict.Error())
+		return "", true
+	}
+	return "", false
+}
+
+// provider files a provider version the import accepts: new, new
+// platforms of a version the store has, or present.
+func (d *differ) provider(item bundle.DiffItem, p dist.ProviderVersion, old *dist.ProviderVersion) string {
+	var newPlats, havePlats []string
+	for _, pk := range p.Packages {
+		have := false
+		if old != nil {
+			_, have = old.Package(pk.OS, pk.Arch)
+		}
+		if have {
+			havePlats = append(havePlats, pk.Platform())
+		} else {
+			newPlats = append(newPlats, pk.Platform())
+		}
+	}
+	switch {
+	case old == nil:
+		item.Platforms = newPlats
+		d.out.Added = append(d.out.Added, item)
+		return "new"
+	case len(newPlats) > 0:
+		item.Platforms, item.Note = newPlats, "new platforms of a version the store has"
+		d.out.Added = append(d.out.Added, item)
+		return "new_platforms"
+	}
+	item.Platforms = havePlats
+	d.out.AlreadyPresent = append(d.out.AlreadyPresent, item)
+	return "present"
+}
+
+// withdrawnNotLifted is the store's withdrawn versions (by key) that m
+// does not reinstate.
+func withdrawnNotLifted(ws []Withdrawn, m *bundle.Manifest) map[string]*Withdrawn {
+	lifted := map[string]bool{}
+	for _, r := range m.Reinstate {
+		for _, k := range r.Keys() {
+			lifted[k] = true
+		}
+	}
+	out := map[string]*Withdrawn{}
+	for i := range ws {
+		if !lifted[ws[i].Key()] {
+			out[ws[i].Key()] = &ws[i]
+		}
+	}
+	return out
+}
+
+// withdrawalDiff lists what the bundle's withdraw list takes out of the
+// store (or keeps out, for versions it does not have), and which of the
+// store's withdrawals its reinstate list lifts.
+func withdrawalDiff(m *bundle.Manifest, provs map[string]*dist.ProviderVersion, mods map[string]*dist.ModuleVersion, ws []Withdrawn) (withdrawn, reinstated []bundle.DiffItem) {
+	for _, w := range m.Withdraw {
+		for _, v := range w.Versions {
+			k := dist.VersionKey(w.Addr, v)
+			note := "served now: the import takes it out"
+			if provs[k] == nil && mods[k] == nil {
+				note = "not in the store: the import keeps it out"
+			}
+			withdrawn = append(withdrawn, bundle.DiffItem{Kind: w.Kind, Address: w.Addr, Version: v, Note: note + " (" + w.Reason + ")"})
+		}
+	}
+	had := map[string]bool{}
+	for _, w := range ws {
+		had[w.Key()] = true
+	}
+	for _, r := range m.Reinstate {
+		for _, v := range r.Versions {
+			note := "the store had not withdrawn it"
+			if had[dist.VersionKey(r.Addr, v)] {
+				note = "lifts the store's withdrawal"
+			}
+			reinstated = append(reinstated, bundle.DiffItem{Kind: r.Kind, Address: r.Addr, Version: v, Note: note + " (" + r.Reason + ")"})
+		}
+	}
+	return withdrawn, reinstated
+}
+
+// keyChanges lists, per namespace, the bundle's keys that are new for it.
+func keyChanges(ns []bundle.NamespaceReview) []bundle.KeyChange {
+	var out []bundle.KeyChange
+	for _, n := range ns {
+		for _, k := range n.InBundle {
+			switch k.Status {
+			case KeyPinned, KeySiteResigned, KeyUnknown:
+				continue
+			}
+			out = append(out, bundle.KeyChange{Namespace: n.Namespace, Before: n.History, Key: k})
+		}
+	}
+	return out
+}

@@ -1,0 +1,373 @@
+package main
+
+// The transfer station: what 'airgap verify' shows a reviewer, and
+// publisher-key continuity from export to import to the real terraform.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/verify"
+)
+
+// station is a stand-in internet, a site key, a store and the exports
+// made against them.
+type station struct {
+	in      *registrytest.Internet
+	work    string
+	online  []string
+	keyring string
+	store   string
+}
+
+func newStation(t *testing.T, in *registrytest.Internet) *station {
+	s := &station{in: in, work: t.TempDir()}
+	s.online = append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(s.work, "none.tfrc"))
+	mustRun(t, s.work, nil, airgapBin, "keygen", "--out", "k/site", "--name", "Site Ops <ops@site.test>", "--no-passphrase")
+	s.keyring = filepath.Join(s.work, "k/site.pub.asc")
+	s.store = filepath.Join(s.work, "store")
+	return s
+}
+
+// export writes manifest text to NAME.hcl and exports NAME.bundle.
+func (s *station) export(t *testing.T, name, manifest string, extra ...string) string {
+	t.Helper()
+	hcl := filepath.Join(s.work, name+".hcl")
+	os.WriteFile(hcl, []byte(manifest), 0o644)
+	out := filepath.Join(s.work, name+".bundle")
+	mustRun(t, s.work, s.online, airgapBin, append([]string{"export", "--manifest", hcl, "--sign-key", "k/site.key.asc", "--out", out,
+		"--cache", filepath.Join(s.work, "cache")}, extra...)...)
+	return out
+}
+
+// verify runs 'airgap verify' with args and returns stdout+stderr and the exit code.
+func (s *station) verify(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, err := cmdRun(t, s.work, nil, airgapBin, append([]string{"verify", "--keyring", s.keyring}, args...)...)
+	return out, exitCode(err)
+}
+
+// verifyJSON runs 'airgap verify --json' and decodes its one document,
+// checking the JSON conventions on the way: snake_case keys, no nulls.
+func (s *station) verifyJSON(t *testing.T, args ...string) (review, map[string]any, int) {
+	t.Helper()
+	stdout, _, code := runSplit(t, s.work, nil, append([]string{"verify", "--keyring", s.keyring, "--json"}, args...)...)
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatalf("verify --json printed no JSON document: %v\n%s", err, stdout)
+	}
+	checkJSONConventions(t, "", raw)
+	var r review
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, raw, code
+}
+
+var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// checkJSONConventions fails on a key that is not snake_case and on null.
+func checkJSONConventions(t *testing.T, at string, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case nil:
+		t.Errorf("verify --json: %s is null", at)
+	case map[string]any:
+		for k, e := range x {
+			if !snakeKey.MatchString(k) {
+				t.Errorf("verify --json: key %q at %s is not snake_case", k, at)
+			}
+			checkJSONConventions(t, at+"."+k, e)
+		}
+	case []any:
+		for i, e := range x {
+			checkJSONConventions(t, fmt.Sprintf("%s[%d]", at, i), e)
+		}
+	}
+}
+
+// review is the part of 'airgap verify --json' the tests read.
+type review struct {
+	OK        bool   `json:"ok"`
+	Status    string `json:"status"`
+	Error     string `json:"error"`
+	Attention []struct {
+		Kind, Subject, Message string
+	} `json:"attention"`
+	Providers []reviewProvider `json:"providers"`
+	Modules   []struct {
+		Address, Version, Source string
+		Vendored                 []struct{ File, Source, Path, SHA256 string }
+	} `json:"modules"`
+	Withdraw []struct {
+		Addr     string
+		Versions []string
+	} `json:"withdraw"`
+	PublisherKeys []struct {
+		Namespace string
+		History   []struct{ Fingerprint, How string }
+		InBundle  []struct{ Fingerprint, Status string } `json:"in_bundle"`
+	} `json:"publisher_keys"`
+	Against *struct {
+		Added          []struct{ Kind, Address, Version string } `json:"added"`
+		AlreadyPresent []struct{ Kind, Address, Version string } `json:"already_present"`
+		Withdrawn      []struct{ Kind, Address, Version string } `json:"withdrawn"`
+		KeyChanges     []struct {
+			Namespace string
+			Before    []struct{ Fingerprint string }
+			Key       struct{ Fingerprint, Status string }
+		} `json:"key_changes"`
+	} `json:"against"`
+}
+
+func (r review) attention(kind string) []string {
+	var out []string
+	for _, a := range r.Attention {
+		if a.Kind == kind {
+			out = append(out, a.Message)
+		}
+	}
+	return out
+}
+
+// reviewProvider is a provider entry of 'airgap verify --json'.
+type reviewProvider struct {
+	Address, Version, Trust string
+	KeyStatus               string `json:"key_status"`
+	InStore                 string `json:"in_store"`
+	Platforms               []struct {
+		Platform, SHA256 string
+	}
+	Signature *struct {
+		Signer  struct{ Fingerprint, Identity string }
+		Created string
+	}
+}
+
+func (r review) provider(addr, version string) (reviewProvider, bool) {
+	for _, x := range r.Providers {
+		if x.Address == addr && x.Version == version {
+			return x, true
+		}
+	}
+	return reviewProvider{}, false
+}
+
+const stationFirst = `platforms = ["linux_amd64", "darwin_arm64"]
+provider "hashicorp/random" {
+  versions = "3.6.0"
+}
+provider "registry.opentofu.org/hashicorp/local" {
+  versions = "2.5.1"
+}
+module "example/wrap/aws" {}
+`
+
+const stationSecond = `platforms = ["linux_amd64", "darwin_arm64"]
+provider "hashicorp/random" {
+  versions = "3.7.0"
+}
+provider "hashicorp/null" {
+  versions = "3.2.2"
+}
+provider "registry.opentofu.org/hashicorp/local" {
+  versions = "2.5.1"
+}
+withdraw "hashicorp/random" {
+  versions = "3.6.0"
+  reason   = "CVE-2026-0001: use 3.7.0"
+}
+`
+
+// TestTransferStationReview: what verify shows for bundles with vendored
+// modules, a site re-signed provider, a new publisher key (refused, then
+// declared), a withdrawal, and the difference to the offline store's
+// inventory — in text and JSON; --strict's exit status; and the import
+// refusing the undeclared new key, naming both keys, while the store stays
+// as it was.
+func TestTransferStationReview(t *testing.T) {
+	in := registrytest.World(t)
+	in.AddVendorModules(t)
+	s := newStation(t, in)
+	oldKey := verify.Fingerprint(in.Publisher)
+	first := s.export(t, "first", stationFirst)
+
+	// 1. The first bundle: vendored module, site re-signed provider.
+	out, code := s.verify(t, first)
+	if code != 0 {
+		t.Fatalf("verify: %d\n%s", code, out)
+	}
+	t.Logf("first bundle, text:\n%s", out)
+	for _, want := range []string{
+		"OK, NEEDS ATTENTION (1)",
+		"! site resigned: provider registry.opentofu.org/hashicorp/local 2.5.1 is not signed by its publisher",
+		"registry.terraform.io/hashicorp/random 3.6.0  publisher-signed",
+		"fingerprint " + oldKey,
+		"registry.opentofu.org/hashicorp/local 2.5.1  site-resigned",
+		"linux_amd64    sha256:",
+		`vendored main.tf:4 module "net": git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/`,
+		"registry.terraform.io/example/wrap/aws 1.0.0",
+		"the bundle approves", // no: nothing declared (checked below)
+	} {
+		if want == "the bundle approves" {
+			if strings.Contains(out, want) {
+				t.Errorf("the first bundle claims a declaration:\n%s", out)
+			}
+			continue
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("verify text lacks %q", want)
+		}
+	}
+	r, _, code := s.verifyJSON(t, first)
+	if code != 0 || !r.OK || r.Status != "needs_attention" || len(r.attention("site_resigned")) != 1 {
+		t.Errorf("verify --json: %d %+v", code, r)
+	}
+	if p, ok := r.provider("registry.terraform.io/hashicorp/random", "3.6.0"); !ok || p.Trust != "publisher_signed" || p.Signature == nil ||
+		p.Signature.Signer.Fingerprint != oldKey || len(p.Platforms) != 2 || p.KeyStatus != "unknown" {
+		t.Errorf("random 3.6.0 in JSON: %+v", p)
+	}
+	if len(r.Modules) == 0 || len(r.Modules[len(r.Modules)-1].Vendored) == 0 {
+		t.Errorf("vendored rewrites missing from JSON: %+v", r.Modules)
+	}
+	if _, code := s.verify(t, "--strict", first); code != 3 {
+		t.Errorf("verify --strict of a bundle that needs attention: exit %d, want 3", code)
+	}
+	mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, first)
+	inv := mustRun(t, s.work, nil, airgapBin, "inventory", "--store", s.store)
+	if !strings.Contains(inv, "Publisher keys") || !strings.Contains(inv, oldKey+" publisher <publisher@example.test>") || !strings.Contains(inv, "(first use, bundle ") {
+		t.Errorf("inventory does not show the pinned key:\n%s", inv)
+	}
+	have := filepath.Join(s.work, "have.json")
+	os.WriteFile(have, []byte(mustRunStdout(t, s.work, "inventory", "--store", s.store, "--json")), 0o644)
+
+	// 2. The publisher rotates its key; the next bundle brings a version
+	// signed by the new key, a version the store has, and a withdrawal.
+	in.Publisher = bundletest.Key(t, "rotated publisher")
+	newKey := verify.Fingerprint(in.Publisher)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.7.0", []string{"linux_amd64", "darwin_arm64"}, 8<<10)
+	second := s.export(t, "second", stationSecond)
+	out, code = s.verify(t, "--against", have, second)
+	t.Logf("second bundle against the inventory, text:\n%s", out)
+	if code != 0 {
+		t.Errorf("verify without --strict: exit %d", code)
+	}
+	for _, want := range []string{
+		"! publisher key refused: import will refuse registry.terraform.io/hashicorp/random 3.7.0: key " + newKey + " (rotated publisher <rotated publisher@example.test>)",
+		"registry.terraform.io/hashicorp/random 3.7.0  publisher-signed [new]",
+		"key for registry.terraform.io/hashicorp: new refused",
+		"registry.terraform.io/hashicorp/null 3.2.2  publisher-signed [new]",
+		"withdraws: provider registry.terraform.io/hashicorp/random 3.6.0 (CVE-2026-0001: use 3.7.0)",
+		"had  " + oldKey + " publisher <publisher@example.test>",
+		"now  " + newKey,
+		"Against " + have,
+		"provider registry.terraform.io/hashicorp/random 3.6.0: served now: the import takes it out",
+		"provider registry.opentofu.org/hashicorp/local 2.5.1 (darwin_arm64, linux_amd64)",
+		"registry.terraform.io/hashicorp: " + oldKey + " publisher <publisher@example.test> -> " + newKey,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify --against text lacks %q", want)
+		}
+	}
+	r, raw, code := s.verifyJSON(t, "--against", have, second)
+	if code != 0 || r.Status != "needs_attention" || len(r.attention("publisher_key_refused")) != 1 || r.Against == nil {
+		t.Fatalf("verify --against --json: %d %+v", code, r)
+	}
+	if len(r.Against.Added) != 2 || len(r.Against.AlreadyPresent) != 1 || r.Against.AlreadyPresent[0].Address != "registry.opentofu.org/hashicorp/local" ||
+		len(r.Against.Withdrawn) != 1 || r.Against.Withdrawn[0].Version != "3.6.0" {
+		t.Errorf("against: %+v", r.Against)
+	}
+	if kc := r.Against.KeyChanges; len(kc) != 1 || kc[0].Namespace != "registry.terraform.io/hashicorp" || len(kc[0].Before) != 1 ||
+		kc[0].Before[0].Fingerprint != oldKey || kc[0].Key.Fingerprint != newKey || kc[0].Key.Status != "new_refused" {
+		t.Errorf("key changes: %+v", kc)
+	}
+	if p, _ := r.provider("registry.terraform.io/hashicorp/random", "3.7.0"); p.KeyStatus != "new_refused" || p.InStore != "new" {
+		t.Errorf("random 3.7.0: %+v", p)
+	}
+	if _, ok := raw["checks"].(map[string]any)["sha256sums_signatures"]; !ok {
+		t.Errorf("checks: %v", raw["checks"])
+	}
+	if _, code := s.verify(t, "--strict", "--against", have, second); code != 3 {
+		t.Errorf("--strict: exit %d, want 3", code)
+	}
+
+	// The import refuses it, naming the namespace and both keys.
+	before := bundletest.Snapshot(t, s.store)
+	out, err := cmdRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, second)
+	for _, want := range []string{"publisher key not accepted", "namespace registry.terraform.io/hashicorp", newKey, "rotated publisher", oldKey,
+		"--accept-publisher-key " + newKey, "the store was not changed"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("import of the new key (err %v) lacks %q:\n%s", err, want, out)
+		}
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, s.store))
+
+	// 3. Exported again with the new key approved: verify shows it
+	// declared, the import pins it.
+	declared := s.export(t, "declared", stationSecond, "--accept-new-publisher-key", strings.ToLower(newKey))
+	r, _, _ = s.verifyJSON(t, "--against", have, declared)
+	if p, _ := r.provider("registry.terraform.io/hashicorp/random", "3.7.0"); p.KeyStatus != "new_declared" || len(r.attention("new_publisher_key")) != 1 || len(r.attention("publisher_key_refused")) != 0 {
+		t.Errorf("the declared key: %+v %+v", p, r.Attention)
+	}
+	out = mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, declared)
+	if !strings.Contains(out, "pinned publisher key for registry.terraform.io/hashicorp: "+newKey) || !strings.Contains(out, "declared by bundle") {
+		t.Errorf("import of the declared key:\n%s", out)
+	}
+	inv = mustRun(t, s.work, nil, airgapBin, "inventory", "--store", s.store)
+	if !strings.Contains(inv, oldKey) || !strings.Contains(inv, newKey) || !strings.Contains(inv, "withdrawn") {
+		t.Errorf("inventory after the rotation:\n%s", inv)
+	}
+	// An --accept-new-publisher-key that signs nothing is refused at export.
+	if out, err := cmdRun(t, s.work, s.online, airgapBin, "export", "--manifest", filepath.Join(s.work, "second.hcl"), "--sign-key", "k/site.key.asc",
+		"--out", filepath.Join(s.work, "x.bundle"), "--cache", filepath.Join(s.work, "cache"), "--accept-new-publisher-key", verify.Fingerprint(bundletest.Key(t, "stranger"))); err == nil ||
+		!strings.Contains(out, "no provider of this export is signed by that key") || !strings.Contains(out, newKey) {
+		t.Errorf("export with an unused --accept-new-publisher-key (err %v):\n%s", err, out)
+	}
+}
+
+// TestRotatedKeyTerraformInstall: a namespace's key is rotated at the
+// offline side with --accept-publisher-key, and the real terraform
+// installs the new version from the appliance, checking its signature
+// against the new key.
+func TestRotatedKeyTerraformInstall(t *testing.T) {
+	tf := terraformBin(t)
+	in := registrytest.World(t)
+	s := newStation(t, in)
+	first := s.export(t, "first", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n")
+	mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, first)
+	in.Publisher = bundletest.Key(t, "rotated publisher")
+	newKey, newID := verify.Fingerprint(in.Publisher), verify.KeyID(in.Publisher)
+	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.7.0", []string{"linux_amd64"}, 8<<10)
+	second := s.export(t, "second", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.7.0\"\n}\n")
+	if out, err := cmdRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, second); err == nil {
+		t.Fatalf("the new key was accepted without approval:\n%s", out)
+	}
+	mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, "--accept-publisher-key", spacedFingerprint(newKey), second)
+
+	base, caFile := startServe(t, s.store)
+	rc := filepath.Join(t.TempDir(), "airgap.tfrc")
+	os.WriteFile(rc, []byte(mustRun(t, s.work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \"3.7.0\"\n    }\n  }\n}\n"), 0o644)
+	out := mustRun(t, dir, offline, tf, "init", "-input=false", "-no-color")
+	if !strings.Contains(out, "Installed hashicorp/random v3.7.0") || !strings.Contains(out, "key ID "+newID) {
+		t.Errorf("terraform did not install 3.7.0 signed by the rotated key %s:\n%s", newID, out)
+	}
+}
+
+// spacedFingerprint writes a fingerprint as gpg prints it.
+func spacedFingerprint(fp string) string {
+	var parts []string
+	for i := 0; i < len(fp); i += 4 {
+		parts = append(parts, fp[i:i+4])
+	}
+	return strings.Join(parts, " ")
+}
