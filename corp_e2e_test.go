@@ -223,7 +223,8 @@ func TestExportFromNetworkMirror(t *testing.T) {
 		t.Fatalf("--trust-mirror-hashes (err %v):\n%s", err, out)
 	}
 	rep := mustRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", bundleOut("mirror.bundle"))
-	if !strings.Contains(rep, "attention: 1 provider version(s) carry a network mirror's hashes only") || !strings.Contains(rep, "registry.terraform.io/hashicorp/random 3.6.2 ("+registrytest.MirrorURL+")") {
+	if !strings.Contains(rep, "! mirror hashes only: provider registry.terraform.io/hashicorp/random 3.6.2 carries only the network mirror "+registrytest.MirrorURL) ||
+		!strings.Contains(rep, "registry.terraform.io/hashicorp/random 3.6.2  mirror hashes only") {
 		t.Errorf("verify does not show the tier:\n%s", rep)
 	}
 

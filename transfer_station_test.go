@@ -210,7 +210,7 @@ func TestTransferStationReview(t *testing.T) {
 		"! site resigned: provider registry.opentofu.org/hashicorp/local 2.5.1 is not signed by its publisher",
 		"registry.terraform.io/hashicorp/random 3.6.0  publisher-signed",
 		"fingerprint " + oldKey,
-		"registry.opentofu.org/hashicorp/local 2.5.1  site-resigned",
+		"registry.opentofu.org/hashicorp/local 2.5.1  site re-signed",
 		"linux_amd64    sha256:",
 		`vendored main.tf:4 module "net": git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/`,
 		"registry.terraform.io/example/wrap/aws 1.0.0",

@@ -340,15 +340,7 @@ func (r *CheckReport) Facts(key string) *SignatureFacts {
 
 // Trust is the trust tier of p (dist.TrustPublisher, dist.TrustSite or
 // dist.TrustMirror).
-func Trust(p dist.ProviderVersion) string {
-	switch {
-	case p.MirrorHashesOnly:
-		return dist.TrustMirror
-	case p.SiteSigned:
-		return dist.TrustSite
-	}
-	return dist.TrustPublisher
-}
+func Trust(p dist.ProviderVersion) string { return p.Trust() }
 
 // Checker checks a signed manifest against the blobs it lists, as they
 // stream by: each provider version's SHA256SUMS signature against the keys
@@ -734,7 +726,7 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 		return checked, fmt.Errorf("its SHA256SUMS signature does not verify against the keys the bundle carries for it: %w", err)
 	}
 	if (p.SiteSigned || p.MirrorHashesOnly) && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
-		return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", p.TrustTier(), checked.Signer, c.opt.Signer)
+		return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", dist.TrustLabel(p.Trust()), checked.Signer, c.opt.Signer)
 	}
 	if !p.SiteSigned && !p.MirrorHashesOnly && c.isSiteKey(checked.Signer.Fingerprint) {
 		return checked, fmt.Errorf("its SHA256SUMS is signed by %s, a key trusted to sign bundles, but it is not marked as re-signed by the site: a site key is never a publisher key", checked.Signer)

@@ -472,7 +472,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 		if p.InStore != "" {
 			in = " [" + strings.ReplaceAll(p.InStore, "_", " ") + "]"
 		}
-		fmt.Fprintf(b, "  %s %s  %s%s\n", q(p.Address), q(p.Version), strings.ReplaceAll(p.Trust, "_", "-"), in)
+		fmt.Fprintf(b, "  %s %s  %s%s\n", q(p.Address), q(p.Version), dist.TrustLabel(p.Trust), in)
 		if f := p.Signature; f != nil {
 			expires := "never expires"
 			if f.KeyExpires != nil {

@@ -54,34 +54,36 @@ type ProviderVersion struct {
 	// by the exporting site's key (the only key in SigningKeys), so that
 	// the registry protocol can serve them; SiteSigned stays false (it
 	// means a publisher's own SHA256SUMS, re-signed). Mirror is the
-	// mirror's URL. See TrustTier.
+	// mirror's URL. See Trust.
 	MirrorHashesOnly bool      `json:"mirror_hashes_only,omitempty"`
 	Mirror           string    `json:"mirror,omitempty"`
 	Packages         []Package `json:"packages"`
 }
 
-// Trust tiers of a provider version (TrustTier): what vouches for its
-// packages.
-const (
-	// TierPublisher: a SHA256SUMS signed by a key its registry lists.
-	TierPublisher = "publisher-signed"
-	// TierSiteResigned: its registry's SHA256SUMS, which the registry
-	// published without a key (registry.opentofu.org may), re-signed by
-	// the exporting site.
-	TierSiteResigned = "site re-signed"
-	// TierMirrorHashes: a network mirror's hashes only.
-	TierMirrorHashes = "mirror hashes only"
-)
-
-// TrustTier says what vouches for p's packages.
-func (p ProviderVersion) TrustTier() string {
+// Trust says what vouches for p's packages: its trust tier, TrustPublisher,
+// TrustSite or TrustMirror (keypins.go).
+func (p ProviderVersion) Trust() string {
 	switch {
 	case p.MirrorHashesOnly:
-		return TierMirrorHashes
+		return TrustMirror
 	case p.SiteSigned:
-		return TierSiteResigned
+		return TrustSite
 	}
-	return TierPublisher
+	return TrustPublisher
+}
+
+// TrustLabel is a trust tier for people: "publisher-signed", "site
+// re-signed", "mirror hashes only" (an unknown tier is shown as it is).
+func TrustLabel(tier string) string {
+	switch tier {
+	case TrustPublisher:
+		return "publisher-signed"
+	case TrustSite:
+		return "site re-signed"
+	case TrustMirror:
+		return "mirror hashes only"
+	}
+	return tier
 }
 
 // Package is one platform's provider zip, kept byte-identical to upstream.
@@ -440,7 +442,7 @@ func checkProviderMerge(old, np *ProviderVersion) error {
 	case old.SiteSigned != np.SiteSigned:
 		return fmt.Errorf("provider %s: the store has it %s, the bundle %s", np, signedBy(old.SiteSigned), signedBy(np.SiteSigned))
 	case np.MirrorHashesOnly && !old.MirrorHashesOnly:
-		return fmt.Errorf("provider %s: the store serves it %s; the bundle carries it with mirror hashes only, which cannot replace that\nhint: export it again where the origin registry can be reached (without --trust-mirror-hashes)", np, old.TrustTier())
+		return fmt.Errorf("provider %s: the store serves it %s; the bundle carries it with mirror hashes only, which cannot replace that\nhint: export it again where the origin registry can be reached (without --trust-mirror-hashes)", np, TrustLabel(old.Trust()))
 	case old.Shasums != np.Shasums && old.MirrorHashesOnly:
 		for _, pk := range old.Packages {
 			if got, ok := np.Package(pk.OS, pk.Arch); !ok || got.Digest != pk.Digest || got.Filename != pk.Filename || got.H1 != pk.H1 {
@@ -502,8 +504,8 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 				added = append(added, fmt.Sprintf("provider %s %s", np, pk.Platform()))
 			}
 		}
-		if old.TrustTier() != np.TrustTier() {
-			added = append(added, fmt.Sprintf("provider %s (now %s; it was %s)", np, np.TrustTier(), old.TrustTier()))
+		if old.Trust() != np.Trust() {
+			added = append(added, fmt.Sprintf("provider %s (now %s; it was %s)", np, TrustLabel(np.Trust()), TrustLabel(old.Trust())))
 		}
 		c.Providers[i] = merged
 	}

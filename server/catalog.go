@@ -171,7 +171,7 @@ type importRow struct {
 func SignerLabel(p *dist.ProviderVersion) string {
 	switch {
 	case p.MirrorHashesOnly:
-		return dist.TierMirrorHashes
+		return dist.TrustLabel(dist.TrustMirror)
 	case p.SiteSigned:
 		return "site re-signed"
 	}

@@ -20,9 +20,9 @@ const maxListed = 20
 // --require-publisher-signatures': every provider version the bundle
 // carries must have a SHA256SUMS signed by a key its registry lists. It
 // refuses the whole bundle (nothing is imported) if any carries a network
-// mirror's hashes only (dist.TierMirrorHashes: exported with
+// mirror's hashes only (dist.TrustMirror: exported with
 // --trust-mirror-hashes while the origin could not be reached) or is
-// re-signed by the site (dist.TierSiteResigned: its registry published its
+// re-signed by the site (dist.TrustSite: its registry published its
 // SHA256SUMS without a key). The refusal names each such version, its tier
 // and, for a mirror, the mirror; the store is not changed.
 //
@@ -32,11 +32,11 @@ func RequirePublisherSignatures() Policy {
 	return PolicyFunc(func(in *PolicyInput, _ *PolicyResult) error {
 		var bad []string
 		for _, p := range in.Manifest.Catalog.Providers {
-			tier := p.TrustTier()
-			if tier == dist.TierPublisher {
+			tier := p.Trust()
+			if tier == dist.TrustPublisher {
 				continue
 			}
-			line := fmt.Sprintf("%s: %s", p, tier)
+			line := fmt.Sprintf("%s: %s", p, dist.TrustLabel(tier))
 			if p.MirrorHashesOnly {
 				line += " (from the network mirror " + p.Mirror + ")"
 			}
