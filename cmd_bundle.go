@@ -5,6 +5,7 @@ package main
 // packages that do the work.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,8 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 }
 
 func (c *verifyCmd) run(args []string) error {
-	if c.keyring == "" || len(args) != 1 {
-		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
+	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
+		return err
 	}
 	rep := bundle.Report{File: args[0]}
 	err := func() error {
@@ -99,8 +100,8 @@ func (c *importCmd) flags() *pflag.FlagSet {
 }
 
 func (c *importCmd) run(args []string) error {
-	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
-		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -111,22 +112,31 @@ func (c *importCmd) run(args []string) error {
 		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
 	}
 	defer f.Close()
+	intr := catchInterrupt()
+	defer intr.Stop()
+	// Closing the bundle ends a read that waits on a pipe at once.
+	stopClose := context.AfterFunc(intr.ctx, func() { f.Close() })
+	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
 		opt := store.ImportOptions{Keyring: kr, Wait: c.wait}
 		if c.publishers {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
-		res, err = store.Import(c.storeD, n.Reader(f), opt)
+		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
+		// The error says whether the store changed.
+		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run the same command again")
+	}
+	if intr.Caught() {
+		fmt.Fprintln(os.Stderr, "airgap import: the interrupt came after the import had been committed; the import is complete")
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))
 	}
-	res.WriteText(os.Stdout)
+	res.WriteText(os.Stdout, c.storeD)
 	return nil
 }
 
@@ -149,8 +159,8 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 }
 
 func (c *inventoryCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap inventory --store DIR"}
+	if err := checkUsage("inventory", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {
@@ -184,8 +194,8 @@ func (c *splitCmd) flags() *pflag.FlagSet {
 }
 
 func (c *splitCmd) run(args []string) error {
-	if c.signKey == "" || len(args) != 1 {
-		return usageError{"usage: airgap split --size SIZE --sign-key KEY BUNDLE"}
+	if err := checkUsage("split", args, []string{"BUNDLE"}, flagVal{"sign-key", c.signKey}); err != nil {
+		return err
 	}
 	size, err := bundle.ParseSize(c.size)
 	if err != nil {
@@ -237,8 +247,8 @@ func (c *joinCmd) flags() *pflag.FlagSet {
 }
 
 func (c *joinCmd) run(args []string) error {
-	if c.keyring == "" || c.out == "" || len(args) != 1 {
-		return usageError{"usage: airgap join --keyring FILE --out BUNDLE PART"}
+	if err := checkUsage("join", args, []string{"PART"}, flagVal{"keyring", c.keyring}, flagVal{"out", c.out}); err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {

@@ -85,8 +85,8 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 }
 
 func (c *serveCmd) run(args []string) error {
-	if len(args) != 0 {
-		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]... [--config FILE]"}
+	if err := checkUsage("serve", args, nil); err != nil {
+		return err
 	}
 	cfg, err := server.LoadServeConfig(c.fs, c.configFile, os.Getenv)
 	if err != nil {
@@ -130,8 +130,8 @@ func (c *healthcheckCmd) flags() *pflag.FlagSet {
 }
 
 func (c *healthcheckCmd) run(args []string) error {
-	if len(args) != 0 {
-		return usageError{"usage: airgap healthcheck [--url URL] [--ca FILE]"}
+	if err := checkUsage("healthcheck", args, nil); err != nil {
+		return err
 	}
 	return server.HealthCheck(context.Background(), c.opt)
 }
@@ -151,8 +151,8 @@ func (c *caCmd) flags() *pflag.FlagSet {
 }
 
 func (c *caCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap ca --store DIR"}
+	if err := checkUsage("ca", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	if _, err := os.Stat(c.storeD); err != nil {
 		return fmt.Errorf("%w\nhint: give the store 'airgap serve' uses; 'airgap import --keyring KEYRING --store DIR BUNDLE' creates one", err)
@@ -191,8 +191,8 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 }
 
 func (c *clientConfigCmd) run(args []string) error {
-	if c.url == "" || len(args) != 0 {
-		return usageError{"usage: airgap client-config --url https://HOST:PORT/ [--store DIR]"}
+	if err := checkUsage("client-config", args, nil, flagVal{"url", c.url}); err != nil {
+		return err
 	}
 	if c.tool != "terraform" && c.tool != "tofu" {
 		return usageError{"--tool must be terraform or tofu"}
@@ -253,8 +253,8 @@ func (c *pushCmd) flags() *pflag.FlagSet {
 }
 
 func (c *pushCmd) run(args []string) error {
-	if c.storeD == "" || c.to == "" || len(args) != 0 {
-		return usageError{"usage: airgap push --store DIR --to REGISTRY[/PREFIX]"}
+	if err := checkUsage("push", args, nil, flagVal{"store", c.storeD}, flagVal{"to", c.to}); err != nil {
+		return err
 	}
 	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
 	if c.username != "" {

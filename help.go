@@ -128,7 +128,12 @@ const exitCodes = "Exit codes:\n  0  done\n  1  failed (the message says why and
 // is a verb to run.
 func topLevel(args []string, vs map[string]verb) (code int, done bool) {
 	switch {
-	case len(args) == 0 || args[0] == "-h" || args[0] == "--help":
+	case len(args) == 0:
+		// Nothing asked: the usage, as an error (a script that lost its
+		// arguments must not carry on as if something was done).
+		usage(os.Stderr, vs)
+		return 2, true
+	case args[0] == "-h" || args[0] == "--help":
 		usage(os.Stdout, vs)
 		return 0, true
 	case args[0] == "--version" || args[0] == "version":

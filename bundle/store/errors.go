@@ -15,6 +15,9 @@ var (
 	// ErrWithdrawn: a bundle carries a version the store has withdrawn
 	// and does not reinstate it.
 	ErrWithdrawn = errors.New("the bundle carries a withdrawn version")
+	// ErrInterrupted: the import was stopped (Ctrl-C, SIGTERM) before its
+	// commit; the store was not changed.
+	ErrInterrupted = errors.New("the import was stopped before its commit")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

@@ -249,5 +249,5 @@ func (r *GCResult) WriteText(out io.Writer) {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps)
+	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s) of interrupted runs (%s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps, human(r.TempBytes))
 }
