@@ -64,9 +64,13 @@ bench-smoke:
 	SMOKE=1 bash testdata/bench/run.sh
 
 # The whole journey on loopback from built-in fixtures; leaves
-# 'airgap serve' running on https://localhost:8443 and prints the client config.
+# 'airgap serve' running on https://localhost:$(DEMO_PORT) and the stand-in
+# internet up, and prints how to use both. A second demo at once needs
+# another port and directory: make demo DEMO_PORT=8444 DEMO_DIR=demo2.
+DEMO_PORT ?= 8443
+DEMO_DIR  ?= demo
 demo: build
-	$(GO) run ./testdata/demo -airgap $(BIN)
+	$(GO) run ./testdata/demo -airgap $(BIN) -listen 127.0.0.1:$(DEMO_PORT) -dir $(DEMO_DIR)
 
 clean:
 	rm -rf bin

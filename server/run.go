@@ -45,6 +45,12 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// Tells tools that would delete the store (the demo) that it is served.
+	if release, err := store.HoldServing(cfg.Store); err == nil {
+		defer release()
+	} else {
+		cfg.Log.Debug("cannot mark the store as served", "err", err)
+	}
 	names := append([]string{}, cfg.Hostnames...)
 	if len(names) == 0 {
 		names = append(names, "localhost")

@@ -24,3 +24,9 @@ func lockStore(_ context.Context, root string, wait bool) (func(), error) {
 }
 
 func freeBytes(string) (int64, bool) { return 0, false }
+
+// HoldServing does nothing on systems without flock.
+func HoldServing(string) (func(), error) { return func() {}, nil }
+
+// Served cannot tell on systems without flock.
+func Served(string) bool { return false }

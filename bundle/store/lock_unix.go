@@ -71,3 +71,34 @@ func freeBytes(dir string) (int64, bool) {
 	}
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
+
+// HoldServing marks the store as served by this process until release is
+// called (or the process ends): a shared flock on STORE/serve.lock, which
+// every 'airgap serve' of the store holds at once. Served asks whether any
+// does, so that a tool about to delete a store (the demo) can refuse.
+func HoldServing(root string) (release func(), err error) {
+	f, err := os.OpenFile(servePath(root), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// Served reports whether a running 'airgap serve' holds the store at root
+// (see HoldServing).
+func Served(root string) bool {
+	f, err := os.Open(servePath(root))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
