@@ -78,6 +78,18 @@ func TestDemo(t *testing.T) {
 	if v := mustRun(t, hand, nil, airgapBin, "verify", "--keyring", "keys/site.pub.asc", "site.bundle"); !strings.Contains(v, "4 provider versions") {
 		t.Errorf("verify of the export made by hand:\n%s", v)
 	}
+	mustRun(t, hand, nil, airgapBin, "import", "--keyring", "keys/site.pub.asc", "--store", "store", "site.bundle")
+	base, caFile := startServe(t, filepath.Join(hand, "store"))
+	rc := mustRunStdout(t, hand, "client-config", "--url", base, "--store", "store")
+	os.WriteFile(filepath.Join(hand, "terraform.rc"), []byte(rc), 0o644)
+	proj := filepath.Join(hand, "project")
+	os.MkdirAll(proj, 0o755)
+	mainTF, _ := os.ReadFile(filepath.Join(dir, "project", "main.tf"))
+	os.WriteFile(filepath.Join(proj, "main.tf"), mainTF, 0o644)
+	if o := mustRun(t, proj, []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(hand, "terraform.rc"), "SSL_CERT_FILE=" + caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, terraformBin(t), "init", "-input=false", "-no-color"); !strings.Contains(o, "successfully initialized") {
+		t.Errorf("terraform init against the appliance made by hand:\n%s", o)
+	}
 
 	before := bundletest.Snapshot(t, dir)
 	second := func(listen, wantExit string, want ...string) {
