@@ -131,8 +131,34 @@ func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
 // file:line:col, keeping HCL's own did-you-mean suggestions.
 func diagErr(diags hcl.Diagnostics) error {
 	lines := dist.DiagLines(diags)
-	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all} (or, for the site's own module, {source, versions = [...], ref}), withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w\n%s\nhint: a manifest looks like this (every block and attribute is optional):\n%s", ErrManifest, strings.Join(lines, "\n"), dist.Indent(ManifestExample, "  "))
 }
+
+// ManifestExample is the manifest a hint shows: every block and attribute
+// there is (TestHCLHintsParse checks it parses as a manifest).
+const ManifestExample = `platforms = ["linux_amd64", "darwin_arm64"]
+provider "hashicorp/random" {
+  versions  = ">= 3.5, < 4.0" # or: latest = 2, or: all = true
+  platforms = ["linux_amd64"] # instead of the top-level list
+}
+module "example/vpc/aws" {
+  versions = "~> 1.0" # or: latest = 2, or: all = true
+}
+module "site.example/net/vpc/aws" { # the site's own module, from its git server or archives
+  source   = "git::https://git.site.example/net/vpc.git"
+  versions = ["1.0.0"]
+  ref      = "v${version}"
+}
+withdraw "hashicorp/random" {
+  versions = "3.5.0"
+  reason   = "why the site must not use it"
+  # module = true when the address is a module's
+}
+reinstate "hashicorp/random" {
+  versions = "3.5.1"
+  reason   = "why it is safe again"
+}
+`
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
 func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
