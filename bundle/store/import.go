@@ -136,7 +136,8 @@ type importer struct {
 	opt     ImportOptions
 	unlock  func()
 	res     *ImportResult
-	created []string // what openImport created for a new store, deepest first
+	created []string // directories openImport created, deepest first
+	lockNew bool     // and the lock file, if it was not there
 
 	br       *bundle.Reader
 	m        *bundle.Manifest
@@ -162,6 +163,9 @@ func openImport(ctx context.Context, root string, opt ImportOptions) (*importer,
 		return nil, err
 	}
 	imp := &importer{ctx: ctx, root: root, opt: opt, res: &ImportResult{Created: isNew}, created: created}
+	if _, err := os.Lstat(lockPath(root)); os.IsNotExist(err) {
+		imp.lockNew = true
+	}
 	imp.unlock, err = lockStore(ctx, root, opt.Wait)
 	if err != nil {
 		imp.removeCreated()
@@ -237,14 +241,15 @@ func existingDir(dir string) string {
 	}
 }
 
-// removeCreated removes what openImport created (empty directories, and
-// the lock file of a store it created), so that a failed first import
-// leaves nothing behind. Only empty directories are removed.
+// removeCreated removes what openImport created (empty directories and
+// the lock file), so that a failed first import leaves nothing behind.
+// Only empty directories are removed. (An import waiting for the lock file
+// it removes locks it again: see lockStore.)
 func (imp *importer) removeCreated() {
+	if imp.lockNew {
+		os.Remove(lockPath(imp.root))
+	}
 	for _, p := range imp.created {
-		if p == filepath.Clean(imp.root) {
-			os.Remove(lockPath(p))
-		}
 		os.Remove(p)
 	}
 }
