@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,40 @@ func TestImportCreatesStoreVisibly(t *testing.T) {
 		if !before[f] {
 			t.Errorf("a failed import left %s", f)
 		}
+	}
+}
+
+// TestClientConfigChecksURL: with --store the origins come from the store,
+// and the URL is still checked: a URL where nothing answers, or an
+// appliance serving something else, prints the configuration with a plain
+// warning on stderr; the store's own appliance is confirmed.
+func TestClientConfigChecksURL(t *testing.T) {
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	os.WriteFile(filepath.Join(work, "site.pub.asc"), []byte(pub), 0o644)
+	bundletest.Standard(t, filepath.Join(work, "set"), signer).WriteBundleFile(t, filepath.Join(work, "b.bundle"), signer, bundle.CompressionZstd)
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "site.pub.asc", "--store", "store", "b.bundle")
+	other := bundletest.NewSet()
+	other.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "other"), bundletest.Provider{Host: "registry.example.com", Namespace: "corp",
+		Type: "x", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher")}))
+	other.WriteBundleFile(t, filepath.Join(work, "other.bundle"), signer, bundle.CompressionZstd)
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "site.pub.asc", "--store", "other-store", "other.bundle")
+
+	closed := fmt.Sprintf("https://127.0.0.1:%d/", freePort(t))
+	stdout, stderr, code := runSplit(t, work, nil, "client-config", "--url", closed, "--store", "store")
+	if code != 0 || !strings.Contains(stdout, closed) || !strings.Contains(stderr, "warning: could not confirm that "+closed+" is this store's appliance") ||
+		!strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "check --url") {
+		t.Errorf("nothing at --url: exit %d\nstderr: %s", code, stderr)
+	}
+	base, caFile := startServe(t, filepath.Join(work, "store"))
+	_, stderr, code = runSplit(t, work, []string{"SSL_CERT_FILE=" + caFile}, "client-config", "--url", base, "--store", "store")
+	if code != 0 || !strings.Contains(stderr, "checked: "+base+" answers as the airgap appliance of this store") {
+		t.Errorf("the store's own appliance: exit %d\nstderr: %s", code, stderr)
+	}
+	otherBase, otherCA := startServe(t, filepath.Join(work, "other-store"))
+	_, stderr, code = runSplit(t, work, []string{"SSL_CERT_FILE=" + otherCA}, "client-config", "--url", otherBase, "--store", "store")
+	if code != 0 || !strings.Contains(stderr, "serves other origins") || !strings.Contains(stderr, "warning:") {
+		t.Errorf("another appliance at --url: exit %d\nstderr: %s", code, stderr)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
@@ -183,7 +184,7 @@ func (c *clientConfigCmd) synopsis() string {
 func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("client-config", pflag.ContinueOnError)
 	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
-	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
+	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server (--url is still checked; a failed check is a warning)")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
@@ -216,6 +217,18 @@ func (c *clientConfigCmd) run(args []string) error {
 			return err
 		}
 		opt.Origins = server.Origins(st.Catalog())
+		// The origins come from the store; the URL is checked all the same,
+		// and a failed check is said plainly (the config is still printed:
+		// the appliance may not be running yet, or be reachable only from
+		// the clients' network).
+		if len(opt.Origins) > 0 {
+			if err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: could not confirm that %s is this store's appliance: %s\nthe configuration was printed anyway (its origins come from --store); check --url before you hand it out\n",
+					opt.URL, dist.PrintableLines(err.Error()))
+			} else {
+				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", opt.URL)
+			}
+		}
 	} else {
 		doc, err := server.FetchOrigins(opt.URL, opt.Token)
 		if err != nil {
