@@ -71,7 +71,7 @@ func run(args []string) int {
 	v := vs[args[0]]
 	fs := v.flags()
 	fs.SetOutput(io.Discard)
-	logFormat := addLogFormat(fs)
+	addLogFormat(fs)
 	if err := checkDashes(args[1:], fs); err != nil {
 		return usageFail(args[0], err)
 	}
@@ -82,12 +82,13 @@ func run(args []string) int {
 		}
 		return usageFail(args[0], suggestFlag(err, fs))
 	}
-	switch *logFormat {
+	// serve's own --log-format shapes its failure message too.
+	switch lf := fs.Lookup("log-format").Value.String(); lf {
 	case "text":
 	case "json":
 		progress.UseJSON(os.Stderr)
 	default:
-		return usageFail(args[0], fmt.Errorf("--log-format %q: want text or json", *logFormat))
+		return usageFail(args[0], fmt.Errorf("--log-format %q: want text or json", lf))
 	}
 	if err := v.run(fs.Args()); err != nil {
 		var ue usageError
@@ -176,13 +177,10 @@ func (e *interruptedError) Unwrap() error { return e.err }
 
 // addLogFormat gives every verb --log-format (serve has its own, which
 // also shapes its access log).
-func addLogFormat(fs *pflag.FlagSet) *string {
-	f := new(string)
-	*f = "text"
+func addLogFormat(fs *pflag.FlagSet) {
 	if fs.Lookup("log-format") == nil {
-		fs.StringVar(f, "log-format", "text", "messages on stderr: text (for people) or json (one slog record per line, for log collectors)")
+		fs.String("log-format", "text", "messages on stderr: text (for people) or json (one slog record per line, for log collectors)")
 	}
-	return f
 }
 
 // flagVal is a required flag's name and value, for checkUsage.

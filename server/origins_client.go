@@ -24,7 +24,9 @@ import (
 // the host, a timeout, an HTTP error. The answer is bounded to 1 MiB.
 // token, if set, is sent as a Bearer token (an appliance with an access
 // file lists only the origins the token may read from).
-func FetchOrigins(base, token string) (*OriginsDoc, error) { return fetchOrigins(base, token, 15*time.Second) }
+func FetchOrigins(base, token string) (*OriginsDoc, error) {
+	return fetchOrigins(base, token, 15*time.Second)
+}
 
 // CheckAppliance checks that base answers as an airgap appliance this
 // machine trusts (the same request as FetchOrigins, given at most timeout)
