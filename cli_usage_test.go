@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -155,5 +157,35 @@ func TestClientConfigChecksURL(t *testing.T) {
 	_, stderr, code = runSplit(t, work, []string{"SSL_CERT_FILE=" + otherCA}, "client-config", "--url", otherBase, "--store", "store")
 	if code != 0 || !strings.Contains(stderr, "serves other origins") || !strings.Contains(stderr, "warning:") {
 		t.Errorf("another appliance at --url: exit %d\nstderr: %s", code, stderr)
+	}
+}
+
+// TestServeHelpEnvironment: 'airgap help serve' lists exactly the AIRGAP_
+// variables the configuration loader reads, and each one listed does what
+// it says ('serve --check-config' shows the setting taken from it).
+func TestServeHelpEnvironment(t *testing.T) {
+	work := t.TempDir()
+	help, _, _ := runSplit(t, work, nil, "help", "serve")
+	_, envPart, _ := strings.Cut(help, "\nEnvironment:\n")
+	envPart, _, _ = strings.Cut(envPart, "\n\n")
+	listed := regexp.MustCompile(`AIRGAP_[A-Z_]+`).FindAllString(envPart, -1)
+	var want []string
+	for _, s := range server.EnvSettings() {
+		want = append(want, server.EnvName(s))
+	}
+	if strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Errorf("help serve lists %v, the loader reads %v:\n%s", listed, want, envPart)
+	}
+	values := map[string]string{"AIRGAP_HOSTNAME": "a.site.test,b.site.test", "AIRGAP_LISTEN": "127.0.0.1:9443", "AIRGAP_METRICS_LISTEN": "127.0.0.1:9444"}
+	for _, name := range listed {
+		v, ok := values[name]
+		if !ok {
+			t.Errorf("the test has no value to try %s with", name)
+			continue
+		}
+		stdout, stderr, code := runSplit(t, work, []string{name + "=" + v}, "serve", "--store", work, "--check-config")
+		if code != 0 || !strings.Contains(stdout, "# env "+name) {
+			t.Errorf("%s=%s is not taken by serve: %d\n%s%s", name, v, code, stdout, stderr)
+		}
 	}
 }
