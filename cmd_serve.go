@@ -277,7 +277,14 @@ func (c *pushCmd) run(args []string) error {
 		}
 		opt.Password = p
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return oci.PushStore(ctx, c.storeD, opt, c.json, os.Stdout)
+	intr := catchInterrupt()
+	defer intr.Stop()
+	res, err := oci.PushStore(intr.ctx, c.storeD, opt, c.json, os.Stdout)
+	if err != nil {
+		return intr.Err(err, "run the same command again; what was pushed is skipped")
+	}
+	if c.json {
+		return printJSON(res)
+	}
+	return nil
 }

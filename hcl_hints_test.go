@@ -49,7 +49,8 @@ func parseHCL(t *testing.T, what, src string) {
 // TestHCLHintsParse triggers, with the real binary, every message that
 // prints HCL to paste (the reinstate block for a withdrawn provider and
 // module, the example manifest after a manifest error, the credentials
-// block after a 401) and checks that each block parses, and that pasting
+// block after a 401; push's provider_installation block is checked, and
+// used with tofu, by TestPushToDistribution) and checks that each block parses, and that pasting
 // it does what the hint says: the reinstate blocks reinstate, the example
 // is a manifest export accepts, the credentials block lets export in.
 func TestHCLHintsParse(t *testing.T) {
@@ -149,7 +150,8 @@ func TestHCLHintsParse(t *testing.T) {
 // dist.HCLHint.
 func TestNoOneLineBlocks(t *testing.T) {
 	// (A comma makes it an object, which is valid: { a = 1, b = 2 }.)
-	oneLine := regexp.MustCompile(`\{ *[a-z_]+ = [^},\n]* [a-z_]+ = `)
+	// A block inside a one-line block is refused too.
+	oneLine := regexp.MustCompile(`\{ *[a-z_]+ = [^},\n]* [a-z_]+ = |\{ *[a-z_]+ \{`)
 	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != "." {
 			return filepath.SkipDir

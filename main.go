@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -73,6 +75,7 @@ func run(args []string) int {
 	fs.SetOutput(io.Discard)
 	addLogFormat(fs)
 	if err := checkDashes(args[1:], fs); err != nil {
+		failJSON(fs, args[1:], err)
 		return usageFail(args[0], err)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -80,7 +83,9 @@ func run(args []string) int {
 			printVerbHelp(os.Stdout, args[0], fs)
 			return 0
 		}
-		return usageFail(args[0], suggestFlag(err, fs))
+		err = suggestFlag(err, fs)
+		failJSON(fs, args[1:], err)
+		return usageFail(args[0], err)
 	}
 	// serve's own --log-format shapes its failure message too.
 	switch lf := fs.Lookup("log-format").Value.String(); lf {
@@ -88,9 +93,12 @@ func run(args []string) int {
 	case "json":
 		progress.UseJSON(os.Stderr)
 	default:
-		return usageFail(args[0], fmt.Errorf("--log-format %q: want text or json", lf))
+		err := fmt.Errorf("--log-format %q: want text or json", lf)
+		failJSON(fs, args[1:], err)
+		return usageFail(args[0], err)
 	}
 	if err := v.run(fs.Args()); err != nil {
+		failJSON(fs, args[1:], err)
 		var ue usageError
 		if errors.As(err, &ue) {
 			return usageFail(args[0], err)
@@ -218,9 +226,46 @@ func usageFail(name string, err error) int {
 	return 2
 }
 
-// printJSON writes one indented JSON document to stdout.
+// jsonPrinted is set once a verb has printed its JSON document.
+var jsonPrinted bool
+
+// printJSON writes one indented JSON document to stdout: every --json of
+// every verb goes through here. A document (an object) that does not say
+// "ok" itself gets "ok": true first, so that success and failure
+// (failJSON) documents share it.
 func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(b, &keys) == nil && keys["ok"] == nil {
+		if len(keys) == 0 {
+			b = []byte(`{"ok":true}`)
+		} else {
+			b = append([]byte(`{"ok":true,`), b[1:]...)
+		}
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	jsonPrinted = true
+	_, err = os.Stdout.Write(out.Bytes())
+	return err
+}
+
+// failJSON prints the failure document of a verb run with --json that
+// failed before printing its own: {"ok": false, "error": "..."} (the same
+// message as on stderr, where it is printed too).
+func failJSON(fs *pflag.FlagSet, args []string, err error) {
+	f := fs.Lookup("json")
+	if jsonPrinted || f == nil || (f.Value.String() != "true" && !slices.Contains(args, "--json")) {
+		return
+	}
+	printJSON(struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}{false, err.Error()})
 }
