@@ -266,7 +266,7 @@ func (c *joinCmd) run(args []string) error {
 		return err
 	}
 	if c.asJSON {
-		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
+		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size_bytes": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
 	}
 	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, progress.Size(ix.Size), ix.Digest.Hex())
 	return nil

@@ -189,7 +189,7 @@ func (c *exportCmd) run(args []string) error {
 		if err != nil {
 			return err
 		}
-		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		sum.Millis = time.Since(start).Milliseconds()
 		if ix != nil && !c.asJSON {
 			ix.WriteText(os.Stdout, c.out)
 		}

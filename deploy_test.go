@@ -294,7 +294,7 @@ trusted-proxy = ["127.0.0.1"]
 			t.Errorf("access line %s = %#v, want %#v", k, rec[k], v)
 		}
 	}
-	for _, k := range []string{"time", "path", "bytes", "dur_ms", "host"} {
+	for _, k := range []string{"time", "path", "bytes", "dur_us", "host"} {
 		if rec[k] == nil {
 			t.Errorf("access line lacks %s", k)
 		}

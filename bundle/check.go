@@ -223,21 +223,21 @@ type CheckOptions struct {
 
 // CheckReport says what a Checker checked.
 type CheckReport struct {
-	Signatures int // SHA256SUMS signatures checked against the carried keys
-	Packages   int // packages found with their sha256 in a signed SHA256SUMS
-	H1         int // zips whose h1 was computed and compared
-	ModuleZips int // module zips rebuilt from their archives and compared
+	Signatures int `json:"signatures"`  // SHA256SUMS signatures checked against the carried keys
+	Packages   int `json:"packages"`    // packages found with their sha256 in a signed SHA256SUMS
+	H1         int `json:"h1"`          // zips whose h1 was computed and compared
+	ModuleZips int `json:"module_zips"` // module zips rebuilt from their archives and compared
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
-	Deferred []string
+	Deferred []string `json:"deferred,omitempty"`
 	// MirrorHashesOnly counts the packages among Packages whose SHA256SUMS
 	// the exporting site wrote from a network mirror's hashes (see
 	// dist.ProviderVersion.MirrorHashesOnly): no publisher vouches for them.
-	MirrorHashesOnly int
+	MirrorHashesOnly int `json:"mirror_hashes_only"`
 	// KeysExpired lists providers whose SHA256SUMS signature was made while
 	// the key was valid, by a key that has expired since (by this machine's
 	// clock, which judges nothing else).
-	KeysExpired []string
+	KeysExpired []string `json:"keys_expired,omitempty"`
 }
 
 // Checker checks a signed manifest against the blobs it lists, as they

@@ -128,7 +128,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 		slog.String("path", cut(r.URL.Path, 512)),
 		slog.Int("status", code),
 		slog.Int64("bytes", n),
-		slog.Float64("dur_ms", float64(dur.Microseconds())/1000),
+		slog.Int64("dur_us", dur.Microseconds()),
 	)
 	if note.token != "" {
 		attrs = append(attrs, slog.String("token", note.token))

@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	go watchCatalog(ctx, st, srv, cfg.Log)
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
-		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
+		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup_ms", time.Since(start).Milliseconds())
 	warnEmpty(cfg.Log, cfg.Store, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())

@@ -41,7 +41,7 @@ func (p *Progress) Status(received func() int64) func(time.Duration) string {
 type Summary struct {
 	DryRun     bool              `json:"dry_run"`
 	Out        string            `json:"out,omitempty"`
-	Size       int64             `json:"size,omitempty"`
+	Size       int64             `json:"size_bytes,omitempty"`
 	Plan       []PlanItem        `json:"plan"`
 	Providers  int               `json:"provider_versions"`
 	Modules    int               `json:"module_versions"`
@@ -49,7 +49,7 @@ type Summary struct {
 	BlobBytes  int64             `json:"blob_bytes"`
 	Downloaded int64             `json:"downloaded_bytes"`
 	Cached     int               `json:"packages_from_cache"`
-	Seconds    float64           `json:"seconds"`
+	Millis     int64             `json:"duration_ms"`
 	Delta      string            `json:"delta_base,omitempty"`
 	Omitted    int               `json:"blobs_omitted,omitempty"`
 	Gaps       []string          `json:"platform_gaps"`
@@ -64,7 +64,7 @@ type Summary struct {
 // Summarize fills a Summary from a finished (or dry) run.
 func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	s := &Summary{DryRun: dryRun, Plan: r.Planned, Downloaded: r.Bytes, Cached: r.Cached,
-		Seconds: elapsed.Round(time.Millisecond).Seconds(), Gaps: r.Gaps, Warnings: r.Warnings}
+		Millis: elapsed.Milliseconds(), Gaps: r.Gaps, Warnings: r.Warnings}
 	if s.Plan == nil {
 		s.Plan = []PlanItem{}
 	}
@@ -99,7 +99,7 @@ func (s *Summary) Text() string {
 		}
 	} else {
 		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",
-			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
+			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, (time.Duration(s.Millis) * time.Millisecond).Seconds())
 	}
 	for _, w := range s.Withdraw {
 		fmt.Fprintf(&b, "  withdraw %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
