@@ -189,3 +189,42 @@ func TestServeHelpEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallUntruths: a malformed version constraint says what is wrong
+// with it; a private key given as --keyring is refused by every verb that
+// reads a keyring, before anything is read or written.
+func TestSmallUntruths(t *testing.T) {
+	work := t.TempDir()
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	for name, c := range map[string]struct{ versions, want string }{
+		"two commas":  {">= 3.6 ,, <4", `constraint 2 is empty (two commas, or a comma at an end); write e.g. ">= 3.6, < 4.0"`},
+		"end comma":   {">= 3.6,", "constraint 2 is empty"},
+		"no operator": {">= 3.6, about 4", `"about 4" is not a version constraint: want an operator`},
+	} {
+		os.WriteFile(filepath.Join(work, "m.hcl"), []byte("provider \"hashicorp/random\" {\n  versions = \""+c.versions+"\"\n}\n"), 0o644)
+		// No network is needed: the manifest is refused first.
+		_, stderr, code := runSplit(t, work, nil, "export", "--manifest", "m.hcl", "--dry-run")
+		if code != 1 || !strings.Contains(stderr, "m.hcl:1:1") || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: versions %q: exit %d\n%s", name, c.versions, code, stderr)
+		}
+	}
+
+	signer := bundletest.Key(t, "site")
+	bundletest.Standard(t, filepath.Join(t.TempDir(), "set"), signer).WriteBundleFile(t, filepath.Join(work, "b.bundle"), signer, bundle.CompressionZstd)
+	before := listFiles(t, work)
+	for _, args := range [][]string{
+		{"verify", "--keyring", "k/site.key.asc", "b.bundle"},
+		{"import", "--keyring", "k/site.key.asc", "--store", "store", "b.bundle"},
+		{"join", "--keyring", "k/site.key.asc", "--out", "j.bundle", "b.bundle.000"},
+	} {
+		stdout, stderr, code := runSplit(t, work, nil, args...)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, "the keyring holds a private key") || !strings.Contains(stderr, "PREFIX.pub.asc") {
+			t.Errorf("%s with a private key as --keyring: exit %d\n%s", args[0], code, stderr)
+		}
+	}
+	for f := range listFiles(t, work) {
+		if !before[f] {
+			t.Errorf("a refused command left %s", f)
+		}
+	}
+}

@@ -20,16 +20,27 @@ type PlanItem struct {
 }
 
 // Status is a progress status function for an export: packages done of
-// total, bytes received and rate, the downloads under way.
+// total (and the share), bytes received and the rate, an estimate of the
+// time left (from the time per package so far), and the downloads under
+// way; once every package is done, only the totals.
 func (p *Progress) Status(received func() int64) func(time.Duration) string {
 	return func(el time.Duration) string {
-		total := p.PackagesTotal.Load()
+		p.mu.Lock()
+		total, done, act := p.PackagesTotal.Load(), p.PackagesDone.Load(), p.activeLocked()
+		p.mu.Unlock()
 		if total == 0 {
 			return ""
 		}
 		b := received()
-		line := fmt.Sprintf("%d/%d packages  %s  %s/s", p.PackagesDone.Load(), total, human(b), human(int64(float64(b)/max(el.Seconds(), 0.001))))
-		if act := p.Active(); len(act) > 0 {
+		if done >= total {
+			return fmt.Sprintf("%d/%d packages  %s in %s", done, total, human(b), el.Round(time.Second))
+		}
+		line := fmt.Sprintf("%d/%d packages (%d%%)  %s  %s/s", done, total, done*100/total, human(b), human(int64(float64(b)/max(el.Seconds(), 0.001))))
+		if done > 0 {
+			left := time.Duration(float64(el) / float64(done) * float64(total-done))
+			line += "  ETA " + left.Round(time.Second).String()
+		}
+		if len(act) > 0 {
 			line += "  ↓ " + dist.Printable(strings.Join(act, ", "))
 		}
 		return line

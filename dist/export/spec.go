@@ -200,7 +200,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			return nil, err
 		}
 		if p.Versions != nil && *p.Versions != "" {
-			if pr.Constraints, err = version.NewConstraint(*p.Versions); err != nil {
+			if pr.Constraints, err = ParseConstraints(*p.Versions); err != nil {
 				return nil, rangeErr(p.DefRange, "provider %q: versions %q: %v", p.Source, *p.Versions, err)
 			}
 		}
@@ -273,7 +273,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 			return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions is a constraint string here (\"~> 5.0\"); a list of versions is for a module with source", m.Address)
 		}
 		if s := v.AsString(); s != "" {
-			if mr.Constraints, err = version.NewConstraint(s); err != nil {
+			if mr.Constraints, err = ParseConstraints(s); err != nil {
 				return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions %q: %v", m.Address, s, err)
 			}
 		}
@@ -360,7 +360,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 			order = append(order, addr.String())
 		}
 		if p.Version != "" {
-			c, err := version.NewConstraint(p.Version)
+			c, err := ParseConstraints(p.Version)
 			if err != nil {
 				return nil, fmt.Errorf("%s: provider %s: version %q: %w", p.Pos, addr, p.Version, err)
 			}
@@ -383,7 +383,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 	for _, a := range order {
 		pr := byAddr[a]
 		if pr.Locked != nil {
-			c, err := version.NewConstraint("= " + pr.Locked.Version)
+			c, err := ParseConstraints("= " + pr.Locked.Version)
 			if err != nil {
 				return nil, fmt.Errorf(".terraform.lock.hcl: provider %s: version %q: %w", a, pr.Locked.Version, err)
 			}
@@ -401,7 +401,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 		}
 		mr := ModuleReq{Addr: addr, Latest: 1, Why: m.Pos}
 		if m.Version != "" {
-			if mr.Constraints, err = version.NewConstraint(m.Version); err != nil {
+			if mr.Constraints, err = ParseConstraints(m.Version); err != nil {
 				return nil, fmt.Errorf("%s: module %q: version %q: %w", m.Pos, m.Name, m.Version, err)
 			}
 		}
