@@ -346,9 +346,7 @@ func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
 	}
 	var hops []string
 	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for _, h := range strings.Split(v, ",") {
-			hops = append(hops, h)
-		}
+		hops = append(hops, strings.Split(v, ",")...)
 		if len(hops) > 4*maxForwardHops {
 			break
 		}
