@@ -122,7 +122,7 @@ var helps = map[string]verbHelp{
 		[]string{"airgap join --keyring site.pub.asc --out site.bundle site.bundle.000"}},
 }
 
-const exitCodes = "Exit codes:\n  0  done\n  1  failed (the message says why and what to do; nothing was left half-written)\n  2  wrong command line (nothing was done)\n"
+const exitCodes = "Exit codes:\n  0    done\n  1    failed (the message says why and what to do; nothing was left half-written)\n  2    wrong command line (nothing was done)\n  130  interrupted by Ctrl-C (143: by SIGTERM); cleaned up, run it again\n"
 
 // topLevel handles what comes before a verb: no arguments, --help,
 // --version, 'help [VERB]' and unknown verbs. done is false when args[0]
