@@ -50,20 +50,8 @@ func TestCatalogInBrowser(t *testing.T) {
 	set.WriteBundleFile(t, b1, signer, bundle.CompressionZstd)
 	// A bundle that only withdraws random 3.5.0.
 	const reason = "compromised build, see advisory SEC-0042"
-	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
-		Catalog:  dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}},
-		Withdraw: []dist.Withdrawal{{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.5.0"}, Reason: reason}}}
 	b2 := filepath.Join(work, "withdraw.bundle")
-	f, _ := os.Create(b2)
-	bw, err := bundle.NewWriter(f, wm, signer, bundle.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFiles(nil); err != nil {
-		t.Fatal(err)
-	}
-	bw.Close()
-	f.Close()
+	writeWithdrawBundle(t, b2, signer, dist.Withdrawal{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.5.0"}, Reason: reason})
 	root := filepath.Join(work, "store")
 	for _, b := range []string{b1, b2} {
 		mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, b)

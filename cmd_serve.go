@@ -224,9 +224,9 @@ func (c *clientConfigCmd) run(args []string) error {
 		if len(opt.Origins) > 0 {
 			if err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second); err != nil {
 				fmt.Fprintf(os.Stderr, "warning: could not confirm that %s is this store's appliance: %s\nthe configuration was printed anyway (its origins come from --store); check --url before you hand it out\n",
-					opt.URL, dist.PrintableLines(err.Error()))
+					dist.Printable(opt.URL), dist.PrintableLines(err.Error()))
 			} else {
-				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", opt.URL)
+				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", dist.Printable(opt.URL))
 			}
 		}
 	} else {

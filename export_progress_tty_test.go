@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,10 +18,6 @@ import (
 // bytes, rate, an ETA once a package is done, and the downloads under way;
 // a line whose packages are all done shows neither a download nor an ETA.
 func TestExportProgressOnTerminal(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatal("tmux is required for this test (apt-get install -y tmux)")
-	}
 	work := t.TempDir()
 	in := registrytest.World(t)
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0"} {
@@ -35,23 +30,14 @@ func TestExportProgressOnTerminal(t *testing.T) {
 	for _, kv := range append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc")) {
 		env = append(env, "'"+kv+"'")
 	}
-	sock := filepath.Join(work, "tmux.sock")
-	tm := func(args ...string) (string, error) {
-		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	script := fmt.Sprintf("cd %s && env %s %s export --manifest m.hcl --sign-key k/site.key.asc --out b.bundle --cache cache --jobs 1; echo EXIT=$?; sleep 60",
-		work, strings.Join(env, " "), airgapBin)
-	if out, err := tm("new-session", "-d", "-s", "t", "-x", "200", "-y", "40", "sh", "-c", script); err != nil {
-		t.Fatalf("tmux: %v %s", err, out)
-	}
-	defer tm("kill-server")
+	screenOf := onTerminal(t, 200, 40, fmt.Sprintf("cd %s && env %s %s export --manifest m.hcl --sign-key k/site.key.asc --out b.bundle --cache cache --jobs 1",
+		work, strings.Join(env, " "), airgapBin))
 	running := regexp.MustCompile(`[1-3]/4 packages \(\d+%\)  [0-9.]+ [KMG]?i?B  [0-9.]+ [KMG]?i?B/s  ETA \S+  ↓ example/slow 1\.\d\.0 linux_amd64`)
 	status := regexp.MustCompile(`(?m)^\d/4 packages.*$`)
 	var seen string
 	var screen string
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
-		screen, _ = tm("capture-pane", "-p", "-t", "t")
+		screen = screenOf()
 		if m := running.FindString(screen); m != "" && seen == "" {
 			seen = m
 		}

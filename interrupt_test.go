@@ -143,27 +143,24 @@ func TestImportInterrupted(t *testing.T) {
 		io.CopyN(w, src, fi.Size()/2)
 		<-stopWriter // hold the pipe open, delivering nothing more
 	}()
+	signal := func(sig syscall.Signal, name string, code int, cmd *exec.Cmd, out *syncBuffer, done chan error) {
+		t.Helper()
+		cmd.Process.Signal(sig)
+		select {
+		case err := <-done:
+			check(name, out.String(), err, code)
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("import still running 20 s after %s:\n%s", name, out.String())
+		}
+	}
 	cmd, out, done := startImport(t, f, root, fifo, 32<<20)
 	time.Sleep(300 * time.Millisecond) // let it drain the pipe and wait for more
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-done:
-		check("SIGINT", out.String(), err, 130)
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("import still running 20 s after SIGINT:\n%s", out.String())
-	}
+	signal(syscall.SIGINT, "SIGINT", 130, cmd, out, done)
 
 	// SIGTERM while it reads the file at full speed.
 	cmd, out, done = startImport(t, f, root, f.big, 1)
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-done:
-		check("SIGTERM", out.String(), err, 143)
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("import still running 20 s after SIGTERM:\n%s", out.String())
-	}
+	signal(syscall.SIGTERM, "SIGTERM", 143, cmd, out, done)
 }
 
 // TestKilledImportLeftovers: what a kill -9 leaves in STORE/tmp, 'gc

@@ -8,11 +8,36 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
+
+// writeWithdrawBundle writes a bundle, signed by signer, that carries
+// nothing and withdraws ws.
+func writeWithdrawBundle(t *testing.T, path string, signer *openpgp.Entity, ws ...dist.Withdrawal) {
+	t.Helper()
+	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
+		Catalog: dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}, Withdraw: ws}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bw, err := bundle.NewWriter(f, wm, signer, bundle.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFiles(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestPruneCountsWhatItDeletes: after a withdrawal (whose blobs stay on disk,
 // unreferenced), pruning another version deletes both versions' blobs, and
@@ -34,20 +59,8 @@ func TestPruneCountsWhatItDeletes(t *testing.T) {
 	}
 	b1 := filepath.Join(work, "first.bundle")
 	set.WriteBundleFile(t, b1, signer, bundle.CompressionZstd)
-	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
-		Catalog:  dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}},
-		Withdraw: []dist.Withdrawal{{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.6.2"}, Reason: "bad build"}}}
 	b2 := filepath.Join(work, "withdraw.bundle")
-	f, _ := os.Create(b2)
-	bw, err := bundle.NewWriter(f, wm, signer, bundle.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFiles(nil); err != nil {
-		t.Fatal(err)
-	}
-	bw.Close()
-	f.Close()
+	writeWithdrawBundle(t, b2, signer, dist.Withdrawal{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.6.2"}, Reason: "bad build"})
 	root := filepath.Join(work, "store")
 	for _, b := range []string{b1, b2} {
 		mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, b)

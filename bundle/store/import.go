@@ -91,7 +91,7 @@ func ImportContext(ctx context.Context, root string, r io.Reader, opt ImportOpti
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	defer func() { err = imp.close(err) }()
-	r = ctxReader{ctx, r}
+	r = dist.ContextReader(ctx, r)
 	for _, phase := range []func() error{func() error { return imp.read(r) }, imp.check, imp.stage, imp.policies} {
 		if err := phase(); err != nil {
 			return nil, imp.interrupted(err)
@@ -114,19 +114,6 @@ func (imp *importer) interrupted(err error) error {
 	}
 	return fmt.Errorf("%w, after %s of blobs had been read and checked (%d of %d new blobs staged)",
 		ErrInterrupted, human(imp.res.BytesRead), len(imp.staged), imp.newBlobs)
-}
-
-// ctxReader fails its next Read once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // importer is one import in progress: what each phase learns, for the next.

@@ -218,15 +218,14 @@ func preflight(dir, listen string) error {
 	return nil
 }
 
-// innermost is the last error in err's chain ("address already in use").
+// innermost is the system's reason in a listen error ("address already
+// in use").
 func innermost(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
 	}
+	return err
 }
 
 func nextPort(port string) int {
