@@ -152,6 +152,7 @@ func catchInterrupt() *interrupt {
 // Stop stops catching the signals.
 func (in *interrupt) Stop() {
 	signal.Stop(in.ch)
+	close(in.ch) // no more sends after Stop: ends the goroutine
 	in.cancel()
 }
 

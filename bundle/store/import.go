@@ -91,14 +91,20 @@ func ImportContext(ctx context.Context, root string, r io.Reader, opt ImportOpti
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	defer func() { err = imp.close(err) }()
-	r = dist.ContextReader(ctx, r)
-	for _, phase := range []func() error{func() error { return imp.read(r) }, imp.check, imp.stage, imp.policies} {
-		if err := phase(); err != nil {
-			return nil, imp.interrupted(err)
-		}
-		if ctx.Err() != nil {
-			return nil, imp.interrupted(ctx.Err())
-		}
+	if err := imp.read(dist.ContextReader(ctx, r)); err != nil {
+		return nil, imp.interrupted(err)
+	}
+	if err := imp.check(); err != nil {
+		return nil, imp.interrupted(err)
+	}
+	if err := imp.stage(); err != nil {
+		return nil, imp.interrupted(err)
+	}
+	if err := imp.policies(); err != nil {
+		return nil, imp.interrupted(err)
+	}
+	if err := ctx.Err(); err != nil { // the last moment to stop: a commit is not interrupted
+		return nil, imp.interrupted(err)
 	}
 	if err := imp.commit(); err != nil {
 		return nil, err
