@@ -56,6 +56,8 @@ func parseHCL(t *testing.T, what, src string) {
 func TestHCLHintsParse(t *testing.T) {
 	in := registrytest.World(t)
 	in.AddProvider(t, "registry.example.com", "corp", "internal", "1.2.0", []string{"linux_amd64"}, 1024)
+	// The site module of the example manifest, on the site's git server.
+	in.AddGitRepo(t, "net/vpc", "v1.0.0", map[string]string{"main.tf": "output \"x\" {\n  value = 1\n}\n"})
 	work := t.TempDir()
 	noCfg := "TF_CLI_CONFIG_FILE=" + filepath.Join(work, "none.tfrc")
 	online := append(in.Env(), noCfg)
