@@ -155,6 +155,8 @@ withdraw "hashicorp/random" {
 			[]run{{nil, []string{"prune", "--store", "store", "--json", "hashicorp/nothere@1.0.0"}}}},
 		{"gc", []run{{nil, []string{"gc", "--store", "store", "--json"}}, {nil, []string{"gc", "--store", "store", "--dry-run", "--json"}}},
 			[]run{{nil, []string{"gc", "--store", "nostore", "--json"}}}},
+		{"mirror-dir", []run{{nil, []string{"mirror-dir", "--store", "store", "--out", "mirror", "--json"}}},
+			[]run{{nil, []string{"mirror-dir", "--store", "nostore", "--out", "mirror2", "--json"}}}},
 		{"push", []run{{pushEnv, []string{"push", "--store", "store", "--to", reg.host + "/site", "--username", reg.user, "--json"}}},
 			[]run{{pushEnv, []string{"push", "--store", "store", "--to", fmt.Sprintf("127.0.0.1:%d/site", freePort(t)), "--json"}}}},
 	}
