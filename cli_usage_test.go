@@ -41,6 +41,7 @@ func TestUsageNamesWhatIsMissing(t *testing.T) {
 		{[]string{"split", "b.bundle"}, []string{"missing --sign-key (required)"}},
 		{[]string{"join", "--keyring", "k", "b.bundle.000"}, []string{"missing --out (required)"}},
 		{[]string{"keygen"}, []string{"missing --out (required)"}},
+		{[]string{"audit"}, []string{"missing --log (required)"}},
 		{[]string{"mirror-dir", "--store", "s"}, []string{"missing --out (required)"}},
 		{[]string{"export", "--manifest", "m.hcl", "--out", "b.bundle"}, []string{"missing --sign-key (required unless --dry-run)"}},
 		{[]string{"export", "--manifest", "m.hcl"}, []string{"missing --sign-key and --out (required unless --dry-run)"}},

@@ -121,6 +121,7 @@ withdraw "hashicorp/random" {
 }
 `), 0o644)
 	os.WriteFile(filepath.Join(work, "bad.hcl"), []byte("providers \"x\" {}\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "audit.log"), nil, 0o600)
 	reg := startRegistry(t)
 	pushEnv := []string{"SSL_CERT_FILE=" + reg.caFile, oci.PasswordEnv + "=" + reg.password, "DOCKER_CONFIG=" + t.TempDir()}
 
@@ -157,6 +158,16 @@ withdraw "hashicorp/random" {
 			[]run{{nil, []string{"gc", "--store", "nostore", "--json"}}}},
 		{"mirror-dir", []run{{nil, []string{"mirror-dir", "--store", "store", "--out", "mirror", "--json"}}},
 			[]run{{nil, []string{"mirror-dir", "--store", "nostore", "--out", "mirror2", "--json"}}}},
+		{"token", []run{
+			{nil, []string{"token", "create", "--access", "access.hcl", "--name", "alice", "--allow", "registry.terraform.io/**", "--json"}},
+			{nil, []string{"token", "list", "--access", "access.hcl", "--json"}},
+			{nil, []string{"token", "revoke", "--access", "access.hcl", "--json", "alice"}},
+		}, []run{
+			{nil, []string{"token", "list", "--access", "noaccess.hcl", "--json"}},
+			{nil, []string{"token", "frobnicate", "--access", "access.hcl", "--json"}},
+		}},
+		{"audit", []run{{nil, []string{"audit", "--log", "audit.log", "--json"}}},
+			[]run{{nil, []string{"audit", "--log", "noaudit.log", "--json"}}, {nil, []string{"audit", "--json"}}}},
 		{"push", []run{{pushEnv, []string{"push", "--store", "store", "--to", reg.host + "/site", "--username", reg.user, "--json"}}},
 			[]run{{pushEnv, []string{"push", "--store", "store", "--to", fmt.Sprintf("127.0.0.1:%d/site", freePort(t)), "--json"}}}},
 	}
