@@ -79,7 +79,7 @@ func (f *accessFixture) clientConfig(t *testing.T, tool, mode, token string, env
 	if token != "" {
 		args = append(args, "--token-file", f.tokenFiles[token])
 	}
-	cfg := mustRun(t, "", nil, airgapBin, args...)
+	cfg := mustRunStdout(t, "", args...) // the configuration; stderr says whether --url was checked
 	if token != "" && !strings.Contains(cfg, f.tokens[token]) {
 		t.Fatalf("client-config --token-file did not write the token:\n%s", cfg)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -49,20 +50,8 @@ func TestCatalogInBrowser(t *testing.T) {
 	set.WriteBundleFile(t, b1, signer, bundle.CompressionZstd)
 	// A bundle that only withdraws random 3.5.0.
 	const reason = "compromised build, see advisory SEC-0042"
-	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
-		Catalog:  dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}},
-		Withdraw: []dist.Withdrawal{{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.5.0"}, Reason: reason}}}
 	b2 := filepath.Join(work, "withdraw.bundle")
-	f, _ := os.Create(b2)
-	bw, err := bundle.NewWriter(f, wm, signer, bundle.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFiles(nil); err != nil {
-		t.Fatal(err)
-	}
-	bw.Close()
-	f.Close()
+	writeWithdrawBundle(t, b2, signer, dist.Withdrawal{Kind: dist.KindProvider, Addr: "registry.terraform.io/hashicorp/random", Versions: []string{"3.5.0"}, Reason: reason})
 	root := filepath.Join(work, "store")
 	for _, b := range []string{b1, b2} {
 		mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, b)
@@ -131,13 +120,48 @@ func TestCatalogInBrowser(t *testing.T) {
 	if rows := eval(`location.search + " " + Array.from(document.querySelectorAll("tr[data-addr]")).map(tr => tr.dataset.addr).join(",")`); rows != "?q=null registry.opentofu.org/hashicorp/null" {
 		t.Errorf("the submitted filter shows %q", rows)
 	}
+
+	// axe-core finds no accessibility violation on any page the appliance
+	// serves: the catalog (filtered too), every provider's and module's
+	// page it links to, and the page for what it does not serve.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#provider-table"))); err != nil {
+		t.Fatal(err)
+	}
+	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(new Set(Array.from(document.querySelectorAll('a[href^="/ui/"]')).map(a => a.getAttribute("href"))))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := append([]string{"", "?q=null", "ui/providers/registry.terraform.io/nobody/nothing"}, links...)
+	var provPages, modPages int
+	for _, l := range links {
+		provPages += btoi(strings.HasPrefix(l, "/ui/providers/"))
+		modPages += btoi(strings.HasPrefix(l, "/ui/modules/"))
+	}
+	if provPages < 2 || modPages < 1 {
+		t.Errorf("the catalog links to %d provider and %d module pages: %q", provPages, modPages, links)
+	}
+	// Each at the desktop size and at a phone's, where wide text (the
+	// configuration blocks) scrolls inside its box.
+	for _, size := range [][2]int64{{1280, 1000}, {375, 800}} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(size[0], size[1])); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pages {
+			u := base + strings.TrimPrefix(p, "/")
+			if err := chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
+				t.Fatalf("loading %s: %v", u, err)
+			}
+			axeCheck(t, ctx, fmt.Sprintf("%s (%dx%d)", u, size[0], size[1]))
+		}
+	}
+	t.Logf("axe-core %s: no violation on %d pages at two window sizes", axeVersion, len(pages))
 }
 
 // newChromium starts headless Chromium that trusts exactly the appliance
 // at base: the served chain is verified against its CA in Go, then that
 // leaf's key is pinned with --ignore-certificate-errors-spki-list (Chromium
 // on Linux reads CAs only from an NSS database, which would need
-// certutil). The context ends after 60 s.
+// certutil). The context ends after 120 s.
 func newChromium(t *testing.T, base, caFile, work string) (context.Context, context.CancelFunc) {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
@@ -166,7 +190,7 @@ func newChromium(t *testing.T, base, caFile, work string) (context.Context, cont
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
 	return ctx, func() { cancelT(); cancelC(); cancelA() }
 }
 

@@ -90,8 +90,8 @@ func TestCLI(t *testing.T) {
 	if !strings.Contains(out, "registry.terraform.io/hashicorp/random") || !strings.Contains(out, "Imported bundles:") {
 		t.Errorf("inventory: %s", out)
 	}
-	out = mustRun(t, work, nil, airgapBin, "client-config", "--url", "https://airgap.test:8443", "--store", "store", "--mode", "mirror", "--tool", "tofu")
-	if !strings.Contains(out, `url = "https://airgap.test:8443/mirror/"`) || !strings.Contains(out, "TF_CLI_CONFIG_FILE") || !strings.Contains(out, "~/.tofurc") {
+	out = mustRun(t, work, nil, airgapBin, "client-config", "--url", "https://127.0.0.1:1", "--store", "store", "--mode", "mirror", "--tool", "tofu")
+	if !strings.Contains(out, `url = "https://127.0.0.1:1/mirror/"`) || !strings.Contains(out, "TF_CLI_CONFIG_FILE") || !strings.Contains(out, "~/.tofurc") {
 		t.Errorf("client-config: %s", out)
 	}
 }

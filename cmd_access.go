@@ -287,8 +287,8 @@ func (c *auditCmd) flags() *pflag.FlagSet {
 }
 
 func (c *auditCmd) run(args []string) error {
-	if c.log == "" || len(args) != 0 {
-		return usageError{"usage: airgap audit --log FILE [--since DURATION|DATE] [--token NAME]... [--json]"}
+	if err := checkUsage("audit", args, nil, flagVal{"log", c.log}); err != nil {
+		return err
 	}
 	since, err := parseTime("--since", c.since, time.Now(), -1)
 	if err != nil {

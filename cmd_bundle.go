@@ -5,6 +5,7 @@ package main
 // packages that do the work.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,8 +49,8 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 const exitAttention = 3
 
 func (c *verifyCmd) run(args []string) error {
-	if c.keyring == "" || len(args) != 1 {
-		return usageError{"usage: airgap verify --keyring FILE BUNDLE"}
+	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
+		return err
 	}
 	rep := bundle.Report{File: args[0]}
 	err := c.review(args[0], &rep)
@@ -156,8 +157,8 @@ func keyPolicy(accept []string, pinsFile string) (*store.KeyPins, error) {
 }
 
 func (c *importCmd) run(args []string) error {
-	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
-		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	kp, err := keyPolicy(c.accept, c.pins)
 	if err != nil {
@@ -172,6 +173,11 @@ func (c *importCmd) run(args []string) error {
 		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
 	}
 	defer f.Close()
+	intr := catchInterrupt()
+	defer intr.Stop()
+	// Closing the bundle ends a read that waits on a pipe at once.
+	stopClose := context.AfterFunc(intr.ctx, func() { f.Close() })
+	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
 		opt := store.ImportOptions{Keyring: kr, Wait: c.wait}
@@ -179,11 +185,15 @@ func (c *importCmd) run(args []string) error {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
 		opt.Policies = append(opt.Policies, kp)
-		res, err = store.Import(c.storeD, n.Reader(f), opt)
+		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err) // says whether the store changed
+		// The error says whether the store changed.
+		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run the same command again")
+	}
+	if intr.Caught() {
+		fmt.Fprintln(os.Stderr, "airgap import: the interrupt came after the import had been committed; the import is complete")
 	}
 	if !res.Unchanged {
 		res.PinnedKeys = store.PinnedBy(kp.Decisions)
@@ -191,7 +201,7 @@ func (c *importCmd) run(args []string) error {
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))
 	}
-	res.WriteText(os.Stdout)
+	res.WriteText(os.Stdout, c.storeD)
 	return nil
 }
 
@@ -214,8 +224,8 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 }
 
 func (c *inventoryCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap inventory --store DIR"}
+	if err := checkUsage("inventory", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {
@@ -249,8 +259,8 @@ func (c *splitCmd) flags() *pflag.FlagSet {
 }
 
 func (c *splitCmd) run(args []string) error {
-	if c.signKey == "" || len(args) != 1 {
-		return usageError{"usage: airgap split --size SIZE --sign-key KEY BUNDLE"}
+	if err := checkUsage("split", args, []string{"BUNDLE"}, flagVal{"sign-key", c.signKey}); err != nil {
+		return err
 	}
 	size, err := bundle.ParseSize(c.size)
 	if err != nil {
@@ -302,8 +312,8 @@ func (c *joinCmd) flags() *pflag.FlagSet {
 }
 
 func (c *joinCmd) run(args []string) error {
-	if c.keyring == "" || c.out == "" || len(args) != 1 {
-		return usageError{"usage: airgap join --keyring FILE --out BUNDLE PART"}
+	if err := checkUsage("join", args, []string{"PART"}, flagVal{"keyring", c.keyring}, flagVal{"out", c.out}); err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -321,7 +331,7 @@ func (c *joinCmd) run(args []string) error {
 		return err
 	}
 	if c.asJSON {
-		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
+		return printJSON(map[string]any{"ok": true, "out": c.out, "parts": len(ix.Parts), "size_bytes": ix.Size, "sha256": ix.Digest.Hex(), "bundle": ix.Bundle})
 	}
 	fmt.Printf("joined %d parts into %s (%s, sha256 %s)\n", len(ix.Parts), c.out, progress.Size(ix.Size), ix.Digest.Hex())
 	return nil

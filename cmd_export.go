@@ -4,12 +4,10 @@ package main
 // before anything is fetched) and the calls into dist/export.
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -102,10 +100,13 @@ type exportPlan struct {
 func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	p = &exportPlan{}
 	switch {
-	case len(args) != 0 || (c.manifest == "") == (c.from == ""):
-		return nil, usageError{"give exactly one of --manifest FILE or --from DIR"}
+	case len(args) != 0:
+		return nil, checkUsage("export", args, nil)
+	case (c.manifest == "") == (c.from == ""):
+		return nil, usageError{"give exactly one of --manifest FILE or --from DIR\nusage: airgap export " + helps["export"].usage}
 	case !c.dryRun && (c.signKey == "" || c.out == ""):
-		return nil, usageError{"--sign-key and --out are required (or use --dry-run)"}
+		err := checkUsage("export", nil, nil, flagVal{"sign-key", c.signKey}, flagVal{"out", c.out})
+		return nil, usageError{strings.Replace(err.Error(), " (required)", " (required unless --dry-run)", 1)}
 	case c.since != "" && c.have != "":
 		return nil, usageError{"give at most one of --since and --have"}
 	case c.jobs < 1 || c.jobs > 64:
@@ -179,8 +180,9 @@ func (c *exportCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	intr := catchInterrupt()
+	defer intr.Stop()
+	ctx := intr.ctx
 	start := time.Now()
 	client := registry.New(registry.Options{Credentials: p.cli.Credentials})
 	for host, hb := range p.cli.Hosts {
@@ -197,10 +199,7 @@ func (c *exportCmd) run(args []string) error {
 	})
 	line.Stop()
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted: %w\nhint: run the same command again; verified downloads are kept in %s and partial ones resume", err, p.cache)
-		}
-		return err
+		return intr.Err(err, fmt.Sprintf("run the same command again; verified downloads are kept in %s and partial ones resume", p.cache))
 	}
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
@@ -209,7 +208,7 @@ func (c *exportCmd) run(args []string) error {
 		if err != nil {
 			return err
 		}
-		sum.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		sum.Millis = time.Since(start).Milliseconds()
 		if ix != nil && !c.asJSON {
 			ix.WriteText(os.Stdout, c.out)
 		}

@@ -34,8 +34,8 @@ func (c *keygenCmd) flags() *pflag.FlagSet {
 }
 
 func (c *keygenCmd) run(args []string) error {
-	if c.out == "" || len(args) > 0 {
-		return usageError{"--out PREFIX is required and no arguments are taken"}
+	if err := checkUsage("keygen", args, nil, flagVal{"out", c.out}); err != nil {
+		return err
 	}
 	if c.bits < 3072 || c.bits > 8192 {
 		return usageError{fmt.Sprintf("--bits %d: RSA site keys have 3072 to 8192 bits", c.bits)}

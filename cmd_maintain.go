@@ -35,9 +35,9 @@ func (c *pruneCmd) flags() *pflag.FlagSet {
 }
 
 func (c *pruneCmd) run(args []string) error {
-	const usage = "usage: airgap prune --store DIR (--keep N | --older-than DURATION | ADDRESS@VERSION...) [--dry-run]"
+	const usage = "give exactly one of --keep N, --older-than DURATION or ADDRESS@VERSION arguments\nusage: airgap prune --store DIR (--keep N | --older-than DURATION | ADDRESS@VERSION...) [--dry-run]"
 	if c.storeD == "" {
-		return usageError{usage}
+		return checkUsage("prune", nil, nil, flagVal{"store", c.storeD})
 	}
 	opt := store.PruneOptions{Keep: c.keep, Versions: args, DryRun: c.dryRun, Wait: c.wait}
 	if c.olderThan != "" {
@@ -91,8 +91,8 @@ func (c *gcCmd) flags() *pflag.FlagSet {
 }
 
 func (c *gcCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap gc --store DIR [--dry-run]"}
+	if err := checkUsage("gc", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	res, err := store.GC(c.storeD, store.GCOptions{DryRun: c.dryRun, Wait: c.wait})
 	if err != nil {

@@ -34,8 +34,8 @@ func (c *mirrorDirCmd) flags() *pflag.FlagSet {
 }
 
 func (c *mirrorDirCmd) run(args []string) error {
-	if c.storeD == "" || c.out == "" {
-		return usageError{"usage: airgap mirror-dir --store DIR --out PATH [--layout packed|unpacked] [--platform OS_ARCH]... [ADDRESS[@VERSION]...] (--store and --out are required)"}
+	if err := checkUsage("mirror-dir", nil, nil, flagVal{"store", c.storeD}, flagVal{"out", c.out}); err != nil {
+		return err
 	}
 	if c.layout != "packed" && c.layout != "unpacked" {
 		return usageError{fmt.Sprintf("--layout %q: want packed or unpacked", c.layout)}
@@ -47,16 +47,10 @@ func (c *mirrorDirCmd) run(args []string) error {
 	}
 	res, err := store.MirrorDir(c.storeD, store.MirrorDirOptions{Out: c.out, Layout: c.layout, Platforms: c.platforms, Providers: args})
 	if err != nil {
-		if c.asJSON {
-			printJSON(map[string]any{"ok": false, "error": err.Error()})
-		}
-		return err
+		return err // with --json, run prints the failure document
 	}
 	if c.asJSON {
-		return printJSON(struct {
-			OK bool `json:"ok"`
-			*store.MirrorDirResult
-		}{true, res})
+		return printJSON(res)
 	}
 	fmt.Printf("wrote %s (%s): %d provider versions, %d packages (%d hard-linked, %d copied; %s written)\n",
 		dist.Printable(res.Out), res.Layout, len(res.Providers), res.Packages, res.Linked, res.Copied, dist.HumanSize(res.Bytes))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
@@ -85,8 +86,8 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 }
 
 func (c *serveCmd) run(args []string) error {
-	if len(args) != 0 {
-		return usageError{"usage: airgap serve --store DIR [--listen ADDR] [--hostname NAME]... [--config FILE]"}
+	if err := checkUsage("serve", args, nil); err != nil {
+		return err
 	}
 	cfg, err := server.LoadServeConfig(c.fs, c.configFile, os.Getenv)
 	if err != nil {
@@ -130,8 +131,8 @@ func (c *healthcheckCmd) flags() *pflag.FlagSet {
 }
 
 func (c *healthcheckCmd) run(args []string) error {
-	if len(args) != 0 {
-		return usageError{"usage: airgap healthcheck [--url URL] [--ca FILE]"}
+	if err := checkUsage("healthcheck", args, nil); err != nil {
+		return err
 	}
 	return server.HealthCheck(context.Background(), c.opt)
 }
@@ -151,8 +152,8 @@ func (c *caCmd) flags() *pflag.FlagSet {
 }
 
 func (c *caCmd) run(args []string) error {
-	if c.storeD == "" || len(args) != 0 {
-		return usageError{"usage: airgap ca --store DIR"}
+	if err := checkUsage("ca", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
 	}
 	if _, err := os.Stat(c.storeD); err != nil {
 		return fmt.Errorf("%w\nhint: give the store 'airgap serve' uses; 'airgap import --keyring KEYRING --store DIR BUNDLE' creates one", err)
@@ -183,7 +184,7 @@ func (c *clientConfigCmd) synopsis() string {
 func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("client-config", pflag.ContinueOnError)
 	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
-	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server")
+	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server (--url is still checked; a failed check is a warning)")
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
@@ -191,8 +192,8 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 }
 
 func (c *clientConfigCmd) run(args []string) error {
-	if c.url == "" || len(args) != 0 {
-		return usageError{"usage: airgap client-config --url https://HOST:PORT/ [--store DIR]"}
+	if err := checkUsage("client-config", args, nil, flagVal{"url", c.url}); err != nil {
+		return err
 	}
 	if c.tool != "terraform" && c.tool != "tofu" {
 		return usageError{"--tool must be terraform or tofu"}
@@ -216,6 +217,18 @@ func (c *clientConfigCmd) run(args []string) error {
 			return err
 		}
 		opt.Origins = server.Origins(st.Catalog())
+		// The origins come from the store; the URL is checked all the same,
+		// and a failed check is said plainly (the config is still printed:
+		// the appliance may not be running yet, or be reachable only from
+		// the clients' network).
+		if len(opt.Origins) > 0 {
+			if err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: could not confirm that %s is this store's appliance: %s\nthe configuration was printed anyway (its origins come from --store); check --url before you hand it out\n",
+					dist.Printable(opt.URL), dist.PrintableLines(err.Error()))
+			} else {
+				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", dist.Printable(opt.URL))
+			}
+		}
 	} else {
 		doc, err := server.FetchOrigins(opt.URL, opt.Token)
 		if err != nil {
@@ -253,8 +266,8 @@ func (c *pushCmd) flags() *pflag.FlagSet {
 }
 
 func (c *pushCmd) run(args []string) error {
-	if c.storeD == "" || c.to == "" || len(args) != 0 {
-		return usageError{"usage: airgap push --store DIR --to REGISTRY[/PREFIX]"}
+	if err := checkUsage("push", args, nil, flagVal{"store", c.storeD}, flagVal{"to", c.to}); err != nil {
+		return err
 	}
 	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
 	if c.username != "" {
@@ -264,7 +277,14 @@ func (c *pushCmd) run(args []string) error {
 		}
 		opt.Password = p
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return oci.PushStore(ctx, c.storeD, opt, c.json, os.Stdout)
+	intr := catchInterrupt()
+	defer intr.Stop()
+	res, err := oci.PushStore(intr.ctx, c.storeD, opt, c.json, os.Stdout)
+	if err != nil {
+		return intr.Err(err, "run the same command again; what was pushed is skipped")
+	}
+	if c.json {
+		return printJSON(res)
+	}
+	return nil
 }

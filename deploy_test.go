@@ -316,7 +316,7 @@ trusted-proxy = ["127.0.0.1"]
 			t.Errorf("access line %s = %#v, want %#v", k, rec[k], v)
 		}
 	}
-	for _, k := range []string{"time", "path", "bytes", "dur_ms", "host"} {
+	for _, k := range []string{"time", "path", "bytes", "dur_us", "host"} {
 		if rec[k] == nil {
 			t.Errorf("access line lacks %s", k)
 		}
@@ -746,4 +746,39 @@ func resolveRef(request, ref string) string {
 		return ref
 	}
 	return b.ResolveReference(r).String()
+}
+
+// TestContainerfileExamples runs the one-shot commands the Containerfile's
+// comments show ('podman run … airgap:VERSION VERB …', not serve) with the
+// real binary, /store mapped to a test directory laid out as they assume
+// (the keyring in /store, the bundle in /store/in): a documented command
+// that lacks a flag fails here.
+func TestContainerfileExamples(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("server", "deploy", "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, keyring, extra := opsStore(t)
+	root := t.TempDir()
+	pub, _ := os.ReadFile(keyring)
+	os.WriteFile(filepath.Join(root, "site.pub.asc"), pub, 0o644)
+	os.MkdirAll(filepath.Join(root, "in"), 0o755)
+	b, _ := os.ReadFile(extra("container"))
+	os.WriteFile(filepath.Join(root, "in", "site.bundle"), b, 0o644)
+	image := regexp.MustCompile(`podman run .* airgap:[0-9.]+ ([a-z-]+)( .*)?$`)
+	ran := 0
+	for _, l := range strings.Split(string(raw), "\n") {
+		m := image.FindStringSubmatch(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#")))
+		if m == nil || m[1] == "serve" {
+			continue
+		}
+		args := append([]string{m[1]}, strings.Fields(strings.ReplaceAll(m[2], "/store", root))...)
+		if out, err := cmdRun(t, "", nil, airgapBin, args...); err != nil {
+			t.Errorf("the Containerfile's example %q fails: %v\n%s", strings.TrimSpace(l), err, out)
+		}
+		ran++
+	}
+	if ran == 0 {
+		t.Fatal("found no one-shot example in the Containerfile: the test tests nothing")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server"
 )
 
 // verbHelp is what 'airgap help VERB' prints besides the flags.
@@ -80,7 +81,7 @@ var helps = map[string]verbHelp{
 		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json"}},
 	"serve": {"--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
 		"Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
-		[]string{"GOGC  Go's collector setting (default here 400)"},
+		[]string{"GOGC  Go's collector setting (default here 400)"}, // and serveEnv
 		[]string{"airgap serve --store /srv/airgap --listen :8443 --hostname airgap.site.example",
 			"airgap serve --store /srv/airgap --tls files --cert chain.pem --key key.pem",
 			"airgap serve --store /srv/airgap --access /etc/airgap/access.hcl --audit-log /var/log/airgap/audit.jsonl"}},
@@ -146,14 +147,19 @@ var helps = map[string]verbHelp{
 		[]string{"airgap join --keyring site.pub.asc --out site.bundle site.bundle.000"}},
 }
 
-const exitCodes = "Exit codes:\n  0  done\n  1  failed (the message says why and what to do; nothing was left half-written)\n  2  wrong command line (nothing was done)\n"
+const exitCodes = "Exit codes:\n  0    done\n  1    failed (the message says why and what to do; nothing was left half-written)\n  2    wrong command line (nothing was done)\n  130  interrupted by Ctrl-C (143: by SIGTERM); cleaned up, run it again\n"
 
 // topLevel handles what comes before a verb: no arguments, --help,
 // --version, 'help [VERB]' and unknown verbs. done is false when args[0]
 // is a verb to run.
 func topLevel(args []string, vs map[string]verb) (code int, done bool) {
 	switch {
-	case len(args) == 0 || args[0] == "-h" || args[0] == "--help":
+	case len(args) == 0:
+		// Nothing asked: the usage, as an error (a script that lost its
+		// arguments must not carry on as if something was done).
+		usage(os.Stderr, vs)
+		return 2, true
+	case args[0] == "-h" || args[0] == "--help":
 		usage(os.Stdout, vs)
 		return 0, true
 	case args[0] == "--version" || args[0] == "version":
@@ -236,11 +242,33 @@ func usage(w io.Writer, vs map[string]verb) {
 	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
+// serveEnv lists the AIRGAP_ variables serve reads, from the table its
+// configuration loader uses, each with its flag's description.
+func serveEnv(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range server.EnvSettings() {
+		usage := ""
+		if f := fs.Lookup(name); f != nil {
+			usage = f.Usage
+		}
+		line := fmt.Sprintf("%s  as --%s: %s", server.EnvName(name), name, usage)
+		if f := fs.Lookup(name); f != nil && f.Value.Type() == "stringSlice" {
+			line += " (comma-separated)"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 func printVerbHelp(w io.Writer, name string, fs *pflag.FlagSet) {
 	h := helps[name]
 	fmt.Fprintf(w, "Usage: airgap %s %s\n\n%s\n\nFlags:\n%s", name, h.usage, h.about, fs.FlagUsages())
-	if len(h.env) > 0 {
-		fmt.Fprintf(w, "\nEnvironment:\n  %s\n", strings.Join(h.env, "\n  "))
+	env := h.env
+	if name == "serve" {
+		env = append(append(serveEnv(fs), env...), "(a flag wins over its variable, a variable over the --config file)")
+	}
+	if len(env) > 0 {
+		fmt.Fprintf(w, "\nEnvironment:\n  %s\n", strings.Join(env, "\n  "))
 	}
 	if len(h.examples) > 0 {
 		fmt.Fprintf(w, "\nExamples:\n  %s\n", strings.Join(h.examples, "\n  "))

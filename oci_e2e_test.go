@@ -348,18 +348,19 @@ func TestPushToDistribution(t *testing.T) {
 		t.Fatalf("second push was not a no-op: %v %+v", err, again)
 	}
 
-	// OpenTofu, offline, from the site registry.
+	// OpenTofu, offline, from the site registry, with the block push prints.
+	out = mustRun(t, "", pushEnv, airgapBin, "push", "--store", storeDir, "--to", target, "--username", reg.user)
+	blocks := hclBlocks(t, out)
+	if len(blocks) != 1 || !strings.Contains(blocks[0], "oci_mirror") {
+		t.Fatalf("push prints no provider_installation block:\n%s", out)
+	}
+	parseHCL(t, "push", blocks[0])
 	rc := filepath.Join(t.TempDir(), "tofu.rc")
-	os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
-  oci_mirror {
-    repository_template = "%s/${hostname}/${namespace}/${type}"
-  }
-}
-oci_credentials %q {
+	os.WriteFile(rc, []byte(blocks[0]+fmt.Sprintf(`oci_credentials %q {
   username = %q
   password = %q
 }
-`, target, reg.host, reg.user, reg.password)), 0o644)
+`, reg.host, reg.user, reg.password)), 0o644)
 	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + reg.caFile, "DOCKER_CONFIG=" + t.TempDir(),
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
 	dir := filepath.Join(t.TempDir(), "project")

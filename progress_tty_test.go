@@ -15,15 +15,33 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
+// onTerminal runs the shell command script on a real terminal of width x
+// height (a tmux session, ended with the test) and returns a function that
+// captures its screen; "EXIT=<status>" is printed when the command ends.
+// tmux is required (.ci/run installs it).
+func onTerminal(t *testing.T, width, height int, script string) (screen func() string) {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is required for this test (apt-get install -y tmux)")
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tm := func(args ...string) (string, error) {
+		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := tm("new-session", "-d", "-s", "t", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "sh", "-c", script+"; echo EXIT=$?; sleep 60"); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { tm("kill-server") })
+	return func() string { s, _ := tm("capture-pane", "-p", "-t", "t"); return s }
+}
+
 // TestImportProgressOnTerminal runs 'airgap import' of a 192 MiB bundle on a
 // real terminal (tmux) and watches the screen: a live line with bytes done
 // of the total, the percentage and the rate appears while it runs, and is
 // gone when the summary is printed. tmux is required (.ci/run installs it).
 func TestImportProgressOnTerminal(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatal("tmux is required for this test (apt-get install -y tmux)")
-	}
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)
@@ -40,21 +58,12 @@ func TestImportProgressOnTerminal(t *testing.T) {
 	set.WriteBundleFile(t, big, signer, bundle.CompressionNone)
 	os.RemoveAll(filepath.Join(work, "p"))
 
-	sock := filepath.Join(work, "tmux.sock")
-	tm := func(args ...string) (string, error) {
-		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	script := fmt.Sprintf("%s import --keyring %s --store %s %s; echo EXIT=$?; sleep 60", airgapBin, keyring, filepath.Join(work, "store"), big)
-	if out, err := tm("new-session", "-d", "-s", "t", "-x", "160", "-y", "30", "sh", "-c", script); err != nil {
-		t.Fatalf("tmux: %v %s", err, out)
-	}
-	defer tm("kill-server")
+	screenOf := onTerminal(t, 160, 30, fmt.Sprintf("%s import --keyring %s --store %s %s", airgapBin, keyring, filepath.Join(work, "store"), big))
 	live := regexp.MustCompile(`import big\.bundle  [0-9.]+ [KMG]?i?B of 192\.\d MiB \(\d+%\)  [0-9.]+ [KMG]?i?B/s(  ETA \S+)?`)
 	var seen, screen string
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		screen, _ = tm("capture-pane", "-p", "-t", "t")
+		screen = screenOf()
 		if m := live.FindString(screen); m != "" && seen == "" {
 			seen = m
 		}

@@ -39,18 +39,27 @@ func buildTofu() (string, string) {
 	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion, "")
 }
 
+// testCacheDir is where the tests keep tools they build or install:
+// $AIRGAP_TEST_CACHE, default ~/.cache/airgap.
+func testCacheDir() (string, error) {
+	if c := os.Getenv("AIRGAP_TEST_CACHE"); c != "" {
+		return c, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".cache", "airgap"), nil
+}
+
 // buildFromModule builds pkg of module@v (v without "v") into the test
 // cache as name, once; it returns the binary's path or an error text.
 // mainSrc, if set, is built in place of pkg: a main package in a module of
 // its own that requires module@v, to leave out parts a test does not need.
 func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
-	cache := os.Getenv("AIRGAP_TEST_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err.Error()
-		}
-		cache = filepath.Join(home, ".cache", "airgap")
+	cache, err := testCacheDir()
+	if err != nil {
+		return "", err.Error()
 	}
 	bin := filepath.Join(cache, name)
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {

@@ -5,10 +5,8 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -71,25 +69,12 @@ func (s *station) verifyJSON(t *testing.T, args ...string) (review, map[string]a
 	return r, raw, code
 }
 
-var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-
-// checkJSONConventions fails on a key that is not snake_case and on null.
+// checkJSONConventions fails on what breaks the JSON convention
+// (jsonViolations, json_convention_test.go).
 func checkJSONConventions(t *testing.T, at string, v any) {
 	t.Helper()
-	switch x := v.(type) {
-	case nil:
-		t.Errorf("verify --json: %s is null", at)
-	case map[string]any:
-		for k, e := range x {
-			if !snakeKey.MatchString(k) {
-				t.Errorf("verify --json: key %q at %s is not snake_case", k, at)
-			}
-			checkJSONConventions(t, at+"."+k, e)
-		}
-	case []any:
-		for i, e := range x {
-			checkJSONConventions(t, fmt.Sprintf("%s[%d]", at, i), e)
-		}
+	for _, bad := range jsonViolations("verify --json"+at, v) {
+		t.Error(bad)
 	}
 }
 

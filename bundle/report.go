@@ -63,7 +63,8 @@ import (
 //	                   h1_hashes, module_zips, deferred: [string]}
 //
 // provider: {address, version, protocols, trust ("publisher_signed",
-// "site_resigned"; more tiers may come: treat unknown ones as the weakest),
+// "site_resigned", "mirror_hashes_only"; more tiers may come: treat unknown
+// ones as the weakest), mirror (the network mirror, for "mirror_hashes_only"),
 // platforms: [{platform, filename, sha256, size_bytes, h1}], signature
 // ({signer, created, key_expires, key_expired_since}; omitted when not
 // checked here, as for a delta's omitted SHA256SUMS), key_status (see

@@ -128,7 +128,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 		slog.String("path", cut(r.URL.Path, 512)),
 		slog.Int("status", code),
 		slog.Int64("bytes", n),
-		slog.Float64("dur_ms", float64(dur.Microseconds())/1000),
+		slog.Int64("dur_us", dur.Microseconds()),
 	)
 	if note.token != "" {
 		attrs = append(attrs, slog.String("token", note.token))
@@ -346,9 +346,7 @@ func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
 	}
 	var hops []string
 	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for _, h := range strings.Split(v, ",") {
-			hops = append(hops, h)
-		}
+		hops = append(hops, strings.Split(v, ",")...)
 		if len(hops) > 4*maxForwardHops {
 			break
 		}

@@ -367,9 +367,8 @@ func TestSignedDownloadURLs(t *testing.T) {
 		t.Errorf("a signature moved to another path: %s %s", resp.Status, b)
 	}
 	// Bound to its expiry: a later exp with the same signature is refused.
-	q := pu.Query()
 	pu, _ = url.Parse(u)
-	q = pu.Query()
+	q := pu.Query()
 	q.Set("exp", fmt.Sprint(e.clock.now().Add(24*time.Hour).Unix()))
 	pu.RawQuery = q.Encode()
 	if resp, _ := get(pu.String()); resp.StatusCode != 403 {
@@ -415,7 +414,7 @@ func TestModuleDownloadAnswers(t *testing.T) {
 		t.Errorf("the location with the token: %s", r.Status)
 	}
 	// With one: the //subdir before the signed query, and no direct mode.
-	resp, b = e.do(t, "/v1/modules/example/vpc/aws/1.0.0/download", "all")
+	_, b = e.do(t, "/v1/modules/example/vpc/aws/1.0.0/download", "all")
 	d = nil
 	json.Unmarshal(b, &d)
 	loc, _ = d["location"].(string)

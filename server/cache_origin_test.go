@@ -15,7 +15,7 @@ import (
 
 // TestCacheOriginPortVariants (finding 3 of the review):
 // "registry.terraform.io:<anything>" was accepted as an origin in
-// /origin/{origin}/… and /mirror/{hostname}/… (view.isOrigin cut at ':'),
+// /origin/{origin}/… and /mirror/{hostname}/… (scope.isOrigin cut at ':'),
 // and canonicalKey kept the ":<anything>" in the key, so one client could
 // add cache entries without bound by the catalog and spend the snapshot's
 // whole byte budget, after which no legitimate answer was cached. Path

@@ -65,7 +65,7 @@ func TestCatalogPage(t *testing.T) {
 	for _, c := range [][2]string{{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"}} {
 		var want strings.Builder
 		server.WriteClientConfig(&want, server.ClientConfigOptions{URL: base, Origins: server.Origins(e.st.Catalog()), Tool: c[0], Mode: c[1]})
-		re := regexp.MustCompile(`(?s)<pre class="client-config" data-tool="` + c[0] + `" data-mode="` + c[1] + `">(.*?)</pre>`)
+		re := regexp.MustCompile(`(?s)<pre class="client-config" data-tool="` + c[0] + `" data-mode="` + c[1] + `"[^>]*>(.*?)</pre>`)
 		got := re.FindStringSubmatch(page)
 		if got == nil || html.UnescapeString(got[1]) != want.String() {
 			t.Errorf("the page's %s %s config differs from client-config:\n%v\nwant:\n%s", c[0], c[1], got, want.String())

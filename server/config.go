@@ -88,8 +88,12 @@ type ServeConfig struct {
 	getenv func(string) string // for Reload
 }
 
-// envSettings are the settings AIRGAP_ variables may carry.
+// envSettings are the settings AIRGAP_ variables may carry (the loader
+// reads them; 'airgap help serve' lists them from here).
 var envSettings = []string{"hostname", "listen", "metrics-listen"}
+
+// EnvSettings lists the settings an AIRGAP_ variable (EnvName) may carry.
+func EnvSettings() []string { return append([]string(nil), envSettings...) }
 
 // maxConfigSize bounds the --config file read.
 const maxConfigSize = 1 << 20

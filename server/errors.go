@@ -21,10 +21,6 @@ func notFound(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errNotFound, fmt.Sprintf(format, a...))
 }
 
-func badRequest(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, a...))
-}
-
 // statusOf is the one place errors become HTTP status codes.
 func statusOf(err error) int {
 	switch {

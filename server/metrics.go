@@ -188,10 +188,15 @@ func (m *Metrics) Mount(h http.Handler) http.Handler {
 // until ctx ends, with read and write timeouts and a 16 KiB header limit.
 // It returns once listening, with the bound address.
 func (m *Metrics) ListenAndServe(ctx context.Context, addr string, log *slog.Logger) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("the metrics listener", "metrics-listen", nil, addr)
 	if err != nil {
 		return nil, err
 	}
+	return m.Serve(ctx, ln, log), nil
+}
+
+// Serve is ListenAndServe on a listener already open.
+func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) net.Addr {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
@@ -207,7 +212,7 @@ func (m *Metrics) ListenAndServe(ctx context.Context, addr string, log *slog.Log
 		defer cancel()
 		hs.Shutdown(sctx)
 	}()
-	return ln.Addr(), nil
+	return ln.Addr()
 }
 
 // CertificateFunc returns the leaf a TLS config serves for name, for

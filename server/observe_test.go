@@ -125,7 +125,7 @@ func TestAccessLogJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &recs[i]); err != nil {
 			t.Fatalf("line %d is not one JSON object: %v\n%s", i, err, l)
 		}
-		for _, f := range []string{"time", "level", "msg", "client", "method", "host", "path", "status", "bytes", "dur_ms"} {
+		for _, f := range []string{"time", "level", "msg", "client", "method", "host", "path", "status", "bytes", "dur_us"} {
 			if _, ok := recs[i][f]; !ok {
 				t.Errorf("line %d lacks %q: %s", i, f, l)
 			}

@@ -22,6 +22,9 @@ type OpsOptions struct {
 	Version string
 	Access  *AccessControl // the access file, if any (auth.go)
 	Audit   *AuditLog      // the audit log, if any (audit.go)
+	// MetricsListener, if set, is the --metrics-listen listener, opened
+	// already (Run opens every listener before anything else).
+	MetricsListener net.Listener
 }
 
 // Ops is the operational layer around the protocol handler, independent
@@ -54,10 +57,13 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 		}
 		o.Metrics = NewMetrics(mo)
 		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {
-			bound, err := o.Metrics.ListenAndServe(ctx, addr, opt.Log)
-			if err != nil {
-				return nil, err
+			ln := opt.MetricsListener
+			if ln == nil {
+				if ln, err = listen("the metrics listener", "metrics-listen", opt.Config, addr); err != nil {
+					return nil, err
+				}
 			}
+			bound := o.Metrics.Serve(ctx, ln, opt.Log)
 			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
 		}
 	}

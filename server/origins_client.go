@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,7 +25,40 @@ import (
 // token, if set, is sent as a Bearer token (an appliance with an access
 // file lists only the origins the token may read from).
 func FetchOrigins(base, token string) (*OriginsDoc, error) {
-	cl := &http.Client{Timeout: 15 * time.Second}
+	return fetchOrigins(base, token, 15*time.Second)
+}
+
+// CheckAppliance checks that base answers as an airgap appliance this
+// machine trusts (the same request as FetchOrigins, given at most timeout)
+// and is the one that serves the origins want, for 'airgap client-config
+// --store': it lists no origin the store lacks, and shares one with it (an
+// appliance with an access file may list fewer, those the token may read).
+// The error has FetchOrigins' hints.
+func CheckAppliance(base, token string, want []string, timeout time.Duration) error {
+	doc, err := fetchOrigins(base, token, timeout)
+	if err != nil {
+		return err
+	}
+	got, want := append([]string{}, doc.Origins...), append([]string{}, want...)
+	sort.Strings(got)
+	sort.Strings(want)
+	shared, foreign := 0, false
+	for _, o := range got {
+		if slices.Contains(want, o) {
+			shared++
+		} else {
+			foreign = true
+		}
+	}
+	if foreign || shared == 0 {
+		return fmt.Errorf("the appliance at %s serves other origins (%s) than the store (%s)\nhint: is --url the appliance that serves this store?",
+			base, strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	return nil
+}
+
+func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error) {
+	cl := &http.Client{Timeout: timeout}
 	req, err := http.NewRequest("GET", base+"airgap/v1/origins", nil)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,28 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	names = append(names, ListenAddrs(cfg.Listen)...)
 	cfg.TLS.Dir, cfg.TLS.Names = store.TLSDir(cfg.Store), dedupe(names)
+	// The main listener first, so that a port in use fails before anything
+	// is set up or logged; but with ACME after the certificates, whose
+	// TLS-ALPN challenge may need the same port.
+	var ln, metricsLn net.Listener
+	if cfg.TLS.Mode != TLSACME {
+		if ln, err = listen("the main HTTPS listener", "listen", cfg.Config, cfg.Listen); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+	if m := metricsAddr(cfg.Config); m != "" {
+		if metricsLn, err = listen("the metrics listener", "metrics-listen", cfg.Config, m); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
+	// Tells tools that would delete the store (the demo) that it is served.
+	if release, err := store.HoldServing(cfg.Store); err == nil {
+		defer release()
+	} else {
+		cfg.Log.Debug("cannot mark the store as served", "err", err)
+	}
 	tlsSetup, err := SetupTLS(ctx, cfg.TLS)
 	if err != nil {
 		return err
@@ -65,7 +87,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access})
 	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version,
-		Access: access, Audit: audit})
+		Access: access, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
 		return err
 	}
@@ -75,15 +97,17 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
 	HTTP1Only(hs.TLSConfig)
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
+	if ln == nil {
+		if ln, err = listen("the main HTTPS listener", "listen", cfg.Config, cfg.Listen); err != nil {
+			return err
+		}
+		defer ln.Close()
 	}
 	ln = ops.Listener(ln)
 	go watchCatalog(ctx, st, srv, cfg.Log)
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
-		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup", time.Since(start).Round(time.Millisecond))
+		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup_ms", time.Since(start).Milliseconds())
 	warnEmpty(cfg.Log, cfg.Store, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
@@ -118,6 +142,14 @@ func openAccess(cfg RunOptions) (*AccessControl, *AuditLog, error) {
 		log.Error("writing the audit log; the download was served", "err", err)
 	})
 	return access, audit, err
+}
+
+// metricsAddr is the address of the separate metrics listener, or "".
+func metricsAddr(c *ServeConfig) string {
+	if c == nil || c.MetricsListen == "" || c.MetricsListen == "off" || c.MetricsListen == MetricsOnMain {
+		return ""
+	}
+	return c.MetricsListen
 }
 
 // watchCatalog serves a new catalog within a second of an import.

@@ -59,6 +59,13 @@ func (sc *scope) anyAllowed(origin string) bool {
 // allows reports whether the scope may see addr (a catalog address).
 func (sc *scope) allows(addr string) bool { return sc.rules == nil || sc.rules.Allows(addr) }
 
+// isOrigin reports whether name (lowercase) is an origin, exactly: path
+// values (/origin/{origin}/…, /mirror/{hostname}/…) name an origin as
+// clients write it in a source address, so "registry.terraform.io:junk" is
+// no origin (it would otherwise be one under unboundedly many spellings,
+// each with an entry in the answer cache). Only the Host header may carry
+// a port (see hostOrigin). The result is the catalog's own string, never
+// the request's.
 func (sc *scope) isOrigin(name string) (string, bool) {
 	for _, o := range sc.origins {
 		if o == name {

@@ -68,22 +68,6 @@ func originRank(o string) int {
 	return 2
 }
 
-// isOrigin reports whether name (lowercase) is an origin, exactly: path
-// values (/origin/{origin}/…, /mirror/{hostname}/…) name an origin as
-// clients write it in a source address, so "registry.terraform.io:junk" is
-// no origin (it would otherwise be one under unboundedly many spellings,
-// each with an entry in the answer cache). Only the Host header may carry
-// a port (see hostOrigin). The result is the catalog's own string, never
-// the request's.
-func (v *view) isOrigin(name string) (string, bool) {
-	for _, o := range v.origins {
-		if o == name {
-			return o, true
-		}
-	}
-	return "", false
-}
-
 // providerVersions returns the versions of ns/type that origin serves; for
 // the default view, those of the first origin that has it.
 func (v *view) providerVersions(origin, ns, typ string) []*dist.ProviderVersion {

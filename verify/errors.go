@@ -20,6 +20,10 @@ var (
 	ErrSizeMismatch = errors.New("size mismatch")
 	// ErrNoKeys: a keyring file held no usable public key.
 	ErrNoKeys = errors.New("no public keys")
+	// ErrPrivateInKeyring: a keyring file holds a private key (refused: a
+	// keyring is for the transfer station and the offline side, where a
+	// site's private key must never be).
+	ErrPrivateInKeyring = errors.New("the keyring holds a private key")
 	// ErrKeyRefused: a key document is outside the limits ReadKeyring
 	// accepts (keylimits.go): too large, too many keys or signatures, or
 	// key parameters too large (or, for RSA, too small) to check safely.

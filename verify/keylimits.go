@@ -2,7 +2,8 @@ package verify
 
 import (
 	"bytes"
-	"crypto/dsa" //nolint:staticcheck // DSA publisher keys are still accepted by Terraform; only their size is checked here
+	//lint:ignore SA1019 DSA publisher keys are still accepted by Terraform; only their size is checked here
+	"crypto/dsa"
 	"fmt"
 	"io"
 

@@ -169,7 +169,8 @@ func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 	return el, nil
 }
 
-// ReadKeyringFile is ReadKeyring on a file.
+// ReadKeyringFile is ReadKeyring on a file, which must hold public keys
+// only: a private key there is refused (ErrPrivateInKeyring).
 func ReadKeyringFile(path string) (openpgp.EntityList, error) {
 	const hint = "\nhint: --keyring takes the exporting site's public key (PREFIX.pub.asc from 'airgap keygen'; several may be concatenated)"
 	f, err := os.Open(path)
@@ -180,6 +181,12 @@ func ReadKeyringFile(path string) (openpgp.EntityList, error) {
 	el, err := ReadKeyring(f)
 	if err != nil {
 		return nil, fmt.Errorf("keyring %s: %w%s", path, err, hint)
+	}
+	for _, e := range el {
+		if e.PrivateKey != nil {
+			return nil, fmt.Errorf("keyring %s: %w (key %s): a keyring takes public keys only, and a private key does not belong at the transfer station or on the offline side: whoever copies it can sign bundles the site trusts%s; keep PREFIX.key.asc on the connected side, and if this copy left it, treat the key as exposed",
+				path, ErrPrivateInKeyring, KeyID(e), hint)
+		}
 	}
 	return el, nil
 }

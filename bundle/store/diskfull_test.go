@@ -15,6 +15,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 )
 
 // smallDisk mounts a tmpfs of size (e.g. "3m") and returns it.
@@ -71,6 +72,21 @@ func TestImportDiskFull(t *testing.T) {
 		t.Fatalf("import onto a full disk: %v", err)
 	}
 	sameTree(t, before, snapshot(t, root))
+	// The free space it reports is what is free once it has removed its
+	// temporary files (the disk is nearly empty again), not the 0 B
+	// measured while they filled it.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(root, &st); err != nil {
+		t.Fatal(err)
+	}
+	freeNow := dist.HumanSize(int64(st.Bavail) * int64(st.Bsize))
+	if !strings.Contains(err.Error(), "and "+freeNow+" are free now") {
+		t.Errorf("the message does not report the %s free after its cleanup: %v", freeNow, err)
+	}
+	if strings.Contains(err.Error(), "and 0 B are free") {
+		t.Errorf("the message reports the free space measured before its cleanup: %v", err)
+	}
+	t.Logf("the message: %v", err)
 }
 
 // TestImportDiskFullAtIndex: every blob fits, but the disk fills up just as

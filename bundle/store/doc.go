@@ -11,6 +11,8 @@
 //	                           next import (leftovers of a killed import),
 //	                           through os.Root: links there are not followed
 //	  lock                     flock(2) target: one import at a time
+//	  serve.lock               shared flock(2) held by every running 'airgap
+//	                           serve' of the store (Served asks)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //

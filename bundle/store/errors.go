@@ -18,6 +18,9 @@ var (
 	// ErrPublisherKey: a provider is signed by a publisher key its
 	// namespace has not had, and nobody approved it (pins.go).
 	ErrPublisherKey = errors.New("publisher key not accepted")
+	// ErrInterrupted: the import was stopped (Ctrl-C, SIGTERM) before its
+	// commit; the store was not changed.
+	ErrInterrupted = errors.New("the import was stopped before its commit")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ type MaintenanceEntry struct {
 	BlobsRemoved int       `json:"blobs_removed"`
 	BytesRemoved int64     `json:"bytes_removed"`
 	TempsRemoved int       `json:"temps_removed,omitempty"`
+	TempBytes    int64     `json:"temp_bytes_removed,omitempty"`
 }
 
 // MaxMaintenanceHistory bounds the maintenance history kept in index.json
@@ -31,12 +33,14 @@ type GCOptions struct {
 	Now    func() time.Time
 }
 
-// GCResult says what GC removed (or would remove).
+// GCResult says what GC removed (or would remove): 'airgap gc --json'.
 type GCResult struct {
-	DryRun bool            `json:"dry_run"`
-	Blobs  []verify.Digest `json:"blobs_removed"`
-	Bytes  int64           `json:"bytes_removed"`
-	Temps  int             `json:"temps_removed"`
+	OK        bool            `json:"ok"`
+	DryRun    bool            `json:"dry_run"`
+	Blobs     []verify.Digest `json:"blobs_removed"` // never nil
+	Bytes     int64           `json:"bytes_removed"`
+	Temps     int             `json:"temps_removed"` // temporary files of interrupted runs
+	TempBytes int64           `json:"temp_bytes_removed"`
 }
 
 // GC deletes the blobs no catalog entry references (after a prune or a
@@ -56,11 +60,9 @@ func GC(root string, opt GCOptions) (*GCResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	res := &GCResult{DryRun: opt.DryRun}
-	if !opt.DryRun {
-		if res.Temps, err = cleanTmp(root); err != nil {
-			return nil, fmt.Errorf("removing temporary files: %w", err)
-		}
+	res := &GCResult{OK: true, DryRun: opt.DryRun, Blobs: []verify.Digest{}}
+	if res.Temps, res.TempBytes, err = cleanTmp(root, opt.DryRun); err != nil {
+		return nil, fmt.Errorf("removing temporary files: %w", err)
 	}
 	ix, err := readIndex(root)
 	if err != nil {
@@ -72,7 +74,7 @@ func GC(root string, opt GCOptions) (*GCResult, error) {
 	if opt.DryRun || (len(res.Blobs) == 0 && res.Temps == 0) {
 		return res, nil
 	}
-	ix.recordMaintenance(MaintenanceEntry{Action: "gc", Time: stamp(opt.Now), BlobsRemoved: len(res.Blobs), BytesRemoved: res.Bytes, TempsRemoved: res.Temps})
+	ix.recordMaintenance(MaintenanceEntry{Action: "gc", Time: stamp(opt.Now), BlobsRemoved: len(res.Blobs), BytesRemoved: res.Bytes, TempsRemoved: res.Temps, TempBytes: res.TempBytes})
 	if err := WriteIndex(root, ix); err != nil {
 		return res, fmt.Errorf("recording the gc in the index (the blobs were removed; the store is consistent): %w", err)
 	}
@@ -84,7 +86,7 @@ func lockExisting(root string, wait bool) (func(), error) {
 	if _, err := os.Stat(indexPath(root)); err != nil {
 		return nil, fmt.Errorf("%w: %s has no %s\nhint: check --store", ErrNoStore, root, indexName)
 	}
-	unlock, err := lockStore(root, wait)
+	unlock, err := lockStore(context.Background(), root, wait)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait\nthe store was not changed", err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +42,14 @@ type ImportResult struct {
 	BytesAdded  int64
 	BlobsShared int // blobs the store already had
 	BytesRead   int64
-	Cleaned     int // leftovers of an earlier, interrupted import removed
-	Withdrew    []string
-	Reinstated  []string
+	// Cleaned and CleanedBytes: the temporary files an earlier, interrupted
+	// import left, removed before this one began.
+	Cleaned      int
+	CleanedBytes int64
+	// Created is true when this import created the store.
+	Created    bool
+	Withdrew   []string
+	Reinstated []string
 	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
 	// the caller from KeyPins.Decisions, see PinnedBy).
 	PinnedKeys []PinnedKey
@@ -82,27 +88,40 @@ func PinnedBy(ds []KeyDecision) []PinnedKey {
 //  6. commit: the new index to a temporary file, the blobs into blobs/,
 //     then the index into place;
 //  7. clean:  on any failure, the blobs this import placed are removed and
-//     the error says whether the store changed; tmp/ is emptied either way.
+//     the error says whether the store changed; tmp/ is emptied either way
+//     (and a store this import created is removed again).
 //
 // A blob the store already has is compared with the bundle's verified bytes
 // and replaced if it differs.
 func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err error) {
-	imp, err := openImport(root, opt)
+	return ImportContext(context.Background(), root, r, opt)
+}
+
+// ImportContext is Import, stopped when ctx is done (Ctrl-C): every phase
+// before the commit ends at its next read or blob, fails with
+// ErrInterrupted, and leaves the store as it was with this import's
+// temporary files removed. Once the commit has begun it is finished (it
+// takes milliseconds and is atomic either way).
+func ImportContext(ctx context.Context, root string, r io.Reader, opt ImportOptions) (res *ImportResult, err error) {
+	imp, err := openImport(ctx, root, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	defer func() { err = imp.close(err) }()
-	if err := imp.read(r); err != nil {
-		return nil, err
+	if err := imp.read(dist.ContextReader(ctx, r)); err != nil {
+		return nil, imp.interrupted(err)
 	}
 	if err := imp.check(); err != nil {
-		return nil, err
+		return nil, imp.interrupted(err)
 	}
 	if err := imp.stage(); err != nil {
-		return nil, err
+		return nil, imp.interrupted(err)
 	}
 	if err := imp.policies(); err != nil {
-		return nil, err
+		return nil, imp.interrupted(err)
+	}
+	if err := ctx.Err(); err != nil { // the last moment to stop: a commit is not interrupted
+		return nil, imp.interrupted(err)
 	}
 	if err := imp.commit(); err != nil {
 		return nil, err
@@ -110,19 +129,33 @@ func Import(root string, r io.Reader, opt ImportOptions) (res *ImportResult, err
 	return imp.res, nil
 }
 
+// interrupted turns the error of a phase that ctx stopped into
+// ErrInterrupted, saying how far the import had come.
+func (imp *importer) interrupted(err error) error {
+	if imp.ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w, after %s of blobs had been read and checked (%d of %d new blobs staged)",
+		ErrInterrupted, human(imp.res.BytesRead), len(imp.staged), imp.newBlobs)
+}
+
 // importer is one import in progress: what each phase learns, for the next.
 type importer struct {
-	root   string
-	opt    ImportOptions
-	unlock func()
-	res    *ImportResult
+	ctx     context.Context
+	root    string
+	opt     ImportOptions
+	unlock  func()
+	res     *ImportResult
+	created []string // directories openImport created, deepest first
+	lockNew bool     // and the lock file, if it was not there
 
-	br    *bundle.Reader
-	m     *bundle.Manifest
-	ix    *Index
-	sizes map[verify.Digest]int64 // every blob the manifest lists
-	ck    *bundle.Checker
-	need  int64 // bytes of new blobs, for a disk-full message
+	br       *bundle.Reader
+	m        *bundle.Manifest
+	ix       *Index
+	sizes    map[verify.Digest]int64 // every blob the manifest lists
+	ck       *bundle.Checker
+	need     int64 // bytes of new blobs, for a disk-full message
+	newBlobs int   // how many, for an interruption's message
 
 	stageDir  string
 	staged    []bundle.Blob // new blobs, in stageDir
@@ -132,50 +165,103 @@ type importer struct {
 	placed    []string     // blobs renamed into blobs/ by this import
 }
 
-// openImport lays out the store, takes its lock and removes what an
-// interrupted import left in tmp/.
-func openImport(root string, opt ImportOptions) (*importer, error) {
-	if err := ensureLayout(root); err != nil {
+// openImport lays out the store (creating it if need be), takes its lock
+// and removes what an interrupted import left in tmp/.
+func openImport(ctx context.Context, root string, opt ImportOptions) (*importer, error) {
+	created, isNew, err := ensureLayout(root)
+	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockStore(root, opt.Wait)
+	imp := &importer{ctx: ctx, root: root, opt: opt, res: &ImportResult{Created: isNew}, created: created}
+	if _, err := os.Lstat(lockPath(root)); os.IsNotExist(err) {
+		imp.lockNew = true
+	}
+	imp.unlock, err = lockStore(ctx, root, opt.Wait)
 	if err != nil {
-		if errors.Is(err, ErrLocked) {
+		imp.removeCreated()
+		switch {
+		case errors.Is(err, ErrLocked):
 			return nil, fmt.Errorf("%w\nhint: wait for it to finish, or use --wait", err)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%w while waiting for the store lock", ErrInterrupted)
 		}
 		return nil, fmt.Errorf("locking the store: %w", err)
 	}
-	imp := &importer{root: root, opt: opt, unlock: unlock, res: &ImportResult{}}
-	if imp.res.Cleaned, err = cleanTmp(root); err != nil {
-		unlock()
+	if imp.res.Cleaned, imp.res.CleanedBytes, err = cleanTmp(root, false); err != nil {
+		imp.unlock()
 		return nil, fmt.Errorf("cleaning leftovers of an earlier import: %w", err)
 	}
 	return imp, nil
 }
 
 // close ends the import: on failure it removes the blobs this import
-// placed and says whether the store changed; either way it stops the
-// checker, removes the staging directory and releases the lock.
+// placed (and the store, if this import created it) and says whether the
+// store changed; either way it stops the checker, removes the staging
+// directory and releases the lock. A disk-full error is given the free
+// space measured after that cleanup.
 func (imp *importer) close(err error) error {
 	if imp.ck != nil {
 		imp.ck.Close()
 	}
+	var tmpErr error
 	if imp.stageDir != "" {
-		os.RemoveAll(imp.stageDir)
+		tmpErr = os.RemoveAll(imp.stageDir)
 	}
 	if imp.br != nil {
 		imp.br.Close()
 	}
-	defer imp.unlock()
 	if err == nil {
+		imp.unlock()
 		return nil
 	}
-	if rerr := unplace(imp.root, imp.placed); rerr != nil {
-		return fmt.Errorf("%w\n%v", err, rerr)
-	} else if len(imp.placed) > 0 {
-		return fmt.Errorf("%w\nthe %d blob(s) this import had placed were removed; the store was not changed", err, len(imp.placed))
+	rerr := unplace(imp.root, imp.placed)
+	if rerr == nil && tmpErr == nil {
+		imp.removeCreated() // before unlock: nobody may use the half-made store meanwhile
 	}
-	return fmt.Errorf("%w\nthe store was not changed", err)
+	imp.unlock()
+	var ns *noSpaceError
+	if errors.As(err, &ns) {
+		ns.free, ns.freeKnown = freeBytes(existingDir(imp.root))
+	}
+	switch {
+	case rerr != nil:
+		err = fmt.Errorf("%w\n%v", err, rerr)
+	case len(imp.placed) > 0:
+		err = fmt.Errorf("%w\nthe %d blob(s) this import had placed were removed; the store was not changed", err, len(imp.placed))
+	default:
+		err = fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	if tmpErr != nil {
+		return fmt.Errorf("%w\nits temporary files could not all be removed (%v); the next import or 'airgap gc' removes them", err, tmpErr)
+	}
+	if imp.stageDir != "" {
+		return fmt.Errorf("%w; the import's temporary files were removed", err)
+	}
+	return err
+}
+
+// existingDir is dir or its nearest parent that exists.
+func existingDir(dir string) string {
+	d := filepath.Clean(dir)
+	for {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			return d
+		}
+		d = filepath.Dir(d)
+	}
+}
+
+// removeCreated removes what openImport created (empty directories and
+// the lock file), so that a failed first import leaves nothing behind.
+// Only empty directories are removed. (An import waiting for the lock file
+// it removes locks it again: see lockStore.)
+func (imp *importer) removeCreated() {
+	if imp.lockNew {
+		os.Remove(lockPath(imp.root))
+	}
+	for _, p := range imp.created {
+		os.Remove(p)
+	}
 }
 
 // read checks the bundle's signature (bundle.NewReader refuses a bundle
@@ -244,6 +330,7 @@ func (imp *importer) checkOmitted() error {
 			missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
 		case !b.Omitted && !haveBlob(imp.root, b):
 			imp.need += b.Size
+			imp.newBlobs++
 		}
 	}
 	if len(missing) == 0 {
@@ -444,18 +531,33 @@ func unplace(root string, placed []string) error {
 	return nil
 }
 
-// noSpace turns a full-disk error into one that says how much was needed.
+// noSpace turns a full-disk error into one that says how much was needed
+// (and, once importer.close has cleaned up, how much is free).
 func noSpace(root string, err error, what string, need int64) error {
 	if !isNoSpace(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	free := ""
-	if f, ok := freeBytes(root); ok {
-		free = fmt.Sprintf(", and %s are free now", human(f))
-	}
-	return fmt.Errorf("%s: %w: the disk holding the store is full\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
-		what, err, human(need), free)
+	return &noSpaceError{what: what, err: err, need: need}
 }
+
+type noSpaceError struct {
+	what      string
+	err       error
+	need      int64
+	free      int64 // measured after the import removed its temporary files
+	freeKnown bool
+}
+
+func (e *noSpaceError) Error() string {
+	free := ""
+	if e.freeKnown {
+		free = fmt.Sprintf(", and %s are free now", human(e.free))
+	}
+	return fmt.Sprintf("%s: %v: the disk holding the store is full\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
+		e.what, e.err, human(e.need), free)
+}
+
+func (e *noSpaceError) Unwrap() error { return e.err }
 
 func human(n int64) string { return dist.HumanSize(n) }
 
@@ -525,51 +627,33 @@ func haveBlob(root string, b bundle.Blob) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == b.Size
 }
 
-func ensureLayout(root string) error {
-	for _, d := range []string{root, blobDir(root), tmpPath(root)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("creating store: %w", err)
+// ensureLayout makes the store's directories (and any missing parents)
+// and returns those it created, deepest first; isNew says the store's own
+// directory was among them.
+func ensureLayout(root string) (created []string, isNew bool, err error) {
+	var missing []string // root and its missing parents, root first
+	for d := filepath.Clean(root); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
 		}
 	}
-	return nil
-}
-
-// cleanTmp removes what an interrupted import left: tmp/ and temporary
-// index files (a kill while the index was written).
-func cleanTmp(root string) (int, error) {
-	ents, err := os.ReadDir(tmpPath(root))
-	if err != nil {
-		return 0, err
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, false, fmt.Errorf("creating store: %w", err)
 	}
-	idx, err := filepath.Glob(filepath.Join(root, "."+indexName+".*"))
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range idx {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return 0, err
+	for _, d := range []string{filepath.Dir(blobDir(root)), blobDir(root), tmpPath(root)} {
+		if _, err := os.Lstat(d); err == nil {
+			continue
 		}
-	}
-	if len(ents) == 0 {
-		return len(idx), nil
-	}
-	// Through os.Root: nothing in tmp/ is followed out of it, so a link
-	// planted there is removed, never its target changed.
-	tr, err := os.OpenRoot(tmpPath(root))
-	if err != nil {
-		return 0, err
-	}
-	defer tr.Close()
-	for _, e := range ents {
-		if e.IsDir() {
-			// Make a staging directory writable so RemoveAll can empty it.
-			tr.Chmod(e.Name(), 0o755)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, false, fmt.Errorf("creating store: %w", err)
 		}
-		if err := tr.RemoveAll(e.Name()); err != nil {
-			return 0, err
-		}
+		created = append([]string{d}, created...)
 	}
-	return len(ents) + len(idx), nil
+	return append(created, missing...), len(missing) > 0, nil
 }
 
 // ReadInventory reads the index and lists the blobs present.

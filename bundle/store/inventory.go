@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -98,7 +99,15 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	if len(ix.Maintenance) > 0 {
 		fmt.Fprintln(&w, "\nPrune and gc runs:")
 		for _, e := range ix.Maintenance {
-			fmt.Fprintf(&w, "  %s %s %s: %d blobs (%s) removed\n", e.Time.Format("2006-01-02T15:04:05Z"), q(e.Action), q(e.Policy), e.BlobsRemoved, progress.Size(e.BytesRemoved))
+			what := q(e.Action)
+			if e.Policy != "" {
+				what += " " + q(e.Policy)
+			}
+			temps := ""
+			if e.TempsRemoved > 0 {
+				temps = fmt.Sprintf(" and %d temporary files (%s)", e.TempsRemoved, progress.Size(e.TempBytes))
+			}
+			fmt.Fprintf(&w, "  %s %s: %d blobs (%s)%s removed\n", e.Time.Format("2006-01-02T15:04:05Z"), what, e.BlobsRemoved, progress.Size(e.BytesRemoved), temps)
 			for _, l := range e.Removed {
 				fmt.Fprintln(&w, "    removed", q(l))
 			}
@@ -119,9 +128,12 @@ type ImportReport struct {
 	BlobsAdded  int           `json:"blobs_added"`
 	BytesAdded  int64         `json:"bytes_added"`
 	BlobsShared int           `json:"blobs_already_present"`
-	Cleaned     int           `json:"leftovers_removed"`
-	Withdrew    []string      `json:"withdrew,omitempty"`
-	Reinstated  []string      `json:"reinstated,omitempty"`
+	// leftovers: temporary files an earlier, interrupted import left
+	Cleaned      int      `json:"leftovers_removed"`
+	CleanedBytes int64    `json:"leftover_bytes_removed"`
+	Created      bool     `json:"store_created"`
+	Withdrew     []string `json:"withdrew,omitempty"`
+	Reinstated   []string `json:"reinstated,omitempty"`
 	// PinnedKeys are the publisher keys this import pinned for their
 	// namespaces (first use, or an approved new key).
 	PinnedKeys []PinnedKey `json:"publisher_keys_pinned"`
@@ -131,6 +143,13 @@ type ImportReport struct {
 type PinnedKey struct {
 	Namespace string `json:"namespace"`
 	dist.KeyPin
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // Report turns the result into the JSON report.
@@ -145,15 +164,18 @@ func (r *ImportResult) Report(file string) ImportReport {
 	}
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
-		Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned}
+		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned}
 }
 
-// WriteText prints the result for people.
-func (r *ImportResult) WriteText(out io.Writer) {
+// WriteText prints the result for people; root is the store's directory.
+func (r *ImportResult) WriteText(out io.Writer, root string) {
 	var w strings.Builder
 	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	if r.Created {
+		fmt.Fprintf(&w, "created a new store in %s (there was none: if you meant an existing store, check --store)\n", absPath(root))
+	}
 	if r.Cleaned > 0 {
-		fmt.Fprintf(&w, "removed %d leftover(s) of an interrupted import\n", r.Cleaned)
+		fmt.Fprintf(&w, "removed %d temporary file(s) (%s) an interrupted import had left\n", r.Cleaned, human(r.CleanedBytes))
 	}
 	if r.Unchanged {
 		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))

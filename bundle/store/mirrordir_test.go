@@ -19,7 +19,7 @@ import (
 func mirrorStore(t *testing.T, zip []byte) (string, dist.Package) {
 	t.Helper()
 	root := t.TempDir()
-	if err := ensureLayout(root); err != nil {
+	if _, _, err := ensureLayout(root); err != nil {
 		t.Fatal(err)
 	}
 	d := verify.DigestBytes(zip)

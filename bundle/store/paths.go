@@ -11,6 +11,7 @@ const (
 	blobsDir  = "blobs/sha256"
 	tmpDir    = "tmp"
 	lockName  = "lock"
+	serveName = "serve.lock"
 	tlsDir    = "tls"
 )
 
@@ -18,6 +19,7 @@ func indexPath(root string) string { return filepath.Join(root, indexName) }
 func blobDir(root string) string   { return filepath.Join(root, filepath.FromSlash(blobsDir)) }
 func tmpPath(root string) string   { return filepath.Join(root, tmpDir) }
 func lockPath(root string) string  { return filepath.Join(root, lockName) }
+func servePath(root string) string { return filepath.Join(root, serveName) }
 
 // BlobPath is where the blob with digest d lives.
 func BlobPath(root string, d verify.Digest) string { return filepath.Join(blobDir(root), d.Hex()) }

@@ -29,13 +29,20 @@ type PruneOptions struct {
 	Now      func() time.Time
 }
 
-// PruneResult says what Prune removed (or would remove).
+// PruneResult says what Prune removed (or would remove): 'airgap prune
+// --json'.
 type PruneResult struct {
+	OK      bool     `json:"ok"`
 	DryRun  bool     `json:"dry_run"`
-	Removed []string `json:"removed"` // "provider ADDR VERSION", "module ADDR VERSION"
-	// Blobs and Bytes: what no remaining version references, freed.
-	Blobs int   `json:"blobs_freed"`
-	Bytes int64 `json:"bytes_freed"`
+	Removed []string `json:"removed"` // "provider ADDR VERSION", "module ADDR VERSION"; never nil
+	// Blobs and Bytes: every blob deleted (or to be deleted): what no
+	// remaining version references, including blobs that were unreferenced
+	// already (left by a withdrawal or an interrupted prune), which are
+	// also counted in Stale and StaleBytes.
+	Blobs      int   `json:"blobs_freed"`
+	Bytes      int64 `json:"bytes_freed"`
+	Stale      int   `json:"blobs_already_unreferenced"`
+	StaleBytes int64 `json:"bytes_already_unreferenced"`
 }
 
 // ErrPrune: the prune request is wrong (nothing was changed).
@@ -93,8 +100,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
-	res := &PruneResult{DryRun: opt.DryRun}
-	before := ix.Catalog.Blobs()
+	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}}
 	for _, p := range ix.Catalog.Providers {
 		if drop[p.Key()] {
 			res.Removed = append(res.Removed, "provider "+p.String())
@@ -105,21 +111,27 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 			res.Removed = append(res.Removed, "module "+m.String())
 		}
 	}
+	before := ix.Catalog.Blobs()
 	removeKeys(&ix.Catalog, drop)
-	after := ix.Catalog.Blobs()
-	for d := range before {
-		if _, ok := after[d]; ok {
-			continue
-		}
-		if fi, err := os.Lstat(BlobPath(root, d)); err == nil {
-			res.Blobs++
-			res.Bytes += fi.Size()
+	// What the sweep below deletes: every blob the pruned catalog does not
+	// reference, those this prune frees and those unreferenced already.
+	plan := &GCResult{DryRun: true}
+	if err := sweep(root, ix, plan); err != nil {
+		return nil, fmt.Errorf("listing the blobs: %w\nthe store was not changed", err)
+	}
+	res.Blobs, res.Bytes = len(plan.Blobs), plan.Bytes
+	for _, d := range plan.Blobs {
+		if _, ok := before[d]; !ok {
+			res.Stale++
+			if fi, err := os.Lstat(BlobPath(root, d)); err == nil {
+				res.StaleBytes += fi.Size()
+			}
 		}
 	}
 	if opt.DryRun {
 		return res, nil
 	}
-	if len(res.Removed) > 0 {
+	if len(res.Removed) > 0 || res.Blobs > 0 {
 		ix.recordMaintenance(MaintenanceEntry{Action: "prune", Time: now, Policy: policy, Removed: res.Removed, BlobsRemoved: res.Blobs, BytesRemoved: res.Bytes})
 		if testHookPruneBeforeIndex != nil {
 			testHookPruneBeforeIndex()
@@ -129,8 +141,9 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 		}
 	}
 	// Also finishes the sweep of an earlier, interrupted prune.
-	if err := sweep(root, ix, &GCResult{}); err != nil {
-		return res, fmt.Errorf("%w\nthe versions were removed from the catalog; run 'airgap gc --store %s' to delete their blobs", err, root)
+	done := &GCResult{}
+	if err := sweep(root, ix, done); err != nil {
+		return res, fmt.Errorf("%w\nthe versions were removed from the catalog and %d of %d blob(s) deleted; run 'airgap gc --store %s' to delete the rest", err, len(done.Blobs), res.Blobs, root)
 	}
 	return res, nil
 }
@@ -231,14 +244,18 @@ func (r *PruneResult) WriteText(out io.Writer) {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	if len(r.Removed) == 0 {
+	if len(r.Removed) == 0 && r.Blobs == 0 {
 		fmt.Fprintln(&w, "nothing to prune")
 		return
 	}
 	for _, l := range r.Removed {
 		fmt.Fprintln(&w, verb, l)
 	}
-	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed\n", verb, len(r.Removed), r.Blobs, human(r.Bytes))
+	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed", verb, len(r.Removed), r.Blobs, human(r.Bytes))
+	if r.Stale > 0 {
+		fmt.Fprintf(&w, " (%d of them, %s, no version referenced already: left by a withdrawal or an interrupted prune)", r.Stale, human(r.StaleBytes))
+	}
+	fmt.Fprintln(&w)
 }
 
 // WriteText prints the result for people.
@@ -249,5 +266,5 @@ func (r *GCResult) WriteText(out io.Writer) {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps)
+	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s) of interrupted runs (%s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps, human(r.TempBytes))
 }

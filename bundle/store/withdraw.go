@@ -9,6 +9,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Withdrawn is one version a bundle took out of the catalog: it stays
@@ -56,9 +57,8 @@ func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
 			return nil
 		}
 		return fmt.Errorf("%w: the bundle carries %s, which bundle %s (signed by %s) withdrew on %s: %s\n"+
-			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with a block "+
-			"reinstate %q { versions = %q  reason = \"...\" } in the same manifest",
-			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), dist.Printable(w.Reason), shortAddr(w.Addr), w.Version)
+			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with this block in the same manifest:\n%s",
+			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), dist.Printable(w.Reason), reinstateHint(w))
 	}
 	for _, p := range m.Catalog.Providers {
 		if err := refuse("provider "+p.String(), p.Key()); err != nil {
@@ -71,6 +71,16 @@ func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
 		}
 	}
 	return nil
+}
+
+// reinstateHint is the manifest block that reinstates w.
+func reinstateHint(w Withdrawn) string {
+	attrs := []dist.HCLAttr{{Name: "versions", Value: cty.StringVal(w.Version)}}
+	if w.Kind == dist.KindModule {
+		attrs = append(attrs, dist.HCLAttr{Name: "module", Value: cty.True})
+	}
+	attrs = append(attrs, dist.HCLAttr{Name: "reason", Value: cty.StringVal("why it is safe again")})
+	return dist.HCLHint("reinstate", []string{shortAddr(w.Addr)}, attrs...)
 }
 
 // shortAddr drops the default registry host, as manifests usually write it.

@@ -66,7 +66,14 @@ type Options struct {
 type Progress struct {
 	PackagesTotal, PackagesDone atomic.Int64
 	mu                          sync.Mutex
-	active                      map[string]time.Time
+	active                      map[string]*activeDownload
+}
+
+// activeDownload is one name of Progress.active: n downloads under it
+// (two hosts may publish the same namespace/type/version), the oldest since.
+type activeDownload struct {
+	n     int
+	since time.Time
 }
 
 func (p *Progress) begin(what string) {
@@ -75,9 +82,13 @@ func (p *Progress) begin(what string) {
 	}
 	p.mu.Lock()
 	if p.active == nil {
-		p.active = map[string]time.Time{}
+		p.active = map[string]*activeDownload{}
 	}
-	p.active[what] = time.Now()
+	if a := p.active[what]; a != nil {
+		a.n++
+	} else {
+		p.active[what] = &activeDownload{n: 1, since: time.Now()}
+	}
 	p.mu.Unlock()
 }
 
@@ -86,20 +97,28 @@ func (p *Progress) end(what string) {
 		return
 	}
 	p.mu.Lock()
-	delete(p.active, what)
+	if a := p.active[what]; a != nil {
+		if a.n--; a.n <= 0 {
+			delete(p.active, what)
+		}
+	}
+	p.PackagesDone.Add(1) // under the lock: Status never sees it done and still active
 	p.mu.Unlock()
-	p.PackagesDone.Add(1)
 }
 
 // Active lists the downloads under way, oldest first.
 func (p *Progress) Active() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.activeLocked()
+}
+
+func (p *Progress) activeLocked() []string {
 	out := make([]string, 0, len(p.active))
 	for k := range p.active {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return p.active[out[i]].Before(p.active[out[j]]) })
+	sort.Slice(out, func(i, j int) bool { return p.active[out[i]].since.Before(p.active[out[j]].since) })
 	return out
 }
 
@@ -831,7 +850,7 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
 		if c.Version != "" {
-			if r.Constraints, err = version.NewConstraint(c.Version); err != nil {
+			if r.Constraints, err = ParseConstraints(c.Version); err != nil {
 				return nil, nil, fmt.Errorf("module %s: %s: version %q: %w", mv, c.Pos, c.Version, err)
 			}
 		}
@@ -845,7 +864,7 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 		}
 		r := ProviderReq{Addr: addr, Latest: 1, Why: "required by module " + mv.String()}
 		if p.Version != "" {
-			if r.Constraints, err = version.NewConstraint(p.Version); err != nil {
+			if r.Constraints, err = ParseConstraints(p.Version); err != nil {
 				return nil, nil, fmt.Errorf("module %s: provider %s: %w", mv, addr, err)
 			}
 		}

@@ -20,16 +20,27 @@ type PlanItem struct {
 }
 
 // Status is a progress status function for an export: packages done of
-// total, bytes received and rate, the downloads under way.
+// total (and the share), bytes received and the rate, an estimate of the
+// time left (from the time per package so far), and the downloads under
+// way; once every package is done, only the totals.
 func (p *Progress) Status(received func() int64) func(time.Duration) string {
 	return func(el time.Duration) string {
-		total := p.PackagesTotal.Load()
+		p.mu.Lock()
+		total, done, act := p.PackagesTotal.Load(), p.PackagesDone.Load(), p.activeLocked()
+		p.mu.Unlock()
 		if total == 0 {
 			return ""
 		}
 		b := received()
-		line := fmt.Sprintf("%d/%d packages  %s  %s/s", p.PackagesDone.Load(), total, human(b), human(int64(float64(b)/max(el.Seconds(), 0.001))))
-		if act := p.Active(); len(act) > 0 {
+		if done >= total {
+			return fmt.Sprintf("%d/%d packages  %s in %s", done, total, human(b), el.Round(time.Second))
+		}
+		line := fmt.Sprintf("%d/%d packages (%d%%)  %s  %s/s", done, total, done*100/total, human(b), human(int64(float64(b)/max(el.Seconds(), 0.001))))
+		if done > 0 {
+			left := time.Duration(float64(el) / float64(done) * float64(total-done))
+			line += "  ETA " + left.Round(time.Second).String()
+		}
+		if len(act) > 0 {
 			line += "  ↓ " + dist.Printable(strings.Join(act, ", "))
 		}
 		return line
@@ -41,7 +52,7 @@ func (p *Progress) Status(received func() int64) func(time.Duration) string {
 type Summary struct {
 	DryRun     bool              `json:"dry_run"`
 	Out        string            `json:"out,omitempty"`
-	Size       int64             `json:"size,omitempty"`
+	Size       int64             `json:"size_bytes,omitempty"`
 	Plan       []PlanItem        `json:"plan"`
 	Providers  int               `json:"provider_versions"`
 	Modules    int               `json:"module_versions"`
@@ -49,7 +60,7 @@ type Summary struct {
 	BlobBytes  int64             `json:"blob_bytes"`
 	Downloaded int64             `json:"downloaded_bytes"`
 	Cached     int               `json:"packages_from_cache"`
-	Seconds    float64           `json:"seconds"`
+	Millis     int64             `json:"duration_ms"`
 	Delta      string            `json:"delta_base,omitempty"`
 	Omitted    int               `json:"blobs_omitted,omitempty"`
 	Gaps       []string          `json:"platform_gaps"`
@@ -67,7 +78,7 @@ type Summary struct {
 // Summarize fills a Summary from a finished (or dry) run.
 func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	s := &Summary{DryRun: dryRun, Plan: r.Planned, Downloaded: r.Bytes, Cached: r.Cached,
-		Seconds: elapsed.Round(time.Millisecond).Seconds(), Gaps: r.Gaps, Warnings: r.Warnings}
+		Millis: elapsed.Milliseconds(), Gaps: r.Gaps, Warnings: r.Warnings}
 	if s.Plan == nil {
 		s.Plan = []PlanItem{}
 	}
@@ -102,7 +113,7 @@ func (s *Summary) Text() string {
 		}
 	} else {
 		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",
-			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, s.Seconds)
+			s.Out, human(s.Size), s.Providers, s.Modules, s.Blobs, human(s.BlobBytes), human(s.Downloaded), s.Cached, (time.Duration(s.Millis) * time.Millisecond).Seconds())
 	}
 	for _, k := range s.PublisherKeys {
 		declared := ""

@@ -131,8 +131,34 @@ func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
 // file:line:col, keeping HCL's own did-you-mean suggestions.
 func diagErr(diags hcl.Diagnostics) error {
 	lines := dist.DiagLines(diags)
-	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all} (or, for the site's own module, {source, versions = [...], ref}), withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w\n%s\nhint: a manifest looks like this (every block and attribute is optional):\n%s", ErrManifest, strings.Join(lines, "\n"), dist.Indent(ManifestExample, "  "))
 }
+
+// ManifestExample is the manifest a hint shows: every block and attribute
+// there is (TestHCLHintsParse checks it parses as a manifest).
+const ManifestExample = `platforms = ["linux_amd64", "darwin_arm64"]
+provider "hashicorp/random" {
+  versions  = ">= 3.5, < 4.0" # or: latest = 2, or: all = true
+  platforms = ["linux_amd64"] # instead of the top-level list
+}
+module "example/vpc/aws" {
+  versions = "~> 1.0" # or: latest = 2, or: all = true
+}
+module "site.example/net/vpc/aws" { # the site's own module, from its git server or archives
+  source   = "git::https://git.site.example/net/vpc.git"
+  versions = ["1.0.0"]
+  ref      = "v${version}"
+}
+withdraw "hashicorp/random" {
+  versions = "3.5.0"
+  reason   = "why the site must not use it"
+  # module = true when the address is a module's
+}
+reinstate "hashicorp/random" {
+  versions = "3.5.1"
+  reason   = "why it is safe again"
+}
+`
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
 func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
@@ -174,7 +200,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			return nil, err
 		}
 		if p.Versions != nil && *p.Versions != "" {
-			if pr.Constraints, err = version.NewConstraint(*p.Versions); err != nil {
+			if pr.Constraints, err = ParseConstraints(*p.Versions); err != nil {
 				return nil, rangeErr(p.DefRange, "provider %q: versions %q: %v", p.Source, *p.Versions, err)
 			}
 		}
@@ -247,7 +273,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 			return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions is a constraint string here (\"~> 5.0\"); a list of versions is for a module with source", m.Address)
 		}
 		if s := v.AsString(); s != "" {
-			if mr.Constraints, err = version.NewConstraint(s); err != nil {
+			if mr.Constraints, err = ParseConstraints(s); err != nil {
 				return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions %q: %v", m.Address, s, err)
 			}
 		}
@@ -334,7 +360,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 			order = append(order, addr.String())
 		}
 		if p.Version != "" {
-			c, err := version.NewConstraint(p.Version)
+			c, err := ParseConstraints(p.Version)
 			if err != nil {
 				return nil, fmt.Errorf("%s: provider %s: version %q: %w", p.Pos, addr, p.Version, err)
 			}
@@ -357,7 +383,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 	for _, a := range order {
 		pr := byAddr[a]
 		if pr.Locked != nil {
-			c, err := version.NewConstraint("= " + pr.Locked.Version)
+			c, err := ParseConstraints("= " + pr.Locked.Version)
 			if err != nil {
 				return nil, fmt.Errorf(".terraform.lock.hcl: provider %s: version %q: %w", a, pr.Locked.Version, err)
 			}
@@ -375,7 +401,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 		}
 		mr := ModuleReq{Addr: addr, Latest: 1, Why: m.Pos}
 		if m.Version != "" {
-			if mr.Constraints, err = version.NewConstraint(m.Version); err != nil {
+			if mr.Constraints, err = ParseConstraints(m.Version); err != nil {
 				return nil, fmt.Errorf("%s: module %q: version %q: %w", m.Pos, m.Name, m.Version, err)
 			}
 		}

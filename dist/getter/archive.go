@@ -234,19 +234,6 @@ func (u *unpacker) mkdir(name string, explicit bool) error {
 	return nil
 }
 
-// ctxReader stops a copy when the context is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // file creates name (which must not exist) with size bytes from r.
 func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) error {
 	if name == "" {
@@ -270,7 +257,7 @@ func (u *unpacker) file(name string, r io.Reader, size int64, mode fs.FileMode) 
 	if err != nil {
 		return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, filepath.ToSlash(name), errno(err))
 	}
-	n, err := io.Copy(f, io.LimitReader(ctxReader{u.ctx, r}, size+1))
+	n, err := io.Copy(f, io.LimitReader(dist.ContextReader(u.ctx, r), size+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -569,7 +556,7 @@ func normalize(ctx context.Context, dir string, w io.Writer, lim limits) error {
 				return fmt.Errorf("%q: %w", rel, errno(err))
 			}
 			defer f.Close()
-			_, err = io.CopyN(tw, ctxReader{ctx, f}, info.Size())
+			_, err = io.CopyN(tw, dist.ContextReader(ctx, f), info.Size())
 			return errno(err)
 		default:
 			return fmt.Errorf("%w: %q is not a regular file or directory", ErrUnsafeArchive, rel)

@@ -3,7 +3,6 @@ package oci
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 )
 
 // PasswordEnv is the environment variable 'airgap push --username' reads
@@ -34,12 +34,14 @@ func Password(fromStdin bool, r io.Reader) (string, error) {
 	return p, nil
 }
 
-// PushStore pushes the store at dir (see Push) and reports to w: a line per
-// tag and a summary, or with jsonOut one PushResult document.
-func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w io.Writer) error {
+// PushStore pushes the store at dir (see Push) and reports to w: a line
+// per tag, a summary and the CLI configuration block for OpenTofu. With
+// jsonOut it reports nothing and only returns the result, for the caller to
+// print as JSON.
+func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w io.Writer) (*PushResult, error) {
 	st, err := store.Open(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opt.OpenBlob = st.OpenBlob
 	if !jsonOut {
@@ -53,13 +55,14 @@ func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w
 	}
 	res, err := Push(ctx, st.Catalog(), opt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.Left = Left(st.Catalog())
+	if res.Tags == nil {
+		res.Tags = []TagResult{}
+	}
 	if jsonOut {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return res, nil
 	}
 	for _, l := range res.Left {
 		fmt.Fprintf(w, "not pushed  %s\n", l)
@@ -67,7 +70,15 @@ func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w
 	fmt.Fprintf(w, "%d repositories, %d tags (%d pushed, %d up to date), %d blobs and %d bytes sent to %s\n",
 		res.Repositories, len(res.Tags), res.TagsPushed, len(res.Tags)-res.TagsPushed, res.BlobsPushed, res.BytesPushed, res.Target)
 	if res.Repositories > 0 {
-		fmt.Fprintf(w, "OpenTofu: provider_installation { oci_mirror { repository_template = %q } }\n", strings.TrimSuffix(res.Target, "/")+"/${hostname}/${namespace}/${type}")
+		fmt.Fprintf(w, "hint: OpenTofu installs from it with this block in its CLI configuration:\n%s\n", MirrorHint(res.Target))
 	}
-	return nil
+	return res, nil
+}
+
+// MirrorHint is the CLI configuration block (indented for a hint) that
+// points OpenTofu at the providers pushed under target. The ${…} are
+// OpenTofu's template variables, written as they are.
+func MirrorHint(target string) string {
+	return dist.Indent(fmt.Sprintf("provider_installation {\n  oci_mirror {\n    repository_template = %q\n  }\n}\n",
+		strings.TrimSuffix(target, "/")+"/${hostname}/${namespace}/${type}"), "  ")
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Client talks to registries. The zero value is not usable; use New.
@@ -317,7 +318,8 @@ func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, 
 	case resp.StatusCode == 404:
 		return nil, fmt.Errorf("GET %s: %w", u, ErrNotFound)
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, fmt.Errorf("GET %s: %w: %s\nhint: set TF_TOKEN_%s or add a credentials %q block to the CLI config", u, ErrUnauthorized, status(resp), TokenEnvName(host), host)
+		return nil, fmt.Errorf("GET %s: %w: %s\nhint: set TF_TOKEN_%s, or add this block to the CLI config (the file TF_CLI_CONFIG_FILE names, or ~/.terraformrc):\n%s",
+			u, ErrUnauthorized, status(resp), TokenEnvName(host), dist.HCLHint("credentials", []string{host}, dist.HCLAttr{Name: "token", Value: cty.StringVal("TOKEN")}))
 	case resp.StatusCode != 200:
 		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}

@@ -67,10 +67,10 @@ func TestRetryClasses(t *testing.T) {
 		wantErr   error
 		wantInMsg string
 	}{
-		{"503 is transient", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "busy", 503) }, nil, 4, ErrStatus, "503"},
-		{"429 is transient", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", 429) }, nil, 4, ErrStatus, "429"},
+		{"503 is transient", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) }, nil, 4, ErrStatus, "503"},
+		{"429 is transient", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) }, nil, 4, ErrStatus, "429"},
 		{"404 is permanent", http.NotFound, nil, 1, ErrStatus, "404"},
-		{"403 is permanent", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 403) }, nil, 1, ErrStatus, "403"},
+		{"403 is permanent", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) }, nil, 1, ErrStatus, "403"},
 		{"a redirect loop is permanent", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, r.URL.Path, http.StatusFound) },
 			nil, maxRedirects + 1, ErrTooManyRedirects, "redirect loop"},
 		{"a redirect to ftp is permanent", func(w http.ResponseWriter, r *http.Request) {

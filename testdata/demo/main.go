@@ -2,12 +2,21 @@
 // fixtures (it is what 'make demo' runs): a stand-in internet with
 // registries, a git host and an archive host; keygen, export, verify,
 // import; then 'airgap serve' on https://localhost:8443, a client config, and
-// a real 'terraform init' through it. serve keeps running until Ctrl-C.
+// a real 'terraform init' through it. serve and the stand-in internet keep
+// running until Ctrl-C, so the journey can be done again by hand (the
+// stand-in's environment is written to DIR/internet.env).
+//
+// Before it touches anything it checks that the port is free and that DIR
+// is not served by a running 'airgap serve' (a first demo still running):
+// a second demo never empties the first one's directory. It only ever
+// empties a directory it made itself (marked by DIR/.airgap-demo).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,8 +26,12 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/registrytest"
 )
+
+// marker marks a directory the demo made, the only kind it empties.
+const marker = ".airgap-demo"
 
 const project = `terraform {
   required_providers {
@@ -50,13 +63,18 @@ module "example/sub/aws" {}
 
 func main() {
 	bin := flag.String("airgap", "bin/airgap", "the airgap binary")
-	dir := flag.String("dir", "demo", "where to put the demo's files (emptied first)")
+	dir := flag.String("dir", "demo", "where to put the demo's files (emptied first, if the demo made it)")
 	listen := flag.String("listen", "127.0.0.1:8443", "where airgap serve listens")
 	flag.Parse()
 	abs, _ := filepath.Abs(*bin)
 	*bin = abs
+	if err := preflight(*dir, *listen); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
 	os.RemoveAll(*dir)
 	os.MkdirAll(*dir, 0o755)
+	os.WriteFile(filepath.Join(*dir, marker), []byte("made by 'make demo'; the next 'make demo' empties this directory\n"), 0o644)
 	d, _ := filepath.Abs(*dir)
 	t := bundletest.NewStandalone(filepath.Join(d, "internet"))
 
@@ -78,12 +96,13 @@ func main() {
 	in := registrytest.World(t)
 	online := in.Env()
 	os.WriteFile(filepath.Join(d, "airgap.hcl"), []byte(manifest), 0o644)
+	envFile := filepath.Join(d, "internet.env")
+	writeEnvFile(envFile, online)
 
 	step("connected side: keygen and export")
 	run(nil, *bin, "keygen", "--out", "keys/site", "--name", "Demo Site <ops@demo.test>", "--no-passphrase")
 	run(append(online, "SOURCE_DATE_EPOCH=1767225600"), *bin, "export", "--manifest", "airgap.hcl",
 		"--sign-key", "keys/site.key.asc", "--out", "site.bundle", "--cache", "cache")
-	t.Close()
 
 	step("the transfer station: verify")
 	run(nil, *bin, "verify", "--keyring", "keys/site.pub.asc", "site.bundle")
@@ -95,18 +114,29 @@ func main() {
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, port, _ := strings.Cut(*listen, ":")
+	served := make(chan error, 1)
+	go func() { served <- serve.Wait() }()
+	_, port, _ := net.SplitHostPort(*listen)
 	base := "https://localhost:" + port + "/"
-	caPEM := ""
-	for i := 0; i < 100 && caPEM == ""; i++ {
-		time.Sleep(100 * time.Millisecond)
-		out, err := exec.Command(*bin, "ca", "--store", filepath.Join(d, "store")).Output()
-		if err == nil {
-			caPEM = string(out)
+	caFile := filepath.Join(d, "airgap-ca.pem")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case err := <-served:
+			t.Fatalf("demo: airgap serve ended at start (%v); its messages are above", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if pem, err := exec.Command(*bin, "ca", "--store", filepath.Join(d, "store")).Output(); err == nil {
+			os.WriteFile(caFile, pem, 0o644)
+			if exec.Command(*bin, "healthcheck", "--url", base+"healthz", "--ca", caFile).Run() == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			serve.Process.Kill()
+			t.Fatalf("demo: airgap serve did not answer on %s within 30 s", base)
 		}
 	}
-	os.WriteFile(filepath.Join(d, "airgap-ca.pem"), []byte(caPEM), 0o644)
-	cfg := run([]string{"SSL_CERT_FILE=" + filepath.Join(d, "airgap-ca.pem")}, *bin, "client-config", "--url", base, "--store", "store")
+	cfg := run([]string{"SSL_CERT_FILE=" + caFile}, *bin, "client-config", "--url", base)
 	os.WriteFile(filepath.Join(d, "terraform.rc"), []byte(cfg), 0o644)
 
 	step("terraform init, offline, through the appliance")
@@ -116,7 +146,6 @@ func main() {
 	offline := []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(d, "terraform.rc"), "SSL_CERT_FILE=" + filepath.Join(d, "airgap-ca.pem"),
 		"HTTPS_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1", "CHECKPOINT_DISABLE=1"}
 	if tf, err := exec.LookPath("terraform"); err == nil {
-		time.Sleep(500 * time.Millisecond)
 		cmd := exec.Command(tf, "init", "-no-color", "-input=false")
 		cmd.Dir, cmd.Env = proj, append(cleanEnv(), offline...)
 		out, err := cmd.CombinedOutput()
@@ -129,17 +158,97 @@ func main() {
 		fmt.Println("  (terraform is not on PATH; skipping)")
 	}
 
+	rel := func(p string) string {
+		if wd, err := os.Getwd(); err == nil {
+			if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+				return r
+			}
+		}
+		return p
+	}
 	fmt.Printf(`
-== airgap serve is running on %s (Ctrl-C to stop)
-Client config: %s
-Use it from another shell:
-  export TF_CLI_CONFIG_FILE=%s SSL_CERT_FILE=%s
-  cd %s && terraform init
-`, base, filepath.Join(d, "terraform.rc"), filepath.Join(d, "terraform.rc"), filepath.Join(d, "airgap-ca.pem"), proj)
+== airgap serve is running on %[1]s (Ctrl-C stops it and the stand-in internet)
+Use the appliance from another shell:
+  export TF_CLI_CONFIG_FILE=%[2]s SSL_CERT_FILE=%[3]s
+  cd %[4]s && terraform init
+
+The stand-in internet stays up too, so you can do the whole journey by hand
+(README: "Try it by hand"). Export against it from another shell:
+  . %[5]s      # routes registry.terraform.io, github.com, … to the stand-in
+  airgap export --manifest %[6]s --sign-key %[7]s --out my.bundle
+`, base, filepath.Join(d, "terraform.rc"), filepath.Join(d, "airgap-ca.pem"), proj,
+		rel(envFile), rel(filepath.Join(d, "airgap.hcl")), rel(filepath.Join(d, "keys", "site.key.asc")))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() { <-sig; serve.Process.Signal(os.Interrupt) }()
-	serve.Wait()
+	select {
+	case <-sig:
+		serve.Process.Signal(os.Interrupt)
+		<-served
+	case err := <-served:
+		fmt.Fprintf(os.Stderr, "demo: airgap serve ended: %v\n", err)
+	}
+	t.Close()
+}
+
+// preflight refuses, before anything is touched, a port that is taken and a
+// directory that a running 'airgap serve' serves or that the demo did not
+// make.
+func preflight(dir, listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		_, port, _ := net.SplitHostPort(listen)
+		return fmt.Errorf("cannot listen on %s: %v\n"+
+			"Another program holds the port (a 'make demo' still running?). Nothing was changed.\n"+
+			"hint: stop it (Ctrl-C in its terminal), or choose another port and directory: make demo DEMO_PORT=%d DEMO_DIR=demo2",
+			listen, innermost(err), nextPort(port))
+	}
+	ln.Close()
+	if store.Served(filepath.Join(dir, "store")) {
+		return fmt.Errorf("%s/store is being served by a running 'airgap serve' (a 'make demo' still running?); the demo will not empty it.\n"+
+			"hint: stop that one first (Ctrl-C in its terminal), or use another directory: make demo DEMO_DIR=demo2 DEMO_PORT=...", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return nil // absent or empty
+	}
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+		return fmt.Errorf("%s exists and was not made by the demo (no %s in it); the demo empties its directory first and will not empty this one.\n"+
+			"hint: choose another directory: make demo DEMO_DIR=...", dir, marker)
+	}
+	return nil
+}
+
+// innermost is the system's reason in a listen error ("address already
+// in use").
+func innermost(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
+}
+
+func nextPort(port string) int {
+	var n int
+	fmt.Sscan(port, &n)
+	if n <= 0 || n >= 65535 {
+		return 8444
+	}
+	return n + 1
+}
+
+// writeEnvFile writes the stand-in internet's environment as a file a
+// shell can source.
+func writeEnvFile(path string, env []string) {
+	var b strings.Builder
+	b.WriteString("# The demo's stand-in internet (registry.terraform.io, registry.opentofu.org,\n" +
+		"# releases.hashicorp.com, github.com, …) on loopback, while 'make demo' runs.\n" +
+		"# In a shell:  . " + path + "\n# then 'airgap export' reaches it; open a new shell for the offline side.\n")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'\n", k, v)
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 func cleanEnv() []string {
