@@ -30,7 +30,7 @@ const terraformNewEnv = "AIRGAP_TEST_TERRAFORM_NEW"
 var sharedClients = filepath.Join("..", "shared", "clients")
 
 var (
-	tfNewOnce      sync.Once
+	tfNewOnce           sync.Once
 	tfNewPath, tfNewErr string
 )
 

@@ -47,7 +47,9 @@ func tofuBinVersion(t *testing.T, v string) string {
 func buildTofu(v string) (string, string) {
 	b, _ := tofuBuilds.LoadOrStore(v, &tofuBuild{})
 	tb := b.(*tofuBuild)
-	tb.once.Do(func() { tb.path, tb.err = buildFromModule("github.com/opentofu/opentofu", v, "./cmd/tofu", "tofu-"+v, "") })
+	tb.once.Do(func() {
+		tb.path, tb.err = buildFromModule("github.com/opentofu/opentofu", v, "./cmd/tofu", "tofu-"+v, "")
+	})
 	return tb.path, tb.err
 }
 
