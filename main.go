@@ -77,10 +77,11 @@ func run(args []string) int {
 	fs := v.flags()
 	fs.SetOutput(io.Discard)
 	logFormat := addLogFormat(fs)
-	if err := checkDashes(args[1:], fs); err != nil {
+	rest := terraformDashes(args[1:], fs)
+	if err := checkDashes(rest, fs); err != nil {
 		return usageFail(args[0], err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printVerbHelp(os.Stdout, args[0], fs)
 			return 0
