@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -62,6 +63,21 @@ func TestClientMatrix(t *testing.T) {
 	_, base, caFile := exportImportServe(t, in, e2eManifest, "--hostname", "registry.terraform.io", "--hostname", "registry.opentofu.org")
 	u, _ := url.Parse(base)
 	dnsProxy := registrytest.DNSOverride(t, "127.0.0.1:"+u.Port())
+	// Every client below gets download answers with OpenTofu 1.12's
+	// "packages" (every platform's hashes): Terraform and older OpenTofu
+	// must ignore it (their registry-mode locks equal the online ones).
+	var dl struct {
+		Packages map[string]struct{ Hashes []string } `json:"packages"`
+	}
+	resp, err := caFileClient(t, caFile).Get(base + "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&dl)
+	resp.Body.Close()
+	if err != nil || len(dl.Packages) != 3 {
+		t.Fatalf("the download answer has no packages for every platform (%v): %+v", err, dl)
+	}
 
 	var mu sync.Mutex
 	var results []matrixResult
