@@ -197,21 +197,10 @@ func (ev *evaluator) spend(v cty.Value) error {
 	return nil
 }
 
-// diagText is the first error of diags, without positions (the message
-// says which module argument it was).
+// diagText is the first error of diags, "file:line:col: summary: detail".
 func diagText(diags hcl.Diagnostics) string {
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		msg := d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		if d.Subject != nil {
-			msg += " (" + posOf(*d.Subject) + ")"
-		}
-		return msg
+	if lines := dist.DiagLines(diags); len(lines) > 0 {
+		return lines[0]
 	}
 	return "invalid expression"
 }

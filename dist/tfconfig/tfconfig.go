@@ -249,15 +249,9 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 // ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file.
 // Module calls' Dir is left empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if strings.HasSuffix(filename, ".json") {
-		f, diags = hcljson.Parse(src, filename)
-	} else {
-		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	}
-	if diags.HasErrors() {
-		return nil, diagErr(diags, filename)
+	f, err := parseFile(src, filename)
+	if err != nil {
+		return nil, err
 	}
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {
@@ -469,6 +463,21 @@ func exprText(src []byte, r hcl.Range) string {
 		text = text[:117] + "…"
 	}
 	return dist.Printable(text)
+}
+
+// parseFile parses HCL, or JSON when filename ends in .json.
+func parseFile(src []byte, filename string) (*hcl.File, error) {
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(filename, ".json") {
+		f, diags = hcljson.Parse(src, filename)
+	} else {
+		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	}
+	if diags.HasErrors() {
+		return nil, diagErr(diags, filename)
+	}
+	return f, nil
 }
 
 // LoadDir reads the .tf and .tf.json files of one directory.

@@ -12,9 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	hcljson "github.com/hashicorp/hcl/v2/json"
 
 	"github.com/airgap/airgap/dist"
 )
@@ -150,15 +148,9 @@ func readVarFile(path string) ([]byte, error) {
 // parseVarFile reads a .tfvars (HCL) or .tfvars.json file into m: each
 // attribute a variable, each value a literal.
 func parseVarFile(src []byte, filename string, m map[string]rawValue) error {
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if strings.HasSuffix(filename, ".json") {
-		f, diags = hcljson.Parse(src, filename)
-	} else {
-		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	}
-	if diags.HasErrors() {
-		return diagErr(diags, filename)
+	f, err := parseFile(src, filename)
+	if err != nil {
+		return err
 	}
 	attrs, diags := f.Body.JustAttributes()
 	if diags.HasErrors() {
