@@ -50,7 +50,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzExtract$$' -fuzztime $(call fuzztime,3500) ./dist/getter
 	$(FUZZ) -fuzz '^FuzzLockFile$$' -fuzztime $(call fuzztime,60000) ./dist/tfconfig
 	$(FUZZ) -fuzz '^FuzzConfig$$' -fuzztime $(call fuzztime,60000) ./dist/tfconfig
-	$(FUZZ) -fuzz '^FuzzConstEval$$' -fuzztime $(call fuzztime,8000) ./dist/tfconfig
+	$(FUZZ) -fuzz '^FuzzConstEval$$' -fuzztime $(call fuzztime,40000) ./dist/tfconfig
 	$(FUZZ) -fuzz '^FuzzParseSpec$$' -fuzztime $(call fuzztime,12000) ./dist/export
 	$(FUZZ) -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(call fuzztime,120000) ./dist/modzip
 	$(FUZZ) -fuzz '^FuzzRenderKey$$' -fuzztime $(call fuzztime,6000) ./server
