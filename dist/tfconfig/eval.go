@@ -106,7 +106,7 @@ const (
 	hintValues = "give the variable a value as for terraform init: --var NAME=VALUE, --var-file FILE, TF_VAR_NAME, terraform.tfvars or *.auto.tfvars, or a default"
 )
 
-// at is a position for messages.
+// posOf is a position for messages: file:line.
 func posOf(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d", dist.Printable(r.Filename), r.Start.Line)
 }
