@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,13 +283,13 @@ func TestConstEvalLimits(t *testing.T) {
 	var locals strings.Builder
 	locals.WriteString("locals {\n  l0 = \"" + strings.Repeat("x", 1000) + "\"\n")
 	for i := 1; i < 20; i++ {
-		locals.WriteString("  l" + itoa(i) + " = \"${local.l" + itoa(i-1) + "}${local.l" + itoa(i-1) + "}\"\n")
+		locals.WriteString("  l" + strconv.Itoa(i) + " = \"${local.l" + strconv.Itoa(i-1) + "}${local.l" + strconv.Itoa(i-1) + "}\"\n")
 	}
 	locals.WriteString("}\nmodule \"c\" {\n  source = local.l19\n}\n")
 	var chain strings.Builder
 	chain.WriteString("locals {\n  c0 = \"./x\"\n")
 	for i := 1; i < 500; i++ {
-		chain.WriteString("  c" + itoa(i) + " = local.c" + itoa(i-1) + "\n")
+		chain.WriteString("  c" + strconv.Itoa(i) + " = local.c" + strconv.Itoa(i-1) + "\n")
 	}
 	chain.WriteString("}\nmodule \"c\" {\n  source = local.c499\n}\n")
 	var repeat strings.Builder
@@ -314,19 +315,6 @@ func TestConstEvalLimits(t *testing.T) {
 			}
 		})
 	}
-}
-
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
-
-func fmtInt(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
 }
 
 // FuzzConstEval: a hostile root module (main.tf), terraform.tfvars and one
