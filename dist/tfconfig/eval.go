@@ -332,6 +332,10 @@ func (s *scope) variable(name string, rng hcl.Range) (cty.Value, error) {
 		return cty.NilVal, fmt.Errorf("var.%s: %w", dist.Printable(name), err)
 	}
 	if !found || v.IsNull() && d.def != nil {
+		if d.def == nil && s.call != nil {
+			return cty.NilVal, notKnown(fmt.Sprintf("pass %s = … in the module block that calls this module (%s)", dist.Printable(name), posOf(s.call.rng)),
+				"var.%s has no value: module %q does not pass it and it has no default (%s)", dist.Printable(name), dist.Printable(s.call.Name), posOf(d.rng))
+		}
 		if d.def == nil {
 			return cty.NilVal, notKnown(hintValues, "var.%s has no value: it is not set and has no default (%s)", dist.Printable(name), posOf(d.rng))
 		}

@@ -227,8 +227,14 @@ func TestConstModuleSourceErrors(t *testing.T) {
 			}
 		})
 	}
+	// A local module's const variable its caller does not pass.
+	_, err := loadProject(t, map[string]string{"main.tf": "module \"a\" {\n  source = \"./a\"\n}\n",
+		"a/main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"b\" {\n  source = \"./${var.v}\"\n}\n"}, Inputs{})
+	if err == nil || !strings.Contains(err.Error(), `var.v has no value: module "a" does not pass it`) || !strings.Contains(err.Error(), "hint: pass v = … in the module block that calls this module") {
+		t.Errorf("an argument not passed: %v", err)
+	}
 	// --var for a variable the project does not declare, as terraform -var.
-	_, err := loadProject(t, map[string]string{"main.tf": "module \"c\" {\n  source = \"./x\"\n}\n"}, Inputs{Vars: []VarArg{{Name: "nope", Value: "1"}}})
+	_, err = loadProject(t, map[string]string{"main.tf": "module \"c\" {\n  source = \"./x\"\n}\n"}, Inputs{Vars: []VarArg{{Name: "nope", Value: "1"}}})
 	if err == nil || !strings.Contains(err.Error(), `--var nope: the project declares no variable "nope"`) {
 		t.Errorf("undeclared --var: %v", err)
 	}
