@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.Version=$(VERSION)
 FUZZTIME  ?=
 
-.PHONY: build test test-short fuzz bench bench-smoke demo vet lint clean
+.PHONY: build test test-short fuzz bench bench-smoke demo vet lint clean compat-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -15,6 +15,12 @@ build:
 test: vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) fuzz FUZZTIME=
+
+# Rewrites README.md's client compatibility table from a run of the client
+# matrix (every terraform and tofu version in every mode; see
+# client_matrix_test.go). make test fails while the README disagrees.
+compat-table:
+	AIRGAP_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestClientMatrix$$' -timeout 20m .
 
 test-short:
 	$(GO) test -count=1 -short ./...
@@ -59,6 +65,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzExtract$$' -fuzztime $(call fuzztime,3500) ./dist/getter
 	$(FUZZ) -fuzz '^FuzzLockFile$$' -fuzztime $(call fuzztime,60000) ./dist/tfconfig
 	$(FUZZ) -fuzz '^FuzzConfig$$' -fuzztime $(call fuzztime,60000) ./dist/tfconfig
+	$(FUZZ) -fuzz '^FuzzConstEval$$' -fuzztime $(call fuzztime,40000) ./dist/tfconfig
 	$(FUZZ) -fuzz '^FuzzParseSpec$$' -fuzztime $(call fuzztime,12000) ./dist/export
 	$(FUZZ) -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(call fuzztime,120000) ./dist/modzip
 	$(FUZZ) -fuzz '^FuzzRenderKey$$' -fuzztime $(call fuzztime,6000) ./server

@@ -67,6 +67,7 @@ func TestCLIMistakes(t *testing.T) {
 	write("top-attr.hcl", "platform = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {}\n")
 	write("empty.hcl", "platforms = [\"linux_amd64\"]\n")
 	write("notf/README.md", "no terraform here\n")
+	write("proj/main.tf", "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = \"example/${var.v}/aws\"\n}\n")
 	write("text.bundle", "hello, I am a text file\n")
 	write("doc.pdf", "%PDF-1.7\n...")
 	write("empty.bundle", "")
@@ -151,6 +152,15 @@ func TestCLIMistakes(t *testing.T) {
 			[]string{`did you mean "import"?`}},
 		{"single-dash long flag", nil, []string{"verify", "-json", "--keyring", "k/site.pub.asc", "b.bundle"}, 2,
 			[]string{"two dashes", "use --json"}},
+		// -var and -var-file take terraform's spelling; export's other flags do not.
+		{"single-dash --from beside -var", nil, []string{"export", "-from", ".", "-var", "a=b", "--dry-run"}, 2,
+			[]string{"two dashes", "use --from"}},
+		{"--var with a manifest", nil, []string{"export", "--manifest", "ok.hcl", "-var", "env=prod", "--dry-run"}, 2,
+			[]string{"--var and --var-file set variables of a --from project"}},
+		{"--var without =", nil, []string{"export", "--from", ".", "-var", "env", "--dry-run"}, 2,
+			[]string{`--var "env": want NAME=VALUE`}},
+		{"--var-file missing", nil, []string{"export", "--from", "proj", "-var-file=nope.tfvars", "--dry-run", "--cache", "cache"}, 1,
+			[]string{"--var-file nope.tfvars: no such file"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -91,7 +91,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("inventory: %s", out)
 	}
 	out = mustRun(t, work, nil, airgapBin, "client-config", "--url", "https://127.0.0.1:1", "--store", "store", "--mode", "mirror", "--tool", "tofu")
-	if !strings.Contains(out, `url = "https://127.0.0.1:1/mirror/"`) || !strings.Contains(out, "TF_CLI_CONFIG_FILE") || !strings.Contains(out, "~/.tofurc") {
+	if !strings.Contains(out, `url              = "https://127.0.0.1:1/mirror/"`) || !strings.Contains(out, "trust_all_hashes = true") || !strings.Contains(out, "TF_CLI_CONFIG_FILE") || !strings.Contains(out, "~/.tofurc") {
 		t.Errorf("client-config: %s", out)
 	}
 }

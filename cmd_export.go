@@ -15,6 +15,7 @@ import (
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registry"
+	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/verify"
 	"github.com/spf13/pflag"
 )
@@ -45,6 +46,7 @@ type exportCmd struct {
 	allowUnvend bool
 	mirror      string
 	trustMirror bool
+	vars        []tfconfig.VarArg // --var and --var-file, in command-line order
 }
 
 func (c *exportCmd) synopsis() string {
@@ -76,7 +78,41 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	fs.StringVar(&c.mirror, "provider-mirror", "", "fetch every provider from this network mirror (https://HOST/PATH/; overrides the CLI config's provider_installation), checked against the origin registry's signatures")
 	fs.BoolVar(&c.trustMirror, "trust-mirror-hashes", false, "when a mirrored provider's origin registry cannot be reached, carry it on the mirror's hashes alone, marked \"mirror hashes only\" in the bundle")
+	fs.Var(varFlag{&c.vars, false}, "var", "with --from: set a root variable used in module sources or versions, as terraform init -var (repeatable; -var works too)")
+	fs.Var(varFlag{&c.vars, true}, "var-file", "with --from: read root variables from a .tfvars or .tfvars.json file, as terraform init -var-file (repeatable; -var-file works too)")
+	for _, n := range []string{"var", "var-file"} {
+		fs.SetAnnotation(n, singleDash, []string{"terraform"})
+	}
 	return fs
+}
+
+// varFlag collects --var and --var-file into one list in command-line
+// order: as with terraform, a later one wins.
+type varFlag struct {
+	list *[]tfconfig.VarArg
+	file bool
+}
+
+func (f varFlag) String() string { return "" }
+
+func (f varFlag) Type() string {
+	if f.file {
+		return "FILE"
+	}
+	return "NAME=VALUE"
+}
+
+func (f varFlag) Set(s string) error {
+	if f.file {
+		*f.list = append(*f.list, tfconfig.VarArg{File: s})
+		return nil
+	}
+	a, err := tfconfig.ParseVarArg(s)
+	if err != nil {
+		return err
+	}
+	*f.list = append(*f.list, a)
+	return nil
 }
 
 // exportPlan is an export's checked command line.
@@ -111,6 +147,8 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{"give at most one of --since and --have"}
 	case c.jobs < 1 || c.jobs > 64:
 		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
+	case len(c.vars) > 0 && c.from == "":
+		return nil, usageError{"--var and --var-file set variables of a --from project (a manifest has none)"}
 	}
 	if c.out != "" {
 		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
@@ -150,7 +188,8 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	if p.modTime, err = bundle.SourceDate(); err != nil {
 		return nil, err
 	}
-	if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, c.allowEmpty); err != nil {
+	in := tfconfig.Inputs{Vars: c.vars, Env: os.Environ()}
+	if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, c.allowEmpty, in); err != nil {
 		return nil, err
 	}
 	p.req.NoDeps = c.noDeps

@@ -39,12 +39,14 @@ var helps = map[string]verbHelp{
 			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
 			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  the CLI configuration, as Terraform reads it: credentials,\n    credentials_helper, host blocks (proxy registries), provider_installation network mirrors",
 			"TF_REGISTRY_CLIENT_TIMEOUT  seconds for registry metadata and a credentials helper's answer (default 10)",
+			"TF_VAR_<name>  with --from: a root variable's value, as terraform init reads it",
 			"HTTPS_PROXY, NO_PROXY  proxy for registry requests"},
 		[]string{"airgap export --manifest airgap.hcl --dry-run --json",
 			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
 			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
 			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
-			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT"}},
+			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT",
+			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables"}},
 	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--strict] [--json]",
 		"For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
 			"writing nothing (any part of a split set names the whole set), and shows what it brings in:\n" +
@@ -198,6 +200,30 @@ func didYouMean(word string, vs map[string]verb) string {
 
 // checkDashes catches Terraform-style single-dash long flags (-json), which
 // pflag would read as a bundle of one-letter flags.
+// singleDash annotates the flags that also take terraform's single-dash
+// spelling (export's -var and -var-file), so that a terraform command line
+// carries over.
+const singleDash = "airgap-single-dash"
+
+// terraformDashes rewrites -NAME and -NAME=VALUE to --NAME… for the flags
+// annotated singleDash; everything else is left to checkDashes.
+func terraformDashes(args []string, fs *pflag.FlagSet) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if f := fs.Lookup(name); f != nil && len(f.Annotations[singleDash]) > 0 {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 func checkDashes(args []string, fs *pflag.FlagSet) error {
 	for _, a := range args {
 		if a == "--" {

@@ -84,11 +84,12 @@ func run(args []string) int {
 	fs := v.flags()
 	fs.SetOutput(io.Discard)
 	addLogFormat(fs)
-	if err := checkDashes(args[1:], fs); err != nil {
-		failJSON(fs, args[1:], err)
+	rest := terraformDashes(args[1:], fs)
+	if err := checkDashes(rest, fs); err != nil {
+		failJSON(fs, rest, err)
 		return usageFail(args[0], err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printVerbHelp(os.Stdout, args[0], fs)
 			return 0

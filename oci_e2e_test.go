@@ -62,10 +62,10 @@ output "ids" {
 // exportImportServe runs the connected and offline sides of the journey
 // for manifest against the stand-in internet in: keygen, export, import,
 // serve. It returns the store, the appliance's base URL and its CA file.
-func exportImportServe(t *testing.T, in *registrytest.Internet, manifest string) (storeDir, base, caFile string) {
+func exportImportServe(t *testing.T, in *registrytest.Internet, manifest string, serveArgs ...string) (storeDir, base, caFile string) {
 	t.Helper()
 	storeDir = exportImport(t, in, manifest)
-	base, caFile = startServe(t, storeDir)
+	base, caFile = startServe(t, storeDir, serveArgs...)
 	return storeDir, base, caFile
 }
 

@@ -11,32 +11,46 @@ import (
 	"testing"
 )
 
-// tofuVersion is the OpenTofu release the end-to-end tests drive.
-const tofuVersion = "1.11.14"
-
-var (
-	tofuOnce sync.Once
-	tofuPath string
-	tofuErr  string
+// tofuVersion is the OpenTofu release most end-to-end tests drive; the
+// client matrix (client_matrix_test.go) adds tofuNewVersion.
+const (
+	tofuVersion    = "1.11.14"
+	tofuNewVersion = "1.12.6"
 )
 
-// tofuBin returns the path of a real tofu binary, building it from the
-// OpenTofu Go module on first use and caching it in
+var tofuBuilds sync.Map // version -> *tofuBuild
+
+type tofuBuild struct {
+	once      sync.Once
+	path, err string
+}
+
+// tofuBin returns the path of a real tofu binary (tofuVersion), building it
+// from the OpenTofu Go module on first use and caching it in
 // $AIRGAP_TEST_CACHE (default ~/.cache/airgap). OpenTofu's go.mod has a
 // replace directive, so 'go install …@version' cannot build it: the module
 // is downloaded and ./cmd/tofu built inside it. A missing tofu fails the
 // test: the OpenTofu client must not go untested.
-func tofuBin(t *testing.T) string {
+func tofuBin(t *testing.T) string { return tofuBinVersion(t, tofuVersion) }
+
+// tofuBinVersion is tofuBin for OpenTofu version v.
+func tofuBinVersion(t *testing.T, v string) string {
 	t.Helper()
-	tofuOnce.Do(func() { tofuPath, tofuErr = buildTofu() })
-	if tofuErr != "" {
-		t.Fatalf("tofu %s is required by the end-to-end tests and could not be built: %s\nhint: it is built from the Go module proxy (go mod download github.com/opentofu/opentofu@v%s); check that the proxy is reachable", tofuVersion, tofuErr, tofuVersion)
+	path, errText := buildTofu(v)
+	if errText != "" {
+		t.Fatalf("tofu %s is required by the end-to-end tests and could not be built: %s\nhint: it is built from the Go module proxy (go mod download github.com/opentofu/opentofu@v%s); check that the proxy is reachable", v, errText, v)
 	}
-	return tofuPath
+	return path
 }
 
-func buildTofu() (string, string) {
-	return buildFromModule("github.com/opentofu/opentofu", tofuVersion, "./cmd/tofu", "tofu-"+tofuVersion, "")
+// buildTofu builds (once per test binary) and caches tofu v.
+func buildTofu(v string) (string, string) {
+	b, _ := tofuBuilds.LoadOrStore(v, &tofuBuild{})
+	tb := b.(*tofuBuild)
+	tb.once.Do(func() {
+		tb.path, tb.err = buildFromModule("github.com/opentofu/opentofu", v, "./cmd/tofu", "tofu-"+v, "")
+	})
+	return tb.path, tb.err
 }
 
 // testCacheDir is where the tests keep tools they build or install:

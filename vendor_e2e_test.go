@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -28,6 +29,7 @@ func TestVendoredModulesOffline(t *testing.T) {
 	bundleFile := filepath.Join(work, "v.bundle")
 	out := mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--sign-key", "k/site.key.asc", "--out", bundleFile, "--cache", filepath.Join(work, "cache"))
 	t.Log(out)
+	exportOut := out
 	// Sources that cannot be vendored fail the export, all listed with
 	// file:line and what to do; --allow-unvendored makes them warnings.
 	os.WriteFile(filepath.Join(work, "bad.hcl"), []byte("platforms = [\"linux_amd64\"]\nmodule \"example/bad/aws\" {}\n"), 0o644)
@@ -56,7 +58,7 @@ func TestVendoredModulesOffline(t *testing.T) {
 	if !strings.Contains(inv, "vendored main.tf:4 git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/") {
 		t.Errorf("inventory does not show the rewrites:\n%s", inv)
 	}
-	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io")
+	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io", "--hostname", "registry.opentofu.org")
 
 	project := "module \"wrap\" {\n  source  = \"example/wrap/aws\"\n  version = \"1.0.0\"\n}\n\n" +
 		"output \"leaf\" {\n  value = module.wrap.leaf\n}\n\noutput \"net\" {\n  value = module.wrap.net\n}\n\noutput \"direct\" {\n  value = module.wrap.direct\n}\n"
@@ -103,6 +105,7 @@ func TestVendoredModulesOffline(t *testing.T) {
 			t.Errorf("plan:\n%s", out)
 		}
 	})
+	t.Run("tofu", func(t *testing.T) { vendoredModulesTofu(t, in, work, store, base, caFile, exportOut) })
 	// The control: the same module exported with --no-vendor does not
 	// install offline (so the test above can fail).
 	t.Run("no-vendor fails offline", func(t *testing.T) {
@@ -121,4 +124,77 @@ func TestVendoredModulesOffline(t *testing.T) {
 			t.Errorf("init without vendoring succeeded offline (err %v):\n%s", err, out)
 		}
 	})
+}
+
+// vendoredModulesTofu runs the vendored-module journey under OpenTofu
+// 1.12.6. One difference is the client's: inside the vendored packages,
+// ../lib calls "example/subnet/aws", a registry address without a host,
+// which Terraform resolves to registry.terraform.io (what export follows)
+// and OpenTofu to registry.opentofu.org. So tofu needs that module from
+// registry.opentofu.org too: export says so (exportOut, a note), tofu init
+// fails offline until a bundle carries it, and then installs in every mode.
+func vendoredModulesTofu(t *testing.T, in *registrytest.Internet, work, store, base, caFile, exportOut string) {
+	tofu := tofuBinVersion(t, tofuNewVersion)
+	if !strings.Contains(exportOut, `note: module registry.terraform.io/example/wrap/aws 1.0.0 calls example/subnet/aws without a host`) ||
+		!strings.Contains(exportOut, `add module "registry.opentofu.org/example/subnet/aws" to the manifest`) {
+		t.Errorf("export did not note the host-less call OpenTofu resolves elsewhere:\n%s", exportOut)
+	}
+	project := "module \"wrap\" {\n  source  = \"registry.terraform.io/example/wrap/aws\"\n  version = \"1.0.0\"\n}\n\n" +
+		"output \"leaf\" {\n  value = module.wrap.leaf\n}\n\noutput \"net\" {\n  value = module.wrap.net\n}\n\noutput \"direct\" {\n  value = module.wrap.direct\n}\n"
+	offline := func(t *testing.T, mode string) ([]string, string) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(project), 0o644)
+		if mode == "dns" {
+			u, _ := url.Parse(base)
+			return []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none.rc"), "SSL_CERT_FILE=" + caFile,
+				"HTTPS_PROXY=" + registrytest.DNSOverride(t, "127.0.0.1:"+u.Port()), "NO_PROXY="}, dir
+		}
+		rc := filepath.Join(t.TempDir(), "tofu.rc")
+		os.WriteFile(rc, []byte(mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--tool", "tofu", "--mode", mode)), 0o644)
+		return []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, dir
+	}
+	// Without registry.opentofu.org/example/subnet/aws on the appliance,
+	// tofu fails where Terraform succeeded, naming the address it asked for.
+	env, dir := offline(t, "registry")
+	if out, err := cmdRun(t, dir, env, tofu, "init", "-input=false", "-no-color"); err == nil || !strings.Contains(out, `module "subnet"`) || !strings.Contains(out, "from registry.opentofu.org") {
+		t.Fatalf("tofu init without the module from registry.opentofu.org (err %v):\n%s", err, out)
+	}
+	// The stand-in's registry.opentofu.org lists the module too (as the
+	// real one lists most modules of the public registry); a bundle that
+	// carries it makes the vendored module install for tofu as well.
+	in.AddModule("registry.opentofu.org", "example", "subnet", "aws", "2.1.0", "https://archives.example.com/subnet-2.1.0.tar.gz")
+	mf := filepath.Join(work, "tofu.hcl")
+	os.WriteFile(mf, []byte("module \"registry.opentofu.org/example/subnet/aws\" {\n  versions = \"~> 2.0\"\n}\n"), 0o644)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
+	b := filepath.Join(work, "tofu.bundle")
+	mustRun(t, work, online, airgapBin, "export", "--manifest", mf, "--sign-key", "k/site.key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store, b)
+	// serve reloads the catalog within 2 s of an import; client-config asks
+	// it which origins it serves.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		cfg := mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--tool", "tofu")
+		if strings.Contains(cfg, `host "registry.opentofu.org"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not pick up the import:\n%s", cfg)
+		}
+	}
+	for _, mode := range []string{"registry", "mirror", "dns"} {
+		t.Run(mode, func(t *testing.T) {
+			env, dir := offline(t, mode)
+			mustRun(t, dir, env, tofu, "init", "-input=false", "-no-color")
+			out := mustRun(t, dir, env, tofu, "plan", "-input=false", "-no-color")
+			for _, want := range []string{`leaf   = "` + registrytest.VendorLeaf + `"`, `direct = "` + registrytest.VendorLeaf + `"`, `net    = "` + registrytest.VendorNet + `"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("tofu plan lacks %s:\n%s", want, out)
+				}
+			}
+			mods, _ := os.ReadFile(filepath.Join(dir, ".terraform", "modules", "modules.json"))
+			if !strings.Contains(string(mods), `"wrap.app.lib.subnet"`) || !strings.Contains(string(mods), ".airgap/modules/") || !strings.Contains(string(mods), "registry.opentofu.org/example/subnet/aws") {
+				t.Errorf("modules.json: %s", mods)
+			}
+		})
+	}
 }

@@ -52,8 +52,15 @@ func ParseProviderSource(s string) (Provider, error) {
 		return p, fmt.Errorf("provider source %q: want [HOST/]NAMESPACE/TYPE", s)
 	}
 	p.Namespace, p.Type = strings.ToLower(p.Namespace), strings.ToLower(p.Type)
-	if !ValidProviderName(p.Namespace) || !ValidProviderName(p.Type) {
-		return p, fmt.Errorf("provider source %q: invalid namespace or type", s)
+	if !ValidProviderNamespace(p.Namespace) {
+		return p, fmt.Errorf("provider source %q: invalid namespace %q (letters, digits, dashes and underscores, starting and ending with a letter or digit, at most 64)", s, p.Namespace)
+	}
+	if !ValidProviderType(p.Type) {
+		why := "letters, digits and single dashes, starting and ending with a letter or digit, at most 64"
+		if strings.Contains(p.Type, "_") {
+			why = "underscores are allowed in provider namespaces (Terraform 1.16), never in types"
+		}
+		return p, fmt.Errorf("provider source %q: invalid type %q (%s)", s, p.Type, why)
 	}
 	return p, nil
 }

@@ -175,6 +175,7 @@ func (m ModuleVersion) String() string { return m.Addr() + " " + m.Version }
 var (
 	reHost      = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?$`)
 	reProvName  = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?$`)
+	reProvType  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	reModName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$`)
 	rePlatform  = regexp.MustCompile(`^[a-z0-9]+$`)
 	reFilename  = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
@@ -191,8 +192,31 @@ const MaxMirrorHashes = 16
 // optional port.
 func ValidHost(s string) bool { return len(s) <= 253 && reHost.MatchString(s) }
 
-// ValidProviderName reports whether s is a valid provider namespace or type.
+// ValidProviderName reports whether s may be a provider namespace or type
+// in a catalog: lowercase letters, digits, dashes and underscores, neither
+// first nor last, at most 64. It is the union of what the clients accept in
+// either part, so that every store and bundle an earlier airgap wrote still
+// reads; addresses users write go through ParseProviderSource, which holds
+// each part to its own rule (ValidProviderNamespace, ValidProviderType).
 func ValidProviderName(s string) bool { return len(s) <= 64 && reProvName.MatchString(s) }
+
+// ValidProviderNamespace reports whether s (lowercase) is a provider
+// namespace as Terraform 1.16 accepts it: letters, digits, dashes and
+// underscores, starting and ending with a letter or digit, at most 64
+// characters (terraform-registry-address's provider name pattern).
+// Terraform before 1.16 and OpenTofu (through 1.12) still refuse
+// underscores; they simply never ask for such a namespace.
+func ValidProviderNamespace(s string) bool { return ValidProviderName(s) }
+
+// ValidProviderType reports whether s (lowercase) is a provider type as
+// every client accepts it: letters, digits and dashes, no dash first or
+// last and no two in a row, at most 64. Underscores stay out of types
+// (Terraform 1.16 allows them in namespaces only; a type also names the
+// package file, terraform-provider-TYPE_VERSION_OS_ARCH.zip, whose parts
+// "_" separates).
+func ValidProviderType(s string) bool {
+	return len(s) <= 64 && reProvType.MatchString(s) && !strings.Contains(s, "--")
+}
 
 // ValidModuleName reports whether s is a valid module namespace, name or system.
 func ValidModuleName(s string) bool { return len(s) <= 64 && reModName.MatchString(s) }

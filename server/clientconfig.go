@@ -96,8 +96,20 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 				o, base+"origin/"+o+"/v1/providers/", base+"origin/"+o+"/v1/modules/")
 		}
 	case "mirror":
-		fmt.Fprintf(w, "#\n# Mirror mode: providers come from the appliance's network mirror (lock files get\n# only the local h1: hash); modules still need host overrides (there is no\n# module mirror protocol).\n")
-		fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url = %q\n  }\n}\n", base+"mirror/")
+		if tool == "tofu" {
+			// trust_all_hashes (OpenTofu 1.12, cliconfig/provider_installation.go;
+			// earlier versions ignore the attribute): every hash the mirror
+			// lists goes into the lock file, not only the installed
+			// platform's. The appliance lists only hashes it checked at
+			// import. OpenTofu records them for providers whose signatures it
+			// does not enforce (registry.opentofu.org's); for the others it
+			// keeps the installed platform's.
+			fmt.Fprintf(w, "#\n# Mirror mode: providers come from the appliance's network mirror. Lock files get\n# the installed platform's h1: and zh:, and with OpenTofu 1.12 or newer every\n# platform's hashes the mirror lists for registry.opentofu.org providers\n# (trust_all_hashes; older versions ignore it). Modules still need host\n# overrides (there is no module mirror protocol).\n")
+			fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url              = %q\n    trust_all_hashes = true\n  }\n}\n", base+"mirror/")
+		} else {
+			fmt.Fprintf(w, "#\n# Mirror mode: providers come from the appliance's network mirror (lock files get\n# only the local h1: hash); modules still need host overrides (there is no\n# module mirror protocol).\n")
+			fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url = %q\n  }\n}\n", base+"mirror/")
+		}
 		writeModuleHosts(w, base, opt.Origins)
 	case "oci":
 		if err := writeOCIConfig(w, base, host, opt.Origins, opt.Token); err != nil {

@@ -28,6 +28,12 @@
 // lacks is a 404 with a JSON error body, never an HTML 200. Errors map to
 // status codes in one place (errors.go).
 //
+// A provider download answer also carries OpenTofu 1.12's "packages":
+// every platform's zh: and h1: hashes and size, from the catalog (which
+// import checked), so a fresh 'tofu init' records every platform's hashes;
+// Terraform ignores the field. The mirror's <version>.json lists h1: and
+// zh: for every platform, what OpenTofu's trust_all_hashes records.
+//
 // Answers never repeat the Host header: download_url, shasums_url,
 // shasums_signature_url, module locations and mirror archive URLs are
 // relative, and the clients resolve them against the request URL. The

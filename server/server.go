@@ -127,10 +127,13 @@ func (st *state) ownerIndex() map[verify.Digest][]*Download {
 // an answer made of catalog data plus fixed-length relative URLs: a
 // versions list (~40 bytes a version and ~35 a platform), a download
 // answer (~600 bytes plus its version's signing keys, ~1.7–3.5 KiB of
-// ASCII armour each), a module location (~150 bytes) or a mirror document
-// (~250 bytes a platform). The bulk, at most 3·Npkg download answers, is
-// about 3·Npkg·(0.6 KiB + keys): ~12 MiB for 1,000 packages signed by one
-// key, but ~500 MiB for the 50,000-package catalog of make bench (measured:
+// ASCII armour each, plus ~170 bytes for each platform of its version in
+// the "packages" object OpenTofu 1.12 reads), a module location (~150
+// bytes) or a mirror document (~250 bytes a platform). The bulk, at most
+// 3·Npkg download answers, is about 3·Npkg·(0.6 KiB + keys + 0.17 KiB·P)
+// for versions of P platforms: ~13 MiB for 1,000 packages of 3-platform
+// versions signed by one key (~15 MiB at 14 platforms, the most a real
+// provider publishes), but ~500 MiB for the 50,000-package catalog of make bench (measured:
 // serve's RSS reached 750 MB when a client asked for every download answer
 // through the three routes). So the cache also has a byte budget
 // (Options.CacheBytes, default DefaultCacheBytes, counted by entryCost):
@@ -580,7 +583,22 @@ func (s *Server) providerDownload(r *http.Request, rc *reqCtx) (any, map[string]
 	if d.SigningKeys.GPGPublicKeys == nil {
 		d.SigningKeys.GPGPublicKeys = []dist.SigningKey{}
 	}
+	d.Packages = packageHashes(p)
 	return d, nil, nil
+}
+
+// packageHashes is the download answer's "packages" object: each
+// platform's zh: and h1: and size, from the catalog (checked at import:
+// zh: against the signed SHA256SUMS, h1: recomputed from the zip).
+// OpenTofu ≥ 1.12 checks the installed package's size and zh: against
+// its entry, then records every platform's hashes, so a fresh 'tofu init'
+// in registry mode gets a lock file that verifies on every platform.
+func packageHashes(p *dist.ProviderVersion) map[string]dist.PackageHashes {
+	out := make(map[string]dist.PackageHashes, len(p.Packages))
+	for _, pk := range p.Packages {
+		out[pk.Platform()] = dist.PackageHashes{Hashes: []string{pk.ZH(), pk.H1}, PackageSize: pk.Size}
+	}
+	return out
 }
 
 func blobURL(d verify.Digest, filename string) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/verify"
 )
@@ -148,6 +149,10 @@ func TestProviderRegistryProtocol(t *testing.T) {
 				ASCIIArmor string `json:"ascii_armor"`
 			} `json:"gpg_public_keys"`
 		} `json:"signing_keys"`
+		Packages map[string]struct {
+			Hashes      []string `json:"hashes"`
+			PackageSize int64    `json:"package_size"`
+		} `json:"packages"`
 	}
 	e.getJSON(t, "/origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.0/download/darwin/arm64", &dl)
 	if dl.OS != "darwin" || dl.Arch != "arm64" || !verify.IsHex64(dl.Shasum) || len(dl.SigningKeys.GPGPublicKeys) != 1 {
@@ -172,6 +177,31 @@ func TestProviderRegistryProtocol(t *testing.T) {
 	sum := sha256.Sum256(zip)
 	if hex.EncodeToString(sum[:]) != dl.Shasum {
 		t.Fatal("package bytes do not match shasum")
+	}
+	// OpenTofu 1.12's "packages": every platform of the version with its
+	// zh:, h1: and size; the requested platform's entry matches the bytes.
+	pv := e.set.Catalog.Providers[0]
+	for _, p := range e.set.Catalog.Providers {
+		if p.Type == "random" && p.Version == "3.6.0" {
+			pv = p
+		}
+	}
+	if len(dl.Packages) != len(pv.Packages) {
+		t.Fatalf("packages lists %d platforms, the version has %d: %+v", len(dl.Packages), len(pv.Packages), dl.Packages)
+	}
+	for _, pk := range pv.Packages {
+		got := dl.Packages[pk.Platform()]
+		if strings.Join(got.Hashes, " ") != pk.ZH()+" "+pk.H1 || got.PackageSize != pk.Size || pk.Size <= 0 {
+			t.Errorf("packages[%s] = %+v, want [%s %s] and %d bytes", pk.Platform(), got, pk.ZH(), pk.H1, pk.Size)
+		}
+	}
+	if own := dl.Packages["darwin_arm64"]; own.Hashes[0] != "zh:"+dl.Shasum || own.PackageSize != int64(len(zip)) {
+		t.Errorf("the requested platform's entry %+v does not match the package (%d bytes, %s)", own, len(zip), dl.Shasum)
+	}
+	zipFile := filepath.Join(t.TempDir(), dl.Filename)
+	os.WriteFile(zipFile, zip, 0o644)
+	if h1, err := dist.H1(zipFile); err != nil || dl.Packages["darwin_arm64"].Hashes[1] != h1 {
+		t.Errorf("packages h1 %s, the served zip's is %s (%v)", dl.Packages["darwin_arm64"].Hashes[1], h1, err)
 	}
 	sums := fetch(dl.ShasumsURL)
 	if !bytes.Contains(sums, []byte(dl.Shasum+"  "+dl.Filename)) {

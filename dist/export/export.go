@@ -147,6 +147,9 @@ type exporter struct {
 	// flight shares one download among concurrent requests for a digest
 	// (two addresses or origins serving byte-identical packages).
 	flight singleflight.Group
+	// shorthand: registry.opentofu.org module addresses requested or
+	// already noted (noteShorthand).
+	shorthand map[string]bool
 }
 
 type sumsEntry struct {
@@ -181,8 +184,11 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	}
 	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
 	tidyModuleWork(opt.CacheDir, time.Now())
-	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}},
+	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}, Warnings: append([]string(nil), req.Warnings...)},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
+	for _, w := range req.Warnings {
+		opt.Log("warning: %s", w)
+	}
 	cat := &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
 
 	// Modules first: their dependencies add provider requests.
@@ -849,6 +855,15 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 			continue
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
+		e.noteShorthand(mv, c.Source, addr)
+		if c.VersionExpr != "" && c.Version == "" {
+			// Its callers decide (Terraform ≥ 1.15 const variables,
+			// OpenTofu's early evaluation): one export cannot.
+			rel, _ := filepath.Rel(dir, c.Pos)
+			w := fmt.Sprintf("module %s calls %s at %s with version = %s, which its callers set: exporting the newest version; name others in a manifest's module block", mv, addr, dist.Printable(rel), c.VersionExpr)
+			e.res.Warnings = append(e.res.Warnings, w)
+			e.opt.Log("warning: %s", w)
+		}
 		if c.Version != "" {
 			if r.Constraints, err = ParseConstraints(c.Version); err != nil {
 				return nil, nil, fmt.Errorf("module %s: %s: version %q: %w", mv, c.Pos, c.Version, err)
@@ -871,6 +886,31 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 		provs = append(provs, r)
 	}
 	return mods, provs, nil
+}
+
+// noteShorthand says, once per address, that a module's call of a
+// registry module without a host ("example/subnet/aws") means
+// registry.terraform.io to Terraform, which is what export follows, and
+// registry.opentofu.org to OpenTofu, which this export does not carry
+// unless the manifest asks for it: offline, 'tofu init' would then ask the
+// appliance's registry.opentofu.org view for a module it does not have.
+func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dist.Module) {
+	if addr.Host != dist.DefaultRegistry || strings.Count(strings.SplitN(source, "//", 2)[0], "/") != 2 {
+		return
+	}
+	tofu := dist.Module{Host: "registry.opentofu.org", Namespace: addr.Namespace, Name: addr.Name, System: addr.System}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shorthand == nil {
+		e.shorthand = map[string]bool{}
+		for _, m := range e.req.Modules {
+			e.shorthand[strings.ToLower(m.Addr.String())] = true
+		}
+	}
+	if key := strings.ToLower(tofu.String()); !e.shorthand[key] {
+		e.shorthand[key] = true
+		e.opt.Log("note: module %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; for OpenTofu clients add module %q to the manifest", mv, dist.Printable(source), tofu.String())
+	}
 }
 
 func human(n int64) string { return dist.HumanSize(n) }

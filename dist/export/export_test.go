@@ -20,6 +20,7 @@ import (
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -291,7 +292,7 @@ module "local" { source = "./mod" }
   ]
 }
 `), 0o644)
-	req, err := export.FromProject(dir, []string{"linux_amd64"})
+	req, err := export.FromProject(dir, []string{"linux_amd64"}, tfconfig.Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ module "local" { source = "./mod" }
 		t.Fatalf("locked version not exported exactly, or local module not followed: %v", got)
 	}
 	// darwin package does not match the lock (which only has linux h1): fail naming it.
-	req, _ = export.FromProject(dir, []string{"linux_amd64", "darwin_arm64"})
+	req, _ = export.FromProject(dir, []string{"linux_amd64", "darwin_arm64"}, tfconfig.Inputs{})
 	_, err = export.Run(context.Background(), req, options(t, in, t.TempDir(), nil))
 	if err == nil || !strings.Contains(err.Error(), "random 3.6.0 darwin_arm64") || !strings.Contains(err.Error(), ".terraform.lock.hcl") {
 		t.Fatalf("lock mismatch: %v", err)

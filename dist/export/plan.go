@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/tfconfig"
 )
 
 // PlanItem is one resolved provider or module version of an export plan
@@ -149,16 +150,16 @@ func (s *Summary) Text() string {
 }
 
 // LoadRequest reads what to export from a manifest or (when manifest is "")
-// a project directory. A request for nothing is refused with ErrEmpty
+// a project directory (in: the values of its variables, see FromProject). A request for nothing is refused with ErrEmpty
 // unless allowEmpty: a bundle with nothing in it is found out only on the
 // other side of the gap.
-func LoadRequest(manifest, from string, platforms []string, allowEmpty bool) (*Request, error) {
+func LoadRequest(manifest, from string, platforms []string, allowEmpty bool, in tfconfig.Inputs) (*Request, error) {
 	var req *Request
 	var err error
 	if manifest != "" {
 		req, err = ParseSpec(manifest, platforms)
 	} else {
-		req, err = FromProject(from, platforms)
+		req, err = FromProject(from, platforms, in)
 	}
 	if err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ type Request struct {
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
 	Withdraw  []dist.Withdrawal
 	Reinstate []dist.Withdrawal
+	// Warnings found while reading the request (FromProject: variables in
+	// module sources not declared const); Run starts its warnings with them.
+	Warnings []string
 }
 
 // ProviderReq asks for versions of one provider.
@@ -326,15 +329,19 @@ func (b specWithdraw) withdrawal() (dist.Withdrawal, error) {
 // FromProject derives a Request from a Terraform/OpenTofu project: the
 // required_providers of every .tf/.tf.json (following local module calls),
 // its registry module calls, and .terraform.lock.hcl, whose versions are
-// exported exactly and whose hashes each package must match.
-func FromProject(dir string, platforms []string) (*Request, error) {
+// exported exactly and whose hashes each package must match. Module
+// sources and versions written as expressions are evaluated as 'terraform
+// init' and 'tofu init' do (tfconfig.LoadProject), the root module's
+// variables taking their values from in (--var, --var-file, TF_VAR_), the
+// project's tfvars files and their defaults.
+func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, error) {
 	if err := checkPlatforms(platforms, nil); err != nil {
 		return nil, err
 	}
 	if err := hasTerraformFiles(dir); err != nil {
 		return nil, err
 	}
-	cfg, err := tfconfig.LoadTree(dir)
+	cfg, err := tfconfig.LoadProject(dir, in)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +349,7 @@ func FromProject(dir string, platforms []string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes}
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}

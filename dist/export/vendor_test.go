@@ -163,7 +163,7 @@ func TestExportVendorRefuses(t *testing.T) {
 	}
 	msg := err.Error()
 	t.Log(msg)
-	for _, want := range []string{`main.tf:4: module "bucket"`, "s3:: sources cannot be fetched", `main.tf:8: module "computed": the source is not a literal string`,
+	for _, want := range []string{`main.tf:4: module "bucket"`, "s3:: sources cannot be fetched", `main.tf:8: module "computed": the source is not a literal string but an expression ("git::https://github.com/example/${var.where}.git")`,
 		`main.tf:12: module "gone": fetching git::https://github.com/example/does-not-exist.git`, "hint:", "--allow-unvendored"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error lacks %q", want)

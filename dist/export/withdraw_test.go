@@ -8,13 +8,14 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/tfconfig"
 )
 
 func TestSpecWithdraw(t *testing.T) {
 	parse := func(src string) (*Request, error) {
 		p := filepath.Join(t.TempDir(), "airgap.hcl")
 		os.WriteFile(p, []byte(src), 0o644)
-		return LoadRequest(p, "", nil, false)
+		return LoadRequest(p, "", nil, false, tfconfig.Inputs{})
 	}
 	req, err := parse(`
 withdraw "hashicorp/aws" {

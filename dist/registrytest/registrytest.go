@@ -2,7 +2,8 @@
 // HTTPS servers with a test CA, answering for registry.terraform.io (204 +
 // X-Terraform-Get modules, RSA-signed providers on releases.hashicorp.com),
 // registry.opentofu.org (static-site style: relative service URLs, empty
-// signing keys, 200 + JSON location modules), a git smart-HTTP host
+// signing keys, every platform's hashes in download answers, 200 + JSON
+// location modules), a git smart-HTTP host
 // (github.com, through 'git http-backend') and an HTTP archive host
 // (archives.example.com), plus a CONNECT proxy so that subprocesses
 // (airgap, terraform, git) reach them by their real names through
@@ -311,6 +312,14 @@ func (in *Internet) registryAs(w http.ResponseWriter, r *http.Request, host stri
 				}
 				if tofu { // relative URLs, as a static registry may give them
 					doc["download_url"] = "/dl/" + path(host, v.Type, v.Version) + "/" + pk.Filename
+					// and every platform's hashes and size, which OpenTofu
+					// 1.12 records in the lock file (RFC
+					// 20251027-provider-registry-hashes).
+					pkgs := map[string]any{}
+					for _, p := range v.Packages {
+						pkgs[p.Platform()] = map[string]any{"hashes": []string{p.ZH(), p.H1}, "package_size": p.Size}
+					}
+					doc["packages"] = pkgs
 				}
 				if rewrite != nil {
 					rewrite(doc)

@@ -1,8 +1,16 @@
 // Package tfconfig reads what a Terraform/OpenTofu configuration needs:
 // required_providers, module calls (with positions, for messages) and the
-// dependency lock file. It reads .tf and .tf.json with hashicorp/hcl/v2 and
-// evaluates only literal values; it does not run Terraform and does not
-// fetch anything.
+// dependency lock file. It reads .tf and .tf.json with hashicorp/hcl/v2; it
+// does not run Terraform and does not fetch anything. LoadDir, LoadTree and
+// LoadTreeIn evaluate only literal values. LoadProject also evaluates module
+// sources and versions written as expressions, as 'terraform init' (1.15+,
+// const variables) and 'tofu init' (1.8+, early evaluation) do: variables
+// from --var, --var-file, tfvars files, TF_VAR_ and defaults, locals, and a
+// fixed set of pure functions, through HCL's own evaluation (eval.go,
+// funcs.go, vars.go); anything not known at init is an error naming
+// file:line:col and the expression. Const evaluation is bounded too
+// (MaxValueBytes per value, MaxEvalBytes in all, MaxEvalDepth nesting; no
+// for expressions, splats or arithmetic).
 //
 // Configurations are untrusted (a downloaded module's are written by its
 // publisher). Every malformed file gives an error naming file:line:col,

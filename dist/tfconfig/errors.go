@@ -11,3 +11,7 @@ var ErrOutside = errors.New("outside the project or module package")
 
 // ErrTooLarge: a file, directory or tree over one of the limits.
 var ErrTooLarge = errors.New("configuration too large")
+
+// ErrNotConst: a module source or version that is not known when
+// 'terraform init' runs (LoadProject), or that airgap does not evaluate.
+var ErrNotConst = errors.New("not known at init")

@@ -1,6 +1,7 @@
 package tfconfig
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,17 +56,64 @@ type ModuleCall struct {
 	// source argument (of the block if it has none).
 	File string
 	Line int
+	// SourceExpr and VersionExpr are the source and version as written
+	// (escaped, shortened) when they are expressions rather than literal
+	// strings: Terraform ≥ 1.15 evaluates literals and const variables
+	// there, OpenTofu ≥ 1.8 variables and locals. LoadProject evaluates
+	// them (Source and Version then hold the results); ParseConfig, LoadDir
+	// and LoadTreeIn leave Source or Version empty for them.
+	SourceExpr, VersionExpr string
+
+	source, version hcl.Expression            // for evaluation, when not literal
+	args            map[string]hcl.Expression // the block's other arguments: the child's inputs
+	rng             hcl.Range                 // the block's definition
 }
 
 // Config is what one directory (and, with LoadTree, its local modules) needs.
 type Config struct {
 	Providers []ProviderReq
 	Modules   []ModuleCall
+	// Notes are things worth saying that are not errors (LoadProject: a
+	// module source that uses a variable not declared const = true, which
+	// OpenTofu evaluates and Terraform ≥ 1.15 refuses).
+	Notes []string
+
+	vars   map[string]*variable // variable blocks, for LoadProject
+	locals map[string]*local    // locals entries, for LoadProject
+}
+
+// variable is a variable block as LoadProject needs it. Only its
+// declaration is read when the file is: the type and default are decoded
+// when a module source or version uses the variable, so a configuration
+// that uses none loads as it always did.
+type variable struct {
+	name                string
+	rng                 hcl.Range
+	typ, def            hcl.Expression // nil when absent
+	constSet, constTrue bool
+	constBad            bool // const is not a literal bool
+	sensitive           bool
+	override            bool // declared in an override file
+	twice               bool // declared twice outside override files
+}
+
+// local is one entry of a locals block.
+type local struct {
+	name  string
+	expr  hcl.Expression
+	rng   hcl.Range
+	twice bool
 }
 
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "terraform"},
 	{Type: "module", LabelNames: []string{"name"}},
+	{Type: "variable", LabelNames: []string{"name"}},
+	{Type: "locals"},
+}}
+
+var variableSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "type"}, {Name: "default"}, {Name: "const"}, {Name: "sensitive"},
 }}
 
 var terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}}
@@ -192,8 +240,7 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 			c.Modules[i].Dir = t.path(rel)
 			c.Modules[i].File = filepath.Join(rel, n)
 		}
-		cfg.Providers = append(cfg.Providers, c.Providers...)
-		cfg.Modules = append(cfg.Modules, c.Modules...)
+		cfg.merge(c)
 	}
 	sort.SliceStable(cfg.Providers, func(i, j int) bool { return cfg.Providers[i].LocalName < cfg.Providers[j].LocalName })
 	return cfg, nil
@@ -202,21 +249,20 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 // ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file.
 // Module calls' Dir is left empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if strings.HasSuffix(filename, ".json") {
-		f, diags = hcljson.Parse(src, filename)
-	} else {
-		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	}
-	if diags.HasErrors() {
-		return nil, diagErr(diags, filename)
+	f, err := parseFile(src, filename)
+	if err != nil {
+		return nil, err
 	}
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
 	}
 	cfg := &Config{}
+	keep := func(e hcl.Expression) hcl.Expression { return e }
+	json := strings.HasSuffix(filename, ".json")
+	if json {
+		keep = func(e hcl.Expression) hcl.Expression { return jsonTemplate(src, e) }
+	}
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "terraform":
@@ -238,23 +284,200 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 				}
 			}
 		case "module":
-			mc, _, diags := b.Body.PartialContent(moduleSchema)
+			mc, remain, diags := b.Body.PartialContent(moduleSchema)
 			if diags.HasErrors() {
 				return nil, diagErr(diags, filename)
 			}
-			call := ModuleCall{Name: b.Labels[0], Pos: pos(b.DefRange), Line: b.DefRange.Start.Line}
-			if a, ok := mc.Attributes["source"]; ok {
-				call.Source, _ = literal(a)
-				call.Line = a.Range.Start.Line
+			call := ModuleCall{Name: b.Labels[0], Pos: pos(b.DefRange), Line: b.DefRange.Start.Line, rng: b.DefRange}
+			// A .tf.json string is read literally by Terraform before 1.15
+			// (and kept so here) but as a template by Terraform ≥ 1.15 and
+			// OpenTofu: one with a template sequence in it is also kept as
+			// an expression, which LoadProject evaluates.
+			for _, arg := range []struct {
+				name      string
+				out, text *string
+				expr      *hcl.Expression
+			}{{"source", &call.Source, &call.SourceExpr, &call.source}, {"version", &call.Version, &call.VersionExpr, &call.version}} {
+				a, ok := mc.Attributes[arg.name]
+				if !ok {
+					continue
+				}
+				var lit bool
+				*arg.out, lit = literal(a)
+				if !lit || json && (strings.Contains(*arg.out, "${") || strings.Contains(*arg.out, "%{")) {
+					*arg.expr, *arg.text = keep(a.Expr), exprText(src, a.Expr.Range())
+				}
+				if arg.name == "source" {
+					call.Line = a.Range.Start.Line
+				}
 			}
-			if a, ok := mc.Attributes["version"]; ok {
-				call.Version, _ = literal(a)
+			// The other arguments are the child module's inputs; a body
+			// with blocks in it still gives its attributes.
+			attrs, _ := remain.JustAttributes()
+			for name, a := range attrs {
+				if call.args == nil {
+					call.args = map[string]hcl.Expression{}
+				}
+				call.args[name] = keep(a.Expr)
 			}
 			cfg.Modules = append(cfg.Modules, call)
+		case "variable":
+			v, err := decodeVariable(b, filename)
+			if err != nil {
+				return nil, err
+			}
+			cfg.addVariable(v)
+		case "locals":
+			attrs, diags := b.Body.JustAttributes()
+			if diags.HasErrors() {
+				return nil, diagErr(diags, filename)
+			}
+			for name, a := range attrs {
+				cfg.addLocal(&local{name: name, expr: keep(a.Expr), rng: a.Range})
+			}
 		}
 	}
 	sort.SliceStable(cfg.Providers, func(i, j int) bool { return cfg.Providers[i].LocalName < cfg.Providers[j].LocalName })
 	return cfg, nil
+}
+
+// decodeVariable reads a variable block's declaration (see variable).
+func decodeVariable(b *hcl.Block, filename string) (*variable, error) {
+	c, _, diags := b.Body.PartialContent(variableSchema)
+	if diags.HasErrors() {
+		return nil, diagErr(diags, filename)
+	}
+	v := &variable{name: b.Labels[0], rng: b.DefRange, override: isOverrideFile(filename)}
+	if a, ok := c.Attributes["type"]; ok {
+		v.typ = a.Expr
+	}
+	if a, ok := c.Attributes["default"]; ok {
+		v.def = a.Expr
+	}
+	if a, ok := c.Attributes["const"]; ok {
+		v.constSet = true
+		val, d := a.Expr.Value(nil)
+		if d.HasErrors() || !val.IsKnown() || val.IsNull() || val.Type() != cty.Bool {
+			v.constBad = true
+		} else {
+			v.constTrue = val.True()
+		}
+	}
+	if a, ok := c.Attributes["sensitive"]; ok {
+		val, d := a.Expr.Value(nil)
+		v.sensitive = !d.HasErrors() && val.IsKnown() && !val.IsNull() && val.Type() == cty.Bool && val.True()
+	}
+	return v, nil
+}
+
+// isOverrideFile reports whether a configuration file is an override file
+// (override.tf, *_override.tf and their .tf.json forms), whose
+// declarations are merged over the others'.
+func isOverrideFile(name string) bool {
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(name), ".json"), ".tf")
+	return base == "override" || strings.HasSuffix(base, "_override")
+}
+
+// addVariable records v; an override file's declaration replaces the
+// attributes it sets, a second ordinary declaration is an error when used.
+func (c *Config) addVariable(v *variable) {
+	if c.vars == nil {
+		c.vars = map[string]*variable{}
+	}
+	old, ok := c.vars[v.name]
+	switch {
+	case !ok:
+		c.vars[v.name] = v
+	case v.override:
+		if v.typ != nil {
+			old.typ = v.typ
+		}
+		if v.def != nil {
+			old.def = v.def
+		}
+		if v.constSet {
+			old.constSet, old.constTrue, old.constBad = true, v.constTrue, v.constBad
+		}
+		old.sensitive = old.sensitive || v.sensitive
+	case old.override:
+		c.vars[v.name], v.override = v, false
+		c.addVariable(old)
+	default:
+		old.twice = true
+	}
+}
+
+// addLocal records l; a name declared twice is an error when used.
+func (c *Config) addLocal(l *local) {
+	if c.locals == nil {
+		c.locals = map[string]*local{}
+	}
+	if old, ok := c.locals[l.name]; ok {
+		old.twice = true
+		return
+	}
+	c.locals[l.name] = l
+}
+
+// merge adds o's declarations to c (the files of one directory).
+func (c *Config) merge(o *Config) {
+	c.Providers = append(c.Providers, o.Providers...)
+	c.Modules = append(c.Modules, o.Modules...)
+	for _, v := range o.vars {
+		c.addVariable(v)
+	}
+	for _, l := range o.locals {
+		c.addLocal(l)
+	}
+}
+
+// jsonTemplate turns a .tf.json string value into the template it stands
+// for, as HCL's JSON syntax (and Terraform ≥ 1.15, and OpenTofu) read a
+// string where an expression is expected, so that const evaluation checks
+// and evaluates it like native syntax. Other JSON values stay as they are
+// (evaluated only when they refer to nothing).
+func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
+	r := e.Range()
+	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
+		return e
+	}
+	var str string
+	if json.Unmarshal(src[r.Start.Byte:r.End.Byte], &str) != nil {
+		return e
+	}
+	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1})
+	if diags.HasErrors() {
+		return e // evaluating it reports the error
+	}
+	return t
+}
+
+// exprText is an expression as written, for messages: whitespace runs
+// folded to one space, at most 120 characters, escaped.
+func exprText(src []byte, r hcl.Range) string {
+	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
+		return "(expression)"
+	}
+	text := strings.Join(strings.Fields(string(src[r.Start.Byte:r.End.Byte])), " ")
+	if len(text) > 120 {
+		text = text[:117] + "…"
+	}
+	return dist.Printable(text)
+}
+
+// parseFile parses HCL, or JSON when filename ends in .json.
+func parseFile(src []byte, filename string) (*hcl.File, error) {
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(filename, ".json") {
+		f, diags = hcljson.Parse(src, filename)
+	} else {
+		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	}
+	if diags.HasErrors() {
+		return nil, diagErr(diags, filename)
+	}
+	return f, nil
 }
 
 // LoadDir reads the .tf and .tf.json files of one directory.
@@ -325,8 +548,27 @@ func LoadTree(dir string) (*Config, error) { return LoadTreeIn(dir, dir) }
 // LoadTreeIn reads dir and every local module it calls, recursively. dir
 // and every local call must stay inside within (the project, or a
 // downloaded module's package); everything is read through an os.Root on
-// within, so symlinks do not lead out either.
-func LoadTreeIn(within, dir string) (*Config, error) {
+// within, so symlinks do not lead out either. Module sources and versions
+// that are expressions are not evaluated (their values come from the
+// callers): such calls keep an empty Source or Version and their
+// SourceExpr or VersionExpr.
+func LoadTreeIn(within, dir string) (*Config, error) { return loadTree(within, dir, nil) }
+
+// LoadProject reads the project in dir and every local module it calls as
+// 'terraform init' (1.15+) and 'tofu init' (1.8+) do: module sources and
+// versions that are expressions are evaluated from literals, variables
+// and locals (see eval.go). The root module's variables take their values
+// from in, the project's terraform.tfvars and *.auto.tfvars files and
+// their defaults, a local module's from the arguments of the module block
+// that calls it (one directory called with different values is walked once
+// for each). A source or version that is not known at init is an error
+// (ErrNotConst) naming the file:line:col, the module, the expression as
+// written and why. Uses of variables not declared const = true, which
+// OpenTofu evaluates and Terraform refuses, are in Config.Notes.
+func LoadProject(dir string, in Inputs) (*Config, error) { return loadTree(dir, dir, &in) }
+
+// loadTree is LoadTreeIn, and LoadProject when in is set.
+func loadTree(within, dir string, in *Inputs) (*Config, error) {
 	rel, err := filepath.Rel(within, dir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return nil, fmt.Errorf("%s: %w: not inside %s", dir, ErrOutside, within)
@@ -337,28 +579,58 @@ func LoadTreeIn(within, dir string) (*Config, error) {
 	}
 	defer root.Close()
 	t := &tree{root: root, base: within}
+	var ev *evaluator
+	if in != nil {
+		ev = &evaluator{t: t, in: *in, funcs: constFuncs}
+	}
 	out := &Config{}
-	var seen []fs.FileInfo
-	var walk func(rel string) error
-	walk = func(rel string) error {
+	type visit struct {
+		fi  fs.FileInfo
+		key string // instanceKey: the values its sources depend on
+	}
+	var seen []visit
+	parsed := map[string]*Config{}
+	var walk func(rel string, call *ModuleCall, parent *scope) error
+	walk = func(rel string, call *ModuleCall, parent *scope) error {
 		fi, err := root.Stat(rel)
 		if err != nil {
 			return t.fail(rel, err)
 		}
-		for _, s := range seen {
-			if os.SameFile(s, fi) {
+		c := parsed[rel]
+		if c == nil {
+			if c, err = t.loadDir(rel); err != nil {
+				return err
+			}
+			parsed[rel] = c
+		}
+		var s *scope
+		key := ""
+		if ev != nil {
+			s = ev.newScope(c, filepath.ToSlash(rel), call, parent)
+			if parent == nil {
+				if err := checkVarArgs(in.Vars, c); err != nil {
+					return err
+				}
+			}
+			if key, err = s.instanceKey(); err != nil {
+				return err
+			}
+		}
+		for _, v := range seen {
+			if v.key == key && os.SameFile(v.fi, fi) {
 				return nil
 			}
 		}
-		if seen = append(seen, fi); len(seen) > MaxLocalModules {
+		if seen = append(seen, visit{fi, key}); len(seen) > MaxLocalModules {
 			return fmt.Errorf("%w: more than %d local module directories", ErrTooLarge, MaxLocalModules)
-		}
-		c, err := t.loadDir(rel)
-		if err != nil {
-			return err
 		}
 		out.Providers = append(out.Providers, c.Providers...)
 		for _, m := range c.Modules {
+			if s != nil {
+				if err := s.resolve(&m); err != nil {
+					return err
+				}
+			}
 			if !IsLocalSource(m.Source) {
 				out.Modules = append(out.Modules, m)
 				continue
@@ -367,16 +639,30 @@ func LoadTreeIn(within, dir string) (*Config, error) {
 			if !filepath.IsLocal(next) && next != "." {
 				return fmt.Errorf("%s: module %q: source %q: %w (%s)"+outsideHint, m.Pos, m.Name, m.Source, ErrOutside, within)
 			}
-			if err := walk(next); err != nil {
+			if err := walk(next, &m, s); err != nil {
 				return fmt.Errorf("%s: module %q: source %q: %w", m.Pos, m.Name, m.Source, err)
 			}
 		}
 		return nil
 	}
-	if err := walk(rel); err != nil {
+	if err := walk(rel, nil, nil); err != nil {
 		return nil, err
 	}
+	if ev != nil {
+		out.Notes = ev.notes
+	}
 	return out, nil
+}
+
+// checkVarArgs refuses a --var for a variable the root module does not
+// declare, as terraform's -var does.
+func checkVarArgs(vars []VarArg, root *Config) error {
+	for _, a := range vars {
+		if _, ok := root.vars[a.Name]; a.File == "" && !ok {
+			return fmt.Errorf("--var %s: the project declares no variable %q\nhint: --var sets a variable of the root module (a variable block in the --from directory)", dist.Printable(a.Name), dist.Printable(a.Name))
+		}
+	}
+	return nil
 }
 
 const outsideHint = "\nhint: local module calls are followed only inside the project (or, in a downloaded module, its own package); copy the module in, or publish it to a registry"

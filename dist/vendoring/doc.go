@@ -30,12 +30,15 @@
 // being fetched; time: MaxPackages fetches, each bounded by the getter's
 // own limits, plus parsing MaxConfigBytes (dense HCL: ~40 s).
 //
-// Sources that cannot be vendored (not a literal string, s3::/gcs::/hg::,
+// Sources that cannot be vendored (not a literal string: an expression
+// that Terraform ≥ 1.15 and OpenTofu compute from what each caller passes
+// in, which one archive cannot be rewritten for; s3::/gcs::/hg::,
 // an HTTP URL that names no archive, a local git path, or a fetch that
 // fails) are listed together, with file:line, as one error with a hint, or
 // as warnings when Options.Allow is set (the call then stays as written).
 // A subdirectory containing ${ or %{ (and a .tf.json source containing
-// them: terraform reads it literally, OpenTofu as a template) or control
+// them: Terraform before 1.15 reads it literally, Terraform 1.15+ and
+// OpenTofu as a template) or control
 // characters, and .tofu files (their calls would be neither vendored nor
 // recorded) are listed the same way. A module that already has a .airgap
 // folder, in any letter case (one folder on macOS and Windows), is refused

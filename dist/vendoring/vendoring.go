@@ -210,7 +210,10 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			continue
 		}
 		if c.Source == "" {
-			v.problem(at + ": the source is not a literal string (built from variables?)")
+			// Terraform ≥ 1.15 (const variables) and OpenTofu (early
+			// evaluation) compute such a source from what each caller of
+			// the module passes in; one archive serves every caller.
+			v.problem(fmt.Sprintf("%s: the source is not a literal string but an expression (%s): Terraform ≥ 1.15 and OpenTofu compute it from the values each caller of the module passes in, so it cannot be rewritten to one vendored path", at, dist.Printable(c.SourceExpr)))
 			continue
 		}
 		src, err := getter.Parse(c.Source)
@@ -447,7 +450,7 @@ func ambiguous(file, source, sub string) string {
 	tmpl := func(s string) bool { return strings.Contains(s, "${") || strings.Contains(s, "%{") }
 	switch {
 	case strings.HasSuffix(file, ".json") && tmpl(source):
-		return "the source contains ${ or %{, which terraform reads literally in .tf.json and OpenTofu as a template"
+		return "the source contains ${ or %{, which Terraform before 1.15 reads literally in .tf.json and Terraform 1.15+ and OpenTofu as a template"
 	case tmpl(sub):
 		return fmt.Sprintf("subdirectory %q contains ${ or %%{, which would be rewritten to a path terraform and OpenTofu read differently", dist.Printable(sub))
 	case dist.Printable(sub) != sub:
