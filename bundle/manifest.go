@@ -55,7 +55,24 @@ type Manifest struct {
 	// withdrawal.
 	Withdraw  []dist.Withdrawal `json:"withdraw,omitempty"`
 	Reinstate []dist.Withdrawal `json:"reinstate,omitempty"`
+	// Gates lists the gates the export ran (format 2): each entry of a
+	// gate's kind carries its result (dist.GateResult, on each package or
+	// module version), and CheckManifest holds the two together.
+	Gates []dist.Gate `json:"gates,omitempty"`
+	// SBOM is the bundle's CycloneDX SBOM, a blob of role dist.RoleSBOM
+	// (format 2). It is a function of this manifest and the blobs'
+	// bytes (BuildSBOM): the consistency check computes it again and
+	// compares the digest.
+	SBOM verify.Digest `json:"sbom,omitempty"`
 }
+
+// MaxSBOMSize bounds a bundle's SBOM blob; MaxReportSize a gate report.
+// Both are read whole by the consistency check (the SBOM is rebuilt in
+// memory to compare it; a report is streamed through dist.CountSARIF).
+const (
+	MaxSBOMSize   = 128 << 20
+	MaxReportSize = 64 << 20
+)
 
 // Blob is one content-addressed file.
 type Blob struct {
@@ -170,6 +187,10 @@ func (m *Manifest) Validate() error {
 		}
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip:
+		case dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM:
+			if m.Format < 2 {
+				return fmt.Errorf("%w: blob %s has role %q, which a format-%d bundle cannot have", ErrManifest, b.Digest.Short(), b.Role, m.Format)
+			}
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -184,7 +205,13 @@ func (m *Manifest) Validate() error {
 	if err := dist.ValidateWithdrawals(&m.Catalog, m.Withdraw, m.Reinstate); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := m.validateGatesAndSBOM(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	used := m.Catalog.Blobs()
+	if m.SBOM != "" {
+		used[m.SBOM] = dist.RoleSBOM
+	}
 	for d := range roles {
 		if _, ok := used[d]; !ok {
 			return fmt.Errorf("%w: blob %s is listed but not used by the catalog", ErrManifest, d.Short())
@@ -196,17 +223,60 @@ func (m *Manifest) Validate() error {
 // format2Field names the first field of m that format 1 does not have, or
 // is "".
 func format2Field(m *Manifest) string {
+	switch {
+	case len(m.Gates) > 0:
+		return "gates"
+	case m.SBOM != "":
+		return "sbom"
+	}
 	for _, p := range m.Catalog.Providers {
 		if p.MirrorHashesOnly || p.Mirror != "" {
 			return "mirror_hashes_only (provider " + p.String() + ")"
 		}
 		for _, pk := range p.Packages {
-			if len(pk.MirrorHashes) > 0 {
+			switch {
+			case len(pk.MirrorHashes) > 0:
 				return "mirror_hashes (provider " + p.String() + ")"
+			case pk.BuildInfo != "":
+				return "build_info (provider " + p.String() + ")"
+			case len(pk.Gates) > 0:
+				return "gates (provider " + p.String() + ")"
 			}
 		}
 	}
+	for _, mv := range m.Catalog.Modules {
+		if len(mv.Gates) > 0 {
+			return "gates (module " + mv.String() + ")"
+		}
+	}
 	return ""
+}
+
+// validateGatesAndSBOM checks the gate list (well-formed, each name once)
+// and that the SBOM is a blob of its role.
+func (m *Manifest) validateGatesAndSBOM(roles map[verify.Digest]string) error {
+	if len(m.Gates) > dist.MaxGates {
+		return fmt.Errorf("%d gates, over the limit of %d", len(m.Gates), dist.MaxGates)
+	}
+	seen := map[string]bool{}
+	for _, g := range m.Gates {
+		if err := g.Validate(); err != nil {
+			return err
+		}
+		if seen[g.Name] {
+			return fmt.Errorf("gate %s is listed twice", g.Name)
+		}
+		seen[g.Name] = true
+	}
+	if m.SBOM != "" {
+		if _, err := verify.ParseDigest(string(m.SBOM)); err != nil {
+			return fmt.Errorf("sbom: %v", err)
+		}
+		if roles[m.SBOM] != dist.RoleSBOM {
+			return fmt.Errorf("sbom: blob %s is not listed with role %q", m.SBOM.Short(), dist.RoleSBOM)
+		}
+	}
+	return nil
 }
 
 // Describe says what a blob is for, e.g. "provider registry.terraform.io/hashicorp/aws 5.60.0 linux_amd64".
@@ -227,6 +297,28 @@ func (m *Manifest) Describe(d verify.Digest) string {
 	for _, mv := range m.Catalog.Modules {
 		if mv.Archive == d {
 			return "module " + mv.String()
+		}
+	}
+	if d == m.SBOM {
+		return "the bundle's SBOM"
+	}
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			if pk.BuildInfo == d {
+				return "Go build information of provider " + p.String() + " " + pk.Platform()
+			}
+			for _, r := range pk.Gates {
+				if r.Report == d {
+					return "gate " + r.Gate + " report on provider " + p.String() + " " + pk.Platform()
+				}
+			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		for _, r := range mv.Gates {
+			if r.Report == d {
+				return "gate " + r.Gate + " report on module " + mv.String()
+			}
 		}
 	}
 	return "unreferenced blob"
