@@ -3,7 +3,7 @@ package sbom_test
 import (
 	"bytes"
 	"encoding/json"
-		"strings"
+	"strings"
 	"testing"
 	"time"
 
