@@ -22,6 +22,7 @@ import (
 
 type verifyCmd struct {
 	keyring string
+	sbom    string
 	asJSON  bool
 }
 
@@ -32,6 +33,7 @@ func (c *verifyCmd) synopsis() string {
 func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
 	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
 	return fs
 }
@@ -52,9 +54,13 @@ func (c *verifyCmd) run(args []string) error {
 		}
 		defer f.Close()
 		rep.Parts = f.Parts
-		return progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
+		err = progress.Stream(os.Stderr, "verify "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) error {
 			return bundle.Check(n.Reader(f), kr, &rep)
 		})
+		if err != nil || c.sbom == "" {
+			return err
+		}
+		return writeBundleSBOM(c.sbom, &rep)
 	}()
 	rep.OK = err == nil
 	if err != nil {
@@ -74,6 +80,22 @@ func (c *verifyCmd) run(args []string) error {
 	return nil
 }
 
+// writeBundleSBOM writes the SBOM the check built again and found equal to
+// the signed one (no file is left if that cannot be done).
+func writeBundleSBOM(path string, rep *bundle.Report) error {
+	switch {
+	case rep.SBOM == "":
+		return errors.New("--sbom: this bundle carries no SBOM (it was exported by an airgap that did not write one)\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	case rep.Checks == nil || rep.Checks.SBOM != "checked":
+		return errors.New("--sbom: this delta bundle omits packages its SBOM describes, so the SBOM cannot be checked here; nothing was written\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	}
+	if err := bundle.CreateAtomic(path, func(f *os.File) error { _, err := f.Write(rep.Checks.SBOMBytes); return err }); err != nil {
+		return fmt.Errorf("--sbom: %w", err)
+	}
+	rep.SBOMFile = path
+	return nil
+}
+
 // --- import ---
 
 type importCmd struct {
@@ -82,6 +104,7 @@ type importCmd struct {
 	wait       bool
 	asJSON     bool
 	publishers bool
+	gates      []string
 }
 
 func (c *importCmd) synopsis() string {
@@ -95,12 +118,34 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
+	fs.StringArrayVar(&c.gates, "require-gate", nil, "refuse the bundle unless every entry has a passing or waived result of this gate: NAME, modules:NAME or providers:NAME (repeatable; adds to STORE/import.hcl)")
 	return fs
+}
+
+// requiredGates are the gates the import requires: the store's import.hcl
+// and --require-gate.
+func (c *importCmd) requiredGates() ([]store.GateRequirement, error) {
+	reqs, err := store.ReadImportConfig(c.storeD)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range c.gates {
+		r, err := store.ParseGateRequirement(g)
+		if err != nil {
+			return nil, usageError{"--require-gate: " + err.Error()}
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
 }
 
 func (c *importCmd) run(args []string) error {
 	if c.keyring == "" || c.storeD == "" || len(args) != 1 {
 		return usageError{"usage: airgap import --keyring FILE --store DIR BUNDLE"}
+	}
+	reqs, err := c.requiredGates()
+	if err != nil {
+		return err
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -113,7 +158,7 @@ func (c *importCmd) run(args []string) error {
 	defer f.Close()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: []store.Policy{store.RequireGates(reqs)}}
 		if c.publishers {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
@@ -134,6 +179,7 @@ func (c *importCmd) run(args []string) error {
 
 type inventoryCmd struct {
 	storeD string
+	sbom   string
 	asJSON bool
 }
 
@@ -145,6 +191,7 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
 	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
+	fs.StringVar(&c.sbom, "sbom", "", "also write the SBOM of everything the store serves (CycloneDX 1.6 JSON) to FILE")
 	return fs
 }
 
@@ -155,6 +202,16 @@ func (c *inventoryCmd) run(args []string) error {
 	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {
 		return err
+	}
+	if c.sbom != "" {
+		b, err := store.SBOM(c.storeD, &inv.Index, "airgap "+Version)
+		if err != nil {
+			return fmt.Errorf("--sbom: %w", err)
+		}
+		if err := bundle.CreateAtomic(c.sbom, func(f *os.File) error { _, err := f.Write(b); return err }); err != nil {
+			return fmt.Errorf("--sbom: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote the store's SBOM (CycloneDX 1.6) to %s\n", c.sbom)
 	}
 	if c.asJSON {
 		return printJSON(inv)

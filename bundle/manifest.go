@@ -123,6 +123,7 @@ func (m *Manifest) Normalize() {
 	m.Catalog.Sort()
 	dist.SortWithdrawals(m.Withdraw)
 	dist.SortWithdrawals(m.Reinstate)
+	sort.Slice(m.Gates, func(i, j int) bool { return m.Gates[i].Name < m.Gates[j].Name })
 }
 
 // Marshal returns the canonical JSON form of m.

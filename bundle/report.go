@@ -37,6 +37,38 @@ type Report struct {
 	MirrorHashesOnly []string `json:"mirror_hashes_only,omitempty"`
 
 	Checks *CheckReport `json:"checks,omitempty"` // the consistency check (check.go)
+	// Gates are the gates the export ran; GateResults every entry's
+	// results (see dist.GateResult). SBOM is the digest of the bundle's
+	// SBOM, SBOMFile where 'verify --sbom' wrote it.
+	Gates       []dist.Gate   `json:"gates,omitempty"`
+	GateResults []EntryGates  `json:"gate_results,omitempty"`
+	SBOM        verify.Digest `json:"sbom,omitempty"`
+	SBOMFile    string        `json:"sbom_file,omitempty"`
+}
+
+// EntryGates are the gate results on one entry of a bundle.
+type EntryGates struct {
+	Entry   string            `json:"entry"`
+	Results []dist.GateResult `json:"results"`
+}
+
+// GateResults lists the gate results on every entry of m that has some,
+// in catalog order.
+func GateResults(m *Manifest) []EntryGates {
+	var out []EntryGates
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			if len(pk.Gates) > 0 {
+				out = append(out, EntryGates{"provider " + p.String() + " " + pk.Platform(), pk.Gates})
+			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if len(mv.Gates) > 0 {
+			out = append(out, EntryGates{"module " + mv.String(), mv.Gates})
+		}
+	}
+	return out
 }
 
 // Check reads a whole bundle, checking the signature, every blob's digest
@@ -62,6 +94,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 			rep.MirrorHashesOnly = append(rep.MirrorHashesOnly, fmt.Sprintf("%s (%s)", p, p.Mirror))
 		}
 	}
+	rep.Gates, rep.GateResults, rep.SBOM = m.Gates, GateResults(m), m.SBOM
 	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
 	return err
 }
@@ -91,6 +124,30 @@ func (rep *Report) Text() string {
 		for _, m := range rep.MirrorHashesOnly {
 			fmt.Fprintf(&b, "    %s\n", dist.Printable(m))
 		}
+	}
+	for _, g := range rep.Gates {
+		fail := ""
+		if g.FailLevel != "" {
+			fail = ", fails at SARIF level " + g.FailLevel
+		}
+		fmt.Fprintf(&b, "  gate:      %s over every %s entry (%s%s)\n", g.Name, strings.TrimSuffix(g.For, "s"), dist.Printable(g.Tool), fail)
+		fmt.Fprintf(&b, "             %s\n", dist.Printable(strings.Join(g.Command, " ")))
+	}
+	for _, e := range rep.GateResults {
+		for _, r := range e.Results {
+			fmt.Fprintf(&b, "    %s: %s\n", dist.Printable(e.Entry), r.Summary())
+		}
+	}
+	switch {
+	case rep.SBOM == "":
+		b.WriteString("  SBOM:      none (the bundle was made by an airgap that did not write one)\n")
+	case rep.Checks != nil && rep.Checks.SBOM == "checked":
+		fmt.Fprintf(&b, "  SBOM:      %s (CycloneDX 1.6): made again from the bundle's bytes, identical to the signed one\n", rep.SBOM)
+	default:
+		fmt.Fprintf(&b, "  SBOM:      %s (CycloneDX 1.6): checked at import (this delta omits zips it describes)\n", rep.SBOM)
+	}
+	if rep.SBOMFile != "" {
+		fmt.Fprintf(&b, "  SBOM written to %s\n", rep.SBOMFile)
 	}
 	b.WriteString(rep.Checks.Summary("  "))
 	// The signer's name comes from the bundle: escape control characters.

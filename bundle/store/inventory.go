@@ -37,7 +37,14 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	var w strings.Builder
 	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
 	ix := &inv.Index
-	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n\nProviders:\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
+	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
+	switch reqs, err := ReadImportConfig(root); {
+	case err != nil:
+		fmt.Fprintf(&w, "import rules (%s): unreadable: %v\n", ImportConfigName, err)
+	case len(reqs) > 0:
+		fmt.Fprintf(&w, "import rules (%s): every bundle must carry passing or waived results of: %s\n", ImportConfigName, requirementList(reqs))
+	}
+	fmt.Fprintf(&w, "\nProviders:\n")
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
@@ -54,6 +61,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
+		for _, pk := range p.Packages {
+			writeGates(&w, root, q(pk.Platform())+" ", pk.Gates)
+		}
 	}
 	fmt.Fprintln(&w, "\nModules:")
 	for _, m := range ix.Catalog.Modules {
@@ -61,6 +71,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		for _, v := range m.Vendored {
 			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", q(v.File), v.Line, q(v.Source), q(v.Path), v.Digest.Short())
 		}
+		writeGates(&w, root, "", m.Gates)
 	}
 	if len(ix.Withdrawn) > 0 {
 		fmt.Fprintln(&w, "\nWithdrawn (not served; a bundle carrying one is refused unless it reinstates it):")
@@ -96,6 +107,14 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 				fmt.Fprintln(&w, "    removed", q(l))
 			}
 		}
+	}
+}
+
+// writeGates lists an entry's gate results, each with the path of its
+// report in the store.
+func writeGates(w io.Writer, root, prefix string, rs []dist.GateResult) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "    %sgate %s\n      report: %s\n      tool: %s\n", prefix, r.Summary(), BlobPath(root, r.Report), dist.Printable(r.Tool))
 	}
 }
 

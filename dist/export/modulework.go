@@ -30,6 +30,9 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 	}
 	for _, ent := range ents {
 		rest, ok := strings.CutPrefix(ent.Name(), "module-")
+		if !ok {
+			rest, ok = strings.CutPrefix(ent.Name(), "gate-") // a gate's version command (gates.go)
+		}
 		if !ok || !ent.IsDir() {
 			continue
 		}

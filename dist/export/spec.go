@@ -33,6 +33,11 @@ type Request struct {
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
 	Withdraw  []dist.Withdrawal
 	Reinstate []dist.Withdrawal
+	// Gates are the scanners every module or provider plugin must pass,
+	// and Waivers the entries let through although they fail one
+	// (gate "NAME" {...} and waive "NAME" {...}; see gates.go).
+	Gates   []GateSpec
+	Waivers []Waiver
 }
 
 // ProviderReq asks for versions of one provider.
@@ -65,6 +70,8 @@ type specFile struct {
 	Modules   []specModule   `hcl:"module,block"`
 	Withdraw  []specWithdraw `hcl:"withdraw,block"`
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
+	Gates     []specGate     `hcl:"gate,block"`
+	Waive     []specWaive    `hcl:"waive,block"`
 }
 
 // specWithdraw is a withdraw or reinstate block. The label is a provider
@@ -131,7 +138,8 @@ func CheckPlatforms(ps []string) error { return checkPlatforms(ps, nil) }
 // file:line:col, keeping HCL's own did-you-mean suggestions.
 func diagErr(diags hcl.Diagnostics) error {
 	lines := dist.DiagLines(diags)
-	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all} (or, for the site's own module, {source, versions = [...], ref}), withdraw and reinstate \"SOURCE\" {versions, reason, module}", ErrManifest, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w\n%s\nhint: a manifest has platforms = [...], provider \"SOURCE\" {versions, latest, all, platforms}, module \"SOURCE\" {versions, latest, all} (or, for the site's own module, {source, versions = [...], ref}), withdraw and reinstate \"SOURCE\" {versions, reason, module}, "+
+		"gate \"NAME\" {for, command, version, fail_level, timeout, max_output, env}, waive \"GATE\" {for, reason}", ErrManifest, strings.Join(lines, "\n"))
 }
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
@@ -212,6 +220,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	}
 	if err := dist.ValidateWithdrawals(&dist.Catalog{}, req.Withdraw, req.Reinstate); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, path, err)
+	}
+	if req.Gates, req.Waivers, err = parseGates(path, sf.Gates, sf.Waive); err != nil {
+		return nil, err
 	}
 	return req, nil
 }
