@@ -66,9 +66,9 @@ const (
 
 // GateSpec is one gate block, checked.
 type GateSpec struct {
-	dist.Gate            // Name, For, Command, FailLevel (Tool is filled in when it runs)
-	Version   []string   // the version command
-	Path      string     // Command[0] as found on PATH when the manifest was read
+	dist.Gate          // Name, For, Command, FailLevel (Tool is filled in when it runs)
+	Version   []string // the version command
+	Path      string   // Command[0] as found on PATH when the manifest was read
 	Timeout   time.Duration
 	MaxOutput int64
 	Env       []string // names passed through
