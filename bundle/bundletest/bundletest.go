@@ -229,6 +229,10 @@ type Set struct {
 	Catalog dist.Catalog
 	Files   map[verify.Digest]string // digest -> path
 	Roles   map[verify.Digest]string
+	// Gates are listed in the manifest (AddGate); SBOM, if true, gives the
+	// manifest an SBOM (after AddBuildInfo), as export writes one.
+	Gates []dist.Gate
+	SBOM  bool
 }
 
 // NewSet returns an empty Set.
@@ -286,8 +290,11 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 // Manifest makes the manifest for the set.
 func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 	t.Helper()
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog, Gates: s.Gates}
 	for d, p := range s.Files {
+		if s.Roles[d] == dist.RoleSBOM {
+			continue // made again below
+		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -295,6 +302,9 @@ func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 		m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: fi.Size(), Role: s.Roles[d]})
 	}
 	m.Normalize()
+	if s.SBOM {
+		s.addSBOM(t, m)
+	}
 	return m
 }
 

@@ -355,6 +355,10 @@ func (e *exporter) runGate(ctx context.Context, r *gateOutcome) {
 	defer unlock()
 	removeTree(work) // what a killed export left
 	defer removeTree(work)
+	if err := os.Mkdir(work, 0o700); err != nil {
+		r.err = err
+		return
+	}
 	target, err := unpackTarget(ctx, t, work)
 	if err != nil {
 		r.err = fmt.Errorf("unpacking it for the scanner: %w", err)
