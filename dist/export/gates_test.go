@@ -216,7 +216,7 @@ func TestGateHostileScanners(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "child-alive")
 	for _, c := range []struct {
 		name, body, extra, want string
-		within              time.Duration
+		within                  time.Duration
 	}{
 		{"hang", "(sleep 600; touch " + mark + ") &\nsleep 600\n", `timeout = "2s"`, "cut off after 2s", 30 * time.Second},
 		{"flood", "yes airgap\n", `max_output = "1MiB"`, "printed more than 1.0 MiB", 60 * time.Second},
