@@ -153,6 +153,9 @@ func WriteProviderZip(t testing.TB, path, typ, version, plat string, size int) {
 
 func writeBinaryZip(t testing.TB, path, typ, version, bin string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)

@@ -166,6 +166,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if opt.MaxModuleSize <= 0 {
 		opt.MaxModuleSize = registry.DefaultMaxModuleSize
 	}
+	if abs, err := filepath.Abs(opt.CacheDir); err == nil {
+		opt.CacheDir = abs // gates hand paths under it to tools running elsewhere
+	}
 	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)

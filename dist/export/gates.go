@@ -128,7 +128,12 @@ func (e *exporter) runGates(ctx context.Context, cat *dist.Catalog) ([]dist.Gate
 	if e.opt.GateReports == "" {
 		return nil, errors.New("gates need a directory for their reports (--gate-reports)")
 	}
-	if err := prepareReports(e.opt.GateReports); err != nil {
+	abs, err := filepath.Abs(e.opt.GateReports) // the tools run elsewhere
+	if err != nil {
+		return nil, err
+	}
+	e.opt.GateReports, e.res.GateReports = abs, abs
+	if err := prepareReports(abs); err != nil {
 		return nil, err
 	}
 	defs := make([]dist.Gate, len(gs))
@@ -473,7 +478,7 @@ func (e *exporter) execGate(ctx context.Context, r *gateOutcome, args []string, 
 	st, err := runTool(rctx, g.Path, args, work, env, stdout, logw, func(k func()) { kill.Store(k) })
 	close(stopWatch)
 	wg.Wait()
-	what := fmt.Sprintf("output so far: %s", r.log)
+	what := fmt.Sprintf("its output: %s%s", r.log, tail(r.log))
 	switch {
 	case err != nil:
 		return fmt.Errorf("starting %s: %w", g.Command[0], err)
@@ -514,6 +519,32 @@ func (e *exporter) execGate(ctx context.Context, r *gateOutcome, args []string, 
 	}
 	r.res = res
 	return nil
+}
+
+// tail is the last lines of a tool's output (at most 4 lines, 600 bytes),
+// escaped and indented, for an error message.
+func tail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 600
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 4 {
+		lines = lines[len(lines)-4:]
+	}
+	out := ""
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out += "\n    | " + dist.Printable(l)
+		}
+	}
+	return out
 }
 
 // admitReport copies a report into the cache under its digest and counts

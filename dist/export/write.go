@@ -60,7 +60,7 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 	if err != nil {
 		return nil, err
 	}
-	sum.Out, sum.Size = opt.Out, fi.Size()
+	sum.Out, sum.Size, sum.SBOM = opt.Out, fi.Size(), string(m.SBOM)
 	sum.Blobs, sum.BlobBytes = m.Totals()
 	if opt.SplitSize <= 0 {
 		return nil, nil

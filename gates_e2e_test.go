@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/dist/sbom/sbomtest"
+)
+
+// A module with a known misconfiguration: a security group open to the
+// world on SSH (trivy's AWS-0107).
+const openSecurityGroup = `resource "aws_security_group" "open" {
+  name        = "open"
+  description = "SSH from anywhere"
+  ingress {
+    description = "ssh"
+    from_port   = 22
+    to_port     = 22
+    protocol    = "tcp"
+    cidr_blocks = ["0.0.0.0/0"]
+  }
+}
+`
+
+const cleanModule = `variable "name" {
+  type    = string
+  default = "x"
+}
+output "name" {
+  value = var.name
+}
+`
+
+// vulnDB writes a Go vulnerability database (OSV JSON, the layout
+// govulncheck reads from -db file:///...) with one entry that flags
+// google.golang.org/grpc's NewServer, which the fixture provider really
+// links and calls (tf5server.Serve), at every version.
+func vulnDB(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"index/db.json":      `{"modified":"2026-11-01T00:00:00Z"}`,
+		"index/modules.json": `[{"path":"google.golang.org/grpc","vulns":[{"id":"GO-2099-0001","modified":"2026-11-01T00:00:00Z"}]}]`,
+		"index/vulns.json":   `[{"id":"GO-2099-0001","modified":"2026-11-01T00:00:00Z","aliases":["CVE-2099-0001"]}]`,
+		"ID/GO-2099-0001.json": `{"schema_version":"1.3.1","id":"GO-2099-0001","modified":"2026-11-01T00:00:00Z","published":"2026-11-01T00:00:00Z",` +
+			`"aliases":["CVE-2099-0001"],"summary":"Test vulnerability in gRPC servers","details":"Invented by the airgap tests.",` +
+			`"affected":[{"package":{"name":"google.golang.org/grpc","ecosystem":"Go"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"}]}],` +
+			`"ecosystem_specific":{"imports":[{"path":"google.golang.org/grpc","symbols":["NewServer"]}]}}]}`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	return dir
+}
+
+// gatesManifest is the export manifest of the gate tests: the fixture
+// provider (a real Go plugin), a clean module and one open to the world,
+// the gates, and the given waivers.
+func gatesManifest(trivy, govulncheck, db string, withVuln bool, waivers string) string {
+	plat := runtime.GOOS + "_" + runtime.GOARCH
+	s := fmt.Sprintf(`platforms = [%q]
+provider "example/fixture" {
+  versions = "1.0.0"
+}
+module "example/clean/aws" {
+  versions = "1.0.0"
+}
+module "example/open/aws" {
+  versions = "1.0.0"
+}
+gate "trivy" {
+  for     = "modules"
+  command = [%q, "config", "--skip-check-update", "--format", "sarif", "--output", "{report}", "--exit-code", "1", "{dir}"]
+}
+`, plat, trivy)
+	if withVuln {
+		s += fmt.Sprintf(`gate "govulncheck" {
+  for        = "providers"
+  command    = [%q, "-mode=binary", "-db", "file://%s", "-format", "sarif", "{binary}"]
+  version    = [%q, "-db", "file://%s", "-version"]
+  fail_level = "error"
+}
+`, govulncheck, db, govulncheck, db)
+	}
+	return s + waivers
+}
+
+const (
+	waiveTrivy = `waive "trivy" {
+  for    = "example/open/aws@1.0.0"
+  reason = "AWS-0107 accepted by the network team (bastion module)"
+}
+`
+	waiveVuln = `waive "govulncheck" {
+  for    = "example/fixture@1.0.0"
+  reason = "GO-2099-0001 does not apply: the plugin serves only on a local socket"
+}
+`
+)
+
+// TestGatesAndSBOM: real trivy over modules and real govulncheck over the
+// fixture provider's plugin, through the real binary on both sides: a
+// failing module and a vulnerable plugin fail the export, waivers let them
+// through with their reasons shown in verify, inventory and the catalog
+// page; the SBOM is in the bundle, checked and written by verify and
+// inventory and served, valid CycloneDX 1.6; import --require-gate and
+// import.hcl refuse a bundle exported without the gate; the same inputs
+// give the same bundle.
+func TestGatesAndSBOM(t *testing.T) {
+	trivy, govulncheck, db := trivyBin(t), govulncheckBin(t), vulnDB(t)
+	in := registrytest.New(t)
+	in.ProviderBinary = registrytest.BuildFixtureProvider(t, t.TempDir())
+	in.AddProvider(t, "registry.terraform.io", "example", "fixture", "1.0.0", []string{runtime.GOOS + "_" + runtime.GOARCH}, 0)
+	in.AddModule("registry.terraform.io", "example", "clean", "aws", "1.0.0", in.AddArchive(t, "clean-1.0.0.tar.gz", map[string]string{"main.tf": cleanModule}))
+	in.AddModule("registry.terraform.io", "example", "open", "aws", "1.0.0", in.AddArchive(t, "open-1.0.0.tar.gz", map[string]string{"main.tf": openSecurityGroup}))
+	work := t.TempDir()
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	export := func(name string, manifest string) (string, error) {
+		os.WriteFile(filepath.Join(work, name+".hcl"), []byte(manifest), 0o644)
+		return cmdRun(t, work, env, airgapBin, "export", "--manifest", name+".hcl", "--sign-key", "k/site.key.asc", "--out", name+".bundle", "--cache", "cache")
+	}
+
+	// 1. trivy fails the module open to the world: the export fails naming
+	// the entry, the gate and the report, which stays on disk.
+	out, err := export("fail", gatesManifest(trivy, govulncheck, db, false, ""))
+	report := filepath.Join(work, "fail.bundle.gates", "trivy", "module_registry.terraform.io_example_open_aws_1.0.0.report")
+	if exitCode(err) != 1 || !strings.Contains(out, "gate trivy failed on module registry.terraform.io/example/open/aws 1.0.0: exit status 1, 1 error") || !strings.Contains(out, report) {
+		t.Fatalf("a module open to the world: %d\n%s", exitCode(err), out)
+	}
+	t.Logf("the failing module:\n%s", out)
+	if b, _ := os.ReadFile(report); !bytes.Contains(b, []byte(`"ruleId": "AWS-0107"`)) {
+		t.Errorf("the kept report is not trivy's SARIF naming AWS-0107:\n%.500s", b)
+	}
+	if _, err := os.Stat(filepath.Join(work, "fail.bundle")); err == nil {
+		t.Error("a failed export left a bundle")
+	}
+
+	// 2. govulncheck fails the plugin that links the flagged gRPC.
+	out, err = export("vuln", gatesManifest(trivy, govulncheck, db, true, waiveTrivy))
+	if exitCode(err) != 1 || !strings.Contains(out, "gate govulncheck failed on provider registry.terraform.io/example/fixture 1.0.0") || !strings.Contains(out, "1 error") {
+		t.Fatalf("a plugin with a known vulnerability: %d\n%s", exitCode(err), out)
+	}
+
+	// 3. Waived, both pass, their reasons shown; twice: the same bundle.
+	full := gatesManifest(trivy, govulncheck, db, true, waiveTrivy+waiveVuln)
+	out = mustRunOK(t, func() (string, error) { return export("full", full) })
+	t.Logf("the waived export:\n%s", out)
+	for _, want := range []string{"gate trivy (modules; Version: dev): 1 passed, 1 waived",
+		"waived: module registry.terraform.io/example/open/aws 1.0.0: trivy: waived (exit 1, 1 error), waived: AWS-0107 accepted by the network team (bastion module)",
+		"gate govulncheck (providers; Go: go1.", "; Scanner: govulncheck@v1.9.0; DB: file://", "SBOM (CycloneDX 1.6): sha256:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the export's summary lacks %q", want)
+		}
+	}
+	mustRunOK(t, func() (string, error) { return export("again", full) })
+	if a, b := mustRead(t, filepath.Join(work, "full.bundle")), mustRead(t, filepath.Join(work, "again.bundle")); !bytes.Equal(a, b) {
+		t.Error("the same inputs and scanner output gave two different bundles")
+	}
+	mustRunOK(t, func() (string, error) {
+		return export("nogate", gatesManifest(trivy, govulncheck, db, false, waiveTrivy))
+	})
+
+	// 4. The transfer station: every result and waiver; the SBOM, checked
+	// against the bytes and written.
+	out = mustRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--sbom", "full.cdx.json", "full.bundle")
+	for _, want := range []string{"module registry.terraform.io/example/clean/aws 1.0.0: trivy: passed (exit 0, no findings)",
+		"module registry.terraform.io/example/open/aws 1.0.0: trivy: waived (exit 1, 1 error), waived: AWS-0107 accepted",
+		"provider registry.terraform.io/example/fixture 1.0.0 " + runtime.GOOS + "_" + runtime.GOARCH + ": govulncheck: waived (exit 0, 1 error), waived: GO-2099-0001 does not apply",
+		"identical to the signed one", "SBOM written to full.cdx.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify lacks %q:\n%s", want, out)
+		}
+	}
+	sb := mustRead(t, filepath.Join(work, "full.cdx.json"))
+	sbomtest.Validate(t, sb)
+	for _, want := range []string{`"purl":"pkg:terraform/example/fixture@1.0.0?arch=`, `"purl":"pkg:golang/google.golang.org/grpc@v`,
+		`"purl":"pkg:golang/github.com/hashicorp/terraform-plugin-go@v`, `"purl":"pkg:golang/stdlib@`, `"purl":"pkg:terraform/example/open/aws@1.0.0#modules"`} {
+		if !bytes.Contains(sb, []byte(want)) {
+			t.Errorf("the SBOM lacks %s", want)
+		}
+	}
+	var rep struct {
+		OK          bool   `json:"ok"`
+		SBOM        string `json:"sbom"`
+		GateResults []struct {
+			Entry   string `json:"entry"`
+			Results []struct {
+				Gate, Status, Waiver string
+				Report               string `json:"report"`
+			} `json:"results"`
+		} `json:"gate_results"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--json", "full.bundle")), &rep); err != nil || !rep.OK || len(rep.GateResults) != 3 {
+		t.Errorf("verify --json: %v %+v", err, rep)
+	}
+	// A failed verify leaves no SBOM file.
+	if out, err := cmdRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--sbom", "none.cdx.json", "nosuch.bundle"); err == nil {
+		t.Errorf("verify of a missing bundle: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "none.cdx.json")); err == nil {
+		t.Error("a failed verify left an SBOM file")
+	}
+
+	// 5. The offline side insists: a bundle exported without govulncheck
+	// is refused, naming the entry, by the flag and by the store's
+	// import.hcl; nothing is imported.
+	storeDir := filepath.Join(work, "store")
+	out, err = cmdRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "--require-gate", "providers:govulncheck", "nogate.bundle")
+	if exitCode(err) != 1 || !strings.Contains(out, "govulncheck: provider registry.terraform.io/example/fixture 1.0.0") || !strings.Contains(out, "the store was not changed") {
+		t.Errorf("import --require-gate of a bundle without the gate: %d\n%s", exitCode(err), out)
+	}
+	os.WriteFile(filepath.Join(storeDir, "import.hcl"), []byte("require_gate = [\"modules:trivy\", \"providers:govulncheck\"]\n"), 0o644)
+	out, err = cmdRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "nogate.bundle")
+	if exitCode(err) != 1 || !strings.Contains(out, "import.hcl") || !strings.Contains(out, "govulncheck: provider") {
+		t.Errorf("import.hcl requiring a gate the bundle lacks: %d\n%s", exitCode(err), out)
+	}
+	if _, err := os.Stat(filepath.Join(storeDir, "index.json")); err == nil {
+		t.Error("a refused import wrote the index")
+	}
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "full.bundle")
+
+	// 6. inventory: results, waivers, reports; the store's SBOM.
+	out = mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir, "--sbom", "store.cdx.json")
+	for _, want := range []string{"import rules (import.hcl): every bundle must carry passing or waived results of: modules:trivy, providers:govulncheck",
+		"gate govulncheck: waived (exit 0, 1 error), waived: GO-2099-0001 does not apply", "gate trivy: passed (exit 0, no findings)",
+		"report: " + filepath.Join(storeDir, "blobs", "sha256")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, out)
+		}
+	}
+	storeSBOM := mustRead(t, filepath.Join(work, "store.cdx.json"))
+	sbomtest.Validate(t, storeSBOM)
+	if !bytes.Contains(storeSBOM, []byte(`"pkg:golang/google.golang.org/grpc@v`)) {
+		t.Error("the store's SBOM lacks the plugin's Go modules")
+	}
+
+	// 7. The catalog page: results with links to the reports, the SBOM.
+	base, _ := startServe(t, storeDir)
+	cl, _, _ := caClient(t, storeDir)
+	page := get(t, cl, base+"ui/providers/registry.terraform.io/example/fixture", "text/html")
+	if !strings.Contains(page, "govulncheck: waived") || !strings.Contains(page, "waived: GO-2099-0001 does not apply") {
+		t.Errorf("the provider page does not show the waived result:\n%s", page)
+	}
+	i := strings.Index(page, `href="/blobs/sha256/`)
+	if i < 0 {
+		t.Fatal("the provider page has no report link")
+	}
+	link := page[i+len(`href="/`):]
+	link = link[:strings.Index(link, `"`)]
+	if rpt := get(t, cl, base+link, "text/plain; charset=utf-8"); !strings.Contains(rpt, "GO-2099-0001") {
+		t.Errorf("the report link serves:\n%.300s", rpt)
+	}
+	mod := get(t, cl, base+"ui/modules/registry.terraform.io/example/open/aws", "text/html")
+	if !strings.Contains(mod, "trivy: waived") || !strings.Contains(mod, "AWS-0107 accepted by the network team") {
+		t.Errorf("the module page does not show the waiver:\n%s", mod)
+	}
+	if idx := get(t, cl, base, "text/html"); !strings.Contains(idx, `href="/ui/sbom.cdx.json"`) || !strings.Contains(idx, "trivy: waived") {
+		t.Errorf("the catalog page lacks the SBOM link or the gate badges")
+	}
+	served := get(t, cl, base+"ui/sbom.cdx.json", "application/vnd.cyclonedx+json; version=1.6")
+	sbomtest.Validate(t, []byte(served))
+	if !strings.Contains(served, `"name":"registry.terraform.io/example/fixture"`) {
+		t.Error("the served SBOM lacks the provider")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustRunOK(t *testing.T, f func() (string, error)) string {
+	t.Helper()
+	out, err := f()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return out
+}
+
+// get fetches url and checks its status and content type.
+func get(t *testing.T, cl *http.Client, url, ctype string) string {
+	t.Helper()
+	resp, err := cl.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), ctype) {
+		t.Fatalf("GET %s: %s %s\n%.300s", url, resp.Status, resp.Header.Get("Content-Type"), b)
+	}
+	return string(b)
+}
