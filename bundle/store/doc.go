@@ -11,6 +11,8 @@
 //	                           next import (leftovers of a killed import),
 //	                           through os.Root: links there are not followed
 //	  lock                     flock(2) target: one import at a time
+//	  import.hcl               optional, written by the operator: gates every
+//	                           import requires (gates.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //
@@ -34,6 +36,13 @@
 // index entry refers to yet and a temporary index, never an index entry whose
 // blob is missing; the next import removes the temporary files and, for the
 // same bundle, completes it.
+//
+// Gate results, reports and build information documents are catalog
+// entries' fields and blobs like any other (kept while an entry refers to
+// them); a bundle's SBOM is checked (bundle.Checker) but not kept: the
+// store's SBOM (sbom.go) is made from its catalog and build information.
+// RequireGates (gates.go) is an import policy: a bundle whose entries lack a
+// required gate's result is refused before anything is committed.
 //
 // A bundle's withdraw list (withdraw.go) is applied in the same index swap:
 // the versions leave the catalog and are recorded in the index's withdrawn

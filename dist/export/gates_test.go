@@ -80,7 +80,7 @@ echo "address=$2 version=$3 platform=$4"
 gate "provscan" {
   for     = "providers"
   command = ["` + prov + `", "{binary}", "{address}", "{version}", "{platform}"]
-  version = ["/bin/echo", "provscan 2.0"]
+  version = ["printf", "provscan \\033[31m2.0\\n"]
 }
 `)
 	reports := filepath.Join(t.TempDir(), "reports")
@@ -92,7 +92,7 @@ gate "provscan" {
 		t.Fatal("an argument was run through a shell")
 	}
 	m := res.Manifest
-	if len(m.Gates) != 2 || m.Gates[0].Name != "modscan" || m.Gates[0].Tool != "modscan 1.0; build 7" || m.Gates[1].Tool != "provscan 2.0" {
+	if len(m.Gates) != 2 || m.Gates[0].Name != "modscan" || m.Gates[0].Tool != "modscan 1.0; build 7" || m.Gates[1].Tool != `provscan \x1b[31m2.0` {
 		t.Fatalf("gates in the manifest: %+v", m.Gates)
 	}
 	mr := m.Catalog.Modules[0].Gates
