@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
@@ -21,7 +22,7 @@ import (
 func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
 	b, err := sbom.Generate(sbom.Input{
 		Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
-		BuildInfo: info, Keys: KeyFingerprints,
+		BuildInfo: info, Keys: FingerprintCache(),
 	})
 	if err != nil {
 		return nil, err
@@ -30,6 +31,25 @@ func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]
 		return nil, fmt.Errorf("the SBOM is %d bytes, over the %d-byte limit\nhint: export fewer provider versions per bundle", len(b), MaxSBOMSize)
 	}
 	return b, nil
+}
+
+// FingerprintCache is KeyFingerprints that parses each distinct set of
+// armored keys once (every version of a provider carries the same keys).
+func FingerprintCache() func(p dist.ProviderVersion) []string {
+	seen := map[string][]string{}
+	return func(p dist.ProviderVersion) []string {
+		var id strings.Builder
+		for _, k := range p.SigningKeys {
+			id.WriteString(k.ASCIIArmor)
+			id.WriteByte(0)
+		}
+		fps, ok := seen[id.String()]
+		if !ok {
+			fps = KeyFingerprints(p)
+			seen[id.String()] = fps
+		}
+		return fps
+	}
 }
 
 // KeyFingerprints are the fingerprints of the publisher keys a provider

@@ -35,7 +35,7 @@ func IndexSBOM(ix *Index, read func(d verify.Digest, limit int64) ([]byte, error
 	}
 	var readErr error
 	b, err := sbom.Generate(sbom.Input{
-		Subject: "airgap store", Tool: tool, Time: at, Catalog: &ix.Catalog, Keys: bundle.KeyFingerprints,
+		Subject: "airgap store", Tool: tool, Time: at, Catalog: &ix.Catalog, Keys: bundle.FingerprintCache(),
 		BuildInfo: func(pk dist.Package) (*goinfo.Info, bool) {
 			if pk.BuildInfo == "" || readErr != nil {
 				return nil, false

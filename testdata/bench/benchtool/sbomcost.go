@@ -53,6 +53,9 @@ func sbomCost(t *bundletest.Standalone, bundlePath, keyring, blobs, files string
 		}
 		return filepath.Join(blobs, d.Hex())
 	}
+	// Each figure is the best of three, the two ways of hashing taking
+	// turns on each package: the machine is shared, and a slow moment
+	// should not fall on one side only.
 	var n int
 	var bytes int64
 	var tH1, tScan time.Duration
@@ -61,24 +64,32 @@ func sbomCost(t *bundletest.Standalone, bundlePath, keyring, blobs, files string
 		for _, pk := range p.Packages {
 			n++
 			bytes += pk.Size
-			start := time.Now()
-			if _, err := dist.H1(path(pk.Digest)); err != nil {
-				t.Fatal(err)
+			bestH1, bestScan := time.Duration(1<<62), time.Duration(1<<62)
+			for range 3 {
+				start := time.Now()
+				if _, err := dist.H1(path(pk.Digest)); err != nil {
+					t.Fatal(err)
+				}
+				bestH1 = min(bestH1, time.Since(start))
+				start = time.Now()
+				_, info, err := bundle.ScanPackage(path(pk.Digest))
+				if err != nil {
+					t.Fatal(err)
+				}
+				bestScan = min(bestScan, time.Since(start))
+				infos[pk.Digest] = info
 			}
-			tH1 += time.Since(start)
-			start = time.Now()
-			_, info, err := bundle.ScanPackage(path(pk.Digest))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tScan += time.Since(start)
-			infos[pk.Digest] = info
+			tH1 += bestH1
+			tScan += bestScan
 		}
 	}
-	start := time.Now()
-	if _, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok }); err != nil {
-		t.Fatal(err)
+	tSBOM := time.Duration(1 << 62)
+	for range 3 {
+		start := time.Now()
+		if _, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok }); err != nil {
+			t.Fatal(err)
+		}
+		tSBOM = min(tSBOM, time.Since(start))
 	}
-	tSBOM := time.Since(start)
 	fmt.Printf("%.3f %.3f %.3f %d %d\n", tH1.Seconds(), tScan.Seconds(), tSBOM.Seconds(), n, bytes)
 }
