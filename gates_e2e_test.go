@@ -231,6 +231,20 @@ func TestGatesAndSBOM(t *testing.T) {
 	}
 	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "full.bundle")
 
+	// A delta against it carries no package: verify cannot rebuild its SBOM
+	// and says so, writing nothing; import checks it from the store's build
+	// information.
+	os.WriteFile(filepath.Join(work, "delta.hcl"), []byte(full), 0o644)
+	mustRun(t, work, env, airgapBin, "export", "--manifest", "delta.hcl", "--sign-key", "k/site.key.asc", "--out", "delta.bundle", "--cache", "cache", "--since", "full.bundle")
+	out, err = cmdRun(t, work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", "--sbom", "delta.cdx.json", "delta.bundle")
+	if exitCode(err) != 1 || !strings.Contains(out, "omits packages its SBOM describes") {
+		t.Errorf("verify --sbom of a delta: %d\n%s", exitCode(err), out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "delta.cdx.json")); err == nil {
+		t.Error("verify --sbom of a delta left a file")
+	}
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "delta.bundle")
+
 	// 6. inventory: results, waivers, reports; the store's SBOM.
 	out = mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir, "--sbom", "store.cdx.json")
 	for _, want := range []string{"import rules (import.hcl): every bundle must carry passing or waived results of: modules:trivy, providers:govulncheck",

@@ -161,6 +161,14 @@ func (e *exporter) runGates(ctx context.Context, cat *dist.Catalog) ([]dist.Gate
 	for _, r := range runs {
 		eg.Go(func() error {
 			e.runGate(gctx, r)
+			switch {
+			case r.err != nil:
+				e.opt.Log("gate %s on %s: could not finish", r.g.Name, r.t)
+			case r.failed:
+				e.opt.Log("gate %s on %s: FAILED (exit %d, %s)", r.g.Name, r.t, r.res.ExitCode, findingsText(r.res.Findings))
+			default:
+				e.opt.Log("gate %s on %s: %s", r.g.Name, r.t, r.res.Status)
+			}
 			return ctx.Err() // only an interrupt stops the other runs
 		})
 	}

@@ -349,3 +349,30 @@ waive "t" {
 		}
 	}
 }
+
+// A dry run lists the gates and what they would run over, running none.
+func TestGateDryRun(t *testing.T) {
+	in := registrytest.World(t)
+	mark := filepath.Join(t.TempDir(), "ran")
+	sc := scanner(t, "sc", "touch "+mark+"\n")
+	req, err := export.ParseSpec(writeSpec(t, gateSpec(`gate "sc" {
+  for     = "providers"
+  command = ["`+sc+`", "{binary}"]
+}
+`)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := options(t, in, filepath.Join(t.TempDir(), "cache"), nil)
+	opt.DryRun = true
+	res, err := export.Run(context.Background(), req, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := res.Summarize(true, time.Second).Text(); !strings.Contains(txt, "gate sc: would run 1 time(s), once per provider package") {
+		t.Errorf("dry run: %s", txt)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("a dry run ran a gate")
+	}
+}

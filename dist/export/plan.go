@@ -190,7 +190,8 @@ func (s *Summary) Text() string {
 	}
 	for _, g := range s.Gates {
 		if s.DryRun {
-			fmt.Fprintf(&b, "  gate %s: would run over %d %s\n", g.Name, g.Entries, g.For)
+			per := map[string]string{dist.GateModules: "module version", dist.GateProviders: "provider package"}[g.For]
+			fmt.Fprintf(&b, "  gate %s: would run %d time(s), once per %s\n", g.Name, g.Entries, per)
 			continue
 		}
 		fmt.Fprintf(&b, "gate %s (%s; %s): %d passed, %d waived\n", g.Name, g.For, dist.Printable(g.Tool), g.Passed, len(g.Waived))
