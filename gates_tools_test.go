@@ -53,20 +53,9 @@ func govulncheckBin(t *testing.T) string {
 // a scratch module, 'go get -tool pkg@v' then 'go build -trimpath' with
 // CGO_ENABLED=0 and env. It returns the binary's path or an error text.
 func buildGoTool(pkg, v, name string, env ...string) (string, string) {
-	cache := os.Getenv("AIRGAP_TEST_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err.Error()
-		}
-		cache = filepath.Join(home, ".cache", "airgap")
-	}
-	bin := filepath.Join(cache, name)
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return bin, ""
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err.Error()
+	bin, cached, errText := testCacheBin(name)
+	if cached || errText != "" {
+		return bin, errText
 	}
 	tmp, err := os.MkdirTemp("", "gotool-")
 	if err != nil {

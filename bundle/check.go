@@ -264,9 +264,9 @@ func checkGates(m *Manifest) error {
 			case r.Tool != g.Tool:
 				return inconsistent(entry, "its gate %s result names the tool %q, but the gate ran %q", r.Gate, dist.Printable(r.Tool), dist.Printable(g.Tool))
 			case r.Status == dist.GatePassed && !passes:
-				return inconsistent(entry, "gate %s is recorded as passed, but exit status %d with %s fails it", r.Gate, r.ExitCode, findingsText(r.Findings))
+				return inconsistent(entry, "gate %s is recorded as passed, but exit status %d with %s fails it", r.Gate, r.ExitCode, r.Findings.String())
 			case r.Status == dist.GateWaived && passes:
-				return inconsistent(entry, "gate %s is recorded as waived, but exit status %d with %s passes it", r.Gate, r.ExitCode, findingsText(r.Findings))
+				return inconsistent(entry, "gate %s is recorded as waived, but exit status %d with %s passes it", r.Gate, r.ExitCode, r.Findings.String())
 			}
 			have[r.Gate] = true
 		}
@@ -290,13 +290,6 @@ func checkGates(m *Manifest) error {
 		}
 	}
 	return nil
-}
-
-func findingsText(f *dist.GateFindings) string {
-	if f == nil {
-		return "no SARIF findings"
-	}
-	return f.String()
 }
 
 // CheckOptions configure a Checker.

@@ -117,8 +117,12 @@ func (f *GateFindings) count(level string) int {
 	return f.None
 }
 
-// String is "2 error, 1 warning" (levels with findings), or "no findings".
+// String is "2 error, 1 warning" (levels with findings), "no findings", or
+// for nil (a report that is not SARIF) "report not SARIF".
 func (f *GateFindings) String() string {
+	if f == nil {
+		return "report not SARIF"
+	}
 	var parts []string
 	for _, l := range SARIFLevels {
 		if n := f.count(l); n > 0 {

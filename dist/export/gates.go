@@ -165,7 +165,7 @@ func (e *exporter) runGates(ctx context.Context, cat *dist.Catalog) ([]dist.Gate
 			case r.err != nil:
 				e.opt.Log("gate %s on %s: could not finish", r.g.Name, r.t)
 			case r.failed:
-				e.opt.Log("gate %s on %s: FAILED (exit %d, %s)", r.g.Name, r.t, r.res.ExitCode, findingsText(r.res.Findings))
+				e.opt.Log("gate %s on %s: FAILED (exit %d, %s)", r.g.Name, r.t, r.res.ExitCode, r.res.Findings.String())
 			default:
 				e.opt.Log("gate %s on %s: %s", r.g.Name, r.t, r.res.Status)
 			}
@@ -211,7 +211,7 @@ func (e *exporter) gateVerdict(runs []*gateOutcome) error {
 		case r.failed:
 			e.res.GateFailures = append(e.res.GateFailures, GateFailure{Gate: r.g.Name, Entry: r.t.String(), Summary: r.res.Summary(), Report: r.report, Log: r.log})
 			failed = append(failed, fmt.Sprintf("gate %s failed on %s: exit status %d, %s\n  report: %s\n  output: %s",
-				r.g.Name, r.t, r.res.ExitCode, findingsText(r.res.Findings), r.report, r.log))
+				r.g.Name, r.t, r.res.ExitCode, r.res.Findings.String(), r.report, r.log))
 			continue
 		}
 		if w, ok := waiver(e.req.Waivers, r.g.Name, r.t.addr, r.t.version); ok {
@@ -245,13 +245,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-func findingsText(f *dist.GateFindings) string {
-	if f == nil {
-		return "report not SARIF"
-	}
-	return f.String()
 }
 
 // reportsMarker marks a reports directory as airgap's: only such a
