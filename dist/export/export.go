@@ -176,6 +176,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	}
 	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
 	tidyModuleWork(opt.CacheDir, time.Now())
+	tidyGateWork(opt.CacheDir, time.Now())
 	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}, BuildInfo: map[verify.Digest]*goinfo.Info{}, cacheDir: opt.CacheDir, gates: req.Gates},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
 	cat := &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
