@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/dist/sbom/sbomtest"
@@ -321,4 +322,37 @@ func get(t *testing.T, cl *http.Client, url, ctype string) string {
 		t.Fatalf("GET %s: %s %s\n%.300s", url, resp.Status, resp.Header.Get("Content-Type"), b)
 	}
 	return string(b)
+}
+
+// TestGateHostileScannerCLI attacks the real binary with a scanner that
+// hangs (and leaves a child behind) and one that floods its output: each
+// is cut off at its bound, with its process group, the export fails saying
+// so and leaves no bundle.
+func TestGateHostileScannerCLI(t *testing.T) {
+	in := registrytest.World(t)
+	work := t.TempDir()
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	mark := filepath.Join(work, "child-survived")
+	for _, c := range []struct{ name, script, bound, want string }{
+		{"hang", "#!/bin/sh\n(sleep 6; touch " + mark + ") &\nsleep 30\n", `timeout = "2s"`, "cut off after 2s (the gate's timeout)"},
+		{"flood", "#!/bin/sh\nwhile :; do echo flood; done\n", `max_output = "1MiB"`, "printed more than 1.0 MiB (the gate's max_output)"},
+	} {
+		sc := filepath.Join(work, c.name+".sh")
+		os.WriteFile(sc, []byte(c.script), 0o755)
+		manifest := fmt.Sprintf("platforms = [\"linux_amd64\"]\nmodule \"example/subnet/aws\" {\n  versions = \"2.1.0\"\n}\ngate %q {\n  for     = \"modules\"\n  command = [%q, \"{dir}\"]\n  version = [\"/bin/echo\", \"1\"]\n  %s\n}\n",
+			c.name, sc, c.bound)
+		os.WriteFile(filepath.Join(work, c.name+".hcl"), []byte(manifest), 0o644)
+		out, err := cmdRun(t, work, env, airgapBin, "export", "--manifest", c.name+".hcl", "--sign-key", "k/site.key.asc", "--out", c.name+".bundle", "--cache", "cache")
+		if exitCode(err) != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "nothing was written") {
+			t.Errorf("%s: %d\n%s", c.name, exitCode(err), out)
+		}
+		if _, err := os.Stat(filepath.Join(work, c.name+".bundle")); err == nil {
+			t.Errorf("%s: a bundle was left", c.name)
+		}
+	}
+	time.Sleep(7 * time.Second) // past the child's own sleep (6 s from its start)
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the hung scanner's child survived the cut-off")
+	}
 }

@@ -22,7 +22,7 @@ import (
 //	  version    = ["trivy", "--version"] # optional; default [command[0], "--version"]
 //	  fail_level = "error"              # optional: fail on a SARIF finding at this level or above
 //	  timeout    = "10m"                # optional, per run (default 10m, 1s to 24h)
-//	  max_output = "64MiB"              # optional: report, and stdout+stderr, each (default and most 64MiB)
+//	  max_output = "64MiB"              # optional: report, and stdout+stderr, each (1MiB to 64MiB, the default)
 //	  env        = ["TRIVY_CACHE_DIR"]  # optional: variables passed through from airgap's environment
 //	}
 //	waive "trivy" {
@@ -58,7 +58,7 @@ const (
 	// DefaultGateOutput is also the most a gate may set: the offline side
 	// reads reports up to bundle.MaxReportSize.
 	DefaultGateOutput = bundle.MaxReportSize
-	minGateOutput     = 1 << 10
+	minGateOutput     = 1 << 20
 	// VersionTimeout and maxVersionOutput bound a gate's version command.
 	VersionTimeout   = 30 * time.Second
 	maxVersionOutput = 64 << 10
@@ -165,7 +165,7 @@ func (g specGate) check(path string) (*GateSpec, error) {
 	if g.MaxOutput != nil {
 		n, err := bundle.ParseSize(*g.MaxOutput)
 		if err != nil || n < minGateOutput || n > DefaultGateOutput {
-			return nil, fmt.Errorf("max_output = %q: give a size from 1KiB to %s", *g.MaxOutput, dist.HumanSize(DefaultGateOutput))
+			return nil, fmt.Errorf("max_output = %q: give a size from 1MiB to %s", *g.MaxOutput, dist.HumanSize(DefaultGateOutput))
 		}
 		spec.MaxOutput = n
 	}
