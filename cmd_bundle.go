@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
@@ -172,6 +173,13 @@ func (c *importCmd) run(args []string) error {
 		return printJSON(res.Report(args[0]))
 	}
 	res.WriteText(os.Stdout)
+	if len(reqs) > 0 {
+		names := make([]string, len(reqs))
+		for i, r := range reqs {
+			names[i] = r.String()
+		}
+		fmt.Printf("  required gates, passed or waived on every entry: %s\n", strings.Join(names, ", "))
+	}
 	return nil
 }
 

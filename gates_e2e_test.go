@@ -230,7 +230,9 @@ func TestGatesAndSBOM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(storeDir, "index.json")); err == nil {
 		t.Error("a refused import wrote the index")
 	}
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "full.bundle")
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "full.bundle"); !strings.Contains(out, "required gates, passed or waived on every entry: modules:trivy, providers:govulncheck") {
+		t.Errorf("import under import.hcl does not say what it required:\n%s", out)
+	}
 
 	// A delta against it carries no package: verify cannot rebuild its SBOM
 	// and says so, writing nothing; import checks it from the store's build

@@ -320,13 +320,13 @@ type CheckReport struct {
 	Packages   int // packages found with their sha256 in a signed SHA256SUMS
 	H1         int // zips whose h1 was computed and compared
 	ModuleZips int // module zips rebuilt from their archives and compared
-	BuildInfo  int // Go build information documents read again from the zips and compared
-	Reports    int // gate reports whose SARIF findings were counted again and compared
+	BuildInfo  int `json:"build_info"`   // Go build information documents read again from the zips and compared
+	Reports    int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
 	// SBOM is "checked" (built again from the manifest and the checked
 	// build information, and equal to the signed one), "deferred" (some
 	// build information is in blobs a delta omits) or "none" (the bundle
 	// has no SBOM).
-	SBOM string
+	SBOM string `json:"sbom"`
 	// SBOMBytes is the SBOM as checked (the signed bytes), for 'verify --sbom'.
 	SBOMBytes []byte `json:"-"`
 	// Deferred lists what could not be checked without the store (a delta's
