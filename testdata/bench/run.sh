@@ -59,7 +59,7 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b
 sbom_cost() {
   local h1 scan sbom n bytes
   read -r h1 scan sbom n bytes <<<"$("$BT" sbomcost -dir "$W/sbomcost" -bundle "$1" -keyring "$2" "${@:3}")"
-  echo "$(awk -v h="$h1" -v s="$scan" -v b="$sbom" 'BEGIN { printf "%.3f", (s > h ? s - h : 0) + b }') $n"
+  echo "$(awk -v h="$h1" -v s="$scan" -v b="$sbom" 'BEGIN { printf "%.4f", (s > h ? s - h : 0) + b }') $n"
 }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }

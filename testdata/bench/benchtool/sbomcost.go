@@ -91,5 +91,5 @@ func sbomCost(t *bundletest.Standalone, bundlePath, keyring, blobs, files string
 		}
 		tSBOM = min(tSBOM, time.Since(start))
 	}
-	fmt.Printf("%.3f %.3f %.3f %d %d\n", tH1.Seconds(), tScan.Seconds(), tSBOM.Seconds(), n, bytes)
+	fmt.Printf("%.4f %.4f %.4f %d %d\n", tH1.Seconds(), tScan.Seconds(), tSBOM.Seconds(), n, bytes)
 }
