@@ -55,6 +55,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -294,12 +295,20 @@ func golangPURL(path, version string) string {
 	return packageurl.NewPackageURL(packageurl.TypeGolang, ns, name, version, nil, "").ToString()
 }
 
-// stdlibVersion turns "go1.22.5" (or "go1.26.8 X:jsonv2") into "1.22.5",
-// the version vulnerability databases give the Go standard library.
+// reGoRelease is a Go release at the start of a version string, after
+// "go": "1.22.5", "1.23rc1".
+var reGoRelease = regexp.MustCompile(`^go([0-9]+(\.[0-9]+)*((rc|beta)[0-9]+)?)`)
+
+// stdlibVersion turns "go1.22.5" (or "go1.26.8 X:jsonv2",
+// "go1.26.8-X:jsonv2" with experiments) into "1.22.5", the version
+// vulnerability databases give the Go standard library; a development
+// build ("devel go1.23-abc") has none.
 func stdlibVersion(goVersion string) (string, bool) {
-	v, _, _ := strings.Cut(goVersion, " ")
-	v, ok := strings.CutPrefix(v, "go")
-	return v, ok && v != ""
+	m := reGoRelease.FindStringSubmatch(goVersion)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
 
 func module(m dist.ModuleVersion) cdx.Component {

@@ -174,3 +174,21 @@ func TestGenerateHostileStrings(t *testing.T) {
 		t.Errorf("HTML should stay readable (no \\u003c) and control characters escaped")
 	}
 }
+
+func TestStdlibVersion(t *testing.T) {
+	for in, want := range map[string]string{"go1.22.5": "1.22.5", "go1.26.8 X:jsonv2": "1.26.8", "go1.26.8-X:jsonv2": "1.26.8", "go1.23rc1": "1.23rc1", "devel go1.23-abc": "", "": ""} {
+		info := &goinfo.Info{GoVersion: in, File: "p"}
+		in2 := input(t)
+		in2.Catalog = &dist.Catalog{Providers: []dist.ProviderVersion{{Host: "registry.terraform.io", Namespace: "x", Type: "y", Version: "1.0.0",
+			Packages: []dist.Package{{OS: "linux", Arch: "amd64", Filename: "f.zip", Digest: digest("z"), H1: "h1:" + strings.Repeat("A", 43) + "="}}}}}
+		in2.BuildInfo = func(dist.Package) (*goinfo.Info, bool) { return info, true }
+		b, err := sbom.Generate(in2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(string(b), `"purl":"pkg:golang/stdlib@`+want+`"`)
+		if want == "" && strings.Contains(string(b), "pkg:golang/stdlib") || want != "" && !got {
+			t.Errorf("%q: want stdlib@%s in %s", in, want, b)
+		}
+	}
+}
