@@ -78,7 +78,6 @@ type catalogUI struct {
 	mu    sync.Mutex
 	model atomic.Pointer[catalogModel]
 	caFP  string
-	sboms sbomCache // SBOMPath (sbom.go)
 }
 
 // catalogRoutes registers the HTML pages. "/{$}" matches only "/" itself,

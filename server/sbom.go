@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
@@ -16,25 +15,26 @@ import (
 // serves (under /ui/, which no protocol uses).
 const SBOMPath = "/ui/sbom.cdx.json"
 
-// sbomCache holds the SBOM of one catalog snapshot. It is built on the
-// first request after a reload (store.IndexSBOM: the catalog, and each
+// sbomCache holds the SBOM of what one scope (the whole catalog, or what a
+// principal of the access file may read) sees of one catalog snapshot. It
+// is built on the first request (store.IndexSBOM: the catalog, and each
 // package's build information document read from the store), once, while
 // concurrent requests wait for it; it then costs its own size in memory
-// until the next snapshot (about 1 KiB per package and 300 bytes per Go
-// module compiled into a plugin).
+// for as long as the scope (one per snapshot and access rule set): about
+// 1 KiB per package and 300 bytes per Go module compiled into a plugin.
 type sbomCache struct {
 	mu  sync.Mutex
-	cur atomic.Pointer[sbomDoc]
+	doc *sbomDoc
 }
 
 type sbomDoc struct {
-	cat  *dist.Catalog
 	body []byte
 	err  error
 }
 
 func (ui *catalogUI) sbom(w http.ResponseWriter, r *http.Request) {
-	doc := ui.sboms.get(ui.s)
+	sc, _ := ui.scope(r)
+	doc := sc.sbom.get(ui.s, sc)
 	if doc.err != nil {
 		ui.s.writeError(w, r, doc.err)
 		return
@@ -52,20 +52,31 @@ func (ui *catalogUI) sbom(w http.ResponseWriter, r *http.Request) {
 	w.Write(doc.body)
 }
 
-func (c *sbomCache) get(s *Server) *sbomDoc {
-	cat := s.store.Catalog()
-	if d := c.cur.Load(); d != nil && d.cat == cat {
-		return d
-	}
+// get builds the scope's SBOM once.
+func (c *sbomCache) get(s *Server, sc *scope) *sbomDoc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d := c.cur.Load(); d != nil && d.cat == cat {
-		return d
+	if c.doc != nil {
+		return c.doc
 	}
+	cat := sc.v.cat
 	ix := &store.Index{Catalog: *cat}
 	if ixr, ok := s.store.(interface{ Index() *store.Index }); ok {
 		if full := ixr.Index(); full != nil && &full.Catalog == cat {
-			ix = full
+			ix = &store.Index{Catalog: full.Catalog, Imports: full.Imports} // the newest import is the SBOM's time
+		}
+	}
+	if sc.rules != nil { // only what the principal may read
+		ix.Catalog = dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
+		for _, p := range cat.Providers {
+			if sc.allows(p.Addr()) {
+				ix.Catalog.Providers = append(ix.Catalog.Providers, p)
+			}
+		}
+		for _, m := range cat.Modules {
+			if sc.allows(m.Addr()) {
+				ix.Catalog.Modules = append(ix.Catalog.Modules, m)
+			}
 		}
 	}
 	body, err := store.IndexSBOM(ix, func(d verify.Digest, limit int64) ([]byte, error) {
@@ -76,7 +87,6 @@ func (c *sbomCache) get(s *Server) *sbomDoc {
 		defer f.Close()
 		return store.ReadVerified(f, d, limit)
 	}, s.tool)
-	d := &sbomDoc{cat: cat, body: body, err: err}
-	c.cur.Store(d)
-	return d
+	c.doc = &sbomDoc{body: body, err: err}
+	return c.doc
 }
