@@ -45,6 +45,8 @@ type exportCmd struct {
 	allowUnvend bool
 	mirror      string
 	trustMirror bool
+	gateReports string
+	gateJobs    int
 }
 
 func (c *exportCmd) synopsis() string {
@@ -76,6 +78,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
 	fs.StringVar(&c.mirror, "provider-mirror", "", "fetch every provider from this network mirror (https://HOST/PATH/; overrides the CLI config's provider_installation), checked against the origin registry's signatures")
 	fs.BoolVar(&c.trustMirror, "trust-mirror-hashes", false, "when a mirrored provider's origin registry cannot be reached, carry it on the mirror's hashes alone, marked \"mirror hashes only\" in the bundle")
+	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
+	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
 	return fs
 }
 
@@ -111,6 +115,11 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{"give at most one of --since and --have"}
 	case c.jobs < 1 || c.jobs > 64:
 		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
+	case c.gateJobs < 1 || c.gateJobs > 64:
+		return nil, usageError{fmt.Sprintf("--gate-jobs %d: give 1 to 64 gate runs at once", c.gateJobs)}
+	}
+	if c.gateReports == "" && c.out != "" {
+		c.gateReports = c.out + ".gates"
 	}
 	if c.out != "" {
 		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
@@ -196,6 +205,7 @@ func (c *exportCmd) run(args []string) error {
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
+		GateReports: c.gateReports, GateJobs: c.gateJobs,
 	})
 	line.Stop()
 	if err != nil {
