@@ -487,7 +487,7 @@ type Checker struct {
 	err     error
 	n       int
 	rep     CheckReport
-	keyring map[string]openpgp.EntityList
+	keyring KeyringCache
 }
 
 type h1Job struct {
@@ -510,7 +510,7 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
 		wantBI: map[verify.Digest]verify.Digest{}, infos: map[verify.Digest][]byte{},
-		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: map[string]openpgp.EntityList{}}
+		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: KeyringCache{}}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
 			c.wantH1[pk.Digest] = pk.H1
@@ -872,19 +872,29 @@ func (c *Checker) isSiteKey(fp string) bool {
 // keys parses the signing keys a provider version carries (each distinct
 // set once).
 func (c *Checker) keys(p dist.ProviderVersion) (openpgp.EntityList, error) {
+	return c.keyring.Keyring(p)
+}
+
+// KeyringCache holds the parsed signing keys of provider versions by their
+// set of armored keys: every version of a provider carries the same keys,
+// and parsing them is what costs. Not safe for concurrent use.
+type KeyringCache map[string]openpgp.EntityList
+
+// Keyring is ProviderKeyring(p), parsed once per distinct set of keys.
+func (kc KeyringCache) Keyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
 	var id strings.Builder
 	for _, k := range p.SigningKeys {
 		id.WriteString(k.ASCIIArmor)
 		id.WriteByte(0)
 	}
-	if kr, ok := c.keyring[id.String()]; ok {
+	if kr, ok := kc[id.String()]; ok {
 		return kr, nil
 	}
 	kr, err := ProviderKeyring(p)
 	if err != nil {
 		return nil, err
 	}
-	c.keyring[id.String()] = kr
+	kc[id.String()] = kr
 	return kr, nil
 }
 

@@ -5,7 +5,8 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
@@ -34,21 +35,15 @@ func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]
 }
 
 // FingerprintCache is KeyFingerprints that parses each distinct set of
-// armored keys once (every version of a provider carries the same keys).
+// armored keys once (KeyringCache).
 func FingerprintCache() func(p dist.ProviderVersion) []string {
-	seen := map[string][]string{}
+	kc := KeyringCache{}
 	return func(p dist.ProviderVersion) []string {
-		var id strings.Builder
-		for _, k := range p.SigningKeys {
-			id.WriteString(k.ASCIIArmor)
-			id.WriteByte(0)
+		kr, err := kc.Keyring(p)
+		if err != nil {
+			return nil
 		}
-		fps, ok := seen[id.String()]
-		if !ok {
-			fps = KeyFingerprints(p)
-			seen[id.String()] = fps
-		}
-		return fps
+		return fingerprints(kr)
 	}
 }
 
@@ -60,6 +55,10 @@ func KeyFingerprints(p dist.ProviderVersion) []string {
 	if err != nil {
 		return nil
 	}
+	return fingerprints(kr)
+}
+
+func fingerprints(kr openpgp.EntityList) []string {
 	out := make([]string, 0, len(kr))
 	for _, e := range kr {
 		out = append(out, verify.Fingerprint(e))
