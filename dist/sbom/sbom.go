@@ -15,8 +15,10 @@
 //     "modules" subpath, repository_url for other registries);
 //   - hashes: SHA-256 of the zip (the zh: hash);
 //   - properties (airgap:…): os, arch, filename, the h1: and zh: lock-file
-//     hashes, the fingerprint of every publisher key carried for it,
-//     site-signed, the plugin file, its Go version, main package and build
+//     hashes, the fingerprint of every publisher key carried for it, its
+//     trust tier (dist.ProviderVersion.Trust: publisher_signed,
+//     site_resigned, mirror_hashes_only; with airgap:mirror, the network
+//     mirror whose hashes alone vouch for it), site-signed, the plugin file, its Go version, main package and build
 //     settings (vcs.revision, GOOS, -trimpath...), or why it has no Go build
 //     information;
 //   - components: one "library" per Go module compiled into the plugin
@@ -205,6 +207,10 @@ func providerPackage(in Input, p dist.ProviderVersion, pk dist.Package, keys []s
 	props.add("airgap:zh", pk.ZH())
 	for _, k := range keys {
 		props.add("airgap:signing-key", k)
+	}
+	props.add("airgap:trust", p.Trust())
+	if p.MirrorHashesOnly {
+		props.add("airgap:mirror", p.Mirror)
 	}
 	if p.SiteSigned {
 		props.add("airgap:site-signed", "true")

@@ -19,8 +19,9 @@ import (
 func digest(s string) verify.Digest { return verify.DigestBytes([]byte(s)) }
 
 // catalog is a catalog of every shape the SBOM describes: two origins, two
-// platforms, a site re-signed provider, a module with a vendored package and
-// one with a subdirectory and commit.
+// platforms, a site re-signed provider, one with a network mirror's hashes
+// only, a module with a vendored package and one with a subdirectory and
+// commit.
 func catalog() *dist.Catalog {
 	c := &dist.Catalog{
 		Providers: []dist.ProviderVersion{
@@ -32,6 +33,9 @@ func catalog() *dist.Catalog {
 				}},
 			{Host: "registry.opentofu.org", Namespace: "hashicorp", Type: "random", Version: "3.6.2", SiteSigned: true,
 				Packages: []dist.Package{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-random_3.6.2_linux_amd64.zip", Digest: digest("random"), H1: "h1:" + strings.Repeat("C", 43) + "="}}},
+			{Host: "registry.terraform.io", Namespace: "hashicorp", Type: "null", Version: "3.2.3", MirrorHashesOnly: true, Mirror: "https://mirror.example.com/terraform/",
+				Packages: []dist.Package{{OS: "linux", Arch: "amd64", Filename: "terraform-provider-null_3.2.3_linux_amd64.zip", Digest: digest("null"), H1: "h1:" + strings.Repeat("D", 43) + "=",
+					MirrorHashes: []string{"h1:" + strings.Repeat("D", 43) + "="}}}},
 		},
 		Modules: []dist.ModuleVersion{
 			{Host: "registry.terraform.io", Namespace: "terraform-aws-modules", Name: "vpc", System: "aws", Version: "5.8.1",
@@ -142,8 +146,15 @@ func TestGenerate(t *testing.T) {
 	}
 	random := byRef["provider/registry.opentofu.org/hashicorp/random@3.6.2/linux_amd64"]
 	if random.PackageURL != "pkg:terraform/hashicorp/random@3.6.2?arch=amd64&os=linux&repository_url=https:%2F%2Fregistry.opentofu.org#providers" ||
-		prop(random, "airgap:site-signed") != "true" || prop(random, "airgap:go:build-info") != "not recorded" {
+		prop(random, "airgap:site-signed") != "true" || prop(random, "airgap:trust") != dist.TrustSite || prop(random, "airgap:go:build-info") != "not recorded" {
 		t.Errorf("the site-signed provider: %+v", random)
+	}
+	if prop(linux, "airgap:trust") != dist.TrustPublisher || prop(linux, "airgap:mirror") != "" {
+		t.Errorf("the publisher-signed provider's trust: %+v", *linux.Properties)
+	}
+	null := byRef["provider/registry.terraform.io/hashicorp/null@3.2.3/linux_amd64"]
+	if prop(null, "airgap:trust") != dist.TrustMirror || prop(null, "airgap:mirror") != "https://mirror.example.com/terraform/" || prop(null, "airgap:site-signed") != "" {
+		t.Errorf("the provider with mirror hashes only: %+v", null)
 	}
 	vpc := byRef["module/registry.terraform.io/terraform-aws-modules/vpc/aws@5.8.1"]
 	if vpc.PackageURL != "pkg:terraform/terraform-aws-modules/vpc/aws@5.8.1#modules" || prop(vpc, "airgap:commit") != strings.Repeat("a", 40) ||
