@@ -28,7 +28,8 @@
 // a gate's kind, its result (dist.GateResult) with the tool's report as a
 // blob of role gate-report; and the bundle's CycloneDX SBOM (Manifest.SBOM,
 // role sbom), a function of the manifest and the build information
-// (BuildSBOM, sbom.go). A format-1 manifest has none of them.
+// (BuildSBOM, sbom.go). A format-1 manifest has none of them, nor any
+// other format-2 field (format2Field in manifest.go lists them all).
 //
 // Reader checks the signature before it hands out any blob, and each blob's
 // size and digest while it is read; a blob reader returns the error at its
