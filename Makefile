@@ -11,9 +11,11 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 # The whole suite, end-to-end with the real terraform included, then a short
-# run of every fuzz target.
+# run of every fuzz target. The timeout is per package: on a fresh machine
+# the root package also builds tofu, the registry, trivy and govulncheck
+# (about 15 minutes on 2 cores) before its tests.
 test: vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) fuzz FUZZTIME=
 
 # Rewrites README.md's client compatibility table from a run of the client
@@ -81,6 +83,8 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store
 	$(FUZZ) -fuzz '^FuzzParseAgainst$$' -fuzztime $(call fuzztime,30000) ./bundle/store
 	$(FUZZ) -fuzz '^FuzzSet$$' -fuzztime $(call fuzztime,90000) ./dist/portable
+	$(FUZZ) -fuzz '^FuzzScanner$$' -fuzztime $(call fuzztime,25000) ./dist/goinfo
+	$(FUZZ) -fuzz '^FuzzCountSARIF$$' -fuzztime $(call fuzztime,60000) ./dist
 
 bench:
 	bash testdata/bench/run.sh

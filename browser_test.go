@@ -127,9 +127,13 @@ func TestCatalogInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#provider-table"))); err != nil {
 		t.Fatal(err)
 	}
-	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(new Set(Array.from(document.querySelectorAll('a[href^="/ui/"]')).map(a => a.getAttribute("href"))))`))
+	// (Links with a download attribute are files, not pages: the SBOM.)
+	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(new Set(Array.from(document.querySelectorAll('a[href^="/ui/"]:not([download])')).map(a => a.getAttribute("href"))))`))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sbom := eval(`(document.querySelector("a#sbom[download]") || {}).pathname || ""`); sbom != "/ui/sbom.cdx.json" {
+		t.Errorf("the catalog page's SBOM download link: %q", sbom)
 	}
 	pages := append([]string{"", "?q=null", "ui/providers/registry.terraform.io/nobody/nothing"}, links...)
 	var provPages, modPages int

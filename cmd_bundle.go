@@ -24,6 +24,7 @@ import (
 
 type verifyCmd struct {
 	keyring string
+	sbom    string
 	asJSON  bool
 	against string
 	pins    string
@@ -37,6 +38,7 @@ func (c *verifyCmd) synopsis() string {
 func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
 	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: the README, At the transfer station)")
 	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds, changes and would be refused")
 	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
@@ -71,9 +73,9 @@ func (c *verifyCmd) run(args []string) error {
 	return nil
 }
 
-// review checks the bundle (bundle.Check) and adds the offline side's
-// view (store.Review) from --against and --publisher-pins, which are read
-// first.
+// review checks the bundle (bundle.Check), adds the offline side's view
+// (store.Review) from --against and --publisher-pins, which are read
+// first, and writes the checked SBOM for --sbom.
 func (c *verifyCmd) review(file string, rep *bundle.Report) error {
 	opt := store.ReviewOptions{Now: time.Now()}
 	var err error
@@ -104,6 +106,25 @@ func (c *verifyCmd) review(file string, rep *bundle.Report) error {
 		return err
 	}
 	store.Review(rep, opt)
+	if c.sbom != "" {
+		return writeBundleSBOM(c.sbom, rep)
+	}
+	return nil
+}
+
+// writeBundleSBOM writes the SBOM the check built again and found equal to
+// the signed one (no file is left if that cannot be done).
+func writeBundleSBOM(path string, rep *bundle.Report) error {
+	switch {
+	case rep.SBOM == "":
+		return errors.New("--sbom: this bundle carries no SBOM (it was exported by an airgap that did not write one)\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	case rep.Checks == nil || rep.Checks.SBOM != "checked":
+		return errors.New("--sbom: this delta bundle omits packages its SBOM describes, so the SBOM cannot be checked here; nothing was written\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	}
+	if err := bundle.CreateAtomic(path, func(f *os.File) error { _, err := f.Write(rep.Checks.SBOMBytes); return err }); err != nil {
+		return fmt.Errorf("--sbom: %w", err)
+	}
+	rep.SBOMFile = path
 	return nil
 }
 
@@ -117,6 +138,7 @@ type importCmd struct {
 	publishers bool
 	accept     []string
 	pins       string
+	gates      []string
 }
 
 func (c *importCmd) synopsis() string {
@@ -132,6 +154,7 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
 	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable)")
 	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
+	fs.StringArrayVar(&c.gates, "require-gate", nil, "refuse the bundle unless every entry has a passing or waived result of this gate: NAME, modules:NAME or providers:NAME (repeatable; adds to STORE/import.hcl)")
 	return fs
 }
 
@@ -156,11 +179,32 @@ func keyPolicy(accept []string, pinsFile string) (*store.KeyPins, error) {
 	return kp, nil
 }
 
+// requiredGates are the gates the import requires: the store's import.hcl
+// and --require-gate.
+func (c *importCmd) requiredGates() ([]store.GateRequirement, error) {
+	reqs, err := store.ReadImportConfig(c.storeD)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range c.gates {
+		r, err := store.ParseGateRequirement(g)
+		if err != nil {
+			return nil, usageError{"--require-gate: " + err.Error()}
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
 func (c *importCmd) run(args []string) error {
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
 	kp, err := keyPolicy(c.accept, c.pins)
+	if err != nil {
+		return err
+	}
+	reqs, err := c.requiredGates()
 	if err != nil {
 		return err
 	}
@@ -180,7 +224,7 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: []store.Policy{store.RequireGates(reqs)}}
 		if c.publishers {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
@@ -198,6 +242,9 @@ func (c *importCmd) run(args []string) error {
 	if !res.Unchanged {
 		res.PinnedKeys = store.PinnedBy(kp.Decisions)
 	}
+	for _, r := range reqs {
+		res.RequiredGates = append(res.RequiredGates, r.String())
+	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))
 	}
@@ -209,6 +256,7 @@ func (c *importCmd) run(args []string) error {
 
 type inventoryCmd struct {
 	storeD string
+	sbom   string
 	asJSON bool
 }
 
@@ -220,6 +268,7 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
 	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
+	fs.StringVar(&c.sbom, "sbom", "", "also write the SBOM of everything the store serves (CycloneDX 1.6 JSON) to FILE")
 	return fs
 }
 
@@ -230,6 +279,16 @@ func (c *inventoryCmd) run(args []string) error {
 	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {
 		return err
+	}
+	if c.sbom != "" {
+		b, err := store.SBOM(c.storeD, &inv.Index, "airgap "+Version)
+		if err != nil {
+			return fmt.Errorf("--sbom: %w", err)
+		}
+		if err := bundle.CreateAtomic(c.sbom, func(f *os.File) error { _, err := f.Write(b); return err }); err != nil {
+			return fmt.Errorf("--sbom: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote the store's SBOM (CycloneDX 1.6) to %s\n", c.sbom)
 	}
 	if c.asJSON {
 		return printJSON(inv)

@@ -47,6 +47,8 @@ type exportCmd struct {
 	mirror      string
 	trustMirror bool
 	vars        []tfconfig.VarArg // --var and --var-file, in command-line order
+	gateReports string
+	gateJobs    int
 }
 
 func (c *exportCmd) synopsis() string {
@@ -83,6 +85,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	for _, n := range []string{"var", "var-file"} {
 		fs.SetAnnotation(n, singleDash, []string{"terraform"})
 	}
+	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
+	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
 	return fs
 }
 
@@ -149,6 +153,11 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{fmt.Sprintf("--jobs %d: give 1 to 64 parallel downloads", c.jobs)}
 	case len(c.vars) > 0 && c.from == "":
 		return nil, usageError{"--var and --var-file set variables of a --from project (a manifest has none)"}
+	case c.gateJobs < 1 || c.gateJobs > 64:
+		return nil, usageError{fmt.Sprintf("--gate-jobs %d: give 1 to 64 gate runs at once", c.gateJobs)}
+	}
+	if c.gateReports == "" && c.out != "" {
+		c.gateReports = c.out + ".gates"
 	}
 	if c.out != "" {
 		if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
@@ -235,6 +244,7 @@ func (c *exportCmd) run(args []string) error {
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
+		GateReports: c.gateReports, GateJobs: c.gateJobs,
 	})
 	line.Stop()
 	if err != nil {

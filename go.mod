@@ -3,6 +3,7 @@ module github.com/airgap/airgap
 go 1.26.0
 
 require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/caddyserver/certmagic v0.25.6
 	github.com/chromedp/cdproto v0.159.0
@@ -16,7 +17,9 @@ require (
 	github.com/letsencrypt/pebble/v2 v2.10.1
 	github.com/opencontainers/go-digest v1.0.0
 	github.com/opencontainers/image-spec v1.1.1
+	github.com/package-url/packageurl-go v0.1.7
 	github.com/prometheus/client_golang v1.25.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/pflag v1.0.10
 	github.com/zclconf/go-cty v1.19.0
 	go.uber.org/zap v1.28.0

@@ -132,6 +132,24 @@ func TestHCLHintsParse(t *testing.T) {
 	if _, stderr, code := runSplit(t, work, online, "export", "--manifest", "example.hcl", "--dry-run", "--cache", "cache"); code != 0 {
 		t.Errorf("export --dry-run of the example manifest: %d\n%s", code, stderr)
 	}
+	// Its gate and waive blocks, commented out (export looks the scanner
+	// up on PATH), are a manifest too once uncommented and the scanner is
+	// there.
+	i := strings.Index(blocks[0], "\n# gate ")
+	if i < 0 {
+		t.Fatalf("the example manifest has no commented gate block:\n%s", blocks[0])
+	}
+	uncommented := blocks[0][:i+1]
+	for _, l := range strings.SplitAfter(blocks[0][i+1:], "\n") {
+		uncommented += strings.TrimPrefix(l, "# ")
+	}
+	bin := filepath.Join(work, "bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "trivy"), []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if req, err := export.ParseSpec(write("gated.hcl", uncommented), nil); err != nil || len(req.Gates) != 1 || len(req.Waivers) != 1 {
+		t.Errorf("the example's gate and waive blocks, uncommented, are not a manifest's: %v\n%s", err, uncommented)
+	}
 
 	// A private registry without credentials: the credentials block.
 	_, stderr, code = exportM("private", platforms+"provider \"registry.example.com/corp/internal\" {}\n")

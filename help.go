@@ -34,7 +34,7 @@ var helps = map[string]verbHelp{
 			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
 			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"}},
 	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]",
-		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored).",
+		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.",
 		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
 			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
 			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  the CLI configuration, as Terraform reads it: credentials,\n    credentials_helper, host blocks (proxy registries), provider_installation network mirrors",
@@ -46,22 +46,26 @@ var helps = map[string]verbHelp{
 			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
 			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
 			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT",
-			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables"}},
-	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--strict] [--json]",
+			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables",
+			"airgap export --manifest gated.hcl --sign-key k.key.asc --out site.bundle --gate-reports reports/ --gate-jobs 4"}},
+	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
 		"For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
-			"writing nothing (any part of a split set names the whole set), and shows what it brings in:\n" +
-			"what needs attention first (new publisher keys, keys the import would refuse, site\n" +
-			"re-signatures, keys expired since), then every provider version (platforms, sha256s, the\n" +
-			"publisher key, its trust and signature date, whether the key is new for the namespace),\n" +
-			"every module version (source, commit, vendored rewrites), withdrawals, and each\n" +
-			"namespace's keys. --against the offline store's 'airgap inventory --json' adds what the\n" +
-			"import would add, find present, withdraw, refuse, and which keys change. --json prints\n" +
-			"one document (its schema is in the README: At the transfer station).",
+			"writing nothing (any part of a split set names the whole set) but what --sbom asks for, and\n" +
+			"shows what it brings in: what needs attention first (new publisher keys, keys the import\n" +
+			"would refuse, site re-signatures, keys expired since, gates failed but waived), then every\n" +
+			"provider version (platforms, sha256s, the publisher key, its trust and signature date,\n" +
+			"whether the key is new for the namespace, gate results), every module version (source,\n" +
+			"commit, vendored rewrites, gate results), withdrawals, each namespace's keys, and the\n" +
+			"SBOM. --against the offline store's 'airgap inventory --json' adds what the import would\n" +
+			"add, find present, withdraw, refuse, and which keys change. --sbom writes the bundle's\n" +
+			"SBOM once it is rebuilt from the bytes and found identical to the signed one. --json\n" +
+			"prints one document (its schema is in the README: At the transfer station).",
 		nil,
 		[]string{"airgap verify --keyring site.pub.asc site.bundle",
 			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
-			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention"}},
-	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE]",
+			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
+			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"}},
+	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
 		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
 			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
 			"pinned per namespace: the first key of a namespace is recorded (trust on first use), and\n" +
@@ -71,16 +75,20 @@ var helps = map[string]verbHelp{
 			"  namespace \"registry.terraform.io/hashicorp\" {\n" +
 			"    keys = [\"C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F\"]\n" +
 			"  }\n" +
-			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused",
+			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused\n" +
+			"--require-gate (and STORE/import.hcl: require_gate = [...]) refuses a bundle whose entries\n" +
+			"lack a passing or waived result of a gate.",
 		nil,
 		[]string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-publisher-signatures site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001",
-			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle"}},
-	"inventory": {"--store DIR [--json]",
-		"Lists the provider and module versions a store serves and the bundles imported into it;\n--json is what 'airgap export --have' reads to make a delta.",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --require-gate modules:trivy --require-gate providers:govulncheck site.bundle"}},
+	"inventory": {"--store DIR [--json] [--sbom FILE]",
+		"Lists the provider and module versions a store serves (with their gate results and reports)\nand the bundles imported into it; --json is what 'airgap export --have' reads to make a\ndelta; --sbom writes a CycloneDX SBOM of everything the store serves.",
 		nil,
-		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json"}},
+		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json",
+			"airgap inventory --store /srv/airgap --sbom store.cdx.json"}},
 	"serve": {"--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
 		"Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
 		[]string{"GOGC  Go's collector setting (default here 400)"}, // and serveEnv

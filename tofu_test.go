@@ -71,16 +71,9 @@ func testCacheDir() (string, error) {
 // mainSrc, if set, is built in place of pkg: a main package in a module of
 // its own that requires module@v, to leave out parts a test does not need.
 func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
-	cache, err := testCacheDir()
-	if err != nil {
-		return "", err.Error()
-	}
-	bin := filepath.Join(cache, name)
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return bin, ""
-	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err.Error()
+	bin, cached, errText := testCacheBin(name)
+	if cached || errText != "" {
+		return bin, errText
 	}
 	// 'go mod download' of a module at a version needs a module context
 	// that is not ours (it must not touch airgap's go.mod).
@@ -128,6 +121,24 @@ func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 		return "", err.Error()
 	}
 	return bin, ""
+}
+
+// testCacheBin is where the test tool name is cached (testCacheDir,
+// created if need be) and whether it is there already (an executable
+// file).
+func testCacheBin(name string) (bin string, cached bool, errText string) {
+	cache, err := testCacheDir()
+	if err != nil {
+		return "", false, err.Error()
+	}
+	bin = filepath.Join(cache, name)
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return bin, true, ""
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", false, err.Error()
+	}
+	return bin, false, ""
 }
 
 // TestTofuBuilds makes sure the OpenTofu client is there for the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/modzip"
 	"github.com/airgap/airgap/dist/portable"
 	"github.com/airgap/airgap/dist/zipdir"
@@ -136,7 +137,15 @@ func inconsistent(entry, format string, a ...any) error {
 //     other provider version has any of that. Its SHA256SUMS must then be
 //     signed by the bundle's signer and list exactly its packages (Finish);
 //     everything else is as strict as for publisher-signed providers;
-//   - SHA256SUMS files and signatures are within their size limits.
+//   - SHA256SUMS files and signatures are within their size limits;
+//   - one zip is not given two different Go build information documents,
+//     and a bundle with an SBOM records build information for every
+//     package (the SBOM is built from it);
+//   - gates (checkGates): every result is of a gate the bundle lists, for
+//     the kind of entry it is on, with that gate's tool, and its status
+//     agrees with its exit status, findings and the gate's fail level;
+//     every entry of a gate's kind has its result;
+//   - reports, build information and the SBOM are within their size limits.
 //
 // What needs the blobs' bytes is checked by a Checker.
 func CheckManifest(m *Manifest) error {
@@ -147,8 +156,15 @@ func CheckManifest(m *Manifest) error {
 	for _, b := range m.Blobs {
 		sizes[b.Digest] = b.Size
 	}
+	if err := checkSizes(m, sizes); err != nil {
+		return err
+	}
+	if err := checkGates(m); err != nil {
+		return err
+	}
 	provs := make(map[string]string, len(m.Catalog.Providers))
 	h1s := map[verify.Digest]string{}
+	bis := map[verify.Digest]verify.Digest{}
 	for _, p := range m.Catalog.Providers {
 		entry := "provider " + p.String()
 		if prev, dup := provs[p.Key()]; dup {
@@ -192,6 +208,13 @@ func CheckManifest(m *Manifest) error {
 				return inconsistent(what, "package %s is listed with two h1 hashes (%s and %s)", pk.Digest.Short(), prev, pk.H1)
 			}
 			h1s[pk.Digest] = pk.H1
+			if prev, ok := bis[pk.Digest]; ok && prev != pk.BuildInfo {
+				return inconsistent(what, "package %s is listed with two Go build information documents", pk.Digest.Short())
+			}
+			bis[pk.Digest] = pk.BuildInfo
+			if m.SBOM != "" && pk.BuildInfo == "" {
+				return inconsistent(what, "the bundle has an SBOM but no Go build information for this package, which the SBOM is built from")
+			}
 		}
 	}
 	mods := make(map[string]string, len(m.Catalog.Modules))
@@ -251,6 +274,74 @@ func checkTier(p dist.ProviderVersion, site int) error {
 	return nil
 }
 
+// checkSizes bounds the blobs the check reads whole: reports, build
+// information documents and the SBOM.
+func checkSizes(m *Manifest, sizes map[verify.Digest]int64) error {
+	for _, b := range m.Blobs {
+		limit := int64(-1)
+		switch b.Role {
+		case dist.RoleGateReport:
+			limit = MaxReportSize
+		case dist.RoleGoBuildInfo:
+			limit = goinfo.MaxDocument
+		case dist.RoleSBOM:
+			limit = MaxSBOMSize
+		}
+		if limit >= 0 && sizes[b.Digest] > limit {
+			return inconsistent(m.Describe(b.Digest), "it is %d bytes, over the %d-byte limit", sizes[b.Digest], limit)
+		}
+	}
+	return nil
+}
+
+// checkGates holds the gate results on every entry to the gates the bundle
+// lists (see CheckManifest).
+func checkGates(m *Manifest) error {
+	gates := make(map[string]dist.Gate, len(m.Gates))
+	for _, g := range m.Gates {
+		gates[g.Name] = g
+	}
+	check := func(entry, kind string, rs []dist.GateResult) error {
+		have := map[string]bool{}
+		for _, r := range rs {
+			g, ok := gates[r.Gate]
+			passes := dist.Passes(r.ExitCode, r.Findings, g.FailLevel)
+			switch {
+			case !ok:
+				return inconsistent(entry, "it has a result of gate %s, which the bundle does not list", r.Gate)
+			case g.For != kind:
+				return inconsistent(entry, "it has a result of gate %s, which runs over %s", r.Gate, g.For)
+			case r.Tool != g.Tool:
+				return inconsistent(entry, "its gate %s result names the tool %q, but the gate ran %q", r.Gate, dist.Printable(r.Tool), dist.Printable(g.Tool))
+			case r.Status == dist.GatePassed && !passes:
+				return inconsistent(entry, "gate %s is recorded as passed, but exit status %d with %s fails it", r.Gate, r.ExitCode, r.Findings.String())
+			case r.Status == dist.GateWaived && passes:
+				return inconsistent(entry, "gate %s is recorded as waived, but exit status %d with %s passes it", r.Gate, r.ExitCode, r.Findings.String())
+			}
+			have[r.Gate] = true
+		}
+		for _, g := range m.Gates {
+			if g.For == kind && !have[g.Name] {
+				return inconsistent(entry, "it has no result of gate %s, which the bundle says ran over every entry of its kind (%s)", g.Name, g.For)
+			}
+		}
+		return nil
+	}
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			if err := check("provider "+p.String()+" "+pk.Platform(), dist.GateProviders, pk.Gates); err != nil {
+				return err
+			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if err := check("module "+mv.String(), dist.GateModules, mv.Gates); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CheckOptions configure a Checker.
 type CheckOptions struct {
 	// Signer signed the manifest; a site re-signature must be by this key.
@@ -266,9 +357,11 @@ type CheckOptions struct {
 	// from a delta, or one the caller already has). Nil, or false: the
 	// checks that need it are deferred (listed in the report).
 	Have func(d verify.Digest) (path string, ok bool)
-	// KnownH1 reports that the caller already knows (has checked) that the
-	// zip with digest d has h1; Finish then does not hash it again.
-	KnownH1 func(d verify.Digest, h1 string) bool
+	// Known reports that the caller already knows (has checked) that the
+	// zip with digest d has h1 and the Go build information buildInfo (a
+	// store that has the package); Finish then does not read the zip
+	// again, and takes the build information from the blob (Have).
+	Known func(d verify.Digest, h1 string, buildInfo verify.Digest) bool
 	// SignedAt is when the bundle's signature says it was made
 	// (Reader.SignedAt). Signature times are checked against it and Now,
 	// never against the offline clock alone: no provider's SHA256SUMS
@@ -293,6 +386,15 @@ type CheckReport struct {
 	// ModuleTrees: module archives whose names were checked (package
 	// portable: every one must be the same file on every file system).
 	ModuleTrees int `json:"module_trees"`
+	BuildInfo   int `json:"build_info"`   // Go build information documents read again from the zips and compared
+	Reports     int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
+	// SBOM is "checked" (built again from the manifest and the checked
+	// build information, and equal to the signed one), "deferred" (some
+	// build information is in blobs a delta omits) or "none" (the bundle
+	// has no SBOM).
+	SBOM string `json:"sbom"`
+	// SBOMBytes is the SBOM as checked (the signed bytes), for 'verify --sbom'.
+	SBOMBytes []byte `json:"-"`
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
 	Deferred []string `json:"deferred"`
@@ -375,6 +477,8 @@ type Checker struct {
 	spool   string
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
+	wantBI  map[verify.Digest]verify.Digest // package → its build information ("" if none listed)
+	infos   map[verify.Digest][]byte        // package → build information read from its zip (encoded)
 	hashed  map[verify.Digest]bool
 	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
 	jobs    chan h1Job
@@ -383,7 +487,7 @@ type Checker struct {
 	err     error
 	n       int
 	rep     CheckReport
-	keyring map[string]openpgp.EntityList
+	keyring KeyringCache
 }
 
 type h1Job struct {
@@ -405,10 +509,12 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 		return nil, err
 	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
-		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: map[string]openpgp.EntityList{}}
+		wantBI: map[verify.Digest]verify.Digest{}, infos: map[verify.Digest][]byte{},
+		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: KeyringCache{}}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
 			c.wantH1[pk.Digest] = pk.H1
+			c.wantBI[pk.Digest] = pk.BuildInfo
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
@@ -468,7 +574,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 	}
 	switch b.Role {
 	case dist.RoleProviderPackage:
-		if c.opt.KnownH1 != nil && c.opt.KnownH1(b.Digest, c.wantH1[b.Digest]) {
+		if c.known(b.Digest) {
 			c.mu.Lock()
 			c.hashed[b.Digest] = true
 			c.mu.Unlock()
@@ -482,8 +588,8 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 	case dist.RoleModuleArchive:
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
 		return nil
-	case dist.RoleShasums, dist.RoleShasumsSig:
-		c.paths[b.Digest] = path
+	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport:
+		c.paths[b.Digest] = path // read by Finish (bounded by CheckManifest)
 	default:
 		if remove {
 			os.Remove(path)
@@ -544,7 +650,7 @@ func (c *Checker) Finish() (*CheckReport, error) {
 		rest = append(rest, h1Job{d: d, module: true})
 	}
 	for _, d := range unchecked(c, c.wantH1) {
-		if c.opt.KnownH1 == nil || !c.opt.KnownH1(d, c.wantH1[d]) {
+		if !c.known(d) {
 			rest = append(rest, h1Job{d: d})
 		}
 	}
@@ -560,8 +666,20 @@ func (c *Checker) Finish() (*CheckReport, error) {
 		}
 		*count++
 	}
+	if err := c.checkReports(); err != nil {
+		return nil, err
+	}
+	if err := c.checkSBOM(); err != nil {
+		return nil, err
+	}
 	rep := c.rep
 	return &rep, nil
+}
+
+// known reports whether the caller already checked the package zip d
+// (CheckOptions.Known).
+func (c *Checker) known(d verify.Digest) bool {
+	return c.opt.Known != nil && c.opt.Known(d, c.wantH1[d], c.wantBI[d])
 }
 
 // job returns the check for j, its counter in the report, and what it
@@ -754,19 +872,29 @@ func (c *Checker) isSiteKey(fp string) bool {
 // keys parses the signing keys a provider version carries (each distinct
 // set once).
 func (c *Checker) keys(p dist.ProviderVersion) (openpgp.EntityList, error) {
+	return c.keyring.Keyring(p)
+}
+
+// KeyringCache holds the parsed signing keys of provider versions by their
+// set of armored keys: every version of a provider carries the same keys,
+// and parsing them is what costs. Not safe for concurrent use.
+type KeyringCache map[string]openpgp.EntityList
+
+// Keyring is ProviderKeyring(p), parsed once per distinct set of keys.
+func (kc KeyringCache) Keyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
 	var id strings.Builder
 	for _, k := range p.SigningKeys {
 		id.WriteString(k.ASCIIArmor)
 		id.WriteByte(0)
 	}
-	if kr, ok := c.keyring[id.String()]; ok {
+	if kr, ok := kc[id.String()]; ok {
 		return kr, nil
 	}
 	kr, err := ProviderKeyring(p)
 	if err != nil {
 		return nil, err
 	}
-	c.keyring[id.String()] = kr
+	kc[id.String()] = kr
 	return kr, nil
 }
 
@@ -794,17 +922,31 @@ func CheckProviderSignature(p dist.ProviderVersion, sums, sig []byte) (verify.Ch
 	return verify.CheckSignature(kr, bytes.NewReader(sums), sig)
 }
 
-// checkH1 computes the h1 of the zip at path and compares it with what the
-// catalog says for every package with digest d.
+// checkH1 computes the h1 of the zip at path and, in the same pass, the Go
+// build information of its plugin (ScanPackage), and compares both with
+// what the catalog says for every package with digest d.
 func (c *Checker) checkH1(d verify.Digest, path string) error {
 	want := c.wantH1[d]
-	got, err := zipH1(path)
+	got, info, err := ScanPackage(path)
 	if err != nil {
 		return inconsistent(c.m.Describe(d), "package %s is not a usable provider zip: %v", d.Short(), err)
 	}
 	if got != want {
 		return inconsistent(c.m.Describe(d), "the catalog says h1 %s, but the package hashes to %s", want, got)
 	}
+	doc := goinfo.Encode(info)
+	if wantBI := c.wantBI[d]; wantBI != "" {
+		if bi := verify.DigestBytes(doc); bi != wantBI {
+			return inconsistent(c.m.Describe(d), "the catalog gives it the Go build information %s, but its plugin's is %s: the SBOM would not describe what it carries",
+				wantBI.Short(), bi.Short())
+		}
+	}
+	c.mu.Lock()
+	c.infos[d] = doc
+	if c.wantBI[d] != "" {
+		c.rep.BuildInfo++
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -880,21 +1022,28 @@ func (c *Checker) checkModuleZip(d verify.Digest, path string) error {
 	return nil
 }
 
-// ZipH1 is dist.H1 of a zip within the bounds MaxZipEntries,
-// MaxZipDirectory, MaxZipUnpacked and MaxZipRatio: for zips no publisher
-// vouches for (export's mirror-hashes-only packages).
-func ZipH1(path string) (string, error) { return zipH1(path) }
+// ScanPackage is the h1 of a provider zip (dist.H1) and the Go build
+// information of its plugin, read in one pass (goinfo.ScanZip), within the
+// bounds MaxZipEntries, MaxZipDirectory, MaxZipUnpacked and MaxZipRatio.
+// Export (for packages a publisher signed and for those only a mirror's
+// hashes vouch for) and the consistency check use it.
+func ScanPackage(path string) (h1 string, info *goinfo.Info, err error) {
+	if err := checkZipLimits(path); err != nil {
+		return "", nil, err
+	}
+	return goinfo.ScanZip(path)
+}
 
-// zipH1 is dist.H1 of a zip within the bounds MaxZipEntries,
-// MaxZipDirectory, MaxZipUnpacked and MaxZipRatio.
-func zipH1(path string) (string, error) {
+// checkZipLimits refuses a zip over the bounds MaxZipEntries,
+// MaxZipDirectory, MaxZipUnpacked and MaxZipRatio before it is unpacked.
+func checkZipLimits(path string) error {
 	size, err := checkZipDirectory(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var total uint64
 	n := len(zr.File)
@@ -903,15 +1052,15 @@ func zipH1(path string) (string, error) {
 	}
 	zr.Close()
 	if n > MaxZipEntries {
-		return "", fmt.Errorf("%d files, over the limit of %d", n, MaxZipEntries)
+		return fmt.Errorf("%d files, over the limit of %d", n, MaxZipEntries)
 	}
 	if total > MaxZipUnpacked {
-		return "", fmt.Errorf("%d bytes unpacked, over the limit of %d", total, uint64(MaxZipUnpacked))
+		return fmt.Errorf("%d bytes unpacked, over the limit of %d", total, uint64(MaxZipUnpacked))
 	}
 	if limit := max(uint64(size)*MaxZipRatio, MinZipUnpackedLimit); total > limit {
-		return "", fmt.Errorf("%d bytes unpacked from %d packed, over the limit of %d× (or %d bytes)", total, size, MaxZipRatio, MinZipUnpackedLimit)
+		return fmt.Errorf("%d bytes unpacked from %d packed, over the limit of %d× (or %d bytes)", total, size, MaxZipRatio, MinZipUnpackedLimit)
 	}
-	return dist.H1(path)
+	return nil
 }
 
 // checkZipDirectory refuses a zip whose central directory holds more than
@@ -988,6 +1137,9 @@ func (r *CheckReport) Summary(indent string) string {
 		indent, r.Signatures, r.Packages, r.H1, r.ModuleTrees, r.ModuleZips)
 	if r.MirrorHashesOnly > 0 {
 		fmt.Fprintf(&b, "%sof those packages, %d carry a network mirror's hashes only (no publisher signature; 'import --require-publisher-signatures' refuses them)\n", indent, r.MirrorHashesOnly)
+	}
+	if r.BuildInfo > 0 || r.Reports > 0 {
+		fmt.Fprintf(&b, "%s            %d Go build information documents read again from the plugins, %d gate reports' findings counted again\n", indent, r.BuildInfo, r.Reports)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))

@@ -101,8 +101,8 @@ func FuzzCheckManifest(f *testing.F) {
 		c, err := bundle.NewChecker(m, bundle.CheckOptions{
 			// The zips' h1 is not what is fuzzed here, and hashing them
 			// would dominate; the real values are known.
-			KnownH1: func(d verify.Digest, h1 string) bool { return h1s[d] == h1 },
-			Signer:  verify.Signer{Fingerprint: verify.Fingerprint(signer)},
+			Known:  func(d verify.Digest, h1 string, _ verify.Digest) bool { return h1s[d] == h1 },
+			Signer: verify.Signer{Fingerprint: verify.Fingerprint(signer)},
 			Have: func(d verify.Digest) (string, bool) {
 				switch d {
 				case p0.Shasums:

@@ -22,6 +22,15 @@
 // the exporting side approved as new for a namespace. The manifest digest
 // (sha256 of manifest.json) identifies a bundle.
 //
+// Format 2 adds, all optional: each provider package's Go build information
+// (a blob of role go-build-info, dist/goinfo's canonical document of its
+// plugin); the gates the export ran (Manifest.Gates) and, on every entry of
+// a gate's kind, its result (dist.GateResult) with the tool's report as a
+// blob of role gate-report; and the bundle's CycloneDX SBOM (Manifest.SBOM,
+// role sbom), a function of the manifest and the build information
+// (BuildSBOM, sbom.go). A format-1 manifest has none of them, nor any
+// other format-2 field (format2Field in manifest.go lists them all).
+//
 // Reader checks the signature before it hands out any blob, and each blob's
 // size and digest while it is read; a blob reader returns the error at its
 // end instead of io.EOF, so a consumer that copies it learns of a bad blob
@@ -45,13 +54,17 @@
 // SHA256SUMS of exactly its packages, each matching a hash the mirror
 // listed), each package listed with its
 // sha256 in that SHA256SUMS, each h1 recomputed from the zip (bounded:
-// MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio), each
-// module's zip rebuilt from its archive and compared, every module
-// archive's names the same files on every file system (dist/portable),
-// every publisher-key declaration needed by a provider it carries, and
-// signature times possible: no SHA256SUMS signature dated after the
-// bundle's own, none dated past this machine's clock plus a day
-// (CheckOptions.SignedAt). 'airgap verify' (CheckAll) and 'airgap import'
+// MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio) and in the
+// same pass its plugin's Go build information (ScanPackage), each module's
+// zip rebuilt from its archive and compared, every module archive's names
+// the same files on every file system (dist/portable), every
+// publisher-key declaration needed by a provider it carries, signature
+// times possible: no SHA256SUMS signature dated after the bundle's own,
+// none dated past this machine's clock plus a day (CheckOptions.SignedAt),
+// every gate result held to the gates listed (kind, tool, status against
+// exit status, findings and fail level, one result per entry of the gate's
+// kind), every SARIF report's findings counted again, and the SBOM built
+// again and compared. 'airgap verify' (CheckAll) and 'airgap import'
 // (store.Import) both run it, and both get each provider's signature facts
 // from it (CheckReport.Signed): it cannot tell a forged publisher key from
 // a real one, only that the bundle agrees with the keys it carries; which

@@ -59,6 +59,15 @@ type Manifest struct {
 	// PublisherKeys declares publisher keys the exporting side approved as
 	// new for a namespace (format 2; see PublisherKeyDecl). Sorted.
 	PublisherKeys []PublisherKeyDecl `json:"publisher_keys,omitempty"`
+	// Gates lists the gates the export ran (format 2): each entry of a
+	// gate's kind carries its result (dist.GateResult, on each package or
+	// module version), and CheckManifest holds the two together.
+	Gates []dist.Gate `json:"gates,omitempty"`
+	// SBOM is the bundle's CycloneDX SBOM, a blob of role dist.RoleSBOM
+	// (format 2). It is a function of this manifest and the blobs'
+	// bytes (BuildSBOM): the consistency check computes it again and
+	// compares the digest.
+	SBOM verify.Digest `json:"sbom,omitempty"`
 }
 
 // PublisherKeyDecl says that whoever exported the bundle approved
@@ -77,6 +86,14 @@ type PublisherKeyDecl struct {
 	Namespace   string `json:"namespace"`   // dist.NamespaceKey, e.g. "registry.terraform.io/hashicorp"
 	Fingerprint string `json:"fingerprint"` // as verify.Fingerprint: upper-case hex
 }
+
+// MaxSBOMSize bounds a bundle's SBOM blob; MaxReportSize a gate report.
+// Both are read whole by the consistency check (the SBOM is rebuilt in
+// memory to compare it; a report is streamed through dist.CountSARIF).
+const (
+	MaxSBOMSize   = 128 << 20
+	MaxReportSize = 64 << 20
+)
 
 // Blob is one content-addressed file.
 type Blob struct {
@@ -128,6 +145,7 @@ func (m *Manifest) Normalize() {
 	dist.SortWithdrawals(m.Withdraw)
 	dist.SortWithdrawals(m.Reinstate)
 	SortPublisherKeys(m.PublisherKeys)
+	sort.Slice(m.Gates, func(i, j int) bool { return m.Gates[i].Name < m.Gates[j].Name })
 }
 
 // Marshal returns the canonical JSON form of m.
@@ -191,7 +209,8 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("%w: blobs are not sorted by digest or listed twice (%s)", ErrManifest, b.Digest.Short())
 		}
 		switch b.Role {
-		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip:
+		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
+			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM: // the last three: format 2 (format2Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -209,7 +228,13 @@ func (m *Manifest) Validate() error {
 	if err := m.validatePublisherKeys(); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := m.validateGatesAndSBOM(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	used := m.Catalog.Blobs()
+	if m.SBOM != "" {
+		used[m.SBOM] = dist.RoleSBOM
+	}
 	for d := range roles {
 		if _, ok := used[d]; !ok {
 			return fmt.Errorf("%w: blob %s is listed but not used by the catalog", ErrManifest, d.Short())
@@ -219,31 +244,56 @@ func (m *Manifest) Validate() error {
 }
 
 // format2Field names the first field of m that format 1 does not have, or
-// is "".
+// is "": the one list of what format 2 added (Validate refuses any of it
+// in a format-1 manifest). Manifest: publisher_keys, gates, sbom; blobs
+// of roles go-build-info, gate-report and sbom; providers:
+// mirror_hashes_only, mirror; packages: mirror_hashes, build_info, gates;
+// modules: gates.
 func format2Field(m *Manifest) string {
+	switch {
+	case len(m.PublisherKeys) > 0:
+		return "publisher_keys"
+	case len(m.Gates) > 0:
+		return "gates"
+	case m.SBOM != "":
+		return "sbom"
+	}
+	for _, b := range m.Blobs {
+		switch b.Role {
+		case dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM:
+			return "a blob of role " + b.Role
+		}
+	}
 	for _, p := range m.Catalog.Providers {
 		if p.MirrorHashesOnly || p.Mirror != "" {
 			return "mirror_hashes_only (provider " + p.String() + ")"
 		}
 		for _, pk := range p.Packages {
-			if len(pk.MirrorHashes) > 0 {
+			switch {
+			case len(pk.MirrorHashes) > 0:
 				return "mirror_hashes (provider " + p.String() + ")"
+			case pk.BuildInfo != "":
+				return "build_info (provider " + p.String() + ")"
+			case len(pk.Gates) > 0:
+				return "gates (provider " + p.String() + ")"
 			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if len(mv.Gates) > 0 {
+			return "gates (module " + mv.String() + ")"
 		}
 	}
 	return ""
 }
 
-// validatePublisherKeys checks the form of the declarations: format 2,
-// each a namespace in canonical form and a fingerprint, sorted, none
-// twice, at most one per provider version (each must be needed by one;
-// the Checker checks which).
+// validatePublisherKeys checks the form of the declarations (format 2:
+// format2Field): each a namespace in canonical form and a fingerprint,
+// sorted, none twice, at most one per provider version (each must be
+// needed by one; the Checker checks which).
 func (m *Manifest) validatePublisherKeys() error {
 	if len(m.PublisherKeys) == 0 {
 		return nil
-	}
-	if m.Format < 2 {
-		return fmt.Errorf("publisher_keys is a format-2 field, in a format-%d manifest", m.Format)
 	}
 	if len(m.PublisherKeys) > len(m.Catalog.Providers) {
 		return fmt.Errorf("%d publisher key declarations for %d provider versions", len(m.PublisherKeys), len(m.Catalog.Providers))
@@ -258,6 +308,33 @@ func (m *Manifest) validatePublisherKeys() error {
 		}
 		if i > 0 && !declLess(m.PublisherKeys[i-1], d) {
 			return fmt.Errorf("publisher key declarations are not sorted, or one is listed twice (%s %s)", d.Namespace, d.Fingerprint)
+		}
+	}
+	return nil
+}
+
+// validateGatesAndSBOM checks the gate list (well-formed, each name once)
+// and that the SBOM is a blob of its role.
+func (m *Manifest) validateGatesAndSBOM(roles map[verify.Digest]string) error {
+	if len(m.Gates) > dist.MaxGates {
+		return fmt.Errorf("%d gates, over the limit of %d", len(m.Gates), dist.MaxGates)
+	}
+	seen := map[string]bool{}
+	for _, g := range m.Gates {
+		if err := g.Validate(); err != nil {
+			return err
+		}
+		if seen[g.Name] {
+			return fmt.Errorf("gate %s is listed twice", g.Name)
+		}
+		seen[g.Name] = true
+	}
+	if m.SBOM != "" {
+		if _, err := verify.ParseDigest(string(m.SBOM)); err != nil {
+			return fmt.Errorf("sbom: %v", err)
+		}
+		if roles[m.SBOM] != dist.RoleSBOM {
+			return fmt.Errorf("sbom: blob %s is not listed with role %q", m.SBOM.Short(), dist.RoleSBOM)
 		}
 	}
 	return nil
@@ -293,6 +370,28 @@ func (m *Manifest) Describe(d verify.Digest) string {
 	for _, mv := range m.Catalog.Modules {
 		if mv.Archive == d {
 			return "module " + mv.String()
+		}
+	}
+	if d == m.SBOM {
+		return "the bundle's SBOM"
+	}
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			if pk.BuildInfo == d {
+				return "Go build information of provider " + p.String() + " " + pk.Platform()
+			}
+			for _, r := range pk.Gates {
+				if r.Report == d {
+					return "gate " + r.Gate + " report on provider " + p.String() + " " + pk.Platform()
+				}
+			}
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		for _, r := range mv.Gates {
+			if r.Report == d {
+				return "gate " + r.Gate + " report on module " + mv.String()
+			}
 		}
 	}
 	return "unreferenced blob"

@@ -56,11 +56,21 @@ import (
 //	                   providers})
 //	declared_publisher_keys [{namespace, fingerprint}]: keys the bundle's signed
 //	                   manifest approves as new (export --accept-new-publisher-key)
+//	gates              [{name, for ("modules", "providers"), command: [string],
+//	                   tool, fail_level}]: the scanners the export ran over every
+//	                   entry of their kind; each entry's results are in its gates
+//	sbom               the bundle's signed CycloneDX 1.6 SBOM, "sha256:…" (omitted
+//	                   when the bundle has none); checks.sbom says whether it was
+//	                   made again here and found identical
+//	sbom_file          where --sbom wrote it (with --sbom only)
 //	against            with --against only: {inventory, store_provider_versions,
 //	                   store_module_versions, added, already_present, withdrawn,
 //	                   reinstated, refused: [item], key_changes: [key change]}
 //	checks             {sha256sums_signatures, packages_in_sha256sums,
-//	                   h1_hashes, module_zips, deferred: [string]}
+//	                   h1_hashes, module_trees, module_zips, build_info,
+//	                   gate_reports, sbom ("checked", "deferred": a delta
+//	                   omits zips it describes, "none"), mirror_hashes_only,
+//	                   deferred: [string]}
 //
 // provider: {address, version, protocols, trust ("publisher_signed",
 // "site_resigned", "mirror_hashes_only"; more tiers may come: treat unknown
@@ -70,19 +80,27 @@ import (
 // checked here, as for a delta's omitted SHA256SUMS), key_status (see
 // bundle/store: pinned, first_use, new_declared, new_accepted, pins_file,
 // new_refused, not_in_pins_file, site_resigned, unknown), key_note,
-// in_store ("new", "new_platforms", "present", "withdrawn"; with --against)}.
+// in_store ("new", "new_platforms", "present", "withdrawn"; with --against),
+// gates: [gate result], one per gate over providers and platform}.
 //
 // module: {address, version, source, commit, subdir, sha256 (of the
 // archive), size_bytes, zip_sha256, vendored: [{file, line, module, source,
-// commit, sha256, path}], in_store}.
+// commit, sha256, path}], in_store, gates: [gate result]}.
+//
+// gate result: {platform (providers only), gate, tool, status ("passed",
+// "waived": failed, and let through by the export manifest's waiver),
+// exit_code, findings ({error, warning, note, none}: counted from the
+// report when it is SARIF; omitted otherwise), report ("sha256:…", a blob
+// of the bundle), report_bytes, waiver (the reason, "waived" only)}. Every
+// waived result is also an attention item (kind "gate_waived").
 //
 // item (of against): {kind ("provider", "module"), address, version,
 // platforms, note}. key change: {namespace, before: [dist.KeyPin], key:
 // {fingerprint, key_id, identity, trust, status, providers}}.
 //
-// Each provider and module is a section of its own, so checks that judge
-// entries (scanners, gates) can add their findings to it, and whole-bundle
-// findings become attention items.
+// Each provider and module is a section of its own: what judges entries
+// (the export's gates) adds its results to it, and what a person must look
+// at (a waived gate) becomes an attention item.
 type Report struct {
 	OK               bool               `json:"ok"`
 	Error            string             `json:"error,omitempty"`
@@ -110,6 +128,9 @@ type Report struct {
 	Reinstate        []dist.Withdrawal  `json:"reinstate"`
 	PublisherKeys    []NamespaceReview  `json:"publisher_keys"`
 	Declared         []PublisherKeyDecl `json:"declared_publisher_keys"`
+	Gates            []dist.Gate        `json:"gates"`
+	SBOM             verify.Digest      `json:"sbom,omitempty"`
+	SBOMFile         string             `json:"sbom_file,omitempty"` // set by the caller that wrote it
 	Against          *Against           `json:"against,omitempty"`
 	Checks           *CheckReport       `json:"checks,omitempty"`
 
@@ -133,6 +154,7 @@ const (
 	AttentionKeyExpired   = "key_expired_since"     // signed while valid by a key that has expired since
 	AttentionWithdrawn    = "withdrawn_in_store"    // carries what the store has withdrawn: the import will refuse
 	AttentionConflict     = "conflicts_with_store"  // differs from what the store serves: the import will refuse
+	AttentionGateWaived   = "gate_waived"           // failed a gate the export ran, let through by a waiver
 )
 
 // Attention is one thing a person must look at before letting the bundle in.
@@ -154,6 +176,7 @@ type ProviderEntry struct {
 	KeyStatus string          `json:"key_status"`
 	KeyNote   string          `json:"key_note,omitempty"`
 	InStore   string          `json:"in_store,omitempty"`
+	Gates     []GateEntry     `json:"gates"`
 	key       string          // dist.ProviderVersion.Key
 }
 
@@ -181,11 +204,20 @@ type ModuleEntry struct {
 	ZipSHA256 string          `json:"zip_sha256,omitempty"`
 	Vendored  []VendoredEntry `json:"vendored"`
 	InStore   string          `json:"in_store,omitempty"`
+	Gates     []GateEntry     `json:"gates"`
 	key       string
 }
 
 // Key is the module version's catalog key.
 func (m *ModuleEntry) Key() string { return m.key }
+
+// GateEntry is one gate's result on an entry (dist.GateResult); Platform
+// names the provider package it ran on (gates over providers run on each
+// platform's plugin).
+type GateEntry struct {
+	Platform string `json:"platform,omitempty"`
+	dist.GateResult
+}
 
 // VendoredEntry is one module source export rewrote (dist.VendoredCall).
 type VendoredEntry struct {
@@ -283,6 +315,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	rep.ProviderVersions, rep.ModuleVersions = len(m.Catalog.Providers), len(m.Catalog.Modules)
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
 	rep.Withdraw, rep.Reinstate, rep.Declared = m.Withdraw, m.Reinstate, m.PublisherKeys
+	rep.Gates, rep.SBOM = m.Gates, m.SBOM
 	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
 	if err != nil {
 		return err
@@ -292,16 +325,21 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 }
 
 // entries fills the provider and module sections, and the attention items
-// the bundle alone tells: site re-signatures and keys expired since.
+// the bundle alone tells: site re-signatures, keys expired since, gates
+// failed but waived.
 func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
 			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
+			for _, r := range pk.Gates {
+				e.Gates = append(e.Gates, GateEntry{Platform: pk.Platform(), GateResult: r})
+			}
 			rep.Packages++
 		}
 		rep.Providers = append(rep.Providers, e)
+		rep.waived("provider "+p.String(), e.Gates)
 		if e.Trust == dist.TrustMirror {
 			rep.AddAttention(AttentionMirrorOnly, p.String(), fmt.Sprintf("provider %s carries only the network mirror %s's hashes: no publisher signature vouches for it (exported with --trust-mirror-hashes; 'airgap import --require-publisher-signatures' refuses it)", p, p.Mirror))
 		}
@@ -322,8 +360,44 @@ func (rep *Report) entries(m *Manifest) {
 		for _, v := range mv.Vendored {
 			e.Vendored = append(e.Vendored, VendoredEntry{File: v.File, Line: v.Line, Module: v.Module, Source: v.Source, Commit: v.Commit, SHA256: v.Digest.Hex(), Path: v.Path})
 		}
+		for _, r := range mv.Gates {
+			e.Gates = append(e.Gates, GateEntry{GateResult: r})
+		}
 		rep.Modules = append(rep.Modules, e)
+		rep.waived("module "+mv.String(), e.Gates)
 	}
+}
+
+// waived adds one attention item for an entry (a provider or module
+// version) with waived gate results: it failed them, and the export
+// manifest let it through; a person must read why, and the reports.
+func (rep *Report) waived(entry string, gs []GateEntry) {
+	var gates []string
+	where := map[string][]string{} // gate -> "platform (exit, findings)"
+	reason := map[string]string{}
+	for _, g := range gs {
+		if g.Status != dist.GateWaived {
+			continue
+		}
+		if _, ok := where[g.Gate]; !ok {
+			gates = append(gates, g.Gate)
+			reason[g.Gate] = g.Waiver
+		}
+		on := fmt.Sprintf("exit %d, %s", g.ExitCode, g.Findings)
+		if g.Platform != "" {
+			on = g.Platform + ": " + on
+		}
+		where[g.Gate] = append(where[g.Gate], on)
+	}
+	if len(gates) == 0 {
+		return
+	}
+	parts := make([]string, len(gates))
+	for i, g := range gates {
+		parts[i] = fmt.Sprintf("gate %s (%s), waived: %q", g, strings.Join(where[g], "; "), reason[g])
+	}
+	rep.AddAttention(AttentionGateWaived, strings.TrimPrefix(strings.TrimPrefix(entry, "provider "), "module "),
+		fmt.Sprintf("%s failed %s; the export manifest let it through: read the reason and the report (in the entry below) before you let it in", entry, strings.Join(parts, ", ")))
 }
 
 // Finish sets the verdict from err (the verification's error, or nil) and
@@ -345,12 +419,18 @@ func (rep *Report) Finish(err error) {
 	nonNil(&rep.Reinstate)
 	nonNil(&rep.PublisherKeys)
 	nonNil(&rep.Declared)
+	nonNil(&rep.Gates)
+	for i := range rep.Gates {
+		nonNil(&rep.Gates[i].Command)
+	}
 	for i := range rep.Providers {
 		nonNil(&rep.Providers[i].Platforms)
 		nonNil(&rep.Providers[i].Protocols)
+		nonNil(&rep.Providers[i].Gates)
 	}
 	for i := range rep.Modules {
 		nonNil(&rep.Modules[i].Vendored)
+		nonNil(&rep.Modules[i].Gates)
 	}
 	for i := range rep.PublisherKeys {
 		nonNil(&rep.PublisherKeys[i].History)
@@ -385,7 +465,7 @@ func nonNil[T any](s *[]T) {
 }
 
 func attentionRank(kind string) int {
-	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionSiteResigned, AttentionKeyExpired} {
+	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
 		if k == kind {
 			return i
 		}
@@ -393,9 +473,10 @@ func attentionRank(kind string) int {
 	return 100
 }
 
-// Text is the report for people: the verdict, what needs attention, then
-// every provider, module, withdrawal and publisher key, the difference to
-// the inventory, and the checks. Everything that came from the bundle or
+// Text is the report for people: the verdict and the SBOM, what needs
+// attention, then every provider and module (with their gate results),
+// the gates, withdrawals and publisher keys, the difference to the
+// inventory, and the checks. Everything that came from the bundle or
 // the inventory is escaped (dist.Printable) so no string can forge a line
 // or drive the terminal.
 func (rep *Report) Text() string {
@@ -424,6 +505,7 @@ func (rep *Report) Text() string {
 	if rep.Against == nil && rep.keysUnknown() {
 		b.WriteString("  keys:      not compared with the store's (give --against the store's 'airgap inventory --json')\n")
 	}
+	rep.sbomText(&b)
 	if len(rep.Attention) > 0 {
 		fmt.Fprintf(&b, "\nNeeds attention:\n")
 		for _, a := range rep.Attention {
@@ -432,6 +514,7 @@ func (rep *Report) Text() string {
 	}
 	rep.providersText(&b)
 	rep.modulesText(&b)
+	rep.gatesText(&b)
 	if len(rep.Withdraw)+len(rep.Reinstate) > 0 {
 		b.WriteString("\nWithdrawals:\n")
 	}
@@ -494,6 +577,50 @@ func (rep *Report) providersText(b *strings.Builder) {
 		for _, pk := range p.Platforms {
 			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
 		}
+		gateLines(b, p.Gates)
+	}
+}
+
+// gateLines prints an entry's gate results, one a line.
+func gateLines(b *strings.Builder, gs []GateEntry) {
+	for _, g := range gs {
+		name := dist.Printable(g.Gate)
+		if g.Platform != "" {
+			name += " on " + dist.Printable(g.Platform)
+		}
+		fmt.Fprintf(b, "    gate %s: %s; report %s\n", name, strings.TrimPrefix(g.Summary(), dist.Printable(g.Gate)+": "), dist.Printable(g.Report.Short()))
+	}
+}
+
+// sbomText is the report's SBOM line (and where --sbom wrote it).
+func (rep *Report) sbomText(b *strings.Builder) {
+	switch {
+	case rep.SBOM == "":
+		b.WriteString("  sbom:      none (the bundle was made by an airgap that did not write one)\n")
+	case rep.Checks != nil && rep.Checks.SBOM == "checked":
+		fmt.Fprintf(b, "  sbom:      %s (CycloneDX 1.6): made again from the bundle's bytes, identical to the signed one\n", rep.SBOM)
+	default:
+		fmt.Fprintf(b, "  sbom:      %s (CycloneDX 1.6): checked at import (this delta omits zips it describes)\n", rep.SBOM)
+	}
+	if rep.SBOMFile != "" {
+		fmt.Fprintf(b, "             written to %s\n", dist.Printable(rep.SBOMFile))
+	}
+}
+
+// gatesText lists the gates the export ran (their results are in the
+// entries).
+func (rep *Report) gatesText(b *strings.Builder) {
+	q := dist.Printable
+	if len(rep.Gates) == 0 {
+		return
+	}
+	b.WriteString("\nGates (run by the export over every entry of their kind; results above):\n")
+	for _, g := range rep.Gates {
+		fail := ""
+		if g.FailLevel != "" {
+			fail = ", fails at SARIF level " + q(g.FailLevel)
+		}
+		fmt.Fprintf(b, "  %s over every %s (%s%s)\n    %s\n", q(g.Name), strings.TrimSuffix(q(g.For), "s"), q(g.Tool), fail, q(strings.Join(g.Command, " ")))
 	}
 }
 
@@ -538,6 +665,7 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "    vendored %s:%d module %q: %s -> %s (sha256:%s%s)\n", q(v.File), v.Line, q(v.Module), q(v.Source), q(v.Path), v.SHA256[:12], commit)
 		}
+		gateLines(b, m.Gates)
 	}
 }
 

@@ -19,8 +19,13 @@ func TestReportTextEscapes(t *testing.T) {
 		Signer: &verify.Signer{KeyID: "K", Fingerprint: "F", Identity: evil}, SignedAt: &now,
 		Providers: []ProviderEntry{{Address: "registry.terraform.io/h/" + evil, Version: evil, Trust: dist.TrustPublisher,
 			Signature: &SignatureFacts{Signer: verify.Signer{Identity: evil, Fingerprint: evil}, Created: now}, KeyStatus: "pinned", KeyNote: evil,
-			Platforms: []PackageEntry{{Platform: evil, Filename: evil, SHA256: strings.Repeat("b", 64)}}}},
-		Modules:       []ModuleEntry{{Address: evil, Version: "1.0.0", Source: evil, Commit: evil, SHA256: strings.Repeat("c", 64), Vendored: []VendoredEntry{{File: evil, Module: evil, Source: evil, Path: evil, SHA256: strings.Repeat("d", 64)}}}},
+			Platforms: []PackageEntry{{Platform: evil, Filename: evil, SHA256: strings.Repeat("b", 64)}},
+			Gates:     []GateEntry{{Platform: evil, GateResult: dist.GateResult{Gate: evil, Tool: evil, Status: evil, Waiver: evil, Report: evil}}}}},
+		Modules: []ModuleEntry{{Address: evil, Version: "1.0.0", Source: evil, Commit: evil, SHA256: strings.Repeat("c", 64), Vendored: []VendoredEntry{{File: evil, Module: evil, Source: evil, Path: evil, SHA256: strings.Repeat("d", 64)}},
+			Gates: []GateEntry{{GateResult: dist.GateResult{Gate: evil, Tool: evil, Status: dist.GateWaived, Waiver: evil, Findings: &dist.GateFindings{Error: 1}}}}}},
+		Gates:         []dist.Gate{{Name: evil, For: evil, Command: []string{evil, evil}, Tool: evil, FailLevel: evil}},
+		SBOM:          verify.Digest("sha256:" + strings.Repeat("e", 64)),
+		SBOMFile:      evil,
 		Withdraw:      []dist.Withdrawal{{Kind: "provider", Addr: evil, Versions: []string{evil}, Reason: evil}},
 		PublisherKeys: []NamespaceReview{{Namespace: evil, History: []dist.KeyPin{{Fingerprint: evil, Identity: evil, How: evil}}, InBundle: []BundleKey{{Fingerprint: evil, Identity: evil, Providers: []string{evil}}}}},
 		Declared:      []PublisherKeyDecl{{Namespace: evil, Fingerprint: evil}},
@@ -28,7 +33,12 @@ func TestReportTextEscapes(t *testing.T) {
 		Checks:        &CheckReport{},
 	}
 	rep.AddAttention(AttentionNewKey, evil, evil)
+	rep.waived("module "+evil, rep.Modules[0].Gates)
+	rep.waived("provider "+evil, rep.Providers[0].Gates) // not waived: no item
 	rep.Finish(nil)
+	if len(rep.Attention) != 2 || rep.Attention[1].Kind != AttentionGateWaived {
+		t.Errorf("attention: %+v", rep.Attention)
+	}
 	text := rep.Text()
 	if strings.ContainsAny(text, "\x1b\x07\u202e") || strings.Contains(text, "\n  ! forged") {
 		t.Errorf("raw control characters or a forged line in the review:\n%s", text)

@@ -19,6 +19,15 @@ const (
 	// RoleModuleZip is a module's deterministic zip (the same tree as its
 	// archive), the layer of its OCI module package.
 	RoleModuleZip = "module-zip"
+	// RoleGoBuildInfo is the Go build information of a package's plugin
+	// binary (dist/goinfo's canonical JSON), Package.BuildInfo. Format 2.
+	RoleGoBuildInfo = "go-build-info"
+	// RoleGateReport is a gate's report on one entry (GateResult.Report).
+	// Format 2.
+	RoleGateReport = "gate-report"
+	// RoleSBOM is a bundle's CycloneDX SBOM (dist/sbom), referenced from
+	// the manifest, not the catalog. Format 2.
+	RoleSBOM = "sbom"
 )
 
 // Catalog is everything a bundle describes and a store serves. Lists are kept
@@ -98,6 +107,13 @@ type Package struct {
 	// are the h1: and zh: hashes the network mirror listed for this
 	// package; H1 or ZH() is among them.
 	MirrorHashes []string `json:"mirror_hashes,omitempty"`
+	// BuildInfo is the Go build information of the plugin binary (a
+	// RoleGoBuildInfo blob, goinfo.Encode of what the zip holds): empty in
+	// bundles and stores made before airgap recorded it. Format 2.
+	BuildInfo verify.Digest `json:"build_info,omitempty"`
+	// Gates are the export's gate results on this package's plugin
+	// (gates for providers). Format 2.
+	Gates []GateResult `json:"gates,omitempty"`
 }
 
 // SigningKey is a provider registry signing key.
@@ -130,6 +146,9 @@ type ModuleVersion struct {
 	// Vendored lists every module source export rewrote in this archive
 	// (see dist/vendor): absent when nothing was vendored.
 	Vendored []VendoredCall `json:"vendored,omitempty"`
+	// Gates are the export's gate results on this module version's tree
+	// (gates for modules). Format 2.
+	Gates []GateResult `json:"gates,omitempty"`
 }
 
 // VendoredCall is one rewritten module source: a non-registry source that
@@ -324,6 +343,14 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 					return fmt.Errorf("%s %s: invalid mirror hash %q", p, pk.Platform(), Printable(h))
 				}
 			}
+			if pk.BuildInfo != "" {
+				if err := ref(p.String()+" "+pk.Platform()+" Go build information", pk.BuildInfo, RoleGoBuildInfo); err != nil {
+					return err
+				}
+			}
+			if err := validateGateResults(p.String()+" "+pk.Platform(), pk.Gates, ref); err != nil {
+				return err
+			}
 		}
 		if p.Mirror != "" && (len(p.Mirror) > 2048 || Printable(p.Mirror) != p.Mirror || !strings.HasPrefix(p.Mirror, "https://")) {
 			return fmt.Errorf("%s: invalid mirror URL %q", p, Printable(p.Mirror))
@@ -350,6 +377,9 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 			if _, err := verify.ParseDigest(string(v.Digest)); err != nil || v.Line < 0 || !printable || !local {
 				return fmt.Errorf("%s: invalid vendored source record at %q", m, Printable(v.File))
 			}
+		}
+		if err := validateGateResults(m.String(), m.Gates, ref); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -518,6 +548,11 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 		old := c.Providers[i]
 		merged := np
 		merged.Packages = append([]Package(nil), np.Packages...)
+		for j, pk := range merged.Packages {
+			if prev, ok := old.Package(pk.OS, pk.Arch); ok && prev.Digest == pk.Digest {
+				merged.Packages[j] = mergePackage(prev, pk)
+			}
+		}
 		for _, pk := range old.Packages {
 			if _, ok := np.Package(pk.OS, pk.Arch); !ok {
 				merged.Packages = append(merged.Packages, pk)
@@ -546,6 +581,8 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 			}
 			if c.Modules[i].Archive != nm.Archive || c.Modules[i].Subdir != nm.Subdir {
 				added = append(added, "module "+nm.String()+" (replaced)")
+			} else {
+				nm.Gates = MergeGateResults(c.Modules[i].Gates, nm.Gates)
 			}
 			c.Modules[i] = nm
 			continue
@@ -561,11 +598,20 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 // Blobs lists every blob the catalog refers to, with its role.
 func (c *Catalog) Blobs() map[verify.Digest]string {
 	out := map[verify.Digest]string{}
+	reports := func(rs []GateResult) {
+		for _, r := range rs {
+			out[r.Report] = RoleGateReport
+		}
+	}
 	for _, p := range c.Providers {
 		out[p.Shasums] = RoleShasums
 		out[p.ShasumsSig] = RoleShasumsSig
 		for _, pk := range p.Packages {
 			out[pk.Digest] = RoleProviderPackage
+			if pk.BuildInfo != "" {
+				out[pk.BuildInfo] = RoleGoBuildInfo
+			}
+			reports(pk.Gates)
 		}
 	}
 	for _, m := range c.Modules {
@@ -573,6 +619,42 @@ func (c *Catalog) Blobs() map[verify.Digest]string {
 		if m.Zip != "" {
 			out[m.Zip] = RoleModuleZip
 		}
+		reports(m.Gates)
 	}
+	return out
+}
+
+// mergePackage is a package a store already had (prev), carried again by a
+// bundle (next, the same zip): next's record, keeping prev's build
+// information if next has none (a bundle from before it was recorded), and
+// the gate results of both (MergeGateResults).
+func mergePackage(prev, next Package) Package {
+	if next.BuildInfo == "" {
+		next.BuildInfo = prev.BuildInfo
+	}
+	next.Gates = MergeGateResults(prev.Gates, next.Gates)
+	return next
+}
+
+// MergeGateResults is the gate results of an entry after a bundle that
+// carries it again is imported: the newer result of each gate, and the
+// older results of gates the bundle did not run. Sorted by gate name.
+func MergeGateResults(older, newer []GateResult) []GateResult {
+	if len(older) == 0 {
+		return newer
+	}
+	out := append([]GateResult(nil), newer...)
+	for _, o := range older {
+		found := false
+		for _, n := range newer {
+			if n.Gate == o.Gate {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Gate < out[j].Gate })
 	return out
 }

@@ -21,3 +21,22 @@ func FuzzParseShasums(f *testing.F) {
 		_ = allValid
 	})
 }
+
+// FuzzCountSARIF: any report (untrusted: it comes from a scanner reading
+// untrusted input, and from bundles) gives an answer without panicking,
+// and the same answer again.
+func FuzzCountSARIF(f *testing.F) {
+	f.Add([]byte(`{"version":"2.1.0","runs":[{"results":[{"level":"error"},{}]}]}`))
+	f.Add([]byte(`{"version":"2.1.0","runs":[{"results":[{"level":"note","x":[[[{}]]]}]}],"$schema":"x"}`))
+	f.Add([]byte(`[1,2,3]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, ok := CountSARIF(bytes.NewReader(b))
+		a2, ok2 := CountSARIF(bytes.NewReader(b))
+		if ok != ok2 || ok && *a != *a2 {
+			t.Fatal("two answers for one report")
+		}
+		if ok && (a.Error < 0 || a.Total() > len(b)) {
+			t.Fatalf("impossible counts %+v", a)
+		}
+	})
+}

@@ -402,6 +402,14 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 	for _, p := range cat.Providers {
 		for _, pk := range p.Packages {
 			add(pk.Digest, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleProviderPackage})
+			// Its Go build information and gate reports belong to it: a
+			// principal that may not read the package may not read them.
+			if pk.BuildInfo != "" {
+				add(pk.BuildInfo, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGoBuildInfo})
+			}
+			for _, r := range pk.Gates {
+				add(r.Report, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGateReport})
+			}
 		}
 		add(p.Shasums, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasums})
 		add(p.ShasumsSig, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasumsSig})
@@ -410,6 +418,9 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 		add(m.Archive, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
 		if m.Zip != "" {
 			add(m.Zip, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleZip})
+		}
+		for _, r := range m.Gates {
+			add(r.Report, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleGateReport})
 		}
 	}
 	return ix

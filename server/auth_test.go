@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,6 +62,12 @@ func setupAccess(t testing.TB, tokens map[string][]string, anonymous []string) *
 	plain := filepath.Join(dir, "net.tar.gz")
 	bundletest.WriteModuleArchive(t, plain, map[string]string{"main.tf": "output \"x\" { value = 1 }\n"})
 	set.AddModule(t, dist.ModuleVersion{Host: "site.example", Namespace: "net", Name: "web", System: "aws", Version: "2.0.0", Source: "https://site.example/web.tar.gz"}, plain)
+	return setupAccessSet(t, set, signer, tokens, anonymous)
+}
+
+// setupAccessSet is setupAccess over the given set.
+func setupAccessSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity, tokens map[string][]string, anonymous []string) *accessEnv {
+	t.Helper()
 	root, st := importSet(t, set, signer)
 	var err error
 	e := &accessEnv{root: root, st: st, access: filepath.Join(t.TempDir(), "access.hcl"), tokens: map[string]string{},

@@ -94,6 +94,7 @@ func (s *Server) catalogRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /{$}", ui.index)
 	m.HandleFunc("GET /ui/providers/{host}/{ns}/{type}", ui.provider)
 	m.HandleFunc("GET /ui/modules/{host}/{ns}/{name}/{system}", ui.module)
+	m.HandleFunc("GET "+SBOMPath, ui.sbom)
 }
 
 func caFingerprintPEM(p []byte) string {
@@ -447,12 +448,37 @@ type providerRow struct {
 	Newest   *dist.ProviderVersion
 	Signer   string
 	Platform []string
+	Gates    []gateBadge
 }
 
 type moduleRow struct {
 	*moduleGroup
 	Shown []*dist.ModuleVersion
 	More  int
+	Gates []gateBadge
+}
+
+// gateBadge is one gate's outcome on a version: "waived" if any of its
+// packages was waived, else "passed".
+type gateBadge struct{ Gate, Status string }
+
+func gateBadges(rss ...[]dist.GateResult) []gateBadge {
+	var out []gateBadge
+	at := map[string]int{}
+	for _, rs := range rss {
+		for _, r := range rs {
+			i, ok := at[r.Gate]
+			if !ok {
+				at[r.Gate] = len(out)
+				out = append(out, gateBadge{r.Gate, r.Status})
+				continue
+			}
+			if r.Status != dist.GatePassed {
+				out[i].Status = r.Status
+			}
+		}
+	}
+	return out
 }
 
 // scope is the request's scope and principal (the whole catalog without
@@ -509,6 +535,11 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		for _, pk := range row.Newest.Packages {
 			row.Platform = append(row.Platform, pk.Platform())
 		}
+		var rss [][]dist.GateResult
+		for _, pk := range row.Newest.Packages {
+			rss = append(rss, pk.Gates)
+		}
+		row.Gates = gateBadges(rss...)
 		provs = append(provs, row)
 	}
 	for _, g := range m.modules {
@@ -521,7 +552,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		if i++; i <= lo {
 			continue
 		}
-		row := moduleRow{moduleGroup: g}
+		row := moduleRow{moduleGroup: g, Gates: gateBadges(g.Versions[0].Gates)}
 		row.Shown = g.Versions[:min(len(g.Versions), maxVersionsShown)]
 		row.More = len(g.Versions) - len(row.Shown)
 		mods = append(mods, row)

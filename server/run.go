@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if audit != nil {
 		defer audit.Close()
 	}
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access})
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access, Tool: "airgap " + cfg.Version})
 	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version,
 		Access: access, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {

@@ -37,6 +37,7 @@ type Server struct {
 	mux   *http.ServeMux
 	// cacheBytes bounds the rendered answers of one snapshot.
 	cacheBytes int64
+	tool       string // for the SBOM
 
 	// access enforces the access file (auth.go); nil: everyone may read
 	// everything.
@@ -200,11 +201,13 @@ type Options struct {
 	CacheBytes int64
 	// Access enforces an access file (NewAccessControl); nil: none.
 	Access *AccessControl
+	// Tool names the airgap serving, e.g. "airgap 1.2.3" (in the SBOM).
+	Tool string
 }
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool}
 	if s.cacheBytes <= 0 {
 		s.cacheBytes = DefaultCacheBytes
 	}
@@ -759,6 +762,13 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		h.Set("Content-Type", "application/gzip")
 	case dist.RoleShasums:
 		h.Set("Content-Type", "text/plain; charset=utf-8")
+	case dist.RoleGateReport:
+		// A scanner's report (SARIF or text) of untrusted input: shown as
+		// text, never rendered, and sandboxed should a browser try.
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	case dist.RoleGoBuildInfo:
+		h.Set("Content-Type", "application/json")
 	default:
 		h.Set("Content-Type", "application/octet-stream")
 	}

@@ -172,6 +172,9 @@ func WriteProviderZip(t testing.TB, path, typ, version, plat string, size int) {
 
 func writeBinaryZip(t testing.TB, path, typ, version, bin string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +254,10 @@ type Set struct {
 	// PublisherKeys and Withdraw go into the manifest as they are.
 	PublisherKeys []bundle.PublisherKeyDecl
 	Withdraw      []dist.Withdrawal
+	// Gates are listed in the manifest (AddGate); SBOM, if true, gives the
+	// manifest an SBOM (after AddBuildInfo), as export writes one.
+	Gates []dist.Gate
+	SBOM  bool
 }
 
 // NewSet returns an empty Set.
@@ -309,8 +316,11 @@ func (s *Set) AddModule(t testing.TB, mv dist.ModuleVersion, path string) {
 func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 	t.Helper()
 	m := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test", Catalog: s.Catalog,
-		PublisherKeys: s.PublisherKeys, Withdraw: s.Withdraw}
+		PublisherKeys: s.PublisherKeys, Withdraw: s.Withdraw, Gates: s.Gates}
 	for d, p := range s.Files {
+		if s.Roles[d] == dist.RoleSBOM {
+			continue // made again below
+		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -318,6 +328,9 @@ func (s *Set) Manifest(t testing.TB) *bundle.Manifest {
 		m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: fi.Size(), Role: s.Roles[d]})
 	}
 	m.Normalize()
+	if s.SBOM {
+		s.addSBOM(t, m)
+	}
 	return m
 }
 

@@ -13,6 +13,8 @@
 //	  lock                     flock(2) target: one import at a time
 //	  serve.lock               shared flock(2) held by every running 'airgap
 //	                           serve' of the store (Served asks)
+//	  import.hcl               optional, written by the operator: gates every
+//	                           import requires (gates.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //
@@ -36,6 +38,13 @@
 // index entry refers to yet and a temporary index, never an index entry whose
 // blob is missing; the next import removes the temporary files and, for the
 // same bundle, completes it.
+//
+// Gate results, reports and build information documents are catalog
+// entries' fields and blobs like any other (kept while an entry refers to
+// them); a bundle's SBOM is checked (bundle.Checker) but not kept: the
+// store's SBOM (sbom.go) is made from its catalog and build information.
+// RequireGates (gates.go) is an import policy: a bundle whose entries lack a
+// required gate's result is refused before anything is committed.
 //
 // A bundle's withdraw list (withdraw.go) is applied in the same index swap:
 // the versions leave the catalog and are recorded in the index's withdrawn

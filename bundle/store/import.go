@@ -53,6 +53,9 @@ type ImportResult struct {
 	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
 	// the caller from KeyPins.Decisions, see PinnedBy).
 	PinnedKeys []PinnedKey
+	// RequiredGates: the gates a RequireGates policy held every entry to
+	// (GateRequirement.String; filled by the caller).
+	RequiredGates []string
 }
 
 // PinnedBy lists the keys the decisions of a committed import pinned.
@@ -289,10 +292,10 @@ func (imp *importer) check() error {
 	for _, b := range m.Blobs {
 		imp.sizes[b.Digest] = b.Size
 	}
-	known := map[verify.Digest]string{}
+	known := map[verify.Digest]dist.Package{}
 	for _, p := range imp.ix.Catalog.Providers {
 		for _, pk := range p.Packages {
-			known[pk.Digest] = pk.H1
+			known[pk.Digest] = pk
 		}
 	}
 	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
@@ -303,7 +306,12 @@ func (imp *importer) check() error {
 		Have: func(d verify.Digest) (string, bool) {
 			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
 		},
-		KnownH1: func(d verify.Digest, h1 string) bool { h, ok := known[d]; return ok && h == h1 },
+		// A package the store has, with the same h1 and build
+		// information, was checked when it was imported.
+		Known: func(d verify.Digest, h1 string, bi verify.Digest) bool {
+			pk, ok := known[d]
+			return ok && pk.H1 == h1 && pk.BuildInfo == bi
+		},
 	})
 	if err != nil {
 		return err
@@ -326,6 +334,10 @@ func (imp *importer) checkOmitted() error {
 	var missing []string
 	for _, b := range m.Blobs {
 		switch {
+		case b.Role == dist.RoleSBOM:
+			// Not kept: the consistency check compares its digest with
+			// the SBOM of what the bundle carries; the store's SBOM is
+			// made from the catalog ('airgap inventory --sbom').
 		case b.Omitted && !haveBlob(imp.root, b):
 			missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
 		case !b.Omitted && !haveBlob(imp.root, b):
@@ -363,6 +375,14 @@ func (imp *importer) stage() (err error) {
 		}
 		if err != nil {
 			return err
+		}
+		if b.Role == dist.RoleSBOM { // read (the reader checks its digest), not kept
+			n, err := io.Copy(io.Discard, rd)
+			imp.res.BytesRead += n
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		path := filepath.Join(imp.stageDir, b.Digest.Hex())
 		var n int64

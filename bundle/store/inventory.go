@@ -44,7 +44,14 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	var w strings.Builder
 	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
 	ix := &inv.Index
-	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n\nProviders:\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
+	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
+	switch reqs, err := ReadImportConfig(root); {
+	case err != nil:
+		fmt.Fprintf(&w, "import rules (%s): unreadable: %v\n", ImportConfigName, err)
+	case len(reqs) > 0:
+		fmt.Fprintf(&w, "import rules (%s): every bundle must carry passing or waived results of: %s\n", ImportConfigName, requirementList(reqs))
+	}
+	fmt.Fprintf(&w, "\nProviders:\n")
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
@@ -61,6 +68,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
+		for _, pk := range p.Packages {
+			writeGates(&w, root, q(pk.Platform())+" ", pk.Gates)
+		}
 	}
 	fmt.Fprintln(&w, "\nModules:")
 	for _, m := range ix.Catalog.Modules {
@@ -68,6 +78,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		for _, v := range m.Vendored {
 			fmt.Fprintf(&w, "    vendored %s:%d %s -> %s (%s)\n", q(v.File), v.Line, q(v.Source), q(v.Path), v.Digest.Short())
 		}
+		writeGates(&w, root, "", m.Gates)
 	}
 	writeKeyHistory(&w, ix.PublisherKeys)
 	if len(ix.Withdrawn) > 0 {
@@ -115,6 +126,14 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	}
 }
 
+// writeGates lists an entry's gate results, each with the path of its
+// report in the store.
+func writeGates(w io.Writer, root, prefix string, rs []dist.GateResult) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "    %sgate %s\n      report: %s\n      tool: %s\n", prefix, r.Summary(), BlobPath(root, r.Report), dist.Printable(r.Tool))
+	}
+}
+
 // ImportReport is 'airgap import --json': what was added and what the store
 // already had.
 type ImportReport struct {
@@ -137,6 +156,9 @@ type ImportReport struct {
 	// PinnedKeys are the publisher keys this import pinned for their
 	// namespaces (first use, or an approved new key).
 	PinnedKeys []PinnedKey `json:"publisher_keys_pinned"`
+	// RequiredGates are the gates (import.hcl and --require-gate) every
+	// entry of the bundle passed or had waived.
+	RequiredGates []string `json:"required_gates"`
 }
 
 // PinnedKey is one key an import pinned.
@@ -162,15 +184,22 @@ func (r *ImportResult) Report(file string) ImportReport {
 	if pinned == nil {
 		pinned = []PinnedKey{}
 	}
+	gates := append([]string{}, r.RequiredGates...)
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
-		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned}
+		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned,
+		RequiredGates: gates}
 }
 
 // WriteText prints the result for people; root is the store's directory.
 func (r *ImportResult) WriteText(out io.Writer, root string) {
 	var w strings.Builder
-	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
+	defer func() {
+		if len(r.RequiredGates) > 0 {
+			fmt.Fprintf(&w, "  required gates, passed or waived on every entry: %s\n", dist.Printable(strings.Join(r.RequiredGates, ", ")))
+		}
+		io.WriteString(out, dist.PrintableLines(w.String()))
+	}()
 	if r.Created {
 		fmt.Fprintf(&w, "created a new store in %s (there was none: if you meant an existing store, check --store)\n", absPath(root))
 	}

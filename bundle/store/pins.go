@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
@@ -434,7 +432,7 @@ func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err err
 		since = ix.Imports[len(ix.Imports)-1].Time
 	}
 	byNS := map[string]*dist.NamespaceKeys{}
-	keyrings := map[string]openpgp.EntityList{}
+	keyrings := bundle.KeyringCache{}
 	for _, p := range ix.Catalog.Providers {
 		ns := p.NamespaceKey()
 		if rows[ns] {
@@ -473,24 +471,15 @@ func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err err
 }
 
 // storedSigner checks p's SHA256SUMS signature from the store's blobs.
-func storedSigner(root string, p dist.ProviderVersion, keyrings map[string]openpgp.EntityList) (verify.Checked, bool) {
+func storedSigner(root string, p dist.ProviderVersion, keyrings bundle.KeyringCache) (verify.Checked, bool) {
 	sums, err1 := readBlob(root, p.Shasums, dist.MaxShasumsSize)
 	sig, err2 := readBlob(root, p.ShasumsSig, bundle.MaxSignatureSize)
 	if err1 != nil || err2 != nil {
 		return verify.Checked{}, false
 	}
-	var id strings.Builder
-	for _, k := range p.SigningKeys {
-		id.WriteString(k.ASCIIArmor)
-		id.WriteByte(0)
-	}
-	kr, ok := keyrings[id.String()]
-	if !ok {
-		var err error
-		if kr, err = bundle.ProviderKeyring(p); err != nil {
-			return verify.Checked{}, false
-		}
-		keyrings[id.String()] = kr
+	kr, err := keyrings.Keyring(p)
+	if err != nil {
+		return verify.Checked{}, false
 	}
 	c, err := verify.CheckSignature(kr, bytes.NewReader(sums), sig)
 	return c, err == nil

@@ -2,6 +2,26 @@
 
 package export
 
+import (
+	"os"
+	"syscall"
+)
+
 // processAlive: without a portable liveness check, every process is taken
 // as alive, and only the age rule (staleModuleWork) removes stale work.
 func processAlive(pid int) bool { return true }
+
+// gateProcAttr: no process groups; killGroup kills the tool itself.
+func gateProcAttr() *syscall.SysProcAttr { return nil }
+
+func killGroup(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+// lockFile: no advisory lock here; two exports sharing a cache must not
+// run the same gate on the same entry at once.
+func lockFile(path string) (func(), error) { return func() {}, nil }

@@ -32,8 +32,10 @@
 // print (a dry run fetches module archives too, so the plan lists module
 // dependencies); delta.go reads what the offline side already has;
 // vendor.go makes each fetched module self-contained (dist/vendoring)
-// unless Request.NoVendor; write.go writes the finished export as a bundle
-// through a temporary file.
+// unless Request.NoVendor; gatespec.go reads the gate and waive blocks and
+// gates.go runs the gates (bounded, without a shell, in a clean
+// environment) and records their results; write.go adds the SBOM and
+// writes the finished export as a bundle through a temporary file.
 //
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/verify"
@@ -48,6 +49,11 @@ type Options struct {
 	// submodules included, beyond the files it checks out (0:
 	// getter.MaxGitRepository); see getter.Options.
 	MaxGitSize int64
+	// GateReports is where gates keep their reports and output (see
+	// gates.go); required when the request has gates. GateJobs bounds the
+	// gate runs at once (0: 2).
+	GateReports string
+	GateJobs    int
 	// Log receives progress lines and notices.
 	Log func(format string, a ...any)
 	// Progress, if set, is kept up to date for a live display.
@@ -135,6 +141,15 @@ type Result struct {
 	// MirrorHashesOnly lists the provider versions carried with a network
 	// mirror's hashes only (mirror.go), with the mirror's URL.
 	MirrorHashesOnly []string
+	// BuildInfo is the Go build information of each package's plugin, by
+	// the package's digest (what the SBOM is made of).
+	BuildInfo map[verify.Digest]*goinfo.Info
+	// GateFailures lists the entries that failed a gate (the export then
+	// fails); GateReports is where the reports are.
+	GateFailures []GateFailure
+	GateReports  string
+	cacheDir     string
+	gates        []GateSpec
 }
 
 type exporter struct {
@@ -177,6 +192,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if opt.MaxModuleSize <= 0 {
 		opt.MaxModuleSize = registry.DefaultMaxModuleSize
 	}
+	if abs, err := filepath.Abs(opt.CacheDir); err == nil {
+		opt.CacheDir = abs // gates hand paths under it to tools running elsewhere
+	}
 	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)
@@ -184,7 +202,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	}
 	tidyPartials(opt.CacheDir, time.Now().Add(-abandonedAfter))
 	tidyModuleWork(opt.CacheDir, time.Now())
-	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}, Warnings: append([]string(nil), req.Warnings...)},
+	tidyGateWork(opt.CacheDir, time.Now())
+	e := &exporter{opt: opt, req: req, res: &Result{Files: map[verify.Digest]string{}, Warnings: append([]string(nil), req.Warnings...),
+		BuildInfo: map[verify.Digest]*goinfo.Info{}, cacheDir: opt.CacheDir, gates: req.Gates},
 		blobs: map[verify.Digest]bundle.Blob{}, sigOnce: map[string]*sumsEntry{}}
 	for _, w := range req.Warnings {
 		opt.Log("warning: %s", w)
@@ -203,7 +223,14 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate}
+	var gates []dist.Gate
+	if !opt.DryRun {
+		e.res.GateReports = opt.GateReports
+		if gates, err = e.runGates(ctx, cat); err != nil {
+			return e.res, err
+		}
+	}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate, Gates: gates}
 	for _, b := range e.blobs {
 		m.Blobs = append(m.Blobs, b)
 	}
@@ -513,7 +540,7 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, err := dist.H1(path)
+	h1, info, err := bundle.ScanPackage(path)
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -521,7 +548,25 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 		return dist.Package{}, err
 	}
 	e.addBlob(d, size, dist.RoleProviderPackage, path)
-	return dist.Package{OS: osName, Arch: arch, Filename: meta.Filename, Digest: d, Size: size, H1: h1}, nil
+	pk := dist.Package{OS: osName, Arch: arch, Filename: meta.Filename, Digest: d, Size: size, H1: h1}
+	return pk, e.recordBuildInfo(&pk, info)
+}
+
+// recordBuildInfo keeps the Go build information of a package's plugin
+// (read with its h1, bundle.ScanPackage) as a blob of the bundle, and for
+// the SBOM.
+func (e *exporter) recordBuildInfo(pk *dist.Package, info *goinfo.Info) error {
+	doc := goinfo.Encode(info)
+	bi, bp, err := e.storeBytes(doc)
+	if err != nil {
+		return err
+	}
+	e.addBlob(bi, int64(len(doc)), dist.RoleGoBuildInfo, bp)
+	e.mu.Lock()
+	e.res.BuildInfo[pk.Digest] = info
+	e.mu.Unlock()
+	pk.BuildInfo = bi
+	return nil
 }
 
 // checkLocked checks a package against the request's lock file entry, if

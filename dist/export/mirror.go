@@ -41,7 +41,7 @@ import (
 // do: the export refuses, unless Options.TrustMirrorHashes
 // (--trust-mirror-hashes); then each package must match a hash the mirror
 // lists for it (a zh: is checked while downloading, an h1: over the zip
-// within the consistency check's bounds: bundle.ZipH1), the provider
+// within the consistency check's bounds: bundle.ScanPackage), the provider
 // version is marked "mirror hashes only" in the bundle
 // (dist.ProviderVersion.MirrorHashesOnly) with the mirror's URL and hashes,
 // and the site writes a SHA256SUMS of exactly the packages it carried and
@@ -271,7 +271,7 @@ func (e *exporter) mirrorOnlyPackage(ctx context.Context, t pkgTask, what string
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, herr := bundle.ZipH1(path)
+	h1, info, herr := bundle.ScanPackage(path)
 	pk := dist.Package{OS: osName, Arch: arch, Filename: filename, Digest: d, Size: size, H1: h1, MirrorHashes: append([]string(nil), hashes...)}
 	if herr != nil || !listed(hashes, pk) {
 		why := fmt.Sprintf("(h1 %s, zh %s)", h1, pk.ZH())
@@ -289,7 +289,7 @@ func (e *exporter) mirrorOnlyPackage(ctx context.Context, t pkgTask, what string
 		return dist.Package{}, err
 	}
 	e.addBlob(d, size, dist.RoleProviderPackage, path)
-	return pk, nil
+	return pk, e.recordBuildInfo(&pk, info)
 }
 
 func firstZH(hashes []string) string {

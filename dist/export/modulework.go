@@ -30,6 +30,9 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 	}
 	for _, ent := range ents {
 		rest, ok := strings.CutPrefix(ent.Name(), "module-")
+		if !ok {
+			rest, ok = strings.CutPrefix(ent.Name(), "gate-") // a gate's version command (gates.go)
+		}
 		if !ok || !ent.IsDir() {
 			continue
 		}
@@ -44,6 +47,24 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 		}
 		if stale {
 			os.RemoveAll(filepath.Join(dir, ent.Name()))
+		}
+	}
+}
+
+// staleGateWork is how old a gate's work tree must be to be taken as left
+// by a killed export: longer than any run may take (MaxGateTimeout).
+const staleGateWork = MaxGateTimeout + time.Hour
+
+// tidyGateWork removes the gate work trees (<cache>/gates/GATE/KEY, see
+// gates.go) that a killed export left and no run has reused since: a
+// gate's next run on the same entry removes its own at once, this catches
+// the trees of gates or entries that do not come back.
+func tidyGateWork(cacheDir string, now time.Time) {
+	gates, _ := filepath.Glob(filepath.Join(cacheDir, "gates", "*", "*"))
+	for _, p := range gates {
+		fi, err := os.Lstat(p)
+		if err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > staleGateWork {
+			removeTree(p)
 		}
 	}
 }

@@ -74,6 +74,28 @@ type Summary struct {
 	// PublisherKeys: each key that signed SHA256SUMS, per namespace (not
 	// in a dry run, which downloads no SHA256SUMS).
 	PublisherKeys []PublisherKey `json:"publisher_keys"`
+	// Gates says what each gate did (or, for a dry run, would run over);
+	// GateReports is where the reports are; SBOM is the bundle's SBOM
+	// blob.
+	Gates       []GateSummary `json:"gates"`
+	GateReports string        `json:"gate_reports,omitempty"`
+	SBOM        string        `json:"sbom,omitempty"`
+}
+
+// GateSummary is one gate of an export.
+type GateSummary struct {
+	Name    string        `json:"name"`
+	For     string        `json:"for"`
+	Tool    string        `json:"tool,omitempty"`
+	Entries int           `json:"entries"` // entries it ran (would run) over
+	Passed  int           `json:"passed"`
+	Waived  []WaivedEntry `json:"waived"`
+}
+
+// WaivedEntry is an entry that failed a gate and was let through.
+type WaivedEntry struct {
+	Entry  string          `json:"entry"`
+	Result dist.GateResult `json:"result"`
 }
 
 // Summarize fills a Summary from a finished (or dry) run.
@@ -91,13 +113,60 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	}
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
 	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
+	s.Gates = []GateSummary{}
 	if m := r.Manifest; m != nil {
 		s.Providers, s.Modules = len(m.Catalog.Providers), len(m.Catalog.Modules)
 		s.Withdraw = append(s.Withdraw, m.Withdraw...)
 		s.Reinstate = append(s.Reinstate, m.Reinstate...)
 		s.Blobs, s.BlobBytes = m.Totals()
+		s.Gates = gateSummaries(r.gates, &m.Catalog, r.Planned, dryRun)
+		if m.SBOM != "" {
+			s.SBOM = string(m.SBOM)
+		}
+	}
+	if len(s.Gates) > 0 && !dryRun {
+		s.GateReports = r.GateReports
 	}
 	return s
+}
+
+// gateSummaries counts each gate's results on the catalog (for a dry run,
+// the entries it would run over).
+func gateSummaries(gates []GateSpec, cat *dist.Catalog, plan []PlanItem, dryRun bool) []GateSummary {
+	out := []GateSummary{}
+	for _, g := range gates {
+		gs := GateSummary{Name: g.Name, For: g.For, Tool: g.Tool, Waived: []WaivedEntry{}}
+		tally := func(entry string, rs []dist.GateResult) {
+			gs.Entries++
+			for _, res := range rs {
+				switch {
+				case res.Gate != g.Name:
+				case res.Status == dist.GatePassed:
+					gs.Passed++
+				default:
+					gs.Waived = append(gs.Waived, WaivedEntry{Entry: entry, Result: res})
+				}
+			}
+		}
+		if g.For == dist.GateModules {
+			for _, mv := range cat.Modules {
+				tally("module "+mv.String(), mv.Gates)
+			}
+		} else {
+			for _, p := range cat.Providers {
+				for _, pk := range p.Packages {
+					tally("provider "+p.String()+" "+pk.Platform(), pk.Gates)
+				}
+			}
+			for _, it := range plan {
+				if dryRun && it.Kind == "provider" { // no packages yet: one run per planned platform
+					gs.Entries += len(it.Platforms)
+				}
+			}
+		}
+		out = append(out, gs)
+	}
+	return out
 }
 
 // Text is the summary for people.
@@ -140,6 +209,23 @@ func (s *Summary) Text() string {
 		for _, g := range s.Gaps {
 			fmt.Fprintf(&b, "  %s\n", g)
 		}
+	}
+	for _, g := range s.Gates {
+		if s.DryRun {
+			per := map[string]string{dist.GateModules: "module version", dist.GateProviders: "provider package"}[g.For]
+			fmt.Fprintf(&b, "  gate %s: would run %d time(s), once per %s\n", g.Name, g.Entries, per)
+			continue
+		}
+		fmt.Fprintf(&b, "gate %s (%s; %s): %d passed, %d waived\n", g.Name, g.For, dist.Printable(g.Tool), g.Passed, len(g.Waived))
+		for _, w := range g.Waived {
+			fmt.Fprintf(&b, "  waived: %s: %s\n", dist.Printable(w.Entry), w.Result.Summary())
+		}
+	}
+	if s.GateReports != "" {
+		fmt.Fprintf(&b, "gate reports: %s\n", s.GateReports)
+	}
+	if s.SBOM != "" && !s.DryRun {
+		fmt.Fprintf(&b, "SBOM (CycloneDX 1.6): %s in the bundle ('airgap verify --sbom FILE' writes it)\n", s.SBOM)
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", dist.PrintableLines(w))

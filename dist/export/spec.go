@@ -36,6 +36,11 @@ type Request struct {
 	// Warnings found while reading the request (FromProject: variables in
 	// module sources not declared const); Run starts its warnings with them.
 	Warnings []string
+	// Gates are the scanners every module or provider plugin must pass,
+	// and Waivers the entries let through although they fail one
+	// (gate "NAME" {...} and waive "NAME" {...}; see gates.go).
+	Gates   []GateSpec
+	Waivers []Waiver
 }
 
 // ProviderReq asks for versions of one provider.
@@ -68,6 +73,8 @@ type specFile struct {
 	Modules   []specModule   `hcl:"module,block"`
 	Withdraw  []specWithdraw `hcl:"withdraw,block"`
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
+	Gates     []specGate     `hcl:"gate,block"`
+	Waive     []specWaive    `hcl:"waive,block"`
 }
 
 // specWithdraw is a withdraw or reinstate block. The label is a provider
@@ -138,7 +145,8 @@ func diagErr(diags hcl.Diagnostics) error {
 }
 
 // ManifestExample is the manifest a hint shows: every block and attribute
-// there is (TestHCLHintsParse checks it parses as a manifest).
+// there is, the gate and waive blocks commented out (TestHCLHintsParse
+// checks it parses as a manifest, and so do those blocks uncommented).
 const ManifestExample = `platforms = ["linux_amd64", "darwin_arm64"]
 provider "hashicorp/random" {
   versions  = ">= 3.5, < 4.0" # or: latest = 2, or: all = true
@@ -161,6 +169,18 @@ reinstate "hashicorp/random" {
   versions = "3.5.1"
   reason   = "why it is safe again"
 }
+# A gate runs a scanner over every module tree (or provider plugin) and
+# fails the export unless a waive block lets an entry through; export
+# looks its tool up on PATH, so the example leaves them commented out:
+# gate "trivy" {
+#   for     = "modules" # or "providers" ({binary}, {platform})
+#   command = ["trivy", "config", "--format", "sarif", "--output", "{report}", "--exit-code", "1", "{dir}"]
+#   # version, fail_level, timeout, max_output, env: optional
+# }
+# waive "trivy" {
+#   for    = "example/vpc/aws@1.0.0"
+#   reason = "why the site accepts its findings"
+# }
 `
 
 // ParseSpec reads an HCL export manifest. Errors name file:line:col.
@@ -241,6 +261,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	}
 	if err := dist.ValidateWithdrawals(&dist.Catalog{}, req.Withdraw, req.Reinstate); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrManifest, path, err)
+	}
+	if req.Gates, req.Waivers, err = parseGates(path, sf.Gates, sf.Waive); err != nil {
+		return nil, err
 	}
 	return req, nil
 }

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/verify"
 )
 
 // WriteOptions say how WriteBundle writes a finished export.
@@ -41,6 +45,9 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 		return nil, err
 	}
 	m.PublisherKeys, sum.PublisherKeys = decls, keys
+	if err := res.addSBOM(); err != nil {
+		return nil, err
+	}
 	if base := opt.Delta; base != nil {
 		sum.Omitted, sum.Delta = base.Apply(m), base.Desc
 		opt.Log("delta against %s: %d of %d blobs are already on the offline side and are not carried", base.Desc, sum.Omitted, len(m.Blobs))
@@ -62,7 +69,7 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 	if err != nil {
 		return nil, err
 	}
-	sum.Out, sum.Size = opt.Out, fi.Size()
+	sum.Out, sum.Size, sum.SBOM = opt.Out, fi.Size(), string(m.SBOM)
 	sum.Blobs, sum.BlobBytes = m.Totals()
 	if opt.SplitSize <= 0 {
 		return nil, nil
@@ -72,6 +79,41 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 		return nil, fmt.Errorf("splitting %s: %w (the whole bundle is kept)", opt.Out, err)
 	}
 	return ix, os.Remove(opt.Out)
+}
+
+// addSBOM writes the SBOM of the finished manifest (bundle.BuildSBOM, from
+// the build information read while each package was hashed) into the
+// cache and lists it in the manifest. It must come after the tool and
+// creation time are set: the SBOM records them.
+func (res *Result) addSBOM() error {
+	m := res.Manifest
+	b, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
+		i, ok := res.BuildInfo[pk.Digest]
+		return i, ok
+	})
+	if err != nil {
+		return err
+	}
+	d := verify.DigestBytes(b)
+	path := filepath.Join(res.cacheDir, "blobs", "sha256", d.Hex())
+	if _, err := os.Stat(path); err != nil {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o444); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if m.SBOM != "" {
+		return errors.New("the manifest already has an SBOM")
+	}
+	m.SBOM = d
+	m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: int64(len(b)), Role: dist.RoleSBOM})
+	res.Files[d] = path
+	m.Normalize()
+	return nil
 }
 
 // CacheDir is dir, or the user cache dir's airgap folder when dir is "".

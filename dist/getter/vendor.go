@@ -75,3 +75,12 @@ func (b *Budget) take(archive string) (entries int, bytes int64, err error) {
 		}
 	}
 }
+
+// UnpackPackage extracts a provider package (a zip) into dir, a directory
+// that must not exist yet, with the same checks as any downloaded archive
+// (through os.Root; names, types and sizes checked), within maxEntries
+// entries and maxBytes unpacked bytes, and no symbolic links (provider
+// packages have none). Gates over providers scan the plugin it unpacks.
+func UnpackPackage(ctx context.Context, zipPath, dir string, maxEntries int, maxBytes int64) error {
+	return extractLimited(ctx, zipPath, "zip", dir, limits{entries: maxEntries, bytes: maxBytes})
+}

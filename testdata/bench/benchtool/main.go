@@ -41,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|nethttp|bigbundle|synthetic|writebundle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|nethttp|bigbundle|synthetic|writebundle|sbomcost [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -50,6 +50,10 @@ func main() {
 	size := fs.Int64("size", 20<<20, "bytes per package/blob")
 	rate := fs.Int64("rate", 0, "world: limit each package download to this many bytes/s, like a CDN per connection (0: loopback speed)")
 	listen := fs.String("listen", "127.0.0.1:18446", "nethttp: address to serve on")
+	bundleFile := fs.String("bundle", "", "sbomcost: the bundle")
+	keyring := fs.String("keyring", "", "sbomcost: its signer's public key")
+	blobs := fs.String("blobs", "", "sbomcost: directory of the package zips by hex digest")
+	files := fs.String("files", "", "sbomcost: JSON map of digest to path (bigbundle's files.json)")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -70,6 +74,8 @@ func main() {
 		writeBundle(t, *dir)
 	case "nethttp":
 		netHTTP(t, *dir, *listen)
+	case "sbomcost":
+		sbomCost(t, *bundleFile, *keyring, *blobs, *files)
 	default:
 		t.Fatalf("unknown subcommand %q", os.Args[1])
 	}
@@ -249,6 +255,9 @@ func bigBundle(t *bundletest.Standalone, dir string, n, size int) {
 		set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
 			Type: fmt.Sprintf("b%03d", i), Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: pub, PackageSize: size}))
 	}
+	// As export writes it: each package's build information and the SBOM.
+	set.AddBuildInfo(t, t.TempDir())
+	set.SBOM = true
 	m := set.WriteBundleFile(t, filepath.Join(dir, "big.bundle"), signer, bundle.CompressionNone)
 	writeKey(t, dir, signer)
 	// What writebundle and the 'tar | zstd' baseline need: the same files.

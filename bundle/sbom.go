@@ -1,0 +1,188 @@
+package bundle
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/sbom"
+	"github.com/airgap/airgap/verify"
+)
+
+// BuildSBOM is the SBOM of a bundle: dist/sbom over the manifest's catalog,
+// its tool and creation time, the fingerprints of the publisher keys each
+// provider carries, and the Go build information of each package (info;
+// false for a package whose build information is not at hand). Export
+// writes it and the consistency check builds it again: both get the same
+// bytes from the same manifest and zips.
+func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
+	b, err := sbom.Generate(sbom.Input{
+		Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
+		BuildInfo: info, Keys: FingerprintCache(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSBOMSize {
+		return nil, fmt.Errorf("the SBOM is %d bytes, over the %d-byte limit\nhint: export fewer provider versions per bundle", len(b), MaxSBOMSize)
+	}
+	return b, nil
+}
+
+// FingerprintCache is KeyFingerprints that parses each distinct set of
+// armored keys once (KeyringCache).
+func FingerprintCache() func(p dist.ProviderVersion) []string {
+	kc := KeyringCache{}
+	return func(p dist.ProviderVersion) []string {
+		kr, err := kc.Keyring(p)
+		if err != nil {
+			return nil
+		}
+		return fingerprints(kr)
+	}
+}
+
+// KeyFingerprints are the fingerprints of the publisher keys a provider
+// version carries, sorted (none if they cannot be read: the signature check
+// refuses such a provider).
+func KeyFingerprints(p dist.ProviderVersion) []string {
+	kr, err := ProviderKeyring(p)
+	if err != nil {
+		return nil
+	}
+	return fingerprints(kr)
+}
+
+func fingerprints(kr openpgp.EntityList) []string {
+	out := make([]string, 0, len(kr))
+	for _, e := range kr {
+		out = append(out, verify.Fingerprint(e))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkReports counts the SARIF findings of every gate report again and
+// compares them with each result that names the report.
+func (c *Checker) checkReports() error {
+	type use struct {
+		entry string
+		r     dist.GateResult
+	}
+	uses := map[verify.Digest][]use{}
+	var order []verify.Digest
+	add := func(entry string, rs []dist.GateResult) {
+		for _, r := range rs {
+			if _, ok := uses[r.Report]; !ok {
+				order = append(order, r.Report)
+			}
+			uses[r.Report] = append(uses[r.Report], use{entry, r})
+		}
+	}
+	for _, p := range c.m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			add("provider "+p.String()+" "+pk.Platform(), pk.Gates)
+		}
+	}
+	for _, mv := range c.m.Catalog.Modules {
+		add("module "+mv.String(), mv.Gates)
+	}
+	for _, d := range order {
+		path, ok := c.have(d)
+		if !ok {
+			c.rep.Deferred = append(c.rep.Deferred, "findings of "+c.m.Describe(d))
+			continue
+		}
+		f, sarif, err := countReport(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", c.m.Describe(d), err)
+		}
+		for _, u := range uses[d] {
+			switch {
+			case sarif && u.r.Findings == nil:
+				return inconsistent(u.entry, "its gate %s report is SARIF with %s, but the result records no findings", u.r.Gate, f)
+			case !sarif && u.r.Findings != nil:
+				return inconsistent(u.entry, "its gate %s result records %s, but its report is not SARIF", u.r.Gate, u.r.Findings)
+			case sarif && *f != *u.r.Findings:
+				return inconsistent(u.entry, "its gate %s result records %s, but its SARIF report has %s", u.r.Gate, u.r.Findings, f)
+			}
+		}
+		c.rep.Reports++
+	}
+	return nil
+}
+
+// countReport is dist.CountSARIF of the report at path (at most
+// MaxReportSize bytes, as CheckManifest required).
+func countReport(path string) (*dist.GateFindings, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fs, ok := dist.CountSARIF(io.LimitReader(f, MaxReportSize))
+	return fs, ok, nil
+}
+
+// checkSBOM builds the bundle's SBOM again from the manifest and the build
+// information the check read from the zips (or, for a package the store
+// already has, from the store's document), and compares it with the
+// signed one. A delta whose omitted zips hold build information defers it.
+func (c *Checker) checkSBOM() error {
+	if c.m.SBOM == "" {
+		c.rep.SBOM = "none"
+		return nil
+	}
+	missing := 0
+	infos := map[verify.Digest]*goinfo.Info{}
+	for _, p := range c.m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			doc, ok := c.infos[pk.Digest]
+			if !ok && c.known(pk.Digest) {
+				doc, ok = c.readBuildInfo(pk.BuildInfo)
+			}
+			if !ok {
+				missing++
+				continue
+			}
+			info, err := goinfo.Decode(doc)
+			if err != nil {
+				return inconsistent(c.m.Describe(pk.BuildInfo), "%v", err)
+			}
+			infos[pk.Digest] = info
+		}
+	}
+	if missing > 0 {
+		c.rep.SBOM = "deferred"
+		c.rep.Deferred = append(c.rep.Deferred, fmt.Sprintf("the SBOM (the build information of %d packages is in zips this delta omits)", missing))
+		return nil
+	}
+	b, err := BuildSBOM(c.m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok })
+	if err != nil {
+		return err
+	}
+	if got := verify.DigestBytes(b); got != c.m.SBOM {
+		return inconsistent("the bundle's SBOM", "it is %s, but the SBOM of what the bundle carries is %s: it does not describe this bundle", c.m.SBOM.Short(), got.Short())
+	}
+	c.rep.SBOM, c.rep.SBOMBytes = "checked", b
+	return nil
+}
+
+// readBuildInfo reads a build information document the caller has (a
+// store's, for a package it already checked).
+func (c *Checker) readBuildInfo(d verify.Digest) ([]byte, bool) {
+	path, ok := c.have(d)
+	if !ok {
+		return nil, false
+	}
+	b, err := readLimited(path, goinfo.MaxDocument)
+	if err != nil || verify.DigestBytes(b) != d {
+		return nil, false
+	}
+	return b, true
+}

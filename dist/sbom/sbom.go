@@ -1,0 +1,387 @@
+// Package sbom writes the software bill of materials of a catalog — what a
+// bundle carries, or what a store serves — as CycloneDX 1.6 JSON, built with
+// github.com/CycloneDX/cyclonedx-go.
+//
+// # What it lists
+//
+// One component per provider package (one platform of one provider
+// version), of type "application":
+//
+//   - name: the provider address (host/namespace/type), version: its version;
+//   - purl: pkg:terraform/NAMESPACE/TYPE@VERSION?arch=..&os=..#providers,
+//     with repository_url=https://HOST when the host is not
+//     registry.terraform.io. The purl spec has no terraform type yet; this
+//     follows the one proposed (package-url/purl-spec#889: a "providers" or
+//     "modules" subpath, repository_url for other registries);
+//   - hashes: SHA-256 of the zip (the zh: hash);
+//   - properties (airgap:…): os, arch, filename, the h1: and zh: lock-file
+//     hashes, the fingerprint of every publisher key carried for it, its
+//     trust tier (dist.ProviderVersion.Trust: publisher_signed,
+//     site_resigned, mirror_hashes_only; with airgap:mirror, the network
+//     mirror whose hashes alone vouch for it), site-signed, the plugin file, its Go version, main package and build
+//     settings (vcs.revision, GOOS, -trimpath...), or why it has no Go build
+//     information;
+//   - components: one "library" per Go module compiled into the plugin
+//     binary (the main module, every dependency, and the Go standard library
+//     as pkg:golang/stdlib), each with its pkg:golang purl and go.sum hash
+//     (property airgap:go:sum), so a scanner on the offline side can match
+//     them against vulnerability databases.
+//
+// One component per module version, of type "library": its address and
+// version, pkg:terraform/NAMESPACE/NAME/SYSTEM@VERSION#modules, SHA-256 of
+// its archive, where it was fetched from, the commit and subdirectory, its
+// OCI zip; and one nested component per vendored package (the source as
+// written, the package's digest, the calling file and line, the local path
+// written instead).
+//
+// # Deterministic
+//
+// The same input gives the same bytes: components, nested components and
+// properties are sorted, nothing is random, the time (metadata.timestamp)
+// is the caller's (SOURCE_DATE_EPOCH for a bundle, the newest import for a
+// store) and absent without one. The serial number is a version-5 UUID
+// (SHA-1 name-based, in a fixed namespace) of the document's own SHA-256
+// without it: it names the content, so the same content has the same serial
+// number, which CycloneDX's advice of a fresh number per generation would
+// not allow for a reproducible bundle. The JSON is compact, without HTML
+// escaping.
+//
+// A bundle's SBOM is a function of its signed manifest and of the Go build
+// information of its packages (dist/goinfo documents, themselves checked
+// against the zips): the bundle check builds it again and compares bytes.
+// This package does no I/O beyond what Input's functions do.
+package sbom
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/package-url/packageurl-go"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/goinfo"
+)
+
+// MediaType is the media type of what Encode writes.
+const MediaType = "application/vnd.cyclonedx+json; version=1.6"
+
+// Input is what an SBOM describes.
+type Input struct {
+	// Subject names what the SBOM is of (metadata.component), e.g.
+	// "airgap bundle" or "airgap store".
+	Subject string
+	// Tool is the airgap that made the catalog, e.g. "airgap 1.2.3"
+	// (metadata.tools); for a bundle, its manifest's tool, so that any
+	// airgap that checks the bundle builds the same document.
+	Tool string
+	// Time is metadata.timestamp; nil for none.
+	Time    *time.Time
+	Catalog *dist.Catalog
+	// BuildInfo returns a package's Go build information; false when none
+	// was recorded (an older bundle or store).
+	BuildInfo func(pk dist.Package) (*goinfo.Info, bool)
+	// Keys returns the fingerprints of the publisher keys a provider
+	// version carries.
+	Keys func(p dist.ProviderVersion) []string
+}
+
+// Generate builds the SBOM and encodes it (Build, then Encode).
+func Generate(in Input) ([]byte, error) {
+	return Encode(Build(in))
+}
+
+// Build makes the SBOM of in.
+func Build(in Input) *cdx.BOM {
+	bom := &cdx.BOM{
+		JSONSchema:  "http://cyclonedx.org/schema/bom-1.6.schema.json",
+		BOMFormat:   cdx.BOMFormat,
+		SpecVersion: cdx.SpecVersion1_6,
+		Version:     1,
+		Metadata:    metadata(in),
+	}
+	var comps []cdx.Component
+	for _, p := range in.Catalog.Providers {
+		var keys []string
+		if in.Keys != nil {
+			keys = in.Keys(p)
+		}
+		for _, pk := range p.Packages {
+			comps = append(comps, providerPackage(in, p, pk, keys))
+		}
+	}
+	for _, m := range in.Catalog.Modules {
+		comps = append(comps, module(m))
+	}
+	sortComponents(comps)
+	bom.Components = &comps
+	return bom
+}
+
+func metadata(in Input) *cdx.Metadata {
+	md := &cdx.Metadata{Component: &cdx.Component{BOMRef: "subject", Type: cdx.ComponentTypeData, Name: in.Subject}}
+	if in.Time != nil {
+		md.Timestamp = in.Time.UTC().Format(time.RFC3339)
+	}
+	if in.Tool != "" {
+		name, version, _ := strings.Cut(in.Tool, " ")
+		md.Tools = &cdx.ToolsChoice{Components: &[]cdx.Component{{Type: cdx.ComponentTypeApplication, Name: name, Version: version}}}
+	}
+	return md
+}
+
+// Encode writes bom as compact JSON, with a serial number derived from the
+// rest of the document (see the package documentation).
+func Encode(bom *cdx.BOM) ([]byte, error) {
+	bom.SerialNumber = ""
+	body, err := encode(bom)
+	if err != nil {
+		return nil, err
+	}
+	bom.SerialNumber = "urn:uuid:" + contentUUID(body)
+	return encode(bom)
+}
+
+func encode(bom *cdx.BOM) ([]byte, error) {
+	var b bytes.Buffer
+	if err := cdx.NewBOMEncoder(&b, cdx.BOMFileFormatJSON).SetPretty(false).SetEscapeHTML(false).Encode(bom); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// uuidNamespace is the namespace of the serial numbers' version-5 UUIDs (a
+// fixed random UUID, chosen once for airgap).
+var uuidNamespace = [16]byte{0x5b, 0x0e, 0x6f, 0x3a, 0x1c, 0x7d, 0x4e, 0x21, 0x9a, 0x54, 0x3f, 0x8b, 0x22, 0x61, 0xd0, 0x47}
+
+// contentUUID is the RFC 9562 version-5 UUID whose name is the SHA-256 of
+// body.
+func contentUUID(body []byte) string {
+	d := sha256.Sum256(body)
+	h := sha1.New()
+	h.Write(uuidNamespace[:])
+	h.Write(d[:])
+	u := h.Sum(nil)[:16]
+	u[6] = u[6]&0x0f | 0x50
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}
+
+// DefaultRegistry is the registry a terraform purl names without a
+// repository_url qualifier.
+const defaultRegistry = "registry.terraform.io"
+
+// terraformPURL is the purl of a provider package or module version (see
+// the package documentation).
+func terraformPURL(host, namespace, name, version, kind string, quals map[string]string) string {
+	if host != defaultRegistry {
+		quals["repository_url"] = "https://" + host
+	}
+	q := packageurl.QualifiersFromMap(quals)
+	sort.Slice(q, func(i, j int) bool { return q[i].Key < q[j].Key })
+	return packageurl.NewPackageURL("terraform", namespace, name, version, q, kind).ToString()
+}
+
+func providerPackage(in Input, p dist.ProviderVersion, pk dist.Package, keys []string) cdx.Component {
+	ref := "provider/" + p.Addr() + "@" + p.Version + "/" + pk.Platform()
+	c := cdx.Component{
+		BOMRef:     ref,
+		Type:       cdx.ComponentTypeApplication,
+		Name:       p.Addr(),
+		Version:    p.Version,
+		PackageURL: terraformPURL(p.Host, p.Namespace, p.Type, p.Version, "providers", map[string]string{"os": pk.OS, "arch": pk.Arch}),
+		Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: pk.Digest.Hex()}},
+	}
+	props := props{}
+	props.add("airgap:kind", "provider-package")
+	props.add("airgap:os", pk.OS)
+	props.add("airgap:arch", pk.Arch)
+	props.add("airgap:filename", pk.Filename)
+	props.add("airgap:h1", pk.H1)
+	props.add("airgap:zh", pk.ZH())
+	for _, k := range keys {
+		props.add("airgap:signing-key", k)
+	}
+	props.add("airgap:trust", p.Trust())
+	if p.MirrorHashesOnly {
+		props.add("airgap:mirror", p.Mirror)
+	}
+	if p.SiteSigned {
+		props.add("airgap:site-signed", "true")
+	}
+	var info *goinfo.Info
+	ok := false
+	if in.BuildInfo != nil {
+		info, ok = in.BuildInfo(pk)
+	}
+	switch {
+	case !ok:
+		props.add("airgap:go:build-info", "not recorded")
+	case info.None != "":
+		props.add("airgap:go:build-info", "none: "+info.None)
+		props.add("airgap:go:plugin", info.File)
+	default:
+		props.add("airgap:go:plugin", info.File)
+		props.add("airgap:go:version", info.GoVersion)
+		props.add("airgap:go:path", info.Path)
+		for _, s := range info.Settings {
+			props.add("airgap:go:setting:"+s.Key, s.Value)
+		}
+		if mods := goModules(ref, info); len(mods) > 0 {
+			c.Components = &mods
+		}
+	}
+	c.Properties = props.sorted()
+	return c
+}
+
+// goModules are the nested components of a plugin's Go modules.
+func goModules(parent string, info *goinfo.Info) []cdx.Component {
+	var out []cdx.Component
+	add := func(m goinfo.Module, main bool) {
+		path, version := m.Path, m.Version
+		pr := props{}
+		if m.Sum != "" {
+			pr.add("airgap:go:sum", m.Sum)
+		}
+		if main {
+			pr.add("airgap:go:main-module", "true")
+		}
+		if r := m.Replace; r != nil {
+			pr.add("airgap:go:replaced-by", strings.TrimSuffix(r.Path+"@"+r.Version, "@"))
+			if r.Sum != "" {
+				pr.add("airgap:go:replacement-sum", r.Sum)
+			}
+			if r.Version != "" { // a module, not a local directory: what was compiled
+				path, version = r.Path, r.Version
+			}
+		}
+		c := cdx.Component{
+			BOMRef:     parent + "/go/" + m.Path + "@" + m.Version,
+			Type:       cdx.ComponentTypeLibrary,
+			Name:       m.Path,
+			Version:    m.Version,
+			PackageURL: golangPURL(path, version),
+			Properties: pr.sorted(),
+		}
+		out = append(out, c)
+	}
+	if info.Main != nil {
+		add(*info.Main, true)
+	}
+	for _, d := range info.Deps {
+		add(d, false)
+	}
+	if v, ok := stdlibVersion(info.GoVersion); ok {
+		out = append(out, cdx.Component{
+			BOMRef: parent + "/go/stdlib@" + v, Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: info.GoVersion,
+			PackageURL: packageurl.NewPackageURL(packageurl.TypeGolang, "", "stdlib", v, nil, "").ToString(),
+		})
+	}
+	sortComponents(out)
+	return out
+}
+
+// golangPURL is pkg:golang/PATH@VERSION (the path's last element is the
+// name, the rest the namespace).
+func golangPURL(path, version string) string {
+	ns, name := "", path
+	if i := strings.LastIndex(path, "/"); i >= 0 {
+		ns, name = path[:i], path[i+1:]
+	}
+	if version == "(devel)" {
+		version = ""
+	}
+	return packageurl.NewPackageURL(packageurl.TypeGolang, ns, name, version, nil, "").ToString()
+}
+
+// reGoRelease is a Go release at the start of a version string, after
+// "go": "1.22.5", "1.23rc1".
+var reGoRelease = regexp.MustCompile(`^go([0-9]+(\.[0-9]+)*((rc|beta)[0-9]+)?)`)
+
+// stdlibVersion turns "go1.22.5" (or "go1.26.8 X:jsonv2",
+// "go1.26.8-X:jsonv2" with experiments) into "1.22.5", the version
+// vulnerability databases give the Go standard library; a development
+// build ("devel go1.23-abc") has none.
+func stdlibVersion(goVersion string) (string, bool) {
+	m := reGoRelease.FindStringSubmatch(goVersion)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+func module(m dist.ModuleVersion) cdx.Component {
+	ref := "module/" + m.Addr() + "@" + m.Version
+	c := cdx.Component{
+		BOMRef:     ref,
+		Type:       cdx.ComponentTypeLibrary,
+		Name:       m.Addr(),
+		Version:    m.Version,
+		PackageURL: terraformPURL(m.Host, m.Namespace+"/"+m.Name, m.System, m.Version, "modules", map[string]string{}),
+		Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: m.Archive.Hex()}},
+	}
+	pr := props{}
+	pr.add("airgap:kind", "module")
+	pr.add("airgap:source", m.Source)
+	pr.add("airgap:commit", m.Commit)
+	pr.add("airgap:subdir", m.Subdir)
+	if m.Zip != "" {
+		pr.add("airgap:zip-sha256", m.Zip.Hex())
+	}
+	c.Properties = pr.sorted()
+	var vendored []cdx.Component
+	for _, v := range m.Vendored {
+		vp := props{}
+		vp.add("airgap:vendored:call", fmt.Sprintf("%s:%d", v.File, v.Line))
+		vp.add("airgap:vendored:module-block", v.Module)
+		vp.add("airgap:vendored:path", v.Path)
+		vp.add("airgap:commit", v.Commit)
+		vendored = append(vendored, cdx.Component{
+			BOMRef:     fmt.Sprintf("%s/vendored/%s:%d/%s", ref, v.File, v.Line, v.Module),
+			Type:       cdx.ComponentTypeLibrary,
+			Name:       v.Source,
+			Version:    v.Commit,
+			Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: v.Digest.Hex()}},
+			Properties: vp.sorted(),
+		})
+	}
+	if len(vendored) > 0 {
+		sortComponents(vendored)
+		c.Components = &vendored
+	}
+	return c
+}
+
+// props collects a component's properties; empty values are left out.
+type props []cdx.Property
+
+func (p *props) add(name, value string) {
+	if value != "" {
+		*p = append(*p, cdx.Property{Name: name, Value: value})
+	}
+}
+
+func (p props) sorted() *[]cdx.Property {
+	if len(p) == 0 {
+		return nil
+	}
+	out := []cdx.Property(p)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Value < out[j].Value
+	})
+	return &out
+}
+
+func sortComponents(cs []cdx.Component) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].BOMRef < cs[j].BOMRef })
+}
