@@ -41,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|nethttp|bigbundle|synthetic|writebundle [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|serve-fixtures|nethttp|bigbundle|synthetic|writebundle [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -50,6 +50,10 @@ func main() {
 	size := fs.Int64("size", 20<<20, "bytes per package/blob")
 	rate := fs.Int64("rate", 0, "world: limit each package download to this many bytes/s, like a CDN per connection (0: loopback speed)")
 	listen := fs.String("listen", "127.0.0.1:18446", "nethttp: address to serve on")
+	total := fs.Int64("bytes", 10<<30, "site: provider package bytes in all")
+	unpacked := fs.Int64("unpacked", 830<<20, "site: bytes of the plugin binary in each package, unpacked (the AWS provider's darwin_arm64: 830 MB)")
+	modules := fs.Int("modules", 24, "site: modules")
+	cache := fs.String("cache", "", "site: where the packed payload is cached between runs")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -60,6 +64,8 @@ func main() {
 	switch os.Args[1] {
 	case "world":
 		world(t, *dir, *n, int(*size), *rate)
+	case "site":
+		site(t, *dir, *cache, *total, *unpacked, *modules)
 	case "serve-fixtures":
 		serveFixtures(t, *dir, int(*size))
 	case "bigbundle":
