@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/klauspost/compress/zstd"
@@ -44,7 +45,7 @@ func TestCompressionAuto(t *testing.T) {
 	out := map[bundle.Compression][]byte{}
 	for _, c := range []bundle.Compression{bundle.CompressionNone, bundle.CompressionZstd, bundle.CompressionAuto} {
 		var b bytes.Buffer
-		set.WriteBundle(t, &b, signer, c)
+		set.WriteBundleAt(t, &b, signer, c, time.Unix(1767225600, 0)) // one signature for all
 		out[c] = b.Bytes()
 	}
 	plain := out[bundle.CompressionNone]

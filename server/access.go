@@ -153,7 +153,26 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
-	l.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	logRecord(l, "request", attrs)
+}
+
+// logRecord is l.LogAttrs at info level without the caller's program
+// counter, which no handler of serve's prints (no AddSource) and which
+// costs a stack walk per line. Like LogAttrs it checks the level (which
+// SIGHUP may have changed since the request arrived).
+func logRecord(l *slog.Logger, msg string, attrs []slog.Attr) {
+	ctx := context.Background()
+	h := l.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	if lh, ok := h.(*lineHandler); ok {
+		lh.logAttrs(ctx, time.Now(), slog.LevelInfo, msg, attrs)
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	h.Handle(ctx, r)
 }
 
 func cut(s string, n int) string {

@@ -177,7 +177,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if opt.MaxModuleSize <= 0 {
 		opt.MaxModuleSize = registry.DefaultMaxModuleSize
 	}
-	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
+	for _, d := range []string{"blobs/sha256", "h1", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)
 		}
@@ -513,7 +513,7 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, err := dist.H1(path)
+	h1, err := e.h1(d, path)
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
