@@ -89,7 +89,7 @@ type Writer struct {
 	tw      *tar.Writer
 	zw      *zstd.Encoder // CompressionZstd
 	fr      *frames       // CompressionAuto
-	out     *bufio.Writer
+	out     *aheadWriter
 	head    *bufio.Reader // the sample auto decides by
 	buf     []byte        // copy buffer
 	blobs   []Blob
@@ -127,34 +127,46 @@ func NewWriter(w io.Writer, m *Manifest, signer *openpgp.Entity, opt WriterOptio
 	if err != nil {
 		return nil, err
 	}
-	bw := &Writer{blobs: m.Carried(), modTime: opt.ModTime, out: bufio.NewWriterSize(w, 1<<20), buf: make([]byte, 1<<20)}
+	bw := &Writer{blobs: m.Carried(), modTime: opt.ModTime, buf: make([]byte, 1<<20)}
 	if bw.modTime.IsZero() {
 		bw.modTime = time.Unix(0, 0)
 	}
+	var enc *zstd.Encoder
+	if comp != CompressionNone {
+		if enc, err = newEncoder(nil); err != nil {
+			return nil, err
+		}
+	}
+	bw.out = newAheadWriter(w)
 	var tarOut io.Writer = bw.out
 	switch comp {
 	case CompressionZstd:
-		if bw.zw, err = newEncoder(bw.out); err != nil {
-			return nil, err
-		}
-		tarOut = bw.zw
+		enc.Reset(bw.out)
+		bw.zw, tarOut = enc, enc
 	case CompressionAuto:
-		enc, err := newEncoder(nil)
-		if err != nil {
-			return nil, err
-		}
 		bw.fr = newFrames(bw.out, enc)
 		bw.head = bufio.NewReaderSize(nil, sampleSize)
 		tarOut = bw.fr
 	}
 	bw.tw = tar.NewWriter(tarOut)
 	if err := bw.entry(ManifestName, int64(len(data)), bytes.NewReader(data), nil); err != nil {
+		bw.out.abort()
 		return nil, err
 	}
 	if err := bw.entry(SignatureName, int64(sig.Len()), &sig, nil); err != nil {
+		bw.out.abort()
 		return nil, err
 	}
 	return bw, nil
+}
+
+// failed records the writer's first error and stops writing.
+func (bw *Writer) failed(err error) error {
+	if bw.err == nil {
+		bw.err = err
+		bw.out.abort()
+	}
+	return bw.err
 }
 
 // entry writes one tar entry of size bytes from r, into the kind of zstd
@@ -218,17 +230,14 @@ func (bw *Writer) WriteBlob(d verify.Digest, r io.Reader) error {
 		r = bw.head
 	}
 	if err := bw.entry(EntryName(d), b.Size, r, dg); err != nil {
-		bw.err = err
-		return err
+		return bw.failed(err)
 	}
 	// The source must end where the blob ends.
 	if n, _ := io.CopyN(io.Discard, r, 1); n != 0 {
-		bw.err = fmt.Errorf("blob %s: %w: source is longer than %d bytes", d.Short(), verify.ErrSizeMismatch, b.Size)
-		return bw.err
+		return bw.failed(fmt.Errorf("blob %s: %w: source is longer than %d bytes", d.Short(), verify.ErrSizeMismatch, b.Size))
 	}
 	if err := dg.Check(d, b.Size); err != nil {
-		bw.err = fmt.Errorf("blob %s (%s): %w", d.Short(), b.Role, err)
-		return bw.err
+		return bw.failed(fmt.Errorf("blob %s (%s): %w", d.Short(), b.Role, err))
 	}
 	bw.next++
 	return nil
@@ -240,11 +249,11 @@ func (bw *Writer) WriteFiles(files map[verify.Digest]string) error {
 	for _, b := range bw.Remaining() {
 		path, ok := files[b.Digest]
 		if !ok {
-			return fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role)
+			return bw.failed(fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role))
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return err
+			return bw.failed(err)
 		}
 		err = bw.WriteBlob(b.Digest, f)
 		f.Close()
@@ -265,7 +274,7 @@ func (bw *Writer) Close() error {
 		return bw.err
 	}
 	if bw.next != len(bw.blobs) {
-		return fmt.Errorf("bundle incomplete: %d of %d blobs written", bw.next, len(bw.blobs))
+		return bw.failed(fmt.Errorf("bundle incomplete: %d of %d blobs written", bw.next, len(bw.blobs)))
 	}
 	if bw.fr != nil {
 		// The end-of-archive marker compresses.
@@ -280,5 +289,5 @@ func (bw *Writer) Close() error {
 	if bw.fr != nil {
 		err = errors.Join(err, bw.fr.Close())
 	}
-	return errors.Join(err, bw.out.Flush())
+	return errors.Join(err, bw.out.Close())
 }
