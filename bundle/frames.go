@@ -12,8 +12,8 @@ import (
 // standard zstd frames (RFC 8878), each either compressed by the encoder
 // (what compresses: the manifest, SHA256SUMS, text) or made of
 // raw blocks, the bytes as they are behind a 3-byte block header every
-// 128 KiB (what does not: zips and gzip tarballs, which zstd would spend
-// about 10x a copy's time on for a few hundred bytes). Any zstd decoder
+// 128 KiB (what does not: zips and gzip tarballs, on which zstd spends
+// about 1 s of CPU per GiB for 0.2 %). Any zstd decoder
 // reads the result as one stream, so the bundle is still "a tar stream,
 // zstd-compressed" to every reader, airgap's old ones and 'zstd -d'
 // included.
