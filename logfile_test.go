@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,21 +19,11 @@ func TestServeLogFile(t *testing.T) {
 	root, _, _ := opsStore(t)
 	port := freePort(t)
 	logPath := filepath.Join(t.TempDir(), "serve.log")
-	cmd := exec.Command(airgapBin, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--hostname", "localhost", "--log-file", logPath)
-	cmd.Env = baseEnv()
-	stderr := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	cmd, stderr, exited := runServe(t, nil, "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost", "--log-file", logPath)
 	t.Cleanup(func() {
-		cmd.Process.Kill()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			t.Logf("serve stderr:\n%s\nlog:\n%s", stderr.String(), b)
+			t.Logf("serve log:\n%s", b)
 		}
 	})
 	base := fmt.Sprintf("https://localhost:%d", port)
@@ -81,14 +70,7 @@ func TestServeLogFile(t *testing.T) {
 	}
 	requests("after", n)
 	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("serve exited with %v after SIGTERM", err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("serve did not exit after SIGTERM")
-	}
+	waitExited(t, exited)
 	for _, c := range []struct {
 		file, tag, other string
 	}{{logPath + ".1", "before", "after"}, {logPath, "after", "before"}} {

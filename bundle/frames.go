@@ -3,7 +3,6 @@ package bundle
 import (
 	"errors"
 	"io"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -137,16 +136,4 @@ func (f *frames) Close() error {
 	}
 	f.err = f.end()
 	return f.err
-}
-
-// copyBufs are the 1 MiB buffers of Copy.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
-
-// Copy copies r to w through a 1 MiB buffer, for the large sequential
-// reads and writes of blobs (io.Copy would use 32 KiB, as os.File's
-// ReadFrom does from anything but a file).
-func Copy(w io.Writer, r io.Reader) (int64, error) {
-	b := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(b)
-	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *b)
 }

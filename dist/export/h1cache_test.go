@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -52,16 +53,7 @@ func TestExportKeepsH1InCache(t *testing.T) {
 	if got := res.Manifest.Catalog.Providers[0].Packages[0].H1; got != pks[1].H1 {
 		t.Fatalf("re-export did not take the kept h1: %s", got)
 	}
-	var b bytes.Buffer
-	bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFiles(res.Files); err != nil {
-		t.Fatal(err)
-	}
-	bw.Close()
-	br, err := bundle.NewReader(&b, openpgp.EntityList{site})
+	br, err := bundle.NewReader(bytes.NewReader(writeBundle(t, res, site, time.Time{})), openpgp.EntityList{site})
 	if err != nil {
 		t.Fatal(err)
 	}
