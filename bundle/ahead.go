@@ -5,30 +5,36 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // aheadWriter writes to w from a goroutine of its own, in chunks of
 // aheadChunk bytes, so that the bundle writer's goroutine reads and hashes
-// the next chunk of a blob while the kernel copies this one into the page
-// cache: on two cores a bundle is written in the time of the slower of the
-// two, not of their sum. When w is a regular file it also starts the
-// write-back of every aheadWriteback bytes as they are written
-// (startWriteback: sync_file_range on Linux), so the disk writes while the
-// CPU works and the fsync at the end (CreateAtomic) finds little left.
-// Memory: aheadChunks chunks.
+// the next chunk of a blob while this one is written: on two cores a
+// bundle is written in the time of the slower of the two, not of their
+// sum. When w is a regular file at an aligned offset (a new bundle file),
+// the chunks are written with O_DIRECT (setDirect), from the buffer to the
+// disk with no copy into the page cache, the last partial chunk without it;
+// where O_DIRECT is refused, through the page cache, with the write-back of
+// every aheadWriteback bytes started as they are written (startWriteback:
+// sync_file_range on Linux). Either way the disk writes while the CPU works
+// and the fsync at the end (CreateAtomic) finds little left. Memory:
+// aheadChunks chunks.
 type aheadWriter struct {
-	w    io.Writer
-	file *os.File // w, if a regular file
-	cur  []byte
-	full chan []byte
-	free chan []byte
-	done chan struct{}
-	once sync.Once
+	w      io.Writer
+	file   *os.File // w, if a regular file
+	direct bool     // file is in O_DIRECT mode
+	cur    []byte
+	full   chan []byte
+	free   chan []byte
+	done   chan struct{}
+	once   sync.Once
 
 	mu  sync.Mutex
 	err error
 
 	written, synced int64 // by the goroutine
+	directBytes     int64 // of written, with O_DIRECT
 }
 
 const (
@@ -44,13 +50,14 @@ func newAheadWriter(w io.Writer) *aheadWriter {
 			a.file = f
 			if off, err := f.Seek(0, io.SeekCurrent); err == nil {
 				a.written, a.synced = off, off
+				a.direct = off%directAlign == 0 && setDirect(f, true)
 			}
 		}
 	}
 	for range aheadChunks - 1 {
-		a.free <- make([]byte, 0, aheadChunk)
+		a.free <- aligned(aheadChunk)[:0]
 	}
-	a.cur = make([]byte, 0, aheadChunk)
+	a.cur = aligned(aheadChunk)[:0]
 	go a.run()
 	return a
 }
@@ -59,10 +66,9 @@ func (a *aheadWriter) run() {
 	defer close(a.done)
 	for b := range a.full {
 		if a.failed() == nil {
-			if _, err := a.w.Write(b); err != nil {
+			if err := a.write(b); err != nil {
 				a.fail(err)
-			} else if a.file != nil {
-				a.written += int64(len(b))
+			} else if a.file != nil && !a.direct {
 				if a.written-a.synced >= aheadWriteback {
 					startWriteback(a.file, a.synced, a.written-a.synced)
 					a.synced = a.written
@@ -71,6 +77,32 @@ func (a *aheadWriter) run() {
 		}
 		a.free <- b[:0]
 	}
+}
+
+// write writes one chunk: with O_DIRECT while chunks are whole (a short
+// one is the last), and through the page cache from the first write
+// O_DIRECT refuses on.
+func (a *aheadWriter) write(b []byte) error {
+	if a.direct && len(b)%directAlign != 0 {
+		a.undirect()
+	}
+	n, err := a.w.Write(b)
+	if a.direct && err == nil {
+		a.directBytes += int64(n)
+	}
+	if a.direct && errors.Is(err, syscall.EINVAL) {
+		a.undirect()
+		var m int
+		m, err = a.w.Write(b[n:])
+		n += m
+	}
+	a.written += int64(n)
+	return err
+}
+
+func (a *aheadWriter) undirect() {
+	setDirect(a.file, false)
+	a.direct = false
 }
 
 func (a *aheadWriter) failed() error {
