@@ -70,3 +70,41 @@ func TestAheadWriter(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write(p []byte) (int, error) { return 0, io.ErrShortWrite }
+
+// readAhead gives back exactly the file's bytes (read with O_DIRECT where
+// the file system allows it, the tail without), whatever the reads' sizes,
+// and stops when closed early.
+func TestReadAhead(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 6*aheadChunk+777)
+	for i := range data {
+		data[i] = byte(rnd.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "bundle")
+	os.WriteFile(path, data, 0o644)
+	for _, stopAt := range []int{-1, aheadChunk + 5} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newReadAhead(f)
+		var got []byte
+		for stopAt < 0 || len(got) < stopAt {
+			p := make([]byte, 1+rnd.IntN(300<<10))
+			n, err := r.Read(p)
+			got = append(got, p[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if stopAt < 0 && !bytes.Equal(got, data) || stopAt >= 0 && !bytes.Equal(got, data[:len(got)]) {
+			t.Fatalf("read %d bytes that differ from the file's %d", len(got), len(data))
+		}
+	}
+}
