@@ -42,7 +42,11 @@
 //
 // Open (open.go) opens a bundle file or split set and refuses, with
 // ErrNotBundle and what it looks like, a file that is not a bundle (a zip, a
-// PDF, text…); Check reads a whole bundle for 'airgap verify'.
+// PDF, text…); Check reads a whole bundle for 'airgap verify'. A bundle
+// file is read ahead by a goroutine of its own and, where the file system
+// allows it, with O_DIRECT (readahead.go); Writer writes the same way
+// (ahead.go): a bundle is read and written once, in 1 MiB chunks, without
+// a copy through the page cache.
 //
 // A valid signature only says who made the manifest, not that it is true.
 // CheckManifest and Checker (check.go) check what it says against itself and
