@@ -59,7 +59,18 @@ func (h *lineHandler) WithGroup(name string) slog.Handler {
 
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
+// Handle writes r and, if w buffers (LogWriter), writes it out at once:
+// only access lines (logAttrs) wait for the next flush, so a start-up,
+// reload or error line is in the log as soon as it is logged.
 func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.handle(ctx, r)
+	if f, ok := h.w.(interface{ Flush() }); ok {
+		f.Flush()
+	}
+	return err
+}
+
+func (h *lineHandler) handle(ctx context.Context, r slog.Record) error {
 	if !h.fast {
 		return h.Handler.Handle(ctx, r)
 	}

@@ -13,8 +13,10 @@ import (
 // LogWriter is serve's log output (--log-file, or stderr): lines are
 // gathered in memory and written out when 64 KiB are pending, every
 // 100 ms, and at Close, so that an access line costs an append instead of
-// a write(2) per request. It is safe for concurrent use; each Write must
-// be whole lines (slog's handlers write one record per call).
+// a write(2) per request (NewLogger's handler flushes after every other
+// line, so those are in the log at once). It is safe for concurrent use;
+// each Write must be whole lines (slog's handlers write one record per
+// call).
 //
 // Nothing is lost on the way out or across a log rotation: Close (serve
 // calls it after the drain that follows SIGTERM) writes out what is
