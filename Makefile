@@ -58,6 +58,7 @@ FUZZ = $(GO) test -run '^$$' -fuzzminimizetime 20x
 
 fuzz:
 	$(FUZZ) -fuzz '^FuzzReader$$' -fuzztime $(call fuzztime,30000) ./bundle
+	$(FUZZ) -fuzz '^FuzzFrames$$' -fuzztime $(call fuzztime,25000) ./bundle
 	$(FUZZ) -fuzz '^FuzzParseManifest$$' -fuzztime $(call fuzztime,60000) ./bundle
 	$(FUZZ) -fuzz '^FuzzCheckManifest$$' -fuzztime $(call fuzztime,40000) ./bundle
 	$(FUZZ) -fuzz '^FuzzParseShasums$$' -fuzztime $(call fuzztime,120000) ./dist
@@ -74,6 +75,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzRewrite$$' -fuzztime $(call fuzztime,60000) ./dist/vendoring
 	$(FUZZ) -fuzz '^FuzzCheck$$' -fuzztime $(call fuzztime,200000) ./dist/zipdir
 	$(FUZZ) -fuzz '^FuzzAccessFields$$' -fuzztime $(call fuzztime,20000) ./server
+	$(FUZZ) -fuzz '^FuzzLineHandler$$' -fuzztime $(call fuzztime,8000) ./server
 	$(FUZZ) -fuzz '^FuzzHelperOutput$$' -fuzztime $(call fuzztime,50000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzMirrorArchives$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry

@@ -66,7 +66,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.cache, "cache", "", "download cache (default: the user cache dir/airgap)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "resolve and print the plan (module dependencies included) without downloading provider packages")
 	fs.BoolVar(&c.noDeps, "no-deps", false, "do not follow the modules and providers that exported modules need")
-	fs.StringVar(&c.compression, "compression", "zstd", "zstd or none")
+	fs.StringVar(&c.compression, "compression", "auto", "auto (compress text, store zips and tarballs as they are), zstd (compress everything) or none")
 	fs.StringVar(&c.split, "split", "", "also split the bundle into volumes of at most SIZE (4GiB, 700MB, fat32, dvd, …)")
 	fs.StringVar(&c.since, "since", "", "write a delta: carry only blobs that this previous bundle (or split set) lacks")
 	fs.StringVar(&c.have, "have", "", "write a delta: carry only blobs missing from this 'airgap inventory --json' of the offline store")

@@ -38,6 +38,7 @@ type serveCmd struct {
 	certFile  string
 	keyFile   string
 	logLevel  string
+	logFile   string
 	// operations (issue 13): see server/config.go and server/ops.go
 	configFile, logFormat, metricsListen string
 	trustedProxies                       []string
@@ -69,6 +70,7 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logFile, "log-file", "", "append the log to this file, reopened on SIGHUP (for logrotate); default stderr")
 	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes (repeatable)")
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client; default: none)")
 	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
@@ -104,11 +106,19 @@ func (c *serveCmd) run(args []string) error {
 	level := new(slog.LevelVar)
 	lv, _ := cfg.Level()
 	level.Set(lv)
-	log, _ := server.NewLogger(os.Stderr, cfg.LogFormat, level)
+	// Buffered (server.LogWriter): written out every 100 ms and in full
+	// before serve exits.
+	out, err := server.OpenLogWriter(cfg.LogFile)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	log, _ := server.NewLogger(out, cfg.LogFormat, level)
+	out.SetNotice(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return server.Run(ctx, server.RunOptions{
-		Store: cfg.Store, Listen: cfg.Listen, Hostnames: cfg.Hostname, Log: log, TLS: cfg.TLSOptions(log),
+		Store: cfg.Store, Listen: cfg.Listen, Hostnames: cfg.Hostname, Log: log, LogOut: out, TLS: cfg.TLSOptions(log),
 		Config: cfg, Level: level, Version: Version,
 	})
 }

@@ -261,21 +261,7 @@ trusted-proxy = ["127.0.0.1"]
 `, root, port)
 	writeConfig(t, cfgPath, cfgText)
 	ns := newNotifySocket(t)
-	cmd := exec.Command(airgapBin, "serve", "--config", cfgPath, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport))
-	cmd.Env = append(baseEnv(), "NOTIFY_SOCKET="+ns.path)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("serve log:\n%s", logs.String())
-		}
-	})
+	cmd, logs, exited := runServe(t, []string{"NOTIFY_SOCKET=" + ns.path}, "--config", cfgPath, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport))
 	ns.expect(t, "READY=1", 30*time.Second)
 
 	// Ready means answering: no polling needed.
@@ -397,6 +383,36 @@ trusted-proxy = ["127.0.0.1"]
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	ns.expect(t, "STOPPING=1", 10*time.Second)
+	waitExited(t, exited)
+}
+
+// runServe starts 'airgap serve args...' with env added to the test
+// environment, its output in logs; exited receives its exit. The test's
+// end kills it and, if the test failed, shows the output.
+func runServe(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, logs *lockedBuffer, exited chan error) {
+	t.Helper()
+	cmd = exec.Command(airgapBin, append([]string{"serve"}, args...)...)
+	cmd.Env = append(baseEnv(), env...)
+	logs = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("serve output:\n%s", logs.String())
+		}
+	})
+	return cmd, logs, exited
+}
+
+// waitExited waits up to 40 s for serve (runServe) to exit cleanly after
+// SIGTERM.
+func waitExited(t *testing.T, exited chan error) {
+	t.Helper()
 	select {
 	case err := <-exited:
 		if err != nil {

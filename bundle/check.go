@@ -458,9 +458,9 @@ func Trust(p dist.ProviderVersion) string { return p.Trust() }
 // Use: NewChecker (runs CheckManifest), then Add or Spool for every blob after
 // the bundle reader has verified its digest, then Finish, then Close.
 //
-// Bounds: h1 hashes are computed by at most GOMAXPROCS-1 (at least one)
-// goroutines, one zip each, while the stream goes on; Add blocks while they are
-// all busy, so at most that many spooled zips exist at once. SHA256SUMS files
+// Bounds: h1 hashes are computed by GOMAXPROCS goroutines, one zip each,
+// while the stream goes on; Add blocks while they are all busy, so at most
+// that many spooled zips (plus the one being added) exist at once. SHA256SUMS files
 // and signatures stay on disk until Finish, which reads one provider's at a
 // time (at most dist.MaxShasumsSize + MaxSignatureSize). Memory beyond that is
 // proportional to the manifest (≤ MaxManifestSize): one entry per blob and
@@ -520,7 +520,10 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	for _, mv := range m.Catalog.Modules {
 		c.wantZip[mv.Archive] = mv.Zip
 	}
-	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	// One worker per core: unpacking zips for h1 is nearly all the CPU an
+	// import or verify needs (the stream itself, sha256 at ~2 GB/s, is a
+	// small part), so the stream's goroutine shares a core with one.
+	workers := runtime.GOMAXPROCS(0)
 	c.jobs = make(chan h1Job)
 	for range workers {
 		c.wg.Add(1)
@@ -618,7 +621,7 @@ func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, r)
+	n, err := Copy(f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

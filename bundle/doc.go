@@ -1,8 +1,21 @@
 // Package bundle reads and writes airgap bundles: the one signed file that is
 // carried across the air gap.
 //
-// A bundle is a tar stream, zstd-compressed unless written with
-// CompressionNone. Its entries, in this order and nothing else:
+// A bundle is a tar stream, written plain (CompressionNone) or as a zstd
+// stream (RFC 8878): CompressionZstd compresses it as one frame;
+// CompressionAuto, the default, cuts it at entry boundaries into a
+// sequence of frames (frames.go), compressed frames for entries whose first
+// MiB zstd at its fastest shrinks by at least a 32nd (the manifest,
+// SHA256SUMS, text) and frames of raw blocks, the bytes as they
+// are behind a 3-byte header every 128 KiB, for the rest (deflated zips,
+// gzip tarballs, which zstd cannot shrink). Every zstd decoder reads a
+// sequence of frames as one stream, so the container is the same for every
+// compression and every manifest format: the reader detects zstd by its
+// magic number and needs nothing else (bundles of format 1, always one
+// frame or plain, read as before), and 'zstd -dc BUNDLE | tar -t' lists
+// any bundle. The decision depends only on an entry's bytes and the
+// encoder configuration is fixed. Its entries, in this order and nothing
+// else:
 //
 //	manifest.json          the Manifest (JSON, at most MaxManifestSize)
 //	manifest.json.sig      binary detached OpenPGP signature of manifest.json
@@ -38,7 +51,11 @@
 //
 // Open (open.go) opens a bundle file or split set and refuses, with
 // ErrNotBundle and what it looks like, a file that is not a bundle (a zip, a
-// PDF, text…); Check reads a whole bundle for 'airgap verify'.
+// PDF, text…); Check reads a whole bundle for 'airgap verify'. A bundle
+// file is read ahead by a goroutine of its own and, where the file system
+// allows it, with O_DIRECT (readahead.go); Writer writes the same way
+// (ahead.go): a bundle is read and written once, in 1 MiB chunks, without
+// a copy through the page cache.
 //
 // A valid signature only says who made the manifest, not that it is true.
 // CheckManifest and Checker (check.go) check what it says against itself and

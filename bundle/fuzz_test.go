@@ -17,7 +17,7 @@ import (
 func FuzzReader(f *testing.F) {
 	signer := bundletest.Key(f, "site")
 	set := bundletest.Standard(f, filepath.Join(f.TempDir(), "src"), signer)
-	for _, c := range []bundle.Compression{bundle.CompressionNone, bundle.CompressionZstd} {
+	for _, c := range []bundle.Compression{bundle.CompressionNone, bundle.CompressionZstd, bundle.CompressionAuto} {
 		var b bytes.Buffer
 		set.WriteBundle(f, &b, signer, c)
 		f.Add(b.Bytes())

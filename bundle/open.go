@@ -50,23 +50,27 @@ func Open(path string, kr openpgp.EntityList) (*Opened, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is a directory\nhint: give the bundle file (or any part of a split set)", ErrNotBundle, path)
 	}
+	var rc io.ReadCloser = f
+	if fi.Mode().IsRegular() {
+		rc = newReadAhead(f) // read ahead, and past the page cache (readahead.go)
+	}
 	head := make([]byte, 512)
-	n, _ := io.ReadFull(f, head)
+	n, _ := io.ReadFull(rc, head)
 	if what := Sniff(head[:n]); what != "" {
-		f.Close()
+		rc.Close()
 		return nil, fmt.Errorf("%w: %s looks like %s\nhint: give the file written by 'airgap export' (NAME.bundle, or a part NAME.bundle.001 of a split set)", ErrNotBundle, path, what)
 	}
 	// The head is read again from memory, not by seeking: the bundle may
 	// be a pipe.
-	return &Opened{ReadCloser: headFile{io.MultiReader(bytes.NewReader(head[:n]), f), f}, Size: fi.Size()}, nil
+	return &Opened{ReadCloser: headFile{io.MultiReader(bytes.NewReader(head[:n]), rc), rc}, Size: fi.Size()}, nil
 }
 
 type headFile struct {
 	io.Reader
-	f *os.File
+	c io.Closer
 }
 
-func (h headFile) Close() error { return h.f.Close() }
+func (h headFile) Close() error { return h.c.Close() }
 
 // Sniff returns what the start of a file looks like when it is not a bundle
 // ("a zip archive", "an empty file", "text"…), or "" when it may be one: a

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,23 +15,55 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compression of a bundle stream.
+// Compression of a bundle stream (see the package doc).
 type Compression string
 
 const (
+	// CompressionAuto compresses what compresses (the manifest,
+	// SHA256SUMS, text: anything whose first MiB zstd shrinks by at least
+	// a 32nd) and stores the rest (zips, gzip tarballs) as raw zstd
+	// blocks: about zstd's size at the speed of a copy (frames.go).
+	CompressionAuto Compression = "auto"
+	// CompressionZstd compresses the whole stream as one zstd frame.
 	CompressionZstd Compression = "zstd"
+	// CompressionNone writes the plain tar stream.
 	CompressionNone Compression = "none"
 )
 
-// ParseCompression reads a --compression value.
+// ParseCompression reads a --compression value ("" is auto).
 func ParseCompression(s string) (Compression, error) {
 	switch Compression(s) {
-	case CompressionZstd, "":
+	case CompressionAuto, "":
+		return CompressionAuto, nil
+	case CompressionZstd:
 		return CompressionZstd, nil
 	case CompressionNone:
 		return CompressionNone, nil
 	}
-	return "", fmt.Errorf("unknown compression %q (want zstd or none)", s)
+	return "", fmt.Errorf("unknown compression %q (want auto, zstd or none)", s)
+}
+
+// newEncoder is the one zstd encoder configuration bundles are written
+// with, so that output depends only on input.
+func newEncoder(w io.Writer) (*zstd.Encoder, error) {
+	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(8<<20))
+}
+
+// Auto's decision: an entry is compressed when zstd at its fastest level
+// makes the first sampleSize bytes at least a 32nd smaller. Deflated zips
+// and gzip tarballs gain nothing (measured: 0.005% on provider zips);
+// text gains 70-90%, a zip of stored binaries about half.
+const sampleSize = 1 << 20
+
+var sampler, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+
+func compressible(sample []byte) bool {
+	if len(sample) == 0 {
+		return true
+	}
+	out := sampler.EncodeAll(sample, make([]byte, 0, len(sample)))
+	return len(out) <= len(sample)-len(sample)/32
 }
 
 // WriterOptions configure NewWriter.
@@ -50,10 +83,15 @@ type WriterOptions struct {
 // Writer writes a bundle. The manifest and its signature are written by
 // NewWriter; then every carried blob must be written with WriteBlob, in the
 // manifest's order; Close finishes the stream (it does not close the
-// underlying writer).
+// underlying writer). It writes to the underlying writer in chunks of
+// 1 MiB.
 type Writer struct {
 	tw      *tar.Writer
-	zw      *zstd.Encoder
+	zw      *zstd.Encoder // CompressionZstd
+	fr      *frames       // CompressionAuto
+	out     *aheadWriter
+	head    *bufio.Reader // the sample auto decides by
+	buf     []byte        // copy buffer
 	blobs   []Blob
 	next    int
 	modTime time.Time
@@ -85,31 +123,68 @@ func NewWriter(w io.Writer, m *Manifest, signer *openpgp.Entity, opt WriterOptio
 	if err := verify.SignDetachedAt(&sig, signer, bytes.NewReader(data), at); err != nil {
 		return nil, err
 	}
-	bw := &Writer{blobs: m.Carried(), modTime: opt.ModTime}
+	comp, err := ParseCompression(string(opt.Compression))
+	if err != nil {
+		return nil, err
+	}
+	bw := &Writer{blobs: m.Carried(), modTime: opt.ModTime, buf: make([]byte, 1<<20)}
 	if bw.modTime.IsZero() {
 		bw.modTime = time.Unix(0, 0)
 	}
-	out := w
-	if opt.Compression != CompressionNone {
-		// One fixed encoder configuration, so output depends only on input.
-		bw.zw, err = zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault),
-			zstd.WithEncoderConcurrency(2), zstd.WithWindowSize(8<<20))
-		if err != nil {
+	var enc *zstd.Encoder
+	if comp != CompressionNone {
+		if enc, err = newEncoder(nil); err != nil {
 			return nil, err
 		}
-		out = bw.zw
 	}
-	bw.tw = tar.NewWriter(out)
+	bw.out = newAheadWriter(w)
+	var tarOut io.Writer = bw.out
+	switch comp {
+	case CompressionZstd:
+		enc.Reset(bw.out)
+		bw.zw, tarOut = enc, enc
+	case CompressionAuto:
+		bw.fr = newFrames(bw.out, enc)
+		bw.head = bufio.NewReaderSize(nil, sampleSize)
+		tarOut = bw.fr
+	}
+	bw.tw = tar.NewWriter(tarOut)
 	if err := bw.entry(ManifestName, int64(len(data)), bytes.NewReader(data), nil); err != nil {
+		bw.out.abort()
 		return nil, err
 	}
 	if err := bw.entry(SignatureName, int64(sig.Len()), &sig, nil); err != nil {
+		bw.out.abort()
 		return nil, err
 	}
 	return bw, nil
 }
 
+// failed records the writer's first error and stops writing.
+func (bw *Writer) failed(err error) error {
+	if bw.err == nil {
+		bw.err = err
+		bw.out.abort()
+	}
+	return bw.err
+}
+
+// entry writes one tar entry of size bytes from r, into the kind of zstd
+// frame its bytes call for (auto).
 func (bw *Writer) entry(name string, size int64, r io.Reader, d *verify.Digester) error {
+	if bw.fr != nil {
+		if r != io.Reader(bw.head) {
+			bw.head.Reset(r)
+			r = bw.head
+		}
+		sample, err := bw.head.Peek(int(min(size, sampleSize)))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		if err := bw.fr.open(compressible(sample)); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     name,
@@ -124,7 +199,7 @@ func (bw *Writer) entry(name string, size int64, r io.Reader, d *verify.Digester
 	if d != nil {
 		src = io.TeeReader(r, d)
 	}
-	n, err := io.Copy(bw.tw, io.LimitReader(src, size))
+	n, err := io.CopyBuffer(bw.tw, io.LimitReader(src, size), bw.buf)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
@@ -148,18 +223,21 @@ func (bw *Writer) WriteBlob(d verify.Digest, r io.Reader) error {
 		return fmt.Errorf("blob %s written out of order: next is %s", d.Short(), b.Digest.Short())
 	}
 	dg := verify.NewDigester()
+	if bw.fr != nil {
+		// entry reads r through the sampling buffer, so the end of r is
+		// checked there too.
+		bw.head.Reset(r)
+		r = bw.head
+	}
 	if err := bw.entry(EntryName(d), b.Size, r, dg); err != nil {
-		bw.err = err
-		return err
+		return bw.failed(err)
 	}
 	// The source must end where the blob ends.
 	if n, _ := io.CopyN(io.Discard, r, 1); n != 0 {
-		bw.err = fmt.Errorf("blob %s: %w: source is longer than %d bytes", d.Short(), verify.ErrSizeMismatch, b.Size)
-		return bw.err
+		return bw.failed(fmt.Errorf("blob %s: %w: source is longer than %d bytes", d.Short(), verify.ErrSizeMismatch, b.Size))
 	}
 	if err := dg.Check(d, b.Size); err != nil {
-		bw.err = fmt.Errorf("blob %s (%s): %w", d.Short(), b.Role, err)
-		return bw.err
+		return bw.failed(fmt.Errorf("blob %s (%s): %w", d.Short(), b.Role, err))
 	}
 	bw.next++
 	return nil
@@ -171,11 +249,11 @@ func (bw *Writer) WriteFiles(files map[verify.Digest]string) error {
 	for _, b := range bw.Remaining() {
 		path, ok := files[b.Digest]
 		if !ok {
-			return fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role)
+			return bw.failed(fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role))
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return err
+			return bw.failed(err)
 		}
 		err = bw.WriteBlob(b.Digest, f)
 		f.Close()
@@ -190,17 +268,26 @@ func (bw *Writer) WriteFiles(files map[verify.Digest]string) error {
 func (bw *Writer) Remaining() []Blob { return bw.blobs[bw.next:] }
 
 // Close ends the tar stream and the compression, after checking that every
-// carried blob was written.
+// carried blob was written, and writes out what is buffered.
 func (bw *Writer) Close() error {
 	if bw.err != nil {
 		return bw.err
 	}
 	if bw.next != len(bw.blobs) {
-		return fmt.Errorf("bundle incomplete: %d of %d blobs written", bw.next, len(bw.blobs))
+		return bw.failed(fmt.Errorf("bundle incomplete: %d of %d blobs written", bw.next, len(bw.blobs)))
+	}
+	if bw.fr != nil {
+		// The end-of-archive marker compresses.
+		if err := bw.fr.open(true); err != nil {
+			return err
+		}
 	}
 	err := bw.tw.Close()
 	if bw.zw != nil {
 		err = errors.Join(err, bw.zw.Close())
 	}
-	return err
+	if bw.fr != nil {
+		err = errors.Join(err, bw.fr.Close())
+	}
+	return errors.Join(err, bw.out.Close())
 }

@@ -1,23 +1,103 @@
 package dist
 
 import (
+	"archive/zip"
 	"bufio"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/airgap/airgap/verify"
 	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // H1 computes the h1: hash Terraform records for a provider zip file:
-// dirhash.HashZip with Hash1. The zip must be the publisher's bytes.
-func H1(zipPath string) (string, error) {
-	h, err := dirhash.HashZip(zipPath, dirhash.Hash1)
+// dirhash.Hash1 over the zip's files, exactly as dirhash.HashZip computes
+// it, but inflated by klauspost/compress's flate (about 1.25x the standard
+// library's speed on provider binaries, measured: 505 against 400 MB/s of
+// output) through 256 KiB reads. Unpacking is what h1 costs: a provider zip
+// unpacks to 4-5 times its size. The zip must be the publisher's bytes.
+func H1(zipPath string) (string, error) { return H1Tap(zipPath, nil) }
+
+// H1Tap is H1 that also shows the inflated bytes to tap, in the same pass:
+// tap (when not nil) is called with each file's name as the hash opens it,
+// in sorted order, and the writer it returns (nil for none) sees every byte
+// of that file, in order, before the file is closed. A name listed twice is
+// opened twice. The writer must not fail: its error would fail the hash.
+// It is the one walk over a zip's files that computes h1 (goinfo.ScanZip
+// reads the plugin's Go build information through it).
+func H1Tap(zipPath string, tap func(name string) io.Writer) (string, error) {
+	h, err := hashZip(zipPath, tap)
 	if err != nil {
 		return "", fmt.Errorf("computing h1 hash of %s: %w", zipPath, err)
 	}
 	return h, nil
+}
+
+// hashZip is dirhash.HashZip(zipPath, dirhash.Hash1) with a faster
+// inflater: the same files in the same order (a name listed twice hashes
+// the last entry of that name twice, as HashZip does), each checked against
+// its CRC-32 and sizes by archive/zip.
+func hashZip(zipPath string, tap func(name string) io.Writer) (string, error) {
+	z, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return "", err
+	}
+	defer z.Close()
+	z.RegisterDecompressor(zip.Deflate, inflate)
+	files := make([]string, 0, len(z.File))
+	byName := make(map[string]*zip.File, len(z.File))
+	for _, f := range z.File {
+		files = append(files, f.Name)
+		byName[f.Name] = f
+	}
+	return dirhash.Hash1(files, func(name string) (io.ReadCloser, error) {
+		rc, err := byName[name].Open()
+		if err != nil || tap == nil {
+			return rc, err
+		}
+		if w := tap(name); w != nil {
+			return teeCloser{io.TeeReader(rc, w), rc}, nil
+		}
+		return rc, nil
+	})
+}
+
+type teeCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// inflaters are reused: each holds a 32 KiB window, tables and a 256 KiB
+// read buffer.
+var inflaters sync.Pool
+
+type inflater struct {
+	br *bufio.Reader
+	fr io.ReadCloser
+}
+
+func (i *inflater) Read(p []byte) (int, error) { return i.fr.Read(p) }
+
+func (i *inflater) Close() error {
+	err := i.fr.Close()
+	i.br.Reset(nil)
+	inflaters.Put(i)
+	return err
+}
+
+func inflate(r io.Reader) io.ReadCloser {
+	if i, ok := inflaters.Get().(*inflater); ok {
+		i.br.Reset(r)
+		if err := i.fr.(flate.Resetter).Reset(i.br, nil); err == nil {
+			return i
+		}
+	}
+	br := bufio.NewReaderSize(r, 256<<10)
+	return &inflater{br: br, fr: flate.NewReader(br)}
 }
 
 // ZH is the zh: hash of a package with sha256 digest d.

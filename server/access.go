@@ -79,7 +79,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	o.next.ServeHTTP(rec, r)
-	dur := time.Since(start)
+	end := time.Now()
+	dur := end.Sub(start)
 	code := rec.code
 	if code == 0 {
 		code = http.StatusOK
@@ -111,11 +112,11 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.audit(r, code, rec, dl)
 	}
 	if logOn {
-		o.log(o.opt.Log, r, code, rec.bytes, dur, dl, &rec.note)
+		o.log(o.opt.Log, r, code, rec.bytes, end, dur, dl, &rec.note)
 	}
 }
 
-func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur time.Duration, dl *Download, note *reqNote) {
+func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end time.Time, dur time.Duration, dl *Download, note *reqNote) {
 	client, peer := o.opt.Proxies.ClientAddr(r)
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs, slog.String("client", client))
@@ -139,9 +140,10 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 	if note.auth != "" {
 		attrs = append(attrs, slog.String("auth", note.auth))
 	}
-	if name, ver := ClientFromUserAgent(r.UserAgent()); name != "" {
+	ua := r.UserAgent()
+	if name, ver := ClientFromUserAgent(ua); name != "" {
 		attrs = append(attrs, slog.String("client_name", name), slog.String("client_version", ver))
-	} else if ua := r.UserAgent(); ua != "" {
+	} else if ua != "" {
 		attrs = append(attrs, slog.String("user_agent", cut(ua, 256)))
 	}
 	if dl != nil {
@@ -153,7 +155,27 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, dur t
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
-	l.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	logRecord(l, end, "request", attrs)
+}
+
+// logRecord is l.LogAttrs at info level, stamped at (the end of the
+// request: one clock read less), without the caller's program counter,
+// which no handler of serve's prints (no AddSource) and which costs a
+// stack walk per line. Like LogAttrs it checks the level (which SIGHUP may
+// have changed since the request arrived).
+func logRecord(l *slog.Logger, at time.Time, msg string, attrs []slog.Attr) {
+	ctx := context.Background()
+	h := l.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	if lh, ok := h.(*lineHandler); ok {
+		lh.logAttrs(ctx, at, slog.LevelInfo, msg, attrs)
+		return
+	}
+	r := slog.NewRecord(at, slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	h.Handle(ctx, r)
 }
 
 func cut(s string, n int) string {
@@ -339,8 +361,12 @@ func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
 	if err != nil {
 		return "unknown", "unknown"
 	}
-	pa = pa.Unmap()
-	peer = pa.String()
+	if pa.Is4() {
+		peer = host // already canonical: ParseAddr takes no other IPv4 form
+	} else {
+		pa = pa.Unmap()
+		peer = pa.String()
+	}
 	if !t.trusts(pa) {
 		return peer, peer
 	}

@@ -17,6 +17,8 @@ func FuzzAccessFields(f *testing.F) {
 	f.Add("Terraform/1.11.0 (+https://www.terraform.io)", "203.0.113.7, 10.0.0.1", "10.0.0.2:443", "/v1/providers/a/b/versions")
 	f.Add("OpenTofu/1.11.14", "garbage,,, ::1", "[::1]:1", "/origin/x/.well-known/terraform.json")
 	f.Add("Terraform/\x00\n", strings.Repeat("1.1.1.1,", 100), "nonsense", "/origin/")
+	f.Add("", "", "[::ffff:10.0.0.3]:5", "/")
+	f.Add("", "", "[2001:DB8::1]:5", "/")
 	tp, err := server.ParseTrustedProxies([]string{"10.0.0.0/8", "::1"})
 	if err != nil {
 		f.Fatal(err)
@@ -40,8 +42,12 @@ func FuzzAccessFields(f *testing.F) {
 		r := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": {xff}}}
 		client, peer := tp.ClientAddr(r)
 		for _, a := range []string{client, peer} {
-			if _, err := netip.ParseAddr(a); err != nil && a != "unknown" {
+			ip, err := netip.ParseAddr(a)
+			if err != nil && a != "unknown" {
 				t.Fatalf("address %q is not an IP", a)
+			}
+			if err == nil && ip.Unmap().String() != a {
+				t.Fatalf("address %q is not in canonical form (%s)", a, ip.Unmap())
 			}
 		}
 		if !kinds[server.EndpointKind(path)] {

@@ -36,6 +36,7 @@ import (
 //	trusted-proxy  = ["10.0.0.0/8"]
 //	metrics-listen = "127.0.0.1:9443"
 //	log-format     = "json"
+//	log-file       = "/var/log/airgap/serve.log"
 //	max-conns      = 2048
 //	max-conns-per-ip = 128
 //	send-timeout   = "60s"
@@ -66,6 +67,7 @@ type ServeConfig struct {
 	Key             string   `hcl:"key,optional"`
 	LogLevel        string   `hcl:"log-level,optional"`
 	LogFormat       string   `hcl:"log-format,optional"`
+	LogFile         string   `hcl:"log-file,optional"`
 	TrustedProxy    []string `hcl:"trusted-proxy,optional"`
 	MetricsListen   string   `hcl:"metrics-listen,optional"`
 	MaxConns        int      `hcl:"max-conns,optional"`

@@ -12,22 +12,27 @@ import (
 
 // BenchmarkObserve measures what Observe adds to one small JSON answer:
 // metrics only (access lines off, as at --log-level warn), and metrics
-// plus a JSON access line (written to io.Discard, so the write syscall is
-// not counted).
+// plus an access line as serve writes it (server.NewLogger, text and JSON)
+// or as slog's own JSON handler would, each written to io.Discard (serve's
+// LogWriter turns the write(2) per line into an append).
 func BenchmarkObserve(b *testing.B) {
 	body := []byte(`{"versions":[]}`)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
 	req := httptest.NewRequest("GET", "/v1/providers/hashicorp/aws/versions", nil)
 	req.Header.Set("User-Agent", "Terraform/1.11.0 (+https://www.terraform.io)")
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	loud := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	slogJSON := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	text, _ := server.NewLogger(io.Discard, "text", slog.LevelInfo)
+	json, _ := server.NewLogger(io.Discard, "json", slog.LevelInfo)
 	for _, c := range []struct {
 		name string
 		h    http.Handler
 	}{
 		{"bare", h},
 		{"metrics", server.Observe(h, server.ObserveOptions{Log: quiet, Metrics: server.NewMetrics(server.MetricsOptions{})})},
-		{"metrics+accesslog", server.Observe(h, server.ObserveOptions{Log: loud, Metrics: server.NewMetrics(server.MetricsOptions{})})},
+		{"metrics+accesslog-text", server.Observe(h, server.ObserveOptions{Log: text, Metrics: server.NewMetrics(server.MetricsOptions{})})},
+		{"metrics+accesslog-json", server.Observe(h, server.ObserveOptions{Log: json, Metrics: server.NewMetrics(server.MetricsOptions{})})},
+		{"metrics+accesslog-slogjson", server.Observe(h, server.ObserveOptions{Log: slogJSON, Metrics: server.NewMetrics(server.MetricsOptions{})})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			w := httptest.NewRecorder()

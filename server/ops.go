@@ -19,6 +19,7 @@ type OpsOptions struct {
 	TLS     *TLSSetup
 	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
 	Log     *slog.Logger
+	LogOut  *LogWriter // reopened by SIGHUP (nil: nothing to reopen)
 	Version string
 	Access  *AccessControl // the access file, if any (auth.go)
 	Audit   *AuditLog      // the audit log, if any (audit.go)
@@ -67,7 +68,7 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
 		}
 	}
-	ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access})
+	ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access, LogOut: opt.LogOut})
 	return o, nil
 }
 

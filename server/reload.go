@@ -17,14 +17,15 @@ import (
 )
 
 // Reloadable is what SIGHUP may change in a running serve without dropping
-// a connection: the log level, the trusted proxies, the certificate names
-// (local CA and ACME: certificates for new names are obtained, removed
-// names are no longer maintained), the certificate files (re-read now,
-// even if unchanged in name) and the access file (its path, and its
-// contents, which serve also re-reads within a second of a change). Every
-// other setting needs a restart, and a reload that changes one says so;
-// so does turning access control on or off, which a restart must do (a
-// signal should never open the appliance to everyone).
+// a connection: the log level, the log file (reopened, for logrotate, even
+// if unchanged in name), the trusted proxies, the certificate names (local
+// CA and ACME: certificates for new names are obtained, removed names are
+// no longer maintained), the certificate files (re-read now, even if
+// unchanged in name) and the access file (its path, and its contents,
+// which serve also re-reads within a second of a change). Every other
+// setting needs a restart, and a reload that changes one says so; so does
+// turning access control on or off, which a restart must do (a signal
+// should never open the appliance to everyone).
 type Reloadable struct {
 	Config  *ServeConfig
 	Level   *slog.LevelVar
@@ -32,6 +33,7 @@ type Reloadable struct {
 	TLS     *TLSSetup
 	Log     *slog.Logger
 	Access  *AccessControl
+	LogOut  *LogWriter
 
 	mu sync.Mutex
 }
@@ -58,7 +60,7 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 }
 
 // reloadable are the settings Reload applies.
-var reloadable = []string{"log-level", "trusted-proxy", "hostname", "cert", "key"}
+var reloadable = []string{"log-level", "log-file", "trusted-proxy", "hostname", "cert", "key"}
 
 // Reload re-reads the configuration (file and environment over the same
 // flags) and applies what can change. A configuration that does not
@@ -108,6 +110,15 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 		applied = append(applied, "log-level="+next.LogLevel)
 	}
 	defer func() { setLevel() }()
+	if r.LogOut != nil {
+		// Always reopened: logrotate moves the file away and sends SIGHUP.
+		if err := r.LogOut.Reopen(next.LogFile); err != nil {
+			r.Log.Error("SIGHUP: log file not reopened; still writing to the previous one", "err", err)
+			next.LogFile = r.Config.LogFile
+		} else if next.LogFile != "" {
+			applied = append(applied, "log-file reopened: "+next.LogFile)
+		}
+	}
 	if slices.Contains(changed, "trusted-proxy") && r.Proxies != nil {
 		r.Proxies.Set(next.TrustedProxy)
 		applied = append(applied, "trusted-proxy="+strings.Join(next.TrustedProxy, ","))

@@ -25,7 +25,8 @@ type RunOptions struct {
 	Ready     func(addr string) // called once listening (tests)
 	Config    *ServeConfig
 	Level     *slog.LevelVar
-	Version   string // airgap's, for metrics
+	LogOut    *LogWriter // where Log writes, reopened by SIGHUP (nil: nothing to reopen)
+	Version   string     // airgap's, for metrics
 }
 
 // Run serves the store at cfg.Store until ctx is done: it opens the store,
@@ -86,8 +87,8 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		defer audit.Close()
 	}
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access, Tool: "airgap " + cfg.Version})
-	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, Version: cfg.Version,
-		Access: access, Audit: audit, MetricsListener: metricsLn})
+	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
+		Version: cfg.Version, Access: access, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
 		return err
 	}

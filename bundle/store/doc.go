@@ -22,9 +22,11 @@
 // accepted, and the manifest's consistency (bundle.CheckManifest) and its fit
 // with what the store already serves (dist.Catalog.CheckMerge: a version is
 // never changed, only new platforms added) before any blob is read. Every
-// blob is hashed while it is written into tmp/, and bundle.Checker checks
-// SHA256SUMS signatures, SHA256SUMS lines, each zip's h1 and each module's
-// zip (from the staged file while the stream goes on). A blob the store
+// blob is hashed while it is written into tmp/ (and fsynced there, off the
+// stream, by syncer.go: every staged blob is on disk before the commit
+// starts), and bundle.Checker checks SHA256SUMS signatures, SHA256SUMS
+// lines, each zip's h1 and each module's zip (from the staged file while
+// the stream goes on, on every core). A blob the store
 // already has (a regular file of its size; links are not followed) is not
 // written again but compared with the verified stream; if it differs it is
 // staged and replaced at the commit. Only when all of that has passed is

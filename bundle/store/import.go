@@ -161,6 +161,7 @@ type importer struct {
 	newBlobs int   // how many, for an interruption's message
 
 	stageDir  string
+	syncer    *syncer       // fsyncs staged blobs off the stream (syncer.go)
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *bundle.CheckReport
@@ -205,6 +206,9 @@ func openImport(ctx context.Context, root string, opt ImportOptions) (*importer,
 func (imp *importer) close(err error) error {
 	if imp.ck != nil {
 		imp.ck.Close()
+	}
+	if imp.syncer != nil {
+		imp.syncer.wait()
 	}
 	var tmpErr error
 	if imp.stageDir != "" {
@@ -362,12 +366,14 @@ func (imp *importer) checkOmitted() error {
 // compared, as it streams by, with the store's file; a file that differs
 // (planted or damaged under the digest) is replaced by the bundle's
 // verified bytes at the commit (atomically), so it does not survive an
-// import that carries the blob.
+// import that carries the blob. Staged blobs are fsynced in the
+// background (syncer.go) and all of them before stage returns.
 func (imp *importer) stage() (err error) {
 	root, m := imp.root, imp.m
 	if imp.stageDir, err = os.MkdirTemp(tmpPath(root), "import-"); err != nil {
 		return err
 	}
+	imp.syncer = newSyncer()
 	for {
 		b, rd, err := imp.br.Next()
 		if err == io.EOF {
@@ -388,9 +394,9 @@ func (imp *importer) stage() (err error) {
 		var n int64
 		same, had := false, haveBlob(root, b)
 		if had {
-			n, same, err = compareOrStage(BlobPath(root, b.Digest), path, rd)
+			n, same, err = compareOrStage(BlobPath(root, b.Digest), path, rd, imp.syncer)
 		} else {
-			n, err = stageBlob(path, rd)
+			n, err = stageBlob(path, rd, imp.syncer)
 		}
 		imp.res.BytesRead += n
 		if err != nil {
@@ -411,6 +417,9 @@ func (imp *importer) stage() (err error) {
 		}
 	}
 	imp.checked, err = imp.ck.Finish()
+	if serr := imp.syncer.wait(); serr != nil && err == nil {
+		err = noSpace(root, serr, "writing the staged blobs to disk", imp.need)
+	}
 	return err
 }
 
@@ -586,10 +595,10 @@ func human(n int64) string { return dist.HumanSize(n) }
 // nothing; at the first difference it stages the blob at path (the equal
 // prefix from have, the rest from rd) and reports same = false. Only one
 // read of the store's file, no write, when they agree.
-func compareOrStage(have, path string, rd io.Reader) (n int64, same bool, err error) {
+func compareOrStage(have, path string, rd io.Reader, s *syncer) (n int64, same bool, err error) {
 	f, err := os.Open(have)
 	if err != nil {
-		n, err = stageBlob(path, rd)
+		n, err = stageBlob(path, rd, s)
 		return n, false, err
 	}
 	defer f.Close()
@@ -599,7 +608,7 @@ func compareOrStage(have, path string, rd io.Reader) (n int64, same bool, err er
 		k, rerr := io.ReadFull(rd, a)
 		if k > 0 {
 			if _, ferr := io.ReadFull(f, b[:k]); ferr != nil || !bytes.Equal(a[:k], b[:k]) {
-				m, err := stageBlob(path, io.MultiReader(io.NewSectionReader(f, 0, n), bytes.NewReader(a[:k]), rd))
+				m, err := stageBlob(path, io.MultiReader(io.NewSectionReader(f, 0, n), bytes.NewReader(a[:k]), rd), s)
 				return m, false, err
 			}
 			n += int64(k)
@@ -614,23 +623,19 @@ func compareOrStage(have, path string, rd io.Reader) (n int64, same bool, err er
 	}
 }
 
-// stageBlob writes rd (a verifying blob reader) to path, durably, read-only.
-func stageBlob(path string, rd io.Reader) (int64, error) {
+// stageBlob writes rd (a verifying blob reader) to path through 1 MiB
+// writes and hands the file to s, which makes it durable and read-only.
+func stageBlob(path string, rd io.Reader, s *syncer) (int64, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, rd)
-	if err == nil {
-		err = f.Sync()
+	n, err := bundle.Copy(f, rd)
+	if err != nil {
+		f.Close()
+		return n, err
 	}
-	if err == nil {
-		err = f.Chmod(0o444)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
+	return n, s.add(f)
 }
 
 func isNoSpace(err error) bool {

@@ -35,7 +35,10 @@
 // unless Request.NoVendor; gatespec.go reads the gate and waive blocks and
 // gates.go runs the gates (bounded, without a shell, in a clean
 // environment) and records their results; write.go adds the SBOM and
-// writes the finished export as a bundle through a temporary file.
+// writes the finished export as a bundle through a temporary file;
+// h1cache.go keeps in the cache what the one pass over a package's zip
+// computes (its h1 and its plugin's Go build information), which verify
+// and import never read: they compute both again.
 //
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or

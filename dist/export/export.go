@@ -195,7 +195,7 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 	if abs, err := filepath.Abs(opt.CacheDir); err == nil {
 		opt.CacheDir = abs // gates hand paths under it to tools running elsewhere
 	}
-	for _, d := range []string{"blobs/sha256", "tmp", "partial"} {
+	for _, d := range []string{"blobs/sha256", "h1", "tmp", "partial"} {
 		if err := os.MkdirAll(filepath.Join(opt.CacheDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("download cache: %w", err)
 		}
@@ -540,7 +540,7 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, info, err := bundle.ScanPackage(path)
+	h1, info, err := e.scan(d, path)
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -710,66 +710,115 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			sites[strings.ToLower(m.Addr.String())] = m.Site
 		}
 	}
+	// Breadth first, one level of calls at a time: the versions and
+	// locations of a level are resolved in order (the plan's order), then
+	// its modules are fetched, vendored and read in parallel (Jobs at a
+	// time: unpacking and parsing a module is CPU work), and their results
+	// taken in order, so the outcome does not depend on which finished
+	// first.
 	for len(queue) > 0 {
-		r := queue[0]
-		queue = queue[1:]
-		if r.Site == nil {
-			// A module calling the site's own module by its address gets
-			// it from the block that publishes it.
-			r.Site = sites[strings.ToLower(r.Addr.String())]
-		}
-		sel, err := e.moduleVersions(ctx, r)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, ver := range sel {
-			key := strings.ToLower(r.Addr.String()) + " " + ver
-			if seenMod[key] {
-				continue
+		level := queue
+		queue = nil
+		var jobs []moduleJob
+		for _, r := range level {
+			if r.Site == nil {
+				// A module calling the site's own module by its address gets
+				// it from the block that publishes it.
+				r.Site = sites[strings.ToLower(r.Addr.String())]
 			}
-			seenMod[key] = true
-			loc, err := e.moduleLocation(ctx, r, ver)
+			sel, err := e.moduleVersions(ctx, r)
 			if err != nil {
 				return nil, nil, err
 			}
-			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
-			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
-			if e.opt.DryRun {
-				if e.req.NoDeps {
-					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+			for _, ver := range sel {
+				key := strings.ToLower(r.Addr.String()) + " " + ver
+				if seenMod[key] {
 					continue
 				}
-				// The plan must list what the module needs, so a dry run
-				// fetches its archive (into the cache) to read it.
-				e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", r.Addr, ver)
-			}
-			mv, root, work, err := e.fetchModule(ctx, r.Addr, ver, loc)
-			if err != nil && r.Site != nil {
-				return nil, nil, fmt.Errorf("%w\nhint: %s", err, siteHint(r.Site, ver))
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			out = append(out, *mv)
-			if !e.req.NoDeps {
-				deps, dprovs, err := e.scanModule(root, mv)
-				os.RemoveAll(work)
+				seenMod[key] = true
+				loc, err := e.moduleLocation(ctx, r, ver)
 				if err != nil {
 					return nil, nil, err
 				}
-				queue = append(queue, deps...)
-				for _, p := range dprovs {
-					if !seenProv[p.Addr.String()] {
-						seenProv[p.Addr.String()] = true
-						provs = append(provs, p)
-					}
+				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
+				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
+				if e.opt.DryRun && e.req.NoDeps {
+					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+					continue
 				}
-			} else {
-				os.RemoveAll(work)
+				jobs = append(jobs, moduleJob{r: r, ver: ver, loc: loc})
+			}
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(e.opt.Jobs)
+		for i := range jobs {
+			g.Go(func() error { return e.moduleJob(gctx, &jobs[i]) })
+		}
+		if err := g.Wait(); err != nil {
+			return nil, nil, err
+		}
+		for _, j := range jobs {
+			for _, w := range j.warnings {
+				e.warn(w)
+			}
+			out = append(out, *j.mv)
+			queue = append(queue, j.deps...)
+			for _, p := range j.provs {
+				if !seenProv[p.Addr.String()] {
+					seenProv[p.Addr.String()] = true
+					provs = append(provs, p)
+				}
 			}
 		}
 	}
 	return out, provs, nil
+}
+
+// moduleJob is one module version to fetch, vendor and read.
+type moduleJob struct {
+	r        ModuleReq
+	ver, loc string
+	mv       *dist.ModuleVersion
+	deps     []ModuleReq
+	provs    []ProviderReq
+	warnings []string // kept here, then recorded in the jobs' order
+}
+
+type jobWarnings struct{}
+
+// jobWarn records a warning with the module job ctx carries (moduleJob),
+// or at once.
+func (e *exporter) jobWarn(ctx context.Context, w string) {
+	if j, ok := ctx.Value(jobWarnings{}).(*moduleJob); ok {
+		j.warnings = append(j.warnings, w)
+		return
+	}
+	e.warn(w)
+}
+
+// moduleJob fetches j's module version and, unless NoDeps, reads the
+// registry modules and providers it needs.
+func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
+	ctx = context.WithValue(ctx, jobWarnings{}, j)
+	if e.opt.DryRun {
+		// The plan must list what the module needs, so a dry run fetches
+		// its archive (into the cache) to read it.
+		e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", j.r.Addr, j.ver)
+	}
+	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc)
+	if err != nil && j.r.Site != nil {
+		return fmt.Errorf("%w\nhint: %s", err, siteHint(j.r.Site, j.ver))
+	}
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	j.mv = mv
+	if e.req.NoDeps {
+		return nil
+	}
+	j.deps, j.provs, err = e.scanModule(ctx, root, mv)
+	return err
 }
 
 // moduleVersions selects the versions of r to export: from its registry,
@@ -880,7 +929,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
-func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
+func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
 	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
 	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
 	if err != nil {
@@ -894,9 +943,7 @@ func (e *exporter) scanModule(dir string, mv *dist.ModuleVersion) ([]ModuleReq, 
 				continue // vendored, or warned about by vendor
 			}
 			rel, _ := filepath.Rel(dir, c.Pos)
-			w := fmt.Sprintf("module %s calls %q at %s: a non-registry source; offline clients will fail to fetch it unless it is reachable there", mv, c.Source, dist.Printable(rel))
-			e.res.Warnings = append(e.res.Warnings, w)
-			e.opt.Log("warning: %s", w)
+			e.jobWarn(ctx, fmt.Sprintf("module %s calls %q at %s: a non-registry source; offline clients will fail to fetch it unless it is reachable there", mv, c.Source, dist.Printable(rel)))
 			continue
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}

@@ -51,6 +51,24 @@ func options(t *testing.T, in *registrytest.Internet, cache string, site *openpg
 	return export.Options{Client: c, CacheDir: cache, Jobs: 4, SiteKey: site}
 }
 
+// writeBundle writes res as a bundle signed by site at (zero: now), as
+// export.WriteBundle does but into memory.
+func writeBundle(t *testing.T, res *export.Result, site *openpgp.Entity, at time.Time) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{ModTime: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFiles(res.Files); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func writeSpec(t *testing.T, body string) string {
 	p := filepath.Join(t.TempDir(), "airgap.hcl")
 	os.WriteFile(p, []byte(body), 0o644)
@@ -158,18 +176,8 @@ func TestExportEverythingAndImport(t *testing.T) {
 		}
 	}
 	// Write, verify and import the bundle.
-	var b bytes.Buffer
-	bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFiles(res.Files); err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Import(t.TempDir(), &b, store.ImportOptions{Keyring: openpgp.EntityList{site}}); err != nil {
+	b := writeBundle(t, res, site, time.Time{})
+	if _, err := store.Import(t.TempDir(), bytes.NewReader(b), store.ImportOptions{Keyring: openpgp.EntityList{site}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -328,18 +336,7 @@ func TestExportDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		bw, err := bundle.NewWriter(&b, res.Manifest, site, bundle.WriterOptions{ModTime: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.WriteFiles(res.Files); err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		out[i] = b.Bytes()
+		out[i] = writeBundle(t, res, site, at)
 	}
 	if !bytes.Equal(out[0], out[1]) {
 		t.Fatal("two exports of the same inputs differ")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/verify"
 )
@@ -271,7 +272,13 @@ func (e *exporter) mirrorOnlyPackage(ctx context.Context, t pkgTask, what string
 	if err != nil {
 		return dist.Package{}, fmt.Errorf("%s: %w", what, err)
 	}
-	h1, info, herr := bundle.ScanPackage(path)
+	// A package already in the cache (its zh: named it) may have its h1
+	// and build information kept there; a fresh whole download is scanned.
+	scan := e.scan
+	if tmp != "" {
+		scan = func(_ verify.Digest, path string) (string, *goinfo.Info, error) { return bundle.ScanPackage(path) }
+	}
+	h1, info, herr := scan(d, path)
 	pk := dist.Package{OS: osName, Arch: arch, Filename: filename, Digest: d, Size: size, H1: h1, MirrorHashes: append([]string(nil), hashes...)}
 	if herr != nil || !listed(hashes, pk) {
 		why := fmt.Sprintf("(h1 %s, zh %s)", h1, pk.ZH())

@@ -44,9 +44,7 @@ func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Re
 		return nil, err
 	}
 	for _, w := range vr.Warnings {
-		w = what + ": " + w + " (left as written: offline clients will fail to fetch it unless it is reachable there)"
-		e.res.Warnings = append(e.res.Warnings, w)
-		e.opt.Log("warning: %s", w)
+		e.jobWarn(ctx, what+": "+w+" (left as written: offline clients will fail to fetch it unless it is reachable there)")
 	}
 	if len(vr.Calls) == 0 {
 		return nil, nil

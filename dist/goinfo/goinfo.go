@@ -10,7 +10,7 @@
 // provider package is a zip, and its plugin (the AWS provider's is about
 // 830 MB) would have to be spooled to disk, or held in memory, only to be
 // read again. Both export and the bundle check already inflate every file of
-// every package once, to compute its h1: hash (dirhash). Scanner rides on
+// every package once, to compute its h1: hash (dist.H1Tap). Scanner rides on
 // that pass: it looks for the build-information header as the bytes go by
 // and parses the version and module strings that follow it, which Go 1.18
 // and later write inline after the header ("\xff Go buildinf:", pointer

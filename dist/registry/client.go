@@ -480,11 +480,10 @@ func (c *Client) Download(ctx context.Context, u string, path string, limit int6
 		return "", 0, err
 	}
 	dg := verify.NewDigester()
+	// No fsync, as for packages (downloadOnce): the file is checked
+	// against its digest before use and again when the bundle is written.
 	n, err := copyLimited(io.MultiWriter(f, dg, counter{&c.Received}), idle.watchRate(resp.Body, c.MinRate, c.RateWindow), limit)
 	err = idle.err(err)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

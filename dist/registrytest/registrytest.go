@@ -435,14 +435,21 @@ func (in *Internet) AddProvider(t testing.TB, host, ns, typ, version string, pla
 		Host: host, Namespace: ns, Type: typ, Version: version, Platforms: platforms, Signer: in.Publisher, PackageSize: size,
 		Binary: in.ProviderBinary, BinaryPlatform: runtime.GOOS + "_" + runtime.GOARCH,
 	})
+	in.AddBuiltProvider(bp)
+	return bp
+}
+
+// AddBuiltProvider publishes a provider version whose files (zips,
+// SHA256SUMS signed by in.Publisher, signature) are already written, as
+// AddProvider publishes the ones it builds.
+func (in *Internet) AddBuiltProvider(bp *bundletest.BuiltProvider) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	key := host + "/" + ns + "/" + typ
+	key := bp.Host + "/" + bp.Namespace + "/" + bp.Type
 	in.providers[key] = append(in.providers[key], bp)
 	for name, f := range bp.Files {
-		in.files["releases.hashicorp.com/"+path(host, typ, version)+"/"+name] = f
+		in.files["releases.hashicorp.com/"+path(bp.Host, bp.Type, bp.Version)+"/"+name] = f
 	}
-	return bp
 }
 
 // AddModule publishes a module version whose download answer is location.

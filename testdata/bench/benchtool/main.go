@@ -5,7 +5,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -28,7 +27,6 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
@@ -41,19 +39,24 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|serve-fixtures|nethttp|bigbundle|synthetic|writebundle|sbomcost [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|zstdsize|sbomcost|serve-fixtures|nethttp|synthetic [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", "", "working directory")
-	n := fs.Int("n", 10, "how many (providers for world, packages for synthetic, blobs for bigbundle)")
-	size := fs.Int64("size", 20<<20, "bytes per package/blob")
+	n := fs.Int("n", 10, "how many (providers for world, packages for synthetic)")
+	size := fs.Int64("size", 20<<20, "bytes per package")
 	rate := fs.Int64("rate", 0, "world: limit each package download to this many bytes/s, like a CDN per connection (0: loopback speed)")
 	listen := fs.String("listen", "127.0.0.1:18446", "nethttp: address to serve on")
-	bundleFile := fs.String("bundle", "", "sbomcost: the bundle")
-	keyring := fs.String("keyring", "", "sbomcost: its signer's public key")
-	blobs := fs.String("blobs", "", "sbomcost: directory of the package zips by hex digest")
-	files := fs.String("files", "", "sbomcost: JSON map of digest to path (bigbundle's files.json)")
+	total := fs.Int64("bytes", 10<<30, "site: provider package bytes in all")
+	unpacked := fs.Int64("unpacked", 830<<20, "site: bytes of the plugin binary in each package, unpacked (the AWS provider's darwin_arm64: 830 MB)")
+	modules := fs.Int("modules", 24, "site: modules")
+	cache := fs.String("cache", "", "site: where the packed payload is cached between runs")
+	bundlePath := fs.String("bundle", "", "zstdsize, sbomcost: the bundle")
+	key := fs.String("key", "", "zstdsize: the site signing key (armored)")
+	keyring := fs.String("keyring", "", "sbomcost: the bundle signer's public key")
+	blobs := fs.String("blobs", "", "sbomcost: directory of the packages and build-information blobs by hex digest (an export cache's blobs/sha256)")
+	sample := fs.Int("sample", 0, "sbomcost: measure this many packages, spread over the catalog, and scale to all (0: all)")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -64,18 +67,18 @@ func main() {
 	switch os.Args[1] {
 	case "world":
 		world(t, *dir, *n, int(*size), *rate)
+	case "site":
+		site(t, *dir, *cache, *total, *unpacked, *modules)
 	case "serve-fixtures":
 		serveFixtures(t, *dir, int(*size))
-	case "bigbundle":
-		bigBundle(t, *dir, *n, int(*size))
+	case "zstdsize":
+		zstdSize(t, *bundlePath, *key)
 	case "synthetic":
 		synthetic(t, *dir, *n)
-	case "writebundle":
-		writeBundle(t, *dir)
 	case "nethttp":
 		netHTTP(t, *dir, *listen)
 	case "sbomcost":
-		sbomCost(t, *bundleFile, *keyring, *blobs, *files)
+		sbomCost(t, *bundlePath, *keyring, *blobs, *sample)
 	default:
 		t.Fatalf("unknown subcommand %q", os.Args[1])
 	}
@@ -245,63 +248,12 @@ func writeJSON(t *bundletest.Standalone, path string, v any) {
 	os.WriteFile(path, b, 0o644)
 }
 
-// bigBundle writes DIR/big.bundle (uncompressed, n blobs of size bytes),
-// DIR/keys/site.pub.asc, and prints the bundle's size.
-func bigBundle(t *bundletest.Standalone, dir string, n, size int) {
-	signer := bundletest.Key(t, "bench")
-	pub := bundletest.Key(t, "publisher") // never the site key
-	set := bundletest.NewSet()
-	for i := 0; i < n; i++ {
-		set.AddProvider(bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{Host: "registry.terraform.io", Namespace: "bench",
-			Type: fmt.Sprintf("b%03d", i), Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: pub, PackageSize: size}))
-	}
-	// As export writes it: each package's build information and the SBOM.
-	set.AddBuildInfo(t, t.TempDir())
-	set.SBOM = true
-	m := set.WriteBundleFile(t, filepath.Join(dir, "big.bundle"), signer, bundle.CompressionNone)
-	writeKey(t, dir, signer)
-	// What writebundle and the 'tar | zstd' baseline need: the same files.
-	mb, _ := m.Marshal()
-	os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644)
-	fb, _ := json.Marshal(set.Files)
-	os.WriteFile(filepath.Join(dir, "files.json"), fb, 0o644)
-	var list strings.Builder
-	for _, p := range set.Files {
-		list.WriteString(p + "\n")
-	}
-	os.WriteFile(filepath.Join(dir, "files.txt"), []byte(list.String()), 0o644)
-	fi, _ := os.Stat(filepath.Join(dir, "big.bundle"))
-	fmt.Println(fi.Size())
-}
-
-func writeKey(t *bundletest.Standalone, dir string, e *openpgp.Entity) {
-	os.MkdirAll(filepath.Join(dir, "keys"), 0o755)
-	pub, _ := verify.PublicArmor(e)
-	os.WriteFile(filepath.Join(dir, "keys", "site.pub.asc"), []byte(pub), 0o644)
-	var priv bytes.Buffer
-	w, _ := armor.Encode(&priv, openpgp.PrivateKeyType, nil)
-	e.SerializePrivateWithoutSigning(w, nil)
-	w.Close()
-	os.WriteFile(filepath.Join(dir, "keys", "site.key.asc"), priv.Bytes(), 0o600)
-}
-
-// writeBundle writes DIR/written.bundle (zstd) from the files, manifest and
-// key that bigbundle saved: the bundle writer exactly as export uses it.
-func writeBundle(t *bundletest.Standalone, dir string) {
-	mb, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bundle.ParseManifest(mb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files map[verify.Digest]string
-	fb, _ := os.ReadFile(filepath.Join(dir, "files.json"))
-	if err := json.Unmarshal(fb, &files); err != nil {
-		t.Fatal(err)
-	}
-	kf, err := os.Open(filepath.Join(dir, "keys", "site.key.asc"))
+// zstdSize prints the size the bundle at path would have with
+// --compression zstd (one zstd frame, bundle's fixed encoder): the
+// bundle's manifest and blobs, read and checked, through the bundle writer
+// into a counter. keyFile is the site key that signed it (to sign again).
+func zstdSize(t *bundletest.Standalone, path, keyFile string) {
+	kf, err := os.Open(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,24 +262,42 @@ func writeBundle(t *bundletest.Standalone, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := os.Create(filepath.Join(dir, "written.bundle"))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw, err := bundle.NewWriter(out, m, key, bundle.WriterOptions{Compression: bundle.CompressionZstd})
+	defer f.Close()
+	br, err := bundle.NewReader(f, openpgp.EntityList{key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bw.WriteFiles(files); err != nil {
+	defer br.Close()
+	var n counter
+	bw, err := bundle.NewWriter(&n, br.Manifest(), key, bundle.WriterOptions{Compression: bundle.CompressionZstd})
+	if err != nil {
 		t.Fatal(err)
+	}
+	for {
+		b, rd, err := br.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bw.WriteBlob(b.Digest, rd); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := bw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fmt.Println(int64(n))
 }
+
+type counter int64
+
+func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
 
 func newKey(t *bundletest.Standalone) ([]byte, any) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
