@@ -37,6 +37,20 @@ const (
 	MaxGitRepository = MaxArchiveBytes
 	// MaxSubmoduleDepth: nesting of submodules.
 	MaxSubmoduleDepth = 4
+	// MaxGitAllocation bounds each memory allocation of every git process
+	// (GIT_ALLOC_LIMIT): git refuses, and exits, rather than allocate more.
+	// A delta in a pack states the size of the object it makes, and
+	// index-pack allocates that much to resolve it during the clone, long
+	// before any tree check can see the object: a pack of a few KB can
+	// describe a blob of many GiB (one copy instruction per 64 KiB of a
+	// base of zeros), and three such deltas resolved at once would take
+	// all the exporting machine's memory. With index-pack on one thread
+	// (pack.threads=1), a git process holds at most a delta's base and its
+	// result, each within this bound, plus its delta base cache (96 MiB):
+	// about 1.1 GiB at worst. Objects above core.bigFileThreshold (512 MiB)
+	// that are not deltas are streamed and need no such allocation, and no
+	// blob a tree check lets through (MaxArchiveBytes in all) is larger.
+	MaxGitAllocation = 512 << 20
 )
 
 // gitRepoLimit is the default of Options.MaxGitSize; tests lower it.
@@ -63,6 +77,7 @@ var gitConfig = []string{
 	"-c", "submodule.recurse=false", "-c", "http.lowSpeedLimit=1024", "-c", "http.lowSpeedTime=60",
 	"-c", "advice.detachedHead=false", "-c", "core.attributesFile=/dev/null", "-c", "core.autocrlf=false",
 	"-c", "core.eol=lf", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
+	"-c", "pack.threads=1", // index-pack resolves one delta at a time: see MaxGitAllocation
 }
 
 // keptGitEnv: the GIT_* variables of the user's environment passed to git
@@ -88,7 +103,8 @@ func gitEnv() []string {
 		env = append(env, kv)
 	}
 	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "GIT_CONFIG_NOSYSTEM=1", "GIT_ATTR_NOSYSTEM=1",
-		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1")
+		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1",
+		"GIT_ALLOC_LIMIT="+strconv.Itoa(MaxGitAllocation))
 }
 
 // checkGitURL accepts https://, ssh:// and scp-like git@host:path: never a
@@ -170,6 +186,10 @@ func (g *gitRunner) runCtx(ctx context.Context, dir string, args ...string) (str
 		}
 		if cerr := g.ctx.Err(); cerr != nil {
 			return "", fmt.Errorf("git %s: %w", args[0], cerr)
+		}
+		if strings.Contains(out.String(), "over limit "+strconv.Itoa(MaxGitAllocation)) {
+			return "", fmt.Errorf("%w: git %s was stopped: an object of the repository takes more than %d bytes to unpack (a delta that describes a huge object in a few bytes, or a file far larger than any module's)",
+				ErrArchiveLimit, args[0], MaxGitAllocation)
 		}
 		return "", fmt.Errorf("git %s: %v: %s", args[0], err, dist.PrintableLines(strings.TrimSpace(out.String())))
 	}
