@@ -193,6 +193,12 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
+	// Every value of a manifest is a literal (or, in a site module, a
+	// template of ${version}): none needs a for expression, which can
+	// stand for gigabytes (dist.LiteralValue).
+	if diags := dist.NoForExpr(f.Body); diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
 	// Without a remain field gohcl decodes against the full schema: unknown
 	// blocks and attributes are errors, with HCL's did-you-mean.
 	var sf specFile

@@ -340,7 +340,7 @@ func (s *scope) variable(name string, rng hcl.Range) (cty.Value, error) {
 			return cty.NilVal, notKnown(hintValues, "var.%s has no value: it is not set and has no default (%s)", dist.Printable(name), posOf(d.rng))
 		}
 		var diags hcl.Diagnostics
-		if v, diags = d.def.Value(nil); diags.HasErrors() {
+		if v, diags = dist.LiteralValue(d.def); diags.HasErrors() {
 			return cty.NilVal, notKnown("", "variable %q: its default is not a literal value: %s", dist.Printable(name), diagText(diags))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A downloaded module's file names and module sources reach error messages
@@ -91,4 +92,73 @@ func TestHostileLocalCallsOut(t *testing.T) {
 	if len(cfg.Modules) != 3 {
 		t.Fatalf("%+v", cfg.Modules)
 	}
+}
+
+// forBomb is a for expression over literals, n deep: 20^n strings of 8
+// bytes from a few hundred bytes of text (n = 6: 64 million, ~10 GiB).
+func forBomb(n int) string {
+	e := `"xxxxxxxx"`
+	for i := 0; i < n; i++ {
+		e = "[for x in [" + strings.Repeat("0,", 19) + "0] : " + e + "]"
+	}
+	return e
+}
+
+// Every value airgap reads as a literal — a module's source and version,
+// required_providers, a variable's const, sensitive and default, a tfvars
+// file, the lock file — used to be evaluated by HCL as written, and a for
+// expression over literals needs no variable: nested ones in a downloaded
+// module's required_providers made export build every element (20^5: 16 s
+// and 530 MiB; 20^6: gigabytes). Now a for expression in them is refused
+// (or, in a module source, is not a literal), at its position, before
+// anything is evaluated.
+func TestHostileForExpressionBombs(t *testing.T) {
+	bomb := forBomb(4)
+	for name, tc := range map[string]struct {
+		files   map[string]string
+		project bool
+		want    string
+	}{
+		"required_providers": {files: map[string]string{"main.tf": "terraform {\n  required_providers {\n    x = { source = \"hashicorp/x\", version = " + bomb + " }\n  }\n}\n"},
+			want: "main.tf:3:"},
+		"variable default": {files: map[string]string{"main.tf": "variable \"v\" {\n  const = true\n  default = " + bomb + "\n}\nmodule \"m\" {\n  source = var.v\n}\n"}, project: true,
+			want: "main.tf:3:"},
+		"tfvars": {files: map[string]string{"main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = var.v\n}\n", "terraform.tfvars": "v = " + bomb + "\n"}, project: true,
+			want: "terraform.tfvars:1:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, tc.files)
+			start := time.Now()
+			var err error
+			if tc.project {
+				_, err = LoadProject(dir, Inputs{})
+			} else {
+				_, err = LoadTreeIn(dir, dir)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "for expression not evaluated") {
+				t.Errorf("error %v, want %q and the for expression refused", err, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	t.Run("module source", func(t *testing.T) {
+		dir := t.TempDir()
+		write(t, dir, map[string]string{"main.tf": "module \"m\" {\n  source = " + bomb + "\n  version = " + bomb + "\n}\n"})
+		cfg, err := LoadTreeIn(dir, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := cfg.Modules[0]; m.Source != "" || m.SourceExpr == "" || m.Version != "" || m.VersionExpr == "" {
+			t.Errorf("a for expression read as a literal: %+v", m)
+		}
+	})
+	t.Run("lock file", func(t *testing.T) {
+		_, err := ParseLockFile([]byte("provider \"registry.terraform.io/hashicorp/x\" {\n  version = \"1.0.0\"\n  hashes = "+bomb+"\n}\n"), ".terraform.lock.hcl")
+		if err == nil || !strings.Contains(err.Error(), "for expression not evaluated") {
+			t.Errorf("error %v", err)
+		}
+	})
 }

@@ -356,7 +356,7 @@ func decodeVariable(b *hcl.Block, filename string) (*variable, error) {
 	}
 	if a, ok := c.Attributes["const"]; ok {
 		v.constSet = true
-		val, d := a.Expr.Value(nil)
+		val, d := dist.LiteralValue(a.Expr)
 		if d.HasErrors() || !val.IsKnown() || val.IsNull() || val.Type() != cty.Bool {
 			v.constBad = true
 		} else {
@@ -364,7 +364,7 @@ func decodeVariable(b *hcl.Block, filename string) (*variable, error) {
 		}
 	}
 	if a, ok := c.Attributes["sensitive"]; ok {
-		val, d := a.Expr.Value(nil)
+		val, d := dist.LiteralValue(a.Expr)
 		v.sensitive = !d.HasErrors() && val.IsKnown() && !val.IsNull() && val.Type() == cty.Bool && val.True()
 	}
 	return v, nil
@@ -494,7 +494,7 @@ func LoadDir(dir string) (*Config, error) {
 func pos(r hcl.Range) string { return fmt.Sprintf("%s:%d", dist.Printable(r.Filename), r.Start.Line) }
 
 func literal(a *hcl.Attribute) (string, bool) {
-	v, diags := a.Expr.Value(nil)
+	v, diags := dist.LiteralValue(a.Expr)
 	if diags.HasErrors() {
 		return "", false
 	}
@@ -503,7 +503,7 @@ func literal(a *hcl.Attribute) (string, bool) {
 
 func providerReq(name string, a *hcl.Attribute) (ProviderReq, error) {
 	req := ProviderReq{LocalName: name, Pos: pos(a.Range)}
-	v, diags := a.Expr.Value(nil)
+	v, diags := dist.LiteralValue(a.Expr)
 	if diags.HasErrors() {
 		return req, diagErr(diags, a.Range.Filename)
 	}
@@ -715,7 +715,7 @@ func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, erro
 		}
 		lp := LockedProvider{Address: strings.ToLower(b.Labels[0])}
 		for k, a := range attrs {
-			v, diags := a.Expr.Value(nil)
+			v, diags := dist.LiteralValue(a.Expr)
 			if diags.HasErrors() {
 				return nil, diagErr(diags, filename)
 			}

@@ -157,7 +157,7 @@ func parseVarFile(src []byte, filename string, m map[string]rawValue) error {
 		return diagErr(diags, filename)
 	}
 	for name, a := range attrs {
-		v, diags := a.Expr.Value(nil)
+		v, diags := dist.LiteralValue(a.Expr)
 		if diags.HasErrors() {
 			return at(a.Expr.Range(), "variable %q: a variables file holds literal values only: %s", name, diagText(diags))
 		}

@@ -1,0 +1,151 @@
+package main
+
+// The connected side attacked as a hostile registry, module author, git
+// server or project author would, against the real binary: findings of the
+// review of export (site modules, proxy registries, network mirrors,
+// credentials helpers, const evaluation) and their regression tests.
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+// runMeasured runs airgap in dir and returns its output and the peak
+// resident memory, in KiB, of it and every process it waited for (git).
+func runMeasured(t *testing.T, dir string, env []string, args ...string) (string, int64, error) {
+	t.Helper()
+	cmd := exec.Command(airgapBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
+	}
+	return out.String(), rss, err
+}
+
+// exportFixture is a stand-in internet, a site key and the environment of
+// an export through it.
+type exportFixture struct {
+	in   *registrytest.Internet
+	work string
+	env  []string
+}
+
+func newExportFixture(t *testing.T) *exportFixture {
+	t.Helper()
+	in := registrytest.New(t)
+	work := t.TempDir()
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	return &exportFixture{in: in, work: work,
+		env: append(in.Env(), "HOME="+work, "XDG_CACHE_HOME=", "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))}
+}
+
+// export runs 'airgap export' of manifest (written to the work directory),
+// or of --from DIR when manifest starts with "--from"; it returns the
+// output, the bundle's path (which must not exist on failure), the peak
+// memory and the error.
+func (f *exportFixture) export(t *testing.T, manifest string, extra ...string) (string, string, int64, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "b.bundle")
+	args := []string{"export", "--sign-key", "k/site.key.asc", "--out", out, "--cache", filepath.Join(t.TempDir(), "cache"), "--platform", "linux_amd64"}
+	if dir, ok := strings.CutPrefix(manifest, "--from "); ok {
+		args = append(args, "--from", dir)
+	} else {
+		p := filepath.Join(t.TempDir(), "m.hcl")
+		os.WriteFile(p, []byte(manifest), 0o644)
+		args = append(args, "--manifest", p)
+	}
+	text, rss, err := runMeasured(t, f.work, f.env, append(args, extra...)...)
+	if _, serr := os.Stat(out); err != nil && serr == nil {
+		t.Errorf("a failed export left %s behind", out)
+	}
+	return text, out, rss, err
+}
+
+// forBomb is a for expression over literals, n deep: 20^n strings.
+func forBomb(n int) string {
+	e := `"xxxxxxxx"`
+	for i := 0; i < n; i++ {
+		e = "[for x in [" + strings.Repeat("0,", 19) + "0] : " + e + "]"
+	}
+	return e
+}
+
+// Finding (medium): a for expression over literals in a value airgap reads
+// as a literal — here a downloaded registry module's required_providers,
+// a project variable's default and its terraform.tfvars — was evaluated
+// element by element: 20^5 elements took export 16 s and 530 MiB, 20^6
+// would take gigabytes, from a few hundred bytes a module author or a
+// project's contributor writes. Now it is refused at its position before
+// anything is evaluated.
+func TestHostileExportForExpressionBomb(t *testing.T) {
+	f := newExportFixture(t)
+	bomb := forBomb(5)
+	f.in.AddModule("registry.terraform.io", "evil", "bomb", "aws", "1.0.0", f.in.AddArchive(t, "bomb.tar.gz", map[string]string{
+		"main.tf": "terraform {\n  required_providers {\n    x = { source = \"hashicorp/x\", version = " + bomb + " }\n  }\n}\n"}))
+	project := func(files map[string]string) string {
+		dir := t.TempDir()
+		for name, body := range files {
+			os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+		}
+		return "--from " + dir
+	}
+	for name, tc := range map[string]struct{ manifest, want string }{
+		"registry module": {"module \"evil/bomb/aws\" {}\n", "main.tf:3:"},
+		"variable default": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n  default = " + bomb + "\n}\nmodule \"m\" {\n  source = var.v\n}\n"}), "main.tf:3:"},
+		"tfvars": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = var.v\n}\n",
+			"terraform.tfvars": "v = " + bomb + "\n"}), "terraform.tfvars:1:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, _, rss, err := f.export(t, tc.manifest)
+			t.Logf("peak %d MiB: %s", rss>>10, out)
+			if err == nil || !strings.Contains(out, "for expression not evaluated") || !strings.Contains(out, tc.want) {
+				t.Errorf("export did not refuse the for expression at %s (err %v)", tc.want, err)
+			}
+			if rss > 256<<10 {
+				t.Errorf("export reached %d MiB of resident memory", rss>>10)
+			}
+		})
+	}
+}
+
+// Finding (medium): a git repository of a few KB whose pack holds a delta
+// that describes a 2 GiB blob. git resolves every delta while it clones,
+// before airgap's tree check can see the blob, and allocated all of it: 2
+// GiB of resident memory for the one object, and a larger one, or several
+// resolved at once, exhausts the exporting machine. git now runs with
+// GIT_ALLOC_LIMIT (512 MiB) and resolves deltas on one thread; the export
+// fails at once, naming the limit.
+func TestHostileExportGitDeltaBomb(t *testing.T) {
+	f := newExportFixture(t)
+	u := f.in.AddDeltaBomb(t, "evil/bomb", 2<<30)
+	f.in.AddModule("registry.terraform.io", "evil", "gitbomb", "aws", "1.0.0", "git::"+u)
+	for name, manifest := range map[string]string{
+		"registry module": "module \"evil/gitbomb/aws\" {}\n",
+		"site module":     "module \"site.example/net/bomb/aws\" {\n  source   = \"git::" + u + "\"\n  versions = [\"1.0.0\"]\n  ref      = \"main\"\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, _, rss, err := f.export(t, manifest)
+			t.Logf("peak %d MiB: %s", rss>>10, out)
+			if err == nil || !strings.Contains(out, "takes more than 536870912 bytes to unpack") {
+				t.Errorf("export did not stop git at the allocation limit (err %v)", err)
+			}
+			if rss > 256<<10 {
+				t.Errorf("export (or the git it ran) reached %d MiB of resident memory", rss>>10)
+			}
+		})
+	}
+}
