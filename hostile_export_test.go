@@ -7,12 +7,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -189,4 +191,36 @@ func TestHostileExportNamesThatFold(t *testing.T) {
 			t.Errorf("the module's archive carries a .git directory spelled otherwise (or lacks main.tf)")
 		}
 	})
+}
+
+// Finding (low): const evaluation was bounded in bytes, not in time. A
+// function whose result is one number can take 0.6 s (a regular
+// expression of 3,000 states over 30 KB), and a project can call it from
+// as many locals as its files hold: 60 locals kept export busy 36 s, a
+// 4 MiB file of them would take hours. Evaluation now stops after 10 s
+// with an error at the module call.
+func TestHostileExportConstEvalTime(t *testing.T) {
+	f := newExportFixture(t)
+	var b strings.Builder
+	b.WriteString("locals {\n  s = \"" + strings.Repeat("ab", 15000) + "\"\n  p = \"(?:[ab]*a){1000}c\"\n")
+	const n = 60
+	for i := 0; i < n; i++ {
+		b.WriteString(fmt.Sprintf("  l%d = length(regexall(local.p, local.s))\n", i))
+	}
+	b.WriteString("  all = \"")
+	for i := 0; i < n; i++ {
+		b.WriteString(fmt.Sprintf("${local.l%d}", i))
+	}
+	b.WriteString("\"\n}\nmodule \"m\" {\n  source = \"./x${local.all}\"\n}\n")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(b.String()), 0o644)
+	start := time.Now()
+	out, _, _, err := f.export(t, "--from "+dir)
+	d := time.Since(start)
+	if err == nil || !strings.Contains(out, "took more than 10s") || !strings.Contains(out, "main.tf:") {
+		t.Errorf("export did not stop evaluating at its time limit (err %v):\n%s", err, out)
+	}
+	if d > 30*time.Second {
+		t.Errorf("export evaluated for %v", d)
+	}
 }
