@@ -224,3 +224,44 @@ func TestHostileExportConstEvalTime(t *testing.T) {
 		t.Errorf("export evaluated for %v", d)
 	}
 }
+
+// Finding (medium): what modules call was followed without bound. A
+// registry (or a proxy, or a module author) answering each module with one
+// that calls another kept export fetching, and filling the cache, for as
+// long as it liked: a chain of 40 made-up modules was exported whole. And
+// one module's required_providers could add any number of providers, each
+// fetched for every platform. Now a chain ends at 32 modules deep, and
+// modules may add at most 2,000 module versions and 1,000 providers.
+func TestHostileExportDependencyBounds(t *testing.T) {
+	f := newExportFixture(t)
+	const chain = 40
+	for i := 0; i < chain; i++ {
+		f.in.AddModule("registry.terraform.io", "evil", fmt.Sprintf("m%d", i), "aws", "1.0.0",
+			f.in.AddArchive(t, fmt.Sprintf("m%d.tar.gz", i), map[string]string{
+				"main.tf": fmt.Sprintf("module \"next\" {\n  source  = \"evil/m%d/aws\"\n  version = \"1.0.0\"\n}\n", i+1)}))
+	}
+	var req strings.Builder
+	req.WriteString("terraform {\n  required_providers {\n")
+	for i := 0; i < 1001; i++ {
+		fmt.Fprintf(&req, "    p%d = { source = \"evil/p%d\" }\n", i, i)
+	}
+	req.WriteString("  }\n}\n")
+	f.in.AddModule("registry.terraform.io", "evil", "many", "aws", "1.0.0", f.in.AddArchive(t, "many.tar.gz", map[string]string{"main.tf": req.String()}))
+	for name, tc := range map[string]struct{ module, want string }{
+		"chain":     {"evil/m0/aws", "modules calling modules more than 32 deep"},
+		"providers": {"evil/many/aws", "modules require more than 1000 providers"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, _, _, err := f.export(t, "module \""+tc.module+"\" {}\n")
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("export followed the modules' calls without bound (err %v):\n%s", err, lastLines(out, 5))
+			}
+		})
+	}
+}
+
+// lastLines is the end of a long output, for messages.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -693,8 +693,28 @@ func (e *exporter) siteSign(sums []byte) ([]byte, []dist.SigningKey, error) {
 	return b.Bytes(), []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: bundle.SiteKeySource}}, nil
 }
 
+// Bounds on what modules' own calls add to an export. The requests of the
+// manifest or project are the user's; what their modules call is the
+// registries' and module authors' (a hostile registry can answer every
+// module with one that calls two more it makes up), so it is bounded:
+// Terraform installs a chain of registry modules only as deep as its
+// .terraform/modules/a.b.c… names fit in a file name, and real projects
+// reach a few dozen modules and providers through their modules.
+const (
+	// MaxModuleDepth: registry modules calling registry modules, from a
+	// requested one.
+	MaxModuleDepth = 32
+	// MaxDependencyModules: module versions an export fetches because
+	// modules call them.
+	MaxDependencyModules = 2000
+	// MaxDependencyProviders: providers an export adds because modules
+	// require them.
+	MaxDependencyProviders = 1000
+)
+
 // modules resolves and fetches every requested module and, unless NoDeps,
-// the registry modules and providers they call.
+// the registry modules and providers they call (within MaxModuleDepth,
+// MaxDependencyModules and MaxDependencyProviders).
 func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []ProviderReq, error) {
 	queue := append([]ModuleReq{}, e.req.Modules...)
 	var out []dist.ModuleVersion
@@ -710,9 +730,13 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			sites[strings.ToLower(m.Addr.String())] = m.Site
 		}
 	}
+	deps := 0
 	for len(queue) > 0 {
 		r := queue[0]
 		queue = queue[1:]
+		if r.depth > MaxModuleDepth {
+			return nil, nil, fmt.Errorf("module %s (%s): %w: modules calling modules more than %d deep\nhint: no real module tree is this deep (Terraform could not install it); the registry or a module author is making calls up; nothing was written", r.Addr, r.Why, ErrDependencies, MaxModuleDepth)
+		}
 		if r.Site == nil {
 			// A module calling the site's own module by its address gets
 			// it from the block that publishes it.
@@ -728,6 +752,11 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				continue
 			}
 			seenMod[key] = true
+			if r.depth > 0 {
+				if deps++; deps > MaxDependencyModules {
+					return nil, nil, fmt.Errorf("module %s %s (%s): %w: modules call more than %d module versions\nhint: name the modules you need in a manifest and export with --no-deps, or find which module calls so many; nothing was written", r.Addr, ver, r.Why, ErrDependencies, MaxDependencyModules)
+				}
+			}
 			loc, err := e.moduleLocation(ctx, r, ver)
 			if err != nil {
 				return nil, nil, err
@@ -752,16 +781,21 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			}
 			out = append(out, *mv)
 			if !e.req.NoDeps {
-				deps, dprovs, err := e.scanModule(root, mv)
+				calls, dprovs, err := e.scanModule(root, mv)
 				os.RemoveAll(work)
 				if err != nil {
 					return nil, nil, err
 				}
-				queue = append(queue, deps...)
+				for i := range calls {
+					calls[i].depth = r.depth + 1
+				}
+				queue = append(queue, calls...)
 				for _, p := range dprovs {
 					if !seenProv[p.Addr.String()] {
 						seenProv[p.Addr.String()] = true
-						provs = append(provs, p)
+						if provs = append(provs, p); len(provs) > MaxDependencyProviders {
+							return nil, nil, fmt.Errorf("provider %s (%s): %w: modules require more than %d providers\nhint: name the providers you need in a manifest and export with --no-deps, or find which module requires so many; nothing was written", p.Addr, p.Why, ErrDependencies, MaxDependencyProviders)
+						}
 					}
 				}
 			} else {

@@ -65,6 +65,9 @@ type ModuleReq struct {
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
 	Site *SiteModule
+	// depth: 0 for a request of the manifest or project, n for a module
+	// that a module n-1 deep calls.
+	depth int
 }
 
 type specFile struct {
