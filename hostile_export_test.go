@@ -11,12 +11,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/verify"
 )
 
 // runMeasured runs airgap in dir and returns its output and the peak
@@ -264,4 +268,42 @@ func TestHostileExportDependencyBounds(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Finding (low): the programs export starts inherited its whole
+// environment, the signing key's passphrase included: a credentials helper
+// (asked for every registry host a module names) and git (with the user's
+// git configuration: credential helpers, ssh, ProxyCommand) got
+// AIRGAP_PASSPHRASE. Now they get the environment without airgap's own
+// secrets (dist.ChildEnv).
+func TestHostileExportChildrenGetNoSecrets(t *testing.T) {
+	for _, s := range []string{verify.PassphraseEnv, oci.PasswordEnv} {
+		if !slices.Contains(dist.SecretEnv, s) {
+			t.Errorf("dist.SecretEnv lacks %s", s)
+		}
+	}
+	f := newExportFixture(t)
+	const pass = "correct horse battery staple"
+	mustRun(t, f.work, []string{"AIRGAP_PASSPHRASE=" + pass}, airgapBin, "keygen", "--out", "k/locked")
+	f.in.AddGitRepo(t, "example/net", "v1.0.0", map[string]string{"main.tf": "# net\n"})
+	f.in.AddModule("registry.terraform.io", "example", "net", "aws", "1.0.0", "git::https://github.com/example/net.git?ref=v1.0.0")
+	plugins := filepath.Join(f.work, ".terraform.d", "plugins")
+	os.MkdirAll(plugins, 0o755)
+	os.WriteFile(filepath.Join(plugins, "terraform-credentials-dump"), []byte("#!/bin/sh\nenv >> \"$HOME/helper.env\"\nprintf '{}'\n"), 0o755)
+	rc := filepath.Join(f.work, "dump.tfrc")
+	os.WriteFile(rc, []byte("credentials_helper \"dump\" {}\n"), 0o644)
+	manifest := filepath.Join(f.work, "m.hcl")
+	os.WriteFile(manifest, []byte("module \"example/net/aws\" {}\n"), 0o644)
+	out, err := cmdRun(t, f.work, append(f.env, "AIRGAP_PASSPHRASE="+pass, "TF_CLI_CONFIG_FILE="+rc), airgapBin, "export", "--manifest", manifest,
+		"--sign-key", "k/locked.key.asc", "--out", filepath.Join(t.TempDir(), "b.bundle"), "--cache", t.TempDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dump, err := os.ReadFile(filepath.Join(f.work, "helper.env"))
+	if err != nil || !strings.Contains(string(dump), "HOME=") {
+		t.Fatalf("the credentials helper was not run: %v", err)
+	}
+	if strings.Contains(string(dump), pass) {
+		t.Errorf("the credentials helper got the signing key's passphrase")
+	}
 }

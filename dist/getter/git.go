@@ -86,7 +86,8 @@ var gitConfig = []string{
 var keptGitEnv = map[string]bool{"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true, "GIT_SSH": true,
 	"GIT_SSH_COMMAND": true, "GIT_SSH_VARIANT": true, "GIT_CONFIG_GLOBAL": true}
 
-// gitEnv: the system configuration is not read (GIT_CONFIG_NOSYSTEM); the
+// gitEnv: airgap's own secrets are left out (dist.ChildEnv); the system
+// configuration is not read (GIT_CONFIG_NOSYSTEM); the
 // user's global one is, because credentials, CA files and url.insteadOf
 // rules for private git hosts live there, and it is not something a
 // registry can write. What matters for safety is forced above it:
@@ -95,7 +96,7 @@ var keptGitEnv = map[string]bool{"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true,
 // content the tree check cannot see).
 func gitEnv() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range dist.ChildEnv() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "GIT_") && !keptGitEnv[k] {
 			continue

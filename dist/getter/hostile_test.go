@@ -739,3 +739,16 @@ func TestHostileGitDeltaBomb(t *testing.T) {
 		t.Errorf("a git process of the fetch reached %d MiB of resident memory", grew>>10)
 	}
 }
+
+// git gets the environment without airgap's own secrets (the signing
+// key's passphrase): it runs the user's git configuration (credential
+// helpers, ssh and its ProxyCommand) for repositories module authors name.
+func TestGitEnvHasNoSecrets(t *testing.T) {
+	t.Setenv("AIRGAP_PASSPHRASE", "s3cret")
+	t.Setenv("AIRGAP_REGISTRY_PASSWORD", "s3cret")
+	for _, kv := range gitEnv() {
+		if strings.Contains(kv, "s3cret") {
+			t.Errorf("git's environment holds %s", kv)
+		}
+	}
+}
