@@ -307,3 +307,34 @@ func TestHostileExportChildrenGetNoSecrets(t *testing.T) {
 		t.Errorf("the credentials helper got the signing key's passphrase")
 	}
 }
+
+// Finding (low): a site module's source with credentials in it
+// ("git::https://deploy:TOKEN@git.site.example/…", as many write for a
+// deploy token) was recorded in the bundle as it is, and shown by verify,
+// by inventory and on the catalog page of the offline appliance, to every
+// engineer there. The source is fetched as written and recorded, logged
+// and shown without its user information.
+func TestHostileExportSourceCredentialsNotRecorded(t *testing.T) {
+	f := newExportFixture(t)
+	f.in.AddGitRepo(t, "example/net", "v1.0.0", map[string]string{"main.tf": "module \"sub\" {\n  source = \"git::https://deploy:SUB-TOKEN@github.com/example/sub.git?ref=v1.0.0\"\n}\n"})
+	f.in.AddGitRepo(t, "example/sub", "v1.0.0", map[string]string{"main.tf": "# sub\n"})
+	manifest := "module \"site.example/net/vpc/aws\" {\n  source   = \"git::https://deploy:SECRET-TOKEN@github.com/example/net.git\"\n  versions = [\"1.0.0\"]\n}\n"
+	out, bundle, _, err := f.export(t, manifest)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	mustRun(t, f.work, nil, airgapBin, "import", "--store", store, "--keyring", "k/site.pub.asc", bundle)
+	for what, text := range map[string]string{
+		"export":    out,
+		"verify":    mustRun(t, f.work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", bundle),
+		"inventory": mustRun(t, f.work, nil, airgapBin, "inventory", "--store", store, "--json"),
+	} {
+		if strings.Contains(text, "TOKEN") {
+			t.Errorf("%s shows a credential of a module source:\n%s", what, text)
+		}
+		if !strings.Contains(text, "github.com/example/net.git") {
+			t.Errorf("%s does not show the module's source:\n%s", what, text)
+		}
+	}
+}

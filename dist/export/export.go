@@ -761,11 +761,12 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 			if err != nil {
 				return nil, nil, err
 			}
-			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
-			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
+			shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
+			e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
+			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
 			if e.opt.DryRun {
 				if e.req.NoDeps {
-					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: shown})
 					continue
 				}
 				// The plan must list what the module needs, so a dry run
@@ -851,7 +852,7 @@ func siteHint(s *SiteModule, ver string) string {
 	if ref := s.Refs[ver]; ref != "" {
 		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
 	}
-	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, s.Locations[ver])
+	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, dist.RedactSource(s.Locations[ver]))
 }
 
 func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
@@ -903,13 +904,14 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
 	}
-	e.opt.Log("fetched %s from %s (%s)", what, loc, human(n))
+	shown := dist.RedactSource(loc) // credentials in a source are not recorded (verify, inventory and the catalog page show it)
+	e.opt.Log("fetched %s from %s (%s)", what, shown, human(n))
 	root = res.Root
 	if res.Subdir != "" {
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
 	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and

@@ -233,7 +233,7 @@ func gitFetch(ctx context.Context, src *Source, dir string, limit int64) (string
 	g := &gitRunner{ctx: ctx, env: gitEnv(), watch: watch, names: portable.NewSet()}
 	commit, err := g.fetch(src.URL, src.Ref, dir, "", 0)
 	if err != nil {
-		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
+		return "", fmt.Errorf("fetching %s: %w", dist.RedactSource(src.Raw), err)
 	}
 	// Drop every .git (the repository's and submodules').
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
