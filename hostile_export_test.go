@@ -338,3 +338,25 @@ func TestHostileExportSourceCredentialsNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// Finding (low): a killed export left its unchecked downloads in the
+// cache's tmp/ for good (a network mirror's package with an h1: hash only
+// is downloaded there whole, up to --max-package-size, before it can be
+// checked); nothing removed them. The next export removes those untouched
+// for an hour.
+func TestHostileExportRemovesAbandonedTmp(t *testing.T) {
+	f := newExportFixture(t)
+	f.in.AddModule("registry.terraform.io", "example", "tiny", "aws", "1.0.0", f.in.AddArchive(t, "tiny.tar.gz", map[string]string{"main.tf": "# tiny\n"}))
+	cache := t.TempDir()
+	stale := filepath.Join(cache, "tmp", "0123456789abcdef")
+	os.MkdirAll(filepath.Dir(stale), 0o755)
+	os.WriteFile(stale, make([]byte, 1<<20), 0o644)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(stale, old, old)
+	if out, _, _, err := f.export(t, "module \"example/tiny/aws\" {}\n", "--cache", cache); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an abandoned download in the cache's tmp/ is still there (%v)", err)
+	}
+}
