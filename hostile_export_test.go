@@ -360,3 +360,35 @@ func TestHostileExportRemovesAbandonedTmp(t *testing.T) {
 		t.Errorf("an abandoned download in the cache's tmp/ is still there (%v)", err)
 	}
 }
+
+// Finding (low): the download cache was trusted by name. Downloads are
+// admitted without fsync, so a crash or power loss can leave an entry
+// empty or cut short under its digest; every later export then took it
+// as it was and failed — the provider's zip unreadable, the module's zip
+// cut off — the same way each time, with nothing saying the cache was at
+// fault. A cached package is now checked against its digest before use
+// (and fetched again if it does not match), and a module archive, zip or
+// document made afresh replaces the cache's copy.
+func TestHostileExportDamagedCache(t *testing.T) {
+	f := newExportFixture(t)
+	f.in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", []string{"linux_amd64"}, 4096)
+	f.in.AddModule("registry.terraform.io", "example", "tiny", "aws", "1.0.0", f.in.AddArchive(t, "tiny.tar.gz", map[string]string{"main.tf": "# tiny\n"}))
+	manifest := "provider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\nmodule \"example/tiny/aws\" {}\n"
+	cache := t.TempDir()
+	if out, _, _, err := f.export(t, manifest, "--cache", cache); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(cache, "blobs", "sha256", "*"))
+	if len(blobs) < 4 {
+		t.Fatalf("the cache holds %d blobs", len(blobs))
+	}
+	for _, b := range blobs { // what a crash before the data reached the disk leaves
+		os.Chmod(b, 0o644)
+		os.Truncate(b, 0)
+	}
+	out, bundle, _, err := f.export(t, manifest, "--cache", cache)
+	if err != nil {
+		t.Fatalf("an export over a damaged cache failed: %v\n%s", err, out)
+	}
+	mustRun(t, f.work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", bundle)
+}

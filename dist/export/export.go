@@ -272,23 +272,36 @@ func (e *exporter) admit(tmp string, d verify.Digest) (string, error) {
 	return dst, nil
 }
 
-// cached returns the cached file for d if it is there with the right size
-// (the cache admits only verified files).
+// cached returns the cached file for d if it is there and its bytes still
+// hash to d. The cache admits only verified files, but without fsync (a
+// download's bytes reach the disk when the kernel writes them), so a crash
+// can leave an entry empty or cut short under its name; such an entry is
+// removed, and the caller fetches it again. Checking costs a read of the
+// file, as much as the h1: hash of a package that follows.
 func (e *exporter) cached(d verify.Digest) (string, int64, bool) {
 	p := e.cachePath(d)
-	fi, err := os.Stat(p)
-	if err != nil || !fi.Mode().IsRegular() {
+	f, err := os.Open(p)
+	if err != nil {
 		return "", 0, false
 	}
-	return p, fi.Size(), true
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return "", 0, false
+	}
+	got, n, err := verify.CopyDigest(io.Discard, f)
+	f.Close()
+	if err != nil || got != d {
+		os.Remove(p)
+		return "", 0, false
+	}
+	return p, n, true
 }
 
-// storeBytes puts small verified content into the cache.
+// storeBytes puts small verified content into the cache (over a damaged
+// copy there: see cached).
 func (e *exporter) storeBytes(b []byte) (verify.Digest, string, error) {
 	d := verify.DigestBytes(b)
-	if p, _, ok := e.cached(d); ok {
-		return d, p, nil
-	}
 	tmp := e.tmpPath()
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return "", "", err
@@ -893,11 +906,11 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", work, err
 	}
-	p := e.cachePath(d)
-	if _, _, ok := e.cached(d); !ok {
-		if p, err = e.admit(res.Archive, d); err != nil {
-			return nil, "", work, err
-		}
+	// The fresh archive replaces whatever the cache holds under d (see
+	// cached): checking the old copy would cost as much as this rename.
+	p, err := e.admit(res.Archive, d)
+	if err != nil {
+		return nil, "", work, err
 	}
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
 	zd, zn, err := e.moduleZip(p)
