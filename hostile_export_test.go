@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -391,4 +392,28 @@ func TestHostileExportDamagedCache(t *testing.T) {
 		t.Fatalf("an export over a damaged cache failed: %v\n%s", err, out)
 	}
 	mustRun(t, f.work, nil, airgapBin, "verify", "--keyring", "k/site.pub.asc", bundle)
+}
+
+// Finding (low): a project's main.tf, terraform.tfvars or lock file that
+// is a named pipe (mkfifo needs no privilege; a project unpacked from a
+// contributor's tarball can hold one) made 'export --from' wait for a
+// writer for ever. It is refused at once as not a regular file.
+func TestHostileExportNamedPipeInProject(t *testing.T) {
+	f := newExportFixture(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = { source = \"hashicorp/random\" }\n  }\n}\n"), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(dir, ".terraform.lock.hcl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, airgapBin, "export", "--from", dir, "--sign-key", "k/site.key.asc", "--out", filepath.Join(t.TempDir(), "b.bundle"), "--cache", t.TempDir())
+	cmd.Dir, cmd.Env = f.work, append(baseEnv(), f.env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("export --from waited on a named pipe for 30 s")
+	}
+	if err == nil || !strings.Contains(string(out), "not a regular file: it is a named pipe") {
+		t.Errorf("export did not refuse the named pipe (err %v):\n%s", err, out)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -161,4 +162,45 @@ func TestHostileForExpressionBombs(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+}
+
+// A project's files can be named pipes (mkfifo needs no privilege): reading
+// main.tf, terraform.tfvars or the lock file used to wait for a writer for
+// ever. They are refused as not regular files, at once; and the lock file
+// is read within the project, like the configuration.
+func TestHostileNamedPipes(t *testing.T) {
+	for _, name := range []string{"other.tf", "terraform.tfvars", ".terraform.lock.hcl"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, map[string]string{"main.tf": "variable \"v\" {\n  const = true\n  default = \"./m\"\n}\nmodule \"m\" {\n  source = var.v\n}\n", "m/main.tf": "# m\n"})
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := LoadProject(dir, Inputs{})
+				if err == nil {
+					_, err = LoadLockFile(filepath.Join(dir, ".terraform.lock.hcl"))
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "not a regular file: it is a named pipe") || !strings.Contains(err.Error(), name) {
+					t.Errorf("error %v, want %v naming %s", err, ErrNotRegular, name)
+				}
+			case <-time.After(5 * time.Second):
+				os.WriteFile(filepath.Join(dir, name), nil, 0o644) // let the reader go
+				t.Fatal("reading the project waits on a named pipe")
+			}
+		})
+	}
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"main.tf": "# m\n"})
+	outside := filepath.Join(t.TempDir(), "lock.hcl")
+	write(t, filepath.Dir(outside), map[string]string{"lock.hcl": "provider \"registry.terraform.io/hashicorp/x\" {\n  version = \"1.0.0\"\n}\n"})
+	os.Symlink(outside, filepath.Join(dir, ".terraform.lock.hcl"))
+	if _, err := LoadLockFile(filepath.Join(dir, ".terraform.lock.hcl")); err == nil {
+		t.Errorf("a lock file linked from outside the project was read")
+	}
 }

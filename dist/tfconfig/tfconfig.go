@@ -179,7 +179,10 @@ func (t *tree) fail(rel string, err error) error {
 
 // readFile reads rel (at most MaxFileSize bytes, within the tree's budget).
 func (t *tree) readFile(rel string) ([]byte, error) {
-	f, err := t.root.Open(rel)
+	f, err := openRegular(t.root, rel)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("%s: %w", t.path(rel), err)
+	}
 	if err != nil {
 		return nil, t.fail(rel, err)
 	}
@@ -675,14 +678,49 @@ type LockedProvider struct {
 	Hashes      []string
 }
 
+// openRegular opens rel in root if it is a regular file (a symlink within
+// root to one included): opening a named pipe would wait for a writer for
+// ever, and a project or module can hold one (mkfifo needs no privilege).
+func openRegular(root *os.Root, rel string) (*os.File, error) {
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		what := "a special file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case t&fs.ModeDevice != 0:
+			what = "a device"
+		case t&fs.ModeSocket != 0:
+			what = "a socket"
+		case t&fs.ModeDir != 0:
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("%w: it is %s", ErrNotRegular, what)
+	}
+	return root.Open(rel)
+}
+
 // LoadLockFile reads .terraform.lock.hcl; a missing file gives nil, nil.
+// It is read within its directory, like the configuration: a symlink out
+// of it, or anything but a regular file, is an error.
 func LoadLockFile(path string) (map[string]LockedProvider, error) {
-	f, err := os.Open(path)
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	defer root.Close()
+	f, err := openRegular(root, filepath.Base(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dist.Printable(path), err)
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
