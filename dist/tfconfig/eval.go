@@ -531,12 +531,18 @@ type rawValue struct {
 	text  string
 	isStr bool
 	from  string // where it was given, for messages
+	// refused: why a variables file's value was not evaluated (a for
+	// expression: see dist.LiteralValue).
+	refused error
 }
 
 // value is the cty value of r for variable name: text is taken literally
 // for primitive types and parsed as an HCL literal for the others, as
 // Terraform does (VariableParsingMode).
 func (r rawValue) value(name string, hclMode bool) (cty.Value, error) {
+	if r.refused != nil {
+		return cty.NilVal, r.refused
+	}
 	if !r.isStr {
 		return r.val, nil
 	}

@@ -156,6 +156,17 @@ func TestHostileForExpressionBombs(t *testing.T) {
 			t.Errorf("a for expression read as a literal: %+v", m)
 		}
 	})
+	t.Run("tfvars, a variable no source uses", func(t *testing.T) {
+		// Terraform reads such a value (it evaluates a for expression over
+		// literals); airgap refuses it only where it needs it.
+		dir := t.TempDir()
+		write(t, dir, map[string]string{"main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = \"x/${var.v}/aws\"\n}\n",
+			"terraform.tfvars": "v = \"net\"\nother = " + bomb + "\n"})
+		cfg, err := LoadProject(dir, Inputs{})
+		if err != nil || cfg.Modules[0].Source != "x/net/aws" {
+			t.Errorf("%v %+v", err, cfg)
+		}
+	})
 	t.Run("lock file", func(t *testing.T) {
 		_, err := ParseLockFile([]byte("provider \"registry.terraform.io/hashicorp/x\" {\n  version = \"1.0.0\"\n  hashes = "+bomb+"\n}\n"), ".terraform.lock.hcl")
 		if err == nil || !strings.Contains(err.Error(), "for expression not evaluated") {
