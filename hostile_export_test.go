@@ -91,13 +91,24 @@ func forBomb(n int) string {
 	return e
 }
 
+// forTemplateBomb is forBomb as a string template: %{for} directives.
+func forTemplateBomb(n int) string {
+	e := "xxxxxxxx"
+	for i := 0; i < n; i++ {
+		e = "%{for x in [" + strings.Repeat("0,", 19) + "0]}" + e + "%{endfor}"
+	}
+	return e
+}
+
 // Finding (medium): a for expression over literals in a value airgap reads
 // as a literal — here a downloaded registry module's required_providers,
 // a project variable's default and its terraform.tfvars — was evaluated
 // element by element: 20^5 elements took export 16 s and 530 MiB, 20^6
 // would take gigabytes, from a few hundred bytes a module author or a
-// project's contributor writes. Now it is refused at its position before
-// anything is evaluated.
+// project's contributor writes. So was a %{for} directive in a string of a
+// .tf.json value, which HCL evaluates as a template (20^5: 25 MB in 2.6 s;
+// 20^7: 10 GB). Now each is refused at its position before anything is
+// evaluated.
 func TestHostileExportForExpressionBomb(t *testing.T) {
 	f := newExportFixture(t)
 	bomb := forBomb(5)
@@ -115,11 +126,13 @@ func TestHostileExportForExpressionBomb(t *testing.T) {
 		"variable default": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n  default = " + bomb + "\n}\nmodule \"m\" {\n  source = var.v\n}\n"}), "main.tf:3:"},
 		"tfvars": {project(map[string]string{"main.tf": "variable \"v\" {\n  const = true\n}\nmodule \"m\" {\n  source = var.v\n}\n",
 			"terraform.tfvars": "v = " + bomb + "\n"}), "terraform.tfvars:1:"},
+		"tf.json template": {project(map[string]string{"main.tf.json": `{"locals": {"x": ["` + forTemplateBomb(5) + `"]}, "module": {"m": {"source": "./m${local.x[0]}"}}}`}),
+			"for expressions and splats are not evaluated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, _, rss, err := f.export(t, tc.manifest)
 			t.Logf("peak %d MiB: %s", rss>>10, out)
-			if err == nil || !strings.Contains(out, "for expression not evaluated") || !strings.Contains(out, tc.want) {
+			if err == nil || !strings.Contains(out, "for expression") || !strings.Contains(out, tc.want) {
 				t.Errorf("export did not refuse the for expression at %s (err %v)", tc.want, err)
 			}
 			if rss > 256<<10 {

@@ -392,3 +392,24 @@ func TestConstEvalTime(t *testing.T) {
 		t.Errorf("evaluation took %v with a limit of 1 s", d)
 	}
 }
+
+// In .tf.json every string of a value is a template when HCL evaluates it
+// with a context, so a list holding "%{for a in [...]}%{for b in [...]}…"
+// was built whole (20^5 × 8 bytes: 25 MB and 2.6 s before the size limit
+// refused it; 20^7: 10 GB). The for directive is now refused first.
+func TestConstEvalJSONForTemplate(t *testing.T) {
+	l := "[" + strings.Repeat("0,", 19) + "0]"
+	tpl := "xxxxxxxx"
+	for i := 0; i < 5; i++ {
+		tpl = "%{for a in " + l + "}" + tpl + "%{endfor}"
+	}
+	src := `{"locals": {"x": [{"k": ["` + tpl + `"]}]}, "module": {"m": {"source": "./m${local.x[0].k[0]}"}}}`
+	start := time.Now()
+	_, err := loadProject(t, map[string]string{"main.tf.json": src}, Inputs{})
+	if !errors.Is(err, ErrNotConst) || !strings.Contains(err.Error(), "for expressions and splats are not evaluated") {
+		t.Errorf("error %v, want the for directive refused", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %v", d)
+	}
+}

@@ -438,21 +438,68 @@ func (c *Config) merge(o *Config) {
 // for, as HCL's JSON syntax (and Terraform ≥ 1.15, and OpenTofu) read a
 // string where an expression is expected, so that const evaluation checks
 // and evaluates it like native syntax. Other JSON values stay as they are
-// (evaluated only when they refer to nothing).
+// (evaluated only when they refer to nothing) — unless a string in them
+// holds a %{for} directive: HCL evaluates every string of a JSON value as
+// a template, and nested %{for}s over literal lists build strings of
+// gigabytes from a few hundred bytes, so that string's template stands for
+// the value, and const evaluation refuses its for expression.
 func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 	r := e.Range()
 	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
 		return e
 	}
-	var str string
-	if json.Unmarshal(src[r.Start.Byte:r.End.Byte], &str) != nil {
+	pos := hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1}
+	var v any
+	if json.Unmarshal(src[r.Start.Byte:r.End.Byte], &v) != nil {
 		return e
 	}
-	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1})
+	str, ok := v.(string)
+	if !ok {
+		if t := forTemplate(v, r.Filename, pos); t != nil {
+			return t
+		}
+		return e
+	}
+	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, pos)
 	if diags.HasErrors() {
 		return e // evaluating it reports the error
 	}
 	return t
+}
+
+// forTemplate is the template of the first string in v (a decoded JSON
+// value: its keys and its strings) that holds a for directive, or nil.
+func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
+	check := func(s string) hcl.Expression {
+		if !strings.Contains(s, "%{") {
+			return nil
+		}
+		t, diags := hclsyntax.ParseTemplate([]byte(s), filename, pos)
+		if !diags.HasErrors() && dist.NoForExpr(t).HasErrors() {
+			return t
+		}
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		return check(x)
+	case []any:
+		for _, e := range x {
+			if t := forTemplate(e, filename, pos); t != nil {
+				return t
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if t := check(k); t != nil {
+				return t
+			}
+			if t := forTemplate(e, filename, pos); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 // exprText is an expression as written, for messages: whitespace runs
