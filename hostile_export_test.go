@@ -6,7 +6,6 @@ package main
 // credentials helpers, const evaluation) and their regression tests.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,25 +22,6 @@ import (
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/verify"
 )
-
-// runMeasured runs airgap in dir and returns its output and the peak
-// resident memory, in KiB, of it and every process it waited for (git).
-func runMeasured(t *testing.T, dir string, env []string, args ...string) (string, int64, error) {
-	t.Helper()
-	cmd := exec.Command(airgapBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(baseEnv(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var rss int64
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss
-		}
-	}
-	return out.String(), rss, err
-}
 
 // exportFixture is a stand-in internet, a site key and the environment of
 // an export through it.
@@ -75,7 +55,7 @@ func (f *exportFixture) export(t *testing.T, manifest string, extra ...string) (
 		os.WriteFile(p, []byte(manifest), 0o644)
 		args = append(args, "--manifest", p)
 	}
-	text, rss, err := runMeasured(t, f.work, f.env, append(args, extra...)...)
+	text, rss, err := cmdRunMeasured(t, f.work, f.env, airgapBin, append(args, extra...)...)
 	if _, serr := os.Stat(out); err != nil && serr == nil {
 		t.Errorf("a failed export left %s behind", out)
 	}

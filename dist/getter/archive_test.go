@@ -154,26 +154,7 @@ func TestExtractKeepsLinksToFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b bytes.Buffer
-			if err := Normalize(context.Background(), root, &b); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]string{}
-			tr := tar.NewReader(mustGunzip(t, b.Bytes()))
-			for {
-				h, err := tr.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
-					t.Errorf("normalized archive has %q of type %q", h.Name, h.Typeflag)
-				}
-				c, _ := io.ReadAll(tr)
-				got[h.Name] = string(c)
-			}
+			got, _ := normalized(t, root)
 			for _, n := range []string{"modules/net/versions.tf", "examples/v.tf", "versions.tf"} {
 				if got[n] != "terraform {}\n" {
 					t.Errorf("%s: %q", n, got[n])
@@ -213,6 +194,34 @@ func TestNormalizeRefusesLinksOutOfTheTree(t *testing.T) {
 				t.Fatal("the archive holds the secret")
 			}
 		})
+	}
+}
+
+// normalized is Normalize of dir: each entry's content by name, and the
+// names in order; an entry that is not a directory or regular file fails t.
+func normalized(t *testing.T, dir string) (map[string]string, []string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Normalize(context.Background(), dir, &b); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	var names []string
+	tr := tar.NewReader(mustGunzip(t, b.Bytes()))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return got, names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
+			t.Errorf("normalized archive has %q of type %q", h.Name, h.Typeflag)
+		}
+		c, _ := io.ReadAll(tr)
+		got[h.Name] = string(c)
+		names = append(names, h.Name)
 	}
 }
 
@@ -268,23 +277,7 @@ func TestNormalizeDropsGitDirectoriesInAnyCase(t *testing.T) {
 		os.WriteFile(p, []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"), 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("# ok\n"), 0o644)
-	var b bytes.Buffer
-	if err := Normalize(context.Background(), dir, &b); err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(mustGunzip(t, b.Bytes()))
-	var names []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-	}
-	if strings.Join(names, " ") != "main.tf sub/ x/ y/" {
+	if _, names := normalized(t, dir); strings.Join(names, " ") != "main.tf sub/ x/ y/" {
 		t.Errorf("normalized archive holds %q", names)
 	}
 }
