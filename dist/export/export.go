@@ -255,10 +255,13 @@ func (e *exporter) cachePath(d verify.Digest) string {
 	return filepath.Join(e.opt.CacheDir, "blobs", "sha256", d.Hex())
 }
 
-func (e *exporter) tmpPath() string {
+func (e *exporter) tmpPath() string { return tmpPath(e.opt.CacheDir) }
+
+// tmpPath is a new name in the cache's tmp/ (16 hex digits: see isTmpName).
+func tmpPath(cacheDir string) string {
 	var b [8]byte
 	rand.Read(b[:])
-	return filepath.Join(e.opt.CacheDir, "tmp", hex.EncodeToString(b[:]))
+	return filepath.Join(cacheDir, "tmp", hex.EncodeToString(b[:]))
 }
 
 // admit moves a verified temp file into the cache under its digest.
