@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/verify"
@@ -127,7 +128,7 @@ func TestHostileExportForExpressionBomb(t *testing.T) {
 // before airgap's tree check can see the blob, and allocated all of it: 2
 // GiB of resident memory for the one object, and a larger one, or several
 // resolved at once, exhausts the exporting machine. git now runs with
-// GIT_ALLOC_LIMIT (512 MiB) and resolves deltas on one thread; the export
+// GIT_ALLOC_LIMIT (513 MiB) and resolves deltas on one thread; the export
 // fails at once, naming the limit.
 func TestHostileExportGitDeltaBomb(t *testing.T) {
 	f := newExportFixture(t)
@@ -140,7 +141,7 @@ func TestHostileExportGitDeltaBomb(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out, _, rss, err := f.export(t, manifest)
 			t.Logf("peak %d MiB: %s", rss>>10, out)
-			if err == nil || !strings.Contains(out, "takes more than 536870912 bytes to unpack") {
+			if err == nil || !strings.Contains(out, fmt.Sprintf("takes more than %d bytes to unpack", getter.MaxGitAllocation)) {
 				t.Errorf("export did not stop git at the allocation limit (err %v)", err)
 			}
 			if rss > 256<<10 {

@@ -47,10 +47,10 @@ const (
 	// all the exporting machine's memory. With index-pack on one thread
 	// (pack.threads=1), a git process holds at most a delta's base and its
 	// result, each within this bound, plus its delta base cache (96 MiB):
-	// about 1.1 GiB at worst. Objects above core.bigFileThreshold (512 MiB)
-	// that are not deltas are streamed and need no such allocation, and no
-	// blob a tree check lets through (MaxArchiveBytes in all) is larger.
-	MaxGitAllocation = 512 << 20
+	// about 1.1 GiB at worst. git holds an object whole only up to
+	// core.bigFileThreshold (512 MiB; larger ones that are not deltas are
+	// streamed), plus one byte; the bound is that and a MiB more.
+	MaxGitAllocation = 513 << 20
 )
 
 // gitRepoLimit is the default of Options.MaxGitSize; tests lower it.

@@ -730,7 +730,7 @@ func TestHostileGitDeltaBomb(t *testing.T) {
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
 	_, err = Fetch(context.Background(), src, t.TempDir(), nil)
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
-	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), "more than 536870912 bytes to unpack") {
+	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes to unpack", MaxGitAllocation)) {
 		t.Errorf("error %v, want %v saying an object is too large to unpack", err, ErrArchiveLimit)
 	}
 	// Maxrss of the children: the largest git process this test waited
