@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,13 +42,27 @@ func TestMain(m *testing.M) {
 // cmdRun runs a command with env added to a clean base environment.
 func cmdRun(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := cmdRunMeasured(t, dir, env, name, args...)
+	return out, err
+}
+
+// cmdRunMeasured is cmdRun that also returns the peak resident memory, in
+// KiB, of the program and every process it waited for (git, helpers).
+func cmdRunMeasured(t *testing.T, dir string, env []string, name string, args ...string) (string, int64, error) {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(baseEnv(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	return out.String(), err
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
+	}
+	return out.String(), rss, err
 }
 
 func mustRun(t *testing.T, dir string, env []string, name string, args ...string) string {

@@ -51,3 +51,19 @@ func FuzzPrintable(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactSource(t *testing.T) {
+	for in, want := range map[string]string{
+		"git::https://deploy:TOKEN@git.example/net.git//sub?ref=v1": "git::https://git.example/net.git//sub?ref=v1",
+		"https://TOKEN@archives.example/x.tar.gz":                   "https://archives.example/x.tar.gz",
+		"git::ssh://git:pw@git.example/net.git":                     "git::ssh://git@git.example/net.git",
+		"git::ssh://git@git.example/net.git":                        "git::ssh://git@git.example/net.git",
+		"git@github.com:a/b.git?ref=v1":                             "git@github.com:a/b.git?ref=v1",
+		"git::https://git.example/a%2Fb.git?ref=a%2Fb":              "git::https://git.example/a%2Fb.git?ref=a%2Fb",
+		"terraform-aws-modules/vpc/aws":                             "terraform-aws-modules/vpc/aws",
+	} {
+		if got := RedactSource(in); got != want {
+			t.Errorf("RedactSource(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -43,6 +43,10 @@
 // It does not write the bundle (package bundle does) and never lets an
 // unverified file into the cache: downloads land in the cache's partial/ or
 // tmp/ and are renamed under their digest only after every check passed.
+// Nor does it trust a cached file by its name alone: a package is hashed
+// again before use (a crash can leave an entry cut short: admission does
+// not fsync), and what export makes afresh (module archives and zips,
+// small documents) replaces the cache's copy.
 // Module sources are unpacked in tmp/module-<pid>-*, removed when done; a
 // run removes, when it starts, those of processes that no longer exist
 // (see tidyModuleWork), so a killed export's trees do not stay for good.

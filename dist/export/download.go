@@ -34,8 +34,8 @@ import (
 // killed export; the next export parks it for resuming.
 const abandonedAfter = time.Hour
 
-// fetchPackage returns the cached, verified file for d, downloading it from u
-// first if needed. Concurrent calls for one digest share one download (what
+// fetchPackage returns the cached file for d (its digest checked again:
+// see cached), downloading it from u first if needed. Concurrent calls for one digest share one download (what
 // names the package in the log line of the one that downloads it; against
 // names what d comes from, for a mismatch: "the signed SHA256SUMS").
 func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filename, what, against string) (string, int64, error) {

@@ -11,4 +11,8 @@ var (
 	ErrNoConfig = errors.New("no Terraform configuration")
 	// ErrEmpty: the request resolves to nothing (refused unless allowed).
 	ErrEmpty = errors.New("nothing to export")
+	// ErrDependencies: modules call more modules or providers, or deeper,
+	// than an export follows (MaxModuleDepth, MaxDependencyModules,
+	// MaxDependencyProviders).
+	ErrDependencies = errors.New("too many module dependencies")
 )

@@ -255,10 +255,13 @@ func (e *exporter) cachePath(d verify.Digest) string {
 	return filepath.Join(e.opt.CacheDir, "blobs", "sha256", d.Hex())
 }
 
-func (e *exporter) tmpPath() string {
+func (e *exporter) tmpPath() string { return tmpPath(e.opt.CacheDir) }
+
+// tmpPath is a new name in the cache's tmp/ (16 hex digits: see isTmpName).
+func tmpPath(cacheDir string) string {
 	var b [8]byte
 	rand.Read(b[:])
-	return filepath.Join(e.opt.CacheDir, "tmp", hex.EncodeToString(b[:]))
+	return filepath.Join(cacheDir, "tmp", hex.EncodeToString(b[:]))
 }
 
 // admit moves a verified temp file into the cache under its digest.
@@ -272,23 +275,36 @@ func (e *exporter) admit(tmp string, d verify.Digest) (string, error) {
 	return dst, nil
 }
 
-// cached returns the cached file for d if it is there with the right size
-// (the cache admits only verified files).
+// cached returns the cached file for d if it is there and its bytes still
+// hash to d. The cache admits only verified files, but without fsync (a
+// download's bytes reach the disk when the kernel writes them), so a crash
+// can leave an entry empty or cut short under its name; such an entry is
+// removed, and the caller fetches it again. Checking costs a read of the
+// file, as much as the h1: hash of a package that follows.
 func (e *exporter) cached(d verify.Digest) (string, int64, bool) {
 	p := e.cachePath(d)
-	fi, err := os.Stat(p)
-	if err != nil || !fi.Mode().IsRegular() {
+	f, err := os.Open(p)
+	if err != nil {
 		return "", 0, false
 	}
-	return p, fi.Size(), true
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return "", 0, false
+	}
+	got, n, err := verify.CopyDigest(io.Discard, f)
+	f.Close()
+	if err != nil || got != d {
+		os.Remove(p)
+		return "", 0, false
+	}
+	return p, n, true
 }
 
-// storeBytes puts small verified content into the cache.
+// storeBytes puts small verified content into the cache (over a damaged
+// copy there: see cached).
 func (e *exporter) storeBytes(b []byte) (verify.Digest, string, error) {
 	d := verify.DigestBytes(b)
-	if p, _, ok := e.cached(d); ok {
-		return d, p, nil
-	}
 	tmp := e.tmpPath()
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return "", "", err
@@ -693,8 +709,28 @@ func (e *exporter) siteSign(sums []byte) ([]byte, []dist.SigningKey, error) {
 	return b.Bytes(), []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: bundle.SiteKeySource}}, nil
 }
 
+// Bounds on what modules' own calls add to an export. The requests of the
+// manifest or project are the user's; what their modules call is the
+// registries' and module authors' (a hostile registry can answer every
+// module with one that calls two more it makes up), so it is bounded:
+// Terraform installs a chain of registry modules only as deep as its
+// .terraform/modules/a.b.c… names fit in a file name, and real projects
+// reach a few dozen modules and providers through their modules.
+const (
+	// MaxModuleDepth: registry modules calling registry modules, from a
+	// requested one.
+	MaxModuleDepth = 32
+	// MaxDependencyModules: module versions an export fetches because
+	// modules call them.
+	MaxDependencyModules = 2000
+	// MaxDependencyProviders: providers an export adds because modules
+	// require them.
+	MaxDependencyProviders = 1000
+)
+
 // modules resolves and fetches every requested module and, unless NoDeps,
-// the registry modules and providers they call.
+// the registry modules and providers they call (within MaxModuleDepth,
+// MaxDependencyModules and MaxDependencyProviders).
 func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []ProviderReq, error) {
 	queue := append([]ModuleReq{}, e.req.Modules...)
 	var out []dist.ModuleVersion
@@ -716,11 +752,15 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 	// time: unpacking and parsing a module is CPU work), and their results
 	// taken in order, so the outcome does not depend on which finished
 	// first.
+	deps := 0
 	for len(queue) > 0 {
 		level := queue
 		queue = nil
 		var jobs []moduleJob
 		for _, r := range level {
+			if r.depth > MaxModuleDepth {
+				return nil, nil, fmt.Errorf("module %s (%s): %w: modules calling modules more than %d deep\nhint: no real module tree is this deep (Terraform could not install it); the registry or a module author is making calls up; nothing was written", r.Addr, r.Why, ErrDependencies, MaxModuleDepth)
+			}
 			if r.Site == nil {
 				// A module calling the site's own module by its address gets
 				// it from the block that publishes it.
@@ -736,14 +776,20 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 					continue
 				}
 				seenMod[key] = true
+				if r.depth > 0 {
+					if deps++; deps > MaxDependencyModules {
+						return nil, nil, fmt.Errorf("module %s %s (%s): %w: modules call more than %d module versions\nhint: name the modules you need in a manifest and export with --no-deps, or find which module calls so many; nothing was written", r.Addr, ver, r.Why, ErrDependencies, MaxDependencyModules)
+					}
+				}
 				loc, err := e.moduleLocation(ctx, r, ver)
 				if err != nil {
 					return nil, nil, err
 				}
-				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, loc))
-				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: loc, Why: r.Why})
+				shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
+				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
+				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
 				if e.opt.DryRun && e.req.NoDeps {
-					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: loc})
+					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: shown})
 					continue
 				}
 				jobs = append(jobs, moduleJob{r: r, ver: ver, loc: loc})
@@ -762,11 +808,16 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				e.warn(w)
 			}
 			out = append(out, *j.mv)
-			queue = append(queue, j.deps...)
+			for _, d := range j.deps {
+				d.depth = j.r.depth + 1
+				queue = append(queue, d)
+			}
 			for _, p := range j.provs {
 				if !seenProv[p.Addr.String()] {
 					seenProv[p.Addr.String()] = true
-					provs = append(provs, p)
+					if provs = append(provs, p); len(provs) > MaxDependencyProviders {
+						return nil, nil, fmt.Errorf("provider %s (%s): %w: modules require more than %d providers\nhint: name the providers you need in a manifest and export with --no-deps, or find which module requires so many; nothing was written", p.Addr, p.Why, ErrDependencies, MaxDependencyProviders)
+					}
 				}
 			}
 		}
@@ -866,7 +917,7 @@ func siteHint(s *SiteModule, ver string) string {
 	if ref := s.Refs[ver]; ref != "" {
 		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
 	}
-	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, s.Locations[ver])
+	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, dist.RedactSource(s.Locations[ver]))
 }
 
 func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
@@ -907,24 +958,25 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if err != nil {
 		return nil, "", work, err
 	}
-	p := e.cachePath(d)
-	if _, _, ok := e.cached(d); !ok {
-		if p, err = e.admit(res.Archive, d); err != nil {
-			return nil, "", work, err
-		}
+	// The fresh archive replaces whatever the cache holds under d (see
+	// cached): checking the old copy would cost as much as this rename.
+	p, err := e.admit(res.Archive, d)
+	if err != nil {
+		return nil, "", work, err
 	}
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
 	zd, zn, err := e.moduleZip(p)
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
 	}
-	e.opt.Log("fetched %s from %s (%s)", what, loc, human(n))
+	shown := dist.RedactSource(loc) // credentials in a source are not recorded (verify, inventory and the catalog page show it)
+	e.opt.Log("fetched %s from %s (%s)", what, shown, human(n))
 	root = res.Root
 	if res.Subdir != "" {
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
 	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: loc, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and

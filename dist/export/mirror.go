@@ -327,12 +327,8 @@ func (e *exporter) fetchUnchecked(ctx context.Context, u string) (string, verify
 }
 
 // admitDownload moves a checked download into the cache under its digest
-// (or drops it for the copy the cache has).
+// (over whatever the cache holds there).
 func (e *exporter) admitDownload(tmp string, d verify.Digest, n int64, what string) (string, error) {
-	if p, _, ok := e.cached(d); ok {
-		os.Remove(tmp)
-		return p, nil
-	}
 	p, err := e.admit(tmp, d)
 	if err != nil {
 		return "", err

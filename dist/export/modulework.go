@@ -9,13 +9,27 @@ import (
 	"time"
 )
 
+// isTmpName reports whether name is one tmpPath makes: 16 hex digits.
+func isTmpName(name string) bool {
+	if len(name) != 16 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Module sources are fetched and unpacked in <cache>/tmp/module-<pid>-*,
 // removed when the module is done or fails. A killed export cannot remove
 // its own, so each run removes, when it starts, every module-<pid>-*
 // directory whose process no longer exists (another export sharing the
 // cache keeps its own while it runs), and any module-* directory untouched
 // for staleModuleWork (a PID reused by an unrelated process, or a name
-// without a PID from an older airgap).
+// without a PID from an older airgap). The files of tmpPath a killed
+// export left are removed once untouched for abandonedAfter.
 const staleModuleWork = 24 * time.Hour
 
 func moduleWorkDir(cacheDir string) (string, error) {
@@ -29,6 +43,17 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 		return
 	}
 	for _, ent := range ents {
+		if isTmpName(ent.Name()) && ent.Type().IsRegular() {
+			// A file of tmpPath: a download or document not yet checked
+			// and admitted (up to MaxPackageSize: a mirror's package with
+			// an h1: hash only), left by a killed export. A live export
+			// writes its own without pause (a download idle for minutes
+			// is cut off) and renames or removes it at once.
+			if fi, err := ent.Info(); err == nil && now.Sub(fi.ModTime()) > abandonedAfter {
+				os.Remove(filepath.Join(dir, ent.Name()))
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(ent.Name(), "module-")
 		if !ok {
 			rest, ok = strings.CutPrefix(ent.Name(), "gate-") // a gate's version command (gates.go)

@@ -34,8 +34,18 @@ func TestTidyModuleWork(t *testing.T) {
 	mk("module-4", 25*time.Hour) // an older airgap's name, a day old
 	mk("module-5", time.Hour)
 	mk("0123abcd", 48*time.Hour) // not a module tree
+	file := func(name string, age time.Duration) {
+		p := filepath.Join(cache, "tmp", name)
+		os.WriteFile(p, []byte("a download a killed export left"), 0o644)
+		old := time.Now().Add(-age)
+		os.Chtimes(p, old, old)
+	}
+	file("0123456789abcdef", 2*time.Hour) // tmpPath's, abandoned
+	file("fedcba9876543210", time.Minute) // tmpPath's, being written
+	file("0123456789abcdeX", 2*time.Hour) // not tmpPath's
 	tidyModuleWork(cache, time.Now())
-	for name, want := range map[string]bool{own: true, live: true, gone: false, "module-4": false, "module-5": true, "0123abcd": true} {
+	for name, want := range map[string]bool{own: true, live: true, gone: false, "module-4": false, "module-5": true, "0123abcd": true,
+		"0123456789abcdef": false, "fedcba9876543210": true, "0123456789abcdeX": true} {
 		_, err := os.Stat(filepath.Join(cache, "tmp", name))
 		if got := err == nil; got != want {
 			t.Errorf("%s: kept %v, want %v", name, got, want)

@@ -35,10 +35,8 @@ func (e *exporter) moduleZip(archive string) (verify.Digest, int64, error) {
 		return "", 0, err
 	}
 	d, n := dg.Digest(), dg.Size()
-	p, _, ok := e.cached(d)
-	if ok {
-		os.Remove(tmp)
-	} else if p, err = e.admit(tmp, d); err != nil {
+	p, err := e.admit(tmp, d) // over whatever the cache holds under d
+	if err != nil {
 		return "", 0, err
 	}
 	e.addBlob(d, n, dist.RoleModuleZip, p)

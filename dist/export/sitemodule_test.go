@@ -67,6 +67,7 @@ module "site.example/net/dns/aws" {
 		"s3":                  {"module \"s.example/a/b/c\" {\n  source = \"s3::https://b/x.zip\"\n  versions = [\"1.0.0\"]\n}", "cannot be fetched by airgap"},
 		"declared twice":      {"module \"s.example/a/b/c\" {\n  source = \"git::https://g.example/r.git\"\n  versions = [\"1.0.0\"]\n}\nmodule \"S.example/a/b/c\" {}", "a site module is declared once"},
 		"subdir in address":   {"module \"s.example/a/b/c//x\" {\n  source = \"git::https://g.example/r.git\"\n  versions = [\"1.0.0\"]\n}", "no //subdirectory in the address"},
+		"for expression":      {"module \"s.example/a/b/c\" {\n  source = \"git::https://g.example/r.git\"\n  versions = [for a in [1, 2] : [for b in [1, 2] : \"1.0.0\"]]\n}", "for expression not evaluated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := export.ParseSpec(writeSpec(t, c.body), nil)

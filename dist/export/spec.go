@@ -65,6 +65,9 @@ type ModuleReq struct {
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
 	Site *SiteModule
+	// depth: 0 for a request of the manifest or project, n for a module
+	// that a module n-1 deep calls.
+	depth int
 }
 
 type specFile struct {
@@ -191,6 +194,12 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	}
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	// Every value of a manifest is a literal (or, in a site module, a
+	// template of ${version}): none needs a for expression, which can
+	// stand for gigabytes (dist.LiteralValue).
+	if diags := dist.NoForExpr(f.Body); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
 	// Without a remain field gohcl decodes against the full schema: unknown

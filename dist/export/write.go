@@ -95,16 +95,26 @@ func (res *Result) addSBOM() error {
 		return err
 	}
 	d := verify.DigestBytes(b)
+	// Written afresh over whatever the cache holds under d (an entry a
+	// crash cut short: see exporter.cached), through a temporary file of
+	// this export's own (another export may write the same SBOM now).
 	path := filepath.Join(res.cacheDir, "blobs", "sha256", d.Hex())
-	if _, err := os.Stat(path); err != nil {
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o444); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
-			return err
-		}
+	tmp := tmpPath(res.cacheDir)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		os.Chmod(tmp, 0o444)
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
 	}
 	if m.SBOM != "" {
 		return errors.New("the manifest already has an SBOM")

@@ -478,7 +478,8 @@ func NormalizeToFile(ctx context.Context, root, dst string) error {
 // Normalize writes a gzip'd tar of the tree at dir: entries in lexical
 // order, mtime at the epoch, uid/gid 0, no owner names, directories 0755,
 // files 0644 or 0755, symlinks replaced by the file they lead to (which must
-// be inside dir), .git skipped. It reads only through an os.Root on dir,
+// be inside dir), .git skipped (and any name a case-insensitive file system
+// takes for it: portable.Equal). It reads only through an os.Root on dir,
 // applies MaxArchiveEntries, MaxArchiveBytes and MaxArchiveDepth, refuses
 // unprintable names, and stops when ctx is cancelled.
 func Normalize(ctx context.Context, dir string, w io.Writer) error {
@@ -507,7 +508,11 @@ func normalize(ctx context.Context, dir string, w io.Writer, lim limits) error {
 		if rel == "." {
 			return nil
 		}
-		if d.Name() == ".git" {
+		if portable.Equal(d.Name(), ".git") {
+			// Spelled in any case (".GIT", ".Git", ".gıt"): on macOS and
+			// Windows that is the .git of the engineer's checkout of the
+			// module, whose config (core.fsmonitor, core.pager, …) git runs
+			// on the first "git status" there.
 			if d.IsDir() {
 				return fs.SkipDir
 			}

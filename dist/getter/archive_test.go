@@ -154,26 +154,7 @@ func TestExtractKeepsLinksToFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b bytes.Buffer
-			if err := Normalize(context.Background(), root, &b); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]string{}
-			tr := tar.NewReader(mustGunzip(t, b.Bytes()))
-			for {
-				h, err := tr.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
-					t.Errorf("normalized archive has %q of type %q", h.Name, h.Typeflag)
-				}
-				c, _ := io.ReadAll(tr)
-				got[h.Name] = string(c)
-			}
+			got, _ := normalized(t, root)
 			for _, n := range []string{"modules/net/versions.tf", "examples/v.tf", "versions.tf"} {
 				if got[n] != "terraform {}\n" {
 					t.Errorf("%s: %q", n, got[n])
@@ -216,6 +197,34 @@ func TestNormalizeRefusesLinksOutOfTheTree(t *testing.T) {
 	}
 }
 
+// normalized is Normalize of dir: each entry's content by name, and the
+// names in order; an entry that is not a directory or regular file fails t.
+func normalized(t *testing.T, dir string) (map[string]string, []string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Normalize(context.Background(), dir, &b); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	var names []string
+	tr := tar.NewReader(mustGunzip(t, b.Bytes()))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return got, names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
+			t.Errorf("normalized archive has %q of type %q", h.Name, h.Typeflag)
+		}
+		c, _ := io.ReadAll(tr)
+		got[h.Name] = string(c)
+		names = append(names, h.Name)
+	}
+}
+
 func mustGunzip(t *testing.T, b []byte) io.Reader {
 	t.Helper()
 	r, err := gzipReader(b)
@@ -254,3 +263,21 @@ func FuzzExtract(f *testing.F) {
 }
 
 func gzipReader(b []byte) (io.Reader, error) { return gzip.NewReader(bytes.NewReader(b)) }
+
+// A module archive's .git, in any spelling a case-insensitive file system
+// takes for it (".GIT", ".Git", ".gıt" on NTFS), is left out of the
+// normalized archive as .git always was: on an engineer's Mac or Windows
+// machine it would be the git directory of the installed module, and
+// "git status" there runs its config's core.fsmonitor.
+func TestNormalizeDropsGitDirectoriesInAnyCase(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{".git/config", ".GIT/config", "sub/.Git/config", "x/.g\u0131t/config", "y/.GiT"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("# ok\n"), 0o644)
+	if _, names := normalized(t, dir); strings.Join(names, " ") != "main.tf sub/ x/ y/" {
+		t.Errorf("normalized archive holds %q", names)
+	}
+}

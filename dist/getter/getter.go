@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/airgap/airgap/dist"
 )
 
 // Source is a parsed module source address.
@@ -175,7 +177,7 @@ func FetchWith(ctx context.Context, src *Source, work string, opt Options) (*Res
 			return nil, err
 		}
 		if err := extract(ctx, arch, archiveKind(src.URL), root); err != nil {
-			return nil, fmt.Errorf("unpacking %s: %w", src.URL, hinted(err))
+			return nil, fmt.Errorf("unpacking %s: %w", dist.RedactSource(src.URL), hinted(err))
 		}
 	}
 	sub := src.Subdir
@@ -185,7 +187,7 @@ func FetchWith(ctx context.Context, src *Source, work string, opt Options) (*Res
 			return nil, err
 		}
 		if len(ents) != 1 || !ents[0].IsDir() {
-			return nil, fmt.Errorf("module source %q: //* needs exactly one top-level folder, found %d entries", src.Raw, len(ents))
+			return nil, fmt.Errorf("module source %q: //* needs exactly one top-level folder, found %d entries", dist.RedactSource(src.Raw), len(ents))
 		}
 		root = filepath.Join(root, ents[0].Name())
 		res.Root = root
@@ -193,12 +195,12 @@ func FetchWith(ctx context.Context, src *Source, work string, opt Options) (*Res
 	}
 	sub = strings.Trim(filepath.ToSlash(filepath.Clean("/"+sub)), "/")
 	if sub != "" && !isDirIn(root, sub) {
-		return nil, fmt.Errorf("module source %q: subdirectory %q does not exist in the module", src.Raw, sub)
+		return nil, fmt.Errorf("module source %q: subdirectory %q does not exist in the module", dist.RedactSource(src.Raw), sub)
 	}
 	res.Subdir = sub
 	res.Archive = filepath.Join(work, "module.tar.gz")
 	if err := NormalizeToFile(ctx, root, res.Archive); err != nil {
-		return nil, fmt.Errorf("archiving module source %q: %w", src.Raw, hinted(err))
+		return nil, fmt.Errorf("archiving module source %q: %w", dist.RedactSource(src.Raw), hinted(err))
 	}
 	return res, nil
 }

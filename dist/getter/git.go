@@ -37,6 +37,20 @@ const (
 	MaxGitRepository = MaxArchiveBytes
 	// MaxSubmoduleDepth: nesting of submodules.
 	MaxSubmoduleDepth = 4
+	// MaxGitAllocation bounds each memory allocation of every git process
+	// (GIT_ALLOC_LIMIT): git refuses, and exits, rather than allocate more.
+	// A delta in a pack states the size of the object it makes, and
+	// index-pack allocates that much to resolve it during the clone, long
+	// before any tree check can see the object: a pack of a few KB can
+	// describe a blob of many GiB (one copy instruction per 64 KiB of a
+	// base of zeros), and three such deltas resolved at once would take
+	// all the exporting machine's memory. With index-pack on one thread
+	// (pack.threads=1), a git process holds at most a delta's base and its
+	// result, each within this bound, plus its delta base cache (96 MiB):
+	// about 1.1 GiB at worst. git holds an object whole only up to
+	// core.bigFileThreshold (512 MiB; larger ones that are not deltas are
+	// streamed), plus one byte; the bound is that and a MiB more.
+	MaxGitAllocation = 513 << 20
 )
 
 // gitRepoLimit is the default of Options.MaxGitSize; tests lower it.
@@ -63,6 +77,7 @@ var gitConfig = []string{
 	"-c", "submodule.recurse=false", "-c", "http.lowSpeedLimit=1024", "-c", "http.lowSpeedTime=60",
 	"-c", "advice.detachedHead=false", "-c", "core.attributesFile=/dev/null", "-c", "core.autocrlf=false",
 	"-c", "core.eol=lf", "-c", "core.protectNTFS=true", "-c", "core.protectHFS=true",
+	"-c", "pack.threads=1", // index-pack resolves one delta at a time: see MaxGitAllocation
 }
 
 // keptGitEnv: the GIT_* variables of the user's environment passed to git
@@ -71,7 +86,8 @@ var gitConfig = []string{
 var keptGitEnv = map[string]bool{"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true, "GIT_SSH": true,
 	"GIT_SSH_COMMAND": true, "GIT_SSH_VARIANT": true, "GIT_CONFIG_GLOBAL": true}
 
-// gitEnv: the system configuration is not read (GIT_CONFIG_NOSYSTEM); the
+// gitEnv: airgap's own secrets are left out (dist.ChildEnv); the system
+// configuration is not read (GIT_CONFIG_NOSYSTEM); the
 // user's global one is, because credentials, CA files and url.insteadOf
 // rules for private git hosts live there, and it is not something a
 // registry can write. What matters for safety is forced above it:
@@ -80,7 +96,7 @@ var keptGitEnv = map[string]bool{"GIT_SSL_CAINFO": true, "GIT_SSL_CAPATH": true,
 // content the tree check cannot see).
 func gitEnv() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range dist.ChildEnv() {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "GIT_") && !keptGitEnv[k] {
 			continue
@@ -88,7 +104,8 @@ func gitEnv() []string {
 		env = append(env, kv)
 	}
 	return append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "GIT_CONFIG_NOSYSTEM=1", "GIT_ATTR_NOSYSTEM=1",
-		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1")
+		"GIT_ALLOW_PROTOCOL=https:ssh", "GIT_PROTOCOL_FROM_USER=0", "GIT_LFS_SKIP_SMUDGE=1",
+		"GIT_ALLOC_LIMIT="+strconv.Itoa(MaxGitAllocation))
 }
 
 // checkGitURL accepts https://, ssh:// and scp-like git@host:path: never a
@@ -171,6 +188,10 @@ func (g *gitRunner) runCtx(ctx context.Context, dir string, args ...string) (str
 		if cerr := g.ctx.Err(); cerr != nil {
 			return "", fmt.Errorf("git %s: %w", args[0], cerr)
 		}
+		if strings.Contains(out.String(), "over limit "+strconv.Itoa(MaxGitAllocation)) {
+			return "", fmt.Errorf("%w: git %s was stopped: an object of the repository takes more than %d bytes to unpack (a delta that describes a huge object in a few bytes, or a file far larger than any module's)",
+				ErrArchiveLimit, args[0], MaxGitAllocation)
+		}
 		return "", fmt.Errorf("git %s: %v: %s", args[0], err, dist.PrintableLines(strings.TrimSpace(out.String())))
 	}
 	return strings.TrimSpace(out.String()), nil
@@ -212,7 +233,7 @@ func gitFetch(ctx context.Context, src *Source, dir string, limit int64) (string
 	g := &gitRunner{ctx: ctx, env: gitEnv(), watch: watch, names: portable.NewSet()}
 	commit, err := g.fetch(src.URL, src.Ref, dir, "", 0)
 	if err != nil {
-		return "", fmt.Errorf("fetching %s: %w", src.Raw, err)
+		return "", fmt.Errorf("fetching %s: %w", dist.RedactSource(src.Raw), err)
 	}
 	// Drop every .git (the repository's and submodules').
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

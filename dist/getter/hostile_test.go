@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -708,6 +709,46 @@ func TestHostileGitAttributes(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(res.Root, name))
 		if err != nil || string(got) != want {
 			t.Errorf("%s: %d bytes written for a %d-byte blob (%q…)", name, len(got), len(want), got[:min(len(got), 16)])
+		}
+	}
+}
+
+// A repository of a few KB whose pack holds a delta describing a 2 GiB
+// blob: git resolves deltas while it clones, before any tree check, and
+// used to allocate the whole blob (2 GiB of resident memory for one
+// object; three at once, or a larger one, would exhaust the exporting
+// machine). GIT_ALLOC_LIMIT stops git at MaxGitAllocation, quickly, and
+// the fetch fails as too large.
+func TestHostileGitDeltaBomb(t *testing.T) {
+	in := gitHost(t)
+	u := in.AddDeltaBomb(t, "evil/bomb", 2<<30)
+	src, err := Parse("git::" + u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	_, err = Fetch(context.Background(), src, t.TempDir(), nil)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes to unpack", MaxGitAllocation)) {
+		t.Errorf("error %v, want %v saying an object is too large to unpack", err, ErrArchiveLimit)
+	}
+	// Maxrss of the children: the largest git process this test waited
+	// for (the stand-in's own git processes pack without resolving it).
+	if grew := after.Maxrss; grew > 256<<10 {
+		t.Errorf("a git process of the fetch reached %d MiB of resident memory", grew>>10)
+	}
+}
+
+// git gets the environment without airgap's own secrets (the signing
+// key's passphrase): it runs the user's git configuration (credential
+// helpers, ssh and its ProxyCommand) for repositories module authors name.
+func TestGitEnvHasNoSecrets(t *testing.T) {
+	t.Setenv("AIRGAP_PASSPHRASE", "s3cret")
+	t.Setenv("AIRGAP_REGISTRY_PASSWORD", "s3cret")
+	for _, kv := range gitEnv() {
+		if strings.Contains(kv, "s3cret") {
+			t.Errorf("git's environment holds %s", kv)
 		}
 	}
 }

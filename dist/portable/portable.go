@@ -32,10 +32,11 @@
 //
 // and a Set refuses a name that collides with one added before: the same
 // path under Unicode's canonical caseless matching (NFD of the full case
-// folding of NFD, Unicode §3.13), component by component. That catches
-// "Modules" against "modules" (every case-insensitive file system),
-// "café" in NFC against "café" in NFD (APFS and HFS+), "ß" against "ss" and
-// the Kelvin sign against "k". It is deliberately wider than any one file
+// folding of NFD, Unicode §3.13) after each rune's simple case mappings
+// (see Key), component by component. That catches "Modules" against
+// "modules" (every case-insensitive file system), "café" in NFC against
+// "café" in NFD (APFS and HFS+), "ß" against "ss", the Kelvin sign against
+// "k" and the dotless "ı" against "i" (NTFS's upcase table). It is deliberately wider than any one file
 // system (NTFS folds case by its own table and does not normalize): a
 // wider rule refuses names no real module has; a narrower one lets a
 // merge through on some engineer's machine.
@@ -54,6 +55,7 @@ import (
 	"hash/maphash"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
@@ -133,14 +135,23 @@ func deviceNumber(s string) bool {
 }
 
 // Key is the form under which two path components are the same name on
-// some file system: NFD(fold(NFD(c))), Unicode's canonical caseless
-// match. ASCII takes a shortcut with the same result.
+// some file system: NFD(fold(simple(NFD(c)))), Unicode's canonical
+// caseless match after each rune is mapped to the lower case of its
+// simple upper case. That first mapping is for NTFS, which compares names
+// by its upcase table (each rune's simple upper case), under which "ı"
+// (dotless i) is "I" and so "i", while Unicode's case folding keeps "ı"
+// apart; and it gives x/text's folding, which swaps rather than joins the
+// upper and lower case Cherokee letters ("Ꮜ" folds to "ꮜ" and "ꮜ" to "Ꮜ"),
+// one form to fold. ASCII takes a shortcut with the same result.
 func Key(c string) string {
 	if isASCII(c) {
 		return strings.ToLower(c)
 	}
-	return norm.NFD.String(cases.Fold().String(norm.NFD.String(c)))
+	return norm.NFD.String(cases.Fold().String(strings.Map(simpleCase, norm.NFD.String(c))))
 }
+
+// simpleCase is r's simple lower case of its simple upper case.
+func simpleCase(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
 
 // Equal reports whether a and b are the same path component on some file
 // system airgap's modules are installed on.

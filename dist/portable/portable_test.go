@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestCheck(t *testing.T) {
@@ -38,6 +39,9 @@ func TestSetCollisions(t *testing.T) {
 		{"stra\u00dfe.tf", "strasse.tf", []string{"case"}},
 		{"kelvin.tf", "\u212aelvin.tf", []string{"kelvin.tf"}},
 		{"a/B/c.tf", "a/b", []string{`"a/B"`, `"a/b"`}},
+		// NTFS upcases "ı" (dotless i) to "I": one directory on Windows.
+		{"modules/infra/main.tf", "modules/\u0131nfra/override.tf", []string{`"modules/infra"`, "\"modules/\u0131nfra\"", "case"}},
+		{"\u13cc.tf", "\uab9c.tf", []string{"case"}}, // Cherokee, which x/text's folding swaps
 	}
 	for _, tc := range cases {
 		s := NewSet()
@@ -66,6 +70,26 @@ func TestSetCollisions(t *testing.T) {
 	}
 	if err := s.Add(strings.Repeat("x", MaxComponent+1)); !errors.Is(err, ErrName) {
 		t.Errorf("an over-long component: %v", err)
+	}
+}
+
+// Every rune is the same name as its simple upper, lower and title case
+// (what NTFS's upcase table and every case-insensitive file system join),
+// except U+0130 (İ), whose NFD is "I" and a combining dot: no file
+// system takes that for "i".
+func TestKeyJoinsSimpleCases(t *testing.T) {
+	n := 0
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		for _, o := range []rune{unicode.ToUpper(r), unicode.ToLower(r), unicode.ToTitle(r)} {
+			if o != r && r != 0x130 && !Equal(string(r), string(o)) {
+				if n++; n < 10 {
+					t.Errorf("%U %q and %U %q are one name on a case-insensitive file system; Key: %q, %q", r, r, o, o, Key(string(r)), Key(string(o)))
+				}
+			}
+		}
+	}
+	if n > 0 {
+		t.Errorf("%d pairs in all", n)
 	}
 }
 

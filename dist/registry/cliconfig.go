@@ -276,6 +276,9 @@ func (cfg *CLIConfig) readFile(path string, src []byte) (*helperBlock, error) {
 	if diags.HasErrors() {
 		return nil, cliDiagErr(diags)
 	}
+	if diags := dist.NoForExpr(f.Body); diags.HasErrors() { // see dist.LiteralValue
+		return nil, cliDiagErr(diags)
+	}
 	content, _, diags := f.Body.PartialContent(cliSchema)
 	if diags.HasErrors() {
 		return nil, cliDiagErr(diags)

@@ -141,6 +141,7 @@ func TestCLIConfigMistakes(t *testing.T) {
 		"helper name":      {"credentials_helper \"../../bin/sh\" {}\n", "not a plain program name"},
 		"helper missing":   {"credentials_helper \"nope\" {}\n", "no executable terraform-credentials-nope"},
 		"token type":       {"credentials \"h.example\" {\n  token = 5\n}\n", "token must be a string"},
+		"for expression":   {"credentials_helper \"a\" {\n  args = [for a in [1, 2] : [for b in [1, 2] : \"x\"]]\n}\n", "bad.tfrc:2:10: for expression not evaluated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rc := filepath.Join(t.TempDir(), "bad.tfrc")

@@ -155,6 +155,7 @@ func (h *CredentialsHelper) run(ctx context.Context, host string) (string, error
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.Path, append(append([]string{}, h.Args...), "get", host)...)
 	killGroup(cmd)
+	cmd.Env = dist.ChildEnv() // the environment, without airgap's own secrets
 	cmd.WaitDelay = time.Second
 	stdout := &cappedBuffer{max: MaxHelperOutput, over: cancel}
 	stderr := &cappedBuffer{max: maxHelperStderr}

@@ -15,3 +15,7 @@ var ErrTooLarge = errors.New("configuration too large")
 // ErrNotConst: a module source or version that is not known when
 // 'terraform init' runs (LoadProject), or that airgap does not evaluate.
 var ErrNotConst = errors.New("not known at init")
+
+// ErrNotRegular: a configuration, variables or lock file that is not a
+// regular file (a named pipe, a device, a directory).
+var ErrNotRegular = errors.New("not a regular file")

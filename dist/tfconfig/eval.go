@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -31,7 +32,10 @@ import (
 // string; these bound what a hostile or broken configuration can make
 // airgap compute on the way there. Worst case for one LoadProject: every
 // value at most MaxValueBytes, all function results and evaluated values
-// together at most MaxEvalBytes, references nested at most MaxEvalDepth.
+// together at most MaxEvalBytes, references nested at most MaxEvalDepth,
+// and MaxEvalTime of evaluation plus the one function call under way
+// (about 2 s at worst: a regular expression of a few hundred states over
+// 64 KiB).
 const (
 	// MaxValueBytes: the size of any one value evaluated — a variable's, a
 	// local's, a function's arguments together or its result — counting
@@ -45,7 +49,17 @@ const (
 	// maxNumber: the largest magnitude of a number (literal, input or
 	// result); arithmetic is not evaluated at all, so nothing grows past it.
 	maxNumber = 1 << 53
+	// MaxEvalTime: the time one LoadProject may spend evaluating. The byte
+	// limits do not bound time: a function whose result is small can cost
+	// much (length(regexall("(?:[ab]*a){1000}c", local.s)) takes 0.6 s
+	// over 30 KB and returns one number), and a project can have as many
+	// locals calling it as its files hold. Real projects take
+	// milliseconds.
+	MaxEvalTime = 10 * time.Second
 )
+
+// evalTime is MaxEvalTime (tests shorten it).
+var evalTime = MaxEvalTime
 
 // evaluator is the state one LoadProject shares across module instances.
 type evaluator struct {
@@ -60,6 +74,21 @@ type evaluator struct {
 	noted  map[string]bool
 	funcs  map[string]funcEntry         // what checkSyntax allows: constFuncs
 	fns    map[string]function.Function // constFuncs bound to this evaluator's budget
+	// deadline ends evaluation (evalTime after the first expression).
+	deadline time.Time
+}
+
+// inTime returns an error once the evaluation has taken more than
+// evalTime.
+func (ev *evaluator) inTime() error {
+	now := time.Now()
+	if ev.deadline.IsZero() {
+		ev.deadline = now.Add(evalTime)
+	}
+	if now.After(ev.deadline) {
+		return notKnown("", "evaluating the module sources and versions took more than %s (a project's take milliseconds)", evalTime)
+	}
+	return nil
 }
 
 // scope is one module instance: its declarations, where its variables'
@@ -168,6 +197,9 @@ func (s *scope) eval(expr hcl.Expression) (cty.Value, error) {
 		return cty.NilVal, notKnown("", "references nest more than %d deep", MaxEvalDepth)
 	}
 	defer func() { ev.depth-- }()
+	if err := ev.inTime(); err != nil {
+		return cty.NilVal, err
+	}
 	if err := checkSyntax(expr, ev.funcs); err != nil {
 		return cty.NilVal, err
 	}
@@ -340,7 +372,7 @@ func (s *scope) variable(name string, rng hcl.Range) (cty.Value, error) {
 			return cty.NilVal, notKnown(hintValues, "var.%s has no value: it is not set and has no default (%s)", dist.Printable(name), posOf(d.rng))
 		}
 		var diags hcl.Diagnostics
-		if v, diags = d.def.Value(nil); diags.HasErrors() {
+		if v, diags = dist.LiteralValue(d.def); diags.HasErrors() {
 			return cty.NilVal, notKnown("", "variable %q: its default is not a literal value: %s", dist.Printable(name), diagText(diags))
 		}
 	}
@@ -499,12 +531,18 @@ type rawValue struct {
 	text  string
 	isStr bool
 	from  string // where it was given, for messages
+	// refused: why a variables file's value was not evaluated (a for
+	// expression: see dist.LiteralValue).
+	refused error
 }
 
 // value is the cty value of r for variable name: text is taken literally
 // for primitive types and parsed as an HCL literal for the others, as
 // Terraform does (VariableParsingMode).
 func (r rawValue) value(name string, hclMode bool) (cty.Value, error) {
+	if r.refused != nil {
+		return cty.NilVal, r.refused
+	}
 	if !r.isStr {
 		return r.val, nil
 	}

@@ -362,3 +362,54 @@ func FuzzConstEval(f *testing.F) {
 		}
 	})
 }
+
+// Byte limits do not bound time: a function whose result is one number can
+// take seconds (a regular expression of 3,000 states over 30 KB), and a
+// project can call it from as many locals as it likes. Evaluation stops at
+// MaxEvalTime (here shortened to a second) with an error at the module
+// call; before, 20 such locals took 12 s and 2,000 would take hours.
+func TestConstEvalTime(t *testing.T) {
+	defer func(d time.Duration) { evalTime = d }(evalTime)
+	evalTime = time.Second
+	var b strings.Builder
+	b.WriteString("locals {\n  s = \"" + strings.Repeat("ab", 15000) + "\"\n  p = \"(?:[ab]*a){1000}c\"\n")
+	const n = 20
+	for i := 0; i < n; i++ {
+		b.WriteString("  l" + strconv.Itoa(i) + " = length(regexall(local.p, local.s))\n")
+	}
+	b.WriteString("  all = \"")
+	for i := 0; i < n; i++ {
+		b.WriteString("${local.l" + strconv.Itoa(i) + "}")
+	}
+	b.WriteString("\"\n}\nmodule \"m\" {\n  source = \"./x${local.all}\"\n}\n")
+	start := time.Now()
+	_, err := loadProject(t, map[string]string{"main.tf": b.String()}, Inputs{})
+	d := time.Since(start)
+	if !errors.Is(err, ErrNotConst) || !strings.Contains(err.Error(), "took more than 1s") || !strings.Contains(err.Error(), "main.tf:") {
+		t.Errorf("error %v, want evaluation stopped at its time limit, at the module call", err)
+	}
+	if d > 6*time.Second {
+		t.Errorf("evaluation took %v with a limit of 1 s", d)
+	}
+}
+
+// In .tf.json every string of a value is a template when HCL evaluates it
+// with a context, so a list holding "%{for a in [...]}%{for b in [...]}…"
+// was built whole (20^5 × 8 bytes: 25 MB and 2.6 s before the size limit
+// refused it; 20^7: 10 GB). The for directive is now refused first.
+func TestConstEvalJSONForTemplate(t *testing.T) {
+	l := "[" + strings.Repeat("0,", 19) + "0]"
+	tpl := "xxxxxxxx"
+	for i := 0; i < 5; i++ {
+		tpl = "%{for a in " + l + "}" + tpl + "%{endfor}"
+	}
+	src := `{"locals": {"x": [{"k": ["` + tpl + `"]}]}, "module": {"m": {"source": "./m${local.x[0].k[0]}"}}}`
+	start := time.Now()
+	_, err := loadProject(t, map[string]string{"main.tf.json": src}, Inputs{})
+	if !errors.Is(err, ErrNotConst) || !strings.Contains(err.Error(), "for expressions and splats are not evaluated") {
+		t.Errorf("error %v, want the for directive refused", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %v", d)
+	}
+}

@@ -89,9 +89,9 @@ func (ev *evaluator) functions() map[string]function.Function {
 	return out
 }
 
-// bounded wraps a function in the limits: arguments together and result
-// at most MaxValueBytes, the result counted against MaxEvalBytes, and e.pre
-// before the call.
+// bounded wraps a function in the limits: no call after MaxEvalTime,
+// arguments together and result at most MaxValueBytes, the result counted
+// against MaxEvalBytes, and e.pre before the call.
 func (ev *evaluator) bounded(e funcEntry) function.Function {
 	f := e.f
 	return function.New(&function.Spec{
@@ -100,6 +100,9 @@ func (ev *evaluator) bounded(e funcEntry) function.Function {
 		VarParam:    f.VarParam(),
 		Type:        func(args []cty.Value) (cty.Type, error) { return f.ReturnTypeForValues(args) },
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if err := ev.inTime(); err != nil {
+				return cty.NilVal, err
+			}
 			var in int64
 			for _, a := range args {
 				in += valueSize(a, 0)

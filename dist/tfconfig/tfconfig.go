@@ -179,7 +179,10 @@ func (t *tree) fail(rel string, err error) error {
 
 // readFile reads rel (at most MaxFileSize bytes, within the tree's budget).
 func (t *tree) readFile(rel string) ([]byte, error) {
-	f, err := t.root.Open(rel)
+	f, err := openRegular(t.root, rel)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("%s: %w", t.path(rel), err)
+	}
 	if err != nil {
 		return nil, t.fail(rel, err)
 	}
@@ -356,7 +359,7 @@ func decodeVariable(b *hcl.Block, filename string) (*variable, error) {
 	}
 	if a, ok := c.Attributes["const"]; ok {
 		v.constSet = true
-		val, d := a.Expr.Value(nil)
+		val, d := dist.LiteralValue(a.Expr)
 		if d.HasErrors() || !val.IsKnown() || val.IsNull() || val.Type() != cty.Bool {
 			v.constBad = true
 		} else {
@@ -364,7 +367,7 @@ func decodeVariable(b *hcl.Block, filename string) (*variable, error) {
 		}
 	}
 	if a, ok := c.Attributes["sensitive"]; ok {
-		val, d := a.Expr.Value(nil)
+		val, d := dist.LiteralValue(a.Expr)
 		v.sensitive = !d.HasErrors() && val.IsKnown() && !val.IsNull() && val.Type() == cty.Bool && val.True()
 	}
 	return v, nil
@@ -435,21 +438,68 @@ func (c *Config) merge(o *Config) {
 // for, as HCL's JSON syntax (and Terraform ≥ 1.15, and OpenTofu) read a
 // string where an expression is expected, so that const evaluation checks
 // and evaluates it like native syntax. Other JSON values stay as they are
-// (evaluated only when they refer to nothing).
+// (evaluated only when they refer to nothing) — unless a string in them
+// holds a %{for} directive: HCL evaluates every string of a JSON value as
+// a template, and nested %{for}s over literal lists build strings of
+// gigabytes from a few hundred bytes, so that string's template stands for
+// the value, and const evaluation refuses its for expression.
 func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 	r := e.Range()
 	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
 		return e
 	}
-	var str string
-	if json.Unmarshal(src[r.Start.Byte:r.End.Byte], &str) != nil {
+	pos := hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1}
+	var v any
+	if json.Unmarshal(src[r.Start.Byte:r.End.Byte], &v) != nil {
 		return e
 	}
-	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1})
+	str, ok := v.(string)
+	if !ok {
+		if t := forTemplate(v, r.Filename, pos); t != nil {
+			return t
+		}
+		return e
+	}
+	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, pos)
 	if diags.HasErrors() {
 		return e // evaluating it reports the error
 	}
 	return t
+}
+
+// forTemplate is the template of the first string in v (a decoded JSON
+// value: its keys and its strings) that holds a for directive, or nil.
+func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
+	check := func(s string) hcl.Expression {
+		if !strings.Contains(s, "%{") {
+			return nil
+		}
+		t, diags := hclsyntax.ParseTemplate([]byte(s), filename, pos)
+		if !diags.HasErrors() && dist.NoForExpr(t).HasErrors() {
+			return t
+		}
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		return check(x)
+	case []any:
+		for _, e := range x {
+			if t := forTemplate(e, filename, pos); t != nil {
+				return t
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if t := check(k); t != nil {
+				return t
+			}
+			if t := forTemplate(e, filename, pos); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 // exprText is an expression as written, for messages: whitespace runs
@@ -494,7 +544,7 @@ func LoadDir(dir string) (*Config, error) {
 func pos(r hcl.Range) string { return fmt.Sprintf("%s:%d", dist.Printable(r.Filename), r.Start.Line) }
 
 func literal(a *hcl.Attribute) (string, bool) {
-	v, diags := a.Expr.Value(nil)
+	v, diags := dist.LiteralValue(a.Expr)
 	if diags.HasErrors() {
 		return "", false
 	}
@@ -503,7 +553,7 @@ func literal(a *hcl.Attribute) (string, bool) {
 
 func providerReq(name string, a *hcl.Attribute) (ProviderReq, error) {
 	req := ProviderReq{LocalName: name, Pos: pos(a.Range)}
-	v, diags := a.Expr.Value(nil)
+	v, diags := dist.LiteralValue(a.Expr)
 	if diags.HasErrors() {
 		return req, diagErr(diags, a.Range.Filename)
 	}
@@ -675,14 +725,49 @@ type LockedProvider struct {
 	Hashes      []string
 }
 
+// openRegular opens rel in root if it is a regular file (a symlink within
+// root to one included): opening a named pipe would wait for a writer for
+// ever, and a project or module can hold one (mkfifo needs no privilege).
+func openRegular(root *os.Root, rel string) (*os.File, error) {
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		what := "a special file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case t&fs.ModeDevice != 0:
+			what = "a device"
+		case t&fs.ModeSocket != 0:
+			what = "a socket"
+		case t&fs.ModeDir != 0:
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("%w: it is %s", ErrNotRegular, what)
+	}
+	return root.Open(rel)
+}
+
 // LoadLockFile reads .terraform.lock.hcl; a missing file gives nil, nil.
+// It is read within its directory, like the configuration: a symlink out
+// of it, or anything but a regular file, is an error.
 func LoadLockFile(path string) (map[string]LockedProvider, error) {
-	f, err := os.Open(path)
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	defer root.Close()
+	f, err := openRegular(root, filepath.Base(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dist.Printable(path), err)
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
@@ -715,7 +800,7 @@ func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, erro
 		}
 		lp := LockedProvider{Address: strings.ToLower(b.Labels[0])}
 		for k, a := range attrs {
-			v, diags := a.Expr.Value(nil)
+			v, diags := dist.LiteralValue(a.Expr)
 			if diags.HasErrors() {
 				return nil, diagErr(diags, filename)
 			}

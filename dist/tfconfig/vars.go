@@ -157,6 +157,12 @@ func parseVarFile(src []byte, filename string, m map[string]rawValue) error {
 		return diagErr(diags, filename)
 	}
 	for name, a := range attrs {
+		if diags := dist.NoForExpr(a.Expr); diags.HasErrors() {
+			// Not evaluated (dist.LiteralValue); an error only if a module
+			// source or version needs this variable.
+			m[name] = rawValue{refused: at(a.Expr.Range(), "variable %q: %s", name, diagText(diags)), from: filename}
+			continue
+		}
 		v, diags := a.Expr.Value(nil)
 		if diags.HasErrors() {
 			return at(a.Expr.Range(), "variable %q: a variables file holds literal values only: %s", name, diagText(diags))

@@ -282,7 +282,7 @@ func (v *vendorer) module(ctx context.Context, it item) ([]item, error) {
 			v.edits[file] = map[string]string{}
 		}
 		v.edits[file][c.Name] = local
-		v.res.Calls = append(v.res.Calls, dist.VendoredCall{File: file, Line: c.Line, Module: c.Name, Source: c.Source, Digest: p.digest, Commit: p.commit, Path: local})
+		v.res.Calls = append(v.res.Calls, dist.VendoredCall{File: file, Line: c.Line, Module: c.Name, Source: dist.RedactSource(c.Source), Digest: p.digest, Commit: p.commit, Path: local})
 		next = append(next, item{within: p.dir, dir: target, depth: it.depth + 1})
 	}
 	return next, nil
@@ -411,7 +411,7 @@ func (v *vendorer) fetch(ctx context.Context, src *getter.Source) (*pkg, error) 
 	if err := getter.Unpack(ctx, res.Archive, filepath.Join(v.root, filepath.FromSlash(p.dir)), v.budget); err != nil {
 		return nil, err
 	}
-	v.opt.Log("vendored %s (%s, %d bytes)", dist.Printable(src.Raw), d.Short(), n)
+	v.opt.Log("vendored %s (%s, %d bytes)", dist.Printable(dist.RedactSource(src.Raw)), d.Short(), n)
 	return p, nil
 }
 
