@@ -325,11 +325,15 @@ func (t *TrustedProxies) trusts(a netip.Addr) bool {
 const maxForwardHops = 16
 
 // ClientAddr returns the client's IP address and the connection peer's.
-// When the peer is trusted, X-Forwarded-For is walked from the right,
+// When the peer is trusted, X-Forwarded-For is walked from the right (the
+// last entry of the last header line: a proxy appends its client there,
+// HAProxy as a line of its own, nginx at the end of the one line),
 // skipping trusted proxies, and the first other address is the client; an
 // entry that is not an IP address stops the walk (the last trusted hop is
-// then the client). Both results are parsed IP addresses, never client
-// text.
+// then the client), and so do maxForwardHops trusted entries. Entries left
+// of the client are the client's own text and are never read, however many
+// it sends. Both results are parsed IP addresses, never client text. Cost:
+// at most maxForwardHops address parses, no allocation.
 func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -344,22 +348,27 @@ func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
 	if !t.trusts(pa) {
 		return peer, peer
 	}
-	var hops []string
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		hops = append(hops, strings.Split(v, ",")...)
-		if len(hops) > 4*maxForwardHops {
-			break
-		}
-	}
-	cur := pa
-	for i, n := len(hops)-1, 0; i >= 0 && n < maxForwardHops; i, n = i-1, n+1 {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break
-		}
-		cur = a.Unmap()
-		if !t.trusts(cur) {
-			break
+	lines := r.Header.Values("X-Forwarded-For")
+	cur, n := pa, 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		rest := lines[i]
+		for {
+			if n == maxForwardHops {
+				return cur.String(), peer
+			}
+			j := strings.LastIndexByte(rest, ',')
+			a, err := netip.ParseAddr(strings.TrimSpace(rest[j+1:]))
+			if err != nil {
+				return cur.String(), peer
+			}
+			cur, n = a.Unmap(), n+1
+			if !t.trusts(cur) {
+				return cur.String(), peer
+			}
+			if j < 0 {
+				break
+			}
+			rest = rest[:j]
 		}
 	}
 	return cur.String(), peer

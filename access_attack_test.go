@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Attacks on 'airgap serve --access' by a hostile client on the site
+// network, against the real binary. Each test is the regression test of a
+// reviewer finding.
+
+// startHTTPProxy runs a real HAProxy in HTTP mode on loopback in front of
+// one serve: plain HTTP to the client, TLS (verified) to serve, and
+// "option forwardfor", which appends the client's address to the request
+// as an X-Forwarded-For line of its own. It returns the proxy's base URL.
+func startHTTPProxy(t *testing.T, caFile string, backendPort int) string {
+	t.Helper()
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
+	}
+	front := freePort(t)
+	cfg := fmt.Sprintf(`global
+  maxconn 64
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+frontend fe
+  bind 127.0.0.1:%d
+  option forwardfor
+  default_backend serve
+backend serve
+  server s1 127.0.0.1:%d ssl verify required ca-file %s sni str(localhost)
+`, front, backendPort, caFile)
+	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
+	os.WriteFile(cfgPath, []byte(cfg), 0o644)
+	hp := exec.Command(haproxy, "-db", "-f", cfgPath)
+	logs := &lockedBuffer{}
+	hp.Stdout, hp.Stderr = logs, logs
+	if err := hp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		hp.Process.Kill()
+		hp.Wait()
+		if t.Failed() {
+			t.Logf("haproxy log:\n%s", logs.String())
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", front)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not come up:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clientFrom is an HTTP client whose connections come from a loopback
+// address of its own (127.0.0.0/8 is all loopback on Linux): one client of
+// the site network each.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: d.DialContext,
+	}}
+}
+
+// Finding (high): behind an HTTP proxy that appends the client as an
+// X-Forwarded-For line of its own (HAProxy's option forwardfor), a client
+// that sent more than 64 X-Forwarded-For entries itself chose its address:
+// serve stopped reading before the proxy's line and took the client's
+// rightmost entry. So it could write any address into the audit log and
+// the access log, dodge the failed-attempt limit, and lock any other client
+// (a CI runner) out with 429s by failing in its name.
+func TestAccessForwardedForSpoofing(t *testing.T) {
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci = strings.TrimSpace(ci)
+	base, caFile, _, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json", "--trusted-proxy", "127.0.0.1")
+	port := strings.TrimSuffix(base[strings.LastIndex(base, ":")+1:], "/")
+	var backend int
+	fmt.Sscan(port, &backend)
+	proxy := startHTTPProxy(t, caFile, backend)
+
+	var spoof []string
+	for i := 0; i < 70; i++ {
+		spoof = append(spoof, fmt.Sprintf("198.51.100.%d", i))
+	}
+	forged := func(last string) string { return strings.Join(append(spoof, last), ", ") }
+	get := func(cl *http.Client, u, token, xff string) (*http.Response, []byte) {
+		hdr := []string{"Authorization", "Bearer " + token}
+		if xff != "" {
+			hdr = append(hdr, "X-Forwarded-For", xff)
+		}
+		return httpGet(t, cl, u, hdr...)
+	}
+	attacker, victim := clientFrom("127.0.0.2"), clientFrom("127.0.0.3")
+
+	// A download with forged entries: the audit log and the access log
+	// name the address the proxy saw.
+	const dl = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	resp, body := get(attacker, proxy+dl, ci, forged("203.0.113.66"))
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("download answer through the proxy: %s %s", resp.Status, body)
+	}
+	if resp, _ := get(attacker, resolveRef(proxy+dl, d.DownloadURL), ci, forged("203.0.113.66")); resp.StatusCode != 200 {
+		t.Fatalf("the package through the proxy: %s", resp.Status)
+	}
+	waitLog(t, logs, "the download's access line", func(r map[string]any) bool {
+		return r["provider"] == "registry.terraform.io/hashicorp/random" && r["peer"] == "127.0.0.1"
+	})
+	for _, r := range jsonLines(t, logs.String()) {
+		if r["peer"] == "127.0.0.1" && r["client"] != "127.0.0.2" {
+			t.Errorf("an access line names client %v; the proxy saw 127.0.0.2", r["client"])
+		}
+	}
+	text, _ := os.ReadFile(audit)
+	if !strings.Contains(string(text), `"client":"127.0.0.2"`) || strings.Contains(string(text), "203.0.113.66") {
+		t.Errorf("the audit log does not name the address the proxy saw:\n%s", text)
+	}
+
+	// Failing in another client's name: the attacker is limited, the
+	// victim is not.
+	guess := "airgap_" + strings.Repeat("G", 43)
+	for i := 0; i < 10; i++ {
+		if resp, _ := get(attacker, proxy+"/v1/providers/hashicorp/random/versions", guess, forged("127.0.0.3")); resp.StatusCode != 401 {
+			t.Fatalf("guess %d: %s", i, resp.Status)
+		}
+	}
+	if resp, b := get(victim, proxy+"/v1/providers/hashicorp/random/versions", ci, ""); resp.StatusCode != 200 {
+		t.Errorf("the victim, after an attacker failed in its name: %s %s", resp.Status, b)
+	}
+	if resp, _ := get(attacker, proxy+"/v1/providers/hashicorp/random/versions", guess, forged(fmt.Sprintf("10.%d.0.1", 9))); resp.StatusCode != 429 {
+		t.Errorf("the attacker after 10 failures, under yet another forged address: %s (want 429)", resp.Status)
+	}
+}
