@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -159,4 +160,79 @@ func TestAccessForwardedForSpoofing(t *testing.T) {
 	if resp, _ := get(attacker, proxy+"/v1/providers/hashicorp/random/versions", guess, forged(fmt.Sprintf("10.%d.0.1", 9))); resp.StatusCode != 429 {
 		t.Errorf("the attacker after 10 failures, under yet another forged address: %s (want 429)", resp.Status)
 	}
+}
+
+// Finding (high): what serve issued to a token (OCI bearers, signed
+// download URLs) named the token but was not bound to it. Revoking a
+// leaked token and creating a new one under the same name (the way to
+// rotate a team's token: create refuses a name in use) left the leaked
+// token's bearers and URLs working; and /v2/token took a bearer as
+// credentials, so one bearer renewed itself for ever. The holder of a
+// leaked token kept OCI access after its revocation, indefinitely.
+func TestAccessRevokedTokenLeavesNothing(t *testing.T) {
+	root, _, _ := opsStore(t)
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	create := func() string {
+		out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	leaked := create()
+	base, _, _, logs := startServeLogged(t, root, "--access", access, "--log-format", "json")
+	cl, _, _ := caClient(t, root)
+	bearerFor := func(auth string) (int, string) {
+		resp, body := httpGet(t, cl, base+"v2/token?service=airgap", "Authorization", auth)
+		var d struct{ Token string }
+		json.Unmarshal(body, &d)
+		return resp.StatusCode, d.Token
+	}
+	code, bearer := bearerFor(basicAuth(leaked))
+	if code != 200 || !strings.HasPrefix(bearer, "agb1:ci:") {
+		t.Fatalf("/v2/token with the token: %d %q", code, bearer)
+	}
+	const tags = "v2/registry.terraform.io/hashicorp/random/tags/list"
+	if resp, _ := httpGet(t, cl, base+tags, "Authorization", "Bearer "+bearer); resp.StatusCode != 200 {
+		t.Fatalf("the bearer on /v2/: %s", resp.Status)
+	}
+	// A bearer does not get another bearer.
+	if code, renewed := bearerFor("Bearer " + bearer); code != 401 {
+		t.Errorf("/v2/token with a bearer: %d %q (want 401: a bearer must not renew itself)", code, renewed)
+	}
+	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+leaked)
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("download answer: %s %s", resp.Status, body)
+	}
+	signed := resolveRef(base+dl, d.DownloadURL)
+
+	// The operator rotates the leaked token: revoke, create under the
+	// same name.
+	mustRun(t, "", nil, airgapBin, "token", "revoke", "--access", access, "ci")
+	fresh := create()
+	waitLog(t, logs, "the reload", func(r map[string]any) bool { return r["msg"] == "access file reloaded" })
+	time.Sleep(1500 * time.Millisecond) // both edits read (within a second each)
+	if resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+fresh); resp.StatusCode != 200 {
+		t.Fatalf("the new token: %s", resp.Status)
+	}
+	if resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+leaked); resp.StatusCode != 401 {
+		t.Errorf("the revoked token: %s", resp.Status)
+	}
+	if resp, b := httpGet(t, cl, base+tags, "Authorization", "Bearer "+bearer); resp.StatusCode != 401 {
+		t.Errorf("a bearer of the revoked token on /v2/: %s %s", resp.Status, b)
+	}
+	if code, _ := bearerFor("Bearer " + bearer); code != 401 {
+		t.Errorf("a bearer of the revoked token on /v2/token: %d", code)
+	}
+	if resp, _ := httpGet(t, cl, signed); resp.StatusCode != 403 {
+		t.Errorf("a download URL of the revoked token: %s", resp.Status)
+	}
+}
+
+func basicAuth(secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+secret))
 }

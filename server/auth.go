@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -111,7 +112,25 @@ type principal struct {
 	rules    *acl.Rules
 	expires  time.Time
 	admitted *reqAuth // {p: itself}, made once
+	// id is what the MACs of the signed URLs and OCI bearers issued to
+	// the principal bind besides its name: the token's hash (hex), "" for
+	// anonymous. A token revoked and created again under the same name
+	// has another hash, so what was issued to the old one stops working.
+	id string
 }
+
+// macID is p's id, or "" for no principal (a name the file lacks: no
+// token's MAC verifies with it, so a URL or bearer of a revoked token is
+// refused as invalid, at the same cost as any other).
+func (p *principal) macID() string {
+	if p == nil {
+		return ""
+	}
+	return p.id
+}
+
+// expired reports whether p's token has expired at now.
+func (p *principal) expired(now time.Time) bool { return !p.expires.IsZero() && !now.Before(p.expires) }
 
 // NewAccessControl loads the access file and the store's URL keys
 // (creating them on first use).
@@ -181,7 +200,7 @@ func (a *AccessControl) reloadFrom(path string) (string, error) {
 func compileAccess(f *acl.File) *accessSet {
 	s := &accessSet{byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
 	for _, t := range f.Tokens {
-		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires}
+		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires, id: hex.EncodeToString(t.Hash[:])}
 		p.admitted = &reqAuth{p: p}
 		s.byHash[t.Hash] = p
 		s.byName[strings.ToLower(t.Name)] = p
@@ -294,7 +313,9 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 	if fail := a.throttled(r); fail != nil {
 		return nil, fail
 	}
-	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") {
+	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") && r.URL.Path != "/v2/token" {
+		// A bearer works on the OCI API, never to get another bearer:
+		// a leaked one ends when it expires.
 		return a.checkBearer(r, secret, set)
 	}
 	if !acl.LooksLikeSecret(secret) {
@@ -310,7 +331,7 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
-	if !p.expires.IsZero() && !a.now().Before(p.expires) {
+	if p.expired(a.now()) {
 		return nil, &authFail{reason: authExpired, token: p.name, at: p.expires}
 	}
 	return p, nil
@@ -357,14 +378,10 @@ func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 	return client, true
 }
 
-// principalByName is the principal a signed URL or bearer names, if it is
-// still in the access file and not expired.
-func (a *AccessControl) principalByName(set *accessSet, name string) *principal {
-	p := set.byName[strings.ToLower(name)]
-	if p == nil || !p.expires.IsZero() && !a.now().Before(p.expires) {
-		return nil
-	}
-	return p
+// principalByName is the principal a signed URL or bearer names, expired
+// or not, or nil when the file has no such name.
+func (set *accessSet) principalByName(name string) *principal {
+	return set.byName[strings.ToLower(name)]
 }
 
 // checkSigned verifies the signed-URL query of a download. present is
@@ -379,14 +396,15 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	who, e, sig := q.Get("tok"), q.Get("exp"), q.Get("sig")
 	exp, perr := strconv.ParseInt(e, 10, 64)
-	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path) {
+	p = set.principalByName(who)
+	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path, p.macID()) {
 		a.failed(r)
 		return nil, true, &authFail{reason: urlInvalid}
 	}
 	if at := time.Unix(exp, 0); !a.now().Before(at) {
 		return nil, true, &authFail{reason: urlExpired, at: at}
 	}
-	if p = a.principalByName(set, who); p == nil {
+	if p == nil || p.expired(a.now()) {
 		return nil, true, &authFail{reason: urlExpired, token: who}
 	}
 	return p, true, nil
@@ -403,7 +421,7 @@ func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) st
 	if subdir != "" {
 		u += "//" + subdir
 	}
-	return u + "?" + a.keys.signedQuery(path, p.name, exp)
+	return u + "?" + a.keys.signedQuery(path, p.name, p.id, exp)
 }
 
 // refuse answers a refused request: 429 when throttled, 403 for a bad
@@ -452,7 +470,7 @@ func (f *authFail) message(ttl time.Duration) string {
 	case authThrottled:
 		return fmt.Sprintf("too many failed token attempts from this address: try again in %d s", f.retry)
 	case urlInvalid:
-		return "this download URL is not valid here (altered, or signed for another path): ask the registry for the download again"
+		return "this download URL is not valid here (altered, signed for another path, or its token was revoked): ask the registry for the download again"
 	case urlExpired:
 		if f.token != "" {
 			return fmt.Sprintf("the token %q this download URL was issued to is no longer valid", f.token)
@@ -501,15 +519,6 @@ func (ra *reqAuth) principal() *principal {
 		return nil
 	}
 	return ra.p
-}
-
-// who is the principal's name, what answers are cached under ("" without
-// access control, or on open paths).
-func (ra *reqAuth) who() string {
-	if ra == nil || ra.p == nil {
-		return ""
-	}
-	return ra.p.name
 }
 
 func authOf(r *http.Request) *reqAuth {

@@ -146,7 +146,11 @@ func (st *state) ownerIndex() map[verify.Digest][]*Download {
 // catalog snapshot starts an empty cache; the old one is freed with its
 // snapshot.
 type renderKey struct {
-	who  string // the principal's name; "" without access control
+	// who is the principal the answer was rendered for (nil without access
+	// control and on open paths): the object of one version of the access
+	// file, never its name, so that a token created again under the name
+	// of another never gets what was rendered for that one.
+	who  *principal
 	view string // an origin, or defaultOrigin
 	path string
 }
@@ -160,7 +164,7 @@ const DefaultCacheBytes = 32 << 20
 // entryCost is what a cache entry is counted as: its key, its body, and an
 // allowance for the map entry, the answer and its header.
 func entryCost(k renderKey, a *answer) int64 {
-	return int64(len(k.who) + len(k.view) + len(k.path) + len(a.body) + 256)
+	return int64(len(k.view) + len(k.path) + len(a.body) + 256)
 }
 
 type answer struct {
@@ -242,7 +246,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		k := renderKey{who: ra.who(), path: r.URL.Path}
+		k := renderKey{who: ra.principal(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
 			k.view = st.scopeFor(ra.principal()).hostOrigin(r.Host)
 		}
@@ -344,7 +348,7 @@ func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[stri
 		ra := authOf(r)
 		rc := &reqCtx{sc: st.scopeFor(ra.principal()), p: ra.principal(), ac: s.access}
 		key, cacheable := canonicalKey(r, rc.sc)
-		key.who = ra.who()
+		key.who = ra.principal()
 		if cacheable {
 			if a, ok := st.rendered.Load(key); ok && s.fresh(a.(*answer)) {
 				writeAnswer(w, r, a.(*answer))
