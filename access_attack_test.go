@@ -236,3 +236,50 @@ func TestAccessRevokedTokenLeavesNothing(t *testing.T) {
 func basicAuth(secret string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+secret))
 }
+
+// Finding (medium): a signed download URL kept working after its token's
+// rules were narrowed to exclude the address (until it expired: up to
+// download-url-ttl, at most a week), while revoking the token ended it at
+// once. Narrowing a team's need-to-know must take effect as revoking does.
+func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
+	root, _, _ := opsStore(t)
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci = strings.TrimSpace(ci)
+	base, _, _, logs := startServeLogged(t, root, "--access", access, "--log-format", "json", "--download-url-ttl", "168h")
+	cl, _, _ := caClient(t, root)
+	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+ci)
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("download answer: %s %s", resp.Status, body)
+	}
+	signed := resolveRef(base+dl, d.DownloadURL)
+	if resp, _ := httpGet(t, cl, signed); resp.StatusCode != 200 {
+		t.Fatalf("the signed URL: %s", resp.Status)
+	}
+	// The operator narrows ci to the OpenTofu registry's providers (an edit
+	// by hand, as the README describes).
+	text, _ := os.ReadFile(access)
+	narrowed := strings.Replace(string(text), `allow   = ["**"]`, `allow   = ["registry.opentofu.org/**"]`, 1)
+	if narrowed == string(text) {
+		t.Fatalf("no allow line to narrow in:\n%s", text)
+	}
+	writeAtomically(t, access, narrowed)
+	waitLog(t, logs, "the reload", func(r map[string]any) bool { return r["msg"] == "access file reloaded" })
+	if resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+ci); resp.StatusCode != 404 {
+		t.Fatalf("the narrowed token on the address: %s", resp.Status)
+	}
+	resp, body = httpGet(t, cl, signed)
+	missing, mbody := httpGet(t, cl, base+"blobs/sha256/"+strings.Repeat("0", 64)+"/x.zip", "Authorization", "Bearer "+ci)
+	if resp.StatusCode != 404 || missing.StatusCode != 404 {
+		t.Errorf("a URL issued before the token was narrowed: %s (want 404, as for a missing blob: %s %s)", resp.Status, missing.Status, mbody)
+	} else if strings.Contains(string(body), "0000000") || !strings.Contains(string(body), "is not served by this appliance") {
+		t.Errorf("the refusal is not the missing blob's: %s", body)
+	}
+}

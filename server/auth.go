@@ -45,7 +45,7 @@ import (
 // Where each kind of request gets its principal:
 //
 //	/healthz, /ca.pem, /.well-known/terraform.json   open (no catalog data)
-//	/blobs/…, /archives/…  a valid signed URL, else a principal whose scope owns the blob
+//	/blobs/…, /archives/…  a valid signed URL, else a principal (either way, its rules must allow an owner of the blob now)
 //	/v2/token              Basic (any user name, the token as password) or none
 //	/v2/…                  Bearer (a /v2/token bearer or a token) or Basic
 //	/, /ui/…               Basic or Bearer (the browser's prompt), else anonymous
@@ -502,11 +502,11 @@ func isDownloadPath(p string) bool {
 	return strings.HasPrefix(p, "/blobs/sha256/") || strings.HasPrefix(p, "/archives/sha256/")
 }
 
-// reqAuth is how a request was admitted: as whom, and whether by a signed
-// download URL (ServeHTTP puts it in the request's context for handlers).
+// reqAuth is how a request was admitted: as whom (ServeHTTP puts it in the
+// request's context for handlers). A signed download URL admits as the
+// token it was issued to, with that token's rules as they are now.
 type reqAuth struct {
-	p      *principal
-	signed bool
+	p *principal
 }
 
 type reqAuthKey struct{}
@@ -551,7 +551,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 					}
 				}
 			}
-			return &reqAuth{p: p, signed: true}
+			return p.admitted
 		}
 	}
 	if strings.HasPrefix(path, "/v2/") {

@@ -779,29 +779,32 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
-// healthz answers load balancers. It is open, so with an access file it
-// says nothing about the catalog.
 // whatBlob names blob d for the access log and the audit (the first owner
 // the request's principal may see), and says whether the request may have
-// it: with an access file, a request that no signed URL admitted must be
-// for a blob its scope owns (else it is answered as a missing blob).
+// it: with an access file, the blob must be owned by an address the
+// principal's rules allow now, whether a token or a signed URL admitted
+// it (a URL issued before its token's rules were narrowed stops working
+// at once, as one of a revoked token does); else it is answered as a
+// missing blob.
 func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*Download, bool) {
 	if s.access == nil && noteOf(w) == nil {
 		return nil, true // nothing to name it for, nothing to check
 	}
-	ra := authOf(r)
 	owners := st.ownerIndex()[d]
-	if dl := st.scopeFor(ra.principal()).owner(owners); dl != nil {
+	if dl := st.scopeFor(authOf(r).principal()).owner(owners); dl != nil {
 		return dl, true
 	}
-	if s.access != nil && !ra.signed {
+	if s.access != nil {
 		return nil, false
 	}
 	if len(owners) > 0 {
-		return owners[0], true // signed for a principal whose rules changed since
+		return owners[0], true
 	}
 	return nil, true
 }
+
+// healthz answers load balancers. It is open, so with an access file it
+// says nothing about the catalog.
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if s.access != nil {

@@ -40,7 +40,8 @@ import (
 // the old one's URLs. A download with a valid signature needs no
 // Authorization header; it is refused (403, body says why) once expired,
 // when its token has since been revoked or has expired, or when any part
-// was altered.
+// was altered; and answered as a missing blob when its token's rules no
+// longer allow the address (whatBlob).
 //
 // Expiry is bucketed so answers stay cacheable: every answer rendered in
 // the same bucket of time (a minute, or a quarter of the TTL when that is
