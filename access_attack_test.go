@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -281,5 +282,42 @@ func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
 		t.Errorf("a URL issued before the token was narrowed: %s (want 404, as for a missing blob: %s %s)", resp.Status, missing.Status, mbody)
 	} else if strings.Contains(string(body), "0000000") || !strings.Contains(string(body), "is not served by this appliance") {
 		t.Errorf("the refusal is not the missing blob's: %s", body)
+	}
+}
+
+// Finding (medium): with --metrics-listen main, /metrics answers on the
+// main listener without a token; with an access file it showed every
+// client of the network, token or not, the addresses and versions
+// downloaded (airgap_downloads_total) and the catalog's size, which the
+// access file hides everywhere else. serve now refuses the combination.
+func TestAccessRefusesMetricsOnMain(t *testing.T) {
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access := filepath.Join(dir, "access.hcl")
+	if _, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "serve.hcl")
+	writeConfig(t, cfg, "access = \""+access+"\"\nmetrics-listen = \"main\"\n")
+	for _, args := range [][]string{
+		{"serve", "--store", root, "--listen", "127.0.0.1:0", "--access", access, "--metrics-listen", "main"},
+		{"serve", "--store", root, "--config", cfg, "--check-config"},
+		{"serve", "--store", root, "--listen", "127.0.0.1:0", "--config", cfg},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a serve that starts is a failure
+		cmd := exec.CommandContext(ctx, airgapBin, args...)
+		cmd.Env = baseEnv()
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || timedOut || !strings.Contains(string(out), "serves /metrics to every client without a token") || !strings.Contains(string(out), "metrics-listen = \"127.0.0.1:9443\"") {
+			t.Errorf("airgap %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Metrics on a listener of their own stay possible.
+	base, _ := startServe(t, root, "--access", access, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	cl, _, _ := caClient(t, root)
+	if resp, _ := httpGet(t, cl, base+"metrics"); resp.StatusCode != 401 {
+		t.Errorf("/metrics on the main listener without a token: %s (want 401, as any path)", resp.Status)
 	}
 }

@@ -338,6 +338,12 @@ func (c *ServeConfig) Validate() error {
 			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"main\" for /metrics on the main listener, or off)", m, err)
 		}
 	}
+	if c.MetricsListen == MetricsOnMain && c.Access != "" {
+		// /metrics answers without a token: on the main listener it would
+		// show every client the addresses and versions downloaded and the
+		// catalog's size, which the access file hides.
+		return c.bad("metrics-listen", "\"main\" serves /metrics to every client without a token, with the addresses and versions downloaded, which access hides\nhint: give metrics a listener of their own on a management address (metrics-listen = \"127.0.0.1:9443\"), or turn them off")
+	}
 	if c.MaxConns < 0 {
 		return c.bad("max-conns", "%d: want a number of connections (0: no cap)", c.MaxConns)
 	}
