@@ -321,3 +321,69 @@ func TestAccessRefusesMetricsOnMain(t *testing.T) {
 		t.Errorf("/metrics on the main listener without a token: %s (want 401, as any path)", resp.Status)
 	}
 }
+
+// Finding (low): a write to the audit log cut short by a full disk left
+// part of its line in the file, and the next line, written once there was
+// room again, was glued to it: that download was lost from the audit
+// ('airgap audit' skips the torn line) although it was written and not
+// counted as an error. The disk is made full with a file size limit
+// (RLIMIT_FSIZE, prlimit) on the running serve.
+func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatal("prlimit is not on PATH: it is in Debian's util-linux package")
+	}
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci = strings.TrimSpace(ci)
+	base, _, proc, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json")
+	cl, _, _ := caClient(t, root)
+	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+ci)
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("download answer: %s %s", resp.Status, body)
+	}
+	download := func() {
+		t.Helper()
+		if resp, _ := httpGet(t, cl, resolveRef(base+dl, d.DownloadURL)); resp.StatusCode != 200 {
+			t.Fatalf("download: %s", resp.Status)
+		}
+	}
+	download()
+	fi, err := os.Stat(audit)
+	if err != nil || fi.Size() < 200 {
+		t.Fatalf("the first audit line: %v %v", fi, err)
+	}
+	// Room for half a line more: the next write is cut short.
+	limit := func(bytes string) {
+		t.Helper()
+		if out, err := exec.Command(prlimit, "--pid", fmt.Sprint(proc.Pid), "--fsize="+bytes+":unlimited").CombinedOutput(); err != nil {
+			t.Fatalf("prlimit: %v %s", err, out)
+		}
+	}
+	limit(fmt.Sprint(fi.Size() + fi.Size()/2))
+	download()
+	waitLog(t, logs, "the failed write", func(r map[string]any) bool { return r["msg"] == "writing the audit log; the download was served" })
+	limit("unlimited")
+	download()
+	out := mustRun(t, "", nil, airgapBin, "audit", "--log", audit, "--json")
+	var sum struct {
+		Records int
+		Skipped int `json:"skipped_lines"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	if sum.Records != 2 || sum.Skipped != 0 {
+		text, _ := os.ReadFile(audit)
+		t.Errorf("after a full disk: %d records, %d lines skipped (want the 2 downloads whose lines were written, none torn):\n%s", sum.Records, sum.Skipped, text)
+	}
+}
