@@ -1,9 +1,17 @@
 package server_test
 
 import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
 )
 
@@ -33,5 +41,45 @@ func TestSameNameGetsNoCachedAnswer(t *testing.T) {
 	e.tokens["ci"] = sec
 	if resp, b := e.do(t, denied, "ci"); resp.StatusCode != 404 {
 		t.Errorf("the new token named ci, on an address outside its rules: %s %s (want 404)", resp.Status, b)
+	}
+}
+
+// TestCatalogHistoryScoped: the catalog page's list of imports left out,
+// for a token, an import that added or withdrew nothing it may read, but
+// not one that only reinstated addresses outside its rules: that import,
+// its bundle, signer and time showed on the page of every token.
+func TestCatalogHistoryScoped(t *testing.T) {
+	ix := bigIndex(2, 1, []string{"linux_amd64"})
+	seen, hidden := ix.Catalog.Providers[0], ix.Catalog.Providers[1]
+	added, reinstated := fakeDigest("bundle that added"), fakeDigest("bundle that reinstated")
+	ix.Imports = []store.ImportEntry{
+		{Bundle: added, Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}},
+		{Bundle: reinstated, Time: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Added: []string{}, Reinstated: []string{hidden.Addr() + " " + hidden.Version}},
+	}
+	dir := t.TempDir()
+	access := filepath.Join(dir, "access.hcl")
+	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := server.NewAccessControl(server.AccessOptions{File: access, TLSDir: filepath.Join(dir, "tls")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.DiscardHandler), Access: ac}))
+	defer ts.Close()
+	req, _ := http.NewRequest("GET", ts.URL+"/", nil)
+	req.Header.Set("Authorization", basic(sec))
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(page), string(added)) {
+		t.Fatalf("the page for ci: %s, the import of what it may read listed: %v", resp.Status, strings.Contains(string(page), string(added)))
+	}
+	if strings.Contains(string(page), string(reinstated)) {
+		t.Errorf("the page for ci lists an import that only reinstated %s, outside its rules", hidden.Addr())
 	}
 }
