@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -385,5 +386,83 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 	if sum.Records != 2 || sum.Skipped != 0 {
 		text, _ := os.ReadFile(audit)
 		t.Errorf("after a full disk: %d records, %d lines skipped (want the 2 downloads whose lines were written, none torn):\n%s", sum.Records, sum.Skipped, text)
+	}
+}
+
+// Finding (high): the README told operators behind a load balancer that
+// passes TLS through (HAProxy in TCP mode, as the replica tests run it) to
+// list it in trusted-proxy, for the per-address cap; but serve believes
+// X-Forwarded-For from a trusted proxy, and through TLS passthrough that
+// header is the client's own. Any client chose the address the access
+// log, the audit log and the failed-attempt limit saw, with one header.
+// A passthrough balancer now goes in passthrough-proxy: exempt from the
+// per-address limits, its X-Forwarded-For never believed.
+func TestAccessPassthroughBalancer(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
+	}
+	root, _, _ := opsStore(t)
+	dir := t.TempDir()
+	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci = strings.TrimSpace(ci)
+	base, caFile, _, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json",
+		"--passthrough-proxy", "127.0.0.1", "--max-conns-per-ip", "2")
+	var backend int
+	fmt.Sscan(strings.TrimSuffix(base[strings.LastIndex(base, ":")+1:], "/"), &backend)
+	lb, _ := startHAProxy(t, haproxy, caFile, []*replica{{port: backend}})
+	_, pool, _ := caClient(t, root)
+	from := func(ip string) *http.Client {
+		cl := clientFrom(ip)
+		cl.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+		return cl
+	}
+	attacker, victim := from("127.0.0.2"), from("127.0.0.3")
+	waitHealthy(t, attacker, lb+"/healthz")
+
+	const dl = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+	forged := []string{"Authorization", "Bearer " + ci, "X-Forwarded-For", "203.0.113.77"}
+	resp, body := httpGet(t, attacker, lb+dl, forged...)
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("download answer through the balancer: %s %s", resp.Status, body)
+	}
+	if resp, _ := httpGet(t, attacker, resolveRef(lb+dl, d.DownloadURL), forged...); resp.StatusCode != 200 {
+		t.Fatalf("the package through the balancer: %s", resp.Status)
+	}
+	waitLog(t, logs, "the download's access line", func(r map[string]any) bool { return r["provider"] == "registry.terraform.io/hashicorp/random" })
+	if strings.Contains(logs.String(), "203.0.113.77") {
+		t.Error("serve's log names the address the client wrote into X-Forwarded-For")
+	}
+	if text, _ := os.ReadFile(audit); !strings.Contains(string(text), `"client":"127.0.0.1"`) || strings.Contains(string(text), "203.0.113.77") {
+		t.Errorf("the audit log does not name the balancer:\n%s", text)
+	}
+	// Failures in another client's name lock nobody out (the balancer is
+	// exempt; clients are capped on it).
+	guess := "airgap_" + strings.Repeat("G", 43)
+	for i := 0; i < 11; i++ {
+		httpGet(t, attacker, lb+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+guess, "X-Forwarded-For", "127.0.0.3")
+	}
+	if resp, b := httpGet(t, victim, lb+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+ci); resp.StatusCode != 200 {
+		t.Errorf("a client after another failed in its name: %s %s", resp.Status, b)
+	}
+	// The balancer is exempt from max-conns-per-ip (2): three clients hold
+	// a connection each through it.
+	var held []*http.Client
+	for i := 0; i < 3; i++ {
+		cl := from(fmt.Sprintf("127.0.0.%d", 10+i))
+		if resp, _ := httpGet(t, cl, lb+"/healthz"); resp.StatusCode != 200 {
+			t.Errorf("client %d through the balancer: %s", i, resp.Status)
+		}
+		held = append(held, cl)
+	}
+	for _, cl := range held {
+		cl.CloseIdleConnections()
 	}
 }

@@ -264,10 +264,16 @@ func ClientFromUserAgent(ua string) (name, version string) {
 }
 
 // TrustedProxies is the set of peers whose X-Forwarded-For header is
-// believed (--trusted-proxy). The zero value and nil trust nobody. Set may
-// be called at any time (SIGHUP).
+// believed (--trusted-proxy: balancers that terminate HTTP and append the
+// client to it), and of load balancers that pass TLS through
+// (--passthrough-proxy), whose X-Forwarded-For is never believed: it
+// reaches serve as the client wrote it. Both carry many clients on one
+// address, so both are exempt from the per-address limits. The zero value
+// and nil trust nobody. Set and SetPassthrough may be called at any time
+// (SIGHUP).
 type TrustedProxies struct {
-	p atomic.Pointer[[]netip.Prefix]
+	p    atomic.Pointer[[]netip.Prefix]
+	pass atomic.Pointer[[]netip.Prefix]
 }
 
 // ParseTrustedProxies parses addresses ("10.0.0.5") and CIDR prefixes
@@ -277,8 +283,25 @@ func ParseTrustedProxies(list []string) (*TrustedProxies, error) {
 	return t, t.Set(list)
 }
 
-// Set replaces the list.
+// Set replaces the list of trusted proxies.
 func (t *TrustedProxies) Set(list []string) error {
+	ps, err := parsePrefixes(list)
+	if err == nil {
+		t.p.Store(&ps)
+	}
+	return err
+}
+
+// SetPassthrough replaces the list of passthrough balancers.
+func (t *TrustedProxies) SetPassthrough(list []string) error {
+	ps, err := parsePrefixes(list)
+	if err == nil {
+		t.pass.Store(&ps)
+	}
+	return err
+}
+
+func parsePrefixes(list []string) ([]netip.Prefix, error) {
 	var ps []netip.Prefix
 	for _, s := range list {
 		s = strings.TrimSpace(s)
@@ -288,27 +311,33 @@ func (t *TrustedProxies) Set(list []string) error {
 		if strings.Contains(s, "/") {
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
-				return fmt.Errorf("%q: %v", s, err)
+				return nil, fmt.Errorf("%q: %v", s, err)
 			}
 			ps = append(ps, p.Masked())
 			continue
 		}
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return fmt.Errorf("%q is not an IP address or CIDR prefix", s)
+			return nil, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
 		}
 		a = a.Unmap()
 		ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
 	}
-	t.p.Store(&ps)
-	return nil
+	return ps, nil
 }
 
 func (t *TrustedProxies) trusts(a netip.Addr) bool {
-	if t == nil {
-		return false
-	}
-	ps := t.p.Load()
+	return t != nil && inPrefixes(t.p.Load(), a)
+}
+
+// carriesMany reports whether a is a trusted proxy or a passthrough
+// balancer: an address many clients share, exempt from the per-address
+// connection cap and failed-attempt limit.
+func (t *TrustedProxies) carriesMany(a netip.Addr) bool {
+	return t != nil && (inPrefixes(t.p.Load(), a) || inPrefixes(t.pass.Load(), a))
+}
+
+func inPrefixes(ps *[]netip.Prefix, a netip.Addr) bool {
 	if ps == nil {
 		return false
 	}

@@ -363,14 +363,14 @@ func (a *AccessControl) failed(r *http.Request) {
 
 // clientKey is the address failed attempts are counted under: the client
 // (X-Forwarded-For from trusted proxies), IPv6 by /64. limited is false
-// for a trusted proxy seen as the client itself (a TCP-passthrough
-// balancer carries every client on its own address: cap those on the
+// for a passthrough balancer, or a trusted proxy seen as the client
+// itself: it carries every client on its own address (cap those on the
 // balancer, as with max-conns-per-ip).
 func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 	tp := a.proxies.Load()
 	client, _ := tp.ClientAddr(r)
 	if ip, err := netip.ParseAddr(client); err == nil {
-		if tp.trusts(ip) {
+		if tp.carriesMany(ip) {
 			return "", false
 		}
 		return addrKey(ip).String(), true

@@ -67,15 +67,18 @@ type ServeConfig struct {
 	LogLevel        string   `hcl:"log-level,optional"`
 	LogFormat       string   `hcl:"log-format,optional"`
 	TrustedProxy    []string `hcl:"trusted-proxy,optional"`
-	MetricsListen   string   `hcl:"metrics-listen,optional"`
-	MaxConns        int      `hcl:"max-conns,optional"`
-	MaxConnsPerIP   int      `hcl:"max-conns-per-ip,optional"`
-	SendTimeout     string   `hcl:"send-timeout,optional"`
-	Access          string   `hcl:"access,optional"`
-	AuditLog        string   `hcl:"audit-log,optional"`
-	AuditLogMaxSize string   `hcl:"audit-log-max-size,optional"`
-	AuditLogKeep    int      `hcl:"audit-log-keep,optional"`
-	DownloadURLTTL  string   `hcl:"download-url-ttl,optional"`
+	// PassthroughProxy are load balancers that pass TLS through: exempt
+	// from the per-address limits, their X-Forwarded-For not believed.
+	PassthroughProxy []string `hcl:"passthrough-proxy,optional"`
+	MetricsListen    string   `hcl:"metrics-listen,optional"`
+	MaxConns         int      `hcl:"max-conns,optional"`
+	MaxConnsPerIP    int      `hcl:"max-conns-per-ip,optional"`
+	SendTimeout      string   `hcl:"send-timeout,optional"`
+	Access           string   `hcl:"access,optional"`
+	AuditLog         string   `hcl:"audit-log,optional"`
+	AuditLogMaxSize  string   `hcl:"audit-log-max-size,optional"`
+	AuditLogKeep     int      `hcl:"audit-log-keep,optional"`
+	DownloadURLTTL   string   `hcl:"download-url-ttl,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -164,6 +167,7 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 	c := *base
 	c.Hostname = append([]string(nil), base.Hostname...)
 	c.TrustedProxy = append([]string(nil), base.TrustedProxy...)
+	c.PassthroughProxy = append([]string(nil), base.PassthroughProxy...)
 	c.Sources = map[string]string{}
 	for k, s := range base.Sources {
 		c.Sources[k] = s
@@ -333,6 +337,9 @@ func (c *ServeConfig) Validate() error {
 	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
 		return c.bad("trusted-proxy", "%v", err)
 	}
+	if _, err := parsePrefixes(c.PassthroughProxy); err != nil {
+		return c.bad("passthrough-proxy", "%v", err)
+	}
 	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
 		if _, _, err := net.SplitHostPort(m); err != nil {
 			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"main\" for /metrics on the main listener, or off)", m, err)
@@ -402,7 +409,7 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 // every client on its own address).
 func (c *ServeConfig) ConnLimits(proxies *TrustedProxies) ConnLimits {
 	d, _ := c.sendTimeout()
-	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.trusts}
+	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.carriesMany}
 }
 
 // Level is the parsed log-level.
