@@ -83,3 +83,42 @@ func TestCatalogHistoryScoped(t *testing.T) {
 		t.Errorf("the page for ci lists an import that only reinstated %s, outside its rules", hidden.Addr())
 	}
 }
+
+// TestSBOMTimeScoped: the SBOM a token gets carried the time of the
+// store's newest import, also of one that changed only addresses outside
+// the token's rules (which the catalog page does not list for it): each
+// such import showed in every token's SBOM.
+func TestSBOMTimeScoped(t *testing.T) {
+	ix := bigIndex(2, 1, []string{"linux_amd64"})
+	seen, hidden := ix.Catalog.Providers[0], ix.Catalog.Providers[1]
+	ix.Imports = []store.ImportEntry{
+		{Bundle: fakeDigest("first"), Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}},
+		{Bundle: fakeDigest("later"), Time: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Added: []string{hidden.Addr() + " " + hidden.Version}},
+	}
+	dir := t.TempDir()
+	access := filepath.Join(dir, "access.hcl")
+	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := server.NewAccessControl(server.AccessOptions{File: access, TLSDir: filepath.Join(dir, "tls")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.DiscardHandler), Access: ac}))
+	defer ts.Close()
+	req, _ := http.NewRequest("GET", ts.URL+server.SBOMPath, nil)
+	req.Header.Set("Authorization", basic(sec))
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(doc), seen.Addr()) || strings.Contains(string(doc), hidden.Addr()) {
+		t.Fatalf("the SBOM for ci: %s\n%s", resp.Status, doc)
+	}
+	if !strings.Contains(string(doc), `"timestamp":"2026-11-01T00:00:00Z"`) {
+		t.Errorf("the SBOM for ci is not dated by the newest import it may see (2026-11-01):\n%.600s", doc)
+	}
+}
