@@ -20,18 +20,69 @@ import (
 // network, against the real binary. Each test is the regression test of a
 // reviewer finding.
 
+// attackTarget is the standard store served with an access file whose
+// token "ci" may read everything, and an audit log.
+type attackTarget struct {
+	root, access, audit, ci string
+	base, caFile            string
+	port                    int
+	proc                    *os.Process
+	logs                    *lockedBuffer
+}
+
+// newAttackTarget starts serve (JSON logs) with extra flags.
+func newAttackTarget(t *testing.T, extra ...string) *attackTarget {
+	t.Helper()
+	a := &attackTarget{}
+	a.root, _, _ = opsStore(t)
+	dir := t.TempDir()
+	a.access, a.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	a.ci = createToken(t, a.access, "ci", "**")
+	a.base, a.caFile, a.proc, a.logs = startServeLogged(t, a.root, append([]string{"--access", a.access, "--audit-log", a.audit, "--log-format", "json"}, extra...)...)
+	fmt.Sscan(strings.TrimSuffix(a.base[strings.LastIndex(a.base, ":")+1:], "/"), &a.port)
+	return a
+}
+
+// createToken runs 'airgap token create' and returns the secret.
+func createToken(t *testing.T, access, name string, allow ...string) string {
+	t.Helper()
+	args := []string{"token", "create", "--access", access, "--name", name}
+	for _, a := range allow {
+		args = append(args, "--allow", a)
+	}
+	out, err := cmdRunSplit(t, airgapBin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// randomDownload is the registry download answer the attacks fetch a
+// package through.
+const randomDownload = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
+
+// signedURL asks base (the appliance, or a balancer before it) for the
+// download answer with hdr and returns its signed download_url, resolved.
+func signedURL(t *testing.T, cl *http.Client, base string, hdr ...string) string {
+	t.Helper()
+	resp, body := httpGet(t, cl, base+randomDownload, hdr...)
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil || d.DownloadURL == "" {
+		t.Fatalf("download answer from %s: %s %s", base, resp.Status, body)
+	}
+	return resolveRef(base+randomDownload, d.DownloadURL)
+}
+
 // startHTTPProxy runs a real HAProxy in HTTP mode on loopback in front of
 // one serve: plain HTTP to the client, TLS (verified) to serve, and
 // "option forwardfor", which appends the client's address to the request
 // as an X-Forwarded-For line of its own. It returns the proxy's base URL.
 func startHTTPProxy(t *testing.T, caFile string, backendPort int) string {
 	t.Helper()
-	haproxy, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
-	}
 	front := freePort(t)
-	cfg := fmt.Sprintf(`global
+	runHAProxy(t, haproxyBin(t), fmt.Sprintf(`global
   maxconn 64
 defaults
   mode http
@@ -44,36 +95,10 @@ frontend fe
   default_backend serve
 backend serve
   server s1 127.0.0.1:%d ssl verify required ca-file %s sni str(localhost)
-`, front, backendPort, caFile)
-	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
-	os.WriteFile(cfgPath, []byte(cfg), 0o644)
-	hp := exec.Command(haproxy, "-db", "-f", cfgPath)
-	logs := &lockedBuffer{}
-	hp.Stdout, hp.Stderr = logs, logs
-	if err := hp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hp.Process.Kill()
-		hp.Wait()
-		if t.Failed() {
-			t.Logf("haproxy log:\n%s", logs.String())
-		}
-	})
+`, front, backendPort, caFile))
 	base := fmt.Sprintf("http://127.0.0.1:%d", front)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not come up:\n%s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitHealthy(t, &http.Client{Timeout: 5 * time.Second}, base+"/healthz")
+	return base
 }
 
 // clientFrom is an HTTP client whose connections come from a loopback
@@ -94,19 +119,9 @@ func clientFrom(ip string) *http.Client {
 // the access log, dodge the failed-attempt limit, and lock any other client
 // (a CI runner) out with 429s by failing in its name.
 func TestAccessForwardedForSpoofing(t *testing.T) {
-	root, _, _ := opsStore(t)
-	dir := t.TempDir()
-	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
-	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci = strings.TrimSpace(ci)
-	base, caFile, _, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json", "--trusted-proxy", "127.0.0.1")
-	port := strings.TrimSuffix(base[strings.LastIndex(base, ":")+1:], "/")
-	var backend int
-	fmt.Sscan(port, &backend)
-	proxy := startHTTPProxy(t, caFile, backend)
+	a := newAttackTarget(t, "--trusted-proxy", "127.0.0.1")
+	ci := a.ci
+	proxy := startHTTPProxy(t, a.caFile, a.port)
 
 	var spoof []string
 	for i := 0; i < 70; i++ {
@@ -124,26 +139,19 @@ func TestAccessForwardedForSpoofing(t *testing.T) {
 
 	// A download with forged entries: the audit log and the access log
 	// name the address the proxy saw.
-	const dl = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
-	resp, body := get(attacker, proxy+dl, ci, forged("203.0.113.66"))
-	var d struct {
-		DownloadURL string `json:"download_url"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
-		t.Fatalf("download answer through the proxy: %s %s", resp.Status, body)
-	}
-	if resp, _ := get(attacker, resolveRef(proxy+dl, d.DownloadURL), ci, forged("203.0.113.66")); resp.StatusCode != 200 {
+	u := signedURL(t, attacker, proxy, "Authorization", "Bearer "+ci, "X-Forwarded-For", forged("203.0.113.66"))
+	if resp, _ := get(attacker, u, ci, forged("203.0.113.66")); resp.StatusCode != 200 {
 		t.Fatalf("the package through the proxy: %s", resp.Status)
 	}
-	waitLog(t, logs, "the download's access line", func(r map[string]any) bool {
+	waitLog(t, a.logs, "the download's access line", func(r map[string]any) bool {
 		return r["provider"] == "registry.terraform.io/hashicorp/random" && r["peer"] == "127.0.0.1"
 	})
-	for _, r := range jsonLines(t, logs.String()) {
+	for _, r := range jsonLines(t, a.logs.String()) {
 		if r["peer"] == "127.0.0.1" && r["client"] != "127.0.0.2" {
 			t.Errorf("an access line names client %v; the proxy saw 127.0.0.2", r["client"])
 		}
 	}
-	text, _ := os.ReadFile(audit)
+	text, _ := os.ReadFile(a.audit)
 	if !strings.Contains(string(text), `"client":"127.0.0.2"`) || strings.Contains(string(text), "203.0.113.66") {
 		t.Errorf("the audit log does not name the address the proxy saw:\n%s", text)
 	}
@@ -172,18 +180,9 @@ func TestAccessForwardedForSpoofing(t *testing.T) {
 // credentials, so one bearer renewed itself for ever. The holder of a
 // leaked token kept OCI access after its revocation, indefinitely.
 func TestAccessRevokedTokenLeavesNothing(t *testing.T) {
-	root, _, _ := opsStore(t)
-	access := filepath.Join(t.TempDir(), "access.hcl")
-	create := func() string {
-		out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out)
-	}
-	leaked := create()
-	base, _, _, logs := startServeLogged(t, root, "--access", access, "--log-format", "json")
-	cl, _, _ := caClient(t, root)
+	a := newAttackTarget(t)
+	leaked, base, logs := a.ci, a.base, a.logs
+	cl, _, _ := caClient(t, a.root)
 	bearerFor := func(auth string) (int, string) {
 		resp, body := httpGet(t, cl, base+"v2/token?service=airgap", "Authorization", auth)
 		var d struct{ Token string }
@@ -202,20 +201,12 @@ func TestAccessRevokedTokenLeavesNothing(t *testing.T) {
 	if code, renewed := bearerFor("Bearer " + bearer); code != 401 {
 		t.Errorf("/v2/token with a bearer: %d %q (want 401: a bearer must not renew itself)", code, renewed)
 	}
-	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
-	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+leaked)
-	var d struct {
-		DownloadURL string `json:"download_url"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
-		t.Fatalf("download answer: %s %s", resp.Status, body)
-	}
-	signed := resolveRef(base+dl, d.DownloadURL)
+	signed := signedURL(t, cl, strings.TrimSuffix(base, "/"), "Authorization", "Bearer "+leaked)
 
 	// The operator rotates the leaked token: revoke, create under the
 	// same name.
-	mustRun(t, "", nil, airgapBin, "token", "revoke", "--access", access, "ci")
-	fresh := create()
+	mustRun(t, "", nil, airgapBin, "token", "revoke", "--access", a.access, "ci")
+	fresh := createToken(t, a.access, "ci", "**")
 	waitLog(t, logs, "the reload", func(r map[string]any) bool { return r["msg"] == "access file reloaded" })
 	time.Sleep(1500 * time.Millisecond) // both edits read (within a second each)
 	if resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+fresh); resp.StatusCode != 200 {
@@ -244,24 +235,10 @@ func basicAuth(secret string) string {
 // download-url-ttl, at most a week), while revoking the token ended it at
 // once. Narrowing a team's need-to-know must take effect as revoking does.
 func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
-	root, _, _ := opsStore(t)
-	access := filepath.Join(t.TempDir(), "access.hcl")
-	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci = strings.TrimSpace(ci)
-	base, _, _, logs := startServeLogged(t, root, "--access", access, "--log-format", "json", "--download-url-ttl", "168h")
-	cl, _, _ := caClient(t, root)
-	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
-	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+ci)
-	var d struct {
-		DownloadURL string `json:"download_url"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
-		t.Fatalf("download answer: %s %s", resp.Status, body)
-	}
-	signed := resolveRef(base+dl, d.DownloadURL)
+	a := newAttackTarget(t, "--download-url-ttl", "168h")
+	ci, base, logs, access := a.ci, a.base, a.logs, a.access
+	cl, _, _ := caClient(t, a.root)
+	signed := signedURL(t, cl, strings.TrimSuffix(base, "/"), "Authorization", "Bearer "+ci)
 	if resp, _ := httpGet(t, cl, signed); resp.StatusCode != 200 {
 		t.Fatalf("the signed URL: %s", resp.Status)
 	}
@@ -277,7 +254,7 @@ func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
 	if resp, _ := httpGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+ci); resp.StatusCode != 404 {
 		t.Fatalf("the narrowed token on the address: %s", resp.Status)
 	}
-	resp, body = httpGet(t, cl, signed)
+	resp, body := httpGet(t, cl, signed)
 	missing, mbody := httpGet(t, cl, base+"blobs/sha256/"+strings.Repeat("0", 64)+"/x.zip", "Authorization", "Bearer "+ci)
 	if resp.StatusCode != 404 || missing.StatusCode != 404 {
 		t.Errorf("a URL issued before the token was narrowed: %s (want 404, as for a missing blob: %s %s)", resp.Status, missing.Status, mbody)
@@ -295,9 +272,7 @@ func TestAccessRefusesMetricsOnMain(t *testing.T) {
 	root, _, _ := opsStore(t)
 	dir := t.TempDir()
 	access := filepath.Join(dir, "access.hcl")
-	if _, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**"); err != nil {
-		t.Fatal(err)
-	}
+	createToken(t, access, "ci", "**")
 	cfg := filepath.Join(dir, "serve.hcl")
 	writeConfig(t, cfg, "access = \""+access+"\"\nmetrics-listen = \"main\"\n")
 	for _, args := range [][]string{
@@ -334,48 +309,33 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal("prlimit is not on PATH: it is in Debian's util-linux package")
 	}
-	root, _, _ := opsStore(t)
-	dir := t.TempDir()
-	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
-	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci = strings.TrimSpace(ci)
-	base, _, proc, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json")
-	cl, _, _ := caClient(t, root)
-	const dl = "v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
-	resp, body := httpGet(t, cl, base+dl, "Authorization", "Bearer "+ci)
-	var d struct {
-		DownloadURL string `json:"download_url"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
-		t.Fatalf("download answer: %s %s", resp.Status, body)
-	}
+	a := newAttackTarget(t)
+	cl, _, _ := caClient(t, a.root)
+	u := signedURL(t, cl, strings.TrimSuffix(a.base, "/"), "Authorization", "Bearer "+a.ci)
 	download := func() {
 		t.Helper()
-		if resp, _ := httpGet(t, cl, resolveRef(base+dl, d.DownloadURL)); resp.StatusCode != 200 {
+		if resp, _ := httpGet(t, cl, u); resp.StatusCode != 200 {
 			t.Fatalf("download: %s", resp.Status)
 		}
 	}
 	download()
-	fi, err := os.Stat(audit)
+	fi, err := os.Stat(a.audit)
 	if err != nil || fi.Size() < 200 {
 		t.Fatalf("the first audit line: %v %v", fi, err)
 	}
 	// Room for half a line more: the next write is cut short.
 	limit := func(bytes string) {
 		t.Helper()
-		if out, err := exec.Command(prlimit, "--pid", fmt.Sprint(proc.Pid), "--fsize="+bytes+":unlimited").CombinedOutput(); err != nil {
+		if out, err := exec.Command(prlimit, "--pid", fmt.Sprint(a.proc.Pid), "--fsize="+bytes+":unlimited").CombinedOutput(); err != nil {
 			t.Fatalf("prlimit: %v %s", err, out)
 		}
 	}
 	limit(fmt.Sprint(fi.Size() + fi.Size()/2))
 	download()
-	waitLog(t, logs, "the failed write", func(r map[string]any) bool { return r["msg"] == "writing the audit log; the download was served" })
+	waitLog(t, a.logs, "the failed write", func(r map[string]any) bool { return r["msg"] == "writing the audit log; the download was served" })
 	limit("unlimited")
 	download()
-	out := mustRun(t, "", nil, airgapBin, "audit", "--log", audit, "--json")
+	out := mustRun(t, "", nil, airgapBin, "audit", "--log", a.audit, "--json")
 	var sum struct {
 		Records int
 		Skipped int `json:"skipped_lines"`
@@ -384,7 +344,7 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 		t.Fatalf("audit --json: %v\n%s", err, out)
 	}
 	if sum.Records != 2 || sum.Skipped != 0 {
-		text, _ := os.ReadFile(audit)
+		text, _ := os.ReadFile(a.audit)
 		t.Errorf("after a full disk: %d records, %d lines skipped (want the 2 downloads whose lines were written, none torn):\n%s", sum.Records, sum.Skipped, text)
 	}
 }
@@ -398,24 +358,10 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 // A passthrough balancer now goes in passthrough-proxy: exempt from the
 // per-address limits, its X-Forwarded-For never believed.
 func TestAccessPassthroughBalancer(t *testing.T) {
-	haproxy, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
-	}
-	root, _, _ := opsStore(t)
-	dir := t.TempDir()
-	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
-	ci, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci = strings.TrimSpace(ci)
-	base, caFile, _, logs := startServeLogged(t, root, "--access", access, "--audit-log", audit, "--log-format", "json",
-		"--passthrough-proxy", "127.0.0.1", "--max-conns-per-ip", "2")
-	var backend int
-	fmt.Sscan(strings.TrimSuffix(base[strings.LastIndex(base, ":")+1:], "/"), &backend)
-	lb, _ := startHAProxy(t, haproxy, caFile, []*replica{{port: backend}})
-	_, pool, _ := caClient(t, root)
+	haproxy := haproxyBin(t)
+	a := newAttackTarget(t, "--passthrough-proxy", "127.0.0.1", "--max-conns-per-ip", "2")
+	lb, _ := startHAProxy(t, haproxy, a.caFile, []*replica{{port: a.port}})
+	_, pool, _ := caClient(t, a.root)
 	from := func(ip string) *http.Client {
 		cl := clientFrom(ip)
 		cl.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
@@ -424,23 +370,15 @@ func TestAccessPassthroughBalancer(t *testing.T) {
 	attacker, victim := from("127.0.0.2"), from("127.0.0.3")
 	waitHealthy(t, attacker, lb+"/healthz")
 
-	const dl = "/v1/providers/hashicorp/random/3.6.0/download/linux/amd64"
-	forged := []string{"Authorization", "Bearer " + ci, "X-Forwarded-For", "203.0.113.77"}
-	resp, body := httpGet(t, attacker, lb+dl, forged...)
-	var d struct {
-		DownloadURL string `json:"download_url"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &d) != nil {
-		t.Fatalf("download answer through the balancer: %s %s", resp.Status, body)
-	}
-	if resp, _ := httpGet(t, attacker, resolveRef(lb+dl, d.DownloadURL), forged...); resp.StatusCode != 200 {
+	forged := []string{"Authorization", "Bearer " + a.ci, "X-Forwarded-For", "203.0.113.77"}
+	if resp, _ := httpGet(t, attacker, signedURL(t, attacker, lb, forged...), forged...); resp.StatusCode != 200 {
 		t.Fatalf("the package through the balancer: %s", resp.Status)
 	}
-	waitLog(t, logs, "the download's access line", func(r map[string]any) bool { return r["provider"] == "registry.terraform.io/hashicorp/random" })
-	if strings.Contains(logs.String(), "203.0.113.77") {
+	waitLog(t, a.logs, "the download's access line", func(r map[string]any) bool { return r["provider"] == "registry.terraform.io/hashicorp/random" })
+	if strings.Contains(a.logs.String(), "203.0.113.77") {
 		t.Error("serve's log names the address the client wrote into X-Forwarded-For")
 	}
-	if text, _ := os.ReadFile(audit); !strings.Contains(string(text), `"client":"127.0.0.1"`) || strings.Contains(string(text), "203.0.113.77") {
+	if text, _ := os.ReadFile(a.audit); !strings.Contains(string(text), `"client":"127.0.0.1"`) || strings.Contains(string(text), "203.0.113.77") {
 		t.Errorf("the audit log does not name the balancer:\n%s", text)
 	}
 	// Failures in another client's name lock nobody out (the balancer is
@@ -449,7 +387,7 @@ func TestAccessPassthroughBalancer(t *testing.T) {
 	for i := 0; i < 11; i++ {
 		httpGet(t, attacker, lb+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+guess, "X-Forwarded-For", "127.0.0.3")
 	}
-	if resp, b := httpGet(t, victim, lb+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+ci); resp.StatusCode != 200 {
+	if resp, b := httpGet(t, victim, lb+"/v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+a.ci); resp.StatusCode != 200 {
 		t.Errorf("a client after another failed in its name: %s %s", resp.Status, b)
 	}
 	// The balancer is exempt from max-conns-per-ip (2): three clients hold

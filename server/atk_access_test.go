@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
 )
@@ -44,18 +45,16 @@ func TestSameNameGetsNoCachedAnswer(t *testing.T) {
 	}
 }
 
-// TestCatalogHistoryScoped: the catalog page's list of imports left out,
-// for a token, an import that added or withdrew nothing it may read, but
-// not one that only reinstated addresses outside its rules: that import,
-// its bundle, signer and time showed on the page of every token.
-func TestCatalogHistoryScoped(t *testing.T) {
+// historyFixture is an index of two providers with an import of the
+// first and a later one of (or about) the second, served with an access
+// file whose token "ci" may read only the first: get fetches a path as ci.
+func historyFixture(t *testing.T, later store.ImportEntry) (seen, hidden dist.ProviderVersion, get func(path string) (int, string)) {
+	t.Helper()
 	ix := bigIndex(2, 1, []string{"linux_amd64"})
-	seen, hidden := ix.Catalog.Providers[0], ix.Catalog.Providers[1]
-	added, reinstated := fakeDigest("bundle that added"), fakeDigest("bundle that reinstated")
-	ix.Imports = []store.ImportEntry{
-		{Bundle: added, Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}},
-		{Bundle: reinstated, Time: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Added: []string{}, Reinstated: []string{hidden.Addr() + " " + hidden.Version}},
-	}
+	seen, hidden = ix.Catalog.Providers[0], ix.Catalog.Providers[1]
+	first := store.ImportEntry{Bundle: fakeDigest("first"), Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}}
+	later.Time = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	ix.Imports = []store.ImportEntry{first, later}
 	dir := t.TempDir()
 	access := filepath.Join(dir, "access.hcl")
 	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
@@ -67,19 +66,32 @@ func TestCatalogHistoryScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.DiscardHandler), Access: ac}))
-	defer ts.Close()
-	req, _ := http.NewRequest("GET", ts.URL+"/", nil)
-	req.Header.Set("Authorization", basic(sec))
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(ts.Close)
+	return seen, hidden, func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Authorization", basic(sec))
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	defer resp.Body.Close()
-	page, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(page), string(added)) {
-		t.Fatalf("the page for ci: %s, the import of what it may read listed: %v", resp.Status, strings.Contains(string(page), string(added)))
+}
+
+// TestCatalogHistoryScoped: the catalog page's list of imports left out,
+// for a token, an import that added or withdrew nothing it may read, but
+// not one that only reinstated addresses outside its rules: that import,
+// its bundle, signer and time showed on the page of every token.
+func TestCatalogHistoryScoped(t *testing.T) {
+	reinstated := fakeDigest("bundle that reinstated")
+	_, hidden, get := historyFixture(t, store.ImportEntry{Bundle: reinstated, Added: []string{}, Reinstated: []string{"registry.terraform.io/ns0000/type00001 1.0.0"}})
+	code, page := get("/")
+	if code != 200 || !strings.Contains(page, string(fakeDigest("first"))) {
+		t.Fatalf("the page for ci: %d, the import of what it may read listed: %v", code, strings.Contains(page, string(fakeDigest("first"))))
 	}
-	if strings.Contains(string(page), string(reinstated)) {
+	if strings.Contains(page, string(reinstated)) {
 		t.Errorf("the page for ci lists an import that only reinstated %s, outside its rules", hidden.Addr())
 	}
 }
@@ -89,36 +101,12 @@ func TestCatalogHistoryScoped(t *testing.T) {
 // the token's rules (which the catalog page does not list for it): each
 // such import showed in every token's SBOM.
 func TestSBOMTimeScoped(t *testing.T) {
-	ix := bigIndex(2, 1, []string{"linux_amd64"})
-	seen, hidden := ix.Catalog.Providers[0], ix.Catalog.Providers[1]
-	ix.Imports = []store.ImportEntry{
-		{Bundle: fakeDigest("first"), Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}},
-		{Bundle: fakeDigest("later"), Time: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Added: []string{hidden.Addr() + " " + hidden.Version}},
+	seen, hidden, get := historyFixture(t, store.ImportEntry{Bundle: fakeDigest("later"), Added: []string{"registry.terraform.io/ns0000/type00001 1.0.0"}})
+	code, doc := get(server.SBOMPath)
+	if code != 200 || !strings.Contains(doc, seen.Addr()) || strings.Contains(doc, hidden.Addr()) {
+		t.Fatalf("the SBOM for ci: %d\n%s", code, doc)
 	}
-	dir := t.TempDir()
-	access := filepath.Join(dir, "access.hcl")
-	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := server.NewAccessControl(server.AccessOptions{File: access, TLSDir: filepath.Join(dir, "tls")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewTLSServer(server.New(indexStore{ix}, server.Options{Logger: slog.New(slog.DiscardHandler), Access: ac}))
-	defer ts.Close()
-	req, _ := http.NewRequest("GET", ts.URL+server.SBOMPath, nil)
-	req.Header.Set("Authorization", basic(sec))
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	doc, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(doc), seen.Addr()) || strings.Contains(string(doc), hidden.Addr()) {
-		t.Fatalf("the SBOM for ci: %s\n%s", resp.Status, doc)
-	}
-	if !strings.Contains(string(doc), `"timestamp":"2026-11-01T00:00:00Z"`) {
+	if !strings.Contains(doc, `"timestamp":"2026-11-01T00:00:00Z"`) {
 		t.Errorf("the SBOM for ci is not dated by the newest import it may see (2026-11-01):\n%.600s", doc)
 	}
 }
