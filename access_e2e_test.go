@@ -448,13 +448,7 @@ func TestReplicasShareAccess(t *testing.T) {
 	root, _, _ := opsStore(t)
 	dir := t.TempDir()
 	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
-	create := func(name string) string {
-		out, err := cmdRunSplit(t, airgapBin, "token", "create", "--access", access, "--name", name, "--allow", "**")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out)
-	}
+	create := func(name string) string { return createToken(t, access, name, "**") }
 	ci := create("ci")
 	var reps []*replica
 	for i := 0; i < 3; i++ {

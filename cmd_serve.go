@@ -41,7 +41,7 @@ type serveCmd struct {
 	logFile   string
 	// operations (issue 13): see server/config.go and server/ops.go
 	configFile, logFormat, metricsListen string
-	trustedProxies                       []string
+	trustedProxies, passthroughProxies   []string
 	maxConns, maxConnsPerIP              int // server/conns.go
 	sendTimeout                          string
 	access, auditLog, auditMaxSize       string
@@ -71,10 +71,11 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logFile, "log-file", "", "append the log to this file, reopened on SIGHUP (for logrotate); default stderr")
-	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes (repeatable)")
-	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client; default: none)")
+	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes: balancers that terminate HTTP and append the client to it (repeatable)")
+	fs.StringSliceVar(&c.passthroughProxies, "passthrough-proxy", nil, "load balancers that pass TLS through (TCP mode): exempt from the per-address limits, their X-Forwarded-For not believed (repeatable)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client, not with --access; default: none)")
 	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
-	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy addresses are exempt (0: no cap)")
+	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy and --passthrough-proxy addresses are exempt (0: no cap)")
 	fs.StringVar(&c.sendTimeout, "send-timeout", "60s", "close a connection whose client reads nothing for this long (0: never)")
 	fs.StringVar(&c.access, "access", "", "access file: tokens and what each may fetch ('airgap token' edits it; reloaded when it changes)")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append one JSON line per package or archive download to this file (shared by replicas)")

@@ -282,6 +282,23 @@ backend replicas
 	for i, r := range reps {
 		cfg += fmt.Sprintf("  server r%d 127.0.0.1:%d\n", i+1, r.port)
 	}
+	return fmt.Sprintf("https://localhost:%d", front), runHAProxy(t, haproxy, cfg)
+}
+
+// haproxyBin is the haproxy on PATH; the test fails without one.
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
+	}
+	return haproxy
+}
+
+// runHAProxy checks and runs the haproxy binary with the configuration
+// cfg until the test ends, and returns its log.
+func runHAProxy(t *testing.T, haproxy, cfg string) *lockedBuffer {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
 	os.WriteFile(cfgPath, []byte(cfg), 0o644)
 	if out, err := exec.Command(haproxy, "-c", "-f", cfgPath).CombinedOutput(); err != nil {
@@ -300,7 +317,7 @@ backend replicas
 			t.Logf("haproxy log:\n%s", hpLogs.String())
 		}
 	})
-	return fmt.Sprintf("https://localhost:%d", front), hpLogs
+	return hpLogs
 }
 
 func fetch(c *http.Client, u string) (int, []byte, error) {

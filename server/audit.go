@@ -44,8 +44,8 @@ import (
 // only for package downloads.
 //
 // A write that fails (a full disk) does not fail the download: it is
-// logged and counted (airgap_audit_write_errors_total), and the next line
-// tries again.
+// logged and counted (airgap_audit_write_errors_total), what it wrote of
+// the line is truncated away, and the next line tries again.
 
 // AuditRecord is one line of the audit log.
 type AuditRecord struct {
@@ -156,13 +156,21 @@ func (a *AuditLog) writeLocked(line []byte) error {
 			return err
 		}
 	}
-	if cur.Size() > 0 && cur.Size()+int64(len(line)) > a.maxSize {
+	size := cur.Size()
+	if size > 0 && size+int64(len(line)) > a.maxSize {
 		if err := a.rotate(); err != nil {
 			return fmt.Errorf("rotating %s: %w", a.path, err)
 		}
+		size = 0
 	}
-	_, err = a.f.Write(line)
-	return err
+	if _, err := a.f.Write(line); err != nil {
+		// A write cut short (a full disk) leaves part of the line, and the
+		// next line would be glued to it and lost too: take the part back
+		// (under the lock nobody appended since).
+		a.f.Truncate(size)
+		return err
+	}
+	return nil
 }
 
 // rotate shifts FILE.N-1 → FILE.N … FILE → FILE.1 and starts a new FILE

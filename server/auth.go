@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -44,7 +45,7 @@ import (
 // Where each kind of request gets its principal:
 //
 //	/healthz, /ca.pem, /.well-known/terraform.json   open (no catalog data)
-//	/blobs/…, /archives/…  a valid signed URL, else a principal whose scope owns the blob
+//	/blobs/…, /archives/…  a valid signed URL, else a principal (either way, its rules must allow an owner of the blob now)
 //	/v2/token              Basic (any user name, the token as password) or none
 //	/v2/…                  Bearer (a /v2/token bearer or a token) or Basic
 //	/, /ui/…               Basic or Bearer (the browser's prompt), else anonymous
@@ -111,7 +112,25 @@ type principal struct {
 	rules    *acl.Rules
 	expires  time.Time
 	admitted *reqAuth // {p: itself}, made once
+	// id is what the MACs of the signed URLs and OCI bearers issued to
+	// the principal bind besides its name: the token's hash (hex), "" for
+	// anonymous. A token revoked and created again under the same name
+	// has another hash, so what was issued to the old one stops working.
+	id string
 }
+
+// macID is p's id, or "" for no principal (a name the file lacks: no
+// token's MAC verifies with it, so a URL or bearer of a revoked token is
+// refused as invalid, at the same cost as any other).
+func (p *principal) macID() string {
+	if p == nil {
+		return ""
+	}
+	return p.id
+}
+
+// expired reports whether p's token has expired at now.
+func (p *principal) expired(now time.Time) bool { return !p.expires.IsZero() && !now.Before(p.expires) }
 
 // NewAccessControl loads the access file and the store's URL keys
 // (creating them on first use).
@@ -181,7 +200,7 @@ func (a *AccessControl) reloadFrom(path string) (string, error) {
 func compileAccess(f *acl.File) *accessSet {
 	s := &accessSet{byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
 	for _, t := range f.Tokens {
-		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires}
+		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires, id: hex.EncodeToString(t.Hash[:])}
 		p.admitted = &reqAuth{p: p}
 		s.byHash[t.Hash] = p
 		s.byName[strings.ToLower(t.Name)] = p
@@ -294,7 +313,9 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 	if fail := a.throttled(r); fail != nil {
 		return nil, fail
 	}
-	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") {
+	if strings.HasPrefix(secret, ociBearerPrefix) && strings.HasPrefix(r.URL.Path, "/v2/") && r.URL.Path != "/v2/token" {
+		// A bearer works on the OCI API, never to get another bearer:
+		// a leaked one ends when it expires.
 		return a.checkBearer(r, secret, set)
 	}
 	if !acl.LooksLikeSecret(secret) {
@@ -310,7 +331,7 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
-	if !p.expires.IsZero() && !a.now().Before(p.expires) {
+	if p.expired(a.now()) {
 		return nil, &authFail{reason: authExpired, token: p.name, at: p.expires}
 	}
 	return p, nil
@@ -342,14 +363,14 @@ func (a *AccessControl) failed(r *http.Request) {
 
 // clientKey is the address failed attempts are counted under: the client
 // (X-Forwarded-For from trusted proxies), IPv6 by /64. limited is false
-// for a trusted proxy seen as the client itself (a TCP-passthrough
-// balancer carries every client on its own address: cap those on the
+// for a passthrough balancer, or a trusted proxy seen as the client
+// itself: it carries every client on its own address (cap those on the
 // balancer, as with max-conns-per-ip).
 func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 	tp := a.proxies.Load()
 	client, _ := tp.ClientAddr(r)
 	if ip, err := netip.ParseAddr(client); err == nil {
-		if tp.trusts(ip) {
+		if tp.carriesMany(ip) {
 			return "", false
 		}
 		return addrKey(ip).String(), true
@@ -357,14 +378,10 @@ func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 	return client, true
 }
 
-// principalByName is the principal a signed URL or bearer names, if it is
-// still in the access file and not expired.
-func (a *AccessControl) principalByName(set *accessSet, name string) *principal {
-	p := set.byName[strings.ToLower(name)]
-	if p == nil || !p.expires.IsZero() && !a.now().Before(p.expires) {
-		return nil
-	}
-	return p
+// principalByName is the principal a signed URL or bearer names, expired
+// or not, or nil when the file has no such name.
+func (set *accessSet) principalByName(name string) *principal {
+	return set.byName[strings.ToLower(name)]
 }
 
 // checkSigned verifies the signed-URL query of a download. present is
@@ -379,14 +396,15 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	who, e, sig := q.Get("tok"), q.Get("exp"), q.Get("sig")
 	exp, perr := strconv.ParseInt(e, 10, 64)
-	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path) {
+	p = set.principalByName(who)
+	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path, p.macID()) {
 		a.failed(r)
 		return nil, true, &authFail{reason: urlInvalid}
 	}
 	if at := time.Unix(exp, 0); !a.now().Before(at) {
 		return nil, true, &authFail{reason: urlExpired, at: at}
 	}
-	if p = a.principalByName(set, who); p == nil {
+	if p == nil || p.expired(a.now()) {
 		return nil, true, &authFail{reason: urlExpired, token: who}
 	}
 	return p, true, nil
@@ -403,7 +421,7 @@ func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) st
 	if subdir != "" {
 		u += "//" + subdir
 	}
-	return u + "?" + a.keys.signedQuery(path, p.name, exp)
+	return u + "?" + a.keys.signedQuery(path, p.name, p.id, exp)
 }
 
 // refuse answers a refused request: 429 when throttled, 403 for a bad
@@ -452,7 +470,7 @@ func (f *authFail) message(ttl time.Duration) string {
 	case authThrottled:
 		return fmt.Sprintf("too many failed token attempts from this address: try again in %d s", f.retry)
 	case urlInvalid:
-		return "this download URL is not valid here (altered, or signed for another path): ask the registry for the download again"
+		return "this download URL is not valid here (altered, signed for another path, or its token was revoked): ask the registry for the download again"
 	case urlExpired:
 		if f.token != "" {
 			return fmt.Sprintf("the token %q this download URL was issued to is no longer valid", f.token)
@@ -484,11 +502,11 @@ func isDownloadPath(p string) bool {
 	return strings.HasPrefix(p, "/blobs/sha256/") || strings.HasPrefix(p, "/archives/sha256/")
 }
 
-// reqAuth is how a request was admitted: as whom, and whether by a signed
-// download URL (ServeHTTP puts it in the request's context for handlers).
+// reqAuth is how a request was admitted: as whom (ServeHTTP puts it in the
+// request's context for handlers). A signed download URL admits as the
+// token it was issued to, with that token's rules as they are now.
 type reqAuth struct {
-	p      *principal
-	signed bool
+	p *principal
 }
 
 type reqAuthKey struct{}
@@ -501,15 +519,6 @@ func (ra *reqAuth) principal() *principal {
 		return nil
 	}
 	return ra.p
-}
-
-// who is the principal's name, what answers are cached under ("" without
-// access control, or on open paths).
-func (ra *reqAuth) who() string {
-	if ra == nil || ra.p == nil {
-		return ""
-	}
-	return ra.p.name
 }
 
 func authOf(r *http.Request) *reqAuth {
@@ -542,7 +551,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 					}
 				}
 			}
-			return &reqAuth{p: p, signed: true}
+			return p.admitted
 		}
 	}
 	if strings.HasPrefix(path, "/v2/") {

@@ -270,8 +270,9 @@ func visibleNamespaces(ns []dist.NamespaceKeys, provs []*providerGroup) []dist.N
 }
 
 // historyRows lists the newest imports (counting only what allowed lets
-// through) and withdrawals of allowed addresses, newest first, each list
-// cut to maxHistoryShown.
+// through, and leaving out an import whose additions, withdrawals and
+// reinstatements it lets through none of) and withdrawals of allowed
+// addresses, newest first, each list cut to maxHistoryShown.
 func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(string) bool) ([]importRow, []store.Withdrawn, int) {
 	count := func(entries []string) int {
 		n := 0
@@ -287,7 +288,7 @@ func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(st
 	for i := len(imps) - 1; i >= 0 && len(rows) < maxHistoryShown; i-- {
 		e := imps[i]
 		row := importRow{ImportEntry: e, Added: count(e.Added), Withdrew: count(e.Withdrew)}
-		if row.Added+row.Withdrew == 0 && len(e.Added)+len(e.Withdrew) > 0 {
+		if row.Added+row.Withdrew+count(e.Reinstated) == 0 && len(e.Added)+len(e.Withdrew)+len(e.Reinstated) > 0 {
 			continue // nothing of it is visible here
 		}
 		rows = append(rows, row)

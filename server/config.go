@@ -69,15 +69,18 @@ type ServeConfig struct {
 	LogFormat       string   `hcl:"log-format,optional"`
 	LogFile         string   `hcl:"log-file,optional"`
 	TrustedProxy    []string `hcl:"trusted-proxy,optional"`
-	MetricsListen   string   `hcl:"metrics-listen,optional"`
-	MaxConns        int      `hcl:"max-conns,optional"`
-	MaxConnsPerIP   int      `hcl:"max-conns-per-ip,optional"`
-	SendTimeout     string   `hcl:"send-timeout,optional"`
-	Access          string   `hcl:"access,optional"`
-	AuditLog        string   `hcl:"audit-log,optional"`
-	AuditLogMaxSize string   `hcl:"audit-log-max-size,optional"`
-	AuditLogKeep    int      `hcl:"audit-log-keep,optional"`
-	DownloadURLTTL  string   `hcl:"download-url-ttl,optional"`
+	// PassthroughProxy are load balancers that pass TLS through: exempt
+	// from the per-address limits, their X-Forwarded-For not believed.
+	PassthroughProxy []string `hcl:"passthrough-proxy,optional"`
+	MetricsListen    string   `hcl:"metrics-listen,optional"`
+	MaxConns         int      `hcl:"max-conns,optional"`
+	MaxConnsPerIP    int      `hcl:"max-conns-per-ip,optional"`
+	SendTimeout      string   `hcl:"send-timeout,optional"`
+	Access           string   `hcl:"access,optional"`
+	AuditLog         string   `hcl:"audit-log,optional"`
+	AuditLogMaxSize  string   `hcl:"audit-log-max-size,optional"`
+	AuditLogKeep     int      `hcl:"audit-log-keep,optional"`
+	DownloadURLTTL   string   `hcl:"download-url-ttl,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -166,6 +169,7 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 	c := *base
 	c.Hostname = append([]string(nil), base.Hostname...)
 	c.TrustedProxy = append([]string(nil), base.TrustedProxy...)
+	c.PassthroughProxy = append([]string(nil), base.PassthroughProxy...)
 	c.Sources = map[string]string{}
 	for k, s := range base.Sources {
 		c.Sources[k] = s
@@ -335,10 +339,19 @@ func (c *ServeConfig) Validate() error {
 	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
 		return c.bad("trusted-proxy", "%v", err)
 	}
+	if _, err := parsePrefixes(c.PassthroughProxy); err != nil {
+		return c.bad("passthrough-proxy", "%v", err)
+	}
 	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
 		if _, _, err := net.SplitHostPort(m); err != nil {
 			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"main\" for /metrics on the main listener, or off)", m, err)
 		}
+	}
+	if c.MetricsListen == MetricsOnMain && c.Access != "" {
+		// /metrics answers without a token: on the main listener it would
+		// show every client the addresses and versions downloaded and the
+		// catalog's size, which the access file hides.
+		return c.bad("metrics-listen", "\"main\" serves /metrics to every client without a token, with the addresses and versions downloaded, which access hides\nhint: give metrics a listener of their own on a management address (metrics-listen = \"127.0.0.1:9443\"), or turn them off")
 	}
 	if c.MaxConns < 0 {
 		return c.bad("max-conns", "%d: want a number of connections (0: no cap)", c.MaxConns)
@@ -398,7 +411,7 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 // every client on its own address).
 func (c *ServeConfig) ConnLimits(proxies *TrustedProxies) ConnLimits {
 	d, _ := c.sendTimeout()
-	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.trusts}
+	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.carriesMany}
 }
 
 // Level is the parsed log-level.

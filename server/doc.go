@@ -99,5 +99,5 @@
 // runtime does; it rotates only the audit log) and does not authenticate
 // /metrics (it is served only when asked: on
 // --metrics-listen where only the monitoring network reaches it, or on the
-// main listener with --metrics-listen main).
+// main listener with --metrics-listen main, which an access file refuses).
 package server

@@ -33,9 +33,12 @@ import (
 //
 // The bearer /v2/token issues is not the token: it is
 // "agb1:<name>:<expiry>:<key id>.<mac>", an HMAC under the URL signing key
-// (another domain than URLs), valid for the URL TTL and only on /v2/. It
-// names the principal, so revoking the token ends it at the next request,
-// and the secret never travels back to the client.
+// (another domain than URLs), valid for the URL TTL and only on /v2/
+// (not on /v2/token: a bearer never gets another one, so a leaked bearer
+// ends when it expires). It names the principal and its MAC binds the
+// token's hash, so revoking the token ends it at the next request, also
+// when a new token is created under the same name; the secret never
+// travels back to the client.
 
 const ociBearerPrefix = "agb1:"
 
@@ -74,7 +77,7 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	exp := now.Add(a.ttl).Unix()
 	e := strconv.FormatInt(exp, 10)
-	tok := ociBearerPrefix + p.name + ":" + e + ":" + a.keys.sign(macBearer, p.name, e)
+	tok := ociBearerPrefix + p.name + ":" + e + ":" + a.keys.sign(macBearer, p.name, e, p.id)
 	b, _ := json.Marshal(map[string]any{
 		"token": tok, "access_token": tok, "expires_in": int(a.ttl / time.Second), "issued_at": now.UTC().Format(time.RFC3339),
 	})
@@ -85,7 +88,12 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 // checkBearer verifies a bearer ociToken issued.
 func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (*principal, *authFail) {
 	parts := strings.Split(strings.TrimPrefix(b, ociBearerPrefix), ":")
-	if len(parts) != 3 || !a.keys.verify(parts[2], macBearer, parts[0], parts[1]) {
+	if len(parts) != 3 {
+		a.failed(r)
+		return nil, &authFail{reason: authInvalid}
+	}
+	p := set.principalByName(parts[0])
+	if !a.keys.verify(parts[2], macBearer, parts[0], parts[1], p.macID()) {
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
@@ -93,8 +101,7 @@ func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (
 	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
 		return nil, &authFail{reason: authExpired, at: time.Unix(exp, 0)}
 	}
-	p := a.principalByName(set, parts[0])
-	if p == nil {
+	if p == nil || p.expired(a.now()) {
 		return nil, &authFail{reason: authInvalid}
 	}
 	return p, nil

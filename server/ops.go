@@ -44,6 +44,9 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
 	}
+	if err := proxies.SetPassthrough(opt.Config.PassthroughProxy); err != nil {
+		return nil, fmt.Errorf("%w: passthrough-proxy %v", ErrConfig, err)
+	}
 	o := &Ops{Proxies: proxies, opt: opt}
 	if opt.Access != nil {
 		opt.Access.SetProxies(proxies)

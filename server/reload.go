@@ -60,7 +60,7 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 }
 
 // reloadable are the settings Reload applies.
-var reloadable = []string{"log-level", "log-file", "trusted-proxy", "hostname", "cert", "key"}
+var reloadable = []string{"log-level", "log-file", "trusted-proxy", "passthrough-proxy", "hostname", "cert", "key"}
 
 // Reload re-reads the configuration (file and environment over the same
 // flags) and applies what can change. A configuration that does not
@@ -122,6 +122,10 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 	if slices.Contains(changed, "trusted-proxy") && r.Proxies != nil {
 		r.Proxies.Set(next.TrustedProxy)
 		applied = append(applied, "trusted-proxy="+strings.Join(next.TrustedProxy, ","))
+	}
+	if slices.Contains(changed, "passthrough-proxy") && r.Proxies != nil {
+		r.Proxies.SetPassthrough(next.PassthroughProxy)
+		applied = append(applied, "passthrough-proxy="+strings.Join(next.PassthroughProxy, ","))
 	}
 	attrs := []any{}
 	if r.TLS != nil {

@@ -64,6 +64,14 @@ func (c *sbomCache) get(s *Server, sc *scope) *sbomDoc {
 	if ixr, ok := s.store.(interface{ Index() *store.Index }); ok {
 		if full := ixr.Index(); full != nil && &full.Catalog == cat {
 			ix = &store.Index{Catalog: full.Catalog, Imports: full.Imports} // the newest import is the SBOM's time
+			if sc.rules != nil {
+				// The newest import the principal sees on the catalog page:
+				// one that changed only what it may not read says nothing.
+				ix.Imports = nil
+				if rows, _, _ := historyRows(full.Imports, nil, sc.allows); len(rows) > 0 {
+					ix.Imports = []store.ImportEntry{rows[0].ImportEntry}
+				}
+			}
 		}
 	}
 	if sc.rules != nil { // only what the principal may read

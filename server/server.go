@@ -146,7 +146,11 @@ func (st *state) ownerIndex() map[verify.Digest][]*Download {
 // catalog snapshot starts an empty cache; the old one is freed with its
 // snapshot.
 type renderKey struct {
-	who  string // the principal's name; "" without access control
+	// who is the principal the answer was rendered for (nil without access
+	// control and on open paths): the object of one version of the access
+	// file, never its name, so that a token created again under the name
+	// of another never gets what was rendered for that one.
+	who  *principal
 	view string // an origin, or defaultOrigin
 	path string
 }
@@ -160,7 +164,7 @@ const DefaultCacheBytes = 32 << 20
 // entryCost is what a cache entry is counted as: its key, its body, and an
 // allowance for the map entry, the answer and its header.
 func entryCost(k renderKey, a *answer) int64 {
-	return int64(len(k.who) + len(k.view) + len(k.path) + len(a.body) + 256)
+	return int64(len(k.view) + len(k.path) + len(a.body) + 256)
 }
 
 type answer struct {
@@ -242,7 +246,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		k := renderKey{who: ra.who(), path: r.URL.Path}
+		k := renderKey{who: ra.principal(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
 			k.view = st.scopeFor(ra.principal()).hostOrigin(r.Host)
 		}
@@ -344,7 +348,7 @@ func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[stri
 		ra := authOf(r)
 		rc := &reqCtx{sc: st.scopeFor(ra.principal()), p: ra.principal(), ac: s.access}
 		key, cacheable := canonicalKey(r, rc.sc)
-		key.who = ra.who()
+		key.who = ra.principal()
 		if cacheable {
 			if a, ok := st.rendered.Load(key); ok && s.fresh(a.(*answer)) {
 				writeAnswer(w, r, a.(*answer))
@@ -775,29 +779,32 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
-// healthz answers load balancers. It is open, so with an access file it
-// says nothing about the catalog.
 // whatBlob names blob d for the access log and the audit (the first owner
 // the request's principal may see), and says whether the request may have
-// it: with an access file, a request that no signed URL admitted must be
-// for a blob its scope owns (else it is answered as a missing blob).
+// it: with an access file, the blob must be owned by an address the
+// principal's rules allow now, whether a token or a signed URL admitted
+// it (a URL issued before its token's rules were narrowed stops working
+// at once, as one of a revoked token does); else it is answered as a
+// missing blob.
 func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*Download, bool) {
 	if s.access == nil && noteOf(w) == nil {
 		return nil, true // nothing to name it for, nothing to check
 	}
-	ra := authOf(r)
 	owners := st.ownerIndex()[d]
-	if dl := st.scopeFor(ra.principal()).owner(owners); dl != nil {
+	if dl := st.scopeFor(authOf(r).principal()).owner(owners); dl != nil {
 		return dl, true
 	}
-	if s.access != nil && !ra.signed {
+	if s.access != nil {
 		return nil, false
 	}
 	if len(owners) > 0 {
-		return owners[0], true // signed for a principal whose rules changed since
+		return owners[0], true
 	}
 	return nil, true
 }
+
+// healthz answers load balancers. It is open, so with an access file it
+// says nothing about the catalog.
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if s.access != nil {

@@ -32,13 +32,16 @@ import (
 //	/blobs/sha256/<hex>/<file>?tok=<token name>&exp=<unix time>&sig=<key id>.<mac>
 //
 // mac is HMAC-SHA256 under the appliance's URL key over "airgap-url-v1",
-// the key id, the token name, the expiry and the request path (without
-// the query, and for module archives without the //subdir, which the
-// client strips before it asks), so a URL is bound to one path, one token
-// and one expiry: changing any of them breaks the MAC. A download with a
-// valid signature needs no Authorization header; it is refused (403, body
-// says why) once expired, when its token has since been revoked or has
-// expired, or when any part was altered.
+// the token name, the expiry, the request path (without the query, and for
+// module archives without the //subdir, which the client strips before it
+// asks) and the token's hash (not in the URL), so a URL is bound to one
+// path, one token and one expiry: changing any of them breaks the MAC, and
+// a token revoked and created again under the same name does not inherit
+// the old one's URLs. A download with a valid signature needs no
+// Authorization header; it is refused (403, body says why) once expired,
+// when its token has since been revoked or has expired, or when any part
+// was altered; and answered as a missing blob when its token's rules no
+// longer allow the address (whatBlob).
 //
 // Expiry is bucketed so answers stay cacheable: every answer rendered in
 // the same bucket of time (a minute, or a quarter of the TTL when that is
@@ -289,8 +292,9 @@ func urlBucket(ttl time.Duration) int64 {
 	return max(b, 1)
 }
 
-// signedQuery is the query of a signed URL for path.
-func (k *URLKeys) signedQuery(path, who string, exp int64) string {
+// signedQuery is the query of a signed URL for path, issued to the token
+// named who whose id (principal.id) is id.
+func (k *URLKeys) signedQuery(path, who, id string, exp int64) string {
 	e := strconv.FormatInt(exp, 10)
-	return "tok=" + who + "&exp=" + e + "&sig=" + k.sign(macURL, who, e, path)
+	return "tok=" + who + "&exp=" + e + "&sig=" + k.sign(macURL, who, e, path, id)
 }

@@ -3,8 +3,8 @@
 # line win, then AIRGAP_HOSTNAME / AIRGAP_LISTEN / AIRGAP_METRICS_LISTEN,
 # then this file. Check it with:
 #   airgap serve --config /etc/airgap/serve.hcl --check-config
-# 'systemctl reload airgap' applies log-level, trusted-proxy, hostname,
-# cert, key and access without a restart.
+# 'systemctl reload airgap' applies log-level, trusted-proxy,
+# passthrough-proxy, hostname, cert, key and access without a restart.
 
 store    = "/var/lib/airgap/store"
 listen   = ":443"
@@ -15,8 +15,14 @@ tls = "local"                        # local (built-in CA), acme, or files (cert
 log-level  = "info"                  # info: one access line per request
 log-format = "json"                  # for the journal and log shippers
 
-# Believe X-Forwarded-For from the load balancer(s) only.
-trusted-proxy = []
+# Load balancers. One that terminates HTTP and appends the client to
+# X-Forwarded-For (HAProxy "mode http" with "option forwardfor", re-encrypting
+# to serve): trusted-proxy, and serve believes that header from it. One that
+# passes TLS through (HAProxy "mode tcp"): passthrough-proxy, never
+# trusted-proxy: its X-Forwarded-For is whatever the client wrote. Both are
+# exempt from the per-address limits (cap clients on the balancer).
+trusted-proxy     = []
+passthrough-proxy = []
 
 # "HOST:PORT" serves /metrics over plain HTTP on a listener of its own (a
 # management address); "main" serves it on the main TLS listener, to every
@@ -24,8 +30,8 @@ trusted-proxy = []
 metrics-listen = ""
 
 # Connection limits. Excess connections are closed at accept. Behind a load
-# balancer every client has its address: list it in trusted-proxy, which
-# exempts it from max-conns-per-ip (not from max-conns).
+# balancer every client has its address: list it as above, which exempts it
+# from max-conns-per-ip (not from max-conns).
 max-conns        = 2048              # in total: ~50 KiB and one descriptor each
 max-conns-per-ip = 128               # per client address (IPv6: per /64)
 send-timeout     = "60s"             # close a download whose client reads nothing for this long
