@@ -231,8 +231,9 @@ func validateGateResults(what string, rs []GateResult, ref func(string, verify.D
 // the results of every run by level. A result without a level counts as
 // "warning", SARIF's default (a rule's own default level is not looked up).
 // Anything else — not JSON, another shape, a level that is not a string or
-// not a SARIF level — is not SARIF: ok is false. It streams the tokens, so
-// memory does not grow with the report beyond its longest string; the
+// not a SARIF level, a value nested deeper than MaxSARIFDepth — is not
+// SARIF: ok is false. It streams the tokens, so memory does not grow with
+// the report beyond its longest string and MaxSARIFDepth open values; the
 // caller bounds the report's size.
 func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
 	dec := json.NewDecoder(r)
@@ -340,7 +341,15 @@ func array(dec *json.Decoder, elem func() error) error {
 	return nil
 }
 
-// skipValue reads one JSON value of any depth, token by token.
+// MaxSARIFDepth bounds how deeply a value CountSARIF skips (a run's tool
+// or property bag, a result's message...) may nest:
+// json.Decoder keeps a word per open array or object, so a report of
+// 64 MiB of '[' would otherwise cost about 1 GiB to skip. Real SARIF
+// nests a few levels (property bags, code flows: under 20).
+const MaxSARIFDepth = 256
+
+// skipValue reads one JSON value, token by token; one nested deeper than
+// MaxSARIFDepth is not SARIF.
 func skipValue(dec *json.Decoder) error {
 	depth := 0
 	for {
@@ -355,7 +364,10 @@ func skipValue(dec *json.Decoder) error {
 				depth--
 			}
 		}
-		if depth == 0 {
+		switch {
+		case depth > MaxSARIFDepth:
+			return errNotSARIF
+		case depth == 0:
 			return nil
 		}
 	}
