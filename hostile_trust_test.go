@@ -7,8 +7,12 @@ package main
 // code states.
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // trustRSSLimit is the peak resident memory, in KiB, a verify or import
@@ -138,4 +145,141 @@ func TestHostileSARIFNesting(t *testing.T) {
 	}
 	expectRefused(t, work, keyring, root, path,
 		"module registry.terraform.io/example/vpc/aws 1.0.0", "gate trivy result records no findings, but its report is not SARIF")
+}
+
+// fatPlugin is a plugin binary whose Go build information lists n modules
+// with 900-byte paths: about n KiB of build information document, and
+// highly compressible.
+func fatPlugin(n int) []byte {
+	const sentinel = "0w\xaf\x0c\x92t\b\x02A\xe1\xc1\a\xe6\xd6\x18\xe6"
+	var l strings.Builder
+	l.WriteString("path\texample.com/fat\nmod\texample.com/fat\tv1.0.0\t\n")
+	for i := range n {
+		fmt.Fprintf(&l, "dep\texample.com/%s%05d\tv1.0.0\th1:%s=\n", strings.Repeat("m", 900), i, strings.Repeat("A", 43))
+	}
+	mod := sentinel + l.String() + "\n" + sentinel[:16]
+	b := append([]byte{}, "\xff Go buildinf:"...)
+	b = append(b, 8, 2)
+	b = append(b, make([]byte, 16)...)
+	b = binary.AppendUvarint(b, 8)
+	b = append(b, "go1.22.5"...)
+	b = binary.AppendUvarint(b, uint64(len(mod)))
+	b = append(b, mod...)
+	return append(b, make([]byte, 64)...)
+}
+
+// fatProvider writes registry.terraform.io/hashicorp/fat 1.0.0 for n
+// platforms (fat_p000…), each zip the same deflated plugin (fatPlugin of
+// modules modules, compressed once) beside a file that tells them apart,
+// signed by pub.
+func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, n, modules int) *bundletest.BuiltProvider {
+	t.Helper()
+	plugin := fatPlugin(modules)
+	var packed bytes.Buffer
+	fw, _ := flate.NewWriter(&packed, flate.BestCompression)
+	fw.Write(plugin)
+	fw.Close()
+	bp := &bundletest.BuiltProvider{Dir: dir, Files: map[string]string{}}
+	pv := dist.ProviderVersion{Host: "registry.terraform.io", Namespace: "hashicorp", Type: "fat", Version: "1.0.0", Protocols: []string{"5.0"}}
+	var sums bytes.Buffer
+	for i := range n {
+		arch := fmt.Sprintf("p%03d", i)
+		fn := "terraform-provider-fat_1.0.0_fat_" + arch + ".zip"
+		var z bytes.Buffer
+		zw := zip.NewWriter(&z)
+		h := &zip.FileHeader{Name: "terraform-provider-fat_v1.0.0", Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
+			CRC32: crc32.ChecksumIEEE(plugin), CompressedSize64: uint64(packed.Len()), UncompressedSize64: uint64(len(plugin))}
+		h.SetMode(0o755)
+		w, err := zw.CreateRaw(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(packed.Bytes())
+		w, _ = zw.Create("README")
+		fmt.Fprintf(w, "platform %s\n", arch)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fn)
+		bundletest.WriteFile(t, p, z.Bytes())
+		h1, err := dist.H1(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := verify.DigestBytes(z.Bytes())
+		pv.Packages = append(pv.Packages, dist.Package{OS: "fat", Arch: arch, Filename: fn, Digest: d, Size: int64(z.Len()), H1: h1})
+		fmt.Fprintf(&sums, "%s  %s\n", d.Hex(), fn)
+		bp.Files[fn] = p
+	}
+	pv.ShasumsName = "terraform-provider-fat_1.0.0_SHA256SUMS"
+	var sig bytes.Buffer
+	if err := verify.SignDetachedAt(&sig, pub, bytes.NewReader(sums.Bytes()), time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	bp.Files[pv.ShasumsName] = filepath.Join(dir, pv.ShasumsName)
+	bp.Files[pv.ShasumsName+".sig"] = bp.Files[pv.ShasumsName] + ".sig"
+	bundletest.WriteFile(t, bp.Files[pv.ShasumsName], sums.Bytes())
+	bundletest.WriteFile(t, bp.Files[pv.ShasumsName+".sig"], sig.Bytes())
+	pv.Shasums, pv.ShasumsSig = verify.DigestBytes(sums.Bytes()), verify.DigestBytes(sig.Bytes())
+	pv.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(pub), ASCIIArmor: bundletest.Armor(t, pub)}}
+	bp.ProviderVersion = pv
+	return bp
+}
+
+// TestHostileBuildInfoMemory: one provider version for 100 platforms, each
+// package a 60 KiB zip whose plugin carries 4 MiB of Go build information
+// (within goinfo's bounds). The checker kept every package's document in
+// memory until the end, SBOM or not: verify and import each reached
+// 1.1 GiB with 150 of them in a 36 KiB bundle (and 100 000 platforms fit
+// in a manifest). With an SBOM, 40 such packages made the check build an
+// SBOM of about 500 MB in memory before comparing it: 3 GiB. Now documents are kept only for a bundle
+// with an SBOM, and such a bundle's documents may total at most
+// bundle.MaxSBOMSize, which CheckManifest holds before any blob is read.
+func TestHostileBuildInfoMemory(t *testing.T) {
+	work := t.TempDir()
+	site := bundletest.Key(t, "site")
+	pub := bundletest.Key(t, "publisher")
+	keyring := filepath.Join(work, "site.pub.asc")
+	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
+	bp := fatProvider(t, filepath.Join(work, "fat"), pub, 100, 4000)
+	root := filepath.Join(work, "store")
+
+	t.Run("no SBOM: imported in bounded memory", func(t *testing.T) {
+		set := bundletest.NewSet()
+		set.AddProvider(bp)
+		set.AddBuildInfo(t, filepath.Join(work, "fat"))
+		path := filepath.Join(work, "fat.bundle")
+		set.WriteBundleFile(t, path, site, bundle.CompressionAuto)
+		fi, _ := os.Stat(path)
+		t.Logf("bundle: %d KiB", fi.Size()>>10)
+		out, code := runBounded(t, work, "verify", "--keyring", keyring, path)
+		if code != 0 || !strings.Contains(out, "100 Go build information documents read again") {
+			t.Errorf("verify (exit %d):\n%s", code, out)
+		}
+		out, code = runBounded(t, work, "import", "--keyring", keyring, "--store", root, path)
+		if code != 0 {
+			t.Errorf("import (exit %d):\n%s", code, out)
+		}
+	})
+
+	t.Run("SBOM over the build information it may describe: refused before reading", func(t *testing.T) {
+		set := bundletest.NewSet()
+		few := *bp
+		few.Packages = bp.Packages[:40]
+		set.AddProvider(&few)
+		set.AddBuildInfo(t, filepath.Join(work, "fat"))
+		m := set.Manifest(t)
+		sbom := filepath.Join(work, "sbom.json")
+		bundletest.WriteFile(t, sbom, []byte(`{"bomFormat":"CycloneDX"}`))
+		m.SBOM = bundletest.FileDigest(t, sbom)
+		m.Blobs = append(m.Blobs, bundle.Blob{Digest: m.SBOM, Size: 25, Role: dist.RoleSBOM})
+		m.Normalize()
+		files := map[verify.Digest]string{m.SBOM: sbom}
+		for d, p := range set.Files {
+			files[d] = p
+		}
+		path := filepath.Join(work, "fat-sbom.bundle")
+		bundletest.WriteSignedManifest(t, path, m, files, site)
+		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", "the Go build information of its packages is over")
+	})
 }

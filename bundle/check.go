@@ -145,7 +145,9 @@ func inconsistent(entry, format string, a ...any) error {
 //     the kind of entry it is on, with that gate's tool, and its status
 //     agrees with its exit status, findings and the gate's fail level;
 //     every entry of a gate's kind has its result;
-//   - reports, build information and the SBOM are within their size limits.
+//   - reports, build information and the SBOM are within their size limits,
+//     and the build information an SBOM is built from, in all
+//     (checkBuildInfoTotal).
 //
 // What needs the blobs' bytes is checked by a Checker.
 func CheckManifest(m *Manifest) error {
@@ -157,6 +159,9 @@ func CheckManifest(m *Manifest) error {
 		sizes[b.Digest] = b.Size
 	}
 	if err := checkSizes(m, sizes); err != nil {
+		return err
+	}
+	if err := checkBuildInfoTotal(m, sizes); err != nil {
 		return err
 	}
 	if err := checkGates(m); err != nil {
@@ -289,6 +294,30 @@ func checkSizes(m *Manifest, sizes map[verify.Digest]int64) error {
 		}
 		if limit >= 0 && sizes[b.Digest] > limit {
 			return inconsistent(m.Describe(b.Digest), "it is %d bytes, over the %d-byte limit", sizes[b.Digest], limit)
+		}
+	}
+	return nil
+}
+
+// checkBuildInfoTotal bounds the Go build information the SBOM check
+// holds and builds from: for a bundle with an SBOM, the documents of all
+// its packages (counted per package, as the SBOM lists each package's
+// modules) must be at most MaxSBOMSize bytes in all. The SBOM repeats every
+// module's path and version in more bytes than its document spends, so an
+// SBOM within MaxSBOMSize (export refuses a larger one) never describes
+// more. Without the bound, a bundle of many small zips whose plugins each
+// carry goinfo.MaxModInfo of module lines made the check hold about 4 MiB
+// per package, and build an SBOM of gigabytes, before it could say no.
+func checkBuildInfoTotal(m *Manifest, sizes map[verify.Digest]int64) error {
+	if m.SBOM == "" {
+		return nil
+	}
+	var total int64
+	for _, p := range m.Catalog.Providers {
+		for _, pk := range p.Packages {
+			if total += sizes[pk.BuildInfo]; total > MaxSBOMSize {
+				return inconsistent("the bundle's SBOM", "the Go build information of its packages is over %d bytes in all, more than an SBOM within its %d-byte limit can describe", MaxSBOMSize, MaxSBOMSize)
+			}
 		}
 	}
 	return nil
@@ -464,7 +493,9 @@ func Trust(p dist.ProviderVersion) string { return p.Trust() }
 // and signatures stay on disk until Finish, which reads one provider's at a
 // time (at most dist.MaxShasumsSize + MaxSignatureSize). Memory beyond that is
 // proportional to the manifest (≤ MaxManifestSize): one entry per blob and
-// one parsed key per distinct armored key. Computing h1 reads a zip's
+// one parsed key per distinct armored key; for a bundle with an SBOM, the
+// Go build information read from its zips (at most MaxSBOMSize in all,
+// checkBuildInfoTotal), which checkSBOM builds the SBOM from. Computing h1 reads a zip's
 // directory (archive/zip holds it in memory: ≈ 300 bytes per entry, and a
 // zip of N bytes holds at most N/46) and unpacks at most MaxZipUnpacked
 // bytes of at most MaxZipEntries files (and at most MaxZipRatio times the
@@ -478,7 +509,7 @@ type Checker struct {
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
 	wantBI  map[verify.Digest]verify.Digest // package → its build information ("" if none listed)
-	infos   map[verify.Digest][]byte        // package → build information read from its zip (encoded)
+	infos   map[verify.Digest][]byte        // package → build information read from its zip (encoded; only with an SBOM)
 	hashed  map[verify.Digest]bool
 	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
 	jobs    chan h1Job
@@ -945,7 +976,9 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 		}
 	}
 	c.mu.Lock()
-	c.infos[d] = doc
+	if c.m.SBOM != "" { // kept for checkSBOM: at most MaxSBOMSize in all (checkBuildInfoTotal)
+		c.infos[d] = doc
+	}
 	if c.wantBI[d] != "" {
 		c.rep.BuildInfo++
 	}
