@@ -283,3 +283,28 @@ func TestHostileBuildInfoMemory(t *testing.T) {
 		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", "the Go build information of its packages is over")
 	})
 }
+
+// TestHostileReportBytes: a gate result whose report_bytes is not its
+// report's size. Verify and import accepted it, and 'verify --json' showed
+// the signed figure (here 1 for a 78-byte report) as the size of the
+// report it had checked; now both refuse it.
+func TestHostileReportBytes(t *testing.T) {
+	work := t.TempDir()
+	site := bundletest.Key(t, "site")
+	keyring := filepath.Join(work, "site.pub.asc")
+	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
+	set := bundletest.Standard(t, work, site)
+	root := filepath.Join(work, "store")
+	seed := filepath.Join(work, "seed.bundle")
+	set.WriteBundleFile(t, seed, site, bundle.CompressionAuto)
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, seed)
+	report := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"trivy"}},"results":[]}]}`
+	set.AddGate(t, work, dist.Gate{Name: "trivy", For: dist.GateModules, Command: []string{"trivy", "config", "{dir}"}, Tool: "Version: 0.74.0"},
+		dist.GateResult{Status: dist.GatePassed, Findings: &dist.GateFindings{}}, []byte(report))
+	m := set.Manifest(t)
+	m.Catalog.Modules[0].Gates[0].ReportBytes = 1
+	path := filepath.Join(work, "report-bytes.bundle")
+	bundletest.WriteSignedManifest(t, path, m, set.Files, site)
+	expectRefused(t, work, keyring, root, path, "module registry.terraform.io/example/vpc/aws 1.0.0",
+		fmt.Sprintf("its gate trivy result says its report is 1 bytes, but the report (%s) is %d bytes", m.Catalog.Modules[0].Gates[0].Report.Short(), len(report)))
+}

@@ -143,8 +143,9 @@ func inconsistent(entry, format string, a ...any) error {
 //     package (the SBOM is built from it);
 //   - gates (checkGates): every result is of a gate the bundle lists, for
 //     the kind of entry it is on, with that gate's tool, and its status
-//     agrees with its exit status, findings and the gate's fail level;
-//     every entry of a gate's kind has its result;
+//     agrees with its exit status, findings and the gate's fail level, and
+//     its report_bytes with its report's size; every entry of a gate's kind
+//     has its result;
 //   - reports, build information and the SBOM are within their size limits,
 //     and the build information an SBOM is built from, in all
 //     (checkBuildInfoTotal).
@@ -164,7 +165,7 @@ func CheckManifest(m *Manifest) error {
 	if err := checkBuildInfoTotal(m, sizes); err != nil {
 		return err
 	}
-	if err := checkGates(m); err != nil {
+	if err := checkGates(m, sizes); err != nil {
 		return err
 	}
 	provs := make(map[string]string, len(m.Catalog.Providers))
@@ -324,8 +325,9 @@ func checkBuildInfoTotal(m *Manifest, sizes map[verify.Digest]int64) error {
 }
 
 // checkGates holds the gate results on every entry to the gates the bundle
-// lists (see CheckManifest).
-func checkGates(m *Manifest) error {
+// lists (see CheckManifest), and each result's report_bytes to the size of
+// its report blob (what 'verify --json' shows is what was checked).
+func checkGates(m *Manifest, sizes map[verify.Digest]int64) error {
 	gates := make(map[string]dist.Gate, len(m.Gates))
 	for _, g := range m.Gates {
 		gates[g.Name] = g
@@ -340,6 +342,8 @@ func checkGates(m *Manifest) error {
 				return inconsistent(entry, "it has a result of gate %s, which the bundle does not list", r.Gate)
 			case g.For != kind:
 				return inconsistent(entry, "it has a result of gate %s, which runs over %s", r.Gate, g.For)
+			case r.ReportBytes != sizes[r.Report]:
+				return inconsistent(entry, "its gate %s result says its report is %d bytes, but the report (%s) is %d bytes", r.Gate, r.ReportBytes, r.Report.Short(), sizes[r.Report])
 			case r.Tool != g.Tool:
 				return inconsistent(entry, "its gate %s result names the tool %q, but the gate ran %q", r.Gate, dist.Printable(r.Tool), dist.Printable(g.Tool))
 			case r.Status == dist.GatePassed && !passes:
