@@ -148,14 +148,19 @@ func TestHostileSARIFNesting(t *testing.T) {
 }
 
 // fatPlugin is a plugin binary whose Go build information lists n modules
-// with 900-byte paths: about n KiB of build information document, and
-// highly compressible.
-func fatPlugin(n int) []byte {
+// with 900-byte paths (about n KiB of build information document) or, if
+// tiny, with 6-byte paths (33 bytes of document each); highly
+// compressible either way.
+func fatPlugin(n int, tiny bool) []byte {
 	const sentinel = "0w\xaf\x0c\x92t\b\x02A\xe1\xc1\a\xe6\xd6\x18\xe6"
 	var l strings.Builder
 	l.WriteString("path\texample.com/fat\nmod\texample.com/fat\tv1.0.0\t\n")
 	for i := range n {
-		fmt.Fprintf(&l, "dep\texample.com/%s%05d\tv1.0.0\th1:%s=\n", strings.Repeat("m", 900), i, strings.Repeat("A", 43))
+		if tiny {
+			fmt.Fprintf(&l, "dep\tm%05d\tv0\t\n", i)
+		} else {
+			fmt.Fprintf(&l, "dep\texample.com/%s%05d\tv1.0.0\th1:%s=\n", strings.Repeat("m", 900), i, strings.Repeat("A", 43))
+		}
 	}
 	mod := sentinel + l.String() + "\n" + sentinel[:16]
 	b := append([]byte{}, "\xff Go buildinf:"...)
@@ -168,26 +173,24 @@ func fatPlugin(n int) []byte {
 	return append(b, make([]byte, 64)...)
 }
 
-// fatProvider writes registry.terraform.io/hashicorp/fat 1.0.0 for n
-// platforms (fat_p000…), each zip the same deflated plugin (fatPlugin of
-// modules modules, compressed once) beside a file that tells them apart,
-// signed by pub.
-func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, n, modules int) *bundletest.BuiltProvider {
+// fatProvider writes registry.terraform.io/hashicorp/TYPE 1.0.0 for n
+// platforms (fat_p000…), each zip the same deflated plugin (fatPlugin,
+// compressed once) beside a file that tells them apart, signed by pub.
+func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, n int, plugin []byte) *bundletest.BuiltProvider {
 	t.Helper()
-	plugin := fatPlugin(modules)
 	var packed bytes.Buffer
 	fw, _ := flate.NewWriter(&packed, flate.BestCompression)
 	fw.Write(plugin)
 	fw.Close()
 	bp := &bundletest.BuiltProvider{Dir: dir, Files: map[string]string{}}
-	pv := dist.ProviderVersion{Host: "registry.terraform.io", Namespace: "hashicorp", Type: "fat", Version: "1.0.0", Protocols: []string{"5.0"}}
+	pv := dist.ProviderVersion{Host: "registry.terraform.io", Namespace: "hashicorp", Type: typ, Version: "1.0.0", Protocols: []string{"5.0"}}
 	var sums bytes.Buffer
 	for i := range n {
 		arch := fmt.Sprintf("p%03d", i)
-		fn := "terraform-provider-fat_1.0.0_fat_" + arch + ".zip"
+		fn := "terraform-provider-" + typ + "_1.0.0_fat_" + arch + ".zip"
 		var z bytes.Buffer
 		zw := zip.NewWriter(&z)
-		h := &zip.FileHeader{Name: "terraform-provider-fat_v1.0.0", Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
+		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v1.0.0", Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 			CRC32: crc32.ChecksumIEEE(plugin), CompressedSize64: uint64(packed.Len()), UncompressedSize64: uint64(len(plugin))}
 		h.SetMode(0o755)
 		w, err := zw.CreateRaw(h)
@@ -211,7 +214,7 @@ func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, n, modules int) 
 		fmt.Fprintf(&sums, "%s  %s\n", d.Hex(), fn)
 		bp.Files[fn] = p
 	}
-	pv.ShasumsName = "terraform-provider-fat_1.0.0_SHA256SUMS"
+	pv.ShasumsName = "terraform-provider-" + typ + "_1.0.0_SHA256SUMS"
 	var sig bytes.Buffer
 	if err := verify.SignDetachedAt(&sig, pub, bytes.NewReader(sums.Bytes()), time.Unix(1, 0)); err != nil {
 		t.Fatal(err)
@@ -235,13 +238,17 @@ func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, n, modules int) 
 // SBOM of about 500 MB in memory before comparing it: 3 GiB. Now documents are kept only for a bundle
 // with an SBOM, and such a bundle's documents may total at most
 // bundle.MaxSBOMSize, which CheckManifest holds before any blob is read.
+// Documents of many one-character modules stay under that (280 packages
+// of 5000: 46 MB) yet made the check build 1.4 million SBOM components;
+// now the modules an SBOM is built from are at most bundle.MaxSBOMModules,
+// counted as the zips stream by.
 func TestHostileBuildInfoMemory(t *testing.T) {
 	work := t.TempDir()
 	site := bundletest.Key(t, "site")
 	pub := bundletest.Key(t, "publisher")
 	keyring := filepath.Join(work, "site.pub.asc")
 	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
-	bp := fatProvider(t, filepath.Join(work, "fat"), pub, 100, 4000)
+	bp := fatProvider(t, filepath.Join(work, "fat"), pub, "fat", 100, fatPlugin(4000, false))
 	root := filepath.Join(work, "store")
 
 	t.Run("no SBOM: imported in bounded memory", func(t *testing.T) {
@@ -263,25 +270,40 @@ func TestHostileBuildInfoMemory(t *testing.T) {
 	})
 
 	t.Run("SBOM over the build information it may describe: refused before reading", func(t *testing.T) {
-		set := bundletest.NewSet()
 		few := *bp
 		few.Packages = bp.Packages[:40]
-		set.AddProvider(&few)
-		set.AddBuildInfo(t, filepath.Join(work, "fat"))
-		m := set.Manifest(t)
-		sbom := filepath.Join(work, "sbom.json")
-		bundletest.WriteFile(t, sbom, []byte(`{"bomFormat":"CycloneDX"}`))
-		m.SBOM = bundletest.FileDigest(t, sbom)
-		m.Blobs = append(m.Blobs, bundle.Blob{Digest: m.SBOM, Size: 25, Role: dist.RoleSBOM})
-		m.Normalize()
-		files := map[verify.Digest]string{m.SBOM: sbom}
-		for d, p := range set.Files {
-			files[d] = p
-		}
-		path := filepath.Join(work, "fat-sbom.bundle")
-		bundletest.WriteSignedManifest(t, path, m, files, site)
+		path := sbomBundle(t, work, site, &few)
 		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", "the Go build information of its packages is over")
 	})
+
+	t.Run("SBOM over the modules it may list: refused", func(t *testing.T) {
+		tiny := fatProvider(t, filepath.Join(work, "tiny"), pub, "tiny", 280, fatPlugin(4999, true))
+		path := sbomBundle(t, work, site, tiny)
+		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", fmt.Sprintf("lists over %d modules", bundle.MaxSBOMModules))
+	})
+}
+
+// sbomBundle writes a bundle of bp's packages with their build information
+// and an SBOM that cannot be theirs (the check must refuse it before it
+// could compare).
+func sbomBundle(t *testing.T, work string, site *openpgp.Entity, bp *bundletest.BuiltProvider) string {
+	t.Helper()
+	set := bundletest.NewSet()
+	set.AddProvider(bp)
+	set.AddBuildInfo(t, bp.Dir)
+	m := set.Manifest(t)
+	sbom := filepath.Join(t.TempDir(), "sbom.json")
+	bundletest.WriteFile(t, sbom, []byte(`{"bomFormat":"CycloneDX"}`))
+	m.SBOM = bundletest.FileDigest(t, sbom)
+	m.Blobs = append(m.Blobs, bundle.Blob{Digest: m.SBOM, Size: 25, Role: dist.RoleSBOM})
+	m.Normalize()
+	files := map[verify.Digest]string{m.SBOM: sbom}
+	for d, p := range set.Files {
+		files[d] = p
+	}
+	path := filepath.Join(t.TempDir(), "sbom.bundle")
+	bundletest.WriteSignedManifest(t, path, m, files, site)
+	return path
 }
 
 // TestHostileReportBytes: a gate result whose report_bytes is not its

@@ -514,6 +514,8 @@ type Checker struct {
 	wantH1  map[verify.Digest]string
 	wantBI  map[verify.Digest]verify.Digest // package → its build information ("" if none listed)
 	infos   map[verify.Digest][]byte        // package → build information read from its zip (encoded; only with an SBOM)
+	uses    map[verify.Digest]int           // package → how many entries of the catalog list it
+	modules int                             // Go modules in infos, counted per entry (MaxSBOMModules)
 	hashed  map[verify.Digest]bool
 	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
 	jobs    chan h1Job
@@ -545,11 +547,12 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	}
 	c := &Checker{m: m, opt: opt, paths: map[verify.Digest]string{}, wantH1: map[verify.Digest]string{},
 		wantBI: map[verify.Digest]verify.Digest{}, infos: map[verify.Digest][]byte{},
-		hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: KeyringCache{}}
+		uses: map[verify.Digest]int{}, hashed: map[verify.Digest]bool{}, wantZip: map[verify.Digest]verify.Digest{}, keyring: KeyringCache{}}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
 			c.wantH1[pk.Digest] = pk.H1
 			c.wantBI[pk.Digest] = pk.BuildInfo
+			c.uses[pk.Digest]++
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
@@ -980,13 +983,20 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 		}
 	}
 	c.mu.Lock()
-	if c.m.SBOM != "" { // kept for checkSBOM: at most MaxSBOMSize in all (checkBuildInfoTotal)
-		c.infos[d] = doc
-	}
+	defer c.mu.Unlock()
 	if c.wantBI[d] != "" {
 		c.rep.BuildInfo++
 	}
-	c.mu.Unlock()
+	if c.m.SBOM == "" {
+		return nil
+	}
+	// Kept for checkSBOM: at most MaxSBOMSize in all (checkBuildInfoTotal),
+	// and refused here, while the stream goes on, once they list more
+	// modules than checkSBOM would build (MaxSBOMModules).
+	c.infos[d] = doc
+	if c.modules += (info.Modules() + 1) * c.uses[d]; c.modules > MaxSBOMModules {
+		return tooManyModules()
+	}
 	return nil
 }
 

@@ -129,16 +129,33 @@ func countReport(path string) (*dist.GateFindings, bool, error) {
 	return fs, ok, nil
 }
 
+// MaxSBOMModules bounds the Go modules (with each package itself) the
+// SBOM check builds components for: each takes at least 100 bytes of SBOM
+// (bom-ref, name, version, purl: 105 with one-character names), so no SBOM
+// within MaxSBOMSize lists more. The documents they come from may be small
+// (16 bytes a module), and building a component costs far more memory than
+// writing it: without the bound, 280 packages of 5000 one-character
+// modules each (46 MB of documents, under checkBuildInfoTotal) built an
+// SBOM of 1.4 million components before the comparison could refuse it.
+// checkH1 counts the modules of the zips it reads (refusing while the
+// stream goes on), checkSBOM those of every package before it builds.
+const MaxSBOMModules = MaxSBOMSize / 100
+
+func tooManyModules() error {
+	return inconsistent("the bundle's SBOM", "the Go build information of its packages lists over %d modules, more than an SBOM within its %d-byte limit can describe", MaxSBOMModules, MaxSBOMSize)
+}
+
 // checkSBOM builds the bundle's SBOM again from the manifest and the build
 // information the check read from the zips (or, for a package the store
-// already has, from the store's document), and compares it with the
-// signed one. A delta whose omitted zips hold build information defers it.
+// already has, from the store's document), at most MaxSBOMModules modules,
+// and compares it with the signed one. A delta whose omitted zips hold
+// build information defers it.
 func (c *Checker) checkSBOM() error {
 	if c.m.SBOM == "" {
 		c.rep.SBOM = "none"
 		return nil
 	}
-	missing := 0
+	missing, modules := 0, 0
 	infos := map[verify.Digest]*goinfo.Info{}
 	for _, p := range c.m.Catalog.Providers {
 		for _, pk := range p.Packages {
@@ -153,6 +170,9 @@ func (c *Checker) checkSBOM() error {
 			info, err := goinfo.Decode(doc)
 			if err != nil {
 				return inconsistent(c.m.Describe(pk.BuildInfo), "%v", err)
+			}
+			if modules += info.Modules() + 1; modules > MaxSBOMModules {
+				return tooManyModules()
 			}
 			infos[pk.Digest] = info
 		}
