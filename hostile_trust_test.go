@@ -113,23 +113,31 @@ func expectRefused(t *testing.T, work, keyring, root, path string, want ...strin
 	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
 }
 
+// trustWorld is a site key (its public key in keyring), the Standard set
+// of bundletest, and a store at root that imported it.
+func trustWorld(t *testing.T) (work string, site *openpgp.Entity, keyring, root string, set *bundletest.Set) {
+	t.Helper()
+	work = t.TempDir()
+	site = bundletest.Key(t, "site")
+	keyring = filepath.Join(work, "site.pub.asc")
+	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
+	set = bundletest.Standard(t, work, site)
+	root = filepath.Join(work, "store")
+	seed := filepath.Join(work, "seed.bundle")
+	set.WriteBundleFile(t, seed, site, bundle.CompressionAuto)
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, seed)
+	return work, site, keyring, root, set
+}
+
 // TestHostileSARIFNesting: a gate report that is SARIF with one value
 // nested 12 million levels deep (24 MiB, under MaxReportSize; the bundle
 // is a few KiB). Counting its findings skipped the value token by token,
 // and json.Decoder keeps a word per open level: verify and import each
-// took about 500 MiB to accept it (a 64 MiB report: over 1 GiB). Now a value nested deeper than
-// dist.MaxSARIFDepth is not SARIF, so the result that records findings
-// for it is refused, in bounded memory.
+// took about 450 MiB to accept it (a 64 MiB report: over 1 GiB). Now a
+// value nested deeper than dist.MaxSARIFDepth is not SARIF, so the result
+// that records findings for it is refused, in bounded memory.
 func TestHostileSARIFNesting(t *testing.T) {
-	work := t.TempDir()
-	site := bundletest.Key(t, "site")
-	keyring := filepath.Join(work, "site.pub.asc")
-	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
-	set := bundletest.Standard(t, work, site)
-	root := filepath.Join(work, "store")
-	seed := filepath.Join(work, "seed.bundle")
-	set.WriteBundleFile(t, seed, site, bundle.CompressionAuto)
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, seed)
+	work, site, keyring, root, set := trustWorld(t)
 	const depth = 12 << 20
 	var report bytes.Buffer
 	report.WriteString(`{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"trivy","properties":`)
@@ -311,15 +319,7 @@ func sbomBundle(t *testing.T, work string, site *openpgp.Entity, bp *bundletest.
 // the signed figure (here 1 for a 78-byte report) as the size of the
 // report it had checked; now both refuse it.
 func TestHostileReportBytes(t *testing.T) {
-	work := t.TempDir()
-	site := bundletest.Key(t, "site")
-	keyring := filepath.Join(work, "site.pub.asc")
-	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
-	set := bundletest.Standard(t, work, site)
-	root := filepath.Join(work, "store")
-	seed := filepath.Join(work, "seed.bundle")
-	set.WriteBundleFile(t, seed, site, bundle.CompressionAuto)
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", root, seed)
+	work, site, keyring, root, set := trustWorld(t)
 	report := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"trivy"}},"results":[]}]}`
 	set.AddGate(t, work, dist.Gate{Name: "trivy", For: dist.GateModules, Command: []string{"trivy", "config", "{dir}"}, Tool: "Version: 0.74.0"},
 		dist.GateResult{Status: dist.GatePassed, Findings: &dist.GateFindings{}}, []byte(report))
