@@ -41,7 +41,10 @@
 // a gate's kind, its result (dist.GateResult) with the tool's report as a
 // blob of role gate-report; and the bundle's CycloneDX SBOM (Manifest.SBOM,
 // role sbom), a function of the manifest and the build information
-// (BuildSBOM, sbom.go). A format-1 manifest has none of them, nor any
+// (BuildSBOM, sbom.go), with the version of the SBOM document it was written
+// as (Manifest.SBOMGenerator, sbom.Generator: the check builds the same
+// version again, so a newer airgap's SBOM changes do not break older
+// bundles). A format-1 manifest has none of them, nor any
 // other format-2 field (format2Field in manifest.go lists them all).
 //
 // Reader checks the signature before it hands out any blob, and each blob's

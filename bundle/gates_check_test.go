@@ -17,6 +17,7 @@ import (
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/sbom"
 	"github.com/airgap/airgap/dist/sbom/sbomtest"
 	"github.com/airgap/airgap/verify"
 )
@@ -164,6 +165,40 @@ func TestCheckGatesAndSBOM(t *testing.T) {
 				t.Fatalf("want the bundle refused as inconsistent, saying %q; got %v", c.want, err)
 			}
 		})
+	}
+}
+
+// The SBOM's generator version: a bundle written before it was recorded
+// (absent: generator 1) checks as before; one from a newer generator is
+// refused with what to do, not as a lie; the field without an SBOM is.
+func TestSBOMGenerator(t *testing.T) {
+	site := bundletest.Key(t, "site")
+	set, _ := gatedSet(t, site)
+	m := set.Manifest(t)
+	if m.SBOMGenerator != sbom.Generator {
+		t.Fatalf("an SBOM written as generator %d, want %d", m.SBOMGenerator, sbom.Generator)
+	}
+	old := clone(t, m)
+	old.SBOMGenerator = 0
+	if rep, err := checkManifest(t, old, set.Files, site); err != nil || rep.Checks.SBOM != "checked" {
+		t.Fatalf("a bundle without sbom_generator: %v (SBOM %q)", err, rep.Checks.SBOM)
+	}
+	newer := clone(t, m)
+	newer.SBOMGenerator = sbom.Generator + 1
+	_, err := checkManifest(t, newer, set.Files, site)
+	if err == nil || !strings.Contains(err.Error(), "written by a newer airgap") || !strings.Contains(err.Error(), "hint:") {
+		t.Fatalf("an SBOM of a newer generator: %v", err)
+	}
+	bare := clone(t, m)
+	bare.SBOM = ""
+	for i, b := range bare.Blobs {
+		if b.Role == dist.RoleSBOM {
+			bare.Blobs = append(bare.Blobs[:i], bare.Blobs[i+1:]...)
+			break
+		}
+	}
+	if err := bare.Validate(); err == nil || !strings.Contains(err.Error(), "no SBOM") {
+		t.Fatalf("sbom_generator without an SBOM: %v", err)
 	}
 }
 

@@ -3,12 +3,14 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/sbom"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -68,6 +70,11 @@ type Manifest struct {
 	// bytes (BuildSBOM): the consistency check computes it again and
 	// compares the digest.
 	SBOM verify.Digest `json:"sbom,omitempty"`
+	// SBOMGenerator is the version of airgap's SBOM document (sbom.Generator)
+	// the SBOM was written as, so that a newer airgap builds the same bytes
+	// to compare; 0 (absent) in bundles written before it was recorded,
+	// which are generator 1.
+	SBOMGenerator int `json:"sbom_generator,omitempty"`
 }
 
 // PublisherKeyDecl says that whoever exported the bundle approved
@@ -255,7 +262,7 @@ func format2Field(m *Manifest) string {
 		return "publisher_keys"
 	case len(m.Gates) > 0:
 		return "gates"
-	case m.SBOM != "":
+	case m.SBOM != "" || m.SBOMGenerator != 0:
 		return "sbom"
 	}
 	for _, b := range m.Blobs {
@@ -328,6 +335,12 @@ func (m *Manifest) validateGatesAndSBOM(roles map[verify.Digest]string) error {
 			return fmt.Errorf("gate %s is listed twice", g.Name)
 		}
 		seen[g.Name] = true
+	}
+	if m.SBOMGenerator != 0 && m.SBOM == "" {
+		return errors.New("sbom_generator is set, but the bundle has no SBOM")
+	}
+	if m.SBOMGenerator < 0 || m.SBOMGenerator > sbom.Generator {
+		return fmt.Errorf("the SBOM was written by a newer airgap (SBOM generator %d; this airgap knows up to %d)\nhint: check and import this bundle with an airgap at least as new as the one that wrote it", m.SBOMGenerator, sbom.Generator)
 	}
 	if m.SBOM != "" {
 		if _, err := verify.ParseDigest(string(m.SBOM)); err != nil {

@@ -22,7 +22,7 @@ import (
 // bytes from the same manifest and zips.
 func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
 	b, err := sbom.Generate(sbom.Input{
-		Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
+		Generator: m.SBOMGenerator, Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
 		BuildInfo: info, Keys: FingerprintCache(),
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/sbom"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -79,7 +80,7 @@ func (s *Set) addSBOM(t testing.TB, m *bundle.Manifest) {
 	}
 	dir := filepath.Dir(s.Files[m.Blobs[0].Digest])
 	d := s.addBytes(t, dir, b, dist.RoleSBOM)
-	m.SBOM = d
+	m.SBOM, m.SBOMGenerator = d, sbom.Generator
 	m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: int64(len(b)), Role: dist.RoleSBOM})
 	m.Normalize()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/sbom"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -119,7 +120,7 @@ func (res *Result) addSBOM() error {
 	if m.SBOM != "" {
 		return errors.New("the manifest already has an SBOM")
 	}
-	m.SBOM = d
+	m.SBOM, m.SBOMGenerator = d, sbom.Generator
 	m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: int64(len(b)), Role: dist.RoleSBOM})
 	res.Files[d] = path
 	m.Normalize()

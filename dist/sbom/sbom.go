@@ -69,11 +69,25 @@ import (
 	"github.com/airgap/airgap/dist/goinfo"
 )
 
+// Generator is the version of the document Generate writes. A bundle's
+// check builds the bundle's SBOM again and compares bytes, so the bytes
+// Generate writes for one Input and one Generator never change: a change
+// to the output (a new property, another order, a cyclonedx-go upgrade that
+// encodes differently) is a new Generator, and Generate keeps writing the
+// older document for an Input that names the older Generator, so that the
+// bundles written before still check. The bundle fixtures in
+// testdata/formats carry an SBOM of each Generator, and TestFormatFixtures
+// fails when their bytes move.
+const Generator = 1
+
 // MediaType is the media type of what Encode writes.
 const MediaType = "application/vnd.cyclonedx+json; version=1.6"
 
 // Input is what an SBOM describes.
 type Input struct {
+	// Generator is the version of the document to write (see Generator);
+	// 0 is the newest.
+	Generator int
 	// Subject names what the SBOM is of (metadata.component), e.g.
 	// "airgap bundle" or "airgap store".
 	Subject string
@@ -94,6 +108,9 @@ type Input struct {
 
 // Generate builds the SBOM and encodes it (Build, then Encode).
 func Generate(in Input) ([]byte, error) {
+	if in.Generator < 0 || in.Generator > Generator {
+		return nil, fmt.Errorf("SBOM generator %d is newer than this airgap's (%d)\nhint: use an airgap at least as new as the one that wrote the bundle", in.Generator, Generator)
+	}
 	return Encode(Build(in))
 }
 
