@@ -330,3 +330,47 @@ func TestHostileReportBytes(t *testing.T) {
 	expectRefused(t, work, keyring, root, path, "module registry.terraform.io/example/vpc/aws 1.0.0",
 		fmt.Sprintf("its gate trivy result says its report is 1 bytes, but the report (%s) is %d bytes", m.Catalog.Modules[0].Gates[0].Report.Short(), len(report)))
 }
+
+// TestHostileBlobLargerThanDisk: a bundle signed by the site key whose
+// package is larger than the disk that would hold it (a hostile one states
+// a huge blob of zeros, which zstd packs 32,000:1; an honest one meets a
+// small disk). verify refuses before spooling it, and import before
+// staging anything: neither fills the disk first, and neither leaves a
+// file behind.
+func TestHostileBlobLargerThanDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("mounting a small tmpfs needs root (CI runs as root)")
+	}
+	work, site, keyring, _, _ := trustWorld(t)
+	small := filepath.Join(work, "small")
+	os.MkdirAll(small, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", small).Run() })
+
+	set := bundletest.NewSet()
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "big"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 12 << 20}))
+	path := filepath.Join(work, "big.bundle")
+	set.WriteBundleFile(t, path, site, bundle.CompressionAuto)
+
+	cmd := exec.Command(airgapBin, "verify", "--keyring", keyring, path)
+	cmd.Env = append(os.Environ(), "TMPDIR="+small)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cannot be checked here") || !strings.Contains(string(out), "hint: point TMPDIR") {
+		t.Errorf("verify with a spool disk smaller than the package (%v):\n%s", err, out)
+	}
+	t.Logf("verify: %s", out)
+	root := filepath.Join(small, "store")
+	out2, code := runBounded(t, work, "import", "--keyring", keyring, "--store", root, path)
+	for _, want := range []string{"do not fit on the disk holding the store", "nothing was staged", "needs about 12", "are free now", "the store was not changed"} {
+		if !strings.Contains(out2, want) {
+			t.Errorf("import's message lacks %q (exit %d):\n%s", want, code, out2)
+		}
+	}
+	t.Logf("import: %s", out2)
+	if left, _ := os.ReadDir(small); len(left) != 0 {
+		t.Errorf("left on the small disk: %v", left)
+	}
+}

@@ -653,6 +653,9 @@ func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
 		}
 		c.spool = d
 	}
+	if err := roomToSpool(c.spool, b, c.m.Describe(b.Digest)); err != nil {
+		return 0, err
+	}
 	c.n++
 	path := filepath.Join(c.spool, strconv.Itoa(c.n))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
@@ -668,6 +671,19 @@ func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
 		return n, err
 	}
 	return n, c.add(b, path, true)
+}
+
+// roomToSpool refuses to spool a blob larger than what is free where it
+// would go: the size is the signed manifest's (the reader holds the blob to
+// it), so a small bundle that states a huge, highly compressible blob
+// cannot fill the disk of the transfer station before it is refused.
+func roomToSpool(dir string, b Blob, what string) error {
+	free, ok := FreeBytes(dir)
+	if !ok || b.Size <= free {
+		return nil
+	}
+	return fmt.Errorf("blob %s (%s) is %s, and the temporary directory %s has %s free: it cannot be checked here\nhint: point TMPDIR at a disk with room for the bundle's largest blob; a blob far larger than its bundle file is a sign of a hostile bundle",
+		b.Digest.Short(), dist.Printable(what), dist.HumanSize(b.Size), filepath.Dir(dir), dist.HumanSize(free))
 }
 
 // Finish waits for the zips in hand to be hashed, then checks every provider

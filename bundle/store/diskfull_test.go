@@ -66,8 +66,10 @@ func TestImportDiskFull(t *testing.T) {
 		Type: "big", Version: "1.0.0", Platforms: []string{"linux_amd64", "darwin_arm64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 2 << 20}))
 	var b bytes.Buffer
 	set.WriteBundle(t, &b, f.signer, bundle.CompressionZstd)
-	_, err := store.Import(root, &b, store.ImportOptions{Keyring: f.keyring})
-	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "needs about 4.0 MiB") ||
+	big := b.Bytes()
+	_, err := store.Import(root, bytes.NewReader(big), store.ImportOptions{Keyring: f.keyring})
+	if err == nil || !strings.Contains(err.Error(), "do not fit on the disk") || !strings.Contains(err.Error(), "nothing was staged") ||
+		!strings.Contains(err.Error(), "needs about 4.0 MiB") ||
 		!strings.Contains(err.Error(), "free space") || !strings.Contains(err.Error(), "the store was not changed") {
 		t.Fatalf("import onto a full disk: %v", err)
 	}
@@ -87,6 +89,37 @@ func TestImportDiskFull(t *testing.T) {
 		t.Errorf("the message reports the free space measured before its cleanup: %v", err)
 	}
 	t.Logf("the message: %v", err)
+	if _, err := os.Stat(filepath.Join(root, "tmp")); err == nil {
+		if left, _ := os.ReadDir(filepath.Join(root, "tmp")); len(left) > 0 {
+			t.Errorf("temporary files left behind: %v", left)
+		}
+	}
+}
+
+// TestImportDiskFillsWhileStaging: the blobs fit when the import checks,
+// but another writer fills the disk before they are staged. Staging fails
+// with ENOSPC, says so, reports the free space after its cleanup, and the
+// store is as it was.
+func TestImportDiskFillsWhileStaging(t *testing.T) {
+	mnt := smallDisk(t, "3m")
+	f := newFixture(t)
+	root := filepath.Join(mnt, "store")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(mnt, "filler")
+	reset := store.SetRoomHook(func() { fill(t, filler) })
+	_, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring})
+	reset()
+	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "staging") ||
+		!strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "the store was not changed") {
+		t.Fatalf("import with the disk filling while staging: %v", err)
+	}
+	t.Logf("the message: %v", err)
+	os.Remove(filler)
+	if _, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring}); err != nil {
+		t.Fatalf("with the space back: %v", err)
+	}
 }
 
 // TestImportDiskFullAtIndex: every blob fits, but the disk fills up just as

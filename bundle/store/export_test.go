@@ -8,3 +8,10 @@ func SetTestHooks(before, beforeCommit func()) (reset func()) {
 	testHookBeforeIndex, testHookBeforeCommit = before, beforeCommit
 	return func() { testHookBeforeIndex, testHookBeforeCommit = nil, nil }
 }
+
+// SetRoomHook runs fn once an import found room for its blobs, before it
+// stages them (another writer filling the disk meanwhile).
+func SetRoomHook(fn func()) (reset func()) {
+	testHookAfterRoom = fn
+	return func() { testHookAfterRoom = nil }
+}

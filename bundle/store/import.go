@@ -228,7 +228,7 @@ func (imp *importer) close(err error) error {
 	imp.unlock()
 	var ns *noSpaceError
 	if errors.As(err, &ns) {
-		ns.free, ns.freeKnown = freeBytes(existingDir(imp.root))
+		ns.free, ns.freeKnown = bundle.FreeBytes(existingDir(imp.root))
 	}
 	switch {
 	case rerr != nil:
@@ -328,11 +328,35 @@ func (imp *importer) check() error {
 	if err := checkWithdrawn(imp.ix, m); err != nil {
 		return err
 	}
-	return imp.checkOmitted()
+	if err := imp.checkOmitted(); err != nil {
+		return err
+	}
+	return imp.checkRoom()
 }
 
+// checkRoom refuses, before anything is staged, an import whose new blobs
+// do not fit in what is free on the store's disk. The sizes are the signed
+// manifest's, and the bundle reader holds every blob to its stated size,
+// so a small bundle that states a huge, highly compressible blob (zstd
+// packs zeros about 32,000:1) is refused here instead of filling the disk
+// while it is staged. The index needs little beyond it; a disk that
+// another writer fills meanwhile still fails cleanly at staging (ENOSPC).
+func (imp *importer) checkRoom() error {
+	free, ok := bundle.FreeBytes(tmpPath(imp.root))
+	if !ok || imp.need <= free {
+		if testHookAfterRoom != nil {
+			testHookAfterRoom()
+		}
+		return nil
+	}
+	return &noSpaceError{err: errNoRoom, need: imp.need}
+}
+
+// errNoRoom is what checkRoom found: the new blobs would not fit.
+var errNoRoom = errors.New("the bundle's new blobs do not fit on the disk holding the store")
+
 // checkOmitted makes sure a delta finds every omitted blob here, and counts
-// the bytes of new blobs (for a disk-full message).
+// the bytes of new blobs (for checkRoom and a disk-full message).
 func (imp *importer) checkOmitted() error {
 	m := imp.m
 	var missing []string
@@ -541,6 +565,10 @@ func refresh(root, stage string, bs []bundle.Blob) error {
 // renamed into place (every new blob placed).
 var testHookBeforeIndex, testHookBeforeCommit func()
 
+// testHookAfterRoom, if set, runs when checkRoom found room (before
+// staging).
+var testHookAfterRoom func()
+
 // unplace removes blobs an import placed before it failed, so that the store
 // is as it was (they were new: no index refers to them).
 func unplace(root string, placed []string) error {
@@ -582,8 +610,12 @@ func (e *noSpaceError) Error() string {
 	if e.freeKnown {
 		free = fmt.Sprintf(", and %s are free now", human(e.free))
 	}
-	return fmt.Sprintf("%s: %v: the disk holding the store is full\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
-		e.what, e.err, human(e.need), free)
+	first := fmt.Sprintf("%s: %v: the disk holding the store is full", e.what, e.err)
+	if e.err == errNoRoom {
+		first = errNoRoom.Error() + " (nothing was staged)"
+	}
+	return fmt.Sprintf("%s\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
+		first, human(e.need), free)
 }
 
 func (e *noSpaceError) Unwrap() error { return e.err }

@@ -23,8 +23,6 @@ func lockStore(_ context.Context, root string, wait bool) (func(), error) {
 	return func() { os.Remove(p) }, nil
 }
 
-func freeBytes(string) (int64, bool) { return 0, false }
-
 // HoldServing does nothing on systems without flock.
 func HoldServing(string) (func(), error) { return func() {}, nil }
 

@@ -63,15 +63,6 @@ func flockCtx(ctx context.Context, f *os.File, wait bool) error {
 	}
 }
 
-// freeBytes is the space available to this user on the filesystem of dir.
-func freeBytes(dir string) (int64, bool) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, false
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true
-}
-
 // HoldServing marks the store as served by this process until release is
 // called (or the process ends): a shared flock on STORE/serve.lock, which
 // every 'airgap serve' of the store holds at once. Served asks whether any
