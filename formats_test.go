@@ -42,6 +42,11 @@ func checkFormatFixture(t *testing.T, fixture string) {
 	if !strings.Contains(out, "OK") {
 		t.Errorf("verify of the old bundle: %s", out)
 	}
+	// From format 2 on the bundle carries an SBOM, which verify builds
+	// again with the generator that wrote it: the bytes must not move.
+	if filepath.Base(fixture) != "v1" && !strings.Contains(out, "identical to the signed one") {
+		t.Errorf("the old bundle's SBOM was not made again byte for byte: %s", out)
+	}
 	fresh := filepath.Join(work, "fresh-store")
 	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", fresh, bundleFile)
 
@@ -110,6 +115,7 @@ func TestWriteFormatFixture(t *testing.T) {
 	if out == "" {
 		t.Skip("writes a fixture only when AIRGAP_WRITE_FORMAT_FIXTURE is set")
 	}
+	out, _ = filepath.Abs(out) // the verbs run in a temporary directory
 	if _, err := os.Stat(out); err == nil {
 		t.Fatalf("%s exists: a fixture is never rewritten", out)
 	}
@@ -159,5 +165,12 @@ provider "hashicorp/random" {
 }
 module "example/vpc/aws" {
   versions = "1.0.0"
+}
+
+# format 2: a gate's results and report travel in the bundle
+gate "fixture" {
+  for     = "modules"
+  command = ["sh", "-c", "echo checked \"$1\"", "sh", "{dir}"]
+  version = ["sh", "-c", "echo fixture-gate 1"]
 }
 `
