@@ -51,6 +51,7 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 const exitAttention = 3
 
 func (c *verifyCmd) run(args []string) error {
+	bundle.TightGC()
 	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func writeBundleSBOM(path string, rep *bundle.Report) error {
 	case rep.Checks == nil || rep.Checks.SBOM != "checked":
 		return errors.New("--sbom: this delta bundle omits packages its SBOM describes, so the SBOM cannot be checked here; nothing was written\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
 	}
-	if err := bundle.CreateAtomic(path, func(f *os.File) error { _, err := f.Write(rep.Checks.SBOMBytes); return err }); err != nil {
+	if err := bundle.CreateAtomic(path, func(f *os.File) error { return rep.Checks.WriteSBOM(f) }); err != nil {
 		return fmt.Errorf("--sbom: %w", err)
 	}
 	rep.SBOMFile = path
@@ -197,6 +198,7 @@ func (c *importCmd) requiredGates() ([]store.GateRequirement, error) {
 }
 
 func (c *importCmd) run(args []string) error {
+	bundle.TightGC()
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}

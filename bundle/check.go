@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -426,8 +427,9 @@ type CheckReport struct {
 	// build information is in blobs a delta omits) or "none" (the bundle
 	// has no SBOM).
 	SBOM string `json:"sbom"`
-	// SBOMBytes is the SBOM as checked (the signed bytes), for 'verify --sbom'.
-	SBOMBytes []byte `json:"-"`
+	// sbom writes the SBOM as checked (the signed bytes) again, for
+	// WriteSBOM ('verify --sbom').
+	sbom func(io.Writer) error
 	// Deferred lists what could not be checked without the store (a delta's
 	// omitted blobs); import checks it.
 	Deferred []string `json:"deferred"`
@@ -1161,6 +1163,18 @@ func readLimited(path string, limit int64) ([]byte, error) {
 		return nil, errors.New("over the size limit")
 	}
 	return b, nil
+}
+
+// TightGC sets the collector of a process that checks a bundle ('verify',
+// 'import') to GOGC=50, unless GOGC is set in its environment. Their live
+// heap is small and steady (the manifest, read-ahead and inflate buffers,
+// build information), and at the default of 100 the heap grew to twice
+// it: a 10 GiB bundle of 60 AWS-sized packages peaked at 67 MiB resident
+// for verify, 57 MiB at 50, in the same time (15 collections in 76 s).
+func TightGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }
 
 // CheckAll reads every blob of br through a Checker that spools what it needs

@@ -4,6 +4,7 @@ package bundle_test
 // a manifest signed by the site key that says something its blobs do not.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -79,8 +80,12 @@ func TestCheckGatesAndSBOM(t *testing.T) {
 	if c.SBOM != "checked" || c.Reports != 2 || c.BuildInfo != 4 {
 		t.Fatalf("report: SBOM %q, %d reports, %d build information documents", c.SBOM, c.Reports, c.BuildInfo)
 	}
-	sbomtest.Validate(t, c.SBOMBytes)
-	if verify.DigestBytes(c.SBOMBytes) != m.SBOM {
+	var sb bytes.Buffer
+	if err := c.WriteSBOM(&sb); err != nil {
+		t.Fatal(err)
+	}
+	sbomtest.Validate(t, sb.Bytes())
+	if verify.DigestBytes(sb.Bytes()) != m.SBOM {
 		t.Fatal("the checked SBOM is not the signed one")
 	}
 	text := rep.Text()

@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,17 +23,11 @@ import (
 // writes it and the consistency check builds it again: both get the same
 // bytes from the same manifest and zips.
 func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
-	b, err := sbom.Generate(sbom.Input{
-		Generator: m.SBOMGenerator, Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
-		BuildInfo: info, Keys: FingerprintCache(),
-	})
-	if err != nil {
+	var b bytes.Buffer
+	if err := WriteSBOM(&b, m, info); err != nil {
 		return nil, err
 	}
-	if len(b) > MaxSBOMSize {
-		return nil, fmt.Errorf("the SBOM is %d bytes, over the %d-byte limit\nhint: export fewer provider versions per bundle", len(b), MaxSBOMSize)
-	}
-	return b, nil
+	return b.Bytes(), nil
 }
 
 // FingerprintCache is KeyFingerprints that parses each distinct set of
@@ -156,7 +152,7 @@ func (c *Checker) checkSBOM() error {
 		return nil
 	}
 	missing, modules := 0, 0
-	infos := map[verify.Digest]*goinfo.Info{}
+	docs := map[verify.Digest][]byte{} // each package's, checked; decoded again as the SBOM is written
 	for _, p := range c.m.Catalog.Providers {
 		for _, pk := range p.Packages {
 			doc, ok := c.infos[pk.Digest]
@@ -174,7 +170,7 @@ func (c *Checker) checkSBOM() error {
 			if modules += info.Modules() + 1; modules > MaxSBOMModules {
 				return tooManyModules()
 			}
-			infos[pk.Digest] = info
+			docs[pk.Digest] = doc
 		}
 	}
 	if missing > 0 {
@@ -182,15 +178,61 @@ func (c *Checker) checkSBOM() error {
 		c.rep.Deferred = append(c.rep.Deferred, fmt.Sprintf("the SBOM (the build information of %d packages is in zips this delta omits)", missing))
 		return nil
 	}
-	b, err := BuildSBOM(c.m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok })
-	if err != nil {
+	info := func(pk dist.Package) (*goinfo.Info, bool) {
+		i, err := goinfo.Decode(docs[pk.Digest]) // decoded above without error
+		return i, err == nil
+	}
+	write := func(w io.Writer) error { return WriteSBOM(w, c.m, info) }
+	d := verify.NewDigester()
+	if err := write(d); err != nil {
 		return err
 	}
-	if got := verify.DigestBytes(b); got != c.m.SBOM {
+	if got := d.Digest(); got != c.m.SBOM {
 		return inconsistent("the bundle's SBOM", "it is %s, but the SBOM of what the bundle carries is %s: it does not describe this bundle", c.m.SBOM.Short(), got.Short())
 	}
-	c.rep.SBOM, c.rep.SBOMBytes = "checked", b
+	c.rep.SBOM, c.rep.sbom = "checked", write
 	return nil
+}
+
+// WriteSBOM writes the SBOM of a bundle (BuildSBOM's bytes) to w, one
+// component at a time (sbom.Write): the check hashes the SBOM of a bundle
+// of thousands of packages without holding it. It fails once more than
+// MaxSBOMSize bytes were written.
+func WriteSBOM(w io.Writer, m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) error {
+	lw := &limitedWriter{w: w, left: MaxSBOMSize}
+	_, err := sbom.Write(lw, sbom.Input{
+		Generator: m.SBOMGenerator, Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
+		BuildInfo: info, Keys: FingerprintCache(),
+	})
+	if lw.over {
+		return fmt.Errorf("the SBOM is over the %d-byte limit\nhint: export fewer provider versions per bundle", MaxSBOMSize)
+	}
+	return err
+}
+
+// WriteSBOM writes the bundle's SBOM as the check found it (SBOM
+// "checked"): the signed bytes, made again.
+func (r *CheckReport) WriteSBOM(w io.Writer) error {
+	if r.sbom == nil {
+		return errors.New("the SBOM was not checked")
+	}
+	return r.sbom(w)
+}
+
+// limitedWriter passes at most left bytes to w, then fails.
+type limitedWriter struct {
+	w    io.Writer
+	left int64
+	over bool
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		l.over = true
+		return 0, errors.New("over the limit")
+	}
+	l.left -= int64(len(p))
+	return l.w.Write(p)
 }
 
 // readBuildInfo reads a build information document the caller has (a

@@ -56,7 +56,10 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -106,23 +109,141 @@ type Input struct {
 	Keys func(p dist.ProviderVersion) []string
 }
 
-// Generate builds the SBOM and encodes it (Build, then Encode).
+// Generate returns the SBOM of in (Write, into memory).
 func Generate(in Input) ([]byte, error) {
-	if in.Generator < 0 || in.Generator > Generator {
-		return nil, fmt.Errorf("SBOM generator %d is newer than this airgap's (%d)\nhint: use an airgap at least as new as the one that wrote the bundle", in.Generator, Generator)
+	var b bytes.Buffer
+	if _, err := Write(&b, in); err != nil {
+		return nil, err
 	}
-	return Encode(Build(in))
+	return b.Bytes(), nil
 }
 
-// Build makes the SBOM of in.
-func Build(in Input) *cdx.BOM {
-	bom := &cdx.BOM{
-		JSONSchema:  "http://cyclonedx.org/schema/bom-1.6.schema.json",
-		BOMFormat:   cdx.BOMFormat,
-		SpecVersion: cdx.SpecVersion1_6,
-		Version:     1,
-		Metadata:    metadata(in),
+// Write writes the SBOM of in to w — the bytes Encode(Build(in)) makes —
+// and returns how many it wrote. It holds one top-level component (a
+// provider package with its Go modules, or a module version) at a time,
+// never the document, so that a bundle's check can hash the SBOM of
+// thousands of packages in bounded memory. The serial number is a hash of
+// the document without it, so each component is built twice: once for
+// that hash, once to write. A write error of w ends it.
+func Write(w io.Writer, in Input) (int64, error) {
+	if in.Generator < 0 || in.Generator > Generator {
+		return 0, fmt.Errorf("SBOM generator %d is newer than this airgap's (%d)\nhint: use an airgap at least as new as the one that wrote the bundle", in.Generator, Generator)
 	}
+	ps := parts(in)
+	h := sha256.New()
+	if err := writeDoc(h, in, ps, ""); err != nil {
+		return 0, err
+	}
+	cw := &countingWriter{w: w}
+	err := writeDoc(cw, in, ps, "urn:uuid:"+contentUUID(h.Sum(nil)))
+	return cw.n, err
+}
+
+// part is a top-level component not built yet: its bom-ref (the sort key
+// of sortComponents) and how to build it.
+type part struct {
+	ref   string
+	build func() cdx.Component
+}
+
+// parts lists the top-level components of in in the order Build sorts
+// them.
+func parts(in Input) []part {
+	var ps []part
+	for _, p := range in.Catalog.Providers {
+		var keys []string
+		if in.Keys != nil {
+			keys = in.Keys(p)
+		}
+		for _, pk := range p.Packages {
+			ps = append(ps, part{providerRef(p, pk), func() cdx.Component { return providerPackage(in, p, pk, keys) }})
+		}
+	}
+	for _, m := range in.Catalog.Modules {
+		ps = append(ps, part{moduleRef(m), func() cdx.Component { return module(m) }})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].ref < ps[j].ref })
+	return ps
+}
+
+// sentinelRef marks where the components go in the encoded skeleton.
+const sentinelRef = "airgap:sbom:components-go-here"
+
+// writeDoc writes the document with the given serial number: the
+// skeleton (the BOM without its components) encoded around a sentinel
+// component, then each part encoded alone where the sentinel was.
+// encoding/json encodes a value the same alone as inside its parent, so
+// the bytes are Encode's.
+func writeDoc(w io.Writer, in Input, ps []part, serial string) error {
+	bom := skeleton(in)
+	bom.SerialNumber = serial
+	if len(ps) == 0 { // as Build writes it: "components":null
+		var none []cdx.Component
+		bom.Components = &none
+		doc, err := encode(bom)
+		if err == nil {
+			_, err = w.Write(doc)
+		}
+		return err
+	}
+	sentinel := cdx.Component{BOMRef: sentinelRef}
+	bom.Components = &[]cdx.Component{sentinel}
+	doc, err := encode(bom)
+	if err != nil {
+		return err
+	}
+	mark, err := encodeComponent(sentinel)
+	if err != nil {
+		return err
+	}
+	i := bytes.Index(doc, mark)
+	if i < 0 || bytes.Count(doc, mark) != 1 {
+		return errors.New("sbom: the component sentinel is not where expected")
+	}
+	if _, err := w.Write(doc[:i]); err != nil {
+		return err
+	}
+	for k, p := range ps {
+		b, err := encodeComponent(p.build())
+		if err != nil {
+			return err
+		}
+		if k > 0 {
+			b = append([]byte{','}, b...)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(doc[i+len(mark):])
+	return err
+}
+
+// encodeComponent encodes c as encode encodes it inside a BOM.
+func encodeComponent(c cdx.Component) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Build makes the SBOM of in, whole in memory (Write does not).
+func Build(in Input) *cdx.BOM {
+	bom := skeleton(in)
 	var comps []cdx.Component
 	for _, p := range in.Catalog.Providers {
 		var keys []string
@@ -139,6 +260,17 @@ func Build(in Input) *cdx.BOM {
 	sortComponents(comps)
 	bom.Components = &comps
 	return bom
+}
+
+// skeleton is the BOM of in without its components.
+func skeleton(in Input) *cdx.BOM {
+	return &cdx.BOM{
+		JSONSchema:  "http://cyclonedx.org/schema/bom-1.6.schema.json",
+		BOMFormat:   cdx.BOMFormat,
+		SpecVersion: cdx.SpecVersion1_6,
+		Version:     1,
+		Metadata:    metadata(in),
+	}
 }
 
 func metadata(in Input) *cdx.Metadata {
@@ -161,7 +293,8 @@ func Encode(bom *cdx.BOM) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	bom.SerialNumber = "urn:uuid:" + contentUUID(body)
+	d := sha256.Sum256(body)
+	bom.SerialNumber = "urn:uuid:" + contentUUID(d[:])
 	return encode(bom)
 }
 
@@ -177,13 +310,12 @@ func encode(bom *cdx.BOM) ([]byte, error) {
 // fixed random UUID, chosen once for airgap).
 var uuidNamespace = [16]byte{0x5b, 0x0e, 0x6f, 0x3a, 0x1c, 0x7d, 0x4e, 0x21, 0x9a, 0x54, 0x3f, 0x8b, 0x22, 0x61, 0xd0, 0x47}
 
-// contentUUID is the RFC 9562 version-5 UUID whose name is the SHA-256 of
-// body.
-func contentUUID(body []byte) string {
-	d := sha256.Sum256(body)
+// contentUUID is the RFC 9562 version-5 UUID whose name is d, the SHA-256
+// of the document without its serial number.
+func contentUUID(d []byte) string {
 	h := sha1.New()
 	h.Write(uuidNamespace[:])
-	h.Write(d[:])
+	h.Write(d)
 	u := h.Sum(nil)[:16]
 	u[6] = u[6]&0x0f | 0x50
 	u[8] = u[8]&0x3f | 0x80
@@ -205,8 +337,14 @@ func terraformPURL(host, namespace, name, version, kind string, quals map[string
 	return packageurl.NewPackageURL("terraform", namespace, name, version, q, kind).ToString()
 }
 
+func providerRef(p dist.ProviderVersion, pk dist.Package) string {
+	return "provider/" + p.Addr() + "@" + p.Version + "/" + pk.Platform()
+}
+
+func moduleRef(m dist.ModuleVersion) string { return "module/" + m.Addr() + "@" + m.Version }
+
 func providerPackage(in Input, p dist.ProviderVersion, pk dist.Package, keys []string) cdx.Component {
-	ref := "provider/" + p.Addr() + "@" + p.Version + "/" + pk.Platform()
+	ref := providerRef(p, pk)
 	c := cdx.Component{
 		BOMRef:     ref,
 		Type:       cdx.ComponentTypeApplication,
@@ -335,7 +473,7 @@ func stdlibVersion(goVersion string) (string, bool) {
 }
 
 func module(m dist.ModuleVersion) cdx.Component {
-	ref := "module/" + m.Addr() + "@" + m.Version
+	ref := moduleRef(m)
 	c := cdx.Component{
 		BOMRef:     ref,
 		Type:       cdx.ComponentTypeLibrary,

@@ -3,6 +3,7 @@ package sbom_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -203,3 +204,37 @@ func TestStdlibVersion(t *testing.T) {
 		}
 	}
 }
+
+// Write streams the bytes Encode(Build(in)) makes from the whole document
+// in memory — for a catalog, an empty one, one with hostile strings (a
+// sentinel-like bom-ref among them) and one without time or tool — and
+// stops at the first write error.
+func TestWriteIsEncode(t *testing.T) {
+	hostile := input(t)
+	hostile.Catalog.Modules[0].Source = "\"}],\"components\":[{\"bom-ref\":\"airgap:sbom:components-go-here\"}]"
+	bare := input(t)
+	bare.Time, bare.Tool = nil, ""
+	empty := input(t)
+	empty.Catalog = &dist.Catalog{}
+	for name, in := range map[string]sbom.Input{"catalog": input(t), "hostile": hostile, "bare": bare, "empty": empty} {
+		want, err := sbom.Encode(sbom.Build(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		n, err := sbom.Write(&got, in)
+		if err != nil || n != int64(len(want)) || !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("%s: Write (%d bytes, %v) differs from Encode(Build) (%d bytes):\n%s\n%s", name, n, err, len(want), got.Bytes(), want)
+		}
+		if name != "empty" { // generator 1 writes "components":null for an empty catalog
+			sbomtest.Validate(t, got.Bytes())
+		}
+	}
+	if _, err := sbom.Write(failingWriter{}, input(t)); err == nil {
+		t.Fatal("a write error was lost")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
