@@ -353,7 +353,7 @@ func (imp *importer) checkRoom() error {
 }
 
 // errNoRoom is what checkRoom found: the new blobs would not fit.
-var errNoRoom = errors.New("the bundle's new blobs do not fit on the disk holding the store")
+var errNoRoom = errors.New("the bundle's new blobs do not fit on the disk holding the store (nothing was staged)")
 
 // checkOmitted makes sure a delta finds every omitted blob here, and counts
 // the bytes of new blobs (for checkRoom and a disk-full message).
@@ -598,7 +598,7 @@ func noSpace(root string, err error, what string, need int64) error {
 }
 
 type noSpaceError struct {
-	what      string
+	what      string // what failed with ENOSPC; "" for checkRoom's refusal
 	err       error
 	need      int64
 	free      int64 // measured after the import removed its temporary files
@@ -610,9 +610,9 @@ func (e *noSpaceError) Error() string {
 	if e.freeKnown {
 		free = fmt.Sprintf(", and %s are free now", human(e.free))
 	}
-	first := fmt.Sprintf("%s: %v: the disk holding the store is full", e.what, e.err)
-	if e.err == errNoRoom {
-		first = errNoRoom.Error() + " (nothing was staged)"
+	first := e.err.Error() // checkRoom's refusal, before anything was written
+	if e.what != "" {
+		first = fmt.Sprintf("%s: %v: the disk holding the store is full", e.what, e.err)
 	}
 	return fmt.Sprintf("%s\nhint: this import needs about %s for its new blobs and index%s; free space (or move the store) and run the import again",
 		first, human(e.need), free)

@@ -245,19 +245,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func Build(in Input) *cdx.BOM {
 	bom := skeleton(in)
 	var comps []cdx.Component
-	for _, p := range in.Catalog.Providers {
-		var keys []string
-		if in.Keys != nil {
-			keys = in.Keys(p)
-		}
-		for _, pk := range p.Packages {
-			comps = append(comps, providerPackage(in, p, pk, keys))
-		}
+	for _, p := range parts(in) {
+		comps = append(comps, p.build())
 	}
-	for _, m := range in.Catalog.Modules {
-		comps = append(comps, module(m))
-	}
-	sortComponents(comps)
 	bom.Components = &comps
 	return bom
 }
