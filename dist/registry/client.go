@@ -181,6 +181,12 @@ func checkScheme(u *url.URL) error {
 // redirect loops, unsupported schemes, TLS certificate and handshake errors,
 // unknown hosts, size-limit violations, digest mismatches and cancellation
 // are permanent, as is anything not known to be transient.
+//
+// A server that hangs up on a fresh connection before the request is
+// written surfaces as net/http's unexported "server closed idle
+// connection", a bare errors.New; it is matched by its text because
+// nothing else identifies it, and it is transient (the same hang-up a
+// moment later is an EOF).
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -201,7 +207,7 @@ func Transient(err error) bool {
 		return false
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return false
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), serverClosedIdle(err):
 		return true
 	case errors.As(err, &sysErrno):
 		return sysErrno == syscall.ECONNRESET || sysErrno == syscall.ECONNREFUSED || sysErrno == syscall.ECONNABORTED ||
@@ -212,6 +218,17 @@ func Transient(err error) bool {
 		err = urlErr.Err
 	}
 	return errors.As(err, &netErr)
+}
+
+// serverClosedIdle reports whether err is (or wraps) net/http's
+// errServerClosedIdle, which is not exported.
+func serverClosedIdle(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "http: server closed idle connection" {
+			return true
+		}
+	}
+	return false
 }
 
 // isCertError reports whether err is a failed check of a server's TLS

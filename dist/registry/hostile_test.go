@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,6 +165,60 @@ func TestDroppedConnectionsAreTransient(t *testing.T) {
 	}
 	if n := accepted.Load(); n < int64(c.Retries+1) {
 		t.Errorf("%d connections, want at least %d (retries)", n, c.Retries+1)
+	}
+}
+
+// TestServerClosedIdleIsTransient: when the server's hang-up reaches a
+// fresh connection before the request is written, net/http reports its
+// unexported "server closed idle connection" rather than an EOF. The dial
+// below hands over a connection only after the server has closed it, which
+// and the pause before the write make that case the usual one; it must be judged transient like the EOF.
+func TestServerClosedIdleIsTransient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{}, 1)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+			closed <- struct{}{}
+		}
+	}()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			<-closed
+		}
+		return conn, err
+	}}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr}
+	seen := 0
+	for range 20 {
+		// GotConn runs between the dial and the request's write: waiting
+		// there lets the connection's reader see the hang-up first.
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { time.Sleep(20 * time.Millisecond) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "http://"+ln.Addr().String()+"/x", nil)
+		resp, err := cl.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatal("a server that hangs up answered")
+		}
+		if !Transient(err) {
+			t.Fatalf("err = %v, judged permanent", err)
+		}
+		if serverClosedIdle(err) {
+			seen++
+		}
+	}
+	if seen == 0 {
+		t.Fatal(`never saw net/http's "server closed idle connection" in 20 tries: has its text changed?`)
 	}
 }
 
