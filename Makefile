@@ -37,8 +37,12 @@ STATICCHECK_VERSION := 0.8.2
 TOOLCACHE   ?= $(if $(AIRGAP_TEST_CACHE),$(AIRGAP_TEST_CACHE),$(HOME)/.cache/airgap)
 STATICCHECK := $(TOOLCACHE)/staticcheck-$(STATICCHECK_VERSION)
 
+# ... and the binary builds for every platform the README offers it on:
+# the connected side may be a macOS or Windows workstation.
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
 
 $(STATICCHECK):
 	mkdir -p $(TOOLCACHE)

@@ -15,8 +15,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/airgap/airgap/dist/osfile"
 )
 
 // The audit log (serve --audit-log FILE): one JSON line per provider
@@ -138,11 +139,10 @@ func (a *AuditLog) Write(rec *AuditRecord) error {
 }
 
 func (a *AuditLog) writeLocked(line []byte) error {
-	fd := int(a.lockf.Fd())
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
+	if err := osfile.Lock(a.lockf); err != nil {
 		return fmt.Errorf("locking %s.lock: %w", a.path, err)
 	}
-	defer syscall.Flock(fd, syscall.LOCK_UN)
+	defer osfile.Unlock(a.lockf)
 	cur, err := a.f.Stat()
 	if err != nil {
 		return err

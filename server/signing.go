@@ -17,10 +17,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist/osfile"
 )
 
 // Signed download URLs. Terraform and OpenTofu send no token when they
@@ -136,10 +136,10 @@ func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
 		return fmt.Errorf("locking the URL keys: %w", err)
 	}
 	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+	if err := osfile.Lock(lf); err != nil {
 		return err
 	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	defer osfile.Unlock(lf)
 	var f urlKeyFile
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &f); err != nil {

@@ -22,9 +22,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 )
@@ -431,11 +431,7 @@ func fileStamp(paths ...string) (string, error) {
 		}
 		// The inode too: an atomic replace (temp + rename) may keep size
 		// and modification time.
-		ino := uint64(0)
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			ino = st.Ino
-		}
-		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size(), ino, ";")
+		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size(), osfile.Inode(fi), ";")
 	}
 	return stamp, nil
 }

@@ -6,10 +6,10 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -34,11 +34,7 @@ type fileIdent struct {
 }
 
 func identOf(fi os.FileInfo) fileIdent {
-	id := fileIdent{size: fi.Size(), mtime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = uint64(st.Ino)
-	}
-	return id
+	return fileIdent{ino: osfile.Inode(fi), size: fi.Size(), mtime: fi.ModTime()}
 }
 
 // Open opens the store at root for reading. A store with no index yet (no

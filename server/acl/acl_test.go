@@ -263,3 +263,28 @@ func refMatch(pat, addr string) bool {
 	}
 	return true
 }
+
+// TestEditKeepsOwner: root editing the service user's access file leaves
+// it the service user's (serve, running as that user, must still read it).
+func TestEditKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file away")
+	}
+	path := filepath.Join(t.TempDir(), "access.hcl")
+	if _, err := AddToken(path, "a", []string{"**"}, time.Time{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddToken(path, "b", []string{"**"}, time.Time{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, gid, _ := ownerOf(fi); uid != 65534 || gid != 65534 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after root's edit: owner %d:%d mode %v, want 65534:65534 0600", uid, gid, fi.Mode().Perm())
+	}
+}

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -142,7 +142,7 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 	}
 	defer unlock()
 	src, err := os.ReadFile(path)
-	var owner *syscall.Stat_t
+	var owner os.FileInfo // the file's owner is kept (writeAtomic)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && create:
 		src = []byte(header)
@@ -153,9 +153,7 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 		if _, err := Load(path); err != nil {
 			return err
 		}
-		if fi, err := os.Stat(path); err == nil {
-			owner, _ = fi.Sys().(*syscall.Stat_t)
-		}
+		owner, _ = os.Stat(path)
 	}
 	cur, err := Parse(src, path)
 	if err != nil {
@@ -182,18 +180,18 @@ func lock(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("locking the access file: %w", err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+	if err := osfile.Lock(lf); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("locking %s: %w", lf.Name(), err)
 	}
-	return func() { syscall.Flock(int(lf.Fd()), syscall.LOCK_UN); lf.Close() }, nil
+	return func() { osfile.Unlock(lf); lf.Close() }, nil
 }
 
 // writeAtomic writes data to path: a temporary file in the same directory
-// (mode 0600, the previous file's owner when there was one and we may
-// give it away), fsync, rename, fsync of the directory. No reader ever sees
+// (mode 0600, the owner of the previous file, prev, when there was one and
+// we may give it away), fsync, rename, fsync of the directory. No reader ever sees
 // a partial file, and a failure leaves the previous file and no temporary.
-func writeAtomic(path string, data []byte, owner *syscall.Stat_t) (err error) {
+func writeAtomic(path string, data []byte, prev os.FileInfo) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -208,11 +206,11 @@ func writeAtomic(path string, data []byte, owner *syscall.Stat_t) (err error) {
 	if err = tmp.Chmod(0o600); err != nil {
 		return err
 	}
-	if owner != nil && (int(owner.Uid) != os.Geteuid() || int(owner.Gid) != os.Getegid()) {
+	if uid, gid, ok := ownerOf(prev); ok && (uid != os.Geteuid() || gid != os.Getegid()) {
 		// Root editing a file that belongs to the service's user keeps it
 		// the service's: serve must still be able to read it.
-		if err = tmp.Chown(int(owner.Uid), int(owner.Gid)); err != nil {
-			return fmt.Errorf("keeping the access file's owner (uid %d): %w\nhint: run 'airgap token' as that user or as root", owner.Uid, err)
+		if err = tmp.Chown(uid, gid); err != nil {
+			return fmt.Errorf("keeping the access file's owner (uid %d): %w\nhint: run 'airgap token' as that user or as root", uid, err)
 		}
 	}
 	if _, err = tmp.Write(data); err != nil {
@@ -233,6 +231,15 @@ func writeAtomic(path string, data []byte, owner *syscall.Stat_t) (err error) {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ownerOf returns the owner of the file fi describes; false for no file or
+// a system without owner numbers.
+func ownerOf(fi os.FileInfo) (uid, gid int, ok bool) {
+	if fi == nil {
+		return 0, 0, false
+	}
+	return osfile.Owner(fi)
 }
 
 // Describe returns one line per token for 'airgap token list': name,

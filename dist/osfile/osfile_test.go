@@ -1,0 +1,68 @@
+package osfile
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestLockExcludes: a second handle waits for the first to unlock.
+func TestLockExcludes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	a, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := Lock(a); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- Lock(b) }()
+	select {
+	case err := <-got:
+		t.Fatalf("second lock taken while the first is held (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := Unlock(a); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("second lock not taken after the first was released")
+	}
+	Unlock(b)
+}
+
+// TestInodeAndOwner: on Unix, a renamed-over file has a new inode, and
+// the owner is the test's own user.
+func TestInodeAndOwner(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no inode or owner numbers on Windows")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("a"), 0o600)
+	fi1, _ := os.Stat(p)
+	os.WriteFile(filepath.Join(dir, "g"), []byte("a"), 0o600)
+	os.Rename(filepath.Join(dir, "g"), p)
+	fi2, _ := os.Stat(p)
+	if Inode(fi1) == 0 || Inode(fi1) == Inode(fi2) {
+		t.Errorf("inodes %d, %d: want non-zero and different after a rename", Inode(fi1), Inode(fi2))
+	}
+	uid, gid, ok := Owner(fi2)
+	if !ok || uid != os.Geteuid() || gid != os.Getegid() {
+		t.Errorf("owner %d:%d %v, want %d:%d", uid, gid, ok, os.Geteuid(), os.Getegid())
+	}
+}
