@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/pem"
-	"net"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,9 +75,7 @@ func TestCLIMistakes(t *testing.T) {
 	os.Mkdir(filepath.Join(work, "emptystore"), 0o755)
 
 	// A port with nothing listening.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	// A TLS server this machine does not trust, and one it does that answers 404.
 	ts := httptest.NewTLSServer(http.NotFoundHandler())
 	defer ts.Close()

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,15 +95,6 @@ func terraformBin(t *testing.T) string {
 		t.Fatal("terraform is not on PATH: the end-to-end tests drive the real client and must not be skipped; install terraform (v1.11) and run again")
 	}
 	return p
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // startServe runs 'airgap serve' and waits for it to answer /healthz.

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
 
+	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/server"
 )
 
@@ -58,21 +58,10 @@ func acmeReplicas(t *testing.T, challenge string) {
 	t.Setenv("PEBBLE_VA_ALWAYS_VALID", "0")
 	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
 	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	freeUDPTCP := func() int {
-		for {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := ln.Addr().(*net.TCPAddr).Port
-			ln.Close()
-			if pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-				pc.Close()
-				return p
-			}
-		}
-	}
-	dnsPort, httpPort, alpnPort := freeUDPTCP(), freeUDPTCP(), freeUDPTCP()
+	// Ports certmagic and the DNS server bind later: outside the ephemeral
+	// range, where the ACME server's own httptest listener (and every other
+	// test's) cannot take them first.
+	dnsPort, httpPort, alpnPort := registrytest.FreePort(t), registrytest.FreePort(t), registrytest.FreePort(t)
 	dns, err := challtestsrv.New(challtestsrv.Config{DNSAddrs: []string{fmt.Sprintf("127.0.0.1:%d", dnsPort)}, Log: log.New(&syncLog{}, "", 0)})
 	if err != nil {
 		t.Fatal(err)
