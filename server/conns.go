@@ -33,7 +33,7 @@ type ConnLimits struct {
 	// for this long (0: never).
 	SendTimeout time.Duration
 	// Refused, if set, is called with "total" or "per_ip" for each
-	// connection closed at accept.
+	// connection closed at accept, before it is closed.
 	Refused func(reason string)
 }
 
@@ -84,10 +84,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		key, exempt := l.key(c.RemoteAddr())
 		if reason := l.admit(key, exempt); reason != "" {
-			c.Close()
+			// Counted before the close, so that a client that has seen
+			// its connection refused finds the refusal already counted.
 			if l.lim.Refused != nil {
 				l.lim.Refused(reason)
 			}
+			c.Close()
 			continue
 		}
 		return &limitConn{Conn: c, l: l, key: key, exempt: exempt}, nil
