@@ -211,12 +211,16 @@ func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
 	took, err := fill(c)
 	check("after a clear", took, err, timeout/2, 6*timeout)
 
-	// An earlier deadline of the user's wins over the send timeout.
+	// An earlier deadline of the user's wins over the send timeout. Timed
+	// from setting it: the write that fails is the one under way at the
+	// deadline, which begins whenever filling the buffers ends (later than
+	// 50 ms in, if the filling goroutine is held up on a loaded machine).
 	c = stalled()
 	c.Write([]byte("x"))
-	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	took, err = fill(c)
-	check("user's earlier deadline", took, err, 50*time.Millisecond, timeout/2)
+	set := time.Now()
+	c.SetWriteDeadline(set.Add(100 * time.Millisecond))
+	_, err = fill(c)
+	check("user's earlier deadline", time.Since(set), err, 50*time.Millisecond, timeout/2)
 
 	// A later one does not stretch the send timeout.
 	c = stalled()
