@@ -131,15 +131,11 @@ func RotateURLKeys(tlsDir string, now time.Time) (string, error) {
 // editURLKeys applies fn to the key file at path under its lock
 // (path.lock) and, when fn says so, writes it back atomically (mode 0600).
 func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
-	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	unlock, err := osfile.LockPath(path + ".lock")
 	if err != nil {
 		return fmt.Errorf("locking the URL keys: %w", err)
 	}
-	defer lf.Close()
-	if err := osfile.Lock(lf); err != nil {
-		return err
-	}
-	defer osfile.Unlock(lf)
+	defer unlock()
 	var f urlKeyFile
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &f); err != nil {

@@ -21,7 +21,3 @@ func killGroup(pid int) error {
 	}
 	return p.Kill()
 }
-
-// lockFile: no advisory lock here; two exports sharing a cache must not
-// run the same gate on the same entry at once.
-func lockFile(path string) (func(), error) { return func() {}, nil }

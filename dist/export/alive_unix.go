@@ -4,7 +4,6 @@ package export
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
 
@@ -21,17 +20,3 @@ func gateProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: 
 
 // killGroup kills the process group of pid (the tool and its children).
 func killGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }
-
-// lockFile takes an exclusive lock on path (created if absent), waiting
-// for another export that holds it; unlock releases it.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -360,7 +361,7 @@ func (e *exporter) runGate(ctx context.Context, r *gateOutcome) {
 		r.err = err
 		return
 	}
-	unlock, err := lockFile(work + ".lock")
+	unlock, err := osfile.LockPath(work + ".lock")
 	if err != nil {
 		r.err = err
 		return

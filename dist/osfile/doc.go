@@ -2,9 +2,9 @@
 // differ between Unix and Windows: an exclusive advisory lock on an open
 // file, a file's inode, and a file's owner.
 //
-// It does not open, create or name files, and it does not decide what a
-// lock protects: callers lock a dedicated ".lock" file they opened
-// themselves. On Unix the lock is flock(2); on Windows it is LockFileEx on
-// the file's first byte. Both are released when the file is closed, so a
-// crashed process never leaves a lock held.
+// It does not decide what a lock protects: callers lock a dedicated
+// ".lock" file beside what they edit (LockPath opens and locks one). On
+// Unix the lock is flock(2); on Windows it is LockFileEx on the file's
+// first byte. Both are released when the file is closed, so a crashed
+// process never leaves a lock held.
 package osfile

@@ -136,9 +136,10 @@ func stringList(ss []string) cty.Value {
 // atomically, after checking that it parses as an access file. With create,
 // a missing file starts as the header alone.
 func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error {
-	unlock, err := lock(path)
+	// Two 'airgap token' runs do not lose each other's edits.
+	unlock, err := osfile.LockPath(path + ".lock")
 	if err != nil {
-		return err
+		return fmt.Errorf("locking the access file: %w", err)
 	}
 	defer unlock()
 	src, err := os.ReadFile(path)
@@ -171,20 +172,6 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 		return fmt.Errorf("internal error: the edited access file does not read back: %w", err)
 	}
 	return writeAtomic(path, out, owner)
-}
-
-// lock takes an exclusive lock on path+".lock" (created 0600), so that two
-// 'airgap token' runs do not lose each other's edits.
-func lock(path string) (func(), error) {
-	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("locking the access file: %w", err)
-	}
-	if err := osfile.Lock(lf); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("locking %s: %w", lf.Name(), err)
-	}
-	return func() { osfile.Unlock(lf); lf.Close() }, nil
 }
 
 // writeAtomic writes data to path: a temporary file in the same directory
