@@ -56,7 +56,7 @@ func encodeSome(path string, n int) string {
 // provider- and module-download requests, each with a distinct Host of
 // 16–30 KiB and a differently percent-encoded path. Answers must stay
 // correct and must not contain the Host, and serve's resident memory must
-// stay within a few MiB of where it was after a warm-up of the same traffic
+// stay within 32 MiB of where it was after a warm-up of the same traffic
 // (the old cache, keyed by Host and raw path, grew from 13 to 883 MB).
 func TestHostileServeMemory(t *testing.T) {
 	storeDir, _ := importStandard(t)
@@ -160,7 +160,12 @@ func TestHostileServeMemory(t *testing.T) {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	t.Logf("serve RSS: %s after the warm-up, peak %s and %s after 4,000 requests with distinct 16–30 KiB Hosts and encoded paths (%v)",
 		mib(before), mib(peak.Load()), mib(after), took.Round(time.Millisecond))
-	const allowed = 16 << 20
+	// serve collects at GOGC=400: its heap may reach five times what is
+	// live before a collection, so the flood's garbage alone (8 workers'
+	// 16–30 KiB headers) showed peaks 4–18 MiB over the warm-up in seven
+	// runs on 2 cores. Anything that keeps what the flood sends keeps at
+	// least 4,000 × 16 KiB = 62.5 MiB of Host bytes.
+	const allowed = 32 << 20
 	if grown := peak.Load() - before; grown > allowed {
 		t.Errorf("serve's RSS grew by %s under the Host flood (allowed %s): the answer cache depends on what clients send", mib(grown), mib(allowed))
 	}
