@@ -339,6 +339,34 @@ func describeIssuer(sig []byte) string {
 	return strings.Join(parts, ", ")
 }
 
+// GroupFingerprint writes a fingerprint (as Fingerprint or
+// ParseFingerprint give it) the way people compare them, in groups of four
+// hex digits, with two spaces at the middle of a 40-digit v4 fingerprint as
+// 'gpg --fingerprint' prints it: "5A3F 9C21 ... 77B0  1D4E ... 0A9C".
+// Anything that is not 40 or 64 hex digits is returned as it is.
+// ParseFingerprint reads every form it writes back.
+func GroupFingerprint(fpr string) string {
+	if len(fpr) != 40 && len(fpr) != 64 {
+		return fpr
+	}
+	for _, r := range fpr {
+		if !(r >= '0' && r <= '9' || r >= 'A' && r <= 'F' || r >= 'a' && r <= 'f') {
+			return fpr
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(fpr); i += 4 {
+		if i > 0 {
+			b.WriteByte(' ')
+			if len(fpr) == 40 && i == 20 {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(fpr[i : i+4])
+	}
+	return b.String()
+}
+
 // ParseFingerprint reads a key fingerprint as people write it — hex in
 // either case, with spaces or colons between groups as 'gpg --fingerprint'
 // prints it — and returns it as Fingerprint does: upper-case hex, 40
@@ -351,7 +379,7 @@ func ParseFingerprint(s string) (string, error) {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r == ' ' || r == ':':
+		case r == ' ' || r == ':' || r == '\t' || r == '\u00a0' || r == '\n' || r == '\r':
 		case r >= '0' && r <= '9' || r >= 'A' && r <= 'F':
 			b.WriteRune(r)
 		case r >= 'a' && r <= 'f':

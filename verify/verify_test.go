@@ -133,3 +133,26 @@ func TestDigester(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupFingerprintRoundTrip(t *testing.T) {
+	const v4 = "5A3F9C2177B01D4E0A9C5A3F9C2177B01D4E0A9C"
+	got := verify.GroupFingerprint(v4)
+	if want := "5A3F 9C21 77B0 1D4E 0A9C  5A3F 9C21 77B0 1D4E 0A9C"; got != want {
+		t.Fatalf("GroupFingerprint(v4) = %q, want %q", got, want)
+	}
+	v6 := strings.Repeat("0123456789ABCDEF", 4)
+	if g := verify.GroupFingerprint(v6); strings.Count(g, " ") != 15 || strings.Contains(g, "  ") {
+		t.Fatalf("GroupFingerprint(v6) = %q: want 16 groups of four with single spaces", g)
+	}
+	for _, in := range []string{got, verify.GroupFingerprint(v6), "5a3f:9c21 77b0\t1d4e 0a9c\u00a05a3f 9c21 77b0 1d4e 0a9c\n"} {
+		fp, err := verify.ParseFingerprint(in)
+		if err != nil || verify.GroupFingerprint(fp) != verify.GroupFingerprint(strings.ToUpper(strings.NewReplacer(" ", "", ":", "", "\t", "", "\u00a0", "", "\n", "").Replace(in))) {
+			t.Fatalf("ParseFingerprint(%q) = %q, %v", in, fp, err)
+		}
+	}
+	for _, odd := range []string{"", "ABCD", "not hex at all but forty characters long!"} {
+		if g := verify.GroupFingerprint(odd); g != odd {
+			t.Fatalf("GroupFingerprint(%q) = %q, want it unchanged", odd, g)
+		}
+	}
+}

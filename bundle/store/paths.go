@@ -13,6 +13,7 @@ const (
 	lockName  = "lock"
 	serveName = "serve.lock"
 	tlsDir    = "tls"
+	stateDir  = "state"
 )
 
 func indexPath(root string) string { return filepath.Join(root, indexName) }
@@ -26,3 +27,9 @@ func BlobPath(root string, d verify.Digest) string { return filepath.Join(blobDi
 
 // TLSDir is the directory the server keeps its certificates in.
 func TLSDir(root string) string { return filepath.Join(root, tlsDir) }
+
+// StateDir is the directory 'airgap serve' keeps its own state in, beside
+// the store and shared by every replica serving it: each feature keeps a
+// sub-directory of its own there (created mode 0700 by whoever writes it).
+// Import, prune and gc never touch it.
+func StateDir(root string) string { return filepath.Join(root, stateDir) }
