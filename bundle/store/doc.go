@@ -17,6 +17,8 @@
 //	                           import requires (gates.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
+//	  state/                   written by 'airgap serve' (StateDir): what its
+//	                           replicas share beyond the catalog; never by import
 //
 // Import is all or nothing. The bundle signature is checked before any blob is
 // accepted, and the manifest's consistency (bundle.CheckManifest) and its fit
