@@ -274,11 +274,12 @@ type Signer struct {
 	Identity    string `json:"identity,omitempty"`
 }
 
+// String names the key for people, its fingerprint in groups of four.
 func (s Signer) String() string {
 	if s.Identity != "" {
-		return fmt.Sprintf("%s (key %s, fingerprint %s)", s.Identity, s.KeyID, s.Fingerprint)
+		return fmt.Sprintf("%s (key %s, fingerprint %s)", s.Identity, s.KeyID, GroupFingerprint(s.Fingerprint))
 	}
-	return fmt.Sprintf("key %s (fingerprint %s)", s.KeyID, s.Fingerprint)
+	return fmt.Sprintf("key %s (fingerprint %s)", s.KeyID, GroupFingerprint(s.Fingerprint))
 }
 
 // CheckDetached checks a detached signature (binary or armored) over

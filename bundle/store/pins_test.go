@@ -94,8 +94,8 @@ func TestPublisherKeyPins(t *testing.T) {
 	if !errors.Is(err, store.ErrPublisherKey) {
 		t.Fatalf("a new key for a pinned namespace: %v", err)
 	}
-	for _, s := range []string{"registry.terraform.io/hashicorp", verify.Fingerprint(rotated), "rotated publisher", verify.Fingerprint(old),
-		"publisher@example.test", "--accept-publisher-key " + verify.Fingerprint(rotated), "the store was not changed"} {
+	for _, s := range []string{"registry.terraform.io/hashicorp", verify.GroupFingerprint(verify.Fingerprint(rotated)), "rotated publisher", verify.GroupFingerprint(verify.Fingerprint(old)),
+		"publisher@example.test", "--accept-publisher-key '" + verify.GroupFingerprint(verify.Fingerprint(rotated)) + "'", "the store was not changed"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the refusal lacks %q:\n%v", s, err)
 		}
