@@ -462,8 +462,8 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal)
 type differ struct {
 	rep       *bundle.Report
 	out       *bundle.Against
-	withdrawn map[string]*Withdrawn  // the store's, not lifted by the bundle
-	reasons   map[string][]Refusal // the forecast's, by kind and version key
+	withdrawn map[string]*Withdrawn // the store's, not lifted by the bundle
+	reasons   map[string][]Refusal  // the forecast's, by kind and version key
 }
 
 // refused records a version the import would refuse (by any rule of the
