@@ -100,6 +100,10 @@ type review struct {
 		History   []struct{ Fingerprint, How string }
 		InBundle  []struct{ Fingerprint, Status string } `json:"in_bundle"`
 	} `json:"publisher_keys"`
+	Forecast *struct {
+		Verdict string
+		Refused []struct{ Rule, Kind, Address, Version, Reason string }
+	} `json:"forecast"`
 	Against *struct {
 		Added          []struct{ Kind, Address, Version string } `json:"added"`
 		AlreadyPresent []struct{ Kind, Address, Version string } `json:"already_present"`

@@ -21,6 +21,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
 )
 
 // The HTML catalog: GET / lists what the appliance serves and how to point
@@ -53,6 +54,7 @@ var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		return t.UTC().Format("2006-01-02")
 	},
 	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"fpr":   verify.GroupFingerprint,
 }).ParseFS(templateFS, "templates/*.html"))
 
 // filterScript is the page's only script: it hides the rows of the current
@@ -122,7 +124,8 @@ type catalogModel struct {
 	// the index's history, whole (modelView filters it)
 	imports   []store.ImportEntry
 	withdrawn []store.Withdrawn
-	pubKeys   []dist.NamespaceKeys // publisher keys per namespace
+	pubKeys   []dist.NamespaceKeys           // publisher keys per namespace
+	signers   map[string]store.VersionSigner // who signed each version's SHA256SUMS
 }
 
 // modelView is what one scope sees of a model: the pages list only that.
@@ -163,6 +166,7 @@ type moduleGroup struct {
 type importRow struct {
 	store.ImportEntry
 	Added, Withdrew int
+	Trust           []store.TrustChange // the trust changes of versions the scope sees
 }
 
 // SignerLabel says who signed a provider version's SHA256SUMS, as the
@@ -288,6 +292,11 @@ func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(st
 	for i := len(imps) - 1; i >= 0 && len(rows) < maxHistoryShown; i-- {
 		e := imps[i]
 		row := importRow{ImportEntry: e, Added: count(e.Added), Withdrew: count(e.Withdrew)}
+		for _, c := range e.TrustChanges {
+			if addr, _, _ := strings.Cut(c.Provider, " "); allowed(addr) {
+				row.Trust = append(row.Trust, c)
+			}
+		}
 		if row.Added+row.Withdrew+count(e.Reinstated) == 0 && len(e.Added)+len(e.Withdrew)+len(e.Reinstated) > 0 {
 			continue // nothing of it is visible here
 		}
@@ -351,7 +360,7 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
 			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
 			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
-			m.pubKeys = ix.PublisherKeys
+			m.pubKeys, m.signers = ix.PublisherKeys, ix.Signers
 			all.keys, all.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
@@ -593,8 +602,9 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 
 type providerVersionRow struct {
 	*dist.ProviderVersion
-	Signer  string
-	Snippet string
+	Signer   string
+	SignedBy *store.VersionSigner // the key that signed the SHA256SUMS served (nil: not recorded)
+	Snippet  string
 }
 
 func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
@@ -609,8 +619,12 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
 	var rows []providerVersionRow
 	for _, v := range g.Versions[lo:hi] {
-		rows = append(rows, providerVersionRow{v, SignerLabel(v), fmt.Sprintf(
-			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)})
+		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
+			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
+		if s, ok := m.signers[v.Key()]; ok && s.Signature == v.ShasumsSig {
+			row.SignedBy = &s
+		}
+		rows = append(rows, row)
 	}
 	ui.render(w, r, "provider.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg})
 }

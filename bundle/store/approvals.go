@@ -120,7 +120,9 @@ func (ap *Approvals) read(f approval.File, in *PolicyInput) (*approval.Approval,
 	if err != nil {
 		return nil, verify.Checked{}, err
 	}
-	c, err := a.Check(ap.Policy.keyring)
+	// Checked against the site keys too, so that an approval by one is
+	// named as such (judge refuses it).
+	c, err := a.Check(append(append(openpgp.EntityList{}, ap.Policy.keyring...), in.SiteKeys...))
 	if errors.Is(err, approval.ErrSignature) && strings.Contains(err.Error(), verify.ErrUnknownSigner.Error()) {
 		return nil, c, fmt.Errorf("signed by %s, which is not a key of the store's station keyring %s", keyName(a.Station), ap.Policy.Keyring)
 	}

@@ -200,3 +200,19 @@ func revokedByFingerprint(rs []RevokedKey) map[string]*RevokedKey {
 	}
 	return out
 }
+
+// ImportOf is the newest import of the history that added the version
+// (its catalog lines: "provider ADDRESS VERSION …", "module ADDRESS
+// VERSION"), or nil.
+func ImportOf(ix *Index, addr, version string) *ImportEntry {
+	want := dist.VersionKey(addr, version)
+	for i := len(ix.Imports) - 1; i >= 0; i-- {
+		for _, line := range ix.Imports[i].Added {
+			f := strings.Fields(line)
+			if len(f) >= 3 && dist.VersionKey(f[1], f[2]) == want {
+				return &ix.Imports[i]
+			}
+		}
+	}
+	return nil
+}
