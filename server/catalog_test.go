@@ -125,7 +125,7 @@ func TestCatalogEscapes(t *testing.T) {
 	}, Withdrawn: []store.Withdrawn{{Kind: "provider", Addr: "registry.terraform.io/evil/p", Version: "1.0.0", Reason: evil,
 		Signer: verify.Signer{Fingerprint: evil}, Time: time.Unix(0, 0)}},
 		Imports: []store.ImportEntry{{Bundle: fakeDigest("b"), Signer: verify.Signer{Identity: evil, Fingerprint: "F"},
-			Approvals: []store.ApprovalRecord{{Blob: fakeDigest("d"), Station: verify.Signer{Identity: evil, Fingerprint: strings.Repeat("C", 40)}, Note: "note " + evil}},
+			Approvals:    []store.ApprovalRecord{{Blob: fakeDigest("d"), Station: verify.Signer{Identity: evil, Fingerprint: strings.Repeat("C", 40)}, Note: "note " + evil}},
 			TrustChanges: []store.TrustChange{{Provider: "registry.terraform.io/evil/p 1.0.0", Change: "signature", After: verify.Signer{Identity: evil, Fingerprint: strings.Repeat("D", 40)}}}}},
 		PublisherKeys: []dist.NamespaceKeys{{Namespace: "registry.terraform.io/evil", Keys: []dist.KeyPin{
 			{Fingerprint: strings.Repeat("A", 40), Identity: evil, How: dist.PinFirstUse},
