@@ -7,6 +7,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/tfconfig"
+	"github.com/airgap/airgap/verify"
 )
 
 // PlanItem is one resolved provider or module version of an export plan
@@ -190,7 +191,7 @@ func (s *Summary) Text() string {
 		if k.Declared {
 			declared = "; declared new (--accept-new-publisher-key)"
 		}
-		fmt.Fprintf(&b, "  %s key %s %s (%s): %d provider versions%s\n", k.Namespace, k.Fingerprint, dist.Printable(k.Identity), k.Trust, len(k.Providers), declared)
+		fmt.Fprintf(&b, "  %s key %s %s (%s): %d provider versions%s\n", k.Namespace, verify.GroupFingerprint(k.Fingerprint), dist.Printable(k.Identity), k.Trust, len(k.Providers), declared)
 	}
 	for _, w := range s.Withdraw {
 		fmt.Fprintf(&b, "  withdraw %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
