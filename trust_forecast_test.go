@@ -7,6 +7,7 @@ package main
 // (finding 9).
 
 import (
+	"crypto"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
@@ -235,4 +237,146 @@ func TestForecastAgreesWithImport(t *testing.T) {
 	if fc, im, vcode, icode := forecastAndImport(t, w.work, w.keyring, st, bundles["rotated"]); len(fc)+len(im) != 0 || vcode != 0 || icode != 0 {
 		t.Errorf("the approved bundle: forecast %v (exit %d), import %v (exit %d)", fc, vcode, im, icode)
 	}
+}
+
+// TestTrustChangesListed: a publisher key rotation re-signs versions the
+// store already serves. Before issue 30 the import replaced their
+// SHA256SUMS signatures silently and said "1 catalog changes" (finding
+// 2); now verify's forecast, the import's output, the history
+// (inventory) and the catalog page list each such version with the keys
+// before and after, and the provider page and inventory show each
+// version's signing key.
+func TestTrustChangesListed(t *testing.T) {
+	w := newPolicyWorld(t)
+	st := w.storeFor(t, "trust", "")
+	decl := []bundle.PublisherKeyDecl{{Namespace: "registry.terraform.io/hashicorp", Fingerprint: verify.Fingerprint(w.rotated)}}
+	b := w.bundleOf(t, "declared", false, decl, w.random(t, "3.6.0", w.rotated, 64<<10), w.random(t, "3.7.0", w.rotated, 64<<10))
+	oldG, newG := verify.GroupFingerprint(verify.Fingerprint(w.pub)), verify.GroupFingerprint(verify.Fingerprint(w.rotated))
+	change := "provider registry.terraform.io/hashicorp/random 3.6.0: its SHA256SUMS signature changes from " + oldG + " (publisher <publisher@example.test>) to " + newG
+	have := st + ".have.json"
+	os.WriteFile(have, []byte(mustRunStdout(t, w.work, "inventory", "--store", st, "--json")), 0o644)
+	out, err := cmdRun(t, w.work, nil, airgapBin, "verify", "--keyring", w.keyring, "--against", have, b)
+	if err != nil || !strings.Contains(out, "trust changes: 1\n    "+change) {
+		t.Errorf("verify's forecast does not list the trust change (%v):\n%s", err, out)
+	}
+	out = mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, b)
+	if !strings.Contains(out, "trust change: "+change) {
+		t.Errorf("the import does not list the trust change:\n%s", out)
+	}
+	inv := mustRun(t, w.work, nil, airgapBin, "inventory", "--store", st)
+	for _, want := range []string{"1 catalog changes, 1 trust changes", "trust change: " + change, "signed " + time.Now().UTC().Format("2006") /* year */} {
+		if !strings.Contains(inv, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, inv)
+		}
+	}
+	if !strings.Contains(inv, "by "+newG+" (rotated publisher") || !strings.Contains(inv, "by "+verify.GroupFingerprint(verify.Fingerprint(w.pub))+" (publisher") {
+		t.Errorf("inventory does not show each version's signing key:\n%s", inv)
+	}
+	base, caFile := startServe(t, st)
+	if page := httpsGet(t, base, caFile, "/"); !strings.Contains(page, "its SHA256SUMS signature changes from "+oldG) {
+		t.Errorf("the catalog page does not show the trust change")
+	}
+	if page := httpsGet(t, base, caFile, "/ui/providers/registry.terraform.io/hashicorp/random"); strings.Count(page, newG) != 2 {
+		t.Errorf("the provider page does not show 3.6.0 and 3.7.0 signed by the rotated key:\n%s", page)
+	}
+}
+
+// revocableKey is a new RSA key (not shared with other tests: it is revoked).
+func revocableKey(t *testing.T, name string) *openpgp.Entity {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", name+"@example.test", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048, DefaultHash: crypto.SHA256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestRetiredAndRevokedKeys: 'airgap keys retire' stops a key from signing
+// anything new for a namespace (recorded, shown in history); a revocation
+// seen once — carried by a bundle beside the key that signed, or given to
+// 'airgap keys revoke' — is remembered, so a later bundle that carries the
+// key with its revocation stripped is refused (finding 9: such a bundle
+// was accepted), by the import and by verify's forecast alike.
+func TestRetiredAndRevokedKeys(t *testing.T) {
+	w := newPolicyWorld(t)
+	pubG := verify.GroupFingerprint(verify.Fingerprint(w.pub))
+
+	t.Run("retire", func(t *testing.T) {
+		st := w.storeFor(t, "retire", "")
+		out := mustRun(t, w.work, nil, airgapBin, "keys", "retire", "--store", st, "--reason", "replaced in 2026", "registry.terraform.io/hashicorp", strings.ToLower(pubG))
+		if !strings.Contains(out, "retired key "+pubG) {
+			t.Errorf("keys retire:\n%s", out)
+		}
+		inv := mustRun(t, w.work, nil, airgapBin, "inventory", "--store", st)
+		if !strings.Contains(inv, "RETIRED") || !strings.Contains(inv, "retired key "+pubG+" (publisher <publisher@example.test>) for registry.terraform.io/hashicorp: replaced in 2026") {
+			t.Errorf("inventory does not show the retirement:\n%s", inv)
+		}
+		fc, im, _, icode := forecastAndImport(t, w.work, w.keyring, st, w.bundleOf(t, "new-by-retired", false, nil, w.random(t, "3.6.1", w.pub, 64<<10)))
+		if icode != 1 || len(im) != 1 || im[0] != "publisher_key provider registry.terraform.io/hashicorp/random 3.6.1" || strings.Join(fc, ",") != strings.Join(im, ",") {
+			t.Errorf("a new version signed by the retired key: forecast %v, import %v (exit %d)", fc, im, icode)
+		}
+		// What it signed before stays: a bundle carrying it again is fine.
+		seed := filepath.Join(w.work, "seed.bundle")
+		if _, im, _, icode := forecastAndImport(t, w.work, w.keyring, st, seed); icode != 0 {
+			t.Errorf("re-carrying what the retired key signed before: %v", im)
+		}
+	})
+
+	t.Run("revoked in a bundle, stripped in the next", func(t *testing.T) {
+		st := w.storeFor(t, "revoke-carried", "")
+		k, successor := revocableKey(t, "thing publisher"), revocableKey(t, "thing successor")
+		thing := func(version string, key *openpgp.Entity) *bundletest.BuiltProvider {
+			return bundletest.BuildProvider(t, filepath.Join(w.work, "p", "thing-"+version), bundletest.Provider{Host: "registry.terraform.io", Namespace: "example",
+				Type: "thing", Version: version, Platforms: []string{"linux_amd64"}, Signer: key, PackageSize: 1 << 10})
+		}
+		first, stripped := thing("1.0.0", k), thing("1.2.0", k)
+		mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, w.bundleOf(t, "thing-first", false, nil, first))
+		if err := k.RevokeKey(packet.KeyCompromised, "laptop lost", nil); err != nil {
+			t.Fatal(err)
+		}
+		// The registry lists the revoked key beside its successor, which signs.
+		next := thing("1.1.0", successor)
+		next.SigningKeys = append(next.SigningKeys, dist.SigningKey{KeyID: verify.KeyID(k), ASCIIArmor: bundletest.Armor(t, k)})
+		decl := []bundle.PublisherKeyDecl{{Namespace: "registry.terraform.io/example", Fingerprint: verify.Fingerprint(successor)}}
+		out := mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, w.bundleOf(t, "thing-next", false, decl, next))
+		if !strings.Contains(out, "remembered the revocation of "+verify.GroupFingerprint(verify.Fingerprint(k))) || !strings.Contains(out, "key compromised: laptop lost") {
+			t.Errorf("the import did not remember the carried revocation:\n%s", out)
+		}
+		// 1.2.0 is signed by k, carried without its revocation.
+		fc, im, vcode, icode := forecastAndImport(t, w.work, w.keyring, st, w.bundleOf(t, "thing-stripped", false, nil, stripped))
+		if icode != 1 || vcode != 4 || len(im) != 1 || !strings.Contains(im[0], "thing 1.2.0") || strings.Join(fc, ",") != strings.Join(im, ",") {
+			t.Errorf("the key with its revocation stripped: forecast %v (exit %d), import %v (exit %d)", fc, vcode, im, icode)
+		}
+		if inv := mustRun(t, w.work, nil, airgapBin, "inventory", "--store", st); !strings.Contains(inv, "Revoked keys") || !strings.Contains(inv, "revoked key "+verify.GroupFingerprint(verify.Fingerprint(k))) {
+			t.Errorf("inventory does not show the revocation:\n%s", inv)
+		}
+	})
+
+	t.Run("keys revoke", func(t *testing.T) {
+		st := w.storeFor(t, "revoke-given", "")
+		k := revocableKey(t, "given publisher")
+		p1 := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "given-1"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "given",
+			Type: "x", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: k, PackageSize: 1 << 10})
+		p2 := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "given-2"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "given",
+			Type: "x", Version: "2.0.0", Platforms: []string{"linux_amd64"}, Signer: k, PackageSize: 1 << 10})
+		b1 := w.bundleOf(t, "given-1", false, nil, p1)
+		mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, b1)
+		// Revoked (at least) two seconds after it signed, so the signature is before it.
+		if err := k.RevokeKey(packet.KeySuperseded, "", &packet.Config{Time: func() time.Time { return time.Now().Add(2 * time.Second) }}); err != nil {
+			t.Fatal(err)
+		}
+		rev := filepath.Join(w.work, "given-revoked.asc")
+		bundletest.WriteFile(t, rev, []byte(bundletest.Armor(t, k)))
+		out := mustRun(t, w.work, nil, airgapBin, "keys", "revoke", "--store", st, "--keyring", rev)
+		if !strings.Contains(out, "revoked key "+verify.GroupFingerprint(verify.Fingerprint(k))) {
+			t.Errorf("keys revoke:\n%s", out)
+		}
+		if _, im, _, icode := forecastAndImport(t, w.work, w.keyring, st, w.bundleOf(t, "given-2", false, nil, p2)); icode != 1 || len(im) != 1 {
+			t.Errorf("a new version by the revoked key: %v (exit %d)", im, icode)
+		}
+		// Its signature the store already serves, dated before the revocation, stays acceptable.
+		if _, im, _, icode := forecastAndImport(t, w.work, w.keyring, st, b1); icode != 0 {
+			t.Errorf("re-carrying what the key signed before its revocation: %v", im)
+		}
+	})
 }
