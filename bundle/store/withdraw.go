@@ -91,6 +91,10 @@ func withdrawnRule(in *PolicyInput, out *PolicyResult) error {
 	return nil
 }
 
+// ReinstateHint is the manifest block that reinstates w (for hints:
+// indented, as an error's hint shows HCL).
+func ReinstateHint(w Withdrawn) string { return reinstateHint(w) }
+
 // reinstateHint is the manifest block that reinstates w.
 func reinstateHint(w Withdrawn) string {
 	attrs := []dist.HCLAttr{{Name: "versions", Value: cty.StringVal(w.Version)}}

@@ -1,10 +1,7 @@
 package export
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -29,30 +26,14 @@ type DeltaBase struct {
 }
 
 // ReadDeltaBase reads the blobs of a previous bundle (since, which must be
-// signed by key) or of an offline store's inventory (have). Only the
-// previous bundle's manifest is read, not its blobs.
+// signed by key) or of an offline store's inventory (have: ReadHave).
+// Only the previous bundle's manifest is read, not its blobs.
 func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) {
 	if since != "" {
 		return readSince(since, key)
 	}
-	f, err := os.Open(have)
-	if err != nil {
-		return nil, fmt.Errorf("--have: %w", err)
-	}
-	defer f.Close()
-	var inv store.Inventory
-	if err := json.NewDecoder(io.LimitReader(f, MaxHaveSize)).Decode(&inv); err != nil {
-		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
-	}
-	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory",
-		Desc: fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(inv.Blobs))}
-	for _, d := range inv.Blobs {
-		ds.have[d] = true
-	}
-	for _, e := range inv.Imports {
-		ds.bundles = append(ds.bundles, string(e.Bundle))
-	}
-	return ds, nil
+	ds, _, err := ReadHave(have)
+	return ds, err
 }
 
 func readSince(since string, key *openpgp.Entity) (*DeltaBase, error) {

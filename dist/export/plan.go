@@ -72,6 +72,9 @@ type Summary struct {
 	MirrorHashesOnly []string          `json:"mirror_hashes_only"`
 	Reinstate        []dist.Withdrawal `json:"reinstate"`
 	Warnings         []string          `json:"warnings"`
+	// LeftOut: versions a constraint matched that the offline store
+	// withdrew (--have), left out.
+	LeftOut []string `json:"left_out"`
 	// PublisherKeys: each key that signed SHA256SUMS, per namespace (not
 	// in a dry run, which downloads no SHA256SUMS).
 	PublisherKeys []PublisherKey `json:"publisher_keys"`
@@ -113,6 +116,7 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 		s.Warnings = []string{}
 	}
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
+	s.LeftOut = append([]string{}, r.LeftOut...)
 	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
 	s.Gates = []GateSummary{}
 	if m := r.Manifest; m != nil {
@@ -203,6 +207,12 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, "carried with a network mirror's hashes only, no publisher signature (the bundle marks them; 'airgap import --require-publisher-signatures' refuses them) (%d):\n", len(s.MirrorHashesOnly))
 		for _, m := range s.MirrorHashesOnly {
 			fmt.Fprintf(&b, "  %s\n", m)
+		}
+	}
+	if len(s.LeftOut) > 0 {
+		fmt.Fprintf(&b, "left out, withdrawn in the offline store (--have; a reinstate block in the manifest carries one again) (%d):\n", len(s.LeftOut))
+		for _, l := range s.LeftOut {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
 	if len(s.Gaps) > 0 {
