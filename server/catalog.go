@@ -124,8 +124,8 @@ type catalogModel struct {
 	// the index's history, whole (modelView filters it)
 	imports   []store.ImportEntry
 	withdrawn []store.Withdrawn
-	pubKeys   []dist.NamespaceKeys           // publisher keys per namespace
-	signers   map[string]store.VersionSigner // who signed each version's SHA256SUMS
+	pubKeys   []dist.NamespaceKeys // publisher keys per namespace
+	signers   store.SignerTable    // who signed each version's SHA256SUMS
 }
 
 // modelView is what one scope sees of a model: the pages list only that.
@@ -360,7 +360,7 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
 			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
 			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
-			m.pubKeys, m.signers = ix.PublisherKeys, ix.Signers
+			m.pubKeys, m.signers = ix.PublisherKeys, store.SignersByVersion(ix.Signers)
 			all.keys, all.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
@@ -621,7 +621,7 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	for _, v := range g.Versions[lo:hi] {
 		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
 			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
-		if s, ok := m.signers[v.Key()]; ok && s.Signature == v.ShasumsSig {
+		if s, ok := m.signers.Of(v); ok {
 			row.SignedBy = &s
 		}
 		rows = append(rows, row)

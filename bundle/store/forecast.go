@@ -48,7 +48,7 @@ func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
 			return nil, err
 		}
 	}
-	f := &bundle.Forecast{Verdict: bundle.VerdictAccept, Refused: out.Refusals(), TrustChanges: trustChanges(&ix.Catalog, ix.Signers, m, rep.Checks)}
+	f := &bundle.Forecast{Verdict: bundle.VerdictAccept, Refused: out.Refusals(), TrustChanges: trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, rep.Checks)}
 	if len(f.Refused) > 0 {
 		f.Verdict = bundle.VerdictRefuse
 	}

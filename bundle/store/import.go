@@ -489,7 +489,7 @@ func (imp *importer) now() time.Time {
 // nothing writes nothing (but still repairs blobs that differed).
 func (imp *importer) commit() error {
 	root, m, ix, res := imp.root, imp.m, imp.ix, imp.res
-	res.TrustChanges = trustChanges(&ix.Catalog, ix.Signers, m, imp.checked)
+	res.TrustChanges = trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, imp.checked)
 	added := ix.Catalog.Merge(&m.Catalog)
 	already := false
 	for _, e := range ix.Imports {

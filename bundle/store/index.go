@@ -49,12 +49,12 @@ type Index struct {
 	// been accepted with, oldest first. Format 2; absent until an import
 	// by an airgap that pins.
 	PublisherKeys []dist.NamespaceKeys `json:"publisher_keys,omitempty"`
-	// Signers says, by provider version (dist.ProviderVersion.Key), who
-	// signed the SHA256SUMS the store serves for it (format 3; recorded by
-	// the import that brought the signature, and for older entries by the
-	// next import). An entry whose Signature is not the version's
-	// ShasumsSig is stale and not used.
-	Signers map[string]VersionSigner `json:"signers,omitempty"`
+	// Signers says, per provider version (sorted by its
+	// dist.ProviderVersion.Key), who signed the SHA256SUMS the store
+	// serves for it (format 3; recorded by the import that brought the
+	// signature, and for older entries by the next import). An entry whose
+	// Signature is not the version's ShasumsSig is stale and not used.
+	Signers []VersionSigner `json:"signers,omitempty"`
 	// RevokedKeys are the key revocations the store has seen, in a
 	// bundle's carried keys or given to 'airgap keys revoke' (format 3),
 	// sorted by fingerprint: such a key signs nothing new, even when a

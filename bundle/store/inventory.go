@@ -63,6 +63,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		}
 	}
 	fmt.Fprintf(&w, "\nProviders:\n")
+	signers := SignersByVersion(ix.Signers)
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
@@ -79,7 +80,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
-		if s, ok := signerOf(ix.Signers, &p); ok {
+		if s, ok := signers.Of(&p); ok {
 			fmt.Fprintf(&w, "    signed %s by %s\n", s.Created.UTC().Format("2006-01-02"), keyName(s.Signer()))
 		}
 		for _, pk := range p.Packages {

@@ -44,7 +44,7 @@ type Against struct {
 	// an airgap that did not carry it, whose forecast applies no policy
 	// beyond withdrawals, conflicts and pins, and says so).
 	Policy      *StorePolicy
-	Signers     map[string]VersionSigner
+	Signers     []VersionSigner
 	RevokedKeys []RevokedKey
 }
 

@@ -19,6 +19,7 @@ import (
 
 // VersionSigner is who signed a provider version's SHA256SUMS, as served.
 type VersionSigner struct {
+	Provider    string    `json:"provider"` // dist.ProviderVersion.Key
 	Fingerprint string    `json:"fingerprint"`
 	KeyID       string    `json:"key_id"`
 	Identity    string    `json:"identity,omitempty"`
@@ -92,17 +93,41 @@ func (e KeyEvent) String() string {
 	return b.String()
 }
 
-// signerOf is the recorded signer of p, if current.
-func signerOf(signers map[string]VersionSigner, p *dist.ProviderVersion) (VersionSigner, bool) {
-	s, ok := signers[p.Key()]
+// SignerTable is Index.Signers by provider version key.
+type SignerTable map[string]VersionSigner
+
+// SignersByVersion indexes a list of signers (Index.Signers) by provider key.
+func SignersByVersion(list []VersionSigner) SignerTable {
+	t := make(SignerTable, len(list))
+	for _, s := range list {
+		t[s.Provider] = s
+	}
+	return t
+}
+
+// Of is the recorded signer of p, if current (of the signature served).
+func (t SignerTable) Of(p *dist.ProviderVersion) (VersionSigner, bool) {
+	s, ok := t[p.Key()]
 	return s, ok && s.Signature == p.ShasumsSig
+}
+
+// setSigners stores t in ix, sorted, without versions the catalog does
+// not have.
+func (ix *Index) setSigners(t SignerTable) {
+	ix.Signers = ix.Signers[:0:0]
+	for _, p := range ix.Catalog.Providers {
+		if s, ok := t.Of(&p); ok {
+			ix.Signers = append(ix.Signers, s)
+		}
+	}
+	sort.Slice(ix.Signers, func(i, j int) bool { return ix.Signers[i].Provider < ix.Signers[j].Provider })
 }
 
 // trustChanges lists the provider versions of m that cat already has whose
 // SHA256SUMS or signature m replaces, with the key before (from signers)
 // and after (from the checker's facts). The import records them; verify
 // --against shows them from the inventory.
-func trustChanges(cat *dist.Catalog, signers map[string]VersionSigner, m *bundle.Manifest, checked *bundle.CheckReport) []TrustChange {
+func trustChanges(cat *dist.Catalog, signers SignerTable, m *bundle.Manifest, checked *bundle.CheckReport) []TrustChange {
 	have := make(map[string]*dist.ProviderVersion, len(cat.Providers))
 	for i := range cat.Providers {
 		have[cat.Providers[i].Key()] = &cat.Providers[i]
@@ -117,7 +142,7 @@ func trustChanges(cat *dist.Catalog, signers map[string]VersionSigner, m *bundle
 		if old.Shasums != p.Shasums {
 			c.Change = "sha256sums"
 		}
-		if s, ok := signerOf(signers, old); ok {
+		if s, ok := signers.Of(old); ok {
 			c.Before = s.Signer()
 		}
 		if checked != nil {
@@ -135,32 +160,14 @@ func trustChanges(cat *dist.Catalog, signers map[string]VersionSigner, m *bundle
 // Merge takes the bundle's signature), and drops entries of versions the
 // catalog no longer has.
 func recordSigners(ix *Index, m *bundle.Manifest, checked *bundle.CheckReport) {
-	if ix.Signers == nil {
-		ix.Signers = map[string]VersionSigner{}
-	}
+	t := SignersByVersion(ix.Signers)
 	for _, p := range m.Catalog.Providers {
 		if f := checked.Facts(p.Key()); f != nil {
-			ix.Signers[p.Key()] = VersionSigner{Fingerprint: f.Signer.Fingerprint, KeyID: f.Signer.KeyID, Identity: f.Signer.Identity,
+			t[p.Key()] = VersionSigner{Provider: p.Key(), Fingerprint: f.Signer.Fingerprint, KeyID: f.Signer.KeyID, Identity: f.Signer.Identity,
 				Created: f.Created, Signature: p.ShasumsSig}
 		}
 	}
-	pruneSigners(ix)
-}
-
-// pruneSigners drops the signers of versions the catalog does not have.
-func pruneSigners(ix *Index) {
-	if len(ix.Signers) == 0 {
-		return
-	}
-	keep := make(map[string]bool, len(ix.Catalog.Providers))
-	for _, p := range ix.Catalog.Providers {
-		keep[p.Key()] = true
-	}
-	for k := range ix.Signers {
-		if !keep[k] {
-			delete(ix.Signers, k)
-		}
-	}
+	ix.setSigners(t)
 }
 
 // backfillSigners records the signer of each catalog provider version that
@@ -169,22 +176,19 @@ func pruneSigners(ix *Index) {
 // signature check per such version, once; a version whose signature no
 // longer checks out is left without one (inventory says why).
 func backfillSigners(root string, ix *Index) {
+	t := SignersByVersion(ix.Signers)
 	keyrings := bundle.KeyringCache{}
 	for i := range ix.Catalog.Providers {
 		p := &ix.Catalog.Providers[i]
-		if _, ok := signerOf(ix.Signers, p); ok {
+		if _, ok := t.Of(p); ok {
 			continue
 		}
-		c, ok := storedSigner(root, *p, keyrings)
-		if !ok {
-			continue
+		if c, ok := storedSigner(root, *p, keyrings); ok {
+			t[p.Key()] = VersionSigner{Provider: p.Key(), Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity,
+				Created: c.Created.UTC(), Signature: p.ShasumsSig}
 		}
-		if ix.Signers == nil {
-			ix.Signers = map[string]VersionSigner{}
-		}
-		ix.Signers[p.Key()] = VersionSigner{Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity,
-			Created: c.Created.UTC(), Signature: p.ShasumsSig}
 	}
+	ix.setSigners(t)
 }
 
 // sortRevoked keeps RevokedKeys sorted by fingerprint.
