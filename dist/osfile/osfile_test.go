@@ -45,6 +45,33 @@ func TestLockExcludes(t *testing.T) {
 	Unlock(b)
 }
 
+// TestTryLock: TryLock fails at once while another handle holds the
+// lock, and succeeds once it is released.
+func TestTryLock(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	a, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := TryLock(a); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock: %v %v", ok, err)
+	}
+	if ok, err := TryLock(b); ok || err != nil {
+		t.Fatalf("TryLock while another handle holds it: %v %v, want false, nil", ok, err)
+	}
+	Unlock(a)
+	if ok, err := TryLock(b); !ok || err != nil {
+		t.Fatalf("TryLock after the release: %v %v", ok, err)
+	}
+	Unlock(b)
+}
+
 // TestInodeAndOwner: on Unix, a renamed-over file has a new inode, and
 // the owner is the test's own user.
 func TestInodeAndOwner(t *testing.T) {
