@@ -20,7 +20,9 @@ func SetRoomHook(fn func()) (reset func()) {
 
 // DecodeUsage and EncodeUsage are the usage file's reader and writer,
 // without the file (the fuzz target).
-func DecodeUsage(data []byte) (*Usage, error) { return decodeUsage(bytes.NewReader(data), "usage.json") }
+func DecodeUsage(data []byte) (*Usage, error) {
+	return decodeUsage(bytes.NewReader(data), "usage.json")
+}
 
 // EncodeUsage is encodeUsage.
 func EncodeUsage(u *Usage) ([]byte, error) { return encodeUsage(u) }

@@ -247,7 +247,7 @@ func TestPruneUnusedFor(t *testing.T) {
 	// Counted for 150 days: random fetched 10 days ago (one platform),
 	// the module 100 days ago, null never.
 	if _, err := store.AddUsage(root, map[store.UsageKey]store.UsageCount{
-		provKey("registry.terraform.io/hashicorp/random", "3.6.0", "darwin_arm64"): {Downloads: 2, Last: now.Add(-10 * day)},
+		provKey("registry.terraform.io/hashicorp/random", "3.6.0", "darwin_arm64"):                    {Downloads: 2, Last: now.Add(-10 * day)},
 		{Kind: store.UsageModule, Address: "registry.terraform.io/example/vpc/aws", Version: "1.0.0"}: {Downloads: 7, Last: now.Add(-100 * day)},
 	}, now.Add(-150*day), time.Second); err != nil {
 		t.Fatal(err)
