@@ -83,7 +83,10 @@ type Usage struct {
 
 	mu      sync.Mutex
 	pending map[store.UsageKey]store.UsageCount
-	dropped int64
+	// inflight is what a flush is writing; with file, changed together
+	// under mu, so Of never shows a count twice or not at all.
+	inflight map[store.UsageKey]store.UsageCount
+	dropped  int64
 
 	file    atomic.Pointer[store.Usage] // the file as last read or written
 	stamp   string                      // of that file (fileStamp; flush goroutine only)
@@ -164,13 +167,11 @@ func (u *Usage) count(keys []store.UsageKey, at time.Time) {
 // Of returns the count of k: the file's, plus what this replica has not
 // written yet.
 func (u *Usage) Of(k store.UsageKey) store.UsageCount {
-	c := u.file.Load().Counts[k]
 	u.mu.Lock()
-	p, ok := u.pending[k]
-	u.mu.Unlock()
-	if ok {
-		c.Add(p)
-	}
+	defer u.mu.Unlock()
+	c := u.file.Load().Counts[k]
+	c.Add(u.inflight[k])
+	c.Add(u.pending[k])
 	return c
 }
 
@@ -178,15 +179,21 @@ func (u *Usage) Of(k store.UsageKey) store.UsageCount {
 // is not writable).
 func (u *Usage) Since() time.Time { return u.file.Load().Since }
 
+// Flush writes the pending counts now (the flush goroutine does every
+// interval).
+func (u *Usage) Flush() { u.flush() }
+
 // flush adds the pending counts to the file, or, with none pending, reads
 // the file again if another replica changed it.
 func (u *Usage) flush() {
 	u.flushMu.Lock()
 	defer u.flushMu.Unlock()
 	u.mu.Lock()
-	delta, dropped := u.pending, u.dropped
-	if len(delta) > 0 {
-		u.pending = map[store.UsageKey]store.UsageCount{}
+	var delta map[store.UsageKey]store.UsageCount
+	dropped := u.dropped
+	if len(u.pending) > 0 {
+		delta = u.pending
+		u.pending, u.inflight = map[store.UsageKey]store.UsageCount{}, delta
 	}
 	u.dropped = 0
 	u.mu.Unlock()
@@ -198,20 +205,22 @@ func (u *Usage) flush() {
 		return
 	}
 	f, err := store.AddUsage(u.root, delta, u.opt.Now(), usageLockWait)
+	u.mu.Lock()
 	if f != nil {
 		u.file.Store(f)
-		u.stamp, _ = fileStamp(store.UsageFile(u.root))
-	}
-	if f == nil && len(delta) > 0 {
+	} else {
 		// Not written: keep the counts for the next tick (the map
 		// stays bounded by the catalog entries).
-		u.mu.Lock()
 		for k, c := range delta {
 			p := u.pending[k]
 			p.Add(c)
 			u.pending[k] = p
 		}
-		u.mu.Unlock()
+	}
+	u.inflight = nil
+	u.mu.Unlock()
+	if f != nil {
+		u.stamp, _ = fileStamp(store.UsageFile(u.root))
 	}
 	switch {
 	case err != nil && !u.failing:
@@ -235,7 +244,9 @@ func (u *Usage) reread() {
 		u.opt.Log.Debug("reading the download counts", "err", err)
 		return
 	}
+	u.mu.Lock()
 	u.file.Store(f)
+	u.mu.Unlock()
 	u.stamp = st
 }
 
