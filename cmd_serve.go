@@ -85,7 +85,7 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.urlTTL, "download-url-ttl", "15m", "with --access: how long the signed package and archive URLs in answers stay valid")
 	fs.StringVar(&c.usage, "usage", server.UsageOn, "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)")
 	fs.StringVar(&c.usageFlush, "usage-flush", server.DefaultUsageInterval.String(), "how often the download counts are written to STORE/state/usage (1s to 1h)")
-	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
+	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see docs/operations.md)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs
 	return fs
