@@ -87,6 +87,7 @@ type Usage struct {
 	// under mu, so Of never shows a count twice or not at all.
 	inflight map[store.UsageKey]store.UsageCount
 	dropped  int64
+	max      int // the bound on pending keys: maxPendingUsage
 
 	file    atomic.Pointer[store.Usage] // the file as last read or written
 	stamp   string                      // of that file (fileStamp; flush goroutine only)
@@ -111,7 +112,7 @@ func StartUsage(root string, opt UsageOptions) *Usage {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	u := &Usage{root: root, opt: opt, pending: map[store.UsageKey]store.UsageCount{}, stop: make(chan struct{}), done: make(chan struct{})}
+	u := &Usage{root: root, opt: opt, pending: map[store.UsageKey]store.UsageCount{}, max: maxPendingUsage, stop: make(chan struct{}), done: make(chan struct{})}
 	u.file.Store(&store.Usage{Counts: map[store.UsageKey]store.UsageCount{}})
 	u.flush()
 	go u.loop()
@@ -153,7 +154,7 @@ func (u *Usage) count(keys []store.UsageKey, at time.Time) {
 	u.mu.Lock()
 	for _, k := range keys {
 		c, ok := u.pending[k]
-		if !ok && len(u.pending) >= maxPendingUsage {
+		if !ok && len(u.pending) >= u.max {
 			u.dropped++
 			continue
 		}

@@ -166,6 +166,15 @@ PIDS+=($!)
 T=https://127.0.0.1:18447
 wait_https "$T/healthz" "$CA"
 
+# The same airgap with download counting off (usage = off): the baseline
+# of what counting costs a package download. A, L and T count (the
+# default), as replicas adding to one STORE/state/usage.
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18449 --tls files --cert "$CERT" --key "$KEY" --log-level warn \
+  --usage off 2>"$W/serve-nousage.log" &
+PIDS+=($!)
+U=https://127.0.0.1:18449
+wait_https "$U/healthz" "$CA"
+
 # The registry protocol has no static layout of its own, but a static
 # registry is what a site could otherwise run: nginx serves airgap's own
 # answers, saved as files, so both sides send the same bytes.
@@ -219,6 +228,26 @@ trio "mirror <version>.json" /mirror/registry.terraform.io/hashicorp/random/3.6.
 trio "registry versions" /v1/providers/hashicorp/random/versions /v1/providers/hashicorp/random/versions
 trio "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd64 /v1/providers/hashicorp/random/3.6.0/download/linux/amd64
 
+# Package downloads with and without counting: wrk on the 64 KiB package
+# (every request a whole download, counted), airgap as shipped (A) and
+# with usage off (U) taking turns, median of $ROUNDS runs each.
+countpair() { # label path
+  local r s url ar ap ur up
+  : > "$W/pair.A"; : > "$W/pair.U"
+  for ((r = 0; r < ROUNDS; r++)); do
+    for s in A U; do
+      if ((r % 2)); then s=$([ "$s" = A ] && echo U || echo A); fi
+      case $s in A) url="$A$2" ;; U) url="$U$2" ;; esac
+      DUR=$SDUR wrk_run "$url" >> "$W/pair.$s"
+    done
+  done
+  ar=$(cut -d' ' -f1 "$W/pair.A" | median); ap=$(cut -d' ' -f2 "$W/pair.A" | median)
+  ur=$(cut -d' ' -f1 "$W/pair.U" | median); up=$(cut -d' ' -f2 "$W/pair.U" | median)
+  row "$1 req/s, counting on vs off" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$ur")" "$(ratio "$ar" "$ur")" ">= 0.95x"
+  row "  p99 ms, counting on vs off (lower is better)" "$ap" "$up" "$(ratio "$up" "$ap")" ""
+}
+countpair "package download 64 KiB" "$BIG_SMALL_BLOB"
+
 speed() { # url -> best of 3, MiB/s
   best=0
   for _ in 1 2 3; do
@@ -229,6 +258,13 @@ speed() { # url -> best of 3, MiB/s
 }
 as=$(speed "$A$BIG_BLOB"); ns=$(speed "$N$BIG_MIRROR")
 row "package download $((BIG>>20)) MiB, MiB/s" "$as" "$ns" "$(ratio "$as" "$ns")" ">= 0.9x"
+us=$(speed "$U$BIG_BLOB")
+row "  counting on vs off, MiB/s" "$as" "$us" "$(ratio "$as" "$us")" ">= 0.95x"
+# The counts A, L and T wrote (every 10 s, and as they stop): a check
+# that counting ran, not a figure.
+sleep 11
+echo "downloads counted (airgap inventory --usage):"
+"$AG" inventory --store "$W/srv/store" --usage | grep -A4 'hashicorp/random' || true
 kill "$(cat "$W/nginx.pid")"; rm -f "$W/nginx.pid"
 fi
 
