@@ -101,11 +101,15 @@ func (r *UsageReport) WriteText(out io.Writer) {
 		}
 		return strings.Replace(strings.TrimSuffix(s, "Z"), "T", " ", 1)
 	}
-	fmt.Fprintf(&w, "\n  %-8s %-50s %-12s %9s  %-19s  %-19s\n", "KIND", "ADDRESS", "VERSION", "DOWNLOADS", "LAST FETCHED (UTC)", "LAST IMPORTED (UTC)")
+	line := func(format string, a ...any) {
+		w.WriteString(strings.TrimRight(fmt.Sprintf(format, a...), " "))
+		w.WriteByte('\n')
+	}
+	line("\n  %-8s %-50s %-12s %9s  %-19s  %s", "KIND", "ADDRESS", "VERSION", "DOWNLOADS", "LAST FETCHED (UTC)", "LAST IMPORTED (UTC)")
 	for _, v := range r.Versions {
-		fmt.Fprintf(&w, "  %-8s %-50s %-12s %9d  %-19s  %-19s\n", v.Kind, q(v.Address), q(v.Version), v.Downloads, day(v.LastFetchedAt), day(v.ImportedAt))
+		line("  %-8s %-50s %-12s %9d  %-19s  %s", v.Kind, q(v.Address), q(v.Version), v.Downloads, day(v.LastFetchedAt), day(v.ImportedAt))
 		for _, p := range v.Platforms {
-			fmt.Fprintf(&w, "  %-8s %-50s %-12s %9d  %-19s\n", "", "  "+q(p.Platform), "", p.Downloads, day(p.LastFetchedAt))
+			line("  %-8s %-50s %-12s %9d  %s", "", "  "+q(p.Platform), "", p.Downloads, day(p.LastFetchedAt))
 		}
 	}
 }
