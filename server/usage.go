@@ -433,5 +433,5 @@ func (u *Usage) sinceText() string {
 	if t := u.Since(); !t.IsZero() {
 		return "Downloads counted since " + t.UTC().Format("2006-01-02 15:04 UTC") + ", by every replica serving this store."
 	}
-	return "Downloads counted since this server started (it cannot write the store's state: the counts are not kept)."
+	return "Downloads counted since this server started: the store's download counts could not be read or written (serve's log says why), so these are not kept."
 }
