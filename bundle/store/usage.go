@@ -127,10 +127,19 @@ var ErrUsage = errors.New("the download counts are unreadable")
 // ReadUsage reads the store's download counts; with no file yet, an
 // empty Usage with a zero Since.
 func ReadUsage(root string) (*Usage, error) {
-	f, err := os.Open(UsageFile(root))
+	// Only a regular file: a FIFO would block the reader (and the writer
+	// holding the lock), and serve never makes a link.
+	fi, err := os.Lstat(UsageFile(root))
 	if errors.Is(err, os.ErrNotExist) {
 		return &Usage{Counts: map[UsageKey]UsageCount{}}, nil
 	}
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)\nhint: move it aside (serve then counts anew from an empty file); nothing was changed", UsageFile(root), fi.Mode().Type())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	f, err := os.Open(UsageFile(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
 	}

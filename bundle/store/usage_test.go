@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +157,27 @@ func TestReadUsageRefusesHostile(t *testing.T) {
 		"a second document":   `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[]}{"format":1}`,
 		"entries not a list":  `{"format":1,"since":"2026-01-01T00:00:00Z","entries":{}}`,
 		"downloads as string": `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[{"kind":"module","address":"a/b/c/d","version":"1","downloads":"1"}]}`,
+	}
+	// Not a regular file: a FIFO (which would block a reader) or a link.
+	for name, mk := range map[string]func(string) error{
+		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"symlink": func(p string) error { return os.Symlink("/etc/hostname", p) },
+	} {
+		root := t.TempDir()
+		os.MkdirAll(store.UsageDir(root), 0o700)
+		if err := mk(store.UsageFile(root)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := store.ReadUsage(root); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, store.ErrUsage) || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: %v, want ErrUsage: not a regular file", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: ReadUsage blocked", name)
+		}
 	}
 	for name, text := range cases {
 		root := t.TempDir()
