@@ -199,7 +199,7 @@ func (u *Usage) flush() {
 	u.dropped = 0
 	u.mu.Unlock()
 	if dropped > 0 {
-		u.opt.Log.Error("download counts dropped: more catalog entries downloaded between two writes than the counter holds", "dropped", dropped, "max_entries", maxPendingUsage)
+		u.opt.Log.Error("download counts dropped: more catalog entries downloaded between two writes than the counter holds", "dropped", dropped, "max_entries", u.max)
 	}
 	if len(delta) == 0 && !u.file.Load().Since.IsZero() {
 		u.reread()
@@ -210,10 +210,14 @@ func (u *Usage) flush() {
 	if f != nil {
 		u.file.Store(f)
 	} else {
-		// Not written: keep the counts for the next tick (the map
-		// stays bounded by the catalog entries).
+		// Not written: keep the counts for the next tick, within the
+		// same bound.
 		for k, c := range delta {
-			p := u.pending[k]
+			p, ok := u.pending[k]
+			if !ok && len(u.pending) >= u.max {
+				u.dropped += c.Downloads
+				continue
+			}
 			p.Add(c)
 			u.pending[k] = p
 		}
@@ -221,7 +225,9 @@ func (u *Usage) flush() {
 	u.inflight = nil
 	u.mu.Unlock()
 	if f != nil {
-		u.stamp, _ = fileStamp(store.UsageFile(u.root))
+		// Another replica may write between our rename and a stat: read
+		// the file again at the next tick with nothing to write.
+		u.stamp = ""
 	}
 	switch {
 	case err != nil && !u.failing:
