@@ -343,25 +343,9 @@ func TestHostileUsageFlood(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	before, filesBefore := vmRSS(t, proc.Pid), stateFiles()
 	usageBefore, _ := os.ReadFile(store.UsageFile(storeDir))
-	var peak atomic.Int64
-	peak.Store(before)
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				if r := vmRSS(t, proc.Pid); r > peak.Load() {
-					peak.Store(r)
-				}
-			}
-		}
-	}()
+	peakSince := samplePeakRSS(t, proc.Pid, before)
 	flood(4000, 20000)
-	close(stop)
-	<-sampled
+	peak := peakSince()
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -373,11 +357,11 @@ func TestHostileUsageFlood(t *testing.T) {
 		t.Errorf("the flood changed the counts:\n%s", usageAfter)
 	}
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	t.Logf("serve RSS %s after the warm-up, peak %s over 20,000 requests for what the catalog lacks, HEADs and short ranges", mib(before), mib(peak.Load()))
+	t.Logf("serve RSS %s after the warm-up, peak %s over 20,000 requests for what the catalog lacks, HEADs and short ranges", mib(before), mib(peak))
 	// A counter keyed by what clients send would hold 15,000 keys of
 	// ~150 bytes and write them to the state; the garbage of 8 workers'
 	// requests at GOGC=400 moved the peak by a few MiB.
-	if grown := peak.Load() - before; grown > 16<<20 {
+	if grown := peak - before; grown > 16<<20 {
 		t.Errorf("serve's RSS grew by %s under the flood (allowed 16 MiB)", mib(grown))
 	}
 	// Three real downloads are counted, and only they.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -287,70 +286,30 @@ func (s *Server) countBlob(st *state, d verify.Digest) {
 }
 
 // serveCounted serves a package or archive like http.ServeContent and
-// counts it if its last byte went out (see the rules above).
+// counts it if its last byte went out (see the rules above). The status
+// and body bytes are noted by a recorder of its own (access.go), which
+// nothing inside ServeContent asks for notes.
 func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest, f *os.File) {
-	cw := &completionWriter{ResponseWriter: w}
-	http.ServeContent(cw, r, "", time.Time{}, f)
-	if cw.completed() {
+	rec := &recorder{ResponseWriter: w}
+	http.ServeContent(rec, r, "", time.Time{}, f)
+	if completed(rec) {
 		s.countBlob(st, d)
 	}
 }
-
-// completionWriter notes the status and the body bytes of an answer.
-type completionWriter struct {
-	http.ResponseWriter
-	code int
-	n    int64
-}
-
-func (c *completionWriter) WriteHeader(code int) {
-	if c.code == 0 && code >= 200 {
-		c.code = code
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *completionWriter) Write(p []byte) (int, error) {
-	if c.code == 0 {
-		c.code = http.StatusOK
-	}
-	n, err := c.ResponseWriter.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// ReadFrom keeps the underlying writer's copy path (net/http's io.Copy
-// from the file).
-func (c *completionWriter) ReadFrom(src io.Reader) (int64, error) {
-	if c.code == 0 {
-		c.code = http.StatusOK
-	}
-	var n int64
-	var err error
-	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {
-		n, err = rf.ReadFrom(src)
-	} else {
-		n, err = io.Copy(struct{ io.Writer }{c.ResponseWriter}, src)
-	}
-	c.n += n
-	return n, err
-}
-
-func (c *completionWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // completed reports whether the answer sent the blob's last byte: a 200
 // whose body is its Content-Length, or a 206 of one range ending at the
 // last byte, sent whole (a multipart answer has no Content-Range of its
 // own and does not count).
-func (c *completionWriter) completed() bool {
-	h := c.Header()
-	switch c.code {
+func completed(rec *recorder) bool {
+	h := rec.Header()
+	switch rec.code {
 	case http.StatusOK:
 		n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-		return err == nil && n == c.n
+		return err == nil && n == rec.bytes
 	case http.StatusPartialContent:
 		first, last, size, ok := parseContentRange(h.Get("Content-Range"))
-		return ok && last == size-1 && c.n == last-first+1
+		return ok && last == size-1 && rec.bytes == last-first+1
 	}
 	return false
 }

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +22,7 @@ import (
 type usageEnv struct {
 	*env
 	u    *server.Usage
-	logs *lockedWriter
+	logs *syncBuffer
 }
 
 func setupUsage(t *testing.T, interval time.Duration) *usageEnv {
@@ -36,7 +34,7 @@ func setupUsage(t *testing.T, interval time.Duration) *usageEnv {
 // usageOver starts a second server (a replica) over e's store, counting.
 func usageOver(t *testing.T, e *env, interval time.Duration) *usageEnv {
 	t.Helper()
-	logs := &lockedWriter{w: &bytes.Buffer{}}
+	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	u := server.StartUsage(e.root, server.UsageOptions{Interval: interval, Log: log})
 	t.Cleanup(u.Close)
@@ -47,29 +45,14 @@ func usageOver(t *testing.T, e *env, interval time.Duration) *usageEnv {
 	return ue
 }
 
-// lockedWriter is a log destination safe for the flush goroutine and the
-// test at once.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
-
 func (e *env) do(t *testing.T, method, path string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(method, e.ts.URL+path, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := e.cl.Do(req)
