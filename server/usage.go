@@ -231,8 +231,11 @@ func (u *Usage) flush() {
 	switch {
 	case err != nil && !u.failing:
 		u.failing = true
-		u.opt.Log.Error("writing the download counts; they are kept in memory and written when it works again", "dir", store.UsageDir(u.root), "err", err,
-			"hint", "serve must be able to write STORE/state (in the systemd unit: ReadWritePaths); or turn counting off with usage = \"off\"")
+		hint := "serve must be able to write STORE/state (in the systemd unit: ReadWritePaths); or turn counting off with usage = \"off\""
+		if errors.Is(err, store.ErrUsage) {
+			hint = "the file is not what serve writes: move it aside, and serve counts anew from an empty file"
+		}
+		u.opt.Log.Error("writing the download counts; they are kept in memory and written when it works again", "dir", store.UsageDir(u.root), "err", err, "hint", hint)
 	case err == nil && u.failing:
 		u.failing = false
 		u.opt.Log.Info("writing the download counts again", "dir", store.UsageDir(u.root))

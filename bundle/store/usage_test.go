@@ -153,7 +153,7 @@ func TestReadUsageRefusesHostile(t *testing.T) {
 		"control characters":  entry("provider", "a.example/n/t\x1b[2J", "1.0.0", "linux_amd64", 1),
 		"no address":          entry("module", "", "1.0.0", "", 1),
 		"long version":        entry("module", "a.example/n/m/s", strings.Repeat("9", 600), "", 1),
-		"larger than 64 MiB":  `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[` + strings.Repeat(" ", 64<<20) + `]}`,
+		"larger than 32 MiB":  `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[` + strings.Repeat(" ", 32<<20) + `]}`,
 		"a second document":   `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[]}{"format":1}`,
 		"entries not a list":  `{"format":1,"since":"2026-01-01T00:00:00Z","entries":{}}`,
 		"downloads as string": `{"format":1,"since":"2026-01-01T00:00:00Z","entries":[{"kind":"module","address":"a/b/c/d","version":"1","downloads":"1"}]}`,
