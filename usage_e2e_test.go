@@ -383,3 +383,55 @@ func TestHostileUsageFlood(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestHostileUsageFile: a usage file serve did not write (here one over
+// the 32 MiB bound) does not stop a download nor cost memory at every
+// flush: serve refuses it before reading it, logs once with a hint, keeps
+// the counts, and writes them once the file is moved aside; inventory
+// refuses it with the same hint.
+func TestHostileUsageFile(t *testing.T) {
+	storeDir, set := importStandard(t)
+	os.MkdirAll(store.UsageDir(storeDir), 0o700)
+	big := []byte(`{"format":1,"since":"2026-01-01T00:00:00Z","entries":[` + strings.Repeat(" ", 40<<20) + `]}`)
+	if err := os.WriteFile(store.UsageFile(storeDir), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, proc, logs := startServeLogged(t, storeDir, "--usage-flush", "1s")
+	cl, _, _ := caClient(t, storeDir)
+	var url string
+	for _, p := range set.Catalog.Providers {
+		if p.Type == "random" {
+			pk, _ := p.Package("linux", "amd64")
+			url = strings.TrimSuffix(base, "/") + "/blobs/sha256/" + pk.Digest.Hex() + "/" + pk.Filename
+		}
+	}
+	if resp, _ := httpGet(t, cl, url); resp.StatusCode != 200 {
+		t.Fatalf("download beside a hostile usage file: %s", resp.Status)
+	}
+	peakSince := samplePeakRSS(t, proc.Pid, vmRSS(t, proc.Pid))
+	time.Sleep(3 * time.Second) // three flushes
+	peak := peakSince()
+	if n := strings.Count(logs.String(), "writing the download counts; they are kept in memory"); n != 1 {
+		t.Errorf("the error was logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "larger than 33554432 bytes") || !strings.Contains(logs.String(), "move it aside") {
+		t.Errorf("the log does not say what is wrong and what to do:\n%s", logs.String())
+	}
+	if peak > 64<<20 {
+		t.Errorf("serve reached %d MiB resident while the file was there: it reads what it refuses", peak>>20)
+	}
+	if _, stderr, code := runSplit(t, "", nil, "inventory", "--store", storeDir, "--usage"); code != 1 || !strings.Contains(stderr, "hint: move it aside") {
+		t.Errorf("inventory --usage over the file: exit %d\n%s", code, stderr)
+	}
+	os.Rename(store.UsageFile(storeDir), store.UsageFile(storeDir)+".bad")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "writing the download counts again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not write the counts once the file was moved aside:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := inventoryUsage(t, storeDir).downloads("registry.terraform.io/hashicorp/random", "3.6.0", "linux_amd64"); got != 1 {
+		t.Errorf("%d downloads written after the recovery, want the 1 kept in memory", got)
+	}
+}
