@@ -326,7 +326,7 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 	if err := unusedAccepts(kp.Accept, ds); err != nil {
 		out.Refuse(err, Refusal{Rule: RulePublisherKey, Reason: firstLine(err.Error())})
 	}
-	if err, rs := refusals(ds, kr.StationOnly); err != nil {
+	if rs, err := refusals(ds, kr.StationOnly); err != nil {
 		out.Refuse(err, rs...)
 	}
 	var pins []dist.KeyPin
@@ -398,7 +398,7 @@ func unusedAccepts(accept []string, ds []KeyDecision) error {
 
 // refusals is the error for every refused decision, one paragraph per
 // namespace and key, and a Refusal per provider version, or nil.
-func refusals(ds []KeyDecision, stationOnly bool) (error, []Refusal) {
+func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 	type group struct {
 		d         KeyDecision
 		providers []string
@@ -456,7 +456,7 @@ func refusals(ds []KeyDecision, stationOnly bool) (error, []Refusal) {
 		}
 		hint = "check the new fingerprint with the publisher itself (not with the bundle); if it is theirs, " + approve + "; if not, do not import this bundle"
 	}
-	return fmt.Errorf("%w:\n%s\nhint: %s", ErrPublisherKey, dist.PrintableLines(b.String()), hint), rs
+	return rs, fmt.Errorf("%w:\n%s\nhint: %s", ErrPublisherKey, dist.PrintableLines(b.String()), hint)
 }
 
 // listProviders names at most maxListed providers.
