@@ -405,14 +405,7 @@ func approvedBy(status string) string {
 func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal) *bundle.Against {
 	cat := &a.Catalog
 	out := &bundle.Against{Inventory: a.Path, StoreProviders: len(cat.Providers), StoreModules: len(cat.Modules)}
-	provs := make(map[string]*dist.ProviderVersion, len(cat.Providers))
-	for i := range cat.Providers {
-		provs[cat.Providers[i].Key()] = &cat.Providers[i]
-	}
-	mods := make(map[string]*dist.ModuleVersion, len(cat.Modules))
-	for i := range cat.Modules {
-		mods[cat.Modules[i].Key()] = &cat.Modules[i]
-	}
+	provs, mods := versionMaps(cat)
 	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m), reasons: map[string][]Refusal{}}
 	for _, r := range refused {
 		if r.Kind != "" {

@@ -19,15 +19,8 @@ func CatalogRules() []Policy {
 // conflictRule refuses each version of the bundle that the store serves
 // with other content (dist.Catalog.CheckMerge, version by version).
 func conflictRule(in *PolicyInput, out *PolicyResult) error {
-	cat, m := &in.Index.Catalog, in.Manifest
-	provs := make(map[string]*dist.ProviderVersion, len(cat.Providers))
-	for i := range cat.Providers {
-		provs[cat.Providers[i].Key()] = &cat.Providers[i]
-	}
-	mods := make(map[string]*dist.ModuleVersion, len(cat.Modules))
-	for i := range cat.Modules {
-		mods[cat.Modules[i].Key()] = &cat.Modules[i]
-	}
+	m := in.Manifest
+	provs, mods := versionMaps(&in.Index.Catalog)
 	var rs []Refusal
 	var lines []string
 	add := func(r Refusal, err error) {
@@ -59,4 +52,17 @@ func conflictRule(in *PolicyInput, out *PolicyResult) error {
 	out.Refuse(fmt.Errorf("%w: %s\nhint: a store never changes what it serves under a name and version; "+
 		"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, strings.Join(lines, "\n  ")), rs...)
 	return nil
+}
+
+// versionMaps indexes a catalog's provider and module versions by Key.
+func versionMaps(cat *dist.Catalog) (map[string]*dist.ProviderVersion, map[string]*dist.ModuleVersion) {
+	provs := make(map[string]*dist.ProviderVersion, len(cat.Providers))
+	for i := range cat.Providers {
+		provs[cat.Providers[i].Key()] = &cat.Providers[i]
+	}
+	mods := make(map[string]*dist.ModuleVersion, len(cat.Modules))
+	for i := range cat.Modules {
+		mods[cat.Modules[i].Key()] = &cat.Modules[i]
+	}
+	return provs, mods
 }

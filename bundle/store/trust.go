@@ -128,10 +128,7 @@ func (ix *Index) setSigners(t SignerTable) {
 // and after (from the checker's facts). The import records them; verify
 // --against shows them from the inventory.
 func trustChanges(cat *dist.Catalog, signers SignerTable, m *bundle.Manifest, checked *bundle.CheckReport) []TrustChange {
-	have := make(map[string]*dist.ProviderVersion, len(cat.Providers))
-	for i := range cat.Providers {
-		have[cat.Providers[i].Key()] = &cat.Providers[i]
-	}
+	have, _ := versionMaps(cat)
 	var out []TrustChange
 	for _, p := range m.Catalog.Providers {
 		old := have[p.Key()]
