@@ -125,7 +125,7 @@ func (c *keysCmd) run(args []string) error {
 func (c *keysCmd) retire(ns, fpArg string) error {
 	fp, err := verify.ParseFingerprint(fpArg)
 	if err != nil {
-		return usageError{"retire: " + err.Error()}
+		return usageError{"retire: " + err.Error() + "\n" + keysUsage}
 	}
 	if len(c.reason) > 500 || dist.Printable(c.reason) != c.reason || strings.ContainsAny(c.reason, "\n\r") {
 		return usageError{"--reason: one line of plain text, at most 500 bytes"}

@@ -352,15 +352,22 @@ func Beside(path string) ([]File, error) {
 	return out, nil
 }
 
-// ReadFile reads an approval file, at most MaxSize+1 bytes of it.
+// ReadFile reads an approval file, at most MaxSize+1 bytes of it. Only a
+// regular file is opened (a FIFO planted beside a bundle would block the
+// open itself).
 func ReadFile(path string) (File, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return File{}, err
+	} else if !fi.Mode().IsRegular() {
+		return File{}, fmt.Errorf("approval %s: not a regular file", path)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return File{}, err
 	}
 	defer fh.Close()
 	if fi, err := fh.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return File{}, fmt.Errorf("%s: not a regular file", path)
+		return File{}, fmt.Errorf("approval %s: not a regular file", path)
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(io.LimitReader(fh, MaxSize+1)); err != nil {
