@@ -295,13 +295,14 @@ func (c *importCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	approvals, err := readApprovals(args[0], c.approvals)
-	if err != nil {
-		return err
-	}
+	var approvals []approval.File
 	ignored := 0
-	if sp.Approvals == nil {
-		ignored, approvals = len(approvals), nil
+	if sp.Approvals != nil {
+		if approvals, err = readApprovals(args[0], c.approvals); err != nil {
+			return err
+		}
+	} else if beside, _ := approval.Beside(args[0]); len(beside) > 0 {
+		ignored = len(beside)
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,4 +270,73 @@ func httpsGet(t *testing.T, base, caFile, path string) string {
 		t.Fatalf("GET %s: %s\n%s", path, resp.Status, b)
 	}
 	return string(b)
+}
+
+// TestHostileApprovals: approval files beside a bundle are untrusted
+// input. A huge one, a FIFO (whose open would block), one whose statement
+// was changed after signing, one by a key the store does not know: each is
+// not counted, named with why, by verify's forecast and by the import,
+// within bounded memory and time, and the store stays as it was.
+func TestHostileApprovals(t *testing.T) {
+	w := newPolicyWorld(t)
+	st := w.storeFor(t, "hostile", stationPolicy)
+	b := w.bundleOf(t, "hostile", false, nil, w.random(t, "3.6.1", w.pub, 64<<10))
+	have := st + ".have.json"
+	os.WriteFile(have, []byte(mustRunStdout(t, w.work, "inventory", "--store", st, "--json")), 0o644)
+	w.approve(t, b)
+	good, _ := os.ReadFile(approval.PathFor(b))
+	stranger := bundletest.Key(t, "stranger")
+	a, _ := approval.Parse(good)
+	strangers, err := approval.Sign(a.Statement, stranger, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		plant func(path string)
+		want  string
+	}{
+		{"huge", func(p string) {
+			f, _ := os.Create(p)
+			f.Truncate(64 << 20)
+			f.Close()
+		}, "over the 65536 an approval may have"},
+		{"fifo", func(p string) {
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+		{"changed after signing", func(p string) {
+			os.WriteFile(p, bytes.Replace(good, []byte(`"tool": "airgap test"`), []byte(`"tool": "airgap tesT"`), 1), 0o644)
+		}, "the approval's signature does not check out"},
+		{"a stranger's key", func(p string) { os.WriteFile(p, strangers, 0o644) },
+			"which is not a key of the store's station keyring stations.pub.asc"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := approval.PathFor(b)
+			os.Remove(p)
+			c.plant(p)
+			defer os.Remove(p)
+			start := time.Now()
+			out, code := runBounded(t, w.work, "verify", "--keyring", w.keyring, "--against", have, b)
+			if code != 4 || !strings.Contains(out, "not counted: "+p+": ") || !strings.Contains(out, c.want) {
+				t.Errorf("verify (exit %d) does not say why the approval does not count (%q):\n%s", code, c.want, out)
+			}
+			before := bundletest.Snapshot(t, st)
+			out, code = runBounded(t, w.work, "import", "--keyring", w.keyring, "--store", st, b)
+			if code != 1 || !strings.Contains(out, filepath.Base(p)+": not counted: ") || !strings.Contains(out, c.want) || !strings.Contains(out, "the store was not changed") {
+				t.Errorf("import (exit %d) does not refuse with why (%q):\n%s", code, c.want, out)
+			}
+			bundletest.SameTree(t, before, bundletest.Snapshot(t, st))
+			if el := time.Since(start); el > 30*time.Second {
+				t.Errorf("verify and import took %v", el)
+			}
+		})
+	}
+	// The genuine approval is counted, and the import takes the bundle.
+	os.WriteFile(approval.PathFor(b), good, 0o644)
+	if out, code := runBounded(t, w.work, "import", "--keyring", w.keyring, "--store", st, b); code != 0 || !strings.Contains(out, "approved at the transfer station") {
+		t.Errorf("the genuine approval (exit %d):\n%s", code, out)
+	}
 }

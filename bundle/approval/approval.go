@@ -321,10 +321,13 @@ func NextPath(path string) (string, error) {
 	return "", fmt.Errorf("%d approvals of %s are there already; give --out FILE", MaxBeside, filepath.Base(base))
 }
 
-// File is an approval file's name (for messages) and bytes.
+// File is an approval file's name (for messages) and bytes, or why it
+// could not be read (Beside: a file there that is not a regular file, or
+// not readable, is an approval that does not count, not a failure).
 type File struct {
 	Name string
 	Data []byte
+	Err  error
 }
 
 // Beside reads the approval files next to the bundle at path: PathFor(path)
@@ -345,7 +348,7 @@ func Beside(path string) ([]File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			f = File{Name: n, Err: err}
 		}
 		out = append(out, f)
 	}

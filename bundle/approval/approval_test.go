@@ -3,6 +3,8 @@ package approval_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +112,33 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a non-canonical statement:\n%s", b)
 		}
 	})
+}
+
+// An approval of a split set is NAME.approval beside NAME.000, whichever
+// part names the set; a second one of the same bundle does not replace
+// the first.
+func TestApprovalPaths(t *testing.T) {
+	dir := t.TempDir()
+	set := filepath.Join(dir, "site.bundle")
+	for _, p := range []string{".000", ".001", ".002"} {
+		os.WriteFile(set+p, nil, 0o644)
+	}
+	for _, part := range []string{set + ".000", set + ".002"} {
+		if got := approval.PathFor(part); got != set+".approval" {
+			t.Errorf("PathFor(%s) = %s", part, got)
+		}
+	}
+	one := filepath.Join(dir, "one.bundle")
+	if got := approval.PathFor(one); got != one+".approval" {
+		t.Errorf("PathFor(one) = %s", got)
+	}
+	os.WriteFile(one+".approval", []byte("x"), 0o644)
+	if got, err := approval.NextPath(one); err != nil || got != filepath.Join(dir, "one.bundle.2.approval") {
+		t.Errorf("NextPath with one there: %s %v", got, err)
+	}
+	os.WriteFile(filepath.Join(dir, "one.bundle.2.approval"), []byte("y"), 0o644)
+	fs, err := approval.Beside(one)
+	if err != nil || len(fs) != 2 || string(fs[1].Data) != "y" {
+		t.Errorf("Beside: %+v %v", fs, err)
+	}
 }

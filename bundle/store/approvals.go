@@ -116,6 +116,9 @@ func (ap *Approvals) Check(in *PolicyInput, out *PolicyResult) error {
 // read parses an approval file and checks its signature and what it
 // approves.
 func (ap *Approvals) read(f approval.File, in *PolicyInput) (*approval.Approval, verify.Checked, error) {
+	if f.Err != nil {
+		return nil, verify.Checked{}, f.Err
+	}
 	a, err := approval.Parse(f.Data)
 	if err != nil {
 		return nil, verify.Checked{}, err
