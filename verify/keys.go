@@ -332,7 +332,7 @@ func describeIssuer(sig []byte) string {
 		parts = append(parts, fmt.Sprintf("key ID %016X", *s.IssuerKeyId))
 	}
 	if len(s.IssuerFingerprint) > 0 {
-		parts = append(parts, fmt.Sprintf("fingerprint %X", s.IssuerFingerprint))
+		parts = append(parts, "fingerprint "+GroupFingerprint(fmt.Sprintf("%X", s.IssuerFingerprint)))
 	}
 	if len(parts) == 0 {
 		return "an unnamed issuer"
