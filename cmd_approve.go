@@ -128,11 +128,11 @@ func (c *approveCmd) run(args []string) error {
 func (c *approveCmd) statement(rep *bundle.Report, rv *reviewer, key *openpgp.Entity, accept []string, now time.Time) (*approval.Statement, error) {
 	fp := verify.Fingerprint(key)
 	if rep.Signer != nil && rep.Signer.Fingerprint == fp {
-		return nil, fmt.Errorf("--key %s is the key that signed this bundle: a bundle is approved by a second person's station key, never by the key that signed it\nnothing was written", c.key)
+		return nil, fmt.Errorf("--key %s is the key that signed this bundle: a bundle is approved by a second person's station key, never by the key that signed it", c.key)
 	}
 	for _, e := range rv.kr {
 		if verify.Fingerprint(e) == fp {
-			return nil, fmt.Errorf("--key %s is a site key of --keyring %s: a station key is never a key that signs bundles\nhint: make the station its own key ('airgap keys generate --out station') and list its public key in the store's station keyring\nnothing was written", c.key, c.keyring)
+			return nil, fmt.Errorf("--key %s is a site key of --keyring %s: a station key is never a key that signs bundles\nhint: make the station its own key ('airgap keys generate --out station') and list its public key in the store's station keyring", c.key, c.keyring)
 		}
 	}
 	st := &approval.Statement{Bundle: verify.Digest(rep.Bundle), Note: c.note, Tool: "airgap " + Version,

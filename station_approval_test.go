@@ -119,6 +119,21 @@ func TestTwoPersonJourney(t *testing.T) {
 		t.Errorf("verify --json's forecast (exit %d): %+v", code, r.Forecast)
 	}
 
+	// The site key cannot approve (it signed the bundle), and a station key
+	// the store does not list is told so: nothing is written.
+	if out, err := cmdRun(t, s.work, nil, airgapBin, "approve", "--key", "k/site.key.asc", "--keyring", s.keyring, "--against", have, b2); err == nil ||
+		!strings.Contains(out, "is the key that signed this bundle") {
+		t.Errorf("approve with the bundle's own key (err %v):\n%s", err, out)
+	}
+	mustRun(t, s.work, nil, airgapBin, "keys", "generate", "--out", "k/unlisted", "--no-passphrase")
+	if out, err := cmdRun(t, s.work, nil, airgapBin, "approve", "--key", "k/unlisted.key.asc", "--keyring", s.keyring, "--against", have, b2); exitCode(err) != 4 ||
+		!strings.Contains(out, "not approved: this approval would not count for the store") || !strings.Contains(out, "is not in the store's station keyring stations.pub.asc") {
+		t.Errorf("approve with a key the store does not list (exit %d):\n%s", exitCode(err), out)
+	}
+	if _, err := os.Stat(b2 + ".approval"); err == nil {
+		t.Fatalf("a refused approve wrote %s.approval", b2)
+	}
+
 	// At the station: approved with the new key accepted there.
 	stdout, stderr, code := runSplit(t, s.work, nil, "approve", "--key", stationKey, "--keyring", s.keyring, "--against", have,
 		"--accept-publisher-key", spacedFingerprint(strings.ToLower(newKey)), "--note", "CHG-1234: new HashiCorp key checked on their site", b2)
