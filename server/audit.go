@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/verify"
 )
@@ -244,6 +245,7 @@ type AuditProvenance struct {
 // each downloaded address and version, the newest import that added it,
 // and that import's station approvals.
 func AddProvenance(sum *AuditSummary, ix *store.Index) {
+	prov := store.Provenance(ix)
 	seen := map[string]bool{}
 	for _, t := range sum.Tokens {
 		for _, a := range t.Addresses {
@@ -255,7 +257,7 @@ func AddProvenance(sum *AuditSummary, ix *store.Index) {
 				}
 				seen[k] = true
 				p := AuditProvenance{Address: a.Address, Version: ver, Approvals: []store.ApprovalRecord{}}
-				if e := store.ImportOf(ix, a.Address, ver); e != nil {
+				if e := prov[dist.VersionKey(a.Address, ver)]; e != nil {
 					p.Bundle, p.Signer, p.Imported = string(e.Bundle), e.Signer, e.Time.UTC().Format(time.RFC3339)
 					p.Approvals = append(p.Approvals, e.Approvals...)
 				}

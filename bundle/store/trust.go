@@ -202,18 +202,18 @@ func revokedByFingerprint(rs []RevokedKey) map[string]*RevokedKey {
 	return out
 }
 
-// ImportOf is the newest import of the history that added the version
-// (its catalog lines: "provider ADDRESS VERSION …", "module ADDRESS
-// VERSION"), or nil.
-func ImportOf(ix *Index, addr, version string) *ImportEntry {
-	want := dist.VersionKey(addr, version)
-	for i := len(ix.Imports) - 1; i >= 0; i-- {
+// Provenance maps each version the import history added (its catalog
+// lines: "provider ADDRESS VERSION …", "module ADDRESS VERSION") by
+// dist.VersionKey to the newest import that added it. One pass over the
+// history: time and memory linear in its lines.
+func Provenance(ix *Index) map[string]*ImportEntry {
+	out := map[string]*ImportEntry{}
+	for i := range ix.Imports {
 		for _, line := range ix.Imports[i].Added {
-			f := strings.Fields(line)
-			if len(f) >= 3 && dist.VersionKey(f[1], f[2]) == want {
-				return &ix.Imports[i]
+			if f := strings.Fields(line); len(f) >= 3 {
+				out[dist.VersionKey(f[1], f[2])] = &ix.Imports[i]
 			}
 		}
 	}
-	return nil
+	return out
 }
