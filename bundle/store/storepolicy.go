@@ -91,7 +91,7 @@ type approvalsHCL struct {
 }
 
 const importHCLHint = "hint: " + ImportConfigName + " holds require_gate = [\"modules:NAME\", \"providers:NAME\", \"NAME\"], require_publisher_signatures = true, " +
-	"publisher_pins = \"pins.hcl\", approvals { keyring = \"stations.pub.asc\"  required = 1 } and publisher_key_approvals = \"station\"; see 'airgap help import'"
+	"publisher_pins = \"pins.hcl\", publisher_key_approvals = \"station\" and an approvals block (its keyring and required); see 'airgap help import'"
 
 // ReadStorePolicy reads root's import.hcl and the files it names (paths
 // relative to the store). No file is no policy. Errors name FILE:LINE:COL.
@@ -335,7 +335,7 @@ func (sp *StorePolicy) Rules(x Extra) (*RuleSet, error) {
 func (sp *StorePolicy) Lines() []string {
 	var out []string
 	if len(sp.RequireGates) > 0 {
-		out = append(out, "every entry needs a passing or waived result of: "+strings.Join(sp.RequireGates, ", "))
+		out = append(out, "every bundle must carry passing or waived results of: "+strings.Join(sp.RequireGates, ", "))
 	}
 	if sp.RequirePublisherSignatures {
 		out = append(out, "every provider needs its publisher's signature (no site re-signed or mirror-hashes-only ones)")
