@@ -1,10 +1,26 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // The evidence a site reads about what entered its store, and the bounds
@@ -60,4 +76,148 @@ func TestCatalogHistoryWithAccessFile(t *testing.T) {
 	if got := added(nobody); got != nil {
 		t.Errorf("token that may read nothing imported: rows %v, want none", got)
 	}
+}
+
+// TestClientConfigRedirectKeepsToken: 'client-config --url URL
+// --token-file F' asks the appliance for its origins with the token, and
+// followed redirects with net/http's policy, which keeps the Authorization
+// header for the same host name on any port and scheme and for every
+// subdomain: an answer that redirected to http:// on the same host, or to
+// a subdomain, received the token. It now follows the registry client's
+// policy (registry.CheckRedirect): a redirect to plain http is refused
+// before any request is made there, and one to another origin goes
+// without the token.
+func TestClientConfigRedirectKeepsToken(t *testing.T) {
+	dir := t.TempDir()
+	cert, caFile := selfSignedTLS(t, dir, "appliance.test", "sub.appliance.test", "127.0.0.1")
+	tokenFile := filepath.Join(dir, "token")
+	secret := "airgap_" + strings.Repeat("R", 43)
+	os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600)
+	var mu sync.Mutex
+	got := map[string]string{} // "host path" -> the Authorization header that arrived
+	record := func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[r.Host+" "+r.URL.Path] = r.Header.Get("Authorization")
+	}
+	heard := func(hostPath string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		a, ok := got[hostPath]
+		return a, ok
+	}
+	// The plain-http side of the same host: records what reaches it.
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"origins":["registry.terraform.io"]}`)
+	}))
+	defer plain.Close()
+	plainHost := strings.TrimPrefix(plain.URL, "http://")
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch host, _, _ := strings.Cut(r.Host, ":"); host {
+		case "127.0.0.1":
+			http.Redirect(w, r, plain.URL+"/airgap/v1/origins", http.StatusFound)
+		case "appliance.test":
+			http.Redirect(w, r, "https://sub.appliance.test/airgap/v1/origins", http.StatusFound)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"origins":["registry.terraform.io"]}`)
+		}
+	}))
+	tlsSrv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	// An HTTPS proxy that tunnels every CONNECT to the TLS server: how
+	// appliance.test and its subdomain reach loopback.
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "only CONNECT", http.StatusMethodNotAllowed)
+			return
+		}
+		up, err := net.Dial("tcp", tlsSrv.Listener.Addr().String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(200)
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		if n := buf.Reader.Buffered(); n > 0 {
+			b, _ := buf.Reader.Peek(n)
+			up.Write(b)
+		}
+		go func() { io.Copy(up, conn); up.Close() }()
+		io.Copy(conn, up)
+		conn.Close()
+	}))
+	defer proxy.Close()
+	env := append(baseEnv(), "SSL_CERT_FILE="+caFile, "HTTPS_PROXY="+proxy.URL, "NO_PROXY=127.0.0.1")
+	clientConfig := func(url string) (string, error) {
+		cmd := exec.Command(airgapBin, "client-config", "--url", url, "--token-file", tokenFile)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// https on 127.0.0.1 redirects to http on 127.0.0.1 (another port).
+	tlsHost := tlsSrv.Listener.Addr().String()
+	out, err := clientConfig("https://" + tlsHost + "/")
+	if _, ok := heard(tlsHost + " /airgap/v1/origins"); !ok {
+		t.Fatalf("the appliance was not asked at all: %v\n%s", err, out)
+	}
+	if auth, ok := heard(plainHost + " /airgap/v1/origins"); ok {
+		t.Errorf("client-config followed the redirect from https to http://%s (Authorization %q reached it)", plainHost, auth)
+	}
+	if err == nil || !strings.Contains(out, "plain http") || !strings.Contains(out, "hint:") {
+		t.Errorf("client-config through a redirect to plain http: %v, want a refusal saying so, with a hint:\n%s", err, out)
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("the refusal prints the token:\n%s", out)
+	}
+
+	// https://appliance.test redirects to https://sub.appliance.test.
+	out, err = clientConfig("https://appliance.test/")
+	if auth, ok := heard("appliance.test /airgap/v1/origins"); !ok || auth != "Bearer "+secret {
+		t.Fatalf("the appliance itself did not get the token (%q, asked: %v): %v\n%s", auth, ok, err, out)
+	}
+	auth, ok := heard("sub.appliance.test /airgap/v1/origins")
+	if !ok {
+		t.Fatalf("the redirect to the subdomain was not followed: %v\n%s", err, out)
+	}
+	if auth != "" {
+		t.Errorf("client-config sent the token to the subdomain it was redirected to: Authorization %q", auth)
+	}
+}
+
+// selfSignedTLS makes a self-signed certificate for names (DNS names or IP
+// addresses) and writes it to dir/ca.pem for SSL_CERT_FILE.
+func selfSignedTLS(t *testing.T, dir string, names ...string) (tls.Certificate, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caFile
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/airgap/airgap/dist/registry"
 )
 
 // FetchOrigins asks a running appliance (base ends in "/") which origin
@@ -57,8 +59,11 @@ func CheckAppliance(base, token string, want []string, timeout time.Duration) er
 	return nil
 }
 
+// fetchOrigins asks base for its origins, following redirects by the
+// registry client's policy (registry.CheckRedirect): the token never goes
+// to plain http or to another origin.
 func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error) {
-	cl := &http.Client{Timeout: timeout}
+	cl := &http.Client{Timeout: timeout, CheckRedirect: registry.CheckRedirect(registry.MaxAPIRedirects)}
 	req, err := http.NewRequest("GET", base+"airgap/v1/origins", nil)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,10 @@ func reachHint(err error, base string) string {
 	var recordErr tls.RecordHeaderError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, registry.ErrInsecureRedirect):
+		return "the answer redirects to plain http, where a token could be read on the way: nothing was sent there; give --url the https address the appliance serves"
+	case errors.Is(err, registry.ErrTooManyRedirects), errors.Is(err, registry.ErrUnsupportedScheme):
+		return "the answer redirects where airgap does not follow; give --url the appliance's own address"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "nothing is listening there: start it with 'airgap serve --store DIR --listen :PORT', check the port in --url, or pass --store DIR to read the origins from the store instead"
 	case errors.As(err, &dnsErr):

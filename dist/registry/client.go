@@ -83,8 +83,8 @@ func New(opt Options) *Client {
 		timeout = metadataTimeout()
 	}
 	return &Client{
-		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: checkRedirect(maxAPIRedirects)},
-		download:    &http.Client{Transport: tr, CheckRedirect: checkRedirect(maxRedirects)},
+		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: CheckRedirect(MaxAPIRedirects)},
+		download:    &http.Client{Transport: tr, CheckRedirect: CheckRedirect(maxRedirects)},
 		creds:       opt.Credentials,
 		UserAgent:   "airgap",
 		Retries:     3,
@@ -108,12 +108,16 @@ func metadataTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// checkRedirect refuses more than n redirects, redirects to schemes other
-// than https and http, and redirects from https to plain http: all are
-// permanent errors. A redirect to another origin (scheme, host and port) than
-// the first request's loses the Authorization header: net/http compares
-// hostnames only, so it would send a token to another port of the same host.
-func checkRedirect(n int) func(*http.Request, []*http.Request) error {
+// CheckRedirect is airgap's one redirect policy for requests that may carry
+// a token (an http.Client's CheckRedirect): it refuses more than n
+// redirects, redirects to schemes other than https and http, and redirects
+// from https to plain http: all are permanent errors. A redirect to another
+// origin (scheme, host and port) than the first request's loses the
+// Authorization header: net/http compares host names only and keeps it for
+// subdomains, so it would send a token to another port of the same host, to
+// plain http there, or to any subdomain. The registry client and 'airgap
+// client-config --url' (server.FetchOrigins) use it.
+func CheckRedirect(n int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > n {
 			return fmt.Errorf("%w (more than %d; a redirect loop?)", ErrTooManyRedirects, n)

@@ -34,7 +34,7 @@ const (
 	MinDownloadRate = 10 << 10
 	RateWindow      = time.Minute
 	// maxRedirects bounds redirects of downloads; API calls and discovery
-	// allow 3, as Terraform does.
+	// allow MaxAPIRedirects, as Terraform does.
 	maxRedirects    = 10
-	maxAPIRedirects = 3
+	MaxAPIRedirects = 3
 )
