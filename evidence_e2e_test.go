@@ -1,13 +1,19 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/pem"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"math/big"
 	"net"
@@ -21,6 +27,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist/goinfo"
+	"github.com/airgap/airgap/dist/registrytest"
 )
 
 // The evidence a site reads about what entered its store, and the bounds
@@ -220,4 +231,109 @@ func selfSignedTLS(t *testing.T, dir string, names ...string) (tls.Certificate, 
 	caFile := filepath.Join(dir, "ca.pem")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caFile
+}
+
+// bombRSSLimit is the peak resident memory (KiB) export, verify and import
+// may reach on the build-information bomb: the binary's own (about 35
+// MiB), one Scanner (4 MiB) and one inflater per worker, buffers.
+const bombRSSLimit = 256 << 10
+
+// bombPlugins makes the plugin files of the build-information bomb, already
+// deflated: each starts a Go build-information header that announces a
+// module string of goinfo.MaxModInfo bytes and stops one byte short of it.
+// The first 48 KiB after the header are random, different in every file
+// (so 256 of them make a zip of about 13 MiB, within bundle.MaxZipRatio,
+// that no compression of the bundle shrinks), the rest zeros: the zeros'
+// deflate stream is made once and appended to each file's flushed head.
+type bombPlugins struct {
+	zeros    []byte // deflated zeros, the final block
+	zerosCRC func(crc uint32) uint32
+	prng     *bundletest.PRNG
+}
+
+func newBombPlugins() *bombPlugins {
+	const noise = 48 << 10
+	tail := make([]byte, goinfo.MaxModInfo-1-noise)
+	var z bytes.Buffer
+	fw, _ := flate.NewWriter(&z, flate.BestCompression)
+	fw.Write(tail)
+	fw.Close()
+	return &bombPlugins{zeros: z.Bytes(), prng: bundletest.NewPRNG("bomb"),
+		zerosCRC: func(crc uint32) uint32 { return crc32.Update(crc, crc32.IEEETable, tail) }}
+}
+
+// next is one more plugin file, deflated.
+func (bp *bombPlugins) next() rawDeflated {
+	head := append([]byte{}, "\xff Go buildinf:"...)
+	head = append(head, 8, 2)
+	head = append(head, make([]byte, 16)...)
+	head = binary.AppendUvarint(head, 8)
+	head = append(head, "go1.22.5"...)
+	head = binary.AppendUvarint(head, goinfo.MaxModInfo)
+	noise := make([]byte, 48<<10)
+	bp.prng.Read(noise)
+	head = append(head, noise...)
+	var packed bytes.Buffer
+	fw, _ := flate.NewWriter(&packed, flate.BestSpeed)
+	fw.Write(head)
+	fw.Flush() // byte-aligned, not final: the zeros' blocks follow
+	packed.Write(bp.zeros)
+	return rawDeflated{packed.Bytes(), bp.zerosCRC(crc32.ChecksumIEEE(head)), len(head) + goinfo.MaxModInfo - 1 - len(noise)}
+}
+
+// TestHostileBuildInfoPerFile: the red team's build-information bomb. A
+// provider version whose four 13 MiB packages each hold 256
+// terraform-provider-* files, every one starting a build-information header
+// that announces a 4 MiB module string and stopping one byte short. The
+// scan kept one Scanner per file until the package ended: 1.6-1.8 GiB per
+// package, one package per core (a 49 MiB bundle verified at 3.2 GB with 2
+// cores, 6.0 GB with 4). Now it scans one file at a time: export (its h1
+// pass over the downloads), verify and import of the bundle it writes each
+// stay under bombRSSLimit with GOMAXPROCS=4, and the packages are recorded
+// as having no readable build information.
+func TestHostileBuildInfoPerFile(t *testing.T) {
+	work := t.TempDir()
+	in := registrytest.New(t)
+	plugins := newBombPlugins()
+	plats := []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"}
+	bp := zipProvider(t, filepath.Join(work, "bomb"), in.Publisher, "bomb", plats, func(zw *zip.Writer, plat string) {
+		for i := range bundle.MaxZipEntries {
+			rawFile(t, zw, fmt.Sprintf("terraform-provider-bomb_%s_%03d", plat, i), plugins.next())
+		}
+	})
+	in.AddBuiltProvider(bp)
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", keys, "--name", "Site Ops <ops@site.test>")
+	mf := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(mf, []byte(`platforms = ["darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"]
+provider "hashicorp/bomb" {
+  versions = "1.0.0"
+}
+`), 0o644)
+	env := append(baseEnv(), "GOMAXPROCS=4")
+	online := append(append(env, in.Env()...), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	b := filepath.Join(work, "bomb.bundle")
+
+	start := time.Now()
+	out, code := runBoundedEnv(t, work, online, bombRSSLimit, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+	if code != 0 {
+		t.Fatalf("export (exit %d):\n%s", code, out)
+	}
+	t.Logf("export: %s", time.Since(start).Round(time.Millisecond))
+	fi, _ := os.Stat(b)
+	t.Logf("bundle: %d MiB", fi.Size()>>20)
+
+	start = time.Now()
+	out, code = runBoundedEnv(t, work, env, bombRSSLimit, "verify", "--keyring", keys+".pub.asc", b)
+	if code != 0 || !strings.Contains(out, "(4 packages)") {
+		t.Errorf("verify (exit %d):\n%s", code, out)
+	}
+	t.Logf("verify: %s", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	out, code = runBoundedEnv(t, work, env, bombRSSLimit, "import", "--keyring", keys+".pub.asc", "--store", filepath.Join(work, "store"), b)
+	if code != 0 {
+		t.Errorf("import (exit %d):\n%s", code, out)
+	}
+	t.Logf("import: %s", time.Since(start).Round(time.Millisecond))
 }
