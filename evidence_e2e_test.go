@@ -337,3 +337,47 @@ provider "hashicorp/bomb" {
 	}
 	t.Logf("import: %s", time.Since(start).Round(time.Millisecond))
 }
+
+// TestHostileNestedInventory: 'verify --against' given an inventory of
+// 255 MiB (under store.MaxInventorySize) whose "maintenance" is one array
+// nested 255 million levels deep. The reader skipped it token by token,
+// and json.Decoder keeps a word per open level: 6-7 GB and 20-30 s before
+// it was refused. Now every JSON reader has a depth bound
+// (dist.JSONLimit): it is refused at the 17th level, within 1 s and
+// 64 MiB, by verify --against and by export --have alike.
+func TestHostileNestedInventory(t *testing.T) {
+	work := t.TempDir()
+	inv := filepath.Join(work, "have.json")
+	f, err := os.Create(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"format":2,"maintenance":`)
+	chunk := bytes.Repeat([]byte("["), 1<<20)
+	for range 255 {
+		f.Write(chunk)
+	}
+	f.Close()
+	os.WriteFile(filepath.Join(work, "airgap.hcl"), []byte("provider \"hashicorp/random\" {}\n"), 0o644)
+	mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", filepath.Join(work, "site"))
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"verify --against", []string{"verify", "--keyring", "no-such.asc", "--against", inv, "no-such.bundle"}},
+		{"export --have", []string{"export", "--manifest", "airgap.hcl", "--sign-key", "site.key.asc", "--have", inv, "--out", "x.bundle"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			out, code := runBoundedEnv(t, work, baseEnv(), 64<<10, c.args...)
+			took := time.Since(start)
+			if code == 0 || !strings.Contains(out, "nested over the depth limit") {
+				t.Errorf("exit %d, want a refusal naming the depth:\n%s", code, out)
+			}
+			if took > time.Second {
+				t.Errorf("refused after %s, want within 1 s", took.Round(time.Millisecond))
+			}
+			t.Logf("%s: refused in %s: %s", c.name, took.Round(time.Millisecond), strings.TrimSpace(out))
+		})
+	}
+}

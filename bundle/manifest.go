@@ -167,10 +167,18 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ParseManifest decodes and validates a manifest.
+// manifestJSON bounds a manifest: MaxManifestSize bytes, values nested at
+// most 32 deep (it nests 8: itself, catalog, providers, a provider,
+// packages, a package, gates, a result's findings), no unknown keys.
+var manifestJSON = dist.JSONLimit{MaxBytes: MaxManifestSize, MaxDepth: 32, Strict: true}
+
+// ParseManifest decodes and validates a manifest (within manifestJSON).
 func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrManifest, len(data), MaxManifestSize)
+	}
+	if err := manifestJSON.Check(data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	var probe struct {
 		Format int `json:"format"`

@@ -1,9 +1,9 @@
 package dist
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 
@@ -232,17 +232,18 @@ func validateGateResults(what string, rs []GateResult, ref func(string, verify.D
 // "warning", SARIF's default (a rule's own default level is not looked up).
 // Anything else — not JSON, another shape, a level that is not a string or
 // not a SARIF level, a value nested deeper than MaxSARIFDepth — is not
-// SARIF: ok is false. It streams the tokens, so memory does not grow with
-// the report beyond its longest string and MaxSARIFDepth open values; the
-// caller bounds the report's size.
+// SARIF: ok is false. It streams the tokens (sarifJSON), so memory does not
+// grow with the report beyond its longest string and MaxSARIFDepth open
+// values; the caller bounds the report's size (bundle.MaxReportSize, the
+// export's bound on a gate's output).
 func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
-	dec := json.NewDecoder(r)
+	js := sarifJSON.Stream(r)
 	f = &GateFindings{}
 	version, runs := "", false
-	err := object(dec, func(key string) error {
+	err := js.Object(func(key string) error {
 		switch key {
 		case "version":
-			t, err := dec.Token()
+			t, err := js.Token()
 			s, isStr := t.(string)
 			if err != nil || !isStr {
 				return errNotSARIF
@@ -251,21 +252,18 @@ func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
 			return nil
 		case "runs":
 			runs = true
-			return array(dec, func() error {
-				return object(dec, func(key string) error {
+			return js.Array(func() error {
+				return js.Object(func(key string) error {
 					if key != "results" {
-						return skipValue(dec)
+						return js.Skip()
 					}
-					return array(dec, func() error { return countResult(dec, f) })
+					return js.Array(func() error { return countResult(js, f) })
 				})
 			})
 		}
-		return skipValue(dec)
+		return js.Skip()
 	})
-	if err != nil || !runs || !strings.HasPrefix(version, "2.1.") {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if err != nil || !runs || !strings.HasPrefix(version, "2.1.") || js.End() != nil {
 		return nil, false
 	}
 	return f, true
@@ -273,13 +271,13 @@ func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
 
 var errNotSARIF = fmt.Errorf("not SARIF")
 
-func countResult(dec *json.Decoder, f *GateFindings) error {
+func countResult(js *JSONStream, f *GateFindings) error {
 	level := "warning"
-	err := object(dec, func(key string) error {
+	err := js.Object(func(key string) error {
 		if key != "level" {
-			return skipValue(dec)
+			return js.Skip()
 		}
-		t, err := dec.Token()
+		t, err := js.Token()
 		s, isStr := t.(string)
 		if err != nil || !isStr || !ValidSARIFLevel(s) {
 			return errNotSARIF
@@ -303,72 +301,13 @@ func countResult(dec *json.Decoder, f *GateFindings) error {
 	return nil
 }
 
-// object reads a JSON object, calling member for each key (member reads
-// the value).
-func object(dec *json.Decoder, member func(key string) error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return errNotSARIF
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		key, isStr := t.(string)
-		if err != nil || !isStr {
-			return errNotSARIF
-		}
-		if err := member(key); err != nil {
-			return err
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return errNotSARIF
-	}
-	return nil
-}
-
-// array reads a JSON array, calling elem for each element.
-func array(dec *json.Decoder, elem func() error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return errNotSARIF
-	}
-	for dec.More() {
-		if err := elem(); err != nil {
-			return err
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim(']') {
-		return errNotSARIF
-	}
-	return nil
-}
-
-// MaxSARIFDepth bounds how deeply a value CountSARIF skips (a run's tool
-// or property bag, a result's message...) may nest:
-// json.Decoder keeps a word per open array or object, so a report of
-// 64 MiB of '[' would otherwise cost about 1 GiB to skip. Real SARIF
-// nests a few levels (property bags, code flows: under 20).
+// MaxSARIFDepth bounds how deeply a report's values (a run's tool or
+// property bag, a result's message...) may nest: json.Decoder keeps a word
+// per open array or object, so a report of 64 MiB of '[' would otherwise
+// cost about 1 GiB to read. Real SARIF nests a few levels (property bags,
+// code flows: under 20).
 const MaxSARIFDepth = 256
 
-// skipValue reads one JSON value, token by token; one nested deeper than
-// MaxSARIFDepth is not SARIF.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return errNotSARIF
-		}
-		if d, ok := t.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		}
-		switch {
-		case depth > MaxSARIFDepth:
-			return errNotSARIF
-		case depth == 0:
-			return nil
-		}
-	}
-}
+// sarifJSON is CountSARIF's bound: MaxSARIFDepth below a run (the log, its
+// runs and a run are the three levels above); the size is the caller's.
+var sarifJSON = JSONLimit{MaxBytes: math.MaxInt64 - 1, MaxDepth: 3 + MaxSARIFDepth}

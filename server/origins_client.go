@@ -3,10 +3,8 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registry"
 )
 
@@ -59,6 +58,10 @@ func CheckAppliance(base, token string, want []string, timeout time.Duration) er
 	return nil
 }
 
+// originsJSON bounds the appliance's answer: 1 MiB, nested at most 8 deep
+// (it nests 2).
+var originsJSON = dist.JSONLimit{MaxBytes: 1 << 20, MaxDepth: 8}
+
 // fetchOrigins asks base for its origins, following redirects by the
 // registry client's policy (registry.CheckRedirect): the token never goes
 // to plain http or to another origin.
@@ -86,7 +89,7 @@ func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error
 		return nil, fmt.Errorf("asking the appliance at %s for its origins: HTTP %s\nhint: is %s an airgap appliance (airgap serve)? A proxy or another server may be answering; or pass --store DIR on the appliance itself", base, resp.Status, base)
 	}
 	var doc OriginsDoc
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+	if err := originsJSON.Decode(resp.Body, &doc); err != nil {
 		return nil, fmt.Errorf("reading the appliance's origins from %s: %w\nhint: the answer is not airgap's; check --url", base, err)
 	}
 	return &doc, nil

@@ -406,6 +406,11 @@ func Encode(info *Info) []byte {
 	return append(b, '\n')
 }
 
+// documentJSON bounds an encoded Info: MaxDocument bytes, nested at most 8
+// deep (it nests 4: itself, deps, a module, its replacement), no unknown
+// keys.
+var documentJSON = dist.JSONLimit{MaxBytes: MaxDocument, MaxDepth: 8, Strict: true}
+
 // ErrDocument: an encoded Info is unreadable or not canonical.
 var ErrDocument = errors.New("invalid Go build information document")
 
@@ -417,9 +422,7 @@ func Decode(b []byte) (*Info, error) {
 		return nil, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrDocument, len(b), MaxDocument)
 	}
 	var info Info
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&info); err != nil {
+	if err := documentJSON.Unmarshal(b, &info); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDocument, err)
 	}
 	if info.Format != Format {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -327,6 +326,14 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	return c.getJSONAs(ctx, u, v, host, false)
 }
 
+// The bounds of the registry's JSON answers: MaxAPIDocumentSize (versions,
+// download, mirror and module documents) or MaxDiscoverySize, and
+// MaxJSONDepth.
+var (
+	apiJSON       = dist.JSONLimit{MaxBytes: MaxAPIDocumentSize, MaxDepth: MaxJSONDepth}
+	discoveryJSON = dist.JSONLimit{MaxBytes: MaxDiscoverySize, MaxDepth: MaxJSONDepth}
+)
+
 // getJSONAs is getJSON; with mustBeJSON, a 200 that is not
 // application/json is ErrInvalidAnswer (a login page, a wrong URL).
 func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, mustBeJSON bool) (*url.URL, error) {
@@ -351,7 +358,7 @@ func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, 
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := apiJSON.Unmarshal(body, v); err != nil {
 		return nil, fmt.Errorf("GET %s: %w: invalid JSON: %v", u, ErrInvalidAnswer, err)
 	}
 	return resp.Request.URL, nil
@@ -429,7 +436,7 @@ func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(body, &raw); err != nil {
+	if err := discoveryJSON.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	final := resp.Request.URL

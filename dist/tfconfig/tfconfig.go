@@ -34,6 +34,12 @@ const (
 	MaxFilesPerDir = 10_000
 	// MaxLocalModules: directories one tree may visit through local calls.
 	MaxLocalModules = 1000
+	// MaxJSONDepth: how deeply a .tf.json file's arrays and objects may
+	// nest (dist.CheckJSONDepth, before HCL parses it). HCL's JSON parser
+	// descends once per level with no bound of its own: a module whose
+	// .tf.json was 4 MiB of '[' overflowed the Go stack (a fatal error, not
+	// a refusal). Real configurations nest a few levels.
+	MaxJSONDepth = 256
 )
 
 // ProviderReq is one required_providers entry.
@@ -520,6 +526,9 @@ func parseFile(src []byte, filename string) (*hcl.File, error) {
 	var f *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(filename, ".json") {
+		if err := dist.CheckJSONDepth(src, MaxJSONDepth); err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", filename, ErrTooLarge, err)
+		}
 		f, diags = hcljson.Parse(src, filename)
 	} else {
 		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)

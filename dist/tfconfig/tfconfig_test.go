@@ -187,3 +187,14 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestDeepJSONConfig: a .tf.json of 4 MiB of '[' made HCL's JSON parser
+// overflow the Go stack, killing the process; now it is refused.
+func TestDeepJSONConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.tf.json"), []byte(`{"locals":{"a":`+strings.Repeat("[", MaxFileSize-100)+`}}`), 0o644)
+	_, err := LoadDir(dir)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "nested") {
+		t.Fatalf("a .tf.json nested 4 million deep: %v", err)
+	}
+}
