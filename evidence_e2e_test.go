@@ -28,8 +28,10 @@ import (
 	"testing"
 	"time"
 
+	"encoding/json"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -379,5 +381,160 @@ func TestHostileNestedInventory(t *testing.T) {
 			}
 			t.Logf("%s: refused in %s: %s", c.name, took.Round(time.Millisecond), strings.TrimSpace(out))
 		})
+	}
+}
+
+// TestShowReport: 'airgap show BUNDLE report' prints the gate reports a
+// bundle carries, which verify only named by digest (the officer had to
+// 'zstd -dc | tar -xO' the bundle): the list, a SARIF report as a table
+// with every cell escaped, any other report as escaped text, --raw as the
+// exact bytes. Each is checked against the bundle's signature and its
+// signed digest first: a bundle whose report bytes were altered, or signed
+// by a key not in the keyring, prints nothing of it.
+func TestShowReport(t *testing.T) {
+	work, site, keyring, _, set := trustWorld(t)
+	sarif := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"trivy"}},"results":[` +
+		`{"ruleId":"AVD-AWS-0086","level":"error","message":{"text":"S3 bucket has no public access block \u001b[2J"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"modules/vpc/main.tf"},"region":{"startLine":12}}}]},` +
+		`{"ruleId":"AVD-AWS-0089","message":{"text":"no logging"}}]}]}`
+	set.AddGate(t, work, dist.Gate{Name: "trivy", For: dist.GateModules, Command: []string{"trivy", "config", "{dir}"}, Tool: "Version: 0.74.0"},
+		dist.GateResult{Status: dist.GatePassed, Findings: &dist.GateFindings{Error: 1, Warning: 1}}, []byte(sarif))
+	text := "checked 3 files\n\x1b]0;owned\x07all good\n"
+	set.AddGate(t, work, dist.Gate{Name: "lint", For: dist.GateModules, Command: []string{"tflint", "{dir}"}, Tool: "tflint 0.50"},
+		dist.GateResult{Status: dist.GatePassed}, []byte(text))
+	path := filepath.Join(work, "gated.bundle")
+	set.WriteBundleFile(t, path, site, bundle.CompressionNone)
+	show := func(args ...string) (string, string, error) {
+		cmd := exec.Command(airgapBin, append([]string{"show", "--keyring", keyring, path}, args...)...)
+		cmd.Env = baseEnv()
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := show("report")
+	if err != nil || !strings.Contains(out, "carries 2 gate reports") || !strings.Contains(out, "registry.terraform.io/example/vpc/aws@1.0.0  trivy: passed") ||
+		!strings.Contains(out, "1 error, 1 warning") || !strings.Contains(out, "lint: passed") {
+		t.Errorf("show report (the list): %v\n%s%s", err, out, errOut)
+	}
+	out, errOut, err = show("report", "example/vpc/aws@1.0.0", "trivy")
+	t.Logf("show report example/vpc/aws@1.0.0 trivy:\n%s", out)
+	for _, want := range []string{"RULE", "LEVEL", "FILE:LINE", "MESSAGE", "AVD-AWS-0086", "error", "modules/vpc/main.tf:12",
+		`S3 bucket has no public access block \x1b[2J`, "AVD-AWS-0089", "warning", "no logging", "checked against the bundle's signed manifest"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("show report … trivy lacks %q: %v\n%s%s", want, err, out, errOut)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("show printed a control character of the report:\n%q", out)
+	}
+	out, _, err = show("report", "registry.terraform.io/example/vpc/aws@1.0.0", "lint")
+	if err != nil || !strings.Contains(out, `\x1b]0;owned\aall good`) && !strings.Contains(out, `\x1b]0;owned\x07all good`) || strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("show report … lint (text, escaped): %v\n%q", err, out)
+	}
+	out, _, err = show("report", "example/vpc/aws@1.0.0", "trivy", "--raw")
+	if err != nil || out != sarif {
+		t.Errorf("show --raw: %v, %d bytes, want the report's %d exact bytes", err, len(out), len(sarif))
+	}
+	if _, errOut, err = show("report", "example/vpc/aws@1.0.0", "--raw"); exitCode(err) != 2 || !strings.Contains(errOut, "name the GATE") {
+		t.Errorf("--raw with two matching reports: %v\n%s", err, errOut)
+	}
+	if _, errOut, err = show("report", "example/vpc/aws@9.9.9"); err == nil || !strings.Contains(errOut, "no gate report") || !strings.Contains(errOut, "hint:") {
+		t.Errorf("an entry the bundle lacks: %v\n%s", err, errOut)
+	}
+
+	// The report's bytes altered in the bundle (its signature intact):
+	// refused, and nothing of the report printed.
+	b, _ := os.ReadFile(path)
+	i := bytes.Index(b, []byte("no public access block"))
+	if i < 0 {
+		t.Fatal("the report is not stored as is in an uncompressed bundle")
+	}
+	b[i] = 'N'
+	tampered := filepath.Join(work, "tampered.bundle")
+	os.WriteFile(tampered, b, 0o644)
+	path = tampered
+	out, errOut, err = show("report", "example/vpc/aws@1.0.0", "trivy")
+	if err == nil || strings.Contains(out, "public access") || !strings.Contains(errOut, "digest") {
+		t.Errorf("a bundle whose report was altered: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	// Signed by a key the keyring does not hold.
+	other := filepath.Join(work, "other.pub.asc")
+	bundletest.WriteFile(t, other, []byte(bundletest.Armor(t, bundletest.Key(t, "other"))))
+	cmd := exec.Command(airgapBin, "show", "--keyring", other, filepath.Join(work, "gated.bundle"), "report", "example/vpc/aws@1.0.0", "trivy")
+	cmd.Env = baseEnv()
+	if o, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(o), "AVD-AWS") {
+		t.Errorf("a bundle signed by a key not in the keyring: %v\n%s", err, o)
+	}
+}
+
+// TestVerifyEvidence: verify says why each entry is in the bundle (which
+// only 'export --dry-run --json' told: that example/subnet/aws and
+// hashicorp/null came in through the vpc module), that no scanner gate
+// ran, and what each provider's plugins were built from, naming the
+// plugins without Go build information; its checks line no longer says
+// "N Go build information documents read again" when none of them had any.
+// The why is recorded by export in the signed manifest (format 3).
+func TestVerifyEvidence(t *testing.T) {
+	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
+	work := t.TempDir()
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
+	keys := filepath.Join(work, "site")
+	mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", keys)
+	os.WriteFile(filepath.Join(work, "airgap.hcl"), []byte(e2eManifest), 0o644)
+	b := filepath.Join(work, "site.bundle")
+	mustRun(t, work, online, airgapBin, "export", "--manifest", "airgap.hcl", "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+
+	out := mustRunStdout(t, work, "verify", "--keyring", keys+".pub.asc", b)
+	t.Logf("verify:\n%s", out)
+	for _, want := range []string{
+		"gates:     no scanner gate ran",
+		"Why they are in the bundle",
+		"  airgap.hcl:4\n    provider registry.terraform.io/hashicorp/random 3.6.0, 3.6.2\n  airgap.hcl:8\n",
+		"  airgap.hcl:11\n    module registry.terraform.io/example/vpc/aws 1.0.0\n    through registry.terraform.io/example/vpc/aws 1.0.0:\n",
+		"      module registry.terraform.io/example/subnet/aws 2.1.0\n",
+		"      provider registry.terraform.io/hashicorp/null 3.2.2\n",
+		"Build information",
+		"  registry.terraform.io/hashicorp/random 3.6.0\n    linux_amd64: go1.",
+		"    ! terraform-provider-random_v3.6.0 (darwin_arm64), terraform-provider-random_v3.6.0.exe (windows_amd64): no Go build information found in the plugin binary\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verify's review lacks %q", want)
+		}
+	}
+	if !strings.Contains(out, "11 Go build information documents read again from the plugins (7 of them say there is none)") {
+		t.Errorf("the checks line does not say how many of the documents read again say there is none")
+	}
+	var rep struct {
+		Format    int `json:"format"`
+		Providers []struct {
+			Address     string `json:"address"`
+			RequestedBy *struct {
+				At  string   `json:"at"`
+				Via []string `json:"via"`
+			} `json:"requested_by"`
+			Build []struct {
+				Platforms []string `json:"platforms"`
+				None      string   `json:"none"`
+				GoVersion string   `json:"go_version"`
+				Modules   int      `json:"modules"`
+			} `json:"build"`
+		} `json:"providers"`
+	}
+	js := mustRunStdout(t, work, "verify", "--json", "--keyring", keys+".pub.asc", b)
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Format != 3 {
+		t.Errorf("the bundle's format is %d, want 3 (requested_by is a format-3 field)", rep.Format)
+	}
+	for _, p := range rep.Providers {
+		if p.Address == "registry.terraform.io/hashicorp/null" {
+			if p.RequestedBy == nil || p.RequestedBy.At != "airgap.hcl:11" || strings.Join(p.RequestedBy.Via, ",") != "registry.terraform.io/example/vpc/aws 1.0.0" {
+				t.Errorf("null's requested_by: %+v", p.RequestedBy)
+			}
+		}
+		if p.RequestedBy == nil || len(p.Build) == 0 {
+			t.Errorf("%s: requested_by %+v, build %+v", p.Address, p.RequestedBy, p.Build)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/airgap/airgap/verify"
 )
@@ -311,3 +312,91 @@ const MaxSARIFDepth = 256
 // sarifJSON is CountSARIF's bound: MaxSARIFDepth below a run (the log, its
 // runs and a run are the three levels above); the size is the caller's.
 var sarifJSON = JSONLimit{MaxBytes: math.MaxInt64 - 1, MaxDepth: 3 + MaxSARIFDepth}
+
+// sarifResult is what WriteSARIFTable shows of a result.
+type sarifResult struct {
+	RuleID  string `json:"ruleId"`
+	Level   string `json:"level"`
+	Message struct {
+		Text string `json:"text"`
+	} `json:"message"`
+	Locations []struct {
+		PhysicalLocation struct {
+			ArtifactLocation struct {
+				URI string `json:"uri"`
+			} `json:"artifactLocation"`
+			Region struct {
+				StartLine int `json:"startLine"`
+			} `json:"region"`
+		} `json:"physicalLocation"`
+	} `json:"locations"`
+}
+
+// MaxSARIFCell bounds what WriteSARIFTable prints of one cell (a rule, a
+// location, a message): longer ones end in "…".
+const MaxSARIFCell = 400
+
+// WriteSARIFTable writes the results of a SARIF log (one CountSARIF
+// counts as SARIF) as a table for a terminal, one result a line: rule,
+// level (SARIF's default, warning, when it has none), file:line of its
+// first location, message. Every cell is escaped (Printable) and cut at
+// MaxSARIFCell. It streams the log within sarifJSON, holding one result at
+// a time; the caller bounds the size.
+func WriteSARIFTable(w io.Writer, r io.Reader) error {
+	js := sarifJSON.Stream(r)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tLEVEL\tFILE:LINE\tMESSAGE")
+	n := 0
+	err := js.Object(func(key string) error {
+		if key != "runs" {
+			return js.Skip()
+		}
+		return js.Array(func() error {
+			return js.Object(func(key string) error {
+				if key != "results" {
+					return js.Skip()
+				}
+				return js.Array(func() error {
+					var res sarifResult
+					if err := js.Decode(&res); err != nil {
+						return err
+					}
+					n++
+					level, where := res.Level, ""
+					if level == "" {
+						level = "warning"
+					}
+					if len(res.Locations) > 0 {
+						pl := res.Locations[0].PhysicalLocation
+						where = pl.ArtifactLocation.URI
+						if pl.Region.StartLine > 0 {
+							where += fmt.Sprintf(":%d", pl.Region.StartLine)
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(res.RuleID), cell(level), cell(where), cell(res.Message.Text))
+					return nil
+				})
+			})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("not a SARIF log: %w", err)
+	}
+	if n == 0 {
+		fmt.Fprintln(tw, "(no results)\t\t\t")
+	}
+	return tw.Flush()
+}
+
+// cell is s for one cell of a table: escaped, no tabs, at most
+// MaxSARIFCell bytes.
+func cell(s string) string {
+	s = strings.ReplaceAll(Printable(s), "\t", " ")
+	if len(s) > MaxSARIFCell {
+		s = strings.ToValidUTF8(s[:MaxSARIFCell], "") + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
