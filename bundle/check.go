@@ -420,11 +420,11 @@ type CheckReport struct {
 	// ModuleTrees: module archives whose names were checked (package
 	// portable: every one must be the same file on every file system).
 	ModuleTrees int `json:"module_trees"`
-	BuildInfo   int `json:"build_info"`   // Go build information documents read again from the zips and compared
+	BuildInfo   int `json:"build_info"` // Go build information documents read again from the zips and compared
 	// BuildInfoNone: of those, the documents that say the plugin has no
 	// Go build information (and why).
 	BuildInfoNone int `json:"build_info_none"`
-	Reports     int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
+	Reports       int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
 	// SBOM is "checked" (built again from the manifest and the checked
 	// build information, and equal to the signed one), "deferred" (some
 	// build information is in blobs a delta omits) or "none" (the bundle
