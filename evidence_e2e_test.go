@@ -509,8 +509,8 @@ func TestVerifyEvidence(t *testing.T) {
 		Providers []struct {
 			Address     string `json:"address"`
 			RequestedBy *struct {
-				At  string   `json:"at"`
-				Via []string `json:"via"`
+				Where string   `json:"where"`
+				Via   []string `json:"via"`
 			} `json:"requested_by"`
 			Build []struct {
 				Platforms []string `json:"platforms"`
@@ -529,7 +529,7 @@ func TestVerifyEvidence(t *testing.T) {
 	}
 	for _, p := range rep.Providers {
 		if p.Address == "registry.terraform.io/hashicorp/null" {
-			if p.RequestedBy == nil || p.RequestedBy.At != "airgap.hcl:11" || strings.Join(p.RequestedBy.Via, ",") != "registry.terraform.io/example/vpc/aws 1.0.0" {
+			if p.RequestedBy == nil || p.RequestedBy.Where != "airgap.hcl:11" || strings.Join(p.RequestedBy.Via, ",") != "registry.terraform.io/example/vpc/aws 1.0.0" {
 				t.Errorf("null's requested_by: %+v", p.RequestedBy)
 			}
 		}

@@ -53,19 +53,23 @@ type NotableEntry struct {
 // Requested is why an entry is in the bundle (dist.Reason, in the
 // report's JSON as requested_by).
 type Requested struct {
-	At  string   `json:"at"`
-	Via []string `json:"via"`
+	Where string   `json:"where"`
+	Via   []string `json:"via"`
 }
 
 // summarizeBuild is the BuildSummary of one plugin (without platforms).
+// Its strings are copies: those of info share the memory of the whole
+// module string they were parsed from (up to goinfo.MaxModInfo), which a
+// summary kept per package must not hold.
 func summarizeBuild(info *goinfo.Info) *BuildSummary {
-	s := &BuildSummary{File: info.File, None: info.None, GoVersion: info.GoVersion, Notable: []NotableEntry{}}
+	c := strings.Clone
+	s := &BuildSummary{File: c(info.File), None: c(info.None), GoVersion: c(info.GoVersion), Notable: []NotableEntry{}}
 	if info.None != "" {
 		return s
 	}
 	s.Modules = info.Modules()
 	if info.Main != nil {
-		s.Main, s.MainVersion = info.Main.Path, info.Main.Version
+		s.Main, s.MainVersion = c(info.Main.Path), c(info.Main.Version)
 	}
 	for _, d := range info.Deps {
 		if !slices.Contains(NotableModules, d.Path) {
@@ -75,7 +79,7 @@ func summarizeBuild(info *goinfo.Info) *BuildSummary {
 		if d.Replace != nil {
 			v = "=> " + d.Replace.Path + " " + d.Replace.Version
 		}
-		s.Notable = append(s.Notable, NotableEntry{Path: d.Path, Version: v})
+		s.Notable = append(s.Notable, NotableEntry{Path: c(d.Path), Version: c(v)})
 	}
 	return s
 }
@@ -128,7 +132,7 @@ func (rep *Report) builds(p dist.ProviderVersion) []BuildSummary {
 func requested(m *Manifest, kind, key string) *Requested {
 	for _, r := range m.RequestedBy {
 		if r.Kind == kind && r.Key() == key {
-			return &Requested{At: r.At, Via: append([]string{}, r.Via...)}
+			return &Requested{Where: r.Where, Via: append([]string{}, r.Via...)}
 		}
 	}
 	return nil
@@ -229,10 +233,10 @@ func (rep *Report) whyText(b *strings.Builder) {
 			return
 		}
 		via := strings.Join(r.Via, " → ")
-		k := r.At + "\x00" + via
+		k := r.Where + "\x00" + via
 		g := byKey[k]
 		if g == nil {
-			g = &group{at: r.At, via: via, index: map[string]int{}}
+			g = &group{at: r.Where, via: via, index: map[string]int{}}
 			byKey[k] = g
 			groups = append(groups, g)
 		}

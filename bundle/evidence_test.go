@@ -23,9 +23,9 @@ func requestedManifest(t *testing.T, rs ...dist.Reason) *bundle.Manifest {
 func TestRequestedByChecked(t *testing.T) {
 	vpc := "registry.terraform.io/example/vpc/aws 1.0.0"
 	good := []dist.Reason{
-		{Kind: "module", Address: "registry.terraform.io/example/vpc/aws", Version: "1.0.0", At: "airgap.hcl:9"},
-		{Kind: "provider", Address: "registry.opentofu.org/hashicorp/null", Version: "3.2.2", At: "airgap.hcl:9", Via: []string{vpc}},
-		{Kind: "provider", Address: "registry.terraform.io/hashicorp/random", Version: "3.6.0", At: "airgap.hcl:2"},
+		{Kind: "module", Address: "registry.terraform.io/example/vpc/aws", Version: "1.0.0", Where: "airgap.hcl:9"},
+		{Kind: "provider", Address: "registry.opentofu.org/hashicorp/null", Version: "3.2.2", Where: "airgap.hcl:9", Via: []string{vpc}},
+		{Kind: "provider", Address: "registry.terraform.io/hashicorp/random", Version: "3.6.0", Where: "airgap.hcl:2"},
 	}
 	if err := bundle.CheckManifest(requestedManifest(t, good...)); err != nil {
 		t.Fatalf("a manifest with good reasons: %v", err)
@@ -48,8 +48,8 @@ func TestRequestedByChecked(t *testing.T) {
 		"twice":              {with(func(r []dist.Reason) []dist.Reason { return append(r[:2], r[1]) }), "listed twice"},
 		"more than entries":  {with(func(r []dist.Reason) []dist.Reason { return append(r, r[2]) }), "4 reasons for 3 catalog entries"},
 		"unsorted":           {with(func(r []dist.Reason) []dist.Reason { r[0], r[2] = r[2], r[0]; return r }), "not sorted"},
-		"escape in at":       {with(func(r []dist.Reason) []dist.Reason { r[0].At = "airgap.hcl:9\x1b[2J"; return r }), "not printable"},
-		"long at":            {with(func(r []dist.Reason) []dist.Reason { r[0].At = strings.Repeat("a", dist.MaxReasonText+1); return r }), "over 1024 bytes"},
+		"escape in at":       {with(func(r []dist.Reason) []dist.Reason { r[0].Where = "airgap.hcl:9\x1b[2J"; return r }), "not printable"},
+		"long at":            {with(func(r []dist.Reason) []dist.Reason { r[0].Where = strings.Repeat("a", dist.MaxReasonText+1); return r }), "over 1024 bytes"},
 		"via a provider": {with(func(r []dist.Reason) []dist.Reason {
 			r[1].Via = []string{"registry.terraform.io/hashicorp/random 3.6.0"}
 			return r
@@ -73,7 +73,7 @@ func TestRequestedByChecked(t *testing.T) {
 func TestReportTextGroups(t *testing.T) {
 	rep := bundle.Report{File: "b", Status: bundle.StatusVerified, ProviderVersions: 1, Packages: 5}
 	p := bundle.ProviderEntry{Address: "registry.terraform.io/hashicorp/aws", Version: "5.0.0", Trust: dist.TrustPublisher, KeyStatus: "pinned",
-		RequestedBy: &bundle.Requested{At: "airgap.hcl:3", Via: []string{}}}
+		RequestedBy: &bundle.Requested{Where: "airgap.hcl:3", Via: []string{}}}
 	for _, plat := range []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64", "windows_amd64"} {
 		p.Platforms = append(p.Platforms, bundle.PackageEntry{Platform: plat, SHA256: strings.Repeat("a", 64), SizeBytes: 1 << 20})
 	}

@@ -84,7 +84,7 @@ import (
 // in_store ("new", "new_platforms", "present", "withdrawn"; with --against),
 // gates: [gate result], one per gate over providers and platform,
 // requested_by (why it is in the bundle, from the signed manifest; omitted
-// when the bundle does not say: one before format 3): {at ("FILE:LINE" of
+// when the bundle does not say: one before format 3): {where ("FILE:LINE" of
 // the manifest block or project file that asked for it, relative to the
 // manifest's or project's directory, or ".terraform.lock.hcl"), via:
 // [string] (the chain of module calls from there that brought it,

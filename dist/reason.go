@@ -7,21 +7,21 @@ import (
 )
 
 // Reason says why export put one provider or module version in a bundle:
-// At is where it was asked for (a manifest block or project file as
+// Where is where it was asked for (a manifest block or project file as
 // FILE:LINE, or the project's lock file), and, for a version that modules
 // brought, Via is the chain of module calls from there, outermost first,
 // each "ADDRESS VERSION" of a module version of the same catalog (the
-// module at At called Via[0], which called Via[1]..., whose last called
+// module at Where called Via[0], which called Via[1]..., whose last called
 // this entry). A bundle's manifest carries them (format 3).
 type Reason struct {
 	Kind    string   `json:"kind"` // KindProvider or KindModule
 	Address string   `json:"address"`
 	Version string   `json:"version"`
-	At      string   `json:"at"`
+	Where   string   `json:"where"`
 	Via     []string `json:"via,omitempty"`
 }
 
-// Bounds of Reasons (ValidateReasons): At at most MaxReasonText bytes and
+// Bounds of Reasons (ValidateReasons): Where at most MaxReasonText bytes and
 // printable; Via at most MaxReasonVia calls (export follows module calls at
 // most 32 deep).
 const (
@@ -37,9 +37,9 @@ func (r Reason) Key() string { return VersionKey(r.Address, r.Version) }
 // Printable).
 func (r Reason) Text() string {
 	if len(r.Via) == 0 {
-		return r.At
+		return r.Where
 	}
-	return r.At + " → " + strings.Join(r.Via, " → ")
+	return r.Where + " → " + strings.Join(r.Via, " → ")
 }
 
 // SortReasons puts reasons in their canonical order: kind, address,
@@ -50,7 +50,7 @@ func SortReasons(rs []Reason) {
 
 // ValidateReasons checks a manifest's reasons against its catalog: each for
 // an entry of the catalog, at most one per entry (so at most as many as the
-// catalog has entries), sorted, At printable and at most MaxReasonText
+// catalog has entries), sorted, Where printable and at most MaxReasonText
 // bytes, Via at most MaxReasonVia module versions of the catalog.
 func ValidateReasons(c *Catalog, rs []Reason) error {
 	if len(rs) > len(c.Providers)+len(c.Modules) {
@@ -76,8 +76,8 @@ func ValidateReasons(c *Catalog, rs []Reason) error {
 			return fmt.Errorf("%s: listed twice", what)
 		case i > 0 && !reasonLess(rs[i-1], r):
 			return fmt.Errorf("%s: not sorted by kind, address and version", what)
-		case r.At == "" || len(r.At) > MaxReasonText || Printable(r.At) != r.At:
-			return fmt.Errorf("%s: at is empty, over %d bytes or not printable", what, MaxReasonText)
+		case r.Where == "" || len(r.Where) > MaxReasonText || Printable(r.Where) != r.Where:
+			return fmt.Errorf("%s: where is empty, over %d bytes or not printable", what, MaxReasonText)
 		case len(r.Via) > MaxReasonVia:
 			return fmt.Errorf("%s: a chain of %d module calls, over %d", what, len(r.Via), MaxReasonVia)
 		}

@@ -853,7 +853,7 @@ func (e *exporter) reasonFor(kind, addr, ver, at, why string, via []string) dist
 			at = rel
 		}
 	}
-	return dist.Reason{Kind: kind, Address: addr, Version: ver, At: at, Via: via}
+	return dist.Reason{Kind: kind, Address: addr, Version: ver, Where: at, Via: via}
 }
 
 // requestedBy is the manifest's requested_by: the reason of each entry
