@@ -117,6 +117,11 @@ func showReport(c *showCmd, br *bundle.Reader, file string, args []string) error
 	for _, m := range match {
 		want[m.Report] = true
 	}
+	for _, b := range br.Manifest().Blobs {
+		if want[b.Digest] && b.Omitted {
+			return fmt.Errorf("%s: this delta bundle does not carry the report %s (its base did)\nhint: on the offline side, 'airgap inventory --store DIR' names the report's path in the store", file, b.Digest.Short())
+		}
+	}
 	dir, err := os.MkdirTemp("", "airgap-show-")
 	if err != nil {
 		return err
