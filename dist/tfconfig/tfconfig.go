@@ -34,12 +34,6 @@ const (
 	MaxFilesPerDir = 10_000
 	// MaxLocalModules: directories one tree may visit through local calls.
 	MaxLocalModules = 1000
-	// MaxJSONDepth: how deeply a .tf.json file's arrays and objects may
-	// nest (dist.CheckJSONDepth, before HCL parses it). HCL's JSON parser
-	// descends once per level with no bound of its own: a module whose
-	// .tf.json was 4 MiB of '[' overflowed the Go stack (a fatal error, not
-	// a refusal). Real configurations nest a few levels.
-	MaxJSONDepth = 256
 )
 
 // ProviderReq is one required_providers entry.
@@ -525,10 +519,10 @@ func exprText(src []byte, r hcl.Range) string {
 func parseFile(src []byte, filename string) (*hcl.File, error) {
 	var f *hcl.File
 	var diags hcl.Diagnostics
+	if err := dist.CheckHCLNesting(src, filename); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	}
 	if strings.HasSuffix(filename, ".json") {
-		if err := dist.CheckJSONDepth(src, MaxJSONDepth); err != nil {
-			return nil, fmt.Errorf("%s: %w: %v", filename, ErrTooLarge, err)
-		}
 		f, diags = hcljson.Parse(src, filename)
 	} else {
 		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
@@ -793,6 +787,9 @@ var lockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provide
 
 // ParseLockFile reads the text of a .terraform.lock.hcl.
 func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, error) {
+	if err := dist.CheckHCLNesting(src, filename); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
