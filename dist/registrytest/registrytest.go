@@ -81,6 +81,9 @@ type Internet struct {
 	// Corp: switches of the company's proxy registry and mirror (corp.go).
 	Corp    Corp
 	blocked sync.Map // host -> true: unreachable (Block)
+	// sources: host/ns/type -> the source repository its version
+	// documents name (SetProviderSource, docs.go)
+	sources map[string]string
 }
 
 type throttled struct {
@@ -117,7 +120,7 @@ type Module struct {
 func New(t testing.TB) *Internet {
 	t.Helper()
 	in := &Internet{Dir: t.TempDir(), Publisher: bundletest.Key(t, "publisher"),
-		providers: map[string][]*bundletest.BuiltProvider{}, modules: map[string][]Module{}, files: map[string]string{}}
+		providers: map[string][]*bundletest.BuiltProvider{}, modules: map[string][]Module{}, files: map[string]string{}, sources: map[string]string{}}
 	in.Tamper.Store("")
 	in.GitRoot = filepath.Join(in.Dir, "git")
 	os.MkdirAll(in.GitRoot, 0o755)
@@ -288,6 +291,12 @@ func (in *Internet) registryAs(w http.ResponseWriter, r *http.Request, host stri
 				out = append(out, map[string]any{"version": v.Version, "protocols": []string{"5.0"}, "platforms": plats})
 			}
 			writeJSON(w, map[string]any{"versions": out})
+			return
+		}
+		if len(parts) == 5 && !tofu && in.sources[key] != "" {
+			// registry.terraform.io's version document names the
+			// provider's source repository (docs.go).
+			writeJSON(w, map[string]any{"id": key + "/" + parts[4], "version": parts[4], "source": in.sources[key]})
 			return
 		}
 		if len(parts) == 8 && parts[5] == "download" {
