@@ -24,7 +24,9 @@ import (
 // Format 2: format 1 plus optional manifest fields that format 1 could not
 // carry (each documented where it is declared); a format-1 manifest must not
 // have them (Validate).
-const FormatVersion = 2
+// Format 3: format 2 plus the documentation of providers and modules
+// (format3Field lists its fields; see doc.go).
+const FormatVersion = 3
 
 // MinFormatVersion is the oldest bundle format this package reads.
 const MinFormatVersion = 1
@@ -204,6 +206,9 @@ func (m *Manifest) Validate() error {
 	if f := format2Field(m); f != "" && m.Format < 2 {
 		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 2 has", ErrManifest, m.Format, f)
 	}
+	if f := format3Field(m); f != "" && m.Format < 3 {
+		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 3 has", ErrManifest, m.Format, f)
+	}
 	roles := make(map[verify.Digest]string, len(m.Blobs))
 	for i, b := range m.Blobs {
 		if _, err := verify.ParseDigest(string(b.Digest)); err != nil {
@@ -217,7 +222,8 @@ func (m *Manifest) Validate() error {
 		}
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
-			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM: // the last three: format 2 (format2Field)
+			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // these three: format 2 (format2Field)
+			dist.RoleProviderDocs, dist.RoleModuleDocs: // format 3 (format3Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -289,6 +295,30 @@ func format2Field(m *Manifest) string {
 	for _, mv := range m.Catalog.Modules {
 		if len(mv.Gates) > 0 {
 			return "gates (module " + mv.String() + ")"
+		}
+	}
+	return ""
+}
+
+// format3Field names the first field of m that format 2 does not have, or
+// is "": the one list of what format 3 added (Validate refuses any of it
+// in an older manifest). Providers: docs; modules: docs; blobs of roles
+// provider-docs and module-docs.
+func format3Field(m *Manifest) string {
+	for _, b := range m.Blobs {
+		switch b.Role {
+		case dist.RoleProviderDocs, dist.RoleModuleDocs:
+			return "a blob of role " + b.Role
+		}
+	}
+	for _, p := range m.Catalog.Providers {
+		if p.Docs != nil {
+			return "docs (provider " + p.String() + ")"
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if mv.Docs != "" {
+			return "docs (module " + mv.String() + ")"
 		}
 	}
 	return ""
@@ -405,6 +435,14 @@ func (m *Manifest) Describe(d verify.Digest) string {
 			if r.Report == d {
 				return "gate " + r.Gate + " report on module " + mv.String()
 			}
+		}
+		if mv.Docs == d {
+			return "docs of module " + mv.String()
+		}
+	}
+	for _, p := range m.Catalog.Providers {
+		if p.Docs != nil && p.Docs.Archive == d {
+			return "docs of provider " + p.String()
 		}
 	}
 	return "unreferenced blob"

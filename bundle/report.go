@@ -177,7 +177,9 @@ type ProviderEntry struct {
 	KeyNote   string          `json:"key_note,omitempty"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
-	key       string          // dist.ProviderVersion.Key
+	// Docs is the version's documentation record (format 3), or nil.
+	Docs *dist.ProviderDocs `json:"docs,omitempty"`
+	key  string             // dist.ProviderVersion.Key
 }
 
 // Key is the provider version's catalog key.
@@ -205,7 +207,9 @@ type ModuleEntry struct {
 	Vendored  []VendoredEntry `json:"vendored"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
-	key       string
+	// Docs is the digest of the module's documentation (format 3), or "".
+	Docs verify.Digest `json:"docs,omitempty"`
+	key  string
 }
 
 // Key is the module version's catalog key.
@@ -330,7 +334,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
-			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key())}
+			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()), Docs: p.Docs}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -352,7 +356,7 @@ func (rep *Report) entries(m *Manifest) {
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
-		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir,
+		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir, Docs: mv.Docs,
 			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key()}
 		if mv.Zip != "" {
 			e.ZipSHA256 = mv.Zip.Hex()
@@ -577,6 +581,9 @@ func (rep *Report) providersText(b *strings.Builder) {
 		for _, pk := range p.Platforms {
 			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
 		}
+		if p.Docs != nil {
+			fmt.Fprintf(b, "    docs: %s\n", q(p.Docs.Summary()))
+		}
 		gateLines(b, p.Gates)
 	}
 }
@@ -658,6 +665,9 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			fmt.Fprintf(b, "    subdir  %s\n", q(m.Subdir))
 		}
 		fmt.Fprintf(b, "    archive sha256:%s %s\n", m.SHA256, progress.Size(m.SizeBytes))
+		if m.Docs != "" {
+			fmt.Fprintf(b, "    docs    %s (README, inputs, outputs)\n", m.Docs)
+		}
 		for _, v := range m.Vendored {
 			commit := ""
 			if v.Commit != "" {
