@@ -89,6 +89,11 @@ var helps = map[string]verbHelp{
 		nil,
 		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json",
 			"airgap inventory --store /srv/airgap --sbom store.cdx.json"}},
+	"docs": {"--store DIR ADDRESS[@VERSION] [NAME]",
+		"Prints documentation from a store, for engineers without a browser: with a provider\naddress, the pages of its newest documented version (or VERSION) by category, or with\nNAME one page (resources/s3_bucket, s3_bucket or aws_s3_bucket); with a module address,\nits README, inputs, outputs and required providers. Text from the bundle is escaped\nfor the terminal. The catalog page serves the same, rendered.",
+		nil,
+		[]string{"airgap docs --store /srv/airgap hashicorp/aws", "airgap docs --store /srv/airgap hashicorp/aws@5.80.0 s3_bucket | less",
+			"airgap docs --store /srv/airgap terraform-aws-modules/vpc/aws@5.8.1"}},
 	"serve": {"--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
 		"Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
 		[]string{"GOGC  Go's collector setting (default here 400)"}, // and serveEnv
