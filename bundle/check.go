@@ -420,12 +420,12 @@ type CheckReport struct {
 	// ModuleTrees: module archives whose names were checked (package
 	// portable: every one must be the same file on every file system).
 	ModuleTrees int `json:"module_trees"`
-	BuildInfo   int `json:"build_info"`   // Go build information documents read again from the zips and compared
+	BuildInfo   int `json:"build_info"` // Go build information documents read again from the zips and compared
 	// Docs: documentation blobs read whole and held to their form
 	// (docs.Check for a provider's tar, with its page and byte counts
 	// compared; docs.ParseModuleDocs for a module's).
-	Docs int `json:"docs"`
-	Reports     int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
+	Docs    int `json:"docs"`
+	Reports int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
 	// SBOM is "checked" (built again from the manifest and the checked
 	// build information, and equal to the signed one), "deferred" (some
 	// build information is in blobs a delta omits) or "none" (the bundle
@@ -527,13 +527,13 @@ type Checker struct {
 	// wantDocs: documentation blobs → what the catalog says of them (a
 	// provider's record, or nil for a module's).
 	wantDocs map[verify.Digest]*dist.ProviderDocs
-	jobs    chan h1Job
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error
-	n       int
-	rep     CheckReport
-	keyring KeyringCache
+	jobs     chan h1Job
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error
+	n        int
+	rep      CheckReport
+	keyring  KeyringCache
 }
 
 type h1Job struct {

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -62,7 +63,7 @@ func (e *exporter) fetchProviderDocs(ctx context.Context, pv *dist.ProviderVersi
 	shown := dist.RedactSource(repo)
 	d, err := e.fetchDocsTree(ctx, pv, repo)
 	if err != nil {
-		return &dist.ProviderDocs{Source: shown, Missing: docsReason(err)}
+		return &dist.ProviderDocs{Source: shown, Missing: docsReason(err, e.docsBound())}
 	}
 	d.Source = shown
 	return d
@@ -89,10 +90,7 @@ func (e *exporter) fetchDocsTree(ctx context.Context, pv *dist.ProviderVersion, 
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	max := e.opt.MaxDocsSize
-	if max <= 0 {
-		max = dist.DefaultDocsBytes
-	}
+	max := e.docsBound()
 	tree, err := getter.FetchDocs(ctx, repo, []string{"v" + pv.Version, pv.Version}, filepath.Join(work, "repo"), max)
 	if err != nil {
 		return nil, err
@@ -126,19 +124,30 @@ func (e *exporter) fetchDocsTree(ctx context.Context, pv *dist.ProviderVersion, 
 		return nil, err
 	}
 	e.addBlob(d, fi.Size(), dist.RoleProviderDocs, p)
-	if skipped := st.Skipped + tree.Skipped; skipped > 0 {
-		e.opt.Log("notice: provider %s docs: left out %d files that are not pages or images, or are links (%s)", pv, skipped, strings.Join(append(tree.Left, st.Skips...), ", "))
+	if tree.Skipped > 0 { // (what docs.Pack left out, git listed first)
+		e.opt.Log("notice: provider %s docs: left out %d files that are not pages or images, or are links (%s)", pv, tree.Skipped, strings.Join(tree.Left, ", "))
 	}
 	e.opt.Log("fetched docs of provider %s: %s pages, %s from %s at %s", pv, dist.Thousands(int64(st.Pages)), dist.HumanSize(st.Bytes), dist.RedactSource(repo), tree.Ref)
 	return &dist.ProviderDocs{Ref: tree.Ref, Commit: tree.Commit, Dir: tree.Dir, Archive: d, Pages: st.Pages, Files: st.Files, Bytes: st.Bytes}, nil
 }
 
+// docsBound is the bound on one version's docs.
+func (e *exporter) docsBound() int64 {
+	if e.opt.MaxDocsSize > 0 {
+		return e.opt.MaxDocsSize
+	}
+	return dist.DefaultDocsBytes
+}
+
 // docsReason is what the bundle records for docs that could not be
 // fetched: the error's first line, printable and at most 512 bytes.
-func docsReason(err error) string {
+func docsReason(err error, bound int64) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
-	if errors.Is(err, docs.ErrTooLarge) || errors.Is(err, getter.ErrGitTooLarge) {
-		msg = "over the docs bound (--max-docs-size): " + msg
+	switch {
+	case errors.Is(err, getter.ErrGitTooLarge):
+		msg = fmt.Sprintf("over the docs bound (--max-docs-size %s): git was stopped when the fetch passed twice that plus the repository's trees", dist.HumanSize(bound))
+	case errors.Is(err, docs.ErrTooLarge) || errors.Is(err, getter.ErrDocsLimit):
+		msg = fmt.Sprintf("over the docs bound (--max-docs-size %s): %s", dist.HumanSize(bound), msg)
 	}
 	msg = dist.Printable(msg)
 	if len(msg) > 512 {

@@ -157,7 +157,7 @@ type Result struct {
 	// documentation, with why (docs.go).
 	DocsMissing []string
 	cacheDir    string
-	gates        []GateSpec
+	gates       []GateSpec
 }
 
 type exporter struct {

@@ -95,11 +95,11 @@ type specWithdraw struct {
 }
 
 type specProvider struct {
-	Source    string    `hcl:"source,label"`
-	Versions  *string   `hcl:"versions,optional"`
-	Latest    *int      `hcl:"latest,optional"`
-	All       *bool     `hcl:"all,optional"`
-	Platforms []string  `hcl:"platforms,optional"`
+	Source    string   `hcl:"source,label"`
+	Versions  *string  `hcl:"versions,optional"`
+	Latest    *int     `hcl:"latest,optional"`
+	All       *bool    `hcl:"all,optional"`
+	Platforms []string `hcl:"platforms,optional"`
 	// Docs: false, or the git repository of the provider's docs.
 	Docs     hcl.Expression `hcl:"docs,optional"`
 	DefRange hcl.Range      `hcl:",def_range"`

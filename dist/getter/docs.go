@@ -36,6 +36,14 @@ const docsOverhead = 64 << 20
 // not the tag.
 var ErrNoDocs = errors.New("no documentation")
 
+// ErrDocsLimit: the docs folder is over a bound (entries, pages, depth);
+// ErrUnsafeDocs: it has a name no file system of the clients takes, or
+// two that one takes for one file.
+var (
+	ErrDocsLimit  = errors.New("the docs are over airgap's limits")
+	ErrUnsafeDocs = errors.New("unsafe docs")
+)
+
 // DocsTree is a fetched documentation folder.
 type DocsTree struct {
 	Root   string // the folder, checked out (markdown pages and images only)
@@ -46,6 +54,7 @@ type DocsTree struct {
 	// files), a few names, and Skipped how many.
 	Skipped int
 	Left    []string
+	files   int // pages and images the checkout will write
 }
 
 // FetchDocs fetches the documentation folder of the git repository repo
@@ -169,7 +178,8 @@ func (g *gitRunner) docsDir(dir, commit string) (string, error) {
 
 // checkDocsTree streams the entries of the docs folder ("git ls-tree -r
 // -t", names only: no blob is fetched to list them) and holds them to the
-// bounds before anything is checked out: at most maxDocsTreeEntries, names
+// bounds before anything is checked out: at most maxDocsTreeEntries
+// entries and dist.MaxDocsFiles pages and images, names
 // printable and portable (the runner's name set), at most docs.MaxDepth
 // deep below the folder. Links and files that are neither pages nor
 // images are counted in t.Skipped (the sparse checkout leaves the latter
@@ -196,11 +206,11 @@ func (g *gitRunner) checkDocsTree(dir, commit string, t *DocsTree) error {
 			break
 		}
 		if err != nil {
-			ferr = fmt.Errorf("%w: a name in the docs is longer than %d bytes, or git ls-tree failed (%v)", ErrUnsafeArchive, MaxArchiveName, err)
+			ferr = fmt.Errorf("%w: a name is longer than %d bytes, or git ls-tree failed (%v)", ErrUnsafeDocs, MaxArchiveName, err)
 			break
 		}
 		if n++; n > maxDocsTreeEntries {
-			ferr = fmt.Errorf("%w: the docs folder has more than %d entries", ErrArchiveLimit, maxDocsTreeEntries)
+			ferr = fmt.Errorf("%w: the folder has more than %d entries", ErrDocsLimit, maxDocsTreeEntries)
 			break
 		}
 		ferr = g.docsEntry(rec[:len(rec)-1], t)
@@ -224,15 +234,15 @@ func (g *gitRunner) docsEntry(rec []byte, t *DocsTree) error {
 		return fmt.Errorf("git ls-tree: unexpected output %q", rec)
 	}
 	name := string(p)
-	if err := printableName("file", name); err != nil {
-		return err
+	if dist.Printable(name) != name {
+		return fmt.Errorf("%w: %q has control characters or invalid UTF-8 in its name", ErrUnsafeDocs, dist.Printable(name))
 	}
-	if err := portableName(g.names, name); err != nil {
-		return err
+	if err := g.names.Add(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsafeDocs, err)
 	}
 	rel := strings.TrimPrefix(name, t.Dir+"/")
 	if strings.Count(rel, "/") >= docs.MaxDepth {
-		return fmt.Errorf("%w: %q is more than %d folders deep", ErrArchiveLimit, name, docs.MaxDepth)
+		return fmt.Errorf("%w: %q is more than %d folders deep", ErrDocsLimit, name, docs.MaxDepth)
 	}
 	switch {
 	case f[1] == "tree":
@@ -240,6 +250,10 @@ func (g *gitRunner) docsEntry(rec []byte, t *DocsTree) error {
 		t.skip(rel, "a link or submodule")
 	case docs.Allowed(rel) != nil:
 		t.skip(rel, "neither a page nor an image")
+	default:
+		if t.files++; t.files > dist.MaxDocsFiles {
+			return fmt.Errorf("%w: the folder has more than %d pages and images", ErrDocsLimit, dist.MaxDocsFiles)
+		}
 	}
 	return nil
 }
