@@ -325,7 +325,8 @@ func docsInBrowser(t *testing.T, store, work string) {
 	os.MkdirAll(dir, 0o755)
 	docsBase := base + "ui/providers/registry.terraform.io/acme/widget/"
 	shots := map[string]string{
-		"docs-page.png":   docsBase + "1.0.0/docs/guides/start",
+		"docs-page.png":   docsBase + "1.0.0/docs/resources/thing",
+		"docs-list.png":   docsBase + "1.0.0/docs/",
 		"docs-module.png": base + "ui/modules/registry.terraform.io/acme/net/aws/1.0.0",
 	}
 	for name, u := range shots {

@@ -47,6 +47,21 @@
 // bundles). A format-1 manifest has none of them, nor any
 // other format-2 field (format2Field in manifest.go lists them all).
 //
+// Format 3 adds, all optional, the documentation of providers and
+// modules: on a provider version, its docs record (dist.ProviderDocs:
+// where the docs came from — repository, tag, commit, folder — and either
+// a blob of role provider-docs, the deterministic tar of its markdown
+// pages and images (dist/docs), with its page, file and byte counts, or
+// why export left them out); on a module version, a blob of role
+// module-docs (dist.ModuleDocs as JSON: README, inputs, outputs, required
+// providers, submodules). Versions whose docs trees are identical share
+// one blob. A format-1 or -2 manifest has none of them (format3Field in
+// manifest.go lists them all). The Checker reads every docs blob whole and
+// holds it to its form (docs.Check: regular files only, names a page or
+// an image, portable, sorted, Pack's headers; its counts equal to the
+// record's; a module's document parsed within dist.MaxModuleDocs), and
+// the SBOM (generator 2) lists them.
+//
 // Reader checks the signature before it hands out any blob, and each blob's
 // size and digest while it is read; a blob reader returns the error at its
 // end instead of io.EOF, so a consumer that copies it learns of a bad blob

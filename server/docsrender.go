@@ -51,22 +51,42 @@ var docsMarkdown = goldmark.New(
 // docs files (linkFor makes them).
 var reDocsAsset = regexp.MustCompile(`^/ui/providers/[A-Za-z0-9._:-]+/[A-Za-z0-9_-]+/[A-Za-z0-9-]+/[A-Za-z0-9.+-]+/docs/-/[A-Za-z0-9._/-]+$`)
 
-// docsPolicy sanitizes rendered markdown: bluemonday's policy for user
-// content (no script, style, iframe, form, object or event handler; no
-// javascript:, data: or vbscript: URL), links only to http, https and
-// mailto (and relative ones, which linkFor made), rel="nofollow
-// noreferrer noopener" on every link, images only from this appliance's
-// docs files, ids on headings for anchors.
+// docsPolicy sanitizes rendered markdown. It is bluemonday's policy for
+// user content narrowed: the structural and text elements of documents
+// (headings, paragraphs, lists, tables, code, quotes, details) and no
+// other (no script, style, iframe, form, object, svg, math); no event
+// handler or style attribute; links only with href to http, https, mailto
+// or relative URLs (which linkFor made), with rel="nofollow noreferrer";
+// images only with a src among this appliance's docs files (an image
+// without one is removed, so a remote image never loads); ids on
+// headings, a language class on code, task-list checkboxes.
 var docsPolicy = func() *bluemonday.Policy {
-	p := bluemonday.UGCPolicy()
+	p := bluemonday.NewPolicy()
+	p.AllowStandardAttributes()
+	p.AllowElements("article", "aside", "details", "summary", "section", "h1", "h2", "h3", "h4", "h5", "h6", "hgroup",
+		"p", "br", "hr", "div", "span", "blockquote", "pre", "code", "kbd", "samp", "var", "b", "i", "u", "s", "strike",
+		"del", "ins", "em", "strong", "small", "sub", "sup", "mark", "abbr", "cite", "dfn", "q", "time", "figure", "figcaption", "caption")
+	p.AllowLists()
+	p.AllowTables()
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|right|center)$`)).OnElements("th", "td")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowAttrs("name").Matching(regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)).OnElements("a")
 	p.AllowURLSchemes("http", "https", "mailto")
+	p.AllowRelativeURLs(true)
 	p.RequireNoFollowOnLinks(true)
 	p.RequireNoReferrerOnLinks(true)
-	p.AddTargetBlankToFullyQualifiedLinks(false)
 	p.AllowAttrs("src").Matching(reDocsAsset).OnElements("img")
+	p.AllowAttrs("alt", "title").OnElements("img")
 	p.AllowAttrs("id").Matching(regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)).OnElements("h1", "h2", "h3", "h4", "h5", "h6")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^language-[A-Za-z0-9_+-]{1,32}$`)).OnElements("code")
+	p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
+	p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^(|checked|disabled)$`)).OnElements("input")
 	return p
 }()
+
+// reImgNoSrc is an image the policy left without a source (its src was
+// not one of the docs' files): removed, alt text and all.
+var reImgNoSrc = regexp.MustCompile(`<img(?: (?:alt|title)="[^"]*")*/?>`)
 
 // linkFunc resolves a link or image destination of a page: the URL to put
 // in its place, or ok false to drop it (the link's text stays; an image
@@ -95,7 +115,7 @@ func renderMarkdown(src []byte, link linkFunc) (template.HTML, string) {
 	if err := docsMarkdown.Renderer().Render(&b, src, doc); err != nil {
 		return "", "it could not be rendered"
 	}
-	return template.HTML(docsPolicy.SanitizeBytes(b.Bytes())), ""
+	return template.HTML(reImgNoSrc.ReplaceAll(docsPolicy.SanitizeBytes(b.Bytes()), nil)), ""
 }
 
 // Bounds preScan holds a page to before goldmark parses it: goldmark's

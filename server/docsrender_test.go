@@ -22,7 +22,7 @@ func TestRenderHostileMarkdown(t *testing.T) {
 	safe := func(t *testing.T, html string) {
 		t.Helper()
 		low := strings.ToLower(html)
-		for _, bad := range []string{"<script", "onerror", "onload", "javascript:", "data:", "<iframe", "evil.example", "<style", "onclick"} {
+		for _, bad := range []string{"<script", "onerror", "onload", "javascript:", "data:", "<iframe", "evil.example", "<style", "onclick", "<img", "<form", "<meta", "<link", "<svg"} {
 			if strings.Contains(low, bad) {
 				t.Fatalf("%q survived:\n%.2000s", bad, html)
 			}
@@ -37,6 +37,8 @@ func TestRenderHostileMarkdown(t *testing.T) {
 		{name: "script", src: "# t\n<script>alert(1)</script>\n\ntext <img src=x onerror=alert(1)> <a href=\"javascript:alert(1)\">j</a>\n"},
 		{name: "links", src: "[a](javascript:alert(1)) [b](data:text/html;base64,PHNjcmlwdD4=) [c](JaVaScRiPt:alert(1)) ![r](https://evil.example/x.png) <https://ok.example/>\n"},
 		{name: "html", src: "<div onclick=\"x()\" style=\"background:url(https://evil.example)\">d</div><iframe src=https://evil.example></iframe><svg><script>1</script></svg>\n"},
+		{name: "raw images", src: "<img src=\"https://evil.example/t.png\" alt=\"t\"> <img src=\"//evil.example/u.png\"> <img src=x onerror=alert(1)> <IMG SRC=\"javascript:alert(1)\"> <img srcset=\"https://evil.example/s.png 2x\">\n"},
+		{name: "forms and styles", src: "<form action=https://evil.example><input name=p></form><style>body{background:url(https://evil.example)}</style><link rel=stylesheet href=https://evil.example/s.css><meta http-equiv=refresh content=\"0;url=https://evil.example\">\n"},
 		{name: "quotes 10000 deep", src: strings.Repeat(">", 10_000) + " deep\n", asSource: true},
 		{name: "lists 10000 deep", src: strings.Repeat("- ", 10_000) + "x\n", asSource: true},
 		{name: "indented lists 1000 deep", src: func() string {
