@@ -82,6 +82,9 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzLineHandler$$' -fuzztime $(call fuzztime,8000) ./server
 	$(FUZZ) -fuzz '^FuzzHelperOutput$$' -fuzztime $(call fuzztime,50000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzMirrorArchives$$' -fuzztime $(call fuzztime,20000) ./dist/registry
+	$(FUZZ) -fuzz '^FuzzDocsTar$$' -fuzztime $(call fuzztime,12000) ./dist/docs
+	$(FUZZ) -fuzz '^FuzzFrontMatter$$' -fuzztime $(call fuzztime,25000) ./dist/docs
+	$(FUZZ) -fuzz '^FuzzRenderMarkdown$$' -fuzztime $(call fuzztime,6000) ./server
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
 	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl

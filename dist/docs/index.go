@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/portable"
 )
 
 // Categories are the registry's kinds of provider pages, in the order the
@@ -49,11 +50,12 @@ type Index struct {
 
 // ReadIndex reads the headers of the docs tar r (size bytes), skipping
 // file contents, and checks them as Check does. Memory: one Entry per
-// file, at most dist.MaxDocsFiles.
+// file and its name in a portable.Set, at most dist.MaxDocsFiles.
 func ReadIndex(r io.ReaderAt, size, maxBytes int64) (*Index, error) {
 	pr := &posReader{r: io.NewSectionReader(r, 0, size)}
 	tr := tar.NewReader(pr)
 	ix := &Index{byPath: map[string]int{}, byPage: map[string]int{}}
+	names := portable.NewSet()
 	prev := ""
 	var total int64
 	for {
@@ -66,6 +68,9 @@ func ReadIndex(r io.ReaderAt, size, maxBytes int64) (*Index, error) {
 		}
 		if err := checkHeader(h, prev); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if err := names.Add(h.Name); err != nil {
+			return nil, fmt.Errorf("%w: it holds %v", ErrInvalid, err)
 		}
 		prev = h.Name
 		if total += h.Size; total > maxBytes || len(ix.Entries) >= dist.MaxDocsFiles {
