@@ -215,6 +215,8 @@ func TestDocsOffline(t *testing.T) {
 
 	store := filepath.Join(work, "store")
 	mustRun(t, work, nil, airgapBin, "import", "--keyring", "k/site.pub.asc", "--store", store, bundleFile)
+	// gc keeps the docs blobs the catalog refers to.
+	t.Log(mustRun(t, work, nil, airgapBin, "gc", "--store", store))
 
 	// airgap docs: the page of the version asked for, escaped.
 	page1 := mustRun(t, work, nil, airgapBin, "docs", "--store", store, "acme/widget@1.0.0", "widget_thing")
