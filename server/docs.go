@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -555,17 +554,7 @@ func (d *docsUI) render(w http.ResponseWriter, r *http.Request, code int, name s
 		d.s.writeError(w, r, fmt.Errorf("docs page: %w", err))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", docsCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(b.Len()))
-	w.WriteHeader(code)
-	if r.Method != http.MethodHead {
-		w.Write(b.Bytes())
-	}
+	writeHTML(w, r, code, docsCSP, b.Bytes())
 }
 
 // lru is a least-recently-used cache bounded by the sum of its entries'

@@ -217,6 +217,15 @@ func header(name string, size int64) *tar.Header {
 // Pack's, more than dist.MaxDocsFiles files or maxBytes bytes. Memory: the
 // names (portable.Set), at most dist.MaxDocsFiles × 255 bytes.
 func Check(r io.Reader, maxBytes int64) (*Stats, error) {
+	return walk(r, maxBytes, func(_ *tar.Header, tr *tar.Reader) error {
+		_, err := io.Copy(io.Discard, tr)
+		return err
+	})
+}
+
+// walk reads the entries of a docs tar, holds each to Pack's form (see
+// Check) and the bounds, counts them, and calls each with it.
+func walk(r io.Reader, maxBytes int64, each func(*tar.Header, *tar.Reader) error) (*Stats, error) {
 	st := &Stats{}
 	tr := tar.NewReader(r)
 	names := portable.NewSet()
@@ -245,7 +254,7 @@ func Check(r io.Reader, maxBytes int64) (*Stats, error) {
 		if IsPage(h.Name) {
 			st.Pages++
 		}
-		if _, err := io.Copy(io.Discard, tr); err != nil {
+		if err := each(h, tr); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}

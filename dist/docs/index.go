@@ -9,9 +9,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-
-	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/dist/portable"
 )
 
 // Categories are the registry's kinds of provider pages, in the order the
@@ -53,29 +50,8 @@ type Index struct {
 // file and its name in a portable.Set, at most dist.MaxDocsFiles.
 func ReadIndex(r io.ReaderAt, size, maxBytes int64) (*Index, error) {
 	pr := &posReader{r: io.NewSectionReader(r, 0, size)}
-	tr := tar.NewReader(pr)
 	ix := &Index{byPath: map[string]int{}, byPage: map[string]int{}}
-	names := portable.NewSet()
-	prev := ""
-	var total int64
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return ix, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		if err := checkHeader(h, prev); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		if err := names.Add(h.Name); err != nil {
-			return nil, fmt.Errorf("%w: it holds %v", ErrInvalid, err)
-		}
-		prev = h.Name
-		if total += h.Size; total > maxBytes || len(ix.Entries) >= dist.MaxDocsFiles {
-			return nil, fmt.Errorf("%w: more than %d bytes", ErrInvalid, maxBytes)
-		}
+	_, err := walk(pr, maxBytes, func(h *tar.Header, _ *tar.Reader) error {
 		e := Entry{Path: h.Name, Offset: pr.pos, Size: h.Size}
 		if IsPage(h.Name) {
 			e.Category, e.Name = PageOf(h.Name)
@@ -87,7 +63,12 @@ func ReadIndex(r io.ReaderAt, size, maxBytes int64) (*Index, error) {
 			}
 		}
 		ix.Entries = append(ix.Entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ix, nil
 }
 
 // posReader is a ReadSeeker that knows its offset (where a file's bytes

@@ -1,12 +1,10 @@
 package getter
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,45 +183,13 @@ func (g *gitRunner) docsDir(dir, commit string) (string, error) {
 // images are counted in t.Skipped (the sparse checkout leaves the latter
 // out; docs.Pack the former).
 func (g *gitRunner) checkDocsTree(dir, commit string, t *DocsTree) error {
-	ctx, cancel := context.WithCancel(g.ctx)
-	defer cancel()
-	var stderr boundedBuffer
-	cmd := g.command(ctx, dir, "ls-tree", "-r", "-t", "-z", "--full-tree", commit, "--", t.Dir+"/")
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	br := bufio.NewReaderSize(out, MaxArchiveName+256)
 	n := 0
-	var ferr error
-	for ferr == nil {
-		rec, err := br.ReadSlice(0)
-		if err == io.EOF && len(rec) == 0 {
-			break
-		}
-		if err != nil {
-			ferr = fmt.Errorf("%w: a name is longer than %d bytes, or git ls-tree failed (%v)", ErrUnsafeDocs, MaxArchiveName, err)
-			break
-		}
+	return g.lsTree(dir, []string{"-r", "-t", "-z", "--full-tree", commit, "--", t.Dir + "/"}, ErrUnsafeDocs, func(rec []byte) error {
 		if n++; n > maxDocsTreeEntries {
-			ferr = fmt.Errorf("%w: the folder has more than %d entries", ErrDocsLimit, maxDocsTreeEntries)
-			break
+			return fmt.Errorf("%w: the folder has more than %d entries", ErrDocsLimit, maxDocsTreeEntries)
 		}
-		ferr = g.docsEntry(rec[:len(rec)-1], t)
-	}
-	if ferr != nil {
-		cancel()
-		cmd.Wait()
-		return ferr
-	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("git ls-tree: %v: %s", err, dist.PrintableLines(strings.TrimSpace(stderr.String())))
-	}
-	return nil
+		return g.docsEntry(rec, t)
+	})
 }
 
 // docsEntry checks one "<mode> <type> <object>\t<path>" of the folder.

@@ -2,7 +2,6 @@ package registrytest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -38,16 +37,7 @@ func (in *Internet) AddTaggedRepo(t testing.TB, repo string, releases []Release,
 	t.Helper()
 	work := filepath.Join(in.Dir, "gitwork", repo)
 	os.MkdirAll(work, 0o755)
-	run := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
-			"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	run := func(dir string, args ...string) { gitIn(t, dir, args...) }
 	run(work, "init", "-q", "-b", "main")
 	run(work, "config", "core.precomposeunicode", "false")
 	for _, r := range releases {

@@ -488,15 +488,7 @@ func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]
 	for n, c := range files {
 		bundletest.WriteFile(t, filepath.Join(work, n), []byte(c))
 	}
-	run := func(dir string, args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
-			"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	run := func(dir string, args ...string) { gitIn(t, dir, args...) }
 	run(work, "init", "-q", "-b", "main")
 	run(work, "add", "-A")
 	run(work, "commit", "-q", "-m", "release")
@@ -504,6 +496,18 @@ func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]
 	bare := filepath.Join(in.GitRoot, repo+".git")
 	run(in.Dir, "clone", "-q", "--bare", work, bare)
 	os.Symlink(filepath.Base(bare), filepath.Join(in.GitRoot, repo))
+}
+
+// gitIn runs git in dir with a fixed author, committer and date.
+func gitIn(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
 }
 
 // Provider returns a published provider version (for assertions), or nil.
