@@ -43,7 +43,7 @@ import (
 // maxSearchProviders providers' newest docs and lists maxSearchResults.
 const (
 	docsRenders        = 2
-	maxIndexEntries    = 400_000
+	maxIndexEntries    = 200_000
 	maxMetaTrees       = 8
 	maxRenderedBytes   = 32 << 20
 	maxSearchProviders = 500
@@ -67,7 +67,6 @@ var docsCSP = strings.Replace(catalogCSP, "img-src 'none'", "img-src 'self'", 1)
 type docsUI struct {
 	s       *Server
 	slots   chan struct{}
-	mu      sync.Mutex
 	indexes *lru[verify.Digest, *docs.Index]
 	metas   *lru[verify.Digest, map[string]docs.FrontMatter]
 	pages   *lru[string, renderedPage]
