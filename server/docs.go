@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -237,8 +238,11 @@ func categoryTitle(c string) string {
 // and subcategory; links resolve within the docs (pageLinks).
 func (d *docsUI) renderPage(f *os.File, ix *docs.Index, e docs.Entry, base string) renderedPage {
 	src, err := docs.ReadFile(f, e, maxRenderSource)
-	if err != nil {
+	if errors.Is(err, docs.ErrPageTooLarge) {
 		return renderedPage{Why: "the page is " + dist.HumanSize(e.Size) + ", over the " + dist.HumanSize(maxRenderSource) + " this appliance renders"}
+	}
+	if err != nil {
+		return renderedPage{Why: "the page could not be read from the store"}
 	}
 	fm, body := docs.SplitFrontMatter(src)
 	fm.Title, fm.Subcategory = clip(fm.Title), clip(fm.Subcategory)
