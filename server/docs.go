@@ -209,9 +209,12 @@ func (d *docsUI) page(w http.ResponseWriter, r *http.Request, pv *dist.ProviderV
 		if !d.acquire(r.Context()) {
 			return
 		}
-		rp = d.renderPage(f, ix, e, docsBase(pv))
+		var keep bool
+		rp, keep = d.renderPage(f, ix, e, docsBase(pv))
 		d.release()
-		d.pages.put(key, rp, int64(len(rp.HTML))+int64(len(key))+256)
+		if keep {
+			d.pages.put(key, rp, int64(len(rp.HTML))+int64(len(key))+256)
+		}
 	}
 	title := rp.FM.Title
 	if title == "" {
@@ -235,19 +238,20 @@ func categoryTitle(c string) string {
 }
 
 // renderPage reads and renders one page: its front matter gives the title
-// and subcategory; links resolve within the docs (pageLinks).
-func (d *docsUI) renderPage(f *os.File, ix *docs.Index, e docs.Entry, base string) renderedPage {
+// and subcategory; links resolve within the docs (pageLinks). keep is
+// false for a page that could not be read (not to be cached).
+func (d *docsUI) renderPage(f *os.File, ix *docs.Index, e docs.Entry, base string) (rp renderedPage, keep bool) {
 	src, err := docs.ReadFile(f, e, maxRenderSource)
 	if errors.Is(err, docs.ErrPageTooLarge) {
-		return renderedPage{Why: "the page is " + dist.HumanSize(e.Size) + ", over the " + dist.HumanSize(maxRenderSource) + " this appliance renders"}
+		return renderedPage{Why: "the page is " + dist.HumanSize(e.Size) + ", over the " + dist.HumanSize(maxRenderSource) + " this appliance renders"}, true
 	}
 	if err != nil {
-		return renderedPage{Why: "the page could not be read from the store"}
+		return renderedPage{Why: "the page could not be read from the store"}, false
 	}
 	fm, body := docs.SplitFrontMatter(src)
 	fm.Title, fm.Subcategory = clip(fm.Title), clip(fm.Subcategory)
 	html, why := renderMarkdown(body, pageLinks(ix, e.Path, base))
-	return renderedPage{HTML: html, Why: why, FM: fm}
+	return renderedPage{HTML: html, Why: why, FM: fm}, true
 }
 
 // clip keeps a front matter value printable and short.
