@@ -38,7 +38,7 @@ func docsWorld(t *testing.T) *registrytest.Internet {
 	for _, v := range []string{"1.0.0", "2.0.0", "3.0.0"} {
 		in.AddProvider(t, "registry.terraform.io", "acme", "widget", v, plats, 2<<10)
 	}
-	for _, typ := range []string{"huge", "notag", "links", "folding", "many", "off", "elsewhere"} {
+	for _, typ := range []string{"huge", "big", "notag", "links", "folding", "many", "off", "elsewhere"} {
 		in.AddProvider(t, "registry.terraform.io", "acme", typ, "1.0.0", plats, 2<<10)
 	}
 	// The registry names widget's repository; the others follow the
@@ -65,6 +65,9 @@ func docsWorld(t *testing.T) *registrytest.Internet {
 	rand.Read(big)
 	in.AddTaggedRepo(t, "acme/terraform-provider-huge", []registrytest.Release{{Tag: "v1.0.0", Files: map[string]*string{
 		"docs/index.md": str("# huge\n"), "docs/images/big.png": str(string(big))}}}, nil)
+	// Over the bound, under what git may fetch: docs.Pack refuses it.
+	in.AddTaggedRepo(t, "acme/terraform-provider-big", []registrytest.Release{{Tag: "v1.0.0", Files: map[string]*string{
+		"docs/index.md": str("# big\n"), "docs/resources/big.md": str(strings.Repeat("a page far too long\n", 3<<20/20))}}}, nil)
 	// The tag the version needs is missing.
 	in.AddTaggedRepo(t, "acme/terraform-provider-notag", []registrytest.Release{{Tag: "v0.9.0", Files: map[string]*string{"docs/index.md": str("# notag\n")}}}, nil)
 	// Links: to a file outside the repository, to a folder, and a page
@@ -118,6 +121,7 @@ provider "acme/widget" {
   all = true
 }
 provider "acme/huge" {}
+provider "acme/big" {}
 provider "acme/notag" {}
 provider "acme/links" {}
 provider "acme/folding" {}
@@ -158,6 +162,7 @@ func TestDocsOffline(t *testing.T) {
 	}
 	for _, want := range []string{
 		"provider registry.terraform.io/acme/huge 1.0.0: no docs carried: over the docs bound",
+		"provider registry.terraform.io/acme/big 1.0.0: no docs carried: over the docs bound (--max-docs-size 1.0 MiB): the docs are over the bound: more than 1.0 MiB of pages and images",
 		"provider registry.terraform.io/acme/notag 1.0.0: no docs carried: no documentation: the repository has no tag v1.0.0 or 1.0.0",
 		"provider registry.terraform.io/acme/folding 1.0.0: no docs carried:",
 		"provider registry.terraform.io/acme/many 1.0.0: no docs carried:",

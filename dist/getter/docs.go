@@ -108,6 +108,9 @@ func FetchDocs(ctx context.Context, repo string, tags []string, work string, max
 	if err := g.checkDocsTree(work, commit, t); err != nil {
 		return nil, err
 	}
+	if t.files == 0 {
+		return nil, fmt.Errorf("%w: the %s/ folder at %s has no markdown pages or images", ErrNoDocs, t.Dir, tag)
+	}
 	if err := sparseDocs(work, t.Dir); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,11 @@ func TestFetchDocsOnlyTheFolder(t *testing.T) {
 	if tree.Skipped != 1 {
 		t.Fatalf("skipped %d (%v), want notes.txt", tree.Skipped, tree.Left)
 	}
+	// A docs folder without pages: no docs, said so.
+	in.AddTaggedRepo(t, "acme/terraform-provider-empty", []registrytest.Release{{Tag: "v1.0.0", Files: map[string]*string{"docs/README.txt": s("x")}}}, nil)
+	if _, err := FetchDocs(context.Background(), "https://github.com/acme/terraform-provider-empty", []string{"v1.0.0"}, filepath.Join(t.TempDir(), "w"), 1<<20); !errors.Is(err, ErrNoDocs) || !strings.Contains(err.Error(), "has no markdown pages or images") {
+		t.Errorf("empty docs folder: %v", err)
+	}
 	_, err = FetchDocs(context.Background(), "https://github.com/acme/terraform-provider-widget", []string{"v9.0.0"}, filepath.Join(t.TempDir(), "w"), 1<<20)
 	if !errors.Is(err, ErrNoDocs) || !strings.Contains(err.Error(), "no tag v9.0.0") {
 		t.Fatalf("missing tag: %v", err)
