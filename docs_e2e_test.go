@@ -173,6 +173,9 @@ func TestDocsOffline(t *testing.T) {
 			t.Errorf("export output lacks %q", want)
 		}
 	}
+	if !strings.Contains(out, "provider versions carried without their documentation (7):") {
+		t.Errorf("the summary does not list the versions without docs:\n%s", out)
+	}
 	if !strings.Contains(out, `"docs/resources/Thing.md"`) || !strings.Contains(out, `"docs/resources/thing.md"`) {
 		t.Errorf("the folding names are not named:\n%s", out)
 	}
