@@ -60,11 +60,22 @@ func docsWorld(t *testing.T) *registrytest.Internet {
 		}},
 		{Tag: "v3.0.0", Files: map[string]*string{"main.go": str("package main // v3: code only, the docs as in v2\n")}},
 	}, nil)
-	// Over the bound: a 100 MiB image the size watch stops git on.
-	big := make([]byte, 100<<20)
-	rand.Read(big)
+	// Over the bound: a 100 MiB image the size watch stops git on
+	// (streamed to the file: the test process stays small, for the tests
+	// after it that measure the peak memory of the processes it starts,
+	// which Linux reports as at least the test's own at fork).
 	in.AddTaggedRepo(t, "acme/terraform-provider-huge", []registrytest.Release{{Tag: "v1.0.0", Files: map[string]*string{
-		"docs/index.md": str("# huge\n"), "docs/images/big.png": str(string(big))}}}, nil)
+		"docs/index.md": str("# huge\n")}}}, func(work, tag string) {
+		os.MkdirAll(filepath.Join(work, "docs", "images"), 0o755)
+		f, err := os.Create(filepath.Join(work, "docs", "images", "big.png"))
+		if err == nil {
+			_, err = io.CopyN(f, rand.Reader, 100<<20)
+			f.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	// Over the bound, under what git may fetch: docs.Pack refuses it.
 	in.AddTaggedRepo(t, "acme/terraform-provider-big", []registrytest.Release{{Tag: "v1.0.0", Files: map[string]*string{
 		"docs/index.md": str("# big\n"), "docs/resources/big.md": str(strings.Repeat("a page far too long\n", 3<<20/20))}}}, nil)

@@ -423,8 +423,20 @@ func (in *Internet) git(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: in.GitRoot,
-		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}}
+		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: quietGit{}}
 	h.ServeHTTP(w, r)
+}
+
+// quietGit is git http-backend's stderr: its complaint about a
+// repository the stand-in does not have (every export asks for each
+// provider's docs repository) is dropped; anything else goes to stderr.
+type quietGit struct{}
+
+func (quietGit) Write(p []byte) (int, error) {
+	if !strings.Contains(string(p), "Not a git repository") {
+		os.Stderr.Write(p)
+	}
+	return len(p), nil
 }
 
 // Downloaded returns how many times a package file was requested.
