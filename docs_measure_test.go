@@ -142,7 +142,7 @@ func TestDocsLargeProvider(t *testing.T) {
 		// The stand-in git server's processes (git http-backend and its
 		// pack-objects, children of this test) are the rest of the
 		// children's CPU time.
-		t.Logf("export %s: the stand-in git server's processes used %v CPU", name, (cpu(&after)-cpu(&before)-cmd.ProcessState.UserTime()-cmd.ProcessState.SystemTime()).Round(time.Millisecond))
+		t.Logf("export %s: the stand-in git server's processes used %v CPU", name, (cpu(&after) - cpu(&before) - cmd.ProcessState.UserTime() - cmd.ProcessState.SystemTime()).Round(time.Millisecond))
 		fi, _ := os.Stat(b)
 		t.Logf("export %s: %v wall, %v CPU (airgap and its git processes: user %v, system %v), peak RSS %d MiB, bundle %d bytes",
 			name, took.Round(time.Millisecond), (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Round(time.Millisecond),
