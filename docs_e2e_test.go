@@ -56,6 +56,10 @@ func docsWorld(t *testing.T) *registrytest.Internet {
 			"docs/notes.txt":            str("not a page\n"),
 		}},
 		{Tag: "v2.0.0", Files: map[string]*string{
+			// Hostile pages within the bound: nesting 10,000 deep, a table
+			// of 60,000 cells.
+			"docs/guides/deep.md":     str(strings.Repeat("> ", 10_000) + "deep\n"),
+			"docs/guides/table.md":    str("| a | b |\n|---|---|\n" + strings.Repeat("| x | y |\n", 30_000)),
 			"docs/resources/thing.md": str("---\nsubcategory: \"Things\"\npage_title: \"widget_thing\"\n---\n\n# widget_thing\n\nVersion two's thing. <script>alert('docs')</script>\n\n<img src=x onerror=\"alert(1)\"> [click](javascript:alert(1)) ![remote](https://evil.example/track.png)\n\nTerminal \x1b]0;pwned\x07 title.\n"),
 		}},
 		{Tag: "v3.0.0", Files: map[string]*string{"main.go": str("package main // v3: code only, the docs as in v2\n")}},
@@ -247,7 +251,7 @@ func TestDocsOffline(t *testing.T) {
 		t.Errorf("airgap docs did not escape the terminal sequence:\n%q", page2)
 	}
 	list := mustRun(t, work, nil, airgapBin, "docs", "--store", store, "acme/widget")
-	for _, want := range []string{"3.0.0", "Resources (1):", "  resources/thing", "Guides (1):", "Data sources (1):"} {
+	for _, want := range []string{"3.0.0", "Resources (1):", "  resources/thing", "Guides (3):", "guides/deep", "Data sources (1):"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("airgap docs list lacks %q:\n%s", want, list)
 		}
@@ -279,6 +283,14 @@ func TestDocsOffline(t *testing.T) {
 			if strings.Contains(low, bad) {
 				t.Errorf("%s page keeps %q:\n%s", v, bad, body)
 			}
+		}
+	}
+	// The hostile pages of 3.0.0 are shown as their source, at once.
+	for _, p := range []string{"deep", "table"} {
+		start := time.Now()
+		code, body, _ := get(ui+"3.0.0/docs/guides/"+p, widget)
+		if took := time.Since(start); code != 200 || !strings.Contains(body, "Shown as its source, not rendered") || took > 2*time.Second {
+			t.Errorf("the hostile page %s: %d in %v:\n%.600s", p, code, took, body)
 		}
 	}
 	code, body, _ := get(ui+"1.0.0/docs/", widget)
