@@ -63,7 +63,7 @@ var helps = map[string]verbHelp{
 			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json \\\n      --accept-publisher-key 'A6FD D72B E722 31CC 1407  5D12 B625 A360 C497 4D6F' --note 'CHG-1234: key checked with the publisher' site.bundle",
 			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json --json site.bundle.001 > review.json"}},
 	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]",
-		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.",
+		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.\nEach provider version's documentation (the docs/ folder of its repository at the\nversion's tag, within --max-docs-size) and each module's README, inputs and outputs\nare carried too; a provider whose docs cannot be fetched is exported without them\n(--no-docs, or docs = false in a provider block, leaves them out).",
 		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
 			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
 			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  the CLI configuration, as Terraform reads it: credentials,\n    credentials_helper, host blocks (proxy registries), provider_installation network mirrors",
@@ -99,6 +99,16 @@ var helps = map[string]verbHelp{
 			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
 			"airgap verify --keyring site.pub.asc --against have.json site.bundle   # 4: the import will refuse it",
 			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"}},
+	"show": {"--keyring FILE BUNDLE SUBJECT [ARGS] [--platform OS_ARCH] [--raw]",
+		"For the transfer station: prints evidence a bundle carries, each piece checked against\n" +
+			"the bundle's signature and the digest its signed manifest gives it before it is shown.\n" +
+			"Subjects: report [ADDRESS@VERSION] [GATE]: the gate reports (without ADDRESS@VERSION, the\n" +
+			"list: entry, gate, result, findings, digest); a SARIF report as a table (rule, level,\n" +
+			"file:line, message), any other as escaped text; --raw prints one report's exact bytes.",
+		nil,
+		[]string{"airgap show --keyring site.pub.asc site.bundle report",
+			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
+			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"}},
 	"import": {"--keyring FILE --store DIR BUNDLE [--approval FILE]... [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
 		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
 			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
@@ -133,6 +143,11 @@ var helps = map[string]verbHelp{
 		[]string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json",
 			"airgap inventory --store /srv/airgap --sbom store.cdx.json",
 			"airgap inventory --store /srv/airgap --usage --json"}},
+	"docs": {"--store DIR ADDRESS[@VERSION] [NAME]",
+		"Prints documentation from a store, for engineers without a browser: with a provider\naddress, the pages of its newest documented version (or VERSION) by category, or with\nNAME one page (resources/s3_bucket, s3_bucket or aws_s3_bucket); with a module address,\nits README, inputs, outputs and required providers. Text from the bundle is escaped\nfor the terminal. The catalog page serves the same, rendered.",
+		nil,
+		[]string{"airgap docs --store /srv/airgap hashicorp/aws", "airgap docs --store /srv/airgap hashicorp/aws@5.80.0 s3_bucket | less",
+			"airgap docs --store /srv/airgap terraform-aws-modules/vpc/aws@5.8.1"}},
 	"serve": {"--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
 		"Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
 		[]string{"GOGC  Go's collector setting (default here 400)"}, // and serveEnv

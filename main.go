@@ -48,6 +48,7 @@ func verbs() map[string]verb {
 		"keys":          &keysCmd{},    // cmd_keys.go
 		"approve":       &approveCmd{}, // cmd_approve.go
 		"verify":        &verifyCmd{},
+		"show":          &showCmd{}, // cmd_show.go
 		"import":        &importCmd{},
 		"inventory":     &inventoryCmd{},
 		"export":        &exportCmd{},
@@ -63,6 +64,7 @@ func verbs() map[string]verb {
 		"mirror-dir":    &mirrorDirCmd{}, // cmd_mirror.go
 		"token":         &tokenCmd{},     // cmd_access.go
 		"audit":         &auditCmd{},     // cmd_access.go
+		"docs":          &docsCmd{},      // cmd_docs.go
 	}
 }
 

@@ -22,13 +22,17 @@ import (
 // Format 2: format 1 plus optional fields, each documented on Index (and on
 // the catalog's types: a provider version's mirror_hashes_only, mirror and
 // its packages' mirror_hashes, see dist.ProviderVersion).
-// Format 3: format 2 plus optional fields (trust.go, keys.go): each
-// import's station approvals and trust changes (ImportEntry.Approvals,
-// ImportEntry.TrustChanges), who signed each provider version's SHA256SUMS
-// (Signers), the revocations the store has seen (RevokedKeys), key
-// retirements and revocations in the history (KeyEvents) and a pinned
-// key's retirement (dist.KeyPin.Retired). A blob of role approval
-// (dist.RoleApproval) is referenced by an import's approvals.
+// Format 3: format 2 plus the documentation of the catalog's entries (a
+// provider version's docs record and a module version's docs digest, see
+// dist.ProviderDocs; their blobs are kept by gc while referenced, like
+// every blob the catalog lists), and optional fields of trust (trust.go,
+// keys.go): each import's station approvals and trust changes
+// (ImportEntry.Approvals, ImportEntry.TrustChanges), who signed each
+// provider version's SHA256SUMS (Signers), the revocations the store has
+// seen (RevokedKeys), key retirements and revocations in the history
+// (KeyEvents) and a pinned key's retirement (dist.KeyPin.Retired). A blob
+// of role approval (dist.RoleApproval) is referenced by an import's
+// approvals (Blobs).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
@@ -101,6 +105,19 @@ func (ix *Index) Blobs() map[verify.Digest]string {
 		}
 	}
 	return used
+}
+
+// HistoryLine splits a line of ImportEntry.Added, Withdrew or Reinstated
+// ("provider ADDR VERSION ...", "module ADDR VERSION ...") into the
+// entry's kind, address and version; ok is false for a line of another
+// shape. Everything that reads the history by address (the catalog page's
+// scope, prune's last-imported times) reads it through this.
+func HistoryLine(line string) (kind, addr, version string, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return "", "", "", false
+	}
+	return f[0], f[1], f[2], true
 }
 
 func readIndex(root string) (*Index, error) {

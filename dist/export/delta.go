@@ -2,12 +2,15 @@ package export
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -15,6 +18,10 @@ import (
 // (store.MaxInventorySize: about 80 bytes per blob, over three million
 // blobs; the set of digests it becomes takes at most about 500 MiB).
 const MaxHaveSize = store.MaxInventorySize
+
+// haveJSON bounds --have: MaxHaveSize, values nested at most 16 deep (an
+// inventory nests 9).
+var haveJSON = dist.JSONLimit{MaxBytes: MaxHaveSize, MaxDepth: 16}
 
 // DeltaBase is what the offline side already has: the blobs of a previous
 // bundle (--since) or of an offline store's inventory (--have).
@@ -34,6 +41,67 @@ func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) 
 	}
 	ds, _, err := ReadHave(have)
 	return ds, err
+}
+
+// ReadHave reads an offline store's inventory ('airgap inventory --json'):
+// what a delta may omit (DeltaBase), and what the store withdrew and pins
+// (Offline).
+func ReadHave(have string) (*DeltaBase, *Offline, error) {
+	f, err := os.Open(have)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--have: %w", err)
+	}
+	defer f.Close()
+	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory"}
+	o := newOffline(have)
+	if err := ds.readHave(f, o); err != nil {
+		return nil, nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
+	}
+	ds.Desc = fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(ds.have))
+	return ds, o, nil
+}
+
+// readHave streams what --have needs of an inventory (within haveJSON):
+// its blob digests and the bundles its imports came from, one at a time,
+// and into o its withdrawals, publisher keys, revocations and how new keys
+// are approved; the rest is skipped token by token.
+func (ds *DeltaBase) readHave(r io.Reader, o *Offline) error {
+	js := haveJSON.Stream(r)
+	err := js.Object(func(key string) error {
+		if o.wants(key) {
+			return o.decode(key, js.Decode)
+		}
+		switch key {
+		case "blobs":
+			return js.Array(func() error {
+				var d verify.Digest
+				if err := js.Decode(&d); err != nil {
+					return err
+				}
+				ds.have[d] = true
+				return nil
+			})
+		case "imports":
+			return js.Array(func() error {
+				return js.Object(func(key string) error {
+					if key != "bundle" {
+						return js.Skip()
+					}
+					var d verify.Digest
+					if err := js.Decode(&d); err != nil {
+						return err
+					}
+					ds.bundles = append(ds.bundles, string(d))
+					return nil
+				})
+			})
+		}
+		return js.Skip()
+	})
+	if err != nil {
+		return err
+	}
+	return js.End()
 }
 
 func readSince(since string, key *openpgp.Entity) (*DeltaBase, error) {

@@ -66,6 +66,11 @@ type Options struct {
 	// registry cannot be reached be carried on the mirror's hashes alone,
 	// marked as such in the bundle.
 	TrustMirrorHashes bool
+	// MaxDocsSize bounds each provider version's documentation (0:
+	// dist.DefaultDocsBytes); over it the docs are left out and the
+	// bundle says why. NoDocs leaves every provider's docs out (docs.go).
+	MaxDocsSize int64
+	NoDocs      bool
 	// Offline is what the offline store's inventory (--have) says: the
 	// versions it withdrew are left out of version constraints (ReadHave).
 	Offline *Offline
@@ -137,6 +142,7 @@ type Result struct {
 	Files    map[verify.Digest]string // blob -> path in the cache
 	Plan     []string                 // what was resolved (also for --dry-run)
 	Planned  []PlanItem               // the same, for machines
+	reasons  []dist.Reason            // why each planned entry is there (Manifest.RequestedBy)
 	Gaps     []string                 // requested platforms a provider version does not publish
 	Warnings []string
 	Bytes    int64 // downloaded this run
@@ -154,8 +160,11 @@ type Result struct {
 	// fails); GateReports is where the reports are.
 	GateFailures []GateFailure
 	GateReports  string
-	cacheDir     string
-	gates        []GateSpec
+	// DocsMissing lists the provider versions exported without their
+	// documentation, with why (docs.go).
+	DocsMissing []string
+	cacheDir    string
+	gates       []GateSpec
 }
 
 type exporter struct {
@@ -292,7 +301,8 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 			return e.res, err
 		}
 	}
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate, Gates: gates}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate, Gates: gates,
+		RequestedBy: e.res.requestedBy(cat)}
 	for _, b := range e.blobs {
 		m.Blobs = append(m.Blobs, b)
 	}
@@ -424,6 +434,7 @@ type pkgTask struct {
 // (providerPackage), then puts each version together (assemble).
 func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.ProviderVersion, error) {
 	var out []*dist.ProviderVersion
+	var of []*ProviderReq // the request of each of out
 	var tasks []pkgTask
 	seen := map[string]bool{}
 	for i := range reqs {
@@ -432,9 +443,15 @@ func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.Pr
 			return nil, err
 		}
 		out, tasks = append(out, pvs...), append(tasks, ts...)
+		for range pvs {
+			of = append(of, &reqs[i])
+		}
 	}
 	if !e.opt.DryRun {
 		if err := e.fetchPackages(ctx, tasks); err != nil {
+			return nil, err
+		}
+		if err := e.providerDocs(ctx, out, of); err != nil {
 			return nil, err
 		}
 	}
@@ -453,7 +470,7 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	if names, err = e.leaveOutWithdrawn(dist.KindProvider, r.Addr.String(), r.Why, r.At, names, selector{r.Constraints, r.Latest, r.All}); err != nil {
+	if names, err = e.leaveOutWithdrawn(dist.KindProvider, r.Addr.String(), r.Why, r.Block, names, selector{r.Constraints, r.Latest, r.All}); err != nil {
 		return nil, nil, err
 	}
 	sel := selectVersions(names, r.Constraints, r.Latest, r.All)
@@ -490,8 +507,9 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 			return nil, nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
 		}
 		e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s%s", r.Addr, ver, strings.Join(have, " "), src.planNote()))
-		e.chose(dist.KindProvider, key, r.At, r.Why)
+		e.chose(dist.KindProvider, key, r.Block, r.Why)
 		e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why, Source: src.planSource()})
+		e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindProvider, r.Addr.String(), ver, r.At, r.Why, r.Via))
 		for _, p := range have {
 			tasks = append(tasks, pkgTask{req: r, pv: pv, plat: p, mirror: src.mirror, archive: archives[p]})
 		}
@@ -853,8 +871,9 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				}
 				shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
 				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
-				e.chose(dist.KindModule, r.Addr.String()+" "+ver, r.At, r.Why)
+				e.chose(dist.KindModule, r.Addr.String()+" "+ver, r.Block, r.Why)
 				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
+				e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindModule, r.Addr.String(), ver, r.At, r.Why, r.Via))
 				if e.opt.DryRun && e.req.NoDeps {
 					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: shown})
 					continue
@@ -875,11 +894,14 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				e.warn(w)
 			}
 			out = append(out, *j.mv)
+			at, via := j.r.reason(j.mv)
 			for _, d := range j.deps {
 				d.depth = j.r.depth + 1
+				d.At, d.Via = at, via
 				queue = append(queue, d)
 			}
 			for _, p := range j.provs {
+				p.At, p.Via = at, via
 				if !seenProv[p.Addr.String()] {
 					seenProv[p.Addr.String()] = true
 					if provs = append(provs, p); len(provs) > MaxDependencyProviders {
@@ -890,6 +912,51 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 		}
 	}
 	return out, provs, nil
+}
+
+// reason is where the modules and providers that mv (the version r asked
+// for) calls were asked for, and the chain of calls to them.
+func (r *ModuleReq) reason(mv *dist.ModuleVersion) (at string, via []string) {
+	at = r.At
+	if at == "" {
+		at = r.Why
+	}
+	return at, append(append([]string{}, r.Via...), mv.String())
+}
+
+// reasonFor is the dist.Reason of an entry a request resolved to, its
+// position relative to the request's Base.
+func (e *exporter) reasonFor(kind, addr, ver, at, why string, via []string) dist.Reason {
+	if at == "" {
+		at = why
+	}
+	if e.req.Base != "" {
+		if rel, ok := strings.CutPrefix(filepath.ToSlash(at), filepath.ToSlash(filepath.Clean(e.req.Base))+"/"); ok {
+			at = rel
+		}
+	}
+	return dist.Reason{Kind: kind, Address: addr, Version: ver, Where: at, Via: via}
+}
+
+// requestedBy is the manifest's requested_by: the reason of each entry
+// of cat (the first request that resolved to it; one per entry).
+func (res *Result) requestedBy(cat *dist.Catalog) []dist.Reason {
+	in := map[string]bool{}
+	for _, p := range cat.Providers {
+		in[dist.KindProvider+" "+p.Key()] = true
+	}
+	for _, m := range cat.Modules {
+		in[dist.KindModule+" "+m.Key()] = true
+	}
+	var out []dist.Reason
+	for _, r := range res.reasons {
+		if k := r.Kind + " " + r.Key(); in[k] {
+			in[k] = false
+			out = append(out, r)
+		}
+	}
+	dist.SortReasons(out)
+	return out
 }
 
 // moduleJob is one module version to fetch, vendor and read.
@@ -956,7 +1023,7 @@ func (e *exporter) moduleVersions(ctx context.Context, r ModuleReq) ([]string, e
 			return nil, fmt.Errorf("module %s (%s): %w", r.Addr, r.Why, err)
 		}
 	}
-	vs, err := e.leaveOutWithdrawn(dist.KindModule, r.Addr.String(), r.Why, r.At, vs, selector{r.Constraints, r.Latest, r.All})
+	vs, err := e.leaveOutWithdrawn(dist.KindModule, r.Addr.String(), r.Why, r.Block, vs, selector{r.Constraints, r.Latest, r.All})
 	if err != nil {
 		return nil, err
 	}
@@ -1046,8 +1113,12 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if res.Subdir != "" {
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
-	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
+	mv = &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}
+	if !e.opt.DryRun {
+		e.moduleDocs(res.Root, res.Subdir, mv)
+	}
+	return mv, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and

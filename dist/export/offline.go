@@ -1,10 +1,7 @@
 package export
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,40 +28,57 @@ type Offline struct {
 	stationOnly bool
 }
 
-// ReadHave reads an offline store's inventory ('airgap inventory --json'):
-// what a delta may omit, and what the store withdrew and pins. It reads at
-// most MaxHaveSize bytes.
-func ReadHave(path string) (*DeltaBase, *Offline, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--have: %w", err)
-	}
-	defer f.Close()
-	var inv store.Inventory
-	if err := json.NewDecoder(io.LimitReader(f, MaxHaveSize)).Decode(&inv); err != nil {
-		return nil, nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", path, err)
-	}
-	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory",
-		Desc: fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(path), len(inv.Blobs))}
-	for _, d := range inv.Blobs {
-		ds.have[d] = true
-	}
-	for _, e := range inv.Imports {
-		ds.bundles = append(ds.bundles, string(e.Bundle))
-	}
-	o := &Offline{Desc: "the offline store's inventory " + filepath.Base(path), withdrawn: map[string]store.Withdrawn{},
+func newOffline(path string) *Offline {
+	return &Offline{Desc: "the offline store's inventory " + filepath.Base(path), withdrawn: map[string]store.Withdrawn{},
 		keys: map[string]*dist.NamespaceKeys{}, revoked: map[string]store.RevokedKey{}}
-	for _, w := range inv.Withdrawn {
-		o.withdrawn[w.Key()] = w
+}
+
+// wants reports whether key is an inventory field Offline reads.
+func (o *Offline) wants(key string) bool {
+	switch key {
+	case "withdrawn", "publisher_keys", "revoked_keys", "policy":
+		return true
 	}
-	for i := range inv.PublisherKeys {
-		o.keys[inv.PublisherKeys[i].Namespace] = &inv.PublisherKeys[i]
+	return false
+}
+
+// decode reads the inventory field key with decode (the bounded stream's).
+func (o *Offline) decode(key string, decode func(any) error) error {
+	switch key {
+	case "withdrawn":
+		var ws []store.Withdrawn
+		if err := decode(&ws); err != nil {
+			return err
+		}
+		for _, w := range ws {
+			o.withdrawn[w.Key()] = w
+		}
+	case "publisher_keys":
+		var ns []dist.NamespaceKeys
+		if err := decode(&ns); err != nil {
+			return err
+		}
+		for i := range ns {
+			o.keys[ns[i].Namespace] = &ns[i]
+		}
+	case "revoked_keys":
+		var rs []store.RevokedKey
+		if err := decode(&rs); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			o.revoked[r.Fingerprint] = r
+		}
+	case "policy":
+		var p struct {
+			PublisherKeyApprovals string `json:"publisher_key_approvals"`
+		}
+		if err := decode(&p); err != nil {
+			return err
+		}
+		o.stationOnly = p.PublisherKeyApprovals == store.KeyApprovalsStation
 	}
-	for _, r := range inv.RevokedKeys {
-		o.revoked[r.Fingerprint] = r
-	}
-	o.stationOnly = inv.Policy != nil && inv.Policy.PublisherKeyApprovals == store.KeyApprovalsStation
-	return ds, o, nil
+	return nil
 }
 
 // withdrawnOf splits the versions of addr into those the offline store

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -69,9 +70,12 @@ type Summary struct {
 	Withdraw   []dist.Withdrawal `json:"withdraw"`
 	// MirrorHashesOnly: provider versions carried with a network mirror's
 	// hashes only (--trust-mirror-hashes), each with the mirror's URL.
-	MirrorHashesOnly []string          `json:"mirror_hashes_only"`
-	Reinstate        []dist.Withdrawal `json:"reinstate"`
-	Warnings         []string          `json:"warnings"`
+	MirrorHashesOnly []string `json:"mirror_hashes_only"`
+	// DocsMissing: provider versions exported without their
+	// documentation, each with why (docs.go).
+	DocsMissing []string          `json:"docs_missing"`
+	Reinstate   []dist.Withdrawal `json:"reinstate"`
+	Warnings    []string          `json:"warnings"`
 	// LeftOut: versions a constraint matched that the offline store
 	// withdrew (--have), left out.
 	LeftOut []string `json:"left_out"`
@@ -116,6 +120,8 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 		s.Warnings = []string{}
 	}
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
+	s.DocsMissing = append([]string{}, r.DocsMissing...)
+	sort.Strings(s.DocsMissing)
 	s.LeftOut = append([]string{}, r.LeftOut...)
 	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
 	s.Gates = []GateSummary{}
@@ -207,6 +213,12 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, "carried with a network mirror's hashes only, no publisher signature (the bundle marks them; 'airgap import --require-publisher-signatures' refuses them) (%d):\n", len(s.MirrorHashesOnly))
 		for _, m := range s.MirrorHashesOnly {
 			fmt.Fprintf(&b, "  %s\n", m)
+		}
+	}
+	if len(s.DocsMissing) > 0 {
+		fmt.Fprintf(&b, "provider versions carried without their documentation (%d):\n", len(s.DocsMissing))
+		for _, d := range s.DocsMissing {
+			fmt.Fprintf(&b, "  %s\n", dist.Printable(d))
 		}
 	}
 	if len(s.LeftOut) > 0 {

@@ -21,6 +21,11 @@ import (
 
 // Request is what to export.
 type Request struct {
+	// Base is the directory of the manifest, or the project: the
+	// FILE:LINE positions the bundle records of why each entry is there
+	// (Manifest.RequestedBy) are relative to it, so that the same inputs
+	// anywhere give the same bundle.
+	Base      string
 	Platforms []string
 	Providers []ProviderReq
 	Modules   []ModuleReq
@@ -55,7 +60,16 @@ type ProviderReq struct {
 	Platforms   []string            // nil: Request.Platforms
 	Locked      *tfconfig.LockedProvider
 	Why         string // where the request came from, for messages
-	At          string // its block, FILE:LINE:COL (manifests only)
+	// Via is the chain of module calls that brought the request
+	// ("ADDRESS VERSION", outermost first), from the request of the
+	// manifest or project at At (dist.Reason); both empty for a request
+	// of the manifest or project itself, whose Why says where it is.
+	At  string
+	Via []string
+	// Docs is the block's docs attribute (docs.go).
+	Docs DocsSetting
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -65,12 +79,14 @@ type ModuleReq struct {
 	Latest      int
 	All         bool
 	Why         string
+	At          string   // as ProviderReq's
+	Via         []string // as ProviderReq's
 	// Site is set for the site's own module (a manifest module block with
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
 	Site *SiteModule
-	// At is its block, FILE:LINE:COL (manifests only).
-	At string
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 	// depth: 0 for a request of the manifest or project, n for a module
 	// that a module n-1 deep calls.
 	depth int
@@ -99,12 +115,14 @@ type specWithdraw struct {
 }
 
 type specProvider struct {
-	Source    string    `hcl:"source,label"`
-	Versions  *string   `hcl:"versions,optional"`
-	Latest    *int      `hcl:"latest,optional"`
-	All       *bool     `hcl:"all,optional"`
-	Platforms []string  `hcl:"platforms,optional"`
-	DefRange  hcl.Range `hcl:",def_range"`
+	Source    string   `hcl:"source,label"`
+	Versions  *string  `hcl:"versions,optional"`
+	Latest    *int     `hcl:"latest,optional"`
+	All       *bool    `hcl:"all,optional"`
+	Platforms []string `hcl:"platforms,optional"`
+	// Docs: false, or the git repository of the provider's docs.
+	Docs     hcl.Expression `hcl:"docs,optional"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 // specModule is a module block: a registry module (versions is a
@@ -219,7 +237,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	req := &Request{Platforms: sf.Platforms}
+	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path)}
 	if len(cliPlatforms) > 0 {
 		req.Platforms = cliPlatforms
 	}
@@ -238,7 +256,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		if err != nil {
 			return nil, rangeErr(p.DefRange, "%v", err)
 		}
-		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line), At: rangeAt(p.DefRange)}
+		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line), Block: rangeAt(p.DefRange)}
 		if err := checkPlatforms(p.Platforms, &p.DefRange); err != nil {
 			return nil, err
 		}
@@ -254,6 +272,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			pr.Latest = *p.Latest
 		}
 		pr.All = p.All != nil && *p.All
+		if pr.Docs, err = docsSetting(p); err != nil {
+			return nil, err
+		}
 		req.Providers = append(req.Providers, pr)
 	}
 	for _, m := range sf.Modules {
@@ -299,7 +320,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 		return ModuleReq{}, rangeErr(m.DefRange, "module %q: not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)", m.Address)
 	}
 	at := fmt.Sprintf("%s:%d", path, m.DefRange.Start.Line)
-	mr := ModuleReq{Addr: addr, Latest: 1, Why: at, At: rangeAt(m.DefRange)}
+	mr := ModuleReq{Addr: addr, Latest: 1, Why: at, Block: rangeAt(m.DefRange)}
 	src, diags := m.From.Value(nil)
 	if diags.HasErrors() || !src.IsNull() {
 		// source is set (perhaps with ${version}, which needs the site
@@ -395,7 +416,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir}
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}
@@ -492,4 +513,32 @@ func hasTerraformFiles(dir string) error {
 // A request that only withdraws or reinstates versions is not empty.
 func (r *Request) Empty() bool {
 	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
+}
+
+// docsSetting reads a provider block's docs attribute: absent or true
+// (the default), false, or a git repository over https or ssh, written as
+// a module source would be ("git::https://…", "https://…").
+func docsSetting(p specProvider) (DocsSetting, error) {
+	if p.Docs == nil {
+		return DocsSetting{}, nil
+	}
+	v, diags := p.Docs.Value(nil)
+	if diags.HasErrors() {
+		return DocsSetting{}, diagErr(diags)
+	}
+	r := p.Docs.Range()
+	switch {
+	case v.IsNull():
+		return DocsSetting{}, nil
+	case v.Type() == cty.Bool:
+		return DocsSetting{Off: v.False()}, nil
+	case v.Type() == cty.String:
+		src := v.AsString()
+		u := strings.TrimPrefix(src, "git::")
+		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "ssh://") || dist.Printable(src) != src || len(src) > 512 {
+			return DocsSetting{}, rangeErr(r, "provider %q: docs = %q: want false, or a git repository as \"git::https://HOST/PATH\"", p.Source, dist.Printable(src))
+		}
+		return DocsSetting{Source: src}, nil
+	}
+	return DocsSetting{}, rangeErr(r, "provider %q: docs must be false or a git repository (\"git::https://…\")", p.Source)
 }
