@@ -28,6 +28,10 @@ const (
 	// RoleSBOM is a bundle's CycloneDX SBOM (dist/sbom), referenced from
 	// the manifest, not the catalog. Format 2.
 	RoleSBOM = "sbom"
+	// RoleApproval is a transfer station's signed approval of a bundle
+	// (bundle/approval), kept by the store that accepted it; never in a
+	// bundle's manifest. Index format 3.
+	RoleApproval = "approval"
 )
 
 // Catalog is everything a bundle describes and a store serves. Lists are kept

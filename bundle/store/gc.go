@@ -103,7 +103,7 @@ func sweep(root string, ix *Index, res *GCResult) error {
 	if err != nil {
 		return err
 	}
-	used := ix.Catalog.Blobs()
+	used := ix.Blobs()
 	for _, d := range blobs {
 		if _, ok := used[d]; ok {
 			continue
