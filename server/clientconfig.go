@@ -19,6 +19,11 @@ type ClientConfigOptions struct {
 	// oci_credentials block in oci mode). Without it the configuration
 	// names the TF_TOKEN_ variables to set instead.
 	Token string
+	// Login: the appliance signs people in through the site's identity
+	// provider. Every host block gets the login.v1 service (so 'terraform
+	// login ORIGIN' reaches the appliance), and without Token the file
+	// lists the logins to run instead of TF_TOKEN_ variables.
+	Login bool
 }
 
 // NormalizeBaseURL makes sure u is https and ends in "/": the clients never
@@ -80,10 +85,17 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 #   Windows: certutil -addstore -f ROOT airgap-ca.pem (SSL_CERT_FILE is ignored on Windows)
 `, tool, base, opt.Mode, file, envVar, base)
 	hosts := credentialHosts(opt.Mode, host, opt.Origins)
-	if opt.Token != "" {
+	switch {
+	case opt.Token != "":
 		writeCredentials(w, hosts, opt.Token)
-	} else {
+	case opt.Login:
+		writeLoginAdvice(w, tool, loginHosts(opt.Mode, host, opt.Origins))
+	default:
 		writeTokenAdvice(w, hosts)
+	}
+	login := ""
+	if opt.Login {
+		login = base
 	}
 	if len(opt.Origins) == 0 {
 		fmt.Fprintln(w, "# The appliance serves nothing yet: import a bundle, then generate this again.")
@@ -92,8 +104,8 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 	case "registry", "":
 		fmt.Fprintf(w, "#\n# Registry mode: each origin registry's name is redirected to the appliance, so\n# provider addresses stay unchanged and lock files get zh: hashes for every platform.\n")
 		for _, o := range opt.Origins {
-			fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n    \"modules.v1\"   = %q\n  }\n}\n",
-				o, base+"origin/"+o+"/v1/providers/", base+"origin/"+o+"/v1/modules/")
+			fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"providers.v1\" = %q\n    \"modules.v1\"   = %q\n%s  }\n}\n",
+				o, base+"origin/"+o+"/v1/providers/", base+"origin/"+o+"/v1/modules/", loginHostService(login))
 		}
 	case "mirror":
 		if tool == "tofu" {
@@ -110,9 +122,9 @@ func writeClientConfig(w io.Writer, opt ClientConfigOptions) error {
 			fmt.Fprintf(w, "#\n# Mirror mode: providers come from the appliance's network mirror (lock files get\n# only the local h1: hash); modules still need host overrides (there is no\n# module mirror protocol).\n")
 			fmt.Fprintf(w, "\nprovider_installation {\n  network_mirror {\n    url = %q\n  }\n}\n", base+"mirror/")
 		}
-		writeModuleHosts(w, base, opt.Origins)
+		writeModuleHosts(w, base, opt.Origins, login)
 	case "oci":
-		if err := writeOCIConfig(w, base, host, opt.Origins, opt.Token); err != nil {
+		if err := writeOCIConfig(w, base, host, opt.Origins, opt.Token, login); err != nil {
 			return err
 		}
 	default:
@@ -175,9 +187,59 @@ func writeCredentials(w io.Writer, hosts []string, token string) {
 }
 
 // writeModuleHosts writes host overrides for the module registry protocol
-// only (for the modes whose providers come some other way).
-func writeModuleHosts(w io.Writer, base string, origins []string) {
+// only (for the modes whose providers come some other way); login is the
+// appliance's URL when it signs people in ("" otherwise).
+func writeModuleHosts(w io.Writer, base string, origins []string, login string) {
 	for _, o := range origins {
-		fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"modules.v1\" = %q\n  }\n}\n", o, base+"origin/"+o+"/v1/modules/")
+		fmt.Fprintf(w, "\nhost %q {\n  services = {\n    \"modules.v1\" = %q\n%s  }\n}\n", o, base+"origin/"+o+"/v1/modules/", loginHostService(login))
 	}
+}
+
+// loginHostService is the login.v1 entry of a host block, with absolute URLs
+// (a host block's services do not resolve relative ones against the
+// appliance), so that 'terraform login ORIGIN' signs in at the appliance;
+// "" when base is "".
+func loginHostService(base string) string {
+	if base == "" {
+		return ""
+	}
+	d := LoginDiscovery(base)
+	return fmt.Sprintf("    \"login.v1\"     = {\n      client      = %q\n      grant_types = [\"authz_code\"]\n      authz       = %q\n      token       = %q\n      ports       = [%d, %d]\n    }\n",
+		d["client"], d["authz"], d["token"], LoginPorts[0], LoginPorts[1])
+}
+
+// loginHosts are the hosts a person logs in to, with this configuration:
+// the client sends a login token only to the host it was stored for, which
+// is the host of the address it resolves (each origin, in registry mode,
+// and for modules in every mode) or the mirror's (the appliance).
+func loginHosts(mode, appliance string, origins []string) []string {
+	var hosts []string
+	if mode == "mirror" {
+		hosts = append(hosts, appliance)
+	}
+	for _, o := range origins {
+		if o != appliance {
+			hosts = append(hosts, o)
+		}
+	}
+	return hosts
+}
+
+// writeLoginAdvice lists the logins to run.
+func writeLoginAdvice(w io.Writer, tool string, hosts []string) {
+	fmt.Fprintf(w, "#\n# This appliance signs you in through the site's identity provider. %s sends a\n"+
+		"# login token only to the host it was stored for, so log in to each host below\n"+
+		"# once (each asks for \"yes\", then opens your browser), and again when the token\n"+
+		"# expires (the appliance's operator sets how long it lasts):\n", toolTitle(tool))
+	for _, h := range hosts {
+		fmt.Fprintf(w, "#   %s login %s\n", tool, h)
+	}
+	fmt.Fprintf(w, "# The tokens go to ~/.terraform.d/credentials.tfrc.json (Windows:\n# %%APPDATA%%\\terraform.d); create that directory first if it does not exist\n# (mkdir -p ~/.terraform.d): the login fails at the end without it. '%s logout\n# HOST' removes a token.\n", tool)
+}
+
+func toolTitle(tool string) string {
+	if tool == "tofu" {
+		return "OpenTofu"
+	}
+	return "Terraform"
 }
