@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -14,9 +15,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/chromedp"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -59,33 +66,51 @@ user "alice@site.example" {
 }
 
 // loginFixture: a store exported from the stand-in internet, served with an
-// access file whose login block names a Dex on https (its own CA, the
-// login block's ca_file), and the audit log.
+// access file whose login block names a Dex (on https with its own CA, the
+// login block's ca_file, unless plainIdP), and the audit log.
 type loginFixture struct {
 	store, access, audit string
 	base, caFile, host   string
 	logs                 *lockedBuffer
+	serve                *os.Process
 	dex                  *dexIdP
 	pool                 *x509.CertPool // the appliance's CA and Dex's
 }
 
-func newLoginFixture(t *testing.T, lifetime string, extra ...string) *loginFixture {
+// loginOptions configure newLoginFixture.
+type loginOptions struct {
+	lifetime string // token_lifetime (default 12h)
+	plainIdP bool   // Dex over http on loopback (a browser needs no CA for it)
+	onlyMock bool   // Dex with the mock connector only (no page to pick one)
+}
+
+func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
 	t.Helper()
+	if opt.lifetime == "" {
+		opt.lifetime = "12h"
+	}
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	f := &loginFixture{store: exportImport(t, in, e2eManifest)}
 	dir := t.TempDir()
-	dexPort, tlsDir := freePort(t), t.TempDir()
-	dexCA, _ := testCA(t, tlsDir, "127.0.0.1")
+	dexPort, tlsDir, dexCA := freePort(t), "", ""
+	if !opt.plainIdP {
+		tlsDir = t.TempDir()
+		dexCA, _ = testCA(t, tlsDir, "127.0.0.1")
+	}
 	secret := "dex-client-secret-" + randomWord(t)
 	secretFile := filepath.Join(dir, "oidc-secret")
 	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
 	f.access, f.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
-	os.WriteFile(f.access, []byte(loginAccess(dexIssuer(dexPort, true), secretFile, dexCA, lifetime)), 0o600)
-	f.base, f.caFile, _, f.logs = startServeLogged(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, extra...)...)
+	os.WriteFile(f.access, []byte(loginAccess(dexIssuer(dexPort, !opt.plainIdP), secretFile, dexCA, opt.lifetime)), 0o600)
+	f.base, f.caFile, f.serve, f.logs = startServeLogged(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
 	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
-	f.dex = startDex(t, dexOptions{port: dexPort, tlsDir: tlsDir, secret: secret, redirectURIs: []string{f.base + "oauth/callback"}, users: []dexUser{alice, outsider}})
+	f.dex = startDex(t, dexOptions{port: dexPort, tlsDir: tlsDir, secret: secret, redirectURIs: []string{f.base + "oauth/callback"},
+		users: []dexUser{alice, outsider}, onlyMock: opt.onlyMock})
 	pem, _ := os.ReadFile(f.caFile)
-	f.pool = f.dex.pool.Clone()
+	f.pool = x509.NewCertPool()
+	if f.dex.pool != nil {
+		f.pool = f.dex.pool.Clone()
+	}
 	f.pool.AppendCertsFromPEM(pem)
 	return f
 }
@@ -105,10 +130,15 @@ var (
 
 // signIn follows a sign-in URL in br as a person would: through the
 // appliance to Dex, where they pick the mock connector (who: "") or the
-// password form (who: a user), and back. It returns the last answer.
+// password form (who: a user), and back. It returns the last answer; at
+// the CLI's listener that may be none (cliClosed): terraform closes it as
+// soon as it has the code, sometimes before its page is sent.
 func (f *loginFixture) signIn(t *testing.T, br *http.Client, start string, who *dexUser) (*http.Response, string) {
 	t.Helper()
 	resp, body := browserGet(t, br, start)
+	if resp == nil {
+		return nil, body
+	}
 	if strings.HasPrefix(resp.Request.URL.String(), f.dex.issuer+"/auth?") && resp.StatusCode == 200 {
 		// Dex's page to pick a connector (it has two): the link.
 		want := "mock"
@@ -125,12 +155,17 @@ func (f *loginFixture) signIn(t *testing.T, br *http.Client, start string, who *
 			t.Fatalf("Dex's connector page has no %s link:\n%s", want, body)
 		}
 		u, _ := url.Parse(f.dex.issuer)
-		resp, body = browserGet(t, br, u.Scheme+"://"+u.Host+next)
+		if resp, body = browserGet(t, br, u.Scheme+"://"+u.Host+next); resp == nil {
+			return nil, body
+		}
 	}
 	if who != nil {
 		// Dex's password form, posted back to its own URL.
 		form := url.Values{"login": {who.email}, "password": {who.password}}
 		r, err := br.PostForm(resp.Request.URL.String(), form)
+		if cliClosed(err) {
+			return nil, cliClosedPage
+		}
 		if err != nil {
 			t.Fatalf("posting Dex's login form: %v", err)
 		}
@@ -141,9 +176,25 @@ func (f *loginFixture) signIn(t *testing.T, br *http.Client, start string, who *
 	return resp, body
 }
 
+// cliClosedPage is what signIn returns when the CLI closed its listener
+// without a page.
+const cliClosedPage = "(the CLI closed its listener before answering)"
+
+// cliClosed reports whether err is the CLI's listener hanging up on the
+// browser.
+func cliClosed(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue) && strings.HasPrefix(ue.URL, "http://localhost:100")
+}
+
+// browserGet GETs u; at the CLI's listener that hung up, it returns no
+// answer and cliClosedPage.
 func browserGet(t *testing.T, cl *http.Client, u string) (*http.Response, string) {
 	t.Helper()
 	resp, err := cl.Get(u)
+	if cliClosed(err) {
+		return nil, cliClosedPage
+	}
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
@@ -243,11 +294,21 @@ func credentialsFile(t *testing.T, home string) (map[string]string, string) {
 	return out, path
 }
 
-// clientEnv is the environment of a person's CLI: their home (where the
-// credentials file goes: ~/.terraform.d, which 'terraform login' does not
-// create, as the configuration says), the client configuration for tool
-// and mode (what 'airgap client-config' prints), the appliance's CA, no
-// browser.
+// clientEnvAt is clientEnv for the appliance at base (another replica).
+func (f *loginFixture) clientEnvAt(t *testing.T, base, tool, mode, home string) (env []string, cfg string) {
+	t.Helper()
+	saved := f.base
+	f.base = base
+	defer func() { f.base = saved }()
+	return f.clientEnv(t, tool, mode, home)
+}
+
+// clientEnv is the environment of a person's CLI: their home, with the
+// client configuration for tool and mode (what 'airgap client-config'
+// prints) saved where the configuration says (~/.terraformrc, ~/.tofurc:
+// with TF_CLI_CONFIG_FILE the clients would not read the tokens 'login'
+// stores) and ~/.terraform.d (where they go; 'terraform login' does not
+// create it), the appliance's CA, no browser.
 func (f *loginFixture) clientEnv(t *testing.T, tool, mode, home string) (env []string, cfg string) {
 	t.Helper()
 	os.MkdirAll(filepath.Join(home, ".terraform.d"), 0o700)
@@ -257,10 +318,21 @@ func (f *loginFixture) clientEnv(t *testing.T, tool, mode, home string) (env []s
 	if code != 0 || !strings.Contains(stderr, "checked:") {
 		t.Fatalf("client-config: %d %s", code, stderr)
 	}
-	rc := filepath.Join(t.TempDir(), "cli.rc")
+	rc := filepath.Join(home, ".terraformrc")
+	if tool == "tofu" {
+		rc = filepath.Join(home, ".tofurc")
+	}
+	if !strings.Contains(cfg, "Save it as ~/."+strings.TrimPrefix(filepath.Base(rc), ".")) || !strings.Contains(cfg, "do not point TF_CLI_CONFIG_FILE at it") {
+		t.Errorf("the configuration does not say where to save it:\n%s", cfg)
+	}
 	os.WriteFile(rc, []byte(cfg), 0o600)
-	nb, _ := noBrowserEnv(t)
-	env = append([]string{"HOME=" + home, "TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + f.caFile,
+	nb, launched := noBrowserEnv(t)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(launched); err == nil {
+			t.Logf("the %s CLI tried to open a browser (a stub that failed): %s", tool, strings.TrimSpace(string(b)))
+		}
+	})
+	env = append([]string{"HOME=" + home, "SSL_CERT_FILE=" + f.caFile,
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, nb...)
 	return env, cfg
 }
@@ -272,7 +344,7 @@ func (f *loginFixture) clientEnv(t *testing.T, tool, mode, home string) (env []s
 // answers the rest as missing.
 func TestLoginWithClients(t *testing.T) {
 	clients := matrixClients(t)
-	f := newLoginFixture(t, "12h")
+	f := newLoginFixture(t, loginOptions{})
 	for _, c := range clients {
 		t.Run(c.String(), func(t *testing.T) {
 			home := t.TempDir()
@@ -285,7 +357,7 @@ func TestLoginWithClients(t *testing.T) {
 			for _, h := range []string{"registry.terraform.io", "registry.opentofu.org"} {
 				out, err := cliLogin(t, c.bin, h, env, func(u string) {
 					resp, body := f.signIn(t, f.browser(), u, nil)
-					if resp.StatusCode != 200 || !strings.HasPrefix(resp.Request.URL.String(), "http://localhost:100") {
+					if resp != nil && (resp.StatusCode != 200 || !strings.HasPrefix(resp.Request.URL.String(), "http://localhost:100")) {
 						t.Errorf("the sign-in ended at %s (%d):\n%s", resp.Request.URL, resp.StatusCode, body)
 					}
 					t.Logf("%s login %s: the browser ended at the CLI's page: %s", c, h, oneLine(stripTags(body)))
@@ -353,4 +425,300 @@ func waitAudit(t *testing.T, path, what string, ok func(map[string]any) bool) ma
 	b, _ := os.ReadFile(path)
 	t.Fatalf("no audit line for %s:\n%s", what, b)
 	return nil
+}
+
+// TestLoginPeople: terraform 1.11 signs in to the appliance's own name
+// (mirror mode), alice through Dex's password form gets her user block,
+// someone with no group or user block is told so on the page and gets no
+// token; a second serve over the same store (a replica, or a restart)
+// accepts a token the first issued; 'token list' shows who, 'token revoke
+// --user' ends a person's tokens on every replica, whose refusals the audit
+// log keeps under the token's name; 'audit --user' sums up a person.
+func TestLoginPeople(t *testing.T) {
+	tf := terraformBin(t)
+	f := newLoginFixture(t, loginOptions{})
+	login := func(t *testing.T, env []string, host string, who *dexUser, finish bool) (string, string) {
+		t.Helper()
+		var page string
+		out, err := cliLogin(t, tf, host, env, func(u string) { _, page = f.signIn(t, f.browser(), u, who) }, finish)
+		if err != nil {
+			t.Fatalf("terraform login %s: %v\n%s", host, err, out)
+		}
+		t.Logf("terraform login %s printed:\n%s", host, out)
+		return out, page
+	}
+
+	// The appliance's own name: discovery's login.v1, the mirror.
+	home := t.TempDir()
+	env, cfg := f.clientEnv(t, "terraform", "mirror", home)
+	if !strings.Contains(cfg, "#   terraform login "+f.host+"\n") {
+		t.Fatalf("mirror mode does not say to log in to the appliance:\n%s", cfg)
+	}
+	login(t, env, f.host, nil, true)
+	login(t, env, "registry.terraform.io", nil, true) // its modules
+	if _, out, err := initProject(t, tf, onlyRandom, env); err != nil {
+		t.Fatalf("init through the mirror with the appliance's login token: %v\n%s", err, out)
+	}
+
+	// alice: Dex's password form, her user block (registry.opentofu.org).
+	aliceHome := t.TempDir()
+	aliceEnv, _ := f.clientEnv(t, "terraform", "registry", aliceHome)
+	login(t, aliceEnv, "registry.opentofu.org", &alice, true)
+	if _, out, err := initProject(t, tf, onlyLocal, aliceEnv); err != nil {
+		t.Errorf("alice's init of what her user block allows: %v\n%s", err, out)
+	}
+
+	// Someone the file gives nothing: the page says so, no token.
+	outHome := t.TempDir()
+	outEnv, _ := f.clientEnv(t, "terraform", "registry", outHome)
+	out, page := login(t, outEnv, "registry.terraform.io", &outsider, false)
+	if !strings.Contains(page, "This appliance gives you no access") || !strings.Contains(page, "nobody@site.example") || strings.Contains(out, "Success!") {
+		t.Errorf("the page for someone with no access:\n%s", stripTags(page))
+	}
+	t.Logf("the page for nobody@site.example: %s", oneLine(stripTags(page)))
+	if b, _ := os.ReadFile(filepath.Join(outHome, ".terraform.d", "credentials.tfrc.json")); len(b) > 0 {
+		t.Errorf("someone with no access got a token: %s", b)
+	}
+	waitAudit(t, f.audit, "the refused login", func(e map[string]any) bool {
+		return e["event"] == "login_refused" && e["user"] == outsider.email && e["reason"] == "no_rules"
+	})
+
+	// A second serve over the same store accepts kilgore's token.
+	base2, _, _, logs2 := startServeLogged(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	home2 := t.TempDir()
+	env2, _ := f.clientEnvAt(t, base2, "terraform", "mirror", home2)
+	creds, _ := credentialsFile(t, home)
+	host2 := strings.TrimSuffix(strings.TrimPrefix(base2, "https://"), "/")
+	b, _ := json.Marshal(map[string]any{"credentials": map[string]any{host2: map[string]string{"token": creds[f.host]}, "registry.terraform.io": map[string]string{"token": creds["registry.terraform.io"]}}})
+	os.WriteFile(filepath.Join(home2, ".terraform.d", "credentials.tfrc.json"), b, 0o600) // kilgore's tokens, as 'terraform login' writes them
+	if _, out, err := initProject(t, tf, onlyRandom, env2); err != nil {
+		t.Fatalf("the second serve with a login token the first issued: %v\n%s", err, out)
+	}
+
+	// token list shows who; revoke --user ends kilgore's tokens everywhere.
+	list := mustRun(t, "", nil, airgapBin, "token", "list", "--access", f.access, "--store", f.store)
+	t.Logf("airgap token list:\n%s", list)
+	for _, want := range []string{"LOGIN TOKEN", kilgore, alice.email, "authors", "cli"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("token list lacks %q", want)
+		}
+	}
+	rev := mustRun(t, "", nil, airgapBin, "token", "revoke", "--store", f.store, "--user", strings.ToUpper(kilgore), "--audit-log", f.audit)
+	t.Logf("airgap token revoke --user: %s", rev)
+	var out1, out2 string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		var err1, err2 error
+		_, out1, err1 = initProject(t, tf, onlyRandom, env)
+		_, out2, err2 = initProject(t, tf, onlyRandom, env2)
+		if err1 != nil && err2 != nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for i, o := range []string{out1, out2} {
+		if !strings.Contains(oneLine(o), "rejected the given authentication credentials") {
+			t.Errorf("replica %d after revoke --user:\n%s", i+1, o)
+		}
+	}
+	t.Logf("terraform init with a revoked login token says:\n%s", out1)
+	waitAudit(t, f.audit, "a revoked login token's attempt under its name", func(e map[string]any) bool {
+		tok, _ := e["token"].(string)
+		return e["event"] == "refused" && e["reason"] == "revoked" && e["user"] == kilgore && strings.HasPrefix(tok, "login~")
+	})
+	waitAudit(t, f.audit, "the revocation", func(e map[string]any) bool {
+		return e["event"] == "token_revoked" && e["user"] == kilgore && e["by"] != nil
+	})
+	waitLog(t, logs2, "the second serve refusing the revoked token", func(r map[string]any) bool { return r["auth"] == "revoked" && r["user"] == kilgore })
+
+	// audit --user: what kilgore fetched, their logins and refusals.
+	sum := mustRun(t, "", nil, airgapBin, "audit", "--log", f.audit, "--user", kilgore)
+	t.Logf("airgap audit --user %s:\n%s", kilgore, sum)
+	for _, want := range []string{"registry.terraform.io/hashicorp/random", kilgore + ": ", "2 login", "2 token revoked", "refused (revoked "} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("audit --user lacks %q", want)
+		}
+	}
+	if strings.Contains(sum, alice.email) {
+		t.Error("audit --user kilgore shows alice")
+	}
+}
+
+// TestLoginTokenExpires: a login token stops working after token_lifetime,
+// and the clients say so as for any refused token; serve's log and the
+// audit log say it expired, and whose it was.
+func TestLoginTokenExpires(t *testing.T) {
+	tf := terraformBin(t)
+	f := newLoginFixture(t, loginOptions{lifetime: "8s", plainIdP: true, onlyMock: true})
+	home := t.TempDir()
+	env, _ := f.clientEnv(t, "terraform", "registry", home)
+	out, err := cliLogin(t, tf, "registry.terraform.io", env, func(u string) { f.signIn(t, f.browser(), u, nil) }, true)
+	if err != nil {
+		t.Fatalf("terraform login: %v\n%s", err, out)
+	}
+	issued := time.Now()
+	if _, out, err := initProject(t, tf, onlyRandom, env); err != nil {
+		t.Fatalf("init with a fresh login token: %v\n%s", err, out)
+	}
+	time.Sleep(time.Until(issued.Add(9 * time.Second)))
+	_, out, err = initProject(t, tf, onlyRandom, env)
+	if err == nil || !strings.Contains(oneLine(out), "host registry.terraform.io rejected the given authentication credentials") {
+		t.Errorf("init with an expired login token: %v\n%s", err, out)
+	}
+	t.Logf("terraform init with an expired login token says:\n%s", out)
+	waitLog(t, f.logs, "the expired login token", func(r map[string]any) bool { return r["auth"] == "expired" && r["user"] == kilgore })
+	waitAudit(t, f.audit, "the expired login token", func(e map[string]any) bool {
+		return e["event"] == "refused" && e["reason"] == "expired" && e["user"] == kilgore
+	})
+	// What the 401 says (a module download shows the body; here asked
+	// directly).
+	creds, _ := credentialsFile(t, home)
+	cl, _, _ := caClient(t, f.store)
+	resp, body := httpGet(t, cl, f.base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+creds["registry.terraform.io"])
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "expired at") || !strings.Contains(string(body), "terraform login") {
+		t.Errorf("the 401 of an expired login token: %s %s", resp.Status, body)
+	}
+	t.Logf("the 401's body: %s", body)
+}
+
+// TestLoginFloodMemory: 10,000 authorization requests (a pending sign-in
+// each) cost serve no state and little memory: nothing is written under
+// STORE/state/logins, and its resident memory grows by less than 32 MiB
+// over a warm-up (the bound of TestHostileServeMemory: the flood's own
+// garbage at GOGC=400). A pending sign-in lives in the state parameter the
+// browser carries, not in serve.
+func TestLoginFloodMemory(t *testing.T) {
+	f := newLoginFixture(t, loginOptions{plainIdP: true, onlyMock: true})
+	cl, _, _ := caClient(t, f.store)
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cl.Transport.(*http.Transport).MaxIdleConnsPerHost = 32
+	q := url.Values{"response_type": {"code"}, "client_id": {"terraform-cli"}, "redirect_uri": {"http://localhost:10003/login"},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
+	flood := func(n int) {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 32 {
+			wg.Go(func() {
+				for i := range next {
+					u := f.base + "oauth/authorization?" + q.Encode() + "&state=" + strings.Repeat("s", 400) + strconv.Itoa(i)
+					resp, err := cl.Get(u)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), f.dex.issuer+"/auth?") {
+						t.Errorf("authorization request %d: %s %s", i, resp.Status, resp.Header.Get("Location"))
+						return
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+	flood(500)
+	before := procStatus(t, f.serve.Pid)
+	start := time.Now()
+	flood(10000)
+	after := procStatus(t, f.serve.Pid)
+	t.Logf("10,000 authorization requests in %s: serve's RSS %d -> %d KiB (peak %d KiB)", time.Since(start).Round(time.Millisecond), before["VmRSS"], after["VmRSS"], after["VmHWM"])
+	if grew := after["VmHWM"] - before["VmRSS"]; grew > 32<<10 {
+		t.Errorf("serve's peak RSS grew by %d KiB over the warm-up, more than 32 MiB", grew)
+	}
+	for _, sub := range []string{"tokens", "codes", "used"} {
+		if es, _ := os.ReadDir(filepath.Join(f.store, "state", "logins", sub)); len(es) != 0 {
+			t.Errorf("the flood left %d files in state/logins/%s", len(es), sub)
+		}
+	}
+}
+
+// procStatus reads a process's memory figures (KiB) from /proc.
+func procStatus(t *testing.T, pid int) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if f := strings.Fields(v); ok && len(f) == 2 && f[1] == "kB" {
+			out[k], _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return out
+}
+
+// TestCatalogSignInBrowser: headless Chromium opens the catalog page of an
+// appliance with single sign-on and is sent through Dex and back: the page
+// says who signed in and lists what their group allows; the session cookie
+// is Secure, HttpOnly, SameSite=Lax and expires with the login token; Sign
+// out revokes it.
+func TestCatalogSignInBrowser(t *testing.T) {
+	f := newLoginFixture(t, loginOptions{plainIdP: true, onlyMock: true})
+	work := t.TempDir()
+	ctx, cancel := newChromium(t, f.base, f.caFile, work)
+	defer cancel()
+	eval := jsEval(t, ctx)
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.base), chromedp.WaitVisible(chromedp.CSS("#person"))); err != nil {
+		t.Fatalf("signing in to the catalog through Dex: %v", err)
+	}
+	if who := eval(`document.querySelector("#signed-in").innerText`); !strings.Contains(who, "Signed in as "+kilgore+" (groups: authors)") {
+		t.Errorf("the signed-in line: %q", who)
+	}
+	provs := eval(`Array.from(document.querySelectorAll("tr.provider")).map(tr => tr.dataset.addr).join(",")`)
+	if !strings.Contains(provs, "registry.terraform.io/hashicorp/random") || strings.Contains(provs, "registry.opentofu.org") {
+		t.Errorf("the page for kilgore lists providers %q; want registry.terraform.io's only", provs)
+	}
+	if cfg := eval(`document.querySelector("pre.client-config").innerText`); !strings.Contains(cfg, "terraform login registry.terraform.io") || !strings.Contains(cfg, `"login.v1"`) {
+		t.Errorf("the page's configuration does not say how to log in:\n%s", cfg)
+	}
+	var session *network.Cookie
+	res, err := chromedp.Call(ctx, storage.GetCookies, storage.GetCookiesParams{})
+	if err == nil {
+		for _, c := range res.Cookies {
+			if c.Name == "__Host-airgap_session" {
+				session = c
+			}
+		}
+	}
+	if session == nil {
+		t.Fatalf("the session cookie: %v %v", err, res)
+	}
+	exp := time.Unix(int64(session.Expires), 0)
+	if !session.Secure || !session.HTTPOnly || session.SameSite != network.CookieSameSiteLax || session.Path != "/" ||
+		exp.Before(start.Add(12*time.Hour-time.Minute)) || exp.After(time.Now().Add(12*time.Hour+time.Minute)) {
+		t.Errorf("the session cookie: secure %v, httponly %v, samesite %s, path %s, expires %s", session.Secure, session.HTTPOnly, session.SameSite, session.Path, exp)
+	}
+	if html := eval(`document.documentElement.outerHTML`); strings.Contains(html, strings.TrimPrefix(session.Value, "airgap_")) {
+		t.Error("the page shows the session's token")
+	}
+	if got := eval(`document.cookie`); strings.Contains(got, "airgap_session") {
+		t.Errorf("the page's script can read the session cookie: %q", got)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
+		if dir == "" {
+			dir = t.TempDir()
+		}
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "catalog-sso.png"), shot, 0o644)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#login-heading"))); err != nil {
+		t.Fatalf("signing out: %v", err)
+	}
+	if text := eval(`document.body.innerText`); !strings.Contains(text, "You are signed out") {
+		t.Errorf("after sign-out: %q", text)
+	}
+	cl, _, _ := caClient(t, f.store)
+	if resp, body := httpGet(t, cl, f.base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+session.Value); resp.StatusCode != 401 || !strings.Contains(string(body), "was revoked") {
+		t.Errorf("the session's token after sign-out: %s %s", resp.Status, body)
+	}
 }

@@ -574,6 +574,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Login":          login,
 		"Who":            who,
 		"Person":         p.user(),
+		"SignOut":        ui.s.login.signOutMAC(p),
 		"Groups":         groups,
 		"Until":          until,
 		"Anonymous":      who == acl.AnonymousName,

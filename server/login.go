@@ -610,17 +610,41 @@ func oauthError(w http.ResponseWriter, code int, e, desc string) {
 	w.Write(b)
 }
 
-// signOut revokes the session's login token and clears the cookie. A POST
-// from another site (its Origin) is refused.
+// signOutMAC is the value the catalog's sign-out form carries for the
+// session of p: a page of another site cannot know it, so it cannot sign
+// the person out (the catalog sends no Referer, so browsers send such forms
+// with "Origin: null", which proves nothing).
+func (l *loginService) signOutMAC(p *principal) string {
+	if l == nil {
+		return ""
+	}
+	ls := l.a.logins.Load()
+	if ls == nil || p == nil || p.login == nil {
+		return ""
+	}
+	return ls.mac("airgap-signout-v1", p.id)
+}
+
+// signOut revokes the session's login token and clears the cookie; the
+// form must carry signOutMAC of the session.
 func (l *loginService) signOut(w http.ResponseWriter, r *http.Request, ls *loginState) {
-	if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, "https://"+r.Host) {
-		l.refuse(w, r, &loginFail{code: http.StatusForbidden, reason: "bad_request", heading: "Sign-out refused",
-			msg: "The request came from another site.", hint: "Use the Sign out button of the catalog page."}, "browser")
+	refused := &loginFail{code: http.StatusForbidden, reason: "bad_request", heading: "Sign-out refused",
+		msg: "The request did not come from this appliance's catalog page.", hint: "Use the Sign out button of the catalog page."}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, "https://"+r.Host) {
+		l.refuse(w, r, refused, "browser")
 		return
+	}
+	form, err := readForm(w, r)
+	if err != nil {
+		form = url.Values{}
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && acl.LooksLikeSecret(c.Value) {
 		h := acl.HashSecret(c.Value)
 		if p := l.a.loginPrincipal(h, l.a.set.Load()); p != nil && p.revoked.IsZero() {
+			if subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(l.signOutMAC(p))) != 1 {
+				l.refuse(w, r, refused, "browser")
+				return
+			}
 			if err := ls.revoke(p.login, "signed out", l.a.now()); err != nil {
 				l.log.Error("revoking a login token at sign-out", "token", p.name, "err", err)
 			} else {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -653,15 +654,28 @@ func TestLoginCatalogSession(t *testing.T) {
 	if strings.Contains(body, strings.TrimPrefix(session.Value, "airgap_")) {
 		t.Error("the page shows the session's token")
 	}
-	// A cross-site sign-out is refused; the page's sign-out works.
-	req, _ := http.NewRequest("POST", e.ts.URL+"/oauth/signout", strings.NewReader("x=1"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "https://evil.example")
-	req.AddCookie(session)
-	if resp, err := e.ts.Client().Do(req); err != nil || resp.StatusCode != 403 {
-		t.Errorf("a cross-site sign-out: %v %v", err, resp)
+	// A sign-out from another site is refused (with the cookie a browser
+	// would send, and without the page's form value, or from another
+	// Origin); the page's sign-out works.
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if csrf == nil {
+		t.Fatalf("the page has no sign-out form:\n%s", body)
 	}
-	resp, err := br.PostForm(e.ts.URL+"/oauth/signout", url.Values{})
+	for _, c := range []struct{ origin, form string }{{"null", "x=1"}, {"https://evil.example", "csrf=" + csrf[1]}, {"", "csrf=forged"}} {
+		req, _ := http.NewRequest("POST", e.ts.URL+"/oauth/signout", strings.NewReader(c.form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		req.AddCookie(session)
+		if resp, err := e.ts.Client().Do(req); err != nil || resp.StatusCode != 403 {
+			t.Errorf("a sign-out from another site (Origin %q, %s): %v %v", c.origin, c.form, err, resp)
+		}
+	}
+	if r, _ := e.get(t, tfRandom, session.Value); r.StatusCode != 200 {
+		t.Fatalf("the session's token after refused sign-outs: %s", r.Status)
+	}
+	resp, err := br.PostForm(e.ts.URL+"/oauth/signout", url.Values{"csrf": {csrf[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,7 +692,7 @@ func TestLoginCatalogSession(t *testing.T) {
 	}
 	// The revoked cookie is dropped and the browser sent to sign in again.
 	noFollow := &http.Client{Transport: br.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ = http.NewRequest("GET", e.ts.URL+"/", nil)
+	req, _ := http.NewRequest("GET", e.ts.URL+"/", nil)
 	req.AddCookie(session)
 	resp, err = noFollow.Do(req)
 	if err != nil || resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/oauth/signin?next=%2F" || !strings.Contains(resp.Header.Get("Set-Cookie"), "Max-Age=0") {

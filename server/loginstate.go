@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -137,6 +138,7 @@ type loginRecs struct {
 type loginState struct {
 	dir  string
 	aead cipher.AEAD
+	key  []byte // the sealing key; also keys MACs (mac), another domain
 	recs atomic.Pointer[loginRecs]
 
 	mu       sync.Mutex // serializes scans and local changes
@@ -160,6 +162,7 @@ func openLoginState(stateDir string) (*loginState, error) {
 	}
 	block, _ := aes.NewCipher(key)
 	ls.aead, _ = cipher.NewGCM(block)
+	ls.key = key
 	ls.recs.Store(&loginRecs{byHash: map[[32]byte]*LoginToken{}})
 	if _, err := ls.scan(true); err != nil {
 		return nil, err
@@ -257,6 +260,16 @@ func (ls *loginState) seal(domain string, v any) string {
 	nonce := make([]byte, ls.aead.NonceSize(), ls.aead.NonceSize()+len(plain)+ls.aead.Overhead())
 	rand.Read(nonce)
 	return base64.RawURLEncoding.EncodeToString(ls.aead.Seal(nonce, nonce, plain, []byte(domain)))
+}
+
+// mac is an HMAC-SHA256 under the key, base64url, for domain and data
+// (the catalog's sign-out form carries one for its session).
+func (ls *loginState) mac(domain, data string) string {
+	h := hmac.New(sha256.New, ls.key)
+	io.WriteString(h, domain)
+	h.Write([]byte{0})
+	io.WriteString(h, data)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
 // maxSealed bounds what unseal decodes.
