@@ -48,7 +48,7 @@ type fakeGrant struct {
 	claims                               map[string]any
 }
 
-func newFakeIdP(t *testing.T) *fakeIdP {
+func newFakeIdP(t testing.TB) *fakeIdP {
 	t.Helper()
 	d := &fakeIdP{codes: map[string]fakeGrant{}}
 	d.key, _ = rsa.GenerateKey(rand.Reader, 2048)

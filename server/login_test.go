@@ -48,7 +48,7 @@ user "dave@site.example" {
 }
 `
 
-func setupLogin(t *testing.T) *loginEnv {
+func setupLogin(t testing.TB) *loginEnv {
 	t.Helper()
 	signer := bundletest.Key(t, "site")
 	set := bundletest.Standard(t, t.TempDir(), signer)
