@@ -192,7 +192,7 @@ type pendingLogin struct {
 // reason for the audit and the log.
 type loginFail struct {
 	code    int
-	reason  string // state, state_expired, state_browser, replayed, idp_refused, idp_unreachable, idp_answer, code, issuer, audience, expired, signature, id_token, nonce, no_rules, bad_request, busy, config, full
+	reason  string // state, state_expired, state_browser, replayed, idp_refused, idp_unreachable, idp_answer, code, issuer, audience, expired, signature, id_token, nonce, no_rules, bad_request, busy, config, full, throttled
 	heading string
 	msg     string
 	hint    string
@@ -373,6 +373,12 @@ func (l *loginService) openPending(r *http.Request, ls *loginState) (*pendingLog
 
 // callback answers step 3.
 func (l *loginService) callback(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState) {
+	if f := l.a.throttled(r); f != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(f.retry))
+		l.refuse(w, r, &loginFail{code: http.StatusTooManyRequests, reason: "throttled", heading: "Too many failed sign-ins from this address",
+			msg: f.message(0), hint: "Wait, then start again."}, "")
+		return
+	}
 	pl, fail := l.openPending(r, ls)
 	if fail != nil {
 		l.a.failed(r)

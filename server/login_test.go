@@ -297,6 +297,7 @@ func TestLoginRefusals(t *testing.T) {
 		}
 	}
 	t.Run("authorization requests", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		var asked bool
 		e.idp.set(func(d *fakeIdP) { d.onAuth = func(url.Values) error { asked = true; return nil } })
 		defer e.idp.set(func(d *fakeIdP) { d.onAuth = nil })
@@ -324,6 +325,7 @@ func TestLoginRefusals(t *testing.T) {
 	})
 	// The callback: hand-made, altered, from another browser, replayed.
 	t.Run("a state the appliance did not make", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		page(t, e.ts.URL+"/oauth/callback?code=x&state=forged", e.browser(), 400, "was not made by this appliance")
 	})
 	// The sign-in up to the IdP's answer, without following it.
@@ -339,6 +341,7 @@ func TestLoginRefusals(t *testing.T) {
 		return resp.Header.Get("Location")
 	}
 	t.Run("altered state", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		cb, _ := url.Parse(callback())
 		q := cb.Query()
 		st := []byte(q.Get("state"))
@@ -348,15 +351,18 @@ func TestLoginRefusals(t *testing.T) {
 		page(t, cb.String(), stop, 400, "was not made by this appliance")
 	})
 	t.Run("another browser", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		page(t, callback(), e.browser(), 400, "started in another browser")
 	})
 	t.Run("too late", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		cb := callback()
 		e.clock.add(11 * time.Minute)
 		defer e.clock.add(-11 * time.Minute)
 		page(t, cb, stop, 400, "must be completed within 10m")
 	})
 	t.Run("replayed", func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		cb := callback()
 		resp, body := visit(t, stop, cb)
 		if resp.StatusCode != http.StatusSeeOther {
@@ -393,6 +399,7 @@ func TestLoginRefusals(t *testing.T) {
 			"the groups visitors. None of them has a group block"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 			e.idp.set(c.set)
 			defer e.idp.reset()
 			page(t, e.authorizeURL(nil), e.browser(), c.status, c.want)
@@ -404,6 +411,14 @@ func TestLoginRefusals(t *testing.T) {
 	// The catalog's sign-in refuses the same way.
 	e.idp.set(func(d *fakeIdP) { d.claims = map[string]any{"sub": "y", "email": "eve@site.example"} })
 	page(t, e.ts.URL+"/oauth/signin?next=/", e.browser(), 403, "gives you no access")
+	// Bad states count against the address, as bad tokens do.
+	e.clock.add(time.Hour)
+	for range 10 {
+		visit(t, e.browser(), e.ts.URL+"/oauth/callback?code=x&state=forged")
+	}
+	if resp, body := visit(t, e.browser(), e.ts.URL+"/oauth/callback?code=x&state=forged"); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "Too many failed sign-ins") {
+		t.Errorf("the 11th bad state from one address: %s\n%s", resp.Status, body)
+	}
 }
 
 // TestLoginTokenRequests: the token request: a code works once, within a

@@ -19,6 +19,8 @@
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
 //	                           replicas share beyond the catalog; never by import
+//	    logins/                single sign-on: login tokens, codes, the sealing
+//	                           key (server/loginstate.go)
 //
 // Import is all or nothing. The bundle signature is checked before any blob is
 // accepted, and the manifest's consistency (bundle.CheckManifest) and its fit
