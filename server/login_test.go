@@ -399,7 +399,7 @@ func TestLoginRefusals(t *testing.T) {
 			"the groups visitors. None of them has a group block"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-		e.clock.add(time.Hour) // the failure limiter forgets the cases before
+			e.clock.add(time.Hour) // the failure limiter forgets the cases before
 			e.idp.set(c.set)
 			defer e.idp.reset()
 			page(t, e.authorizeURL(nil), e.browser(), c.status, c.want)
