@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"slices"
@@ -270,7 +271,7 @@ func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
 		addrs = append(addrs, m.Addr())
 		hosts[m.Host] = true
 	}
-	origins := sortedSet(hosts)
+	origins := slices.Sorted(maps.Keys(hosts))
 	for _, pat := range patterns {
 		r, err := acl.CompileRules([]string{pat})
 		if err != nil {
@@ -289,15 +290,6 @@ func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
 		warnings = append(warnings, w)
 	}
 	return warnings, nil
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // revoke revokes an access-file token (NAME), a login token (login~…) or

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -702,15 +703,7 @@ func TestCatalogSignInBrowser(t *testing.T) {
 	if got := eval(`document.cookie`); strings.Contains(got, "airgap_session") {
 		t.Errorf("the page's script can read the session cookie: %q", got)
 	}
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err == nil {
-		dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
-		if dir == "" {
-			dir = t.TempDir()
-		}
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "catalog-sso.png"), shot, 0o644)
-	}
+	saveScreenshot(t, ctx, "catalog-sso.png")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#login-heading"))); err != nil {
 		t.Fatalf("signing out: %v", err)
 	}
@@ -721,4 +714,19 @@ func TestCatalogSignInBrowser(t *testing.T) {
 	if resp, body := httpGet(t, cl, f.base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+session.Value); resp.StatusCode != 401 || !strings.Contains(string(body), "was revoked") {
 		t.Errorf("the session's token after sign-out: %s %s", resp.Status, body)
 	}
+}
+
+// saveScreenshot writes the page of ctx as name into $AIRGAP_TEST_ARTIFACTS
+// (else the test's temporary directory), when Chromium can take it.
+func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return
+	}
+	dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, name), shot, 0o644)
 }

@@ -143,7 +143,12 @@ func (e *loginEnv) cliCode(t *testing.T, br *http.Client) string {
 // exchange is the CLI's token request.
 func (e *loginEnv) exchange(t *testing.T, code, verifier, redirect string) (int, map[string]any) {
 	t.Helper()
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {redirect}, "client_id": {server.LoginClientID}}
+	return e.tokenRequest(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {redirect}, "client_id": {server.LoginClientID}})
+}
+
+// tokenRequest posts a form to the token endpoint.
+func (e *loginEnv) tokenRequest(t *testing.T, form url.Values) (int, map[string]any) {
+	t.Helper()
 	resp, err := e.ts.Client().PostForm(e.ts.URL+"/oauth/token", form)
 	if err != nil {
 		t.Fatal(err)
@@ -465,16 +470,7 @@ func TestLoginTokenRequests(t *testing.T) {
 	// address not blocked by the failures above, which the limiter
 	// forgets in time).
 	e.clock.add(time.Hour)
-	form := func(v url.Values) (int, map[string]any) {
-		resp, err := e.ts.Client().PostForm(e.ts.URL+"/oauth/token", v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var doc map[string]any
-		json.NewDecoder(resp.Body).Decode(&doc)
-		return resp.StatusCode, doc
-	}
+	form := func(v url.Values) (int, map[string]any) { return e.tokenRequest(t, v) }
 	if status, doc := form(url.Values{"grant_type": {"password"}}); status != 400 || doc["error"] != "unsupported_grant_type" {
 		t.Errorf("a password grant: %d %v", status, doc)
 	}
@@ -633,7 +629,7 @@ func TestLoginCatalogSession(t *testing.T) {
 	e := setupLogin(t)
 	br := e.browser()
 	resp, body := visit(t, br, e.ts.URL+"/ui/providers/registry.terraform.io/hashicorp/random")
-	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ui/providers/registry.terraform.io/hashicorp/random" {
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ui/providers/registry.terraform.io/hashicorp/random" || !strings.Contains(body, "hashicorp/random") {
 		t.Fatalf("signing in from a provider page ended at %s %s", resp.Request.URL, resp.Status)
 	}
 	u, _ := url.Parse(e.ts.URL)

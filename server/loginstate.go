@@ -23,6 +23,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/acl"
 )
 
@@ -222,16 +223,7 @@ func linkNewFile(path string, data []byte) error {
 	if err := os.Link(tmp.Name(), path); err != nil {
 		return err
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return osfile.SyncDir(dir)
 }
 
 // readStateFile reads a file of the state, refusing one over
@@ -510,7 +502,7 @@ func (ls *loginState) revoke(rec *LoginToken, by string, now time.Time) error {
 	if err := os.Remove(ls.tokenPath(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	syncDir(ls.sub("tokens"))
+	osfile.SyncDir(ls.sub("tokens"))
 	ls.mu.Lock()
 	ls.put(h, &r)
 	ls.mu.Unlock()
