@@ -543,6 +543,26 @@ func TestLoginPeople(t *testing.T) {
 	if strings.Contains(sum, alice.email) {
 		t.Error("audit --user kilgore shows alice")
 	}
+
+	// The IdP goes away: tokens already issued keep working; a sign-in at a
+	// serve that has not asked the IdP yet gets a page and a log line that
+	// name it.
+	f.dex.stop()
+	if _, out, err := initProject(t, tf, onlyLocal, aliceEnv); err != nil {
+		t.Errorf("alice's init with the IdP gone: %v\n%s", err, out)
+	}
+	cl, _, _ := caClient(t, f.store)
+	q := url.Values{"response_type": {"code"}, "client_id": {"terraform-cli"}, "redirect_uri": {"http://localhost:10003/login"}, "state": {"s"},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
+	resp, body := httpGet(t, cl, base2+"oauth/authorization?"+q.Encode())
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "could not reach the identity provider at "+f.dex.issuer) {
+		t.Errorf("a sign-in with the IdP gone: %s\n%s", resp.Status, body)
+	}
+	t.Logf("the page with the IdP gone: %s", oneLine(stripTags(string(body[strings.Index(string(body), "<main>"):]))))
+	line := waitLog(t, logs2, "the IdP unreachable", func(r map[string]any) bool {
+		return r["reason"] == "idp_unreachable" && r["issuer"] == f.dex.issuer
+	})
+	t.Logf("serve's log line: %v", line)
 }
 
 // TestLoginTokenExpires: a login token stops working after token_lifetime,

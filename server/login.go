@@ -396,6 +396,12 @@ func (l *loginService) callback(w http.ResponseWriter, r *http.Request, cfg *acl
 	}
 	who, fail := l.completeSignIn(r, cfg, pl)
 	if fail != nil {
+		if fail.reason != "idp_unreachable" && fail.reason != "busy" {
+			// A code or ID token the IdP did not give this sign-in: the
+			// client's doing, limited like bad tokens (each one cost a
+			// request to the IdP).
+			l.a.failed(r)
+		}
 		l.refuse(w, r, fail, pl.Kind)
 		return
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server"
 )
 
@@ -716,5 +717,32 @@ func TestLoginCatalogSession(t *testing.T) {
 	resp, err = e.ts.Client().Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("the catalog with Basic and a login token: %v %v", err, resp)
+	}
+}
+
+// TestLoginRevokeKeepsOwner: root revoking a login token ('airgap token
+// revoke --store' run by the operator) leaves the record to the user serve
+// runs as, which must read it to refuse the token under its name.
+func TestLoginRevokeKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file away")
+	}
+	e := setupLogin(t)
+	e.login(t)
+	tokens := filepath.Join(e.state, "logins", "tokens")
+	if err := os.Chown(tokens, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := server.RevokeLoginTokens(e.root, "carol@site.example", "", "root", time.Now())
+	if err != nil || len(revoked) != 1 {
+		t.Fatalf("RevokeLoginTokens: %v %v", err, revoked)
+	}
+	es, _ := os.ReadDir(tokens)
+	for _, de := range es {
+		fi, _ := de.Info()
+		uid, _, _ := osfile.Owner(fi)
+		if strings.HasSuffix(de.Name(), ".revoked") && (uid != 65534 || fi.Mode().Perm() != 0o600) {
+			t.Errorf("%s: uid %d, mode %v", de.Name(), uid, fi.Mode())
+		}
 	}
 }

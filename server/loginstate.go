@@ -429,7 +429,30 @@ func (ls *loginState) writeRecord(h [32]byte, rec *LoginToken) error {
 	if err != nil {
 		return err
 	}
-	return store.WriteFileAtomic(ls.tokenPath(h, !rec.Revoked.IsZero()), append(b, '\n'), 0o600)
+	path := ls.tokenPath(h, !rec.Revoked.IsZero())
+	if err := store.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return ls.keepOwner(path)
+}
+
+// keepOwner gives a file root wrote (an operator's 'airgap token revoke')
+// to the owner of the tokens directory, the user serve runs as, who must
+// be able to read it (mode 0600).
+func (ls *loginState) keepOwner(path string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	fi, err := os.Stat(ls.sub("tokens"))
+	if err != nil {
+		return err
+	}
+	if uid, gid, ok := osfile.Owner(fi); ok && uid != 0 {
+		if err := os.Chown(path, uid, gid); err != nil {
+			return fmt.Errorf("giving %s to the user serve runs as (uid %d): %w", path, uid, err)
+		}
+	}
+	return nil
 }
 
 // ErrLoginFull marks a login refused because the state holds as many
