@@ -181,6 +181,9 @@ func (c *tokenCmd) create() error {
 	if err != nil {
 		return err
 	}
+	if c.out == "" {
+		fmt.Println(secret) // first: what scripts and people look for
+	}
 	for _, w := range warnings {
 		fmt.Fprintf(os.Stderr, "warning: %s\n", w)
 	}
@@ -193,7 +196,6 @@ func (c *tokenCmd) create() error {
 		fmt.Fprintf(os.Stderr, "The secret is in %s (mode 0600), and nowhere else: hand it to its user (a running serve accepts it within a second).\n", c.out)
 		return nil
 	}
-	fmt.Println(secret)
 	switch {
 	case term.IsTerminal(int(os.Stdout.Fd())):
 		fmt.Fprintln(os.Stderr, "The secret above is shown only this once: hand it to its user now (a running serve accepts it within a second).")
