@@ -206,17 +206,18 @@ func browserGet(t *testing.T, cl *http.Client, u string) (*http.Response, string
 
 // noBrowserEnv makes sure no browser opens: the programs both clients try
 // (xdg-open, x-www-browser, www-browser through Go's browser packages, and
-// OpenTofu's $BROWSER) are stubs first on PATH that record the URL and
-// fail, and there is no display. The clients then print the URL to open.
+// OpenTofu's $BROWSER, here browser-env) are stubs first on PATH that
+// record the URL and fail, and there is no display. The clients then print
+// the URL to open.
 func noBrowserEnv(t *testing.T) (env []string, launched string) {
 	t.Helper()
 	dir := t.TempDir()
 	launched = filepath.Join(dir, "launched")
 	stub := "#!/bin/sh\necho \"$0 $*\" >> " + launched + "\nexit 1\n"
-	for _, n := range []string{"xdg-open", "x-www-browser", "www-browser", "sensible-browser", "gnome-open", "kde-open", "open"} {
+	for _, n := range []string{"xdg-open", "x-www-browser", "www-browser", "sensible-browser", "gnome-open", "kde-open", "open", "browser-env"} {
 		os.WriteFile(filepath.Join(dir, n), []byte(stub), 0o755)
 	}
-	return []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "BROWSER=" + filepath.Join(dir, "xdg-open"), "DISPLAY=", "WAYLAND_DISPLAY="}, launched
+	return []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "BROWSER=" + filepath.Join(dir, "browser-env"), "DISPLAY=", "WAYLAND_DISPLAY="}, launched
 }
 
 // cliLogin runs 'BIN login HOST' with env: it answers "yes", waits for the
