@@ -146,7 +146,7 @@ func reachHint(err error, base string) string {
 // signs people in ('terraform login'): its discovery document, which needs
 // no token, offers login.v1.
 func ApplianceLogin(base string, timeout time.Duration) (bool, error) {
-	cl := &http.Client{Timeout: timeout}
+	cl := &http.Client{Timeout: timeout, CheckRedirect: registry.CheckRedirect(registry.MaxAPIRedirects)}
 	resp, err := cl.Get(base + ".well-known/terraform.json")
 	if err != nil {
 		return false, err
@@ -155,8 +155,8 @@ func ApplianceLogin(base string, timeout time.Duration) (bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("its discovery document: HTTP %s", resp.Status)
 	}
-	var doc map[string]json.RawMessage
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+	var doc map[string]any
+	if err := originsJSON.Decode(resp.Body, &doc); err != nil {
 		return false, fmt.Errorf("its discovery document: %w", err)
 	}
 	_, ok := doc["login.v1"]
