@@ -17,6 +17,8 @@
 //	/oauth/authorization, /oauth/token                'terraform login' (login.v1), with a login block (login.go)
 //	/oauth/callback, /oauth/signin, /oauth/signout     the identity provider's return; the catalog's sign-in
 //	/ (exactly), /ui/providers/…, /ui/modules/…       the HTML catalog for people (catalog.go, templates/)
+//	/ui/providers/{h}/{ns}/{t}/{v}/docs/…, /ui/modules/{h}/{ns}/{n}/{s}/{v}, /ui/docs/search
+//	                                                  documentation, rendered (docs.go, docsrender.go, templates/docs/)
 //
 // Which origin registry a /v1/… request sees depends on its Host: a Host that
 // is an origin in the catalog (DNS for registry.terraform.io pointed at the
