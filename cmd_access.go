@@ -452,7 +452,12 @@ func (c *tokenCmd) list() error {
 	}
 	if logins != nil {
 		if f != nil {
-			fmt.Fprintln(tw, "\t\t\t")
+			// A table of its own, after a blank line.
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Println()
+			tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		}
 		fmt.Fprintln(tw, "LOGIN TOKEN\tUSER\tGROUPS\tVIA\tCREATED\tEXPIRES")
 		for _, t := range logins {
