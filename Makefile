@@ -90,6 +90,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzRenderMarkdown$$' -fuzztime $(call fuzztime,6000) ./server
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
+	$(FUZZ) -fuzz '^FuzzLoginRequests$$' -fuzztime $(call fuzztime,3000) ./server
 	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzPattern$$' -fuzztime $(call fuzztime,60000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store

@@ -422,15 +422,7 @@ func TestCatalogInBrowserWithToken(t *testing.T) {
 	if html := eval(`document.documentElement.outerHTML`); strings.Contains(html, strings.TrimPrefix(sec, "airgap_")) {
 		t.Error("the token is in the page")
 	}
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err == nil {
-		dir := os.Getenv("AIRGAP_TEST_ARTIFACTS")
-		if dir == "" {
-			dir = t.TempDir()
-		}
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "catalog-token.png"), shot, 0o644)
-	}
+	saveScreenshot(t, ctx, "catalog-token.png")
 }
 
 // TestReplicasShareAccess: three replicas over one store behind a real

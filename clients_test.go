@@ -70,10 +70,16 @@ func findTerraformNew() (string, string) {
 // cache (once; later runs re-check the cached copy's sha256) and returns
 // its path.
 func unpackSharedTerraform() (string, error) {
+	return unpackShared("terraform-"+terraformNewVersion+"-linux-amd64", "terraform-"+terraformNewVersion)
+}
+
+// unpackShared unpacks ../shared/clients/NAME.xz into the test cache as
+// bin, checked against ../shared/clients/SHA256SUMS (a cached copy is
+// checked again and kept when it matches), and returns its path.
+func unpackShared(name, bin string) (string, error) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		return "", fmt.Errorf("../shared/clients holds a linux_amd64 build only, and this is %s_%s", runtime.GOOS, runtime.GOARCH)
+		return "", fmt.Errorf("../shared/clients holds linux_amd64 builds only, and this is %s_%s", runtime.GOOS, runtime.GOARCH)
 	}
-	name := "terraform-" + terraformNewVersion + "-linux-amd64"
 	want, err := sharedSum(name)
 	if err != nil {
 		return "", err
@@ -85,7 +91,7 @@ func unpackSharedTerraform() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "terraform-"+terraformNewVersion)
+	bin = filepath.Join(dir, bin)
 	if got, err := fileSHA256(bin); err == nil && got == want {
 		return bin, nil
 	}
@@ -93,11 +99,11 @@ func unpackSharedTerraform() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("xz is not installed (Debian package xz-utils): it unpacks %s.xz", name)
 	}
-	part := bin + ".partial"
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	f, err := os.CreateTemp(dir, filepath.Base(bin)+".partial-*")
 	if err != nil {
 		return "", err
 	}
+	part := f.Name()
 	cmd := exec.Command(xz, "-dc", filepath.Join(sharedClients, name+".xz"))
 	cmd.Stdout = f
 	var stderr strings.Builder
@@ -105,6 +111,9 @@ func unpackSharedTerraform() (string, error) {
 	err = cmd.Run()
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(part, 0o755)
 	}
 	if err != nil {
 		os.Remove(part)

@@ -638,7 +638,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	sum, err := server.SummarizeAudit(path, time.Time{}, nil)
+	sum, err := server.SummarizeAudit(path, server.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

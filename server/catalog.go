@@ -401,7 +401,7 @@ type clientConfigText struct {
 
 // clientConfigs is what 'airgap client-config' prints for each tool and
 // mode, for this base URL.
-func clientConfigs(base string, origins []string) []clientConfigText {
+func clientConfigs(base string, origins []string, login bool) []clientConfigText {
 	var out []clientConfigText
 	if len(origins) == 0 {
 		return nil
@@ -410,7 +410,7 @@ func clientConfigs(base string, origins []string) []clientConfigText {
 		{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"},
 	} {
 		var b strings.Builder
-		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode}); err != nil {
+		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode, Login: login}); err != nil {
 			continue
 		}
 		out = append(out, clientConfigText{c.tool, c.mode, b.String()})
@@ -571,9 +571,20 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 	if p != nil {
 		who = p.name
 	}
+	login := ui.s.access.loginConfig() != nil
+	var groups []string
+	var until time.Time
+	if p != nil && p.login != nil {
+		groups, until = p.login.Groups, p.login.Expires
+	}
 	ui.render(w, r, "index.html", map[string]any{
 		"Access":         ui.s.access != nil,
+		"Login":          login,
 		"Who":            who,
+		"Person":         p.user(),
+		"SignOut":        ui.s.login.signOutMAC(p),
+		"Groups":         groups,
+		"Until":          until,
 		"Anonymous":      who == acl.AnonymousName,
 		"Title":          "airgap catalog",
 		"Q":              q,
@@ -588,7 +599,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"ModuleVers":     m.modVers,
 		"Pager":          pg,
 		"Base":           base,
-		"Configs":        clientConfigs(base, m.origins),
+		"Configs":        clientConfigs(base, m.origins, login),
 		"CAFingerprint":  ui.caFP,
 		"HasCA":          ui.s.caPEM != nil,
 		"Imports":        m.imports,
@@ -616,6 +627,9 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
 	g := m.provBy[addr]
 	if g == nil || !sc.allows(g.Addr) {
+		if g != nil {
+			noteDenied(w, g.Addr)
+		}
 		ui.notFound(w, r, "provider "+addr)
 		return
 	}
@@ -647,6 +661,9 @@ func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	g := m.modBy[addr]
 	if g == nil || !sc.allows(g.Addr) {
+		if g != nil {
+			noteDenied(w, g.Addr)
+		}
 		ui.notFound(w, r, "module "+addr)
 		return
 	}
@@ -680,10 +697,17 @@ func (ui *catalogUI) render(w http.ResponseWriter, r *http.Request, name string,
 }
 
 func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
+	renderHTML(w, r, code, name, data, ui.s.writeError)
+}
+
+// renderHTML renders a page of the templates with the catalog's headers
+// (its CSP: no external resource, only the page's own script); onErr
+// answers a template that fails.
+func renderHTML(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any, onErr func(http.ResponseWriter, *http.Request, error)) {
 	data["Script"] = template.JS(filterScript)
 	var b bytes.Buffer
 	if err := catalogTmpl.ExecuteTemplate(&b, name, data); err != nil {
-		ui.s.writeError(w, r, err)
+		onErr(w, r, err)
 		return
 	}
 	writeHTML(w, r, code, catalogCSP, b.Bytes())
@@ -697,7 +721,9 @@ func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b [
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-cache")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache") // (the login pages say no-store)
+	}
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	if r.Method == http.MethodHead {

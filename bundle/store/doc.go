@@ -22,6 +22,8 @@
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
 //	                           replicas share beyond the catalog; never by import
+//	    logins/                single sign-on: login tokens, codes, the sealing
+//	                           key (server/loginstate.go)
 //	    usage/usage.json       download counts per provider package and module
 //	                           version (usage.go), added to under usage/lock;
 //	                           read by inventory --usage and prune --unused-for

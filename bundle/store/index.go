@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -253,11 +254,4 @@ func (p *pendingFile) abort() {
 	}
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return osfile.SyncDir(dir) }

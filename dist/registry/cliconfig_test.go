@@ -38,6 +38,13 @@ host "registry.terraform.io" {
   services = {
     "providers.v1" = "https://proxy.corp.example/api/tf/v1/providers"
     "modules.v1"   = "/v1/modules/"
+    "login.v1"     = {
+      client      = "terraform-cli"
+      grant_types = ["authz_code"]
+      authz       = "https://proxy.corp.example/oauth/authorization"
+      token       = "https://proxy.corp.example/oauth/token"
+      ports       = [10000, 10010]
+    }
   }
 }
 credentials "proxy.corp.example" {
@@ -78,6 +85,9 @@ provider_installation {
 	}
 	if got := hb.Services["modules.v1"].String(); got != "https://registry.terraform.io/v1/modules/" {
 		t.Errorf("a relative service URL resolves against the host: %s", got)
+	}
+	if _, ok := hb.Services["login.v1"]; ok || len(hb.Services) != 2 {
+		t.Errorf("an object service (login.v1, single sign-on) is kept: %v", hb.Services)
 	}
 	if !strings.HasSuffix(hb.At, ".terraformrc:2") {
 		t.Errorf("host block at %s", hb.At)
