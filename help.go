@@ -264,17 +264,45 @@ func suggestFlag(err error, fs *pflag.FlagSet) error {
 	return err
 }
 
+// verbPlaces groups the verbs by where they run, in the order 'airgap
+// help' lists the places; a verb in the verb table must be in one
+// (TestHelpGroupsVerbsByPlace).
+var verbPlaces = []struct {
+	place string
+	verbs []string
+}{
+	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
+	{"Transfer station (checks and shows a bundle, writes nothing)", []string{"verify"}},
+	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
+	{"Anywhere", []string{"client-config", "healthcheck", "join"}},
+}
+
 func usage(w io.Writer, vs map[string]verb) {
-	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
-	names := make([]string, 0, len(vs))
+	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n", Version)
+	listed := map[string]bool{}
+	for _, p := range verbPlaces {
+		fmt.Fprintf(w, "\n%s:\n", p.place)
+		for _, n := range p.verbs {
+			if v, ok := vs[n]; ok {
+				fmt.Fprintf(w, "  %-14s %s\n", n, v.synopsis())
+				listed[n] = true
+			}
+		}
+	}
+	var rest []string
 	for n := range vs {
-		names = append(names, n)
+		if !listed[n] {
+			rest = append(rest, n)
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+	sort.Strings(rest)
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "\nOther:\n")
+		for _, n := range rest {
+			fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+		}
 	}
-	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
+	fmt.Fprintf(w, "\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
 // serveEnv lists the AIRGAP_ variables serve reads, from the table its
