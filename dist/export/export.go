@@ -858,7 +858,9 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 	}
 	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc)
 	if err != nil && j.r.Site != nil {
-		return fmt.Errorf("%w\nhint: %s", err, siteHint(j.r.Site, j.ver))
+		if hint := siteHint(j.r.Site, j.ver, err); hint != "" {
+			return fmt.Errorf("%w\nhint: %s", err, hint)
+		}
 	}
 	if err != nil {
 		return err
@@ -912,12 +914,22 @@ func (e *exporter) moduleLocation(ctx context.Context, r ModuleReq, ver string) 
 	return loc, nil
 }
 
-// siteHint says what to do when a site module version cannot be fetched.
-func siteHint(s *SiteModule, ver string) string {
-	if ref := s.Refs[ver]; ref != "" {
+// siteHint says what to do when a site module version cannot be fetched,
+// by what went wrong: a ref the repository lacks, a repository git could
+// not clone, an archive that is not there; "" when the error says it
+// already (a limit, an unsafe archive).
+func siteHint(s *SiteModule, ver string, err error) string {
+	ref, src := s.Refs[ver], dist.RedactSource(s.Locations[ver])
+	switch {
+	case errors.Is(err, getter.ErrRefNotFound):
 		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
+	case errors.Is(err, getter.ErrCloneFailed):
+		repo, _, _ := strings.Cut(src, "?ref=")
+		return fmt.Sprintf("%s publishes version %s from %s, which git could not clone: check the repository's URL in the block's source (is it there, is it spelled right?) and that this machine may read it (git's credential helper for https://, an ssh key for ssh://)", s.At, ver, repo)
+	case ref == "" && !errors.Is(err, getter.ErrArchiveLimit) && !errors.Is(err, getter.ErrUnsafeArchive):
+		return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, src)
 	}
-	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, dist.RedactSource(s.Locations[ver]))
+	return ""
 }
 
 func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
