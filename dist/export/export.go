@@ -856,7 +856,7 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 		// its archive (into the cache) to read it.
 		e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", j.r.Addr, j.ver)
 	}
-	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc)
+	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc, j.r.Why)
 	if err != nil && j.r.Site != nil {
 		if hint := siteHint(j.r.Site, j.ver, err); hint != "" {
 			return fmt.Errorf("%w\nhint: %s", err, hint)
@@ -870,7 +870,7 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 	if e.req.NoDeps {
 		return nil
 	}
-	j.deps, j.provs, err = e.scanModule(ctx, root, mv)
+	j.deps, j.provs, err = e.scanModule(ctx, root, mv, j.r.Why)
 	return err
 }
 
@@ -932,16 +932,22 @@ func siteHint(s *SiteModule, ver string, err error) string {
 	return ""
 }
 
-func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
+// fetchModule fetches version ver of addr from loc; why (the request's
+// FILE:LINE, or "called by …") goes into its errors.
+func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, why string) (mv *dist.ModuleVersion, root, work string, err error) {
 	defer func() {
 		if err != nil && work != "" {
 			os.RemoveAll(work)
 		}
 	}()
 	what := fmt.Sprintf("module %s %s", addr, ver)
+	failed := what // in errors: what, and where it was asked for
+	if why != "" {
+		failed += " (" + why + ")"
+	}
 	src, err := getter.Parse(loc)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	work, err = moduleWorkDir(e.opt.CacheDir)
 	if err != nil {
@@ -949,17 +955,17 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	}
 	res, err := getter.FetchWith(ctx, src, work, e.getterOptions())
 	if errors.Is(err, registry.ErrTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", failed, err)
 	}
 	if errors.Is(err, getter.ErrGitTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", failed, err)
 	}
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	vendored, err := e.vendor(ctx, what, work, res)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	f, err := os.Open(res.Archive)
 	if err != nil {
@@ -979,7 +985,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
 	zd, zn, err := e.moduleZip(p)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: making its zip: %w", failed, err)
 	}
 	shown := dist.RedactSource(loc) // credentials in a source are not recorded (verify, inventory and the catalog page show it)
 	e.opt.Log("fetched %s from %s (%s)", what, shown, human(n))
@@ -993,7 +999,8 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
-func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
+// why is where mv was asked for (for messages).
+func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion, why string) ([]ModuleReq, []ProviderReq, error) {
 	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
 	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
 	if err != nil {
@@ -1011,7 +1018,7 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 			continue
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
-		e.noteShorthand(mv, c.Source, addr)
+		e.noteShorthand(mv, why, c.Source, addr)
 		if c.VersionExpr != "" && c.Version == "" {
 			// Its callers decide (Terraform ≥ 1.15 const variables,
 			// OpenTofu's early evaluation): one export cannot.
@@ -1050,7 +1057,10 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 // registry.opentofu.org to OpenTofu, which this export does not carry
 // unless the manifest asks for it: offline, 'tofu init' would then ask the
 // appliance's registry.opentofu.org view for a module it does not have.
-func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dist.Module) {
+// why is where mv was asked for; an export --from a project has no
+// manifest to add the module to, so the note says where the call chain
+// starts and that a manifest must name it.
+func (e *exporter) noteShorthand(mv *dist.ModuleVersion, why, source string, addr dist.Module) {
 	if addr.Host != dist.DefaultRegistry || strings.Count(strings.SplitN(source, "//", 2)[0], "/") != 2 {
 		return
 	}
@@ -1065,7 +1075,15 @@ func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dis
 	}
 	if key := strings.ToLower(tofu.String()); !e.shorthand[key] {
 		e.shorthand[key] = true
-		e.opt.Log("note: module %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; for OpenTofu clients add module %q to the manifest", mv, dist.Printable(source), tofu.String())
+		what := "module " + mv.String()
+		if why != "" {
+			what += " (" + why + ")"
+		}
+		todo := fmt.Sprintf("for OpenTofu clients add module %q to the manifest", tofu.String())
+		if e.req.From != "" {
+			todo = fmt.Sprintf("for OpenTofu clients export module %q too: --from %s reads the project's own module calls, so name it in a manifest (module %q {}) and export that as well", tofu.String(), e.req.From, tofu.String())
+		}
+		e.opt.Log("note: %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; %s", what, dist.Printable(source), todo)
 	}
 }
 

@@ -33,6 +33,9 @@ type Request struct {
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
 	Withdraw  []dist.Withdrawal
 	Reinstate []dist.Withdrawal
+	// From is the project directory of a request FromProject read ("" for
+	// a manifest), for messages: such a request has no manifest to add to.
+	From string
 	// Warnings found while reading the request (FromProject: variables in
 	// module sources not declared const); Run starts its warnings with them.
 	Warnings []string
@@ -381,7 +384,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, From: dir}
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}
