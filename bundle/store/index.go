@@ -22,7 +22,9 @@ import (
 // Format 2: format 1 plus optional fields, each documented on Index (and on
 // the catalog's types: a provider version's mirror_hashes_only, mirror and
 // its packages' mirror_hashes, see dist.ProviderVersion).
-const IndexFormat = 2
+// Format 3: format 2 plus unreferenced (what blobs no entry references any
+// more were) and an import's updated (orphans.go).
+const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
 const MinIndexFormat = 1
@@ -42,6 +44,11 @@ type Index struct {
 	// been accepted with, oldest first. Format 2; absent until an import
 	// by an airgap that pins.
 	PublisherKeys []dist.NamespaceKeys `json:"publisher_keys,omitempty"`
+	// Unreferenced says what each blob no catalog entry references any
+	// more was (format 3), so that gc can name what it deletes: recorded
+	// when a withdrawal or a prune drops the entries that used it; an
+	// entry goes when its blob is deleted or referenced again (orphans.go).
+	Unreferenced map[verify.Digest]string `json:"unreferenced,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.
@@ -62,6 +69,10 @@ type ImportEntry struct {
 	// reinstate blocks changed.
 	Withdrew   []string `json:"withdrew,omitempty"`
 	Reinstated []string `json:"reinstated,omitempty"`
+	// Updated lists what the bundle changed in entries the store already
+	// had (format 3): gate results a later export ran over them
+	// (dist.EntryUpdates).
+	Updated []string `json:"updated,omitempty"`
 }
 
 func readIndex(root string) (*Index, error) {

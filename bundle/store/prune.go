@@ -43,6 +43,9 @@ type PruneResult struct {
 	Bytes      int64 `json:"bytes_freed"`
 	Stale      int   `json:"blobs_already_unreferenced"`
 	StaleBytes int64 `json:"bytes_already_unreferenced"`
+	// Deleted says of each blob counted in Blobs its size and what it was
+	// (the version and part; never nil).
+	Deleted []RemovedBlob `json:"blobs"`
 }
 
 // ErrPrune: the prune request is wrong (nothing was changed).
@@ -100,7 +103,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
-	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}}
+	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}, Deleted: []RemovedBlob{}}
 	for _, p := range ix.Catalog.Providers {
 		if drop[p.Key()] {
 			res.Removed = append(res.Removed, "provider "+p.String())
@@ -111,15 +114,20 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 			res.Removed = append(res.Removed, "module "+m.String())
 		}
 	}
-	before := ix.Catalog.Blobs()
+	before, pruned, names := ix.Catalog.Blobs(), ix.Catalog.DescribeBlobs(), blobNames(ix)
 	removeKeys(&ix.Catalog, drop)
 	// What the sweep below deletes: every blob the pruned catalog does not
 	// reference, those this prune frees and those unreferenced already.
-	plan := &GCResult{DryRun: true}
-	if err := sweep(root, ix, plan); err != nil {
+	plan := &GCResult{DryRun: true, Removed: []RemovedBlob{}}
+	if err := sweep(root, ix, plan, names); err != nil {
 		return nil, fmt.Errorf("listing the blobs: %w\nthe store was not changed", err)
 	}
-	res.Blobs, res.Bytes = len(plan.Blobs), plan.Bytes
+	res.Blobs, res.Bytes, res.Deleted = len(plan.Blobs), plan.Bytes, plan.Removed
+	for i, b := range res.Deleted {
+		if _, ok := before[b.Blob]; ok {
+			res.Deleted[i].What += " (pruned)"
+		}
+	}
 	for _, d := range plan.Blobs {
 		if _, ok := before[d]; !ok {
 			res.Stale++
@@ -132,6 +140,9 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 		return res, nil
 	}
 	if len(res.Removed) > 0 || res.Blobs > 0 {
+		// Should the sweep below be interrupted, gc names what is left.
+		noteUnreferenced(ix, pruned, " (pruned)")
+		tidyUnreferenced(root, ix)
 		ix.recordMaintenance(MaintenanceEntry{Action: "prune", Time: now, Policy: policy, Removed: res.Removed, BlobsRemoved: res.Blobs, BytesRemoved: res.Bytes})
 		if testHookPruneBeforeIndex != nil {
 			testHookPruneBeforeIndex()
@@ -142,7 +153,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	}
 	// Also finishes the sweep of an earlier, interrupted prune.
 	done := &GCResult{}
-	if err := sweep(root, ix, done); err != nil {
+	if err := sweep(root, ix, done, names); err != nil {
 		return res, fmt.Errorf("%w\nthe versions were removed from the catalog and %d of %d blob(s) deleted; run 'airgap gc --store %s' to delete the rest", err, len(done.Blobs), res.Blobs, root)
 	}
 	return res, nil
@@ -251,6 +262,7 @@ func (r *PruneResult) WriteText(out io.Writer) {
 	for _, l := range r.Removed {
 		fmt.Fprintln(&w, verb, l)
 	}
+	writeRemoved(&w, verb, r.Deleted)
 	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed", verb, len(r.Removed), r.Blobs, human(r.Bytes))
 	if r.Stale > 0 {
 		fmt.Fprintf(&w, " (%d of them, %s, no version referenced already: left by a withdrawal or an interrupted prune)", r.Stale, human(r.StaleBytes))
@@ -266,5 +278,6 @@ func (r *GCResult) WriteText(out io.Writer) {
 	if r.DryRun {
 		verb = "would remove"
 	}
+	writeRemoved(&w, verb, r.Removed)
 	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s) of interrupted runs (%s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps, human(r.TempBytes))
 }
