@@ -91,7 +91,11 @@ func preflight(w io.Writer) int {
 	for _, tool := range cacheTools {
 		state := "cached"
 		if !fileExists(cache + "/" + tool.name) {
-			state = "to build now: " + aboutMinutes(tool.minutes)
+			verb := "to build now: "
+			if strings.HasSuffix(tool.what, "(npm)") {
+				verb = "to install now: "
+			}
+			state = verb + aboutMinutes(tool.minutes)
 			todo = append(todo, tool.what)
 			minutes += tool.minutes
 		}
@@ -139,7 +143,7 @@ func TestPreflight(t *testing.T) {
 	}
 	out, code := run(fake(terraformNewVersion))
 	if code != 0 || !strings.Contains(out, "terraform "+terraformNewVersion+": "+filepath.Join(work, "terraform-"+terraformNewVersion)+" (from "+terraformNewEnv+")") ||
-		!strings.Contains(out, fmt.Sprintf("This first run builds %d tools", len(cacheTools))) || strings.Count(out, "to build now: ") != len(cacheTools) {
+		!strings.Contains(out, fmt.Sprintf("This first run builds %d tools", len(cacheTools))) || strings.Count(out, " now: ") != len(cacheTools) {
 		t.Errorf("preflight with an empty cache: exit %d\n%s", code, out)
 	}
 	out, code = run(fake("1.11.4"))
