@@ -1058,8 +1058,8 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 // unless the manifest asks for it: offline, 'tofu init' would then ask the
 // appliance's registry.opentofu.org view for a module it does not have.
 // why is where mv was asked for; an export --from a project has no
-// manifest to add the module to, so the note says where the call chain
-// starts and that a manifest must name it.
+// manifest to add the module to, so there the note names the project's
+// call and says that a manifest must name the module.
 func (e *exporter) noteShorthand(mv *dist.ModuleVersion, why, source string, addr dist.Module) {
 	if addr.Host != dist.DefaultRegistry || strings.Count(strings.SplitN(source, "//", 2)[0], "/") != 2 {
 		return
@@ -1076,11 +1076,11 @@ func (e *exporter) noteShorthand(mv *dist.ModuleVersion, why, source string, add
 	if key := strings.ToLower(tofu.String()); !e.shorthand[key] {
 		e.shorthand[key] = true
 		what := "module " + mv.String()
-		if why != "" {
-			what += " (" + why + ")"
-		}
 		todo := fmt.Sprintf("for OpenTofu clients add module %q to the manifest", tofu.String())
 		if e.req.From != "" {
+			if why != "" {
+				what += " (" + why + ")" // the project's call that brought it
+			}
 			todo = fmt.Sprintf("for OpenTofu clients export module %q too: --from %s reads the project's own module calls, so name it in a manifest (module %q {}) and export that as well", tofu.String(), e.req.From, tofu.String())
 		}
 		e.opt.Log("note: %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; %s", what, dist.Printable(source), todo)
