@@ -22,6 +22,11 @@ import (
 
 // Request is what to export.
 type Request struct {
+	// Base is the directory of the manifest, or the project: the
+	// FILE:LINE positions the bundle records of why each entry is there
+	// (Manifest.RequestedBy) are relative to it, so that the same inputs
+	// anywhere give the same bundle.
+	Base      string
 	Platforms []string
 	Providers []ProviderReq
 	Modules   []ModuleReq
@@ -60,6 +65,12 @@ type ProviderReq struct {
 	Platforms   []string            // nil: Request.Platforms
 	Locked      *tfconfig.LockedProvider
 	Why         string // where the request came from, for messages
+	// Via is the chain of module calls that brought the request
+	// ("ADDRESS VERSION", outermost first), from the request of the
+	// manifest or project at At (dist.Reason); both empty for a request
+	// of the manifest or project itself, whose Why says where it is.
+	At  string
+	Via []string
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -69,6 +80,8 @@ type ModuleReq struct {
 	Latest      int
 	All         bool
 	Why         string
+	At          string   // as ProviderReq's
+	Via         []string // as ProviderReq's
 	// Site is set for the site's own module (a manifest module block with
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
@@ -221,7 +234,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	req := &Request{Platforms: sf.Platforms, AllowDownloadHosts: sf.AllowDownloadHosts}
+	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path), AllowDownloadHosts: sf.AllowDownloadHosts}
 	for _, h := range sf.AllowDownloadHosts {
 		if err := registry.CheckDownloadHost(h); err != nil {
 			return nil, rangeErr(*attrRange(f.Body, "allow_download_hosts"), "allow_download_hosts: %v", err)
@@ -399,7 +412,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes, From: dir}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir, From: dir}
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}
