@@ -59,7 +59,7 @@ func TestReportsSpeakInAddresses(t *testing.T) {
 	}
 	imp(first)
 	says("the import of gate results for entries already present", imp(scanned),
-		"0 catalog changes; 1 updates to entries already present (gate results)",
+		"0 catalog changes; 1 updates to entries already present (gate results, docs)",
 		"updated module registry.terraform.io/example/vpc/aws 1.0.0: gate trivy passed (new)")
 	says("the import of a withdrawal", imp(withdraw), "1 catalog changes (1 withdrawn)",
 		"withdrew provider registry.terraform.io/hashicorp/random 3.5.0")
@@ -92,6 +92,6 @@ func TestReportsSpeakInAddresses(t *testing.T) {
 		"removed blob ", "package of provider registry.terraform.io/hashicorp/random 3.6.0 darwin_arm64 (terraform-provider-random_3.6.0_darwin_arm64.zip) (pruned)")
 	says("the import of a reinstatement", imp(reinstate), "1 catalog changes (1 reinstated)")
 	says("inventory's history", mustRun(t, work, nil, airgapBin, "inventory", "--store", root),
-		"0 catalog changes; 1 updates to entries already present (gate results)", "updated module registry.terraform.io/example/vpc/aws 1.0.0: gate trivy passed (new)",
+		"0 catalog changes; 1 updates to entries already present (gate results, docs)", "updated module registry.terraform.io/example/vpc/aws 1.0.0: gate trivy passed (new)",
 		"1 catalog changes (1 withdrawn)", "1 catalog changes (1 reinstated)")
 }

@@ -38,10 +38,14 @@ func (c *Catalog) DescribeBlobs() map[verify.Digest]string {
 			add(pk.BuildInfo, "Go build information of provider %s %s", p, pk.Platform())
 			reports(fmt.Sprintf("provider %s %s", p, pk.Platform()), pk.Gates)
 		}
+		if p.Docs != nil {
+			add(p.Docs.Archive, "documentation of provider %s", p)
+		}
 	}
 	for _, m := range c.Modules {
 		add(m.Archive, "archive of module %s", m)
 		add(m.Zip, "OCI zip of module %s", m)
+		add(m.Docs, "documentation of module %s", m)
 		reports("module "+m.String(), m.Gates)
 	}
 	out := make(map[verify.Digest]string, len(parts))
@@ -57,10 +61,10 @@ func (c *Catalog) DescribeBlobs() map[verify.Digest]string {
 // module with the same archive), which Merge takes over without listing
 // them as added: the gate results a later export ran over them. Each line
 // names the entry and the gate: "module ADDR VERSION: gate trivy passed
-// (new)", "… (was waived)". Other kinds of update a bundle may carry for
-// entries already present belong here too, one line each, so that the
-// import's report and history say them (the documentation of a module
-// version, when bundles carry it: "module ADDR VERSION: docs updated").
+// (new)", "… (was waived)"; and documentation a bundle brings for them
+// ("provider ADDR VERSION: docs added", "… docs updated"). Other kinds of
+// update a bundle may carry for entries already present belong here too,
+// one line each, so that the import's report and history say them.
 func EntryUpdates(old, next *Catalog) []string {
 	var out []string
 	gates := func(of string, before, after []GateResult) {
@@ -81,6 +85,15 @@ func EntryUpdates(old, next *Catalog) []string {
 			}
 		}
 	}
+	docs := func(of string, before, after verify.Digest) {
+		switch {
+		case after == "" || after == before:
+		case before == "":
+			out = append(out, of+": docs added")
+		default:
+			out = append(out, of+": docs updated")
+		}
+	}
 	provs := map[string]ProviderVersion{}
 	for _, p := range old.Providers {
 		provs[p.Key()] = p
@@ -95,6 +108,14 @@ func EntryUpdates(old, next *Catalog) []string {
 				gates(fmt.Sprintf("provider %s %s", np, pk.Platform()), prev.Gates, pk.Gates)
 			}
 		}
+		var before, after verify.Digest
+		if op.Docs != nil {
+			before = op.Docs.Archive
+		}
+		if np.Docs != nil {
+			after = np.Docs.Archive
+		}
+		docs("provider "+np.String(), before, after)
 	}
 	mods := map[string]ModuleVersion{}
 	for _, m := range old.Modules {
@@ -103,6 +124,7 @@ func EntryUpdates(old, next *Catalog) []string {
 	for _, nm := range next.Modules {
 		if om, ok := mods[nm.Key()]; ok && om.Archive == nm.Archive && om.Subdir == nm.Subdir {
 			gates("module "+nm.String(), om.Gates, nm.Gates)
+			docs("module "+nm.String(), om.Docs, nm.Docs)
 		}
 	}
 	sort.Strings(out)

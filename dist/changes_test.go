@@ -38,6 +38,16 @@ func TestEntryUpdates(t *testing.T) {
 	if got := EntryUpdates(old, other); len(got) != 0 {
 		t.Errorf("entries with other content are not updates: %q", got)
 	}
+	// Documentation brought for entries already present.
+	withDocs := &Catalog{Modules: []ModuleVersion{mod("a")}, Providers: []ProviderVersion{prov("c")}}
+	withDocs.Modules[0].Docs = d("6")
+	withDocs.Providers[0].Docs = &ProviderDocs{Archive: d("7")}
+	if got, want := EntryUpdates(old, withDocs), []string{"module registry.terraform.io/example/vpc/aws 1.0.0: docs added", "provider registry.terraform.io/hashicorp/random 3.6.0: docs added"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("docs: %q, want %q", got, want)
+	}
+	if got := EntryUpdates(withDocs, withDocs); len(got) != 0 {
+		t.Errorf("the same docs are not updates: %q", got)
+	}
 	if got := EntryUpdates(old, old); len(got) != 0 {
 		t.Errorf("the same results are not updates: %q", got)
 	}

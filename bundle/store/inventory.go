@@ -289,7 +289,7 @@ func KeyLine(k dist.KeyPin) string {
 // platforms added, withdrawn and reinstated are catalog changes, and
 // updates to entries already present (gate results run over them since)
 // are said beside them: "3 catalog changes (1 added, 2 withdrawn); 4
-// updates to entries already present (gate results)".
+// updates to entries already present (gate results, docs)".
 func catalogChanges(added, withdrew, reinstated, updated int) string {
 	var parts []string
 	for _, p := range []struct {
@@ -305,7 +305,7 @@ func catalogChanges(added, withdrew, reinstated, updated int) string {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
 	if updated > 0 {
-		s += fmt.Sprintf("; %d updates to entries already present (gate results)", updated)
+		s += fmt.Sprintf("; %d updates to entries already present (gate results, docs)", updated)
 	}
 	return s
 }

@@ -52,7 +52,7 @@ func TestImportPolicies(t *testing.T) {
 	if !bytes.Contains(idx, []byte("+policy")) {
 		t.Errorf("the policy's edit is not in the index:\n%s", idx)
 	}
-	if want := fmt.Sprintf(`"format": %d`, store.IndexFormat); !bytes.Contains(idx, []byte(want)) {
+	if !bytes.Contains(idx, []byte(fmt.Sprintf(`"format": %d`, store.IndexFormat))) {
 		t.Errorf("the index was not written in format %d", store.IndexFormat)
 	}
 	res, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring, Policies: []store.Policy{tool(" +again")}})
