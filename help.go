@@ -291,7 +291,7 @@ var verbPlaces = []struct {
 }{
 	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
 	{"Transfer station (checks and shows a bundle, writes nothing)", []string{"verify", "show"}},
-	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
+	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
 	{"Anywhere", []string{"client-config", "healthcheck", "join"}},
 }
 
