@@ -51,6 +51,7 @@ type exportCmd struct {
 	vars        []tfconfig.VarArg // --var and --var-file, in command-line order
 	gateReports string
 	gateJobs    int
+	allowHosts  []string // --allow-download-host
 }
 
 func (c *exportCmd) synopsis() string {
@@ -91,6 +92,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	}
 	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
 	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
+	fs.StringArrayVar(&c.allowHosts, "allow-download-host", nil, "with a proxy registry (a CLI config host block): let its answers send downloads to HOST too, not only to the proxy (repeatable; adds to the manifest's allow_download_hosts)")
 	return fs
 }
 
@@ -161,6 +163,11 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{"--var and --var-file set variables of a --from project (a manifest has none)"}
 	case c.gateJobs < 1 || c.gateJobs > 64:
 		return nil, usageError{fmt.Sprintf("--gate-jobs %d: give 1 to 64 gate runs at once", c.gateJobs)}
+	}
+	for _, h := range c.allowHosts {
+		if err := registry.CheckDownloadHost(h); err != nil {
+			return nil, usageError{"--allow-download-host " + err.Error()}
+		}
 	}
 	if c.gateReports == "" && c.out != "" {
 		c.gateReports = c.out + ".gates"
@@ -251,6 +258,7 @@ func (c *exportCmd) run(args []string) error {
 	for host, hb := range p.cli.Hosts {
 		client.UseHostBlock(host, hb)
 	}
+	client.AllowDownloadHosts(append(p.req.AllowDownloadHosts, c.allowHosts...)...)
 	prog := &export.Progress{}
 	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
 	client.Notice = line.Logf

@@ -171,7 +171,8 @@ func (c *healthcheckCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.opt.URL, "url", "https://127.0.0.1:8443/healthz", "the appliance's /healthz URL")
 	fs.StringVar(&c.opt.CAFile, "ca", "", "PEM CA to trust (e.g. STORE/tls/ca/ca.pem); default the system roots")
 	fs.StringVar(&c.opt.ServerName, "server-name", "", "verify the certificate for this name instead of the URL's host")
-	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up after this long")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up on one request after this long")
+	fs.DurationVar(&c.opt.Wait, "wait", 0, "ask again until the appliance answers or this long has passed (for scripts that just started serve)")
 	return fs
 }
 

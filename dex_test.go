@@ -51,7 +51,12 @@ func dexBin(t *testing.T) string {
 			dexPath = p
 			return
 		}
-		p, err := unpackShared("dex-"+dexVersion+"-linux-amd64", "dex-"+dexVersion)
+		cache, err := testCacheDir()
+		if err != nil {
+			dexError = err.Error()
+			return
+		}
+		p, err := unpackShared(sharedClients, cache, "dex-"+dexVersion+"-linux-amd64", "dex-"+dexVersion)
 		if err != nil {
 			dexError = err.Error()
 		}

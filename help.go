@@ -74,6 +74,7 @@ var helps = map[string]verbHelp{
 			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
 			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
 			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
+			"airgap export --manifest airgap.hcl --allow-download-host github.com --sign-key k.key.asc --out site.bundle   # proxy registry + github.com",
 			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT",
 			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables",
 			"airgap export --manifest gated.hcl --sign-key k.key.asc --out site.bundle --gate-reports reports/ --gate-jobs 4"}},
@@ -177,11 +178,12 @@ var helps = map[string]verbHelp{
 			"SSL_CERT_FILE  CA bundle used to reach the registry (Linux)"},
 		[]string{"airgap push --store /srv/airgap --to registry.site.example/airgap",
 			"airgap push --store /srv/airgap --to harbor.site.example/tofu --username robot --password-stdin < pass.txt"}},
-	"healthcheck": {"[--url https://HOST:PORT/healthz] [--ca FILE]",
+	"healthcheck": {"[--url https://HOST:PORT/healthz] [--ca FILE] [--wait DURATION]",
 		"Asks a running appliance's /healthz and exits 0 when it answers 200 in time: the\ncontainer's HEALTHCHECK and a probe for load balancers and scripts.",
 		nil,
 		[]string{"airgap healthcheck --url https://127.0.0.1:8443/healthz --ca /store/tls/ca/ca.pem",
-			"airgap healthcheck --url https://airgap.site.example/healthz"}},
+			"airgap healthcheck --url https://airgap.site.example/healthz",
+			"airgap serve --store store --listen 127.0.0.1:8443 & airgap healthcheck --url https://localhost:8443/healthz --ca airgap-ca.pem --wait 30s"}},
 	"prune": {"--store DIR (--keep N | --older-than DURATION | --unused-for DURATION | ADDRESS@VERSION...) [--dry-run]",
 		"Removes provider and module versions from the catalog (newest N per address kept, last\nimported before a time, neither imported nor downloaded through 'airgap serve' for a time,\nor named) and deletes the blobs only they used; recorded in the history.",
 		nil,
@@ -326,17 +328,45 @@ func suggestFlag(err error, fs *pflag.FlagSet) error {
 	return err
 }
 
+// verbPlaces groups the verbs by where they run, in the order 'airgap
+// help' lists the places; a verb in the verb table must be in one
+// (TestHelpGroupsVerbsByPlace).
+var verbPlaces = []struct {
+	place string
+	verbs []string
+}{
+	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
+	{"Transfer station (checks and shows a bundle, writes nothing)", []string{"verify", "show", "approve"}},
+	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
+	{"Anywhere", []string{"keys", "client-config", "healthcheck", "join"}},
+}
+
 func usage(w io.Writer, vs map[string]verb) {
-	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
-	names := make([]string, 0, len(vs))
+	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n", Version)
+	listed := map[string]bool{}
+	for _, p := range verbPlaces {
+		fmt.Fprintf(w, "\n%s:\n", p.place)
+		for _, n := range p.verbs {
+			if v, ok := vs[n]; ok {
+				fmt.Fprintf(w, "  %-14s %s\n", n, v.synopsis())
+				listed[n] = true
+			}
+		}
+	}
+	var rest []string
 	for n := range vs {
-		names = append(names, n)
+		if !listed[n] {
+			rest = append(rest, n)
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+	sort.Strings(rest)
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "\nOther:\n")
+		for _, n := range rest {
+			fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+		}
 	}
-	fmt.Fprintf(w, "\nConnected side: keygen, export. Transfer station: verify, approve. Offline side: import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
+	fmt.Fprintf(w, "\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
 // serveEnv lists the AIRGAP_ variables serve reads, from the table its

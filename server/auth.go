@@ -515,12 +515,7 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 		h.Set("Location", signInPath+"?next="+url.QueryEscape(safeNext(r.URL.RequestURI())))
 		w.WriteHeader(http.StatusSeeOther)
 	case isUIPath(r.URL.Path):
-		h.Set("Www-Authenticate", `Basic realm="airgap catalog", charset="UTF-8"`)
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		if r.Method != http.MethodHead {
-			fmt.Fprintf(w, "%s\n\nThe catalog asks for a token: give any user name and the token as the password.\n", msg)
-		}
+		refuseCatalog(w, r, f, msg) // signin.go
 	default:
 		h.Set("Www-Authenticate", `Bearer realm="airgap"`)
 		writeStatusJSON(w, r, http.StatusUnauthorized, msg)

@@ -55,6 +55,9 @@ type ImportResult struct {
 	Created    bool
 	Withdrew   []string
 	Reinstated []string
+	// Updated: what the bundle changed in entries the store already had
+	// (dist.EntryUpdates: gate results run over them since).
+	Updated []string
 	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
 	// the caller from KeyPins.Decisions, see PinnedBy).
 	PinnedKeys []PinnedKey
@@ -490,6 +493,10 @@ func (imp *importer) now() time.Time {
 func (imp *importer) commit() error {
 	root, m, ix, res := imp.root, imp.m, imp.ix, imp.res
 	res.TrustChanges = trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, imp.checked)
+	// What this bundle changes in entries the store has (gate results run
+	// over them since), and what the entries a withdrawal drops were.
+	updated := dist.EntryUpdates(&ix.Catalog, &m.Catalog)
+	names := ix.Catalog.DescribeBlobs()
 	added := ix.Catalog.Merge(&m.Catalog)
 	already := false
 	for _, e := range ix.Imports {
@@ -500,7 +507,8 @@ func (imp *importer) commit() error {
 	stamp := imp.now().UTC().Truncate(time.Second)
 	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
 	res.Revoked = newRevocations(ix, m, res.Bundle, stamp)
-	if len(imp.staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && len(res.TrustChanges) == 0 &&
+	noteUnreferenced(ix, names, " (withdrawn)")
+	if len(imp.staged) == 0 && len(added) == 0 && len(updated) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && len(res.TrustChanges) == 0 &&
 		len(res.Revoked) == 0 && already && imp.policy.empty() {
 		res.Unchanged = len(imp.refreshed) == 0
 		if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
@@ -518,12 +526,13 @@ func (imp *importer) commit() error {
 	if added == nil {
 		added = []string{}
 	}
-	res.Added = added
+	res.Added, res.Updated = added, updated
 	ix.Imports = append(ix.Imports, ImportEntry{
 		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
-		Withdrew: res.Withdrew, Reinstated: res.Reinstated, TrustChanges: res.TrustChanges,
+		Withdrew: res.Withdrew, Reinstated: res.Reinstated, TrustChanges: res.TrustChanges, Updated: updated,
 	})
+	tidyUnreferenced(root, ix)
 	imp.policy.apply(ix)
 	res.Approvals = ix.Imports[len(ix.Imports)-1].Approvals
 	recordSigners(ix, m, imp.checked)

@@ -34,6 +34,8 @@ import (
 // (KeyEvents) and a pinned key's retirement (dist.KeyPin.Retired). A blob
 // of role approval (dist.RoleApproval) is referenced by an import's
 // approvals (Blobs).
+// Also in format 3: unreferenced (what blobs no entry references any more
+// were) and an import's updated (orphans.go).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
@@ -68,6 +70,11 @@ type Index struct {
 	// KeyEvents is the history of key retirements and revocations
 	// (format 3), oldest first.
 	KeyEvents []KeyEvent `json:"key_events,omitempty"`
+	// Unreferenced says what each blob no catalog entry references any
+	// more was (format 3), so that gc can name what it deletes: recorded
+	// when a withdrawal or a prune drops the entries that used it; an
+	// entry goes when its blob is deleted or referenced again (orphans.go).
+	Unreferenced map[verify.Digest]string `json:"unreferenced,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.
@@ -94,6 +101,10 @@ type ImportEntry struct {
 	// TrustChanges are the versions the store already served whose
 	// SHA256SUMS or signature the import replaced (format 3).
 	TrustChanges []TrustChange `json:"trust_changes,omitempty"`
+	// Updated lists what the bundle changed in entries the store already
+	// had (format 3): gate results a later export ran over them
+	// (dist.EntryUpdates).
+	Updated []string `json:"updated,omitempty"`
 }
 
 // Blobs is every blob the index refers to: the catalog's and the

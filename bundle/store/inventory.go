@@ -113,13 +113,17 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		if e.Delta {
 			kind = " delta"
 		}
-		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes, %d trust changes\n",
-			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, verify.GroupFingerprint(q(e.Signer.Fingerprint)), e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added), len(e.TrustChanges))
+		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %s, %d trust changes\n",
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, verify.GroupFingerprint(q(e.Signer.Fingerprint)), e.BlobsAdded, progress.Size(e.BytesAdded),
+			catalogChanges(len(e.Added), len(e.Withdrew), len(e.Reinstated), len(e.Updated)), len(e.TrustChanges))
 		for _, l := range e.Withdrew {
 			fmt.Fprintln(&w, "    withdrew", q(l))
 		}
 		for _, l := range e.Reinstated {
 			fmt.Fprintln(&w, "    reinstated", q(l))
+		}
+		for _, l := range e.Updated {
+			fmt.Fprintln(&w, "    updated", q(l))
 		}
 		for _, c := range e.TrustChanges {
 			fmt.Fprintln(&w, "    trust change:", q(c.String()))
@@ -187,6 +191,9 @@ type ImportReport struct {
 	Created      bool     `json:"store_created"`
 	Withdrew     []string `json:"withdrew,omitempty"`
 	Reinstated   []string `json:"reinstated,omitempty"`
+	// Updated: what the bundle changed in entries the store already had
+	// (gate results run over them since).
+	Updated []string `json:"updated,omitempty"`
 	// PinnedKeys are the publisher keys this import pinned for their
 	// namespaces (first use, or an approved new key).
 	PinnedKeys []PinnedKey `json:"publisher_keys_pinned"`
@@ -227,7 +234,7 @@ func (r *ImportResult) Report(file string) ImportReport {
 	gates := append([]string{}, r.RequiredGates...)
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
-		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned,
+		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, Updated: r.Updated, PinnedKeys: pinned,
 		RequiredGates: gates, Approvals: append([]ApprovalRecord{}, r.Approvals...), TrustChanges: append([]TrustChange{}, r.TrustChanges...),
 		RevokedKeys: append([]RevokedKey{}, r.Revoked...)}
 }
@@ -251,9 +258,10 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))
 		return
 	}
-	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
-		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
-	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 {
+	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n  %s\n",
+		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared,
+		catalogChanges(len(r.Added), len(r.Withdrew), len(r.Reinstated), len(r.Updated)))
+	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 && len(r.Updated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
 	}
 	for _, a := range r.Added {
@@ -264,6 +272,9 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 	}
 	for _, a := range r.Withdrew {
 		fmt.Fprintln(&w, "  withdrew", dist.Printable(a))
+	}
+	for _, a := range r.Updated {
+		fmt.Fprintln(&w, "  updated", dist.Printable(a))
 	}
 	for _, k := range r.PinnedKeys {
 		fmt.Fprintf(&w, "  pinned publisher key for %s: %s\n", dist.Printable(k.Namespace), KeyLine(k.KeyPin))
@@ -339,4 +350,29 @@ func KeyLine(k dist.KeyPin) string {
 		fmt.Fprintf(&b, ", RETIRED %s (signs nothing new)", k.Retired.UTC().Format("2006-01-02"))
 	}
 	return b.String()
+}
+
+// catalogChanges says what an import changed in the catalog: versions and
+// platforms added, withdrawn and reinstated are catalog changes, and
+// updates to entries already present (gate results run over them since)
+// are said beside them: "3 catalog changes (1 added, 2 withdrawn); 4
+// updates to entries already present (gate results, docs)".
+func catalogChanges(added, withdrew, reinstated, updated int) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{added, "added"}, {withdrew, "withdrawn"}, {reinstated, "reinstated"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	s := fmt.Sprintf("%d catalog changes", added+withdrew+reinstated)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if updated > 0 {
+		s += fmt.Sprintf("; %d updates to entries already present (gate results, docs)", updated)
+	}
+	return s
 }

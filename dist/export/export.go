@@ -990,9 +990,11 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 		// its archive (into the cache) to read it.
 		e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", j.r.Addr, j.ver)
 	}
-	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc)
+	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc, j.r.Why)
 	if err != nil && j.r.Site != nil {
-		return fmt.Errorf("%w\nhint: %s", err, siteHint(j.r.Site, j.ver))
+		if hint := siteHint(j.r.Site, j.ver, err); hint != "" {
+			return fmt.Errorf("%w\nhint: %s", err, hint)
+		}
 	}
 	if err != nil {
 		return err
@@ -1002,7 +1004,7 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 	if e.req.NoDeps {
 		return nil
 	}
-	j.deps, j.provs, err = e.scanModule(ctx, root, mv)
+	j.deps, j.provs, err = e.scanModule(ctx, root, mv, j.r.Why)
 	return err
 }
 
@@ -1050,24 +1052,40 @@ func (e *exporter) moduleLocation(ctx context.Context, r ModuleReq, ver string) 
 	return loc, nil
 }
 
-// siteHint says what to do when a site module version cannot be fetched.
-func siteHint(s *SiteModule, ver string) string {
-	if ref := s.Refs[ver]; ref != "" {
+// siteHint says what to do when a site module version cannot be fetched,
+// by what went wrong: a ref the repository lacks, a repository git could
+// not clone, an archive that is not there; "" when the error says it
+// already (a limit, an unsafe archive).
+func siteHint(s *SiteModule, ver string, err error) string {
+	ref, src := s.Refs[ver], dist.RedactSource(s.Locations[ver])
+	switch {
+	case errors.Is(err, getter.ErrRefNotFound):
 		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
+	case errors.Is(err, getter.ErrCloneFailed):
+		repo, _, _ := strings.Cut(src, "?ref=")
+		return fmt.Sprintf("%s publishes version %s from %s, which git could not clone: check the repository's URL in the block's source (is it there, is it spelled right?) and that this machine may read it (git's credential helper for https://, an ssh key for ssh://)", s.At, ver, repo)
+	case ref == "" && !errors.Is(err, getter.ErrArchiveLimit) && !errors.Is(err, getter.ErrUnsafeArchive):
+		return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, src)
 	}
-	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, dist.RedactSource(s.Locations[ver]))
+	return ""
 }
 
-func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
+// fetchModule fetches version ver of addr from loc; why (the request's
+// FILE:LINE, or "called by …") goes into its errors.
+func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, why string) (mv *dist.ModuleVersion, root, work string, err error) {
 	defer func() {
 		if err != nil && work != "" {
 			os.RemoveAll(work)
 		}
 	}()
 	what := fmt.Sprintf("module %s %s", addr, ver)
+	failed := what // in errors: what, and where it was asked for
+	if why != "" {
+		failed += " (" + why + ")"
+	}
 	src, err := getter.Parse(loc)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	work, err = moduleWorkDir(e.opt.CacheDir)
 	if err != nil {
@@ -1075,17 +1093,17 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	}
 	res, err := getter.FetchWith(ctx, src, work, e.getterOptions())
 	if errors.Is(err, registry.ErrTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", failed, err)
 	}
 	if errors.Is(err, getter.ErrGitTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", failed, err)
 	}
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	vendored, err := e.vendor(ctx, what, work, res)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	f, err := os.Open(res.Archive)
 	if err != nil {
@@ -1105,7 +1123,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
 	zd, zn, err := e.moduleZip(p)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: making its zip: %w", failed, err)
 	}
 	shown := dist.RedactSource(loc) // credentials in a source are not recorded (verify, inventory and the catalog page show it)
 	e.opt.Log("fetched %s from %s (%s)", what, shown, human(n))
@@ -1123,7 +1141,8 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
-func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
+// why is where mv was asked for (for messages).
+func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion, why string) ([]ModuleReq, []ProviderReq, error) {
 	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
 	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
 	if err != nil {
@@ -1141,7 +1160,7 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 			continue
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
-		e.noteShorthand(mv, c.Source, addr)
+		e.noteShorthand(mv, why, c.Source, addr)
 		if c.VersionExpr != "" && c.Version == "" {
 			// Its callers decide (Terraform ≥ 1.15 const variables,
 			// OpenTofu's early evaluation): one export cannot.
@@ -1180,7 +1199,10 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 // registry.opentofu.org to OpenTofu, which this export does not carry
 // unless the manifest asks for it: offline, 'tofu init' would then ask the
 // appliance's registry.opentofu.org view for a module it does not have.
-func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dist.Module) {
+// why is where mv was asked for; an export --from a project has no
+// manifest to add the module to, so there the note names the project's
+// call and says that a manifest must name the module.
+func (e *exporter) noteShorthand(mv *dist.ModuleVersion, why, source string, addr dist.Module) {
 	if addr.Host != dist.DefaultRegistry || strings.Count(strings.SplitN(source, "//", 2)[0], "/") != 2 {
 		return
 	}
@@ -1195,7 +1217,15 @@ func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dis
 	}
 	if key := strings.ToLower(tofu.String()); !e.shorthand[key] {
 		e.shorthand[key] = true
-		e.opt.Log("note: module %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; for OpenTofu clients add module %q to the manifest", mv, dist.Printable(source), tofu.String())
+		what := "module " + mv.String()
+		todo := fmt.Sprintf("for OpenTofu clients add module %q to the manifest", tofu.String())
+		if e.req.From != "" {
+			if why != "" {
+				what += " (" + why + ")" // the project's call that brought it
+			}
+			todo = fmt.Sprintf("for OpenTofu clients export module %q too: --from %s reads the project's own module calls, so name it in a manifest (module %q {}) and export that as well", tofu.String(), e.req.From, tofu.String())
+		}
+		e.opt.Log("note: %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; %s", what, dist.Printable(source), todo)
 	}
 }
 

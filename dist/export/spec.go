@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/dist/tfconfig"
 )
 
@@ -41,6 +42,13 @@ type Request struct {
 	// WithdrawAt is where each withdraw block is (FILE:LINE:COL), by
 	// index of Withdraw ("" when not from a manifest).
 	WithdrawAt []string
+	// AllowDownloadHosts are the manifest's allow_download_hosts: hosts a
+	// proxy registry's answers may point downloads at besides the proxy
+	// (export's --allow-download-host adds to them).
+	AllowDownloadHosts []string
+	// From is the project directory of a request FromProject read ("" for
+	// a manifest), for messages: such a request has no manifest to add to.
+	From string
 	// Warnings found while reading the request (FromProject: variables in
 	// module sources not declared const); Run starts its warnings with them.
 	Warnings []string
@@ -100,6 +108,10 @@ type specFile struct {
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
 	Gates     []specGate     `hcl:"gate,block"`
 	Waive     []specWaive    `hcl:"waive,block"`
+
+	// AllowDownloadHosts: further hosts a proxy registry's answers may
+	// point downloads at (registry.Client.AllowDownloadHosts).
+	AllowDownloadHosts []string `hcl:"allow_download_hosts,optional"`
 }
 
 // specWithdraw is a withdraw or reinstate block. The label is a provider
@@ -180,6 +192,7 @@ func diagErr(diags hcl.Diagnostics) error {
 // there is, the gate and waive blocks commented out (TestHCLHintsParse
 // checks it parses as a manifest, and so do those blocks uncommented).
 const ManifestExample = `platforms = ["linux_amd64", "darwin_arm64"]
+allow_download_hosts = ["github.com"] # with a proxy registry: hosts its answers may send downloads to
 provider "hashicorp/random" {
   versions  = ">= 3.5, < 4.0" # or: latest = 2, or: all = true
   platforms = ["linux_amd64"] # instead of the top-level list
@@ -237,7 +250,12 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path)}
+	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path), AllowDownloadHosts: sf.AllowDownloadHosts}
+	for _, h := range sf.AllowDownloadHosts {
+		if err := registry.CheckDownloadHost(h); err != nil {
+			return nil, rangeErr(*attrRange(f.Body, "allow_download_hosts"), "allow_download_hosts: %v", err)
+		}
+	}
 	if len(cliPlatforms) > 0 {
 		req.Platforms = cliPlatforms
 	}
@@ -416,7 +434,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir, From: dir}
 	if len(req.Platforms) == 0 {
 		req.Platforms = []string{DefaultPlatform()}
 	}
@@ -485,10 +503,13 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 }
 
 // platformsRange is where the top-level platforms attribute is, for errors.
-func platformsRange(body hcl.Body) *hcl.Range {
+func platformsRange(body hcl.Body) *hcl.Range { return attrRange(body, "platforms") }
+
+// attrRange is where the top-level attribute name is, for errors.
+func attrRange(body hcl.Body, name string) *hcl.Range {
 	r := hcl.Range{Filename: body.MissingItemRange().Filename, Start: hcl.Pos{Line: 1, Column: 1}}
-	if sb, ok := body.(*hclsyntax.Body); ok && sb.Attributes["platforms"] != nil {
-		r = sb.Attributes["platforms"].SrcRange
+	if sb, ok := body.(*hclsyntax.Body); ok && sb.Attributes[name] != nil {
+		r = sb.Attributes[name].SrcRange
 	}
 	return &r
 }

@@ -18,3 +18,18 @@ var ErrArchiveLimit = errors.New("module archive too large")
 
 // ErrGitTooLarge (an ErrArchiveLimit): a git fetch passed Options.MaxGitSize.
 var ErrGitTooLarge = fmt.Errorf("%w: git repository too large", ErrArchiveLimit)
+
+// ErrRefNotFound: a git source's ref (tag, branch or commit) is not in the
+// repository, which was cloned.
+var ErrRefNotFound = errors.New("not found in the repository")
+
+// ErrCloneFailed: git could not clone a git source at all: the repository
+// is not there (a wrong URL), or not reachable, or refuses this machine's
+// credentials. Errors that wrap it keep git's own message as their text.
+var ErrCloneFailed = errors.New("git clone failed")
+
+// cloneError is a failed clone: git's message, marked ErrCloneFailed.
+type cloneError struct{ err error }
+
+func (e cloneError) Error() string   { return e.err.Error() }
+func (e cloneError) Unwrap() []error { return []error{e.err, ErrCloneFailed} }
