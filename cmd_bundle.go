@@ -210,6 +210,10 @@ func (c *importCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
+	chain, err := store.ReadChainPolicy(c.storeD)
+	if err != nil {
+		return err
+	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
 		return err
@@ -231,6 +235,9 @@ func (c *importCmd) run(args []string) error {
 			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
 		}
 		opt.Policies = append(opt.Policies, kp)
+		if chain != nil {
+			opt.Policies = append(opt.Policies, chain)
+		}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
@@ -246,6 +253,9 @@ func (c *importCmd) run(args []string) error {
 	}
 	for _, r := range reqs {
 		res.RequiredGates = append(res.RequiredGates, r.String())
+	}
+	if chain != nil {
+		res.ChainKeyring = chain.Path
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))

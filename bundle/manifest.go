@@ -24,7 +24,9 @@ import (
 // Format 2: format 1 plus optional manifest fields that format 1 could not
 // carry (each documented where it is declared); a format-1 manifest must not
 // have them (Validate).
-const FormatVersion = 2
+// Format 3: format 2 plus optional fields, listed by format3Field; a
+// format-1 or -2 manifest must not have them.
+const FormatVersion = 3
 
 // MinFormatVersion is the oldest bundle format this package reads.
 const MinFormatVersion = 1
@@ -75,6 +77,11 @@ type Manifest struct {
 	// to compare; 0 (absent) in bundles written before it was recorded,
 	// which are generator 1.
 	SBOMGenerator int `json:"sbom_generator,omitempty"`
+	// Chain is the bundle's chain of custody (format 3; chain.go): set
+	// only on a bundle exported from an offline store ('airgap export
+	// --from-store'), it lists every bundle whose content this one carries
+	// onwards, as the stores on the way imported them. Sorted by bundle.
+	Chain []Hop `json:"chain,omitempty"`
 }
 
 // PublisherKeyDecl says that whoever exported the bundle approved
@@ -153,6 +160,7 @@ func (m *Manifest) Normalize() {
 	dist.SortWithdrawals(m.Reinstate)
 	SortPublisherKeys(m.PublisherKeys)
 	sort.Slice(m.Gates, func(i, j int) bool { return m.Gates[i].Name < m.Gates[j].Name })
+	sort.Slice(m.Chain, func(i, j int) bool { return m.Chain[i].Bundle < m.Chain[j].Bundle })
 }
 
 // Marshal returns the canonical JSON form of m.
@@ -204,6 +212,9 @@ func (m *Manifest) Validate() error {
 	if f := format2Field(m); f != "" && m.Format < 2 {
 		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 2 has", ErrManifest, m.Format, f)
 	}
+	if f := format3Field(m); f != "" && m.Format < 3 {
+		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 3 has", ErrManifest, m.Format, f)
+	}
 	roles := make(map[verify.Digest]string, len(m.Blobs))
 	for i, b := range m.Blobs {
 		if _, err := verify.ParseDigest(string(b.Digest)); err != nil {
@@ -217,7 +228,8 @@ func (m *Manifest) Validate() error {
 		}
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
-			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM: // the last three: format 2 (format2Field)
+			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // format 2 (format2Field)
+			dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey: // format 3 (format3Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -238,9 +250,15 @@ func (m *Manifest) Validate() error {
 	if err := m.validateGatesAndSBOM(roles); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := m.validateChain(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	used := m.Catalog.Blobs()
 	if m.SBOM != "" {
 		used[m.SBOM] = dist.RoleSBOM
+	}
+	for d, role := range chainBlobs(m.Chain) {
+		used[d] = role
 	}
 	for d := range roles {
 		if _, ok := used[d]; !ok {
@@ -289,6 +307,23 @@ func format2Field(m *Manifest) string {
 	for _, mv := range m.Catalog.Modules {
 		if len(mv.Gates) > 0 {
 			return "gates (module " + mv.String() + ")"
+		}
+	}
+	return ""
+}
+
+// format3Field names the first field of m that format 2 does not have, or
+// is "": the one list of what format 3 added (Validate refuses any of it
+// in a format-1 or -2 manifest). Manifest: chain; blobs of roles
+// bundle-manifest, bundle-signature and bundle-key.
+func format3Field(m *Manifest) string {
+	if len(m.Chain) > 0 {
+		return "chain"
+	}
+	for _, b := range m.Blobs {
+		switch b.Role {
+		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+			return "a blob of role " + b.Role
 		}
 	}
 	return ""
@@ -387,6 +422,9 @@ func (m *Manifest) Describe(d verify.Digest) string {
 	}
 	if d == m.SBOM {
 		return "the bundle's SBOM"
+	}
+	if what := describeChainBlob(m.Chain, d); what != "" {
+		return what
 	}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {

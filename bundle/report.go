@@ -133,6 +133,7 @@ type Report struct {
 	SBOMFile         string             `json:"sbom_file,omitempty"` // set by the caller that wrote it
 	Against          *Against           `json:"against,omitempty"`
 	Checks           *CheckReport       `json:"checks,omitempty"`
+	Chain            []ChainHop         `json:"chain"` // report_chain.go
 
 	manifest *Manifest
 	seen     map[string]bool // attention kind + subject
@@ -177,6 +178,7 @@ type ProviderEntry struct {
 	KeyNote   string          `json:"key_note,omitempty"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
+	CameWith  verify.Digest   `json:"came_with,omitempty"` // report_chain.go
 	key       string          // dist.ProviderVersion.Key
 }
 
@@ -205,6 +207,7 @@ type ModuleEntry struct {
 	Vendored  []VendoredEntry `json:"vendored"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
+	CameWith  verify.Digest   `json:"came_with,omitempty"` // report_chain.go
 	key       string
 }
 
@@ -320,6 +323,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	rep.chain(m)
 	rep.entries(m)
 	return nil
 }
@@ -330,7 +334,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
-			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key())}
+			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()), CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -353,7 +357,7 @@ func (rep *Report) entries(m *Manifest) {
 	}
 	for _, mv := range m.Catalog.Modules {
 		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir,
-			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key()}
+			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
 		if mv.Zip != "" {
 			e.ZipSHA256 = mv.Zip.Hex()
 		}
@@ -420,6 +424,7 @@ func (rep *Report) Finish(err error) {
 	nonNil(&rep.PublisherKeys)
 	nonNil(&rep.Declared)
 	nonNil(&rep.Gates)
+	nonNil(&rep.Chain)
 	for i := range rep.Gates {
 		nonNil(&rep.Gates[i].Command)
 	}
@@ -465,7 +470,7 @@ func nonNil[T any](s *[]T) {
 }
 
 func attentionRank(kind string) int {
-	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
+	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionCustody, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
 		if k == kind {
 			return i
 		}
@@ -512,6 +517,7 @@ func (rep *Report) Text() string {
 			fmt.Fprintf(&b, "  ! %s: %s\n", strings.ReplaceAll(a.Kind, "_", " "), q(a.Message))
 		}
 	}
+	rep.chainText(&b)
 	rep.providersText(&b)
 	rep.modulesText(&b)
 	rep.gatesText(&b)
@@ -577,6 +583,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 		for _, pk := range p.Platforms {
 			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
 		}
+		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
 	}
 }
@@ -665,6 +672,7 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "    vendored %s:%d module %q: %s -> %s (sha256:%s%s)\n", q(v.File), v.Line, q(v.Module), q(v.Source), q(v.Path), v.SHA256[:12], commit)
 		}
+		b.WriteString(rep.cameWith(m.CameWith))
 		gateLines(b, m.Gates)
 	}
 }

@@ -115,10 +115,13 @@ func requirementList(reqs []GateRequirement) string {
 //
 //	# STORE/import.hcl
 //	require_gate = ["modules:trivy", "providers:govulncheck"]
+//	chain {
+//	  keyring = "upstream.pub.asc"   # relative to the store
+//	}
 //
 // require_gate lists gates every bundle must carry a passing or waived
 // result of (RequireGates), as --require-gate does; the import's flags add
-// to it. The store's operator writes it; the offline side decides, whatever
+// to it. chain is the chain-of-custody policy (ChainPolicy). The store's operator writes it; the offline side decides, whatever
 // the bundle says.
 const ImportConfigName = "import.hcl"
 
@@ -128,24 +131,26 @@ const maxImportConfig = 64 << 10
 // ImportConfig is import.hcl.
 type ImportConfig struct {
 	RequireGate []string `hcl:"require_gate,optional"`
+	// Chain is the chain-of-custody policy (chainpolicy.go).
+	Chain *ChainConfig `hcl:"chain,block"`
 }
 
-// ReadImportConfig reads root's import.hcl and returns the gates it
-// requires (none when the file is absent). Errors name file:line:col.
-func ReadImportConfig(root string) ([]GateRequirement, error) {
+// readImportConfig reads root's import.hcl (a zero config when it is
+// absent) and returns it with its path. Errors name file:line:col.
+func readImportConfig(root string) (*ImportConfig, string, error) {
 	path := filepath.Join(root, ImportConfigName)
 	fi, err := os.Stat(path)
 	switch {
 	case os.IsNotExist(err):
-		return nil, nil
+		return &ImportConfig{}, path, nil
 	case err != nil:
-		return nil, err
+		return nil, path, err
 	case !fi.Mode().IsRegular() || fi.Size() > maxImportConfig:
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxImportConfig)
+		return nil, path, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxImportConfig)
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, path, err
 	}
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	var cfg ImportConfig
@@ -153,8 +158,18 @@ func ReadImportConfig(root string) ([]GateRequirement, error) {
 		diags = gohcl.DecodeBody(f.Body, nil, &cfg)
 	}
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("%s\nhint: %s holds require_gate = [\"modules:NAME\", \"providers:NAME\", \"NAME\"]\nthe store was not changed",
+		return nil, path, fmt.Errorf("%s\nhint: %s holds require_gate = [\"modules:NAME\", \"providers:NAME\", \"NAME\"] and a chain { keyring = \"FILE\" } block\nthe store was not changed",
 			strings.Join(dist.DiagLines(diags), "\n"), ImportConfigName)
+	}
+	return &cfg, path, nil
+}
+
+// ReadImportConfig reads root's import.hcl and returns the gates it
+// requires (none when the file is absent). Errors name file:line:col.
+func ReadImportConfig(root string) ([]GateRequirement, error) {
+	cfg, path, err := readImportConfig(root)
+	if err != nil {
+		return nil, err
 	}
 	var out []GateRequirement
 	for _, s := range cfg.RequireGate {

@@ -96,14 +96,16 @@ func lockExisting(root string, wait bool) (func(), error) {
 	return unlock, nil
 }
 
-// sweep removes (unless res.DryRun) every blob in blobs/ that ix's catalog
-// does not reference, adding each to res. The caller holds the lock.
+// sweep removes (unless res.DryRun) every blob in blobs/ that ix does not
+// reference (Referenced: the catalog, and the bundles and chains of
+// custody its history keeps), adding each to res. The caller holds the
+// lock.
 func sweep(root string, ix *Index, res *GCResult) error {
 	blobs, err := listBlobs(root)
 	if err != nil {
 		return err
 	}
-	used := ix.Catalog.Blobs()
+	used := ix.Referenced()
 	for _, d := range blobs {
 		if _, ok := used[d]; ok {
 			continue

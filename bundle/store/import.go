@@ -47,15 +47,23 @@ type ImportResult struct {
 	Cleaned      int
 	CleanedBytes int64
 	// Created is true when this import created the store.
-	Created    bool
-	Withdrew   []string
-	Reinstated []string
+	Created bool
+	// KeptCustody: the store had imported the bundle before airgap kept
+	// bundles' signed manifests; this import kept them (custody.go).
+	KeptCustody bool
+	Withdrew    []string
+	Reinstated  []string
 	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
 	// the caller from KeyPins.Decisions, see PinnedBy).
 	PinnedKeys []PinnedKey
 	// RequiredGates: the gates a RequireGates policy held every entry to
 	// (GateRequirement.String; filled by the caller).
 	RequiredGates []string
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again; ChainKeyring: the chain policy's
+	// keyring that trusted each (filled by the caller), if any.
+	ChainHops    int
+	ChainKeyring string
 }
 
 // PinnedBy lists the keys the decisions of a committed import pinned.
@@ -165,8 +173,10 @@ type importer struct {
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *bundle.CheckReport
-	policy    PolicyResult // what the policies record in the new index
-	placed    []string     // blobs renamed into blobs/ by this import
+	policy    PolicyResult  // what the policies record in the new index
+	placed    []string      // blobs renamed into blobs/ by this import
+	custody   []bundle.Blob // the bundle's manifest, signature and key, staged (custody.go)
+	kept      ImportEntry   // what the history entry records of them
 }
 
 // openImport lays out the store (creating it if need be), takes its lock
@@ -440,7 +450,13 @@ func (imp *importer) stage() (err error) {
 			return err
 		}
 	}
+	if err := imp.keepBundle(); err != nil {
+		return err
+	}
 	imp.checked, err = imp.ck.Finish()
+	if imp.checked != nil {
+		imp.res.ChainHops = imp.checked.Hops
+	}
 	if serr := imp.syncer.wait(); serr != nil && err == nil {
 		err = noSpace(root, serr, "writing the staged blobs to disk", imp.need)
 	}
@@ -451,7 +467,7 @@ func (imp *importer) stage() (err error) {
 func (imp *importer) policies() error {
 	in := &PolicyInput{
 		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
-		Index: imp.ix, Checked: imp.checked, Now: imp.now(),
+		Index: imp.ix, Checked: imp.checked, Now: imp.now(), BlobPath: imp.blobPath,
 	}
 	for _, p := range imp.opt.Policies {
 		if err := p.Check(in, &imp.policy); err != nil {
@@ -459,6 +475,22 @@ func (imp *importer) policies() error {
 		}
 	}
 	return nil
+}
+
+// blobPath is where a blob of the bundle is now: staged, or in the store.
+func (imp *importer) blobPath(d verify.Digest) (string, bool) {
+	if _, ok := imp.sizes[d]; !ok {
+		return "", false
+	}
+	if p := filepath.Join(imp.stageDir, d.Hex()); fileExists(p) {
+		return p, true
+	}
+	return BlobPath(imp.root, d), haveBlob(imp.root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func (imp *importer) now() time.Time {
@@ -475,15 +507,23 @@ func (imp *importer) now() time.Time {
 func (imp *importer) commit() error {
 	root, m, ix, res := imp.root, imp.m, imp.ix, imp.res
 	added := ix.Catalog.Merge(&m.Catalog)
-	already := false
-	for _, e := range ix.Imports {
+	prev := -1
+	for i, e := range ix.Imports {
 		if e.Bundle == res.Bundle {
-			already = true
+			prev = i
 		}
 	}
+	already := prev >= 0
 	stamp := imp.now().UTC().Truncate(time.Second)
 	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
 	if len(imp.staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already && imp.policy.empty() {
+		if e := &ix.Imports[prev]; !e.Kept() {
+			// Imported by an airgap that did not keep bundles: keep this
+			// copy now, so the store can carry its custody onwards.
+			e.Signature, e.SignerKey, e.Custody = imp.kept.Signature, imp.kept.SignerKey, imp.kept.Custody
+			res.KeptCustody = true
+			return imp.swapIndex()
+		}
 		res.Unchanged = len(imp.refreshed) == 0
 		if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
 			return err
@@ -505,6 +545,7 @@ func (imp *importer) commit() error {
 		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
 		Withdrew: res.Withdrew, Reinstated: res.Reinstated,
+		Signature: imp.kept.Signature, SignerKey: imp.kept.SignerKey, Custody: imp.kept.Custody,
 	})
 	imp.policy.apply(ix)
 	return imp.swapIndex()
@@ -526,7 +567,7 @@ func (imp *importer) swapIndex() error {
 		return noSpace(root, err, "writing the store index", imp.need+int64(len(data)))
 	}
 	defer pending.abort()
-	for _, b := range imp.staged {
+	for _, b := range append(imp.staged, imp.custody...) {
 		dst := BlobPath(root, b.Digest)
 		if err := os.Rename(filepath.Join(imp.stageDir, b.Digest.Hex()), dst); err != nil {
 			return fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)

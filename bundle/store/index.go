@@ -22,7 +22,9 @@ import (
 // Format 2: format 1 plus optional fields, each documented on Index (and on
 // the catalog's types: a provider version's mirror_hashes_only, mirror and
 // its packages' mirror_hashes, see dist.ProviderVersion).
-const IndexFormat = 2
+// Format 3: format 2 plus optional fields, each documented where it is
+// declared: an import entry's signature, signer_key and custody.
+const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
 const MinIndexFormat = 1
@@ -62,7 +64,23 @@ type ImportEntry struct {
 	// reinstate blocks changed.
 	Withdrew   []string `json:"withdrew,omitempty"`
 	Reinstated []string `json:"reinstated,omitempty"`
+	// Signature and SignerKey (format 3) are the blobs that keep the
+	// bundle's manifest.json.sig as it came and the armored public key the
+	// import checked it with; its manifest.json is kept as the blob named
+	// Bundle. Custody lists the blobs of the bundle's own chain of custody
+	// (bundle.Hop: upstream manifests, signatures and keys) it carried.
+	// All of them stay as long as the entry does (gc and prune keep them:
+	// Index.Referenced), so that 'airgap export --from-store' can carry
+	// the chain onwards (custody.go). Empty for imports by an airgap that
+	// did not keep them.
+	Signature verify.Digest   `json:"signature,omitempty"`
+	SignerKey verify.Digest   `json:"signer_key,omitempty"`
+	Custody   []verify.Digest `json:"custody,omitempty"`
 }
+
+// Kept reports whether the store kept the bundle's manifest, signature and
+// key (see Signature).
+func (e ImportEntry) Kept() bool { return e.Signature != "" && e.SignerKey != "" }
 
 func readIndex(root string) (*Index, error) {
 	data, err := os.ReadFile(indexPath(root))

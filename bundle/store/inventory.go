@@ -210,10 +210,22 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))
 		return
 	}
+	if r.KeptCustody {
+		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); the catalog is unchanged, and the store now keeps its signed manifest for the chain of custody (it had imported it before airgap kept them)\n",
+			r.Bundle.Short(), dist.Printable(r.Signer.String()))
+		return
+	}
 	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
 		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
 	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
+	}
+	if r.ChainHops > 0 {
+		trusted := ""
+		if r.ChainKeyring != "" {
+			trusted = ", each signed by a key of the chain keyring " + r.ChainKeyring
+		}
+		fmt.Fprintf(&w, "  chain of custody: %d hop(s), every signature checked again%s\n", r.ChainHops, trusted)
 	}
 	for _, a := range r.Added {
 		fmt.Fprintln(&w, "  added", dist.Printable(a))

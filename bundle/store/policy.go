@@ -40,6 +40,9 @@ type PolicyInput struct {
 	Index    *Index
 	Checked  *bundle.CheckReport
 	Now      time.Time
+	// BlobPath finds a blob of the bundle (staged, or already in the
+	// store): verified against the manifest, read only.
+	BlobPath func(verify.Digest) (string, bool)
 }
 
 // PolicyResult collects what policies record in the new index. Each

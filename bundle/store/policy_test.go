@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,8 @@ func TestImportPolicies(t *testing.T) {
 	if !bytes.Contains(idx, []byte("+policy")) {
 		t.Errorf("the policy's edit is not in the index:\n%s", idx)
 	}
-	if !bytes.Contains(idx, []byte(`"format": 2`)) {
-		t.Errorf("the index was not written in format 2")
+	if !bytes.Contains(idx, []byte(fmt.Sprintf(`"format": %d`, store.IndexFormat))) {
+		t.Errorf("the index was not written in format %d", store.IndexFormat)
 	}
 	res, err := store.Import(root, bytes.NewReader(f.good), store.ImportOptions{Keyring: f.keyring, Policies: []store.Policy{tool(" +again")}})
 	if err != nil {

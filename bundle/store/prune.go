@@ -111,7 +111,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 			res.Removed = append(res.Removed, "module "+m.String())
 		}
 	}
-	before := ix.Catalog.Blobs()
+	before := ix.Referenced()
 	removeKeys(&ix.Catalog, drop)
 	// What the sweep below deletes: every blob the pruned catalog does not
 	// reference, those this prune frees and those unreferenced already.

@@ -26,6 +26,7 @@ type DeltaBase struct {
 	base    string
 	bundles []string
 	have    map[verify.Digest]bool
+	imports []store.ImportEntry // --have: the inventory's import history
 }
 
 // ReadDeltaBase reads the blobs of a previous bundle (since, which must be
@@ -52,6 +53,7 @@ func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) 
 	for _, e := range inv.Imports {
 		ds.bundles = append(ds.bundles, string(e.Bundle))
 	}
+	ds.imports = append([]store.ImportEntry{}, inv.Imports...)
 	return ds, nil
 }
 

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist/registrytest"
+)
+
+// enclaves is a chain of networks: the stand-in internet, and offline
+// sites each with a signing key of its own.
+type enclaves struct {
+	in     *registrytest.Internet
+	work   string
+	online []string
+}
+
+func newEnclaves(t *testing.T) *enclaves {
+	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
+	e := &enclaves{in: in, work: t.TempDir()}
+	e.online = append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(e.work, "empty.tfrc"))
+	for _, k := range []struct{ name, id string }{
+		{"internet", "Site Ops <ops@site.test>"}, {"a", "Enclave A <ops@a.test>"}, {"b", "Enclave B <ops@b.test>"}, {"rogue", "Rogue <x@rogue.test>"},
+	} {
+		mustRun(t, e.work, nil, airgapBin, "keygen", "--out", e.key(k.name), "--name", k.id, "--no-passphrase")
+	}
+	return e
+}
+
+func (e *enclaves) key(name string) string  { return filepath.Join(e.work, "keys", name) }
+func (e *enclaves) pub(name string) string  { return e.key(name) + ".pub.asc" }
+func (e *enclaves) sec(name string) string  { return e.key(name) + ".key.asc" }
+func (e *enclaves) path(name string) string { return filepath.Join(e.work, name) }
+
+// internetExport exports manifest from the stand-in internet with the
+// internet side's key.
+func (e *enclaves) internetExport(t *testing.T, name, manifest string) string {
+	t.Helper()
+	mf := e.path(name + ".hcl")
+	os.WriteFile(mf, []byte(manifest), 0o644)
+	out := e.path(name + ".bundle")
+	mustRun(t, e.work, append(e.online, "SOURCE_DATE_EPOCH=1767225600"), airgapBin, "export", "--manifest", mf, "--sign-key", e.sec("internet"), "--out", out, "--cache", e.path("cache"))
+	return out
+}
+
+// fromStore exports what store holds with key's secret key.
+func (e *enclaves) fromStore(t *testing.T, store, key, name string, extra ...string) (string, string) {
+	t.Helper()
+	out := e.path(name + ".bundle")
+	text := mustRun(t, e.work, nil, airgapBin, append([]string{"export", "--from-store", store, "--sign-key", e.sec(key), "--out", out}, extra...)...)
+	return out, text
+}
+
+// importInto imports b into store, trusting keyring.
+func (e *enclaves) importInto(t *testing.T, store, keyring, b string, extra ...string) string {
+	t.Helper()
+	return mustRun(t, e.work, nil, airgapBin, append([]string{"import", "--keyring", keyring, "--store", store}, append(extra, b)...)...)
+}
+
+// chainPolicy writes STORE/import.hcl with a chain block trusting the
+// public keys of names.
+func (e *enclaves) chainPolicy(t *testing.T, store string, names ...string) {
+	t.Helper()
+	os.MkdirAll(store, 0o755)
+	var kr []byte
+	for _, n := range names {
+		b, err := os.ReadFile(e.pub(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr = append(kr, b...)
+	}
+	bundletest.WriteFile(t, filepath.Join(store, "chain.pub.asc"), kr)
+	bundletest.WriteFile(t, filepath.Join(store, "import.hcl"), []byte("chain {\n  keyring = \"chain.pub.asc\"\n}\n"))
+}
+
+// inventory decodes 'airgap inventory --json'.
+func inventoryJSON(t *testing.T, store string) map[string]any {
+	t.Helper()
+	out := mustRun(t, "", nil, airgapBin, "inventory", "--store", store, "--json")
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("inventory --json: %v\n%s", err, out)
+	}
+	return v
+}
+
+// TestEnclaveChain: the internet export goes into store A; A exports what
+// it holds (a full bundle, then a delta --since it after A took in more
+// and withdrew a version) into store B; B does the same over a one-way
+// link into store C. C's review shows all three hops, every signature
+// checked again; C's import policy requires every hop signed by a key it
+// trusts; terraform 1.11, 1.15.9 and tofu install from C with the lock
+// file made on the internet unchanged; the version A withdrew arrives
+// withdrawn on C.
+func TestEnclaveChain(t *testing.T) {
+	tf := terraformBin(t)
+	e := newEnclaves(t)
+
+	// The reference: terraform against the stand-in internet.
+	ref := e.path("reference")
+	os.MkdirAll(ref, 0o755)
+	os.WriteFile(filepath.Join(ref, "main.tf"), []byte(e2eProject), 0o644)
+	mustRun(t, ref, e.online, tf, "init", "-input=false", "-no-color")
+	refLock, _ := os.ReadFile(filepath.Join(ref, ".terraform.lock.hcl"))
+
+	// The internet export into store A.
+	storeA, storeB, storeC := e.path("storeA"), e.path("storeB"), e.path("storeC")
+	b0 := e.internetExport(t, "internet", e2eManifest)
+	e.importInto(t, storeA, e.pub("internet"), b0)
+
+	// A -> B, full.
+	x1, out := e.fromStore(t, storeA, "a", "a1")
+	t.Logf("export --from-store A:\n%s", out)
+	e.chainPolicy(t, storeB, "internet")
+	out = e.importInto(t, storeB, e.pub("a"), x1)
+	if !strings.Contains(out, "chain of custody: 1 hop(s), every signature checked again, each signed by a key of the chain keyring") {
+		t.Errorf("B's import does not say the chain was checked against its policy:\n%s", out)
+	}
+
+	// B -> C, full, over a one-way link.
+	y1, _ := e.fromStore(t, storeB, "b", "b1")
+	e.chainPolicy(t, storeC, "internet", "a")
+	e.importInto(t, storeC, e.pub("b"), y1)
+
+	// The internet brings A one more version and withdraws another; A sends
+	// B a delta against what it sent before, and B sends C one.
+	b0w := e.internetExport(t, "internet2", `
+platforms = ["linux_amd64"]
+provider "hashicorp/random" { versions = "3.5.1" }
+withdraw "hashicorp/random" {
+  versions = "3.6.0"
+  reason   = "withdrawn on the internet side"
+}
+`)
+	e.importInto(t, storeA, e.pub("internet"), b0w)
+	x2, out := e.fromStore(t, storeA, "a", "a2", "--since", x1)
+	if !strings.Contains(out, "delta against") {
+		t.Errorf("A's second export is not a delta:\n%s", out)
+	}
+	e.importInto(t, storeB, e.pub("a"), x2)
+	y2, out := e.fromStore(t, storeB, "b", "b2", "--since", y1)
+	t.Logf("export --from-store B --since:\n%s", out)
+	out = e.importInto(t, storeC, e.pub("b"), y2)
+	t.Logf("import into C:\n%s", out)
+
+	// verify on C's side shows every hop.
+	rev := mustRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("b"), y1)
+	t.Logf("verify of B's full bundle:\n%s", rev)
+	for _, want := range []string{"Chain of custody (3 hops", "hop 1: bundle", "Site Ops <ops@site.test>", "hop 2: bundle", "Enclave A <ops@a.test>",
+		"hop 3: this bundle", "Enclave B <ops@b.test>", "signature checked", "every entry, package and gate result is tied", "came with hop 1"} {
+		if !strings.Contains(rev, want) {
+			t.Errorf("verify lacks %q", want)
+		}
+	}
+	rev2 := mustRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("b"), y2)
+	t.Logf("verify of B's delta:\n%s", rev2)
+
+	// Withdrawn on the internet side, withdrawn on C.
+	invC := inventoryJSON(t, storeC)
+	wd, _ := json.Marshal(invC["withdrawn"])
+	if !bytes.Contains(wd, []byte(`"version":"3.6.0"`)) || !bytes.Contains(wd, []byte("withdrawn on the internet side")) {
+		t.Errorf("C does not have random 3.6.0 withdrawn: %s", wd)
+	}
+
+	// Clients install from C with the lock made on the internet.
+	base, caFile := startServe(t, storeC)
+	cfg := mustRun(t, e.work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
+	rc := e.path("c.tfrc")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	for _, client := range []struct{ name, bin string }{{"terraform 1.11", tf}, {"terraform " + terraformNewVersion, terraformNewBin(t)}} {
+		dir := filepath.Join(t.TempDir(), "project")
+		copyTree(t, ref, dir)
+		mustRun(t, dir, offline, client.bin, "init", "-input=false", "-no-color", "-lockfile=readonly")
+		if got, _ := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl")); !bytes.Equal(got, refLock) {
+			t.Errorf("%s: the lock file made on the internet changed on C:\n%s", client.name, got)
+		}
+	}
+	tofuOfflineInit(t, e.work, base, caFile, "registry")
+}
