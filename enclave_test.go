@@ -185,3 +185,104 @@ withdraw "hashicorp/random" {
 	}
 	tofuOfflineInit(t, e.work, base, caFile, "registry")
 }
+
+// TestEnclaveRefusals: what an export from a store and the next
+// enclave's import refuse, each naming what was wrong with a hint and
+// leaving the store as it was: a bit flipped in a blob of A (found before
+// a byte is written), a manifest naming what A lacks, a --have of A's own
+// inventory, a hop signed by a key C's chain policy does not trust, a
+// publisher key C's pins do not have, and a version C withdrew.
+func TestEnclaveRefusals(t *testing.T) {
+	e := newEnclaves(t)
+	storeA, storeB, storeC := e.path("storeA"), e.path("storeB"), e.path("storeC")
+	b0 := e.internetExport(t, "internet", `
+platforms = ["linux_amd64"]
+provider "hashicorp/random" { versions = "3.6.2" }
+module "example/sub/aws" {}
+`)
+	e.importInto(t, storeA, e.pub("internet"), b0)
+	refused := func(t *testing.T, root string, args []string, want ...string) {
+		t.Helper()
+		before := bundletest.Snapshot(t, root)
+		out, err := cmdRun(t, e.work, nil, airgapBin, args...)
+		if err == nil {
+			t.Fatalf("%s: accepted:\n%s", strings.Join(args, " "), out)
+		}
+		t.Logf("%s refused:\n%s", args[0], out)
+		for _, w := range append(want, "hint:") {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the message lacks %q:\n%s", args[0], w, out)
+			}
+		}
+		bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+	}
+
+	t.Run("flipped bit", func(t *testing.T) {
+		inv := inventoryJSON(t, storeA)
+		pk := inv["catalog"].(map[string]any)["providers"].([]any)[0].(map[string]any)["packages"].([]any)[0].(map[string]any)
+		digest := pk["digest"].(string)
+		blob := filepath.Join(storeA, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+		flip := func() {
+			os.Chmod(blob, 0o644)
+			b, _ := os.ReadFile(blob)
+			b[len(b)/2] ^= 0x10
+			os.WriteFile(blob, b, 0o444)
+		}
+		flip()
+		defer flip()
+		out := e.path("flipped.bundle")
+		refused(t, storeA, []string{"export", "--from-store", storeA, "--sign-key", e.sec("a"), "--out", out},
+			"is damaged", digest[:19], "provider registry.terraform.io/hashicorp/random 3.6.2 linux_amd64", blob, "nothing was written")
+		if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
+			t.Errorf("a refused export left %v", left)
+		}
+		if left, _ := filepath.Glob(filepath.Join(e.work, ".*")); len(left) > 0 {
+			t.Errorf("a refused export left temporary files: %v", left)
+		}
+	})
+
+	t.Run("what the store lacks", func(t *testing.T) {
+		mf := e.path("lacks.hcl")
+		os.WriteFile(mf, []byte("provider \"hashicorp/aws\" {\n  versions = \"~> 5.0\"\n}\n"), 0o644)
+		refused(t, storeA, []string{"export", "--from-store", storeA, "--manifest", mf, "--sign-key", e.sec("a"), "--out", e.path("lacks.bundle")},
+			"registry.terraform.io/hashicorp/aws", "the store has no version matching ~> 5.0", "airgap inventory")
+		refused(t, storeA, []string{"export", "--from-store", storeA, "hashicorp/random@3.5.1", "--sign-key", e.sec("a"), "--out", e.path("lacks.bundle")},
+			"hashicorp/random@3.5.1 is not in the store")
+	})
+
+	t.Run("have of the same store", func(t *testing.T) {
+		have := e.path("have-a.json")
+		os.WriteFile(have, []byte(mustRun(t, e.work, nil, airgapBin, "inventory", "--store", storeA, "--json")), 0o644)
+		refused(t, storeA, []string{"export", "--from-store", storeA, "--have", have, "--sign-key", e.sec("a"), "--out", e.path("have.bundle")},
+			"pointless --have", "this store's own inventory")
+	})
+
+	// A -> B -> C.
+	x1, _ := e.fromStore(t, storeA, "a", "a1")
+	e.chainPolicy(t, storeB, "internet")
+	e.importInto(t, storeB, e.pub("a"), x1)
+	y1, _ := e.fromStore(t, storeB, "b", "b1")
+	// C takes from the internet side directly too, so it is a store with
+	// content before the refusals.
+	e.chainPolicy(t, storeC, "internet")
+	e.importInto(t, storeC, e.pub("internet"), e.internetExport(t, "direct", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/null\" {}\n"))
+
+	t.Run("hop not trusted", func(t *testing.T) {
+		refused(t, storeC, []string{"import", "--keyring", e.pub("b"), "--store", storeC, y1},
+			"chain of custody is not trusted here", "hop 2 of 3", "Enclave A <ops@a.test>", "not in the chain keyring", "the store was not changed")
+	})
+
+	e.chainPolicy(t, storeC, "internet", "a")
+	t.Run("publisher key not pinned", func(t *testing.T) {
+		pins := e.path("pins.hcl")
+		os.WriteFile(pins, []byte("namespace \"registry.terraform.io/hashicorp\" {\n  keys = [\"0123 4567 89AB CDEF 0123  4567 89AB CDEF 0123 4567\"]\n}\n"), 0o644)
+		refused(t, storeC, []string{"import", "--keyring", e.pub("b"), "--store", storeC, "--publisher-pins", pins, y1},
+			"registry.terraform.io/hashicorp", "pins file", "the store was not changed")
+	})
+
+	t.Run("withdrawn here", func(t *testing.T) {
+		e.importInto(t, storeC, e.pub("internet"), e.internetExport(t, "withdraw-c", "withdraw \"hashicorp/random\" {\n  versions = \"3.6.2\"\n  reason   = \"not on this network\"\n}\n"))
+		refused(t, storeC, []string{"import", "--keyring", e.pub("b"), "--store", storeC, y1},
+			"registry.terraform.io/hashicorp/random 3.6.2", "not on this network", "the store was not changed")
+	})
+}

@@ -411,7 +411,7 @@ func hashFile(path string, b bundle.Blob) (int64, error) {
 		return n, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if err := d.Check(b.Digest, b.Size); err != nil {
-		return n, fmt.Errorf("%s: %w (it hashes to %s)", path, err, d.Digest().Short())
+		return n, fmt.Errorf("%s: %w", path, err)
 	}
 	return n, nil
 }

@@ -78,8 +78,12 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 		top = max(top, h.Level)
 	}
 	for _, h := range hops {
+		who := h.Signer.Identity
+		if who == "" {
+			who = "key " + h.Signer.KeyID
+		}
 		where := fmt.Sprintf("hop %d of %d, bundle %s signed by %s (fingerprint %s)", top-h.Level+1, top+1, h.Bundle.Short(),
-			dist.Printable(h.Signer.String()), verify.GroupFingerprint(h.Signer.Fingerprint))
+			dist.Printable(who), verify.GroupFingerprint(h.Signer.Fingerprint))
 		if !h.Checkable() || !h.Checked {
 			return fmt.Errorf("%w: %s: the store it passed through did not keep its signed manifest, so its signature cannot be checked, nor what came with it\nhint: this store's chain policy (%s) accepts only hops it can check; have that store import the bundle again (it then keeps its manifest) and export again",
 				ErrChainUntrusted, where, ImportConfigName)
