@@ -18,9 +18,10 @@ test: vet
 	$(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) fuzz FUZZTIME=
 
-# Rewrites README.md's client compatibility table from a run of the client
-# matrix (every terraform and tofu version in every mode; see
-# client_matrix_test.go). make test fails while the README disagrees.
+# Rewrites the client compatibility table in docs/offline.md ("Which
+# clients, which lock files") from a run of the client matrix (every
+# terraform and tofu version in every mode; see client_matrix_test.go).
+# make test fails while the page disagrees.
 compat-table:
 	AIRGAP_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestClientMatrix$$' -timeout 20m .
 

@@ -243,7 +243,7 @@ func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
 		t.Fatalf("the signed URL: %s", resp.Status)
 	}
 	// The operator narrows ci to the OpenTofu registry's providers (an edit
-	// by hand, as the README describes).
+	// by hand, as docs/access-control.md describes).
 	text, _ := os.ReadFile(access)
 	narrowed := strings.Replace(string(text), `allow   = ["**"]`, `allow   = ["registry.opentofu.org/**"]`, 1)
 	if narrowed == string(text) {
@@ -349,7 +349,7 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 	}
 }
 
-// Finding (high): the README told operators behind a load balancer that
+// Finding (high): the documentation told operators behind a load balancer that
 // passes TLS through (HAProxy in TCP mode, as the replica tests run it) to
 // list it in trusted-proxy, for the per-address cap; but serve believes
 // X-Forwarded-For from a trusted proxy, and through TLS passthrough that

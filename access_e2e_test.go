@@ -119,7 +119,7 @@ const (
 // with the credentials blocks 'client-config --token-file' writes (mirror
 // mode) they install what their token allows; without a token, with a
 // wrong one, or for an address outside the token's rules they fail with
-// the messages the README documents. Nothing they did leaks a secret into
+// the messages docs/access-control.md documents. Nothing they did leaks a secret into
 // the logs or the audit log, which names the token of every package.
 func TestAccessControlWithClients(t *testing.T) {
 	tf, tofu := terraformBin(t), tofuBin(t)
@@ -254,7 +254,7 @@ func TestAccessControlWithClients(t *testing.T) {
 
 // TestAccessOCIWithTofu: tofu's OCI mode with the oci_credentials block
 // 'client-config --mode oci --token-file' writes installs providers and
-// oci:// modules; without it, tofu fails with the message the README
+// oci:// modules; without it, tofu fails with the message docs/access-control.md
 // documents.
 func TestAccessOCIWithTofu(t *testing.T) {
 	tofu := tofuBin(t)

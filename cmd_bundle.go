@@ -39,7 +39,7 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
 	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
-	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: the README, At the transfer station)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: docs/transfer-station.md)")
 	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds, changes and would be refused")
 	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 3 when the bundle verifies but something needs attention")

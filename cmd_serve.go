@@ -82,7 +82,7 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.auditMaxSize, "audit-log-max-size", "100MiB", "rotate the audit log past this size")
 	fs.IntVar(&c.auditKeep, "audit-log-keep", server.DefaultAuditKeep, "rotated audit logs kept (FILE.1 … FILE.N)")
 	fs.StringVar(&c.urlTTL, "download-url-ttl", "15m", "with --access: how long the signed package and archive URLs in answers stay valid")
-	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see README)")
+	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see docs/operations.md)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs
 	return fs

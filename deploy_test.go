@@ -502,7 +502,7 @@ trusted-proxy = ["10.0.0.0/8", "192.0.2.1"]
 
 // TestSystemdUnit checks server/deploy/airgap.service with the real
 // systemd-analyze: it must verify, and its exposure score must stay at or
-// below 2.0 (README records the figure).
+// below 2.0 (docs/operations.md records the figure).
 func TestSystemdUnit(t *testing.T) {
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {

@@ -59,7 +59,7 @@ var helps = map[string]verbHelp{
 			"SBOM. --against the offline store's 'airgap inventory --json' adds what the import would\n" +
 			"add, find present, withdraw, refuse, and which keys change. --sbom writes the bundle's\n" +
 			"SBOM once it is rebuilt from the bytes and found identical to the signed one. --json\n" +
-			"prints one document (its schema is in the README: At the transfer station).",
+			"prints one document (its schema is in docs/transfer-station.md).",
 		nil,
 		[]string{"airgap verify --keyring site.pub.asc site.bundle",
 			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",

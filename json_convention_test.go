@@ -20,7 +20,7 @@ import (
 )
 
 // The JSON convention every --json document and JSON log record keeps
-// (see the README's "JSON output"): snake_case keys; no null (lists are
+// (see docs/architecture.md, "JSON output"): snake_case keys; no null (lists are
 // [], optional things left out); a number that is a duration has its unit
 // in its key; times are RFC 3339 UTC; one document on stdout, with "ok", and
 // on failure "ok": false and "error".

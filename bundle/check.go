@@ -51,8 +51,8 @@ const (
 	MaxZipRatio         = 100
 	MinZipUnpackedLimit = 64 << 20
 	// SiteResignHost is the only origin whose providers may carry a site
-	// re-signature: it may list no publisher keys (see the README's trust
-	// model); 'airgap export' refuses every other host without keys.
+	// re-signature: it may list no publisher keys (see
+	// docs/trust-model.md); 'airgap export' refuses every other host without keys.
 	SiteResignHost = "registry.opentofu.org"
 	// SiteKeySource marks the key export adds for a site re-signature.
 	SiteKeySource = "airgap site key"

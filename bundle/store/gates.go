@@ -93,7 +93,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 				missing, more = missing[:maxNamed], fmt.Sprintf("\n  … and %d more", n-maxNamed)
 			}
 			return fmt.Errorf("%w: %d entr%s without a passing or waived result of a gate this store requires (%s):\n  %s%s\n"+
-				"hint: export them again with a gate block of that name in the export manifest (its for and command: the README's Gates and SBOMs has examples); "+
+				"hint: export them again with a gate block of that name in the export manifest (its for and command: docs/export.md, Gates and SBOMs, has examples); "+
 				"the store requires it through --require-gate or %s",
 				ErrGateMissing, n, map[bool]string{true: "y", false: "ies"}[n == 1], requirementList(reqs),
 				dist.PrintableLines(strings.Join(missing, "\n  ")), more, ImportConfigName)
