@@ -123,8 +123,14 @@ func TestEnclaveChain(t *testing.T) {
 		t.Errorf("B's import does not say the chain was checked against its policy:\n%s", out)
 	}
 
-	// B -> C, full, over a one-way link.
-	y1, _ := e.fromStore(t, storeB, "b", "b1")
+	// B -> C, full, over a one-way link; --json keeps the conventions.
+	y1 := e.path("b1.bundle")
+	stdout, _, code := runSplit(t, e.work, nil, "export", "--from-store", storeB, "--sign-key", e.sec("b"), "--out", y1, "--json")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || code != 0 || sum["ok"] != true || sum["chain_hops"] != 2.0 {
+		t.Fatalf("export --from-store --json (exit %d): %v\n%s", code, err, stdout)
+	}
+	checkJSONConventions(t, "export --from-store --json", sum)
 	e.chainPolicy(t, storeC, "internet", "a")
 	e.importInto(t, storeC, e.pub("b"), y1)
 
@@ -160,6 +166,18 @@ withdraw "hashicorp/random" {
 	}
 	rev2 := mustRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("b"), y2)
 	t.Logf("verify of B's delta:\n%s", rev2)
+	if !strings.Contains(rev2, "Chain of custody (3 hops") || strings.Contains(rev2, "not all of its manifest") {
+		t.Errorf("the review of a delta does not check its whole chain")
+	}
+	stdout, _, code = runSplit(t, e.work, nil, "verify", "--keyring", e.pub("b"), "--json", y1)
+	var vj map[string]any
+	if err := json.Unmarshal([]byte(stdout), &vj); err != nil || code != 0 {
+		t.Fatalf("verify --json: %v\n%s", err, stdout)
+	}
+	checkJSONConventions(t, "verify --json of a chain", vj)
+	if chain, _ := vj["chain"].([]any); len(chain) != 3 || chain[0].(map[string]any)["status"] != "checked" || chain[2].(map[string]any)["status"] != "this_bundle" {
+		t.Errorf("verify --json chain: %v", vj["chain"])
+	}
 
 	// Withdrawn on the internet side, withdrawn on C.
 	invC := inventoryJSON(t, storeC)

@@ -14,7 +14,8 @@
 //	  serve.lock               shared flock(2) held by every running 'airgap
 //	                           serve' of the store (Served asks)
 //	  import.hcl               optional, written by the operator: gates every
-//	                           import requires (gates.go)
+//	                           import requires (gates.go), the chain policy
+//	                           (chainpolicy.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
@@ -69,6 +70,15 @@
 // pins file, pinsfile.go). review.go gives 'airgap verify' the same
 // decisions, and the difference a bundle makes to an inventory
 // (--against).
+//
+// Every import also keeps the bundle's manifest.json and manifest.json.sig
+// as they came and the public key that verified them, as blobs named in its
+// history entry (custody.go), with the chain blobs the bundle carried; gc
+// and prune keep them with the entry. An export from the store (carry.go,
+// 'airgap export --from-store') carries them onwards as the bundle's chain
+// of custody (bundle.Hop), after hashing every blob it carries from the
+// store before a byte is written; import.hcl's chain block (chainpolicy.go)
+// makes an import require every hop signed by a key of a keyring.
 //
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block

@@ -159,6 +159,14 @@ type ImportReport struct {
 	// RequiredGates are the gates (import.hcl and --require-gate) every
 	// entry of the bundle passed or had waived.
 	RequiredGates []string `json:"required_gates"`
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again (0: a bundle from the registries);
+	// ChainKeyring: the chain policy's keyring each was signed by a key of.
+	ChainHops    int    `json:"chain_hops"`
+	ChainKeyring string `json:"chain_keyring,omitempty"`
+	// KeptCustody: the bundle was imported before, when the store did not
+	// keep bundles' manifests; it now keeps this one's.
+	KeptCustody bool `json:"kept_custody,omitempty"`
 }
 
 // PinnedKey is one key an import pinned.
@@ -188,7 +196,7 @@ func (r *ImportResult) Report(file string) ImportReport {
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
 		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned,
-		RequiredGates: gates}
+		RequiredGates: gates, ChainHops: r.ChainHops, ChainKeyring: r.ChainKeyring, KeptCustody: r.KeptCustody}
 }
 
 // WriteText prints the result for people; root is the store's directory.
