@@ -14,19 +14,24 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
+// standardStore is the Standard set as a bundle signed by site, and where
+// a store for it goes.
+func standardStore(t *testing.T) (root string, data []byte, site *openpgp.Entity) {
+	t.Helper()
+	dir := t.TempDir()
+	site = bundletest.Key(t, "site")
+	var buf bytes.Buffer
+	bundletest.Standard(t, dir, site).WriteBundle(t, &buf, site, bundle.CompressionAuto)
+	return filepath.Join(dir, "store"), buf.Bytes(), site
+}
+
 // TestImportKeepsBundle: an import keeps the bundle's manifest and
 // signature as they came and the key that verified them, records them in
 // its history entry, and gc and prune keep them (they are the chain of
 // custody an export from the store carries onwards) while removing what
 // nothing else references.
 func TestImportKeepsBundle(t *testing.T) {
-	dir := t.TempDir()
-	site := bundletest.Key(t, "site")
-	set := bundletest.Standard(t, dir, site)
-	var buf bytes.Buffer
-	set.WriteBundle(t, &buf, site, bundle.CompressionAuto)
-	data := buf.Bytes()
-	root := filepath.Join(dir, "store")
+	root, data, site := standardStore(t)
 	res, err := store.Import(root, bytes.NewReader(data), store.ImportOptions{Keyring: openpgp.EntityList{site}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,14 +92,9 @@ func TestImportKeepsBundle(t *testing.T) {
 // completing the history entry (no second entry, the catalog untouched);
 // a third import changes nothing.
 func TestImportAgainKeepsOldBundle(t *testing.T) {
-	dir := t.TempDir()
-	site := bundletest.Key(t, "site")
-	set := bundletest.Standard(t, dir, site)
-	var buf bytes.Buffer
-	set.WriteBundle(t, &buf, site, bundle.CompressionAuto)
-	root := filepath.Join(dir, "store")
+	root, data, site := standardStore(t)
 	opt := store.ImportOptions{Keyring: openpgp.EntityList{site}}
-	if _, err := store.Import(root, bytes.NewReader(buf.Bytes()), opt); err != nil {
+	if _, err := store.Import(root, bytes.NewReader(data), opt); err != nil {
 		t.Fatal(err)
 	}
 	// As an older airgap left it: no kept blobs, none in the entry.
@@ -110,7 +110,7 @@ func TestImportAgainKeepsOldBundle(t *testing.T) {
 	if err := store.WriteIndex(root, ix); err != nil {
 		t.Fatal(err)
 	}
-	res, err := store.Import(root, bytes.NewReader(buf.Bytes()), opt)
+	res, err := store.Import(root, bytes.NewReader(data), opt)
 	if err != nil || !res.KeptCustody || res.Unchanged || len(res.Added) != 0 {
 		t.Fatalf("import again: %+v %v", res, err)
 	}
@@ -121,7 +121,7 @@ func TestImportAgainKeepsOldBundle(t *testing.T) {
 	if _, err := os.Stat(store.BlobPath(root, ix.Imports[0].Bundle)); err != nil {
 		t.Error(err)
 	}
-	res, err = store.Import(root, bytes.NewReader(buf.Bytes()), opt)
+	res, err = store.Import(root, bytes.NewReader(data), opt)
 	if err != nil || !res.Unchanged || res.KeptCustody {
 		t.Fatalf("third import: %+v %v", res, err)
 	}

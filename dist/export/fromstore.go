@@ -87,15 +87,7 @@ func SelectFromStore(cat *dist.Catalog, req *Request, addrs []string) (sel *dist
 
 // selectProvider picks r's versions and platforms from cat.
 func selectProvider(cat *dist.Catalog, req *Request, r *ProviderReq) ([]dist.ProviderVersion, []string, error) {
-	addr := strings.ToLower(r.Addr.String())
-	byVersion := map[string]dist.ProviderVersion{}
-	var versions []string
-	for _, p := range cat.Providers {
-		if strings.ToLower(p.Addr()) == addr {
-			byVersion[p.Version] = p
-			versions = append(versions, p.Version)
-		}
-	}
+	byVersion, versions := versionsOf(cat.Providers, r.Addr.String(), dist.ProviderVersion.Addr, func(p dist.ProviderVersion) string { return p.Version })
 	chosen := selectVersions(versions, r.Constraints, r.Latest, r.All)
 	if len(chosen) == 0 {
 		return nil, nil, fmt.Errorf("%w: provider %s (%s): the store has no version matching %s (it has: %s)\nhint: 'airgap inventory --store STORE' lists what it has; nothing was written",
@@ -134,6 +126,20 @@ func selectProvider(cat *dist.Catalog, req *Request, r *ProviderReq) ([]dist.Pro
 	return out, notes, nil
 }
 
+// versionsOf is the entries of one address (compared case-insensitively)
+// by version, and their versions.
+func versionsOf[T any](entries []T, addr string, addrOf func(T) string, version func(T) string) (map[string]T, []string) {
+	by := map[string]T{}
+	var vs []string
+	for _, e := range entries {
+		if strings.EqualFold(addrOf(e), addr) {
+			by[version(e)] = e
+			vs = append(vs, version(e))
+		}
+	}
+	return by, vs
+}
+
 func platformList(p dist.ProviderVersion) string {
 	var s []string
 	for _, pk := range p.Packages {
@@ -144,15 +150,7 @@ func platformList(p dist.ProviderVersion) string {
 
 // selectModule picks r's versions from cat.
 func selectModule(cat *dist.Catalog, r ModuleReq) ([]dist.ModuleVersion, error) {
-	addr := strings.ToLower(r.Addr.String())
-	byVersion := map[string]dist.ModuleVersion{}
-	var versions []string
-	for _, m := range cat.Modules {
-		if strings.ToLower(m.Addr()) == addr {
-			byVersion[m.Version] = m
-			versions = append(versions, m.Version)
-		}
-	}
+	byVersion, versions := versionsOf(cat.Modules, r.Addr.String(), dist.ModuleVersion.Addr, func(m dist.ModuleVersion) string { return m.Version })
 	cons := r.Constraints
 	if r.Site != nil {
 		// The site's module block lists exact versions.
