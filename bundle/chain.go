@@ -61,12 +61,16 @@ func (h Hop) Checkable() bool { return h.Signature != "" }
 // Bounds of a chain: MaxHops hops, and at most MaxHopManifests bytes of
 // hop manifests in all (each within MaxManifestSize). The check reads one
 // hop manifest at a time and keeps, beside what this bundle's own
-// manifest needs, only the hops' chain records; a real chain (a site's
-// monthly imports over years, each manifest a few hundred KiB) is far
-// inside both.
+// manifest needs, a mark per hop (its memory does not grow with the
+// hops' manifests); the total bounds its time (parsing and hashing half
+// a GiB of JSON takes seconds) and what a bundle of compressible hop
+// manifests can make it cost. An export from a store carries only the
+// hops needed to tie what it carries (each import that first brought a
+// record), so a site's imports over years (a delta's manifest lists the
+// whole catalog: a few hundred KiB to a few MiB) stay inside both.
 const (
-	MaxHops         = 1024
-	MaxHopManifests = 256 << 20
+	MaxHops         = 4096
+	MaxHopManifests = 512 << 20
 )
 
 // maxIdentity bounds a recorded signer identity (OpenPGP user IDs are
@@ -356,23 +360,22 @@ func NewTies(m *Manifest) *Ties {
 }
 
 // Mark marks every record hm (a hop's manifest) carries, calling found
-// (if not nil) with each record's first find, and reports whether hm
-// carries any.
-func (t *Ties) Mark(hm *Manifest, found func(u *unit, info unitInfo) error) (bool, error) {
-	carries := false
-	err := walkUnits(hm, func(key string, info unitInfo) error {
+// (if not nil) with each of them, and reports whether hm carries one that
+// no manifest marked before did.
+func (t *Ties) Mark(hm *Manifest, found func(u *unit, info unitInfo) error) (fresh bool, err error) {
+	err = walkUnits(hm, func(key string, info unitInfo) error {
 		u := t.units[key]
 		if u == nil {
 			return nil
 		}
-		carries = true
+		fresh = fresh || !u.found
 		if found != nil {
 			return found(u, info)
 		}
 		u.found = true
 		return nil
 	})
-	return carries, err
+	return fresh, err
 }
 
 // Untied lists, sorted, what no marked manifest carried.
@@ -420,7 +423,7 @@ type chainState struct {
 // Hops whose blobs a delta omits (verify without the store) are deferred,
 // and so are the ties and records that need them. Memory: one hop
 // manifest at a time (MaxManifestSize, MaxHopManifests in all), the units
-// of this bundle's manifest and the hops' chain records.
+// of this bundle's manifest, and a mark per hop (recordCheck).
 func (c *Checker) checkChain() error {
 	m := c.m
 	c.chain = &chainState{resigners: map[string]map[string]bool{}, signers: map[string]bool{}, came: map[string]verify.Digest{}}
@@ -429,7 +432,7 @@ func (c *Checker) checkChain() error {
 	}
 	hops := orderChain(m.Chain)
 	ties := NewTies(m)
-	records := map[verify.Digest][]Hop{}
+	rec := newRecordCheck(hops)
 	recorded, deferred := false, false
 	for i := range hops {
 		h := &hops[i]
@@ -448,15 +451,17 @@ func (c *Checker) checkChain() error {
 			continue
 		}
 		h.Checked = true
-		h.FromStore, h.Delta, h.Tool = len(hm.Chain) > 0, hm.Delta != nil, hm.Tool
+		h.FromStore, h.Delta, h.Tool = len(hm.Chain) > 0, hm.Delta != nil, shortTool(hm.Tool)
 		h.Providers, h.Modules, h.Withdraws = len(hm.Catalog.Providers), len(hm.Catalog.Modules), len(hm.Withdraw)
-		records[h.Bundle] = hm.Chain
+		if err := rec.hop(h.Hop, hm.Chain); err != nil {
+			return err
+		}
 		if err := c.tieHop(h, hm, ties); err != nil {
 			return err
 		}
 	}
 	c.rep.Chain = hops
-	if err := checkRecords(hops, records); err != nil {
+	if err := rec.finish(hops); err != nil {
 		return err
 	}
 	if deferred {
@@ -464,6 +469,18 @@ func (c *Checker) checkChain() error {
 		return nil
 	}
 	return c.untied(ties, recorded)
+}
+
+// maxTool bounds the tool string kept of each hop (it is only shown): a
+// hop's manifest may say anything there, up to its size limit, and a
+// chain holds many.
+const maxTool = 128
+
+func shortTool(s string) string {
+	if len(s) > maxTool {
+		s = s[:maxTool] + "…"
+	}
+	return strings.Clone(s)
 }
 
 // readHop checks one hop's signature and returns its manifest, or nil when
@@ -564,50 +581,63 @@ func (c *Checker) tieHop(h *HopCheck, hm *Manifest, ties *Ties) error {
 	return err
 }
 
-// checkRecords holds the chain to what its checked hops recorded: every
-// hop a hop's own chain lists is in this chain, equal but for Into (which
-// there is "" for the store that hop was exported from, here that hop's
-// signer), and every hop said to have come into an earlier store is listed
-// by a hop that store exported (one its Into signed).
-func checkRecords(hops []HopCheck, records map[verify.Digest][]Hop) error {
-	by := make(map[verify.Digest]Hop, len(hops))
-	bySigner := map[string][]HopCheck{}
+// recordCheck holds the chain to what its checked hops recorded (their own
+// chains), one hop manifest at a time: every hop a hop g's chain lists is
+// in this chain, equal but for Into (which there is "" for the store g
+// was exported from, here g's signer); and every hop said to have come
+// into an earlier store is listed by a hop that store exported (one its
+// Into signed). It keeps one mark per hop of this chain, never the
+// records themselves: memory is O(MaxHops), whatever the hops' chains
+// hold.
+type recordCheck struct {
+	by        map[verify.Digest]Hop
+	confirmed map[verify.Digest]bool // hops listed by a checked hop their Into signed
+}
+
+func newRecordCheck(hops []HopCheck) *recordCheck {
+	rc := &recordCheck{by: make(map[verify.Digest]Hop, len(hops)), confirmed: map[verify.Digest]bool{}}
 	for _, h := range hops {
-		by[h.Bundle] = h.Hop
-		bySigner[h.Signer.Fingerprint] = append(bySigner[h.Signer.Fingerprint], h)
+		rc.by[h.Bundle] = h.Hop
 	}
-	for g, rs := range records {
-		for _, r := range rs {
-			want := r
-			if want.Into == "" {
-				want.Into = by[g].Signer.Fingerprint
-			}
-			got, ok := by[r.Bundle]
-			switch {
-			case !ok:
-				return inconsistent("chain hop "+g.Short(), "its own chain lists hop %s, which this bundle's chain lacks", r.Bundle.Short())
-			case unitKey("hop", got) != unitKey("hop", want):
-				return inconsistent("chain hop "+r.Bundle.Short(), "this bundle's chain records it otherwise than hop %s's signed manifest did", g.Short())
-			}
+	return rc
+}
+
+// hop checks the records of checked hop g's own chain.
+func (rc *recordCheck) hop(g Hop, records []Hop) error {
+	for _, r := range records {
+		want := r
+		if want.Into == "" {
+			want.Into = g.Signer.Fingerprint
+		}
+		got, ok := rc.by[r.Bundle]
+		switch {
+		case !ok:
+			return inconsistent("chain hop "+g.Bundle.Short(), "its own chain lists hop %s, which this bundle's chain lacks", r.Bundle.Short())
+		case unitKey("hop", got) != unitKey("hop", want):
+			return inconsistent("chain hop "+r.Bundle.Short(), "this bundle's chain records it otherwise than hop %s's signed manifest did", g.Bundle.Short())
+		}
+		if got.Into == g.Signer.Fingerprint {
+			rc.confirmed[r.Bundle] = true
+		}
+	}
+	return nil
+}
+
+// finish checks that every hop said to have come into an earlier store
+// was listed by a checked hop that store exported (or could be: one whose
+// blobs a delta omits).
+func (rc *recordCheck) finish(hops []HopCheck) error {
+	open := map[string]bool{} // signers with a deferred hop
+	for _, h := range hops {
+		if h.Deferred {
+			open[h.Signer.Fingerprint] = true
 		}
 	}
 	for _, h := range hops {
-		if h.Into == "" {
+		if h.Into == "" || rc.confirmed[h.Bundle] || open[h.Into] {
 			continue
 		}
-		found, open := false, false
-		for _, g := range bySigner[h.Into] {
-			if !g.Checked {
-				open = open || g.Deferred
-				continue
-			}
-			for _, r := range records[g.Bundle] {
-				found = found || r.Bundle == h.Bundle
-			}
-		}
-		if !found && !open {
-			return inconsistent("chain hop "+h.Bundle.Short(), "it is said to have come into the store whose exports %s signs, but no signed manifest of that store's exports in the chain lists it", verify.GroupFingerprint(h.Into))
-		}
+		return inconsistent("chain hop "+h.Bundle.Short(), "it is said to have come into the store whose exports %s signs, but no signed manifest of that store's exports in the chain lists it", verify.GroupFingerprint(h.Into))
 	}
 	return nil
 }

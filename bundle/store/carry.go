@@ -212,8 +212,10 @@ func (c *Carry) declarations(sel *dist.Catalog) ([]bundle.PublisherKeyDecl, erro
 }
 
 // chain adds the chain of custody to p: a hop for every import whose kept
-// manifest carries a record the bundle carries (bundle.Ties) or withdrew a
-// version it withdraws, each with the hops of its own chain (what the
+// manifest, oldest first, carries a record the bundle carries that no
+// earlier import's did (bundle.Ties: what the next enclave ties every
+// record to; a later delta that lists the same catalog again adds no hop),
+// or withdrew a version it withdraws, each with the hops of its own chain (what the
 // store before recorded, Into set to the key that signed the bundle that
 // brought them); and,
 // should a record be in no kept manifest, a recorded hop for every import
@@ -251,9 +253,9 @@ func (c *Carry) chain(p *CarryPlan) error {
 		if err != nil {
 			return err
 		}
-		carries, _ := ties.Mark(hm, nil)
-		if !carries && !withdrew[e.Bundle] {
-			continue
+		fresh, _ := ties.Mark(hm, nil)
+		if !fresh && !withdrew[e.Bundle] {
+			continue // what it carries, an earlier import brought
 		}
 		if err := p.addHop(c.Root, hops, h); err != nil {
 			return err
