@@ -22,7 +22,7 @@ import (
 
 // fetchOnlyFlags mean nothing to an export from a store: nothing is
 // fetched, no gate runs and nothing is newly approved.
-var fetchOnlyFlags = []string{"dry-run", "jobs", "cache", "no-deps", "max-package-size", "max-module-size", "max-git-size",
+var fetchOnlyFlags = []string{"dry-run", "jobs", "cache", "max-package-size", "max-module-size", "max-git-size",
 	"accept-new-publisher-key", "no-vendor", "allow-unvendored", "provider-mirror", "trust-mirror-hashes", "var", "var-file",
 	"gate-reports", "gate-jobs", "allow-empty"}
 
@@ -80,6 +80,9 @@ func (c *exportCmd) checkFromStore(args []string) (*storePlan, error) {
 		if p.req, err = export.LoadRequest(c.manifest, c.from, c.platforms, false, tfconfig.Inputs{Env: os.Environ()}); err != nil {
 			return nil, err
 		}
+		p.req.NoDeps = c.noDeps
+	} else if c.noDeps {
+		return nil, usageError{"--no-deps is for a manifest or project (addresses and the whole store carry what they name)"}
 	} else if len(c.platforms) > 0 {
 		return nil, usageError{"--platform chooses among a manifest's or project's providers; with addresses or the whole store, every platform the store has is carried"}
 	}
@@ -109,7 +112,7 @@ func (c *exportCmd) runFromStore(args []string) error {
 		return err
 	}
 	defer carry.Close()
-	sel, all, notes, err := export.SelectFromStore(&carry.Index.Catalog, p.req, args)
+	sel, all, notes, err := export.SelectFromStore(intr.ctx, c.fromStore, &carry.Index.Catalog, p.req, args)
 	if err != nil {
 		return err
 	}

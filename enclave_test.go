@@ -304,3 +304,82 @@ module "example/sub/aws" {}
 			"registry.terraform.io/hashicorp/random 3.6.2", "not on this network", "the store was not changed")
 	})
 }
+
+// TestEnclaveSelect: what an export from a store carries when it is told
+// what: a project (its lock file's versions exactly, the modules it calls
+// and, followed from the store, what they call and require), a manifest
+// (constraints, latest, platforms) and addresses. The project's bundle
+// alone makes terraform init work on the next network with the lock file
+// made on the internet.
+func TestEnclaveSelect(t *testing.T) {
+	tf := terraformBin(t)
+	e := newEnclaves(t)
+	ref := e.path("reference")
+	os.MkdirAll(ref, 0o755)
+	os.WriteFile(filepath.Join(ref, "main.tf"), []byte(e2eProject), 0o644)
+	mustRun(t, ref, e.online, tf, "init", "-input=false", "-no-color")
+	refLock, _ := os.ReadFile(filepath.Join(ref, ".terraform.lock.hcl"))
+	storeA, storeB := e.path("storeA"), e.path("storeB")
+	e.importInto(t, storeA, e.pub("internet"), e.internetExport(t, "internet", e2eManifest))
+
+	content := func(t *testing.T, b string) []string {
+		t.Helper()
+		stdout, _, code := runSplit(t, e.work, nil, "verify", "--keyring", e.pub("a"), "--json", b)
+		var r review
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 {
+			t.Fatalf("verify --json (exit %d): %v\n%s", code, err, stdout)
+		}
+		var out []string
+		for _, p := range r.Providers {
+			var plats []string
+			for _, pk := range p.Platforms {
+				plats = append(plats, pk.Platform)
+			}
+			out = append(out, p.Address+" "+p.Version+" "+strings.Join(plats, ","))
+		}
+		for _, m := range r.Modules {
+			out = append(out, m.Address+" "+m.Version)
+		}
+		return out
+	}
+	same := func(t *testing.T, what string, got, want []string) {
+		t.Helper()
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s carries:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+
+	proj, _ := e.fromStore(t, storeA, "a", "project", "--from", ref)
+	same(t, "--from the project", content(t, proj), []string{
+		"registry.terraform.io/hashicorp/null 3.2.2 darwin_arm64,linux_amd64",
+		"registry.terraform.io/hashicorp/random 3.6.2 darwin_arm64,linux_amd64,windows_amd64",
+		"registry.terraform.io/example/sub/aws 2.0.0",
+		"registry.terraform.io/example/subnet/aws 2.1.0",
+		"registry.terraform.io/example/vpc/aws 1.0.0",
+	})
+	mf := e.path("pick.hcl")
+	os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"~> 3.5\"\n  all      = true\n}\n"), 0o644)
+	pick, _ := e.fromStore(t, storeA, "a", "pick", "--manifest", mf)
+	same(t, "--manifest", content(t, pick), []string{
+		"registry.terraform.io/hashicorp/random 3.6.0 linux_amd64",
+		"registry.terraform.io/hashicorp/random 3.6.2 linux_amd64",
+	})
+	addrs, _ := e.fromStore(t, storeA, "a", "addrs", "registry.opentofu.org/hashicorp/local@2.5.1", "example/sub/aws")
+	same(t, "addresses", content(t, addrs), []string{
+		"registry.opentofu.org/hashicorp/local 2.5.1 darwin_arm64,linux_amd64,windows_amd64",
+		"registry.terraform.io/example/sub/aws 2.0.0",
+	})
+
+	e.importInto(t, storeB, e.pub("a"), proj)
+	base, caFile := startServe(t, storeB)
+	cfg := mustRun(t, e.work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
+	rc := e.path("b.tfrc")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	dir := filepath.Join(t.TempDir(), "project")
+	copyTree(t, ref, dir)
+	mustRun(t, dir, []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "HTTPS_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"},
+		tf, "init", "-input=false", "-no-color", "-lockfile=readonly")
+	if got, _ := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl")); !bytes.Equal(got, refLock) {
+		t.Errorf("the lock file made on the internet changed on B:\n%s", got)
+	}
+}

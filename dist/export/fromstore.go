@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
+	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -34,11 +37,11 @@ import (
 // when named exactly), its platforms among the store's (every platform the
 // store has when the manifest names none); a project's locked versions are
 // taken exactly, and each package must match one of the lock file's
-// hashes. Module dependencies are not followed (the store does not record
-// which module calls which): name every module a project needs, or export
-// everything. What the store lacks is an error naming it; a platform it
-// lacks for a version it has is a note.
-func SelectFromStore(cat *dist.Catalog, req *Request, addrs []string) (sel *dist.Catalog, all bool, notes []string, err error) {
+// hashes. Unless req.NoDeps, what the modules carried call is carried too
+// (followDeps), as an export from the registries follows it. What the
+// store lacks is an error naming it; a platform it lacks for a version it
+// has is a note. root is the store (module archives are read from it).
+func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *Request, addrs []string) (sel *dist.Catalog, all bool, notes []string, err error) {
 	sel = &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
 	switch {
 	case req == nil && len(addrs) == 0:
@@ -78,11 +81,144 @@ func SelectFromStore(cat *dist.Catalog, req *Request, addrs []string) (sel *dist
 			}
 		}
 	}
-	if len(req.Modules) > 0 && !req.NoDeps {
-		notes = append(notes, "module dependencies are not followed from a store (it does not record which module calls which): the bundle carries the modules named, not the modules and providers they call; name those too, or export the whole store")
+	if !req.NoDeps {
+		n, err := followDeps(ctx, root, cat, req, sel, seen)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		notes = append(notes, n...)
 	}
 	sel.Sort()
 	return sel, false, notes, nil
+}
+
+// followDeps adds to sel what its modules call, from the store: each
+// registry module a module calls (the newest version the store has that
+// matches the call's constraint, as export takes the registry's newest)
+// and each provider it requires (the newest match, on the request's
+// platforms), level by level, within MaxModuleDepth, MaxDependencyModules
+// and MaxDependencyProviders. A module's archive is unpacked from the
+// store (getter.Unpack: the checked extraction every module goes through,
+// its budget of entries and bytes) into a temporary directory removed
+// after it is read, and read with tfconfig as export reads it. A call the
+// store has no version for is an error naming the module that makes it.
+func followDeps(ctx context.Context, root string, cat *dist.Catalog, req *Request, sel *dist.Catalog, seen map[string]bool) ([]string, error) {
+	var notes []string
+	provSeen := map[string]bool{}
+	for _, p := range sel.Providers {
+		provSeen[strings.ToLower(p.Addr())] = true
+	}
+	for _, r := range req.Providers {
+		provSeen[strings.ToLower(r.Addr.String())] = true
+	}
+	level := append([]dist.ModuleVersion{}, sel.Modules...)
+	mods, provs := 0, 0
+	for depth := 1; len(level) > 0; depth++ {
+		var next []dist.ModuleVersion
+		for _, mv := range level {
+			calls, reqs, n, err := moduleDeps(ctx, root, mv)
+			if err != nil {
+				return nil, err
+			}
+			notes = append(notes, n...)
+			for _, c := range calls {
+				if depth > MaxModuleDepth {
+					return nil, fmt.Errorf("module %s: %w: modules calling modules more than %d deep in the store\nhint: name the modules you need and export with --no-deps; nothing was written", mv, ErrDependencies, MaxModuleDepth)
+				}
+				ms, err := selectModule(cat, c)
+				if err != nil {
+					return nil, err
+				}
+				for _, m := range ms {
+					if seen[m.Key()] {
+						continue
+					}
+					seen[m.Key()] = true
+					if mods++; mods > MaxDependencyModules {
+						return nil, fmt.Errorf("module %s: %w: modules call more than %d module versions\nhint: name the modules you need and export with --no-deps; nothing was written", m, ErrDependencies, MaxDependencyModules)
+					}
+					sel.Modules = append(sel.Modules, m)
+					next = append(next, m)
+				}
+			}
+			for i := range reqs {
+				r := &reqs[i]
+				if provSeen[strings.ToLower(r.Addr.String())] {
+					continue
+				}
+				provSeen[strings.ToLower(r.Addr.String())] = true
+				if provs++; provs > MaxDependencyProviders {
+					return nil, fmt.Errorf("provider %s (%s): %w: modules require more than %d providers\nhint: name the providers you need and export with --no-deps; nothing was written", r.Addr, r.Why, ErrDependencies, MaxDependencyProviders)
+				}
+				ps, n, err := selectProvider(cat, req, r)
+				if err != nil {
+					return nil, err
+				}
+				notes = append(notes, n...)
+				for _, p := range ps {
+					if !seen[p.Key()] {
+						seen[p.Key()] = true
+						sel.Providers = append(sel.Providers, p)
+					}
+				}
+			}
+		}
+		level = next
+	}
+	return notes, nil
+}
+
+// moduleDeps reads what module version mv calls, from its archive in the
+// store: registry module calls and required providers, as requests (the
+// newest match of each constraint).
+func moduleDeps(ctx context.Context, root string, mv dist.ModuleVersion) ([]ModuleReq, []ProviderReq, []string, error) {
+	tmp, err := os.MkdirTemp("", "airgap-module-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	tree := filepath.Join(tmp, "tree")
+	if err := getter.Unpack(ctx, store.BlobPath(root, mv.Archive), tree, getter.NewBudget()); err != nil {
+		return nil, nil, nil, fmt.Errorf("module %s: unpacking its archive from the store to read what it calls: %w", mv, err)
+	}
+	dir := filepath.Join(tree, filepath.FromSlash(mv.Subdir))
+	cfg, err := tfconfig.LoadTreeIn(tree, dir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("module %s: reading its configuration: %w", mv, err)
+	}
+	var mods []ModuleReq
+	var notes []string
+	for _, c := range cfg.Modules {
+		addr, _, ok, err := dist.ParseModuleSource(c.Source)
+		if err != nil || !ok {
+			continue // vendored, or a source the clients fetch as written
+		}
+		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
+		if c.VersionExpr != "" && c.Version == "" {
+			notes = append(notes, fmt.Sprintf("module %s calls %s with version = %s, which its callers set: carrying the newest version the store has", mv, addr, c.VersionExpr))
+		}
+		if c.Version != "" {
+			if r.Constraints, err = ParseConstraints(c.Version); err != nil {
+				return nil, nil, nil, fmt.Errorf("module %s: %s: version %q: %w", mv, c.Pos, c.Version, err)
+			}
+		}
+		mods = append(mods, r)
+	}
+	var provs []ProviderReq
+	for _, p := range cfg.Providers {
+		addr, err := dist.ParseProviderSource(p.Source)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("module %s: %w", mv, err)
+		}
+		r := ProviderReq{Addr: addr, Latest: 1, Why: "required by module " + mv.String()}
+		if p.Version != "" {
+			if r.Constraints, err = ParseConstraints(p.Version); err != nil {
+				return nil, nil, nil, fmt.Errorf("module %s: provider %s: %w", mv, addr, err)
+			}
+		}
+		provs = append(provs, r)
+	}
+	return mods, provs, notes, nil
 }
 
 // selectProvider picks r's versions and platforms from cat.
