@@ -114,9 +114,13 @@ func TestEnclaveChain(t *testing.T) {
 	b0 := e.internetExport(t, "internet", e2eManifest)
 	e.importInto(t, storeA, e.pub("internet"), b0)
 
-	// A -> B, full.
-	x1, out := e.fromStore(t, storeA, "a", "a1")
-	t.Logf("export --from-store A:\n%s", out)
+	// A -> B, full, in volumes.
+	x1, out := e.fromStore(t, storeA, "a", "a1", "--split", "8MiB")
+	t.Logf("export --from-store A --split:\n%s", out)
+	if _, err := os.Stat(x1 + ".003"); err != nil || !strings.Contains(out, "a1.bundle.000") {
+		t.Fatalf("not split into an index and three volumes: %v", err)
+	}
+	x1 += ".000"
 	e.chainPolicy(t, storeB, "internet")
 	out = e.importInto(t, storeB, e.pub("a"), x1)
 	if !strings.Contains(out, "chain of custody: 1 hop(s), every signature checked again, each signed by a key of the chain keyring") {
