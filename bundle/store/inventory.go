@@ -106,6 +106,11 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		for _, l := range e.Reinstated {
 			fmt.Fprintln(&w, "    reinstated", q(l))
 		}
+		if !e.Kept() {
+			fmt.Fprintln(&w, "    its signed manifest is not kept (imported by an older airgap): exports to the next network cannot prove this hop; import the bundle again to keep it")
+		} else if n := len(e.Custody); n > 0 {
+			fmt.Fprintf(&w, "    came with a chain of custody (%d blobs: earlier bundles' signed manifests, signatures and keys)\n", n)
+		}
 	}
 	if len(ix.Maintenance) > 0 {
 		fmt.Fprintln(&w, "\nPrune and gc runs:")
