@@ -359,12 +359,18 @@ func (c *Carry) readKept(e ImportEntry) (*bundle.Manifest, bundle.Hop, error) {
 // at a time through sha256 in 1 MiB reads: memory is workers × 1 MiB.
 // extra (may be nil) lists blobs that are not store files (the SBOM the
 // export builds), skipped. done (may be nil) is told the bytes hashed.
+//
+// The blobs are read in the reverse of the order the bundle is written in:
+// a store larger than the page cache then keeps the blobs the writer reads
+// first (those this pass read last), so the second read of as many as fit
+// costs no disk.
 func (p *CarryPlan) CheckBlobs(ctx context.Context, extra map[verify.Digest]bool, done func(n int64)) error {
 	blobs := p.Manifest.Carried()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	var mu sync.Mutex
-	for _, b := range blobs {
+	for i := range blobs {
+		b := blobs[len(blobs)-1-i]
 		if extra[b.Digest] {
 			continue
 		}
