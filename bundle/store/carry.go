@@ -45,6 +45,9 @@ type Carry struct {
 // OpenCarry takes the store's lock (waiting for it with wait, as import's
 // --wait does) and reads its index.
 func OpenCarry(root string, wait bool) (*Carry, error) {
+	if _, err := os.Stat(indexPath(root)); err != nil {
+		return nil, fmt.Errorf("%w: %s has no %s\nhint: --from-store takes the directory of an offline store (what 'airgap import --store' filled); nothing was written", ErrNoStore, root, indexName)
+	}
 	unlock, err := lockExisting(root, wait)
 	if err != nil {
 		return nil, err
