@@ -78,6 +78,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzParseSpec$$' -fuzztime $(call fuzztime,12000) ./dist/export
 	$(FUZZ) -fuzz '^FuzzZipFromTarGz$$' -fuzztime $(call fuzztime,120000) ./dist/modzip
 	$(FUZZ) -fuzz '^FuzzRenderKey$$' -fuzztime $(call fuzztime,6000) ./server
+	$(FUZZ) -fuzz '^FuzzReadUsage$$' -fuzztime $(call fuzztime,20000) ./bundle/store
 	$(FUZZ) -fuzz '^FuzzRewrite$$' -fuzztime $(call fuzztime,60000) ./dist/vendoring
 	$(FUZZ) -fuzz '^FuzzCheck$$' -fuzztime $(call fuzztime,200000) ./dist/zipdir
 	$(FUZZ) -fuzz '^FuzzAccessFields$$' -fuzztime $(call fuzztime,20000) ./server

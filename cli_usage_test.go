@@ -34,7 +34,7 @@ func TestUsageNamesWhatIsMissing(t *testing.T) {
 		{[]string{"inventory"}, []string{"missing --store (required)"}},
 		{[]string{"gc"}, []string{"missing --store (required)"}},
 		{[]string{"prune", "--keep", "2"}, []string{"missing --store (required)"}},
-		{[]string{"prune", "--store", "s"}, []string{"give exactly one of --keep N, --older-than DURATION or ADDRESS@VERSION"}},
+		{[]string{"prune", "--store", "s"}, []string{"give exactly one of --keep N, --older-than DURATION, --unused-for DURATION or ADDRESS@VERSION"}},
 		{[]string{"ca"}, []string{"missing --store (required)"}},
 		{[]string{"client-config"}, []string{"missing --url (required)"}},
 		{[]string{"push", "--store", "s"}, []string{"missing --to (required)"}},

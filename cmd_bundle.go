@@ -270,6 +270,7 @@ type inventoryCmd struct {
 	storeD string
 	sbom   string
 	asJSON bool
+	usage  bool
 }
 
 func (c *inventoryCmd) synopsis() string {
@@ -281,12 +282,27 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
 	fs.StringVar(&c.sbom, "sbom", "", "also write the SBOM of everything the store serves (CycloneDX 1.6 JSON) to FILE")
+	fs.BoolVar(&c.usage, "usage", false, "list how often each version was downloaded through 'airgap serve', and when last (with --json: that as JSON)")
 	return fs
 }
 
 func (c *inventoryCmd) run(args []string) error {
 	if err := checkUsage("inventory", args, nil, flagVal{"store", c.storeD}); err != nil {
 		return err
+	}
+	if c.usage {
+		if c.sbom != "" {
+			return usageError{"--usage and --sbom: give one of them"}
+		}
+		rep, err := store.LoadUsageReport(c.storeD)
+		if err != nil {
+			return err
+		}
+		if c.asJSON {
+			return printJSON(rep)
+		}
+		rep.WriteText(os.Stdout)
+		return nil
 	}
 	inv, err := store.LoadInventory(c.storeD)
 	if err != nil {

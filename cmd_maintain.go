@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -14,6 +15,7 @@ type pruneCmd struct {
 	storeD    string
 	keep      int
 	olderThan string
+	unusedFor string
 	dryRun    bool
 	wait      bool
 	asJSON    bool
@@ -28,6 +30,7 @@ func (c *pruneCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
 	fs.IntVar(&c.keep, "keep", 0, "keep the newest N versions of each provider and module")
 	fs.StringVar(&c.olderThan, "older-than", "", "remove versions last imported before this long ago (30d, 720h)")
+	fs.StringVar(&c.unusedFor, "unused-for", "", "remove versions neither imported nor downloaded through airgap serve for this long (90d, 2160h)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "only print what would be removed")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
@@ -35,7 +38,7 @@ func (c *pruneCmd) flags() *pflag.FlagSet {
 }
 
 func (c *pruneCmd) run(args []string) error {
-	const usage = "give exactly one of --keep N, --older-than DURATION or ADDRESS@VERSION arguments\nusage: airgap prune --store DIR (--keep N | --older-than DURATION | ADDRESS@VERSION...) [--dry-run]"
+	const usage = "give exactly one of --keep N, --older-than DURATION, --unused-for DURATION or ADDRESS@VERSION arguments\nusage: airgap prune --store DIR (--keep N | --older-than DURATION | --unused-for DURATION | ADDRESS@VERSION...) [--dry-run]"
 	if c.storeD == "" {
 		return checkUsage("prune", nil, nil, flagVal{"store", c.storeD})
 	}
@@ -47,7 +50,14 @@ func (c *pruneCmd) run(args []string) error {
 		}
 		opt.OlderThan, opt.ByAge = d, true
 	}
-	if n := btoi(c.keep != 0) + btoi(c.olderThan != "") + btoi(len(args) > 0); n != 1 || c.keep < 0 {
+	if c.unusedFor != "" {
+		d, err := store.ParseAge(c.unusedFor)
+		if err != nil || d <= 0 {
+			return usageError{fmt.Sprintf("--unused-for %q: want a number of days (90d) or a duration (2160h), more than zero", c.unusedFor)}
+		}
+		opt.UnusedFor, opt.ByUse = d, true
+	}
+	if n := btoi(c.keep != 0) + btoi(c.olderThan != "") + btoi(c.unusedFor != "") + btoi(len(args) > 0); n != 1 || c.keep < 0 {
 		return usageError{usage}
 	}
 	res, err := store.Prune(c.storeD, opt)

@@ -47,6 +47,7 @@ type serveCmd struct {
 	access, auditLog, auditMaxSize       string
 	auditKeep                            int
 	urlTTL                               string
+	usage, usageFlush                    string
 	checkConfig                          bool
 	fs                                   *pflag.FlagSet
 }
@@ -82,6 +83,8 @@ func (c *serveCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.auditMaxSize, "audit-log-max-size", "100MiB", "rotate the audit log past this size")
 	fs.IntVar(&c.auditKeep, "audit-log-keep", server.DefaultAuditKeep, "rotated audit logs kept (FILE.1 … FILE.N)")
 	fs.StringVar(&c.urlTTL, "download-url-ttl", "15m", "with --access: how long the signed package and archive URLs in answers stay valid")
+	fs.StringVar(&c.usage, "usage", server.UsageOn, "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)")
+	fs.StringVar(&c.usageFlush, "usage-flush", server.DefaultUsageInterval.String(), "how often the download counts are written to STORE/state/usage (1s to 1h)")
 	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see docs/operations.md)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs

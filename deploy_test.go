@@ -536,7 +536,7 @@ func TestSystemdUnit(t *testing.T) {
 	if score > 2.0 {
 		t.Fatalf("exposure %.1f > 2.0:\n%s", score, out)
 	}
-	for _, want := range []string{"Type=notify", "ExecReload=", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/airgap/store/tls", "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "LimitNOFILE="} {
+	for _, want := range []string{"Type=notify", "ExecReload=", "NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/lib/airgap/store/tls /var/lib/airgap/store/state", "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "LimitNOFILE="} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("the unit lacks %s", want)
 		}

@@ -36,6 +36,32 @@ func vmRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
+// samplePeakRSS samples pid's resident memory every 50 ms from now on;
+// stop ends the sampling and returns the peak (at least from).
+func samplePeakRSS(t *testing.T, pid int, from int64) (stop func() int64) {
+	var peak atomic.Int64
+	peak.Store(from)
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+				if r := vmRSS(t, pid); r > peak.Load() {
+					peak.Store(r)
+				}
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-sampled
+		return peak.Load()
+	}
+}
+
 // encodeSome percent-encodes every third letter or digit of a path, so
 // that each request spells the same path differently.
 func encodeSome(path string, n int) string {
@@ -128,45 +154,26 @@ func TestHostileServeMemory(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	before := vmRSS(t, proc.Pid)
 
-	var peak atomic.Int64
-	peak.Store(before)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				if r := vmRSS(t, proc.Pid); r > peak.Load() {
-					peak.Store(r)
-				}
-			}
-		}
-	}()
+	peakSince := samplePeakRSS(t, proc.Pid, before)
 	start := time.Now()
 	flood(1000, 4000)
-	close(stop)
-	<-sampled
+	peak := peakSince()
 	took := time.Since(start)
 	after := vmRSS(t, proc.Pid)
-	if after > peak.Load() {
-		peak.Store(after)
-	}
+	peak = max(peak, after)
 	if failed.Load() > 0 {
 		t.FailNow()
 	}
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	t.Logf("serve RSS: %s after the warm-up, peak %s and %s after 4,000 requests with distinct 16–30 KiB Hosts and encoded paths (%v)",
-		mib(before), mib(peak.Load()), mib(after), took.Round(time.Millisecond))
+		mib(before), mib(peak), mib(after), took.Round(time.Millisecond))
 	// serve collects at GOGC=400: its heap may reach five times what is
 	// live before a collection, so the flood's garbage alone (8 workers'
 	// 16–30 KiB headers) showed peaks 4–18 MiB over the warm-up in seven
 	// runs on 2 cores. Anything that keeps what the flood sends keeps at
 	// least 4,000 × 16 KiB = 62.5 MiB of Host bytes.
 	const allowed = 32 << 20
-	if grown := peak.Load() - before; grown > allowed {
+	if grown := peak - before; grown > allowed {
 		t.Errorf("serve's RSS grew by %s under the Host flood (allowed %s): the answer cache depends on what clients send", mib(grown), mib(allowed))
 	}
 }

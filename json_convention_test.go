@@ -146,8 +146,8 @@ withdraw "hashicorp/random" {
 			{nil, []string{"import", "--keyring", "k/site.pub.asc", "--store", "store", "--json", "b.bundle"}},
 			{nil, []string{"import", "--keyring", "k/site.pub.asc", "--store", "store", "--json", "b.bundle"}}, // unchanged
 		}, []run{{nil, []string{"import", "--keyring", "k/other.pub.asc", "--store", "store", "--json", "b.bundle"}}}},
-		{"inventory", []run{{nil, []string{"inventory", "--store", "store", "--json"}}},
-			[]run{{nil, []string{"inventory", "--store", "nostore", "--json"}}}},
+		{"inventory", []run{{nil, []string{"inventory", "--store", "store", "--json"}}, {nil, []string{"inventory", "--store", "store", "--usage", "--json"}}},
+			[]run{{nil, []string{"inventory", "--store", "nostore", "--json"}}, {nil, []string{"inventory", "--store", "nostore", "--usage", "--json"}}}},
 		{"split", []run{{nil, []string{"split", "--size", "1MiB", "--sign-key", "k/site.key.asc", "--json", "b.bundle"}}},
 			[]run{{nil, []string{"split", "--size", "1KiB", "--sign-key", "k/site.key.asc", "--json", "nothere.bundle"}}}},
 		{"join", []run{{nil, []string{"join", "--keyring", "k/site.pub.asc", "--out", "joined.bundle", "--json", "b.bundle.000"}}},

@@ -595,6 +595,10 @@ type providerVersionRow struct {
 	*dist.ProviderVersion
 	Signer  string
 	Snippet string
+	// Usage and Fetched (per platform): download counts (usage.go), with
+	// counting on.
+	Usage   usageCell
+	Fetched map[string]usageCell
 }
 
 func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
@@ -609,15 +613,20 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
 	var rows []providerVersionRow
 	for _, v := range g.Versions[lo:hi] {
-		rows = append(rows, providerVersionRow{v, SignerLabel(v), fmt.Sprintf(
-			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)})
+		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
+			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
+		if u := ui.s.usage; u != nil {
+			row.Usage, row.Fetched = u.providerUsage(v)
+		}
+		rows = append(rows, row)
 	}
-	ui.render(w, r, "provider.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg})
+	ui.render(w, r, "provider.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg, "UsageSince": ui.usageSince()})
 }
 
 type moduleVersionRow struct {
 	*dist.ModuleVersion
 	Snippet string
+	Usage   usageCell // with counting on (usage.go)
 }
 
 func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
@@ -632,9 +641,22 @@ func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
 	var rows []moduleVersionRow
 	for _, v := range g.Versions[lo:hi] {
-		rows = append(rows, moduleVersionRow{v, fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n}\n", g.Name, g.Source, v.Version)})
+		row := moduleVersionRow{ModuleVersion: v, Snippet: fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n}\n", g.Name, g.Source, v.Version)}
+		if u := ui.s.usage; u != nil {
+			row.Usage = u.moduleUsage(v)
+		}
+		rows = append(rows, row)
 	}
-	ui.render(w, r, "module.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg})
+	ui.render(w, r, "module.html", map[string]any{"Title": g.Source, "G": g, "Rows": rows, "Pager": pg, "UsageSince": ui.usageSince()})
+}
+
+// usageSince is the pages' note on the download counts ("" when serve
+// does not count).
+func (ui *catalogUI) usageSince() string {
+	if ui.s.usage == nil {
+		return ""
+	}
+	return ui.s.usage.sinceText()
 }
 
 func (ui *catalogUI) notFound(w http.ResponseWriter, r *http.Request, what string) {

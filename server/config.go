@@ -45,6 +45,8 @@ import (
 //	audit-log-max-size = "100MiB"
 //	audit-log-keep = 9
 //	download-url-ttl = "15m"
+//	usage          = "on"
+//	usage-flush    = "10s"
 //
 // Precedence, highest first: command-line flags, AIRGAP_ environment
 // variables, the file, the flags' defaults. The environment carries only
@@ -81,6 +83,10 @@ type ServeConfig struct {
 	AuditLogMaxSize  string   `hcl:"audit-log-max-size,optional"`
 	AuditLogKeep     int      `hcl:"audit-log-keep,optional"`
 	DownloadURLTTL   string   `hcl:"download-url-ttl,optional"`
+	// Usage turns download counting (usage.go) on or off; UsageFlush is
+	// how often the counts are written to the store's state.
+	Usage      string `hcl:"usage,optional"`
+	UsageFlush string `hcl:"usage-flush,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -371,7 +377,27 @@ func (c *ServeConfig) Validate() error {
 	if d, err := c.URLTTL(); err != nil || d < time.Second || d > 7*24*time.Hour {
 		return c.bad("download-url-ttl", "%q: want a duration from 1s to 168h, such as 15m", c.DownloadURLTTL)
 	}
+	if c.Usage != "" && c.Usage != UsageOn && c.Usage != UsageOff {
+		return c.bad("usage", "%q: want on or off", c.Usage)
+	}
+	if d, err := c.UsageInterval(); err != nil || d < time.Second || d > time.Hour {
+		return c.bad("usage-flush", "%q: want a duration from 1s to 1h, such as 10s", c.UsageFlush)
+	}
 	return nil
+}
+
+// The values of the usage setting.
+const (
+	UsageOn  = "on"
+	UsageOff = "off"
+)
+
+// UsageInterval is the parsed usage-flush (default DefaultUsageInterval).
+func (c *ServeConfig) UsageInterval() (time.Duration, error) {
+	if c.UsageFlush == "" {
+		return DefaultUsageInterval, nil
+	}
+	return time.ParseDuration(c.UsageFlush)
 }
 
 // AuditMaxSize is the parsed audit-log-max-size (default

@@ -62,7 +62,8 @@
 // machine's own names and addresses, tlsnames.go) and writes client
 // configuration (clientconfig.go; origins_client.go asks a running appliance
 // for its origins, with a hint per kind of failure).
-// It never writes to the store's content, only to its tls/ directory.
+// It never writes to the store's content, only to its tls/ directory and
+// its state/ (store.StateDir: the download counts, usage.go).
 //
 // Who may fetch what (Options.Access, an access file of package acl):
 //   - auth.go: every request but /healthz, /ca.pem and plain discovery
@@ -78,6 +79,11 @@
 //     because the clients send no token when they download packages.
 //   - oci_auth.go: the /v2/ Bearer challenge and /v2/token.
 //   - audit.go: one JSON line per package download, shared by replicas.
+//
+// Who uses what (usage.go): completed package and archive downloads are
+// counted in memory, keyed only by catalog entries, and added in batches
+// to the store's state (store.AddUsage: STATE/usage/usage.json, shared by
+// replicas under a lock); the catalog's address pages show the counts.
 //
 // Running it as a service, all independent of the HTTP server that carries
 // the handler:

@@ -86,7 +86,11 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if audit != nil {
 		defer audit.Close()
 	}
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access, Tool: "airgap " + cfg.Version})
+	// Download counts: written once more after the downloads in flight
+	// have drained (defers run after serveUntil returns).
+	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
+	defer usage.Close()
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
 		Version: cfg.Version, Access: access, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {

@@ -42,6 +42,8 @@ type Server struct {
 	// access enforces the access file (auth.go); nil: everyone may read
 	// everything.
 	access *AccessControl
+	// usage counts completed downloads (usage.go); nil: not counted.
+	usage *Usage
 
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
@@ -207,11 +209,13 @@ type Options struct {
 	Access *AccessControl
 	// Tool names the airgap serving, e.g. "airgap 1.2.3" (in the SBOM).
 	Tool string
+	// Usage counts package and archive downloads (usage.go); nil: none.
+	Usage *Usage
 }
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool, usage: opt.Usage}
 	if s.cacheBytes <= 0 {
 		s.cacheBytes = DefaultCacheBytes
 	}
@@ -775,6 +779,10 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		h.Set("Content-Type", "application/json")
 	default:
 		h.Set("Content-Type", "application/octet-stream")
+	}
+	if s.usage != nil && r.Method == http.MethodGet && countedRole(info.role) {
+		s.serveCounted(w, r, st, d, f)
+		return
 	}
 	http.ServeContent(w, r, "", time.Time{}, f)
 }

@@ -66,23 +66,10 @@ func importSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity) (strin
 	return root, st
 }
 
+// get sends a GET (see do: "Host" in hdr sets the Host).
 func (e *env) get(t *testing.T, path string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i] == "Host" {
-			req.Host = hdr[i+1]
-			continue
-		}
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := e.cl.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return e.do(t, "GET", path, hdr...)
 }
 
 func (e *env) getJSON(t *testing.T, path string, v any, hdr ...string) *http.Response {

@@ -20,6 +20,9 @@
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
 //	                           replicas share beyond the catalog; never by import
+//	    usage/usage.json       download counts per provider package and module
+//	                           version (usage.go), added to under usage/lock;
+//	                           read by inventory --usage and prune --unused-for
 //
 // Import is all or nothing. The bundle signature is checked before any blob is
 // accepted, and the manifest's consistency (bundle.CheckManifest) and its fit

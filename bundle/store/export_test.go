@@ -1,5 +1,7 @@
 package store
 
+import "bytes"
+
 // SetTestHooks sets the import's fault-injection points for the duration of
 // a test: before is called when every blob is staged and checked, just before
 // the new index is written; beforeCommit when every new blob has been placed,
@@ -15,3 +17,12 @@ func SetRoomHook(fn func()) (reset func()) {
 	testHookAfterRoom = fn
 	return func() { testHookAfterRoom = nil }
 }
+
+// DecodeUsage and EncodeUsage are the usage file's reader and writer,
+// without the file (the fuzz target).
+func DecodeUsage(data []byte) (*Usage, error) {
+	return decodeUsage(bytes.NewReader(data), "usage.json")
+}
+
+// EncodeUsage is encodeUsage.
+func EncodeUsage(u *Usage) ([]byte, error) { return encodeUsage(u) }

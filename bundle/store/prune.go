@@ -13,14 +13,18 @@ import (
 	"github.com/airgap/airgap/dist"
 )
 
-// PruneOptions say what Prune removes: exactly one of Keep, OlderThan and
-// Versions.
+// PruneOptions say what Prune removes: exactly one of Keep, OlderThan,
+// UnusedFor and Versions.
 type PruneOptions struct {
 	// Keep keeps the newest Keep versions of each provider and module.
 	Keep int
 	// ByAge removes versions last imported more than OlderThan ago.
 	ByAge     bool
 	OlderThan time.Duration
+	// ByUse removes versions nobody downloaded for UnusedFor: neither
+	// imported nor downloaded through serve (usage.go) since.
+	ByUse     bool
+	UnusedFor time.Duration
 	// Versions names versions to remove, as ADDRESS@VERSION (a provider
 	// source or a registry module address).
 	Versions []string
@@ -43,6 +47,20 @@ type PruneResult struct {
 	Bytes      int64 `json:"bytes_freed"`
 	Stale      int   `json:"blobs_already_unreferenced"`
 	StaleBytes int64 `json:"bytes_already_unreferenced"`
+	// Unused says, with --unused-for, why each removed version was: when
+	// it was last imported and downloaded.
+	Unused []UnusedVersion `json:"unused,omitempty"`
+	// UsageSince is, with --unused-for, from when downloads were counted.
+	UsageSince string `json:"usage_counted_since,omitempty"`
+}
+
+// UnusedVersion is a version --unused-for removes, with what it was
+// judged by.
+type UnusedVersion struct {
+	Entry         string `json:"entry"` // as in Removed
+	Downloads     int64  `json:"downloads"`
+	LastFetchedAt string `json:"last_fetched_at,omitempty"`
+	ImportedAt    string `json:"imported_at,omitempty"`
 }
 
 // ErrPrune: the prune request is wrong (nothing was changed).
@@ -80,11 +98,14 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if opt.ByAge {
 		n++
 	}
+	if opt.ByUse {
+		n++
+	}
 	if len(opt.Versions) > 0 {
 		n++
 	}
 	if n != 1 || opt.Keep < 0 {
-		return nil, fmt.Errorf("%w: give exactly one of --keep N (N >= 1), --older-than DURATION or ADDRESS@VERSION arguments", ErrPrune)
+		return nil, fmt.Errorf("%w: give exactly one of --keep N (N >= 1), --older-than DURATION, --unused-for DURATION or ADDRESS@VERSION arguments", ErrPrune)
 	}
 	unlock, err := lockExisting(root, opt.Wait)
 	if err != nil {
@@ -96,20 +117,35 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 		return nil, err
 	}
 	now := stamp(opt.Now)
-	drop, policy, err := pruneKeys(ix, opt, now)
+	var use *versionUse
+	if opt.ByUse {
+		if use, err = readVersionUse(root, ix, now, opt.UnusedFor); err != nil {
+			return nil, fmt.Errorf("%w\nthe store was not changed", err)
+		}
+	}
+	drop, policy, err := pruneKeys(ix, opt, now, use)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}}
+	removed := func(key, entry string) {
+		res.Removed = append(res.Removed, entry)
+		if use != nil {
+			res.Unused = append(res.Unused, use.explain(key, entry))
+		}
+	}
 	for _, p := range ix.Catalog.Providers {
 		if drop[p.Key()] {
-			res.Removed = append(res.Removed, "provider "+p.String())
+			removed(p.Key(), "provider "+p.String())
 		}
 	}
 	for _, m := range ix.Catalog.Modules {
 		if drop[m.Key()] {
-			res.Removed = append(res.Removed, "module "+m.String())
+			removed(m.Key(), "module "+m.String())
 		}
+	}
+	if use != nil {
+		res.UsageSince = use.since.UTC().Format(time.RFC3339)
 	}
 	before := ix.Referenced()
 	removeKeys(&ix.Catalog, drop)
@@ -153,7 +189,7 @@ var testHookPruneBeforeIndex func()
 
 // pruneKeys returns the catalog keys opt removes and a description of the
 // policy for the history.
-func pruneKeys(ix *Index, opt PruneOptions, now time.Time) (map[string]bool, string, error) {
+func pruneKeys(ix *Index, opt PruneOptions, now time.Time, use *versionUse) (map[string]bool, string, error) {
 	drop := map[string]bool{}
 	type ver struct{ key, version string }
 	groups := map[string][]ver{}
@@ -188,6 +224,16 @@ func pruneKeys(ix *Index, opt PruneOptions, now time.Time) (map[string]bool, str
 			}
 		}
 		return drop, "--older-than " + opt.OlderThan.String(), nil
+	case opt.ByUse:
+		cut := now.Add(-opt.UnusedFor)
+		for _, vs := range groups {
+			for _, v := range vs {
+				if t, ok := use.lastUse(v.key); ok && t.Before(cut) {
+					drop[v.key] = true
+				}
+			}
+		}
+		return drop, "--unused-for " + opt.UnusedFor.String(), nil
 	}
 	for _, arg := range opt.Versions {
 		addr, v, ok := strings.Cut(arg, "@")
@@ -248,8 +294,19 @@ func (r *PruneResult) WriteText(out io.Writer) {
 		fmt.Fprintln(&w, "nothing to prune")
 		return
 	}
+	why := map[string]UnusedVersion{}
+	for _, u := range r.Unused {
+		why[u.Entry] = u
+	}
 	for _, l := range r.Removed {
+		if u, ok := why[l]; ok {
+			fmt.Fprintf(&w, "%s %s (%s)\n", verb, l, u.text())
+			continue
+		}
 		fmt.Fprintln(&w, verb, l)
+	}
+	if r.UsageSince != "" {
+		fmt.Fprintf(&w, "(downloads through airgap serve counted since %s)\n", r.UsageSince)
 	}
 	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed", verb, len(r.Removed), r.Blobs, human(r.Bytes))
 	if r.Stale > 0 {

@@ -8,19 +8,27 @@ import (
 	"time"
 )
 
-// TestLockExcludes: a second handle waits for the first to unlock.
-func TestLockExcludes(t *testing.T) {
+// twoHandles opens one lock file twice (two open file descriptions, as two
+// processes would have), closed when the test ends.
+func twoHandles(t *testing.T) (a, b *os.File) {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "x.lock")
 	a, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	b, err := os.OpenFile(p, os.O_RDWR, 0)
+	t.Cleanup(func() { a.Close() })
+	b, err = os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// TestLockExcludes: a second handle waits for the first to unlock.
+func TestLockExcludes(t *testing.T) {
+	a, b := twoHandles(t)
 	if err := Lock(a); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +49,23 @@ func TestLockExcludes(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("second lock not taken after the first was released")
+	}
+	Unlock(b)
+}
+
+// TestTryLock: TryLock fails at once while another handle holds the
+// lock, and succeeds once it is released.
+func TestTryLock(t *testing.T) {
+	a, b := twoHandles(t)
+	if ok, err := TryLock(a); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock: %v %v", ok, err)
+	}
+	if ok, err := TryLock(b); ok || err != nil {
+		t.Fatalf("TryLock while another handle holds it: %v %v, want false, nil", ok, err)
+	}
+	Unlock(a)
+	if ok, err := TryLock(b); !ok || err != nil {
+		t.Fatalf("TryLock after the release: %v %v", ok, err)
 	}
 	Unlock(b)
 }

@@ -13,6 +13,16 @@ func Lock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 // Unlock releases the lock Lock took.
 func Unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
+// TryLock takes an exclusive lock on f if nobody holds one, and reports
+// false at once if somebody does.
+func TryLock(f *os.File) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == syscall.EWOULDBLOCK {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Inode returns fi's inode number, or 0 where the system has none.
 func Inode(fi os.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

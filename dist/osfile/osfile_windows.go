@@ -14,6 +14,17 @@ func Lock(f *os.File) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol)
 }
 
+// TryLock takes an exclusive lock on f's first byte if nobody holds it,
+// and reports false at once if somebody does.
+func TryLock(f *os.File) (bool, error) {
+	var ol windows.Overlapped
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
+	if err == windows.ERROR_LOCK_VIOLATION {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Unlock releases the lock Lock took.
 func Unlock(f *os.File) error {
 	var ol windows.Overlapped

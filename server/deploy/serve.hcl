@@ -48,3 +48,10 @@ send-timeout     = "60s"             # close a download whose client reads nothi
 # audit-log          = "/var/log/airgap/audit.jsonl"
 # audit-log-max-size = "100MiB"
 # audit-log-keep     = 9
+
+# Download counts ("What is used" in docs/operations.md): each completed
+# package or module download, per version and platform, kept in
+# STORE/state/usage and shared by replicas; shown on the catalog pages, by
+# 'airgap inventory --usage' and used by 'airgap prune --unused-for'.
+# usage       = "on"
+# usage-flush = "10s"                # how often the counts are written

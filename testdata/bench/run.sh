@@ -125,7 +125,7 @@ CERT="$W/srv/tls/cert.pem"; KEY="$W/srv/tls/key.pem"; CA="$W/srv/tls/ca.pem"
 if on serve; then
 echo "== 1-2: serving metadata and packages over TLS (airgap serve vs nginx, same certificate)"
 "$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18443 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve.log" &
-PIDS+=($!)
+PIDS+=($!); A_PID=$!
 # The same airgap as shipped: default flags, an access line per request
 # (to stderr, here a file, as under a service manager).
 "$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18448 --tls files --cert "$CERT" --key "$KEY" 2>"$W/serve-info.log" &
@@ -167,6 +167,15 @@ AUTH="Authorization: Bearer $BENCH_TOKEN"
 PIDS+=($!)
 T=https://127.0.0.1:18447
 wait_https "$T/healthz" "$CA"
+
+# The same airgap with download counting off (usage = off): the baseline
+# of what counting costs a package download. A, L and T count (the
+# default), as replicas adding to one STORE/state/usage.
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18449 --tls files --cert "$CERT" --key "$KEY" --log-level warn \
+  --usage off 2>"$W/serve-nousage.log" &
+PIDS+=($!); U_PID=$!
+U=https://127.0.0.1:18449
+wait_https "$U/healthz" "$CA"
 
 # The registry protocol has no static layout of its own, but a static
 # registry is what a site could otherwise run: nginx serves airgap's own
@@ -221,6 +230,36 @@ trio "mirror <version>.json" /mirror/registry.terraform.io/hashicorp/random/3.6.
 trio "registry versions" /v1/providers/hashicorp/random/versions /v1/providers/hashicorp/random/versions
 trio "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd64 /v1/providers/hashicorp/random/3.6.0/download/linux/amd64
 
+# Package downloads with and without counting: wrk on the 64 KiB package
+# (every request a whole download, counted), airgap as shipped (A) and
+# with usage off (U) taking turns, median of 2 x $ROUNDS runs each (the
+# difference sought is small, single runs move by 25 %). Besides
+# req/s and p99, the server's own CPU time per download (utime + stime
+# from /proc over the run, divided by the requests wrk completed), which a
+# busy machine moves far less than throughput.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TCK=$(getconf CLK_TCK)
+countpair() { # label path
+  local r s url pid t0 t1 ar ap ac ur up uc
+  : > "$W/pair.A"; : > "$W/pair.U"
+  for ((r = 0; r < 2 * ROUNDS; r++)); do
+    for s in A U; do
+      if ((r % 2)); then s=$([ "$s" = A ] && echo U || echo A); fi
+      case $s in A) url="$A$2"; pid=$A_PID ;; U) url="$U$2"; pid=$U_PID ;; esac
+      t0=$(cpu_ticks "$pid")
+      DUR=$SDUR wrk_run "$url" > "$W/pair.run"
+      t1=$(cpu_ticks "$pid")
+      echo "$(cat "$W/pair.run") $(awk -v t="$((t1 - t0))" -v hz="$TCK" '/requests in/ { printf "%.1f", t / hz * 1e6 / $1 }' "$W/wrk.out")" >> "$W/pair.$s"
+    done
+  done
+  ar=$(cut -d' ' -f1 "$W/pair.A" | median); ap=$(cut -d' ' -f2 "$W/pair.A" | median); ac=$(cut -d' ' -f3 "$W/pair.A" | median)
+  ur=$(cut -d' ' -f1 "$W/pair.U" | median); up=$(cut -d' ' -f2 "$W/pair.U" | median); uc=$(cut -d' ' -f3 "$W/pair.U" | median)
+  row "$1 req/s, counting on vs off" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$ur")" "$(ratio "$ar" "$ur")" ">= 0.95x"
+  row "  p99 ms, counting on vs off (lower is better)" "$ap" "$up" "$(ratio "$up" "$ap")" ""
+  row "  serve CPU us per download, on vs off (lower is better)" "$ac" "$uc" "$(ratio "$uc" "$ac")" ">= 0.95x"
+}
+countpair "package download 64 KiB" "$BIG_SMALL_BLOB"
+
 speed() { # url -> best of 3, MiB/s
   best=0
   for _ in 1 2 3; do
@@ -229,8 +268,19 @@ speed() { # url -> best of 3, MiB/s
   done
   awk -v s="$best" 'BEGIN { printf "%.0f", s / 1048576 }'
 }
-as=$(speed "$A$BIG_BLOB"); ns=$(speed "$N$BIG_MIRROR")
+t0=$(cpu_ticks "$A_PID"); as=$(speed "$A$BIG_BLOB"); ac=$(( $(cpu_ticks "$A_PID") - t0 ))
+ns=$(speed "$N$BIG_MIRROR")
 row "package download $((BIG>>20)) MiB, MiB/s" "$as" "$ns" "$(ratio "$as" "$ns")" ">= 0.9x"
+t0=$(cpu_ticks "$U_PID"); us=$(speed "$U$BIG_BLOB"); uc=$(( $(cpu_ticks "$U_PID") - t0 ))
+row "  counting on vs off, MiB/s" "$as" "$us" "$(ratio "$as" "$us")" ">= 0.95x"
+# CPU seconds of the server per GiB sent (three downloads each).
+cpg() { awk -v t="$1" -v hz="$TCK" -v b="$BIG" 'BEGIN { printf "%.2f", t / hz / (3 * b / 1073741824) }'; }
+row "  serve CPU s per GiB, on vs off (lower is better)" "$(cpg "$ac")" "$(cpg "$uc")" "$(ratio "$(cpg "$uc")" "$(cpg "$ac")")" ">= 0.95x"
+# The counts A, L and T wrote (every 10 s, and as they stop): a check
+# that counting ran, not a figure.
+sleep 11
+echo "downloads counted (airgap inventory --usage):"
+"$AG" inventory --store "$W/srv/store" --usage | grep -A4 'hashicorp/random' || true
 kill "$(cat "$W/nginx.pid")"; rm -f "$W/nginx.pid"
 fi
 

@@ -169,6 +169,11 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 	os.WriteFile(filepath.Join(dir, "tls", "ca.pem"), ca.PEM, 0o644)
 	pk := big.Packages[0]
 	fmt.Printf("BIG_BLOB=/blobs/sha256/%s/%s\nBIG_MIRROR=/registry.terraform.io/bench/big/%s\n", pk.Digest.Hex(), pk.Filename, pk.Filename)
+	for _, sp := range small.Packages {
+		if sp.Platform() == "linux_amd64" {
+			fmt.Printf("BIG_SMALL_BLOB=/blobs/sha256/%s/%s\n", sp.Digest.Hex(), sp.Filename)
+		}
+	}
 }
 
 // netHTTP is the net/http floor of the serving figures: the files of up
