@@ -294,8 +294,7 @@ type unitInfo struct {
 	what     string
 	entry    string                // "p KEY" or "m KEY" for a version record
 	provider *dist.ProviderVersion // for a provider version record
-	gate     *dist.GateResult      // for a gate result, on gateOn (of kind gateKind)
-	gateOn   string
+	gate     *dist.GateResult      // for a gate result (on an entry of kind gateKind)
 	gateKind string
 }
 
@@ -314,7 +313,7 @@ func walkUnits(m *Manifest, visit func(key string, u unitInfo) error) error {
 			on := "p " + p.Key() + " " + pk.Platform()
 			for j := range pk.Gates {
 				r := &pk.Gates[j]
-				u := unitInfo{what: "gate " + r.Gate + " result on provider " + p.String() + " " + pk.Platform(), gate: r, gateOn: on, gateKind: dist.GateProviders}
+				u := unitInfo{what: "gate " + r.Gate + " result on provider " + p.String() + " " + pk.Platform(), gate: r, gateKind: dist.GateProviders}
 				if err := visit(gateUnit(on, *r), u); err != nil {
 					return err
 				}
@@ -333,7 +332,7 @@ func walkUnits(m *Manifest, visit func(key string, u unitInfo) error) error {
 		on := "m " + mv.Key()
 		for j := range mv.Gates {
 			r := &mv.Gates[j]
-			u := unitInfo{what: "gate " + r.Gate + " result on module " + mv.String(), gate: r, gateOn: on, gateKind: dist.GateModules}
+			u := unitInfo{what: "gate " + r.Gate + " result on module " + mv.String(), gate: r, gateKind: dist.GateModules}
 			if err := visit(gateUnit(on, *r), u); err != nil {
 				return err
 			}
@@ -396,8 +395,10 @@ type chainState struct {
 	// mirror hashes only, the hop signers whose signed manifests carry
 	// exactly its record: the keys its SHA256SUMS may be signed by.
 	resigners map[string]map[string]bool
-	// signers: every hop's signer (never a publisher key).
-	signers map[string]bool
+	// signers: every hop's signer (never a publisher key); recorded: the
+	// signers of hops recorded without their manifests (what they may have
+	// re-signed cannot be told: their records are listed as untied).
+	signers, recorded map[string]bool
 	// came: entry key ("p KEY" or "m KEY") -> the oldest hop it was found in.
 	came map[string]verify.Digest
 }
@@ -426,7 +427,7 @@ type chainState struct {
 // of this bundle's manifest, and a mark per hop (recordCheck).
 func (c *Checker) checkChain() error {
 	m := c.m
-	c.chain = &chainState{resigners: map[string]map[string]bool{}, signers: map[string]bool{}, came: map[string]verify.Digest{}}
+	c.chain = &chainState{resigners: map[string]map[string]bool{}, signers: map[string]bool{}, recorded: map[string]bool{}, came: map[string]verify.Digest{}}
 	if len(m.Chain) == 0 {
 		return nil
 	}
@@ -439,6 +440,7 @@ func (c *Checker) checkChain() error {
 		c.chain.signers[h.Signer.Fingerprint] = true
 		if !h.Checkable() {
 			recorded = true
+			c.chain.recorded[h.Signer.Fingerprint] = true
 			continue
 		}
 		hm, err := c.readHop(h)
@@ -690,6 +692,20 @@ func orderChain(chain []Hop) []HopCheck {
 		return a.Bundle < b.Bundle
 	})
 	return out
+}
+
+// mayResign reports whether the key fp may have signed the SHA256SUMS of
+// p, marked as re-signed or with mirror hashes only: the bundle's own
+// signer for a bundle from the registries (its export re-signed it); for a
+// bundle exported from a store, which re-signs nothing, the signer of a
+// hop whose signed manifest carries exactly this record, or of a hop
+// recorded without its manifest (whose records are then listed as
+// untied).
+func (c *Checker) mayResign(p dist.ProviderVersion, fp string) bool {
+	if len(c.m.Chain) == 0 {
+		return fp == c.opt.Signer.Fingerprint
+	}
+	return c.chain.resigners[p.Key()][fp] || c.chain.recorded[fp]
 }
 
 // CameWith returns the hop (its bundle digest) a provider or module

@@ -33,6 +33,10 @@ func newChainWorld(t testing.TB) *chainWorld {
 	t.Helper()
 	w := &chainWorld{dir: t.TempDir(), site: bundletest.Key(t, "site"), a: bundletest.Key(t, "enclave-a"), b: bundletest.Key(t, "enclave-b"), evil: bundletest.Key(t, "evil")}
 	set := bundletest.Standard(t, w.dir, w.site)
+	// A provider its registry published no key for, re-signed by the
+	// internet side's key, as export does.
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(w.dir, "local"), bundletest.Provider{Host: bundle.SiteResignHost, Namespace: "hashicorp", Type: "local",
+		Version: "2.5.1", Platforms: []string{"linux_amd64"}, Signer: w.site, PackageSize: 16 << 10, SiteSigned: true}))
 	var buf bytes.Buffer
 	set.WriteBundle(t, &buf, w.site, bundle.CompressionAuto)
 	w.storeA = filepath.Join(w.dir, "storeA")
@@ -103,7 +107,7 @@ func TestChainGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rep.Chain) != 2 || rep.Chain[0].Status != bundle.HopChecked || rep.Chain[0].Signer.Fingerprint != verify.Fingerprint(w.site) ||
-		rep.Chain[0].Brought != 3 || !rep.Chain[1].ThisBundle || rep.Checks.Hops != 1 {
+		rep.Chain[0].Brought != 4 || !rep.Chain[1].ThisBundle || rep.Checks.Hops != 1 {
 		t.Fatalf("chain: %+v", rep.Chain)
 	}
 	for _, p := range rep.Providers {
@@ -302,4 +306,49 @@ func FuzzChainCheck(f *testing.F) {
 		defer c.Close()
 		c.Finish()
 	})
+}
+
+// TestChainReSignature: a site re-signature in a bundle exported from a
+// store must be by the signer of a hop that carried it (here the internet
+// side's); the enclave that signs the bundle re-signs nothing, even where
+// a hop recorded without its manifest leaves records untied.
+func TestChainReSignature(t *testing.T) {
+	w := newChainWorld(t)
+	recordOnly := func(m *bundle.Manifest, files map[verify.Digest]string) {
+		h := &m.Chain[0]
+		for _, d := range []verify.Digest{h.Bundle, h.Signature, h.Key} {
+			removeBlob(m, files, d)
+		}
+		h.Signature, h.Key, h.SignedAt = "", "", nil
+	}
+	// Untouched, under a recorded hop: the internet side's re-signature,
+	// listed as untied.
+	rep, err := checkChainBundle(t, writeChain(t, plan(t, w.storeA), w.a, recordOnly), w.a)
+	if err != nil || len(rep.Checks.Untied) == 0 {
+		t.Fatalf("recorded hop: %v %v", err, rep.Checks)
+	}
+	// Re-signed by the enclave itself.
+	path := writeChain(t, plan(t, w.storeA), w.a, func(m *bundle.Manifest, files map[verify.Digest]string) {
+		recordOnly(m, files)
+		for i := range m.Catalog.Providers {
+			p := &m.Catalog.Providers[i]
+			if !p.SiteSigned {
+				continue
+			}
+			sums, err := os.ReadFile(files[p.Shasums])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sig bytes.Buffer
+			if err := verify.SignDetached(&sig, w.a, bytes.NewReader(sums)); err != nil {
+				t.Fatal(err)
+			}
+			removeBlob(m, files, p.ShasumsSig)
+			p.ShasumsSig = addBlob(t, m, files, sig.Bytes(), dist.RoleShasumsSig)
+			p.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(w.a), ASCIIArmor: bundletest.Armor(t, w.a), Source: bundle.SiteKeySource}}
+		}
+	})
+	if _, err := checkChainBundle(t, path, w.a); err == nil || !strings.Contains(err.Error(), "re-signs nothing") {
+		t.Fatalf("an enclave's own re-signature: %v", err)
+	}
 }

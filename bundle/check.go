@@ -946,9 +946,9 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 	if err != nil {
 		return checked, fmt.Errorf("its SHA256SUMS signature does not verify against the keys the bundle carries for it: %w", err)
 	}
-	if (p.SiteSigned || p.MirrorHashesOnly) && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint && !c.chain.resigners[p.Key()][checked.Signer.Fingerprint] {
+	if (p.SiteSigned || p.MirrorHashesOnly) && !c.mayResign(p, checked.Signer.Fingerprint) {
 		if len(c.m.Chain) > 0 {
-			return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, neither the key that signed the bundle (%s) nor that of a hop of its chain whose signed manifest carries this record", dist.TrustLabel(p.Trust()), checked.Signer, c.opt.Signer)
+			return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the signer of a hop of its chain whose signed manifest carries this record (a bundle exported from a store re-signs nothing)", dist.TrustLabel(p.Trust()), checked.Signer)
 		}
 		return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", dist.TrustLabel(p.Trust()), checked.Signer, c.opt.Signer)
 	}
