@@ -70,6 +70,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzParseShasums$$' -fuzztime $(call fuzztime,120000) ./dist
 	$(FUZZ) -fuzz '^FuzzReadKeyring$$' -fuzztime $(call fuzztime,100000) ./verify
 	$(FUZZ) -fuzz '^FuzzPrintable$$' -fuzztime $(call fuzztime,60000) ./dist
+	$(FUZZ) -fuzz '^FuzzJSONLimit$$' -fuzztime $(call fuzztime,30000) ./dist
 	$(FUZZ) -fuzz '^FuzzGetterParse$$' -fuzztime $(call fuzztime,40000) ./dist/getter
 	$(FUZZ) -fuzz '^FuzzExtract$$' -fuzztime $(call fuzztime,3500) ./dist/getter
 	$(FUZZ) -fuzz '^FuzzLockFile$$' -fuzztime $(call fuzztime,60000) ./dist/tfconfig

@@ -68,6 +68,16 @@ var helps = map[string]verbHelp{
 			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
 			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
 			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"}},
+	"show": {"--keyring FILE BUNDLE SUBJECT [ARGS] [--platform OS_ARCH] [--raw]",
+		"For the transfer station: prints evidence a bundle carries, each piece checked against\n" +
+			"the bundle's signature and the digest its signed manifest gives it before it is shown.\n" +
+			"Subjects: report [ADDRESS@VERSION] [GATE]: the gate reports (without ADDRESS@VERSION, the\n" +
+			"list: entry, gate, result, findings, digest); a SARIF report as a table (rule, level,\n" +
+			"file:line, message), any other as escaped text; --raw prints one report's exact bytes.",
+		nil,
+		[]string{"airgap show --keyring site.pub.asc site.bundle report",
+			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
+			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"}},
 	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
 		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
 			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +

@@ -40,8 +40,15 @@ const trustRSSLimit = 200 << 10
 // status.
 func runBounded(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
+	return runBoundedEnv(t, dir, baseEnv(), trustRSSLimit, args...)
+}
+
+// runBoundedEnv is runBounded with an environment and a limit (KiB) of
+// its own.
+func runBoundedEnv(t *testing.T, dir string, env []string, limit int64, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command(airgapBin, args...)
-	cmd.Dir, cmd.Env = dir, baseEnv()
+	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -56,8 +63,8 @@ func runBounded(t *testing.T, dir string, args ...string) (string, int) {
 		}
 	}
 	t.Logf("airgap %s: peak memory %d MiB", args[0], rss>>10)
-	if rss > trustRSSLimit {
-		t.Errorf("airgap %s: peak memory %d MiB, over the %d MiB a bundle this size may cost", args[0], rss>>10, trustRSSLimit>>10)
+	if rss > limit {
+		t.Errorf("airgap %s: peak memory %d MiB, over the %d MiB a bundle this size may cost", args[0], rss>>10, limit>>10)
 	}
 	return out.String(), exitCode(err)
 }
@@ -186,28 +193,61 @@ func fatPlugin(n int, tiny bool) []byte {
 // compressed once) beside a file that tells them apart, signed by pub.
 func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, n int, plugin []byte) *bundletest.BuiltProvider {
 	t.Helper()
+	raw := deflatedFile(plugin)
+	var plats []string
+	for i := range n {
+		plats = append(plats, fmt.Sprintf("fat_p%03d", i))
+	}
+	return zipProvider(t, dir, pub, typ, plats, func(zw *zip.Writer, plat string) {
+		rawFile(t, zw, "terraform-provider-"+typ+"_v1.0.0", raw)
+		w, _ := zw.Create("README")
+		fmt.Fprintf(w, "platform %s\n", strings.TrimPrefix(plat, "fat_"))
+	})
+}
+
+// rawDeflated is a file's bytes deflated once, to be written into many
+// zips (rawFile).
+type rawDeflated struct {
+	packed []byte
+	crc    uint32
+	size   int
+}
+
+func deflatedFile(b []byte) rawDeflated {
 	var packed bytes.Buffer
 	fw, _ := flate.NewWriter(&packed, flate.BestCompression)
-	fw.Write(plugin)
+	fw.Write(b)
 	fw.Close()
+	return rawDeflated{packed.Bytes(), crc32.ChecksumIEEE(b), len(b)}
+}
+
+// rawFile adds an executable file of already deflated bytes to zw.
+func rawFile(t *testing.T, zw *zip.Writer, name string, f rawDeflated) {
+	t.Helper()
+	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
+		CRC32: f.crc, CompressedSize64: uint64(len(f.packed)), UncompressedSize64: uint64(f.size)}
+	h.SetMode(0o755)
+	w, err := zw.CreateRaw(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(f.packed)
+}
+
+// zipProvider writes registry.terraform.io/hashicorp/TYPE 1.0.0 for the
+// platforms (os_arch), each zip's files written by fill, with SHA256SUMS
+// signed by pub.
+func zipProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, plats []string, fill func(zw *zip.Writer, plat string)) *bundletest.BuiltProvider {
+	t.Helper()
 	bp := &bundletest.BuiltProvider{Dir: dir, Files: map[string]string{}}
 	pv := dist.ProviderVersion{Host: "registry.terraform.io", Namespace: "hashicorp", Type: typ, Version: "1.0.0", Protocols: []string{"5.0"}}
 	var sums bytes.Buffer
-	for i := range n {
-		arch := fmt.Sprintf("p%03d", i)
-		fn := "terraform-provider-" + typ + "_1.0.0_fat_" + arch + ".zip"
+	for _, plat := range plats {
+		osName, arch, _ := strings.Cut(plat, "_")
+		fn := "terraform-provider-" + typ + "_1.0.0_" + plat + ".zip"
 		var z bytes.Buffer
 		zw := zip.NewWriter(&z)
-		h := &zip.FileHeader{Name: "terraform-provider-" + typ + "_v1.0.0", Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
-			CRC32: crc32.ChecksumIEEE(plugin), CompressedSize64: uint64(packed.Len()), UncompressedSize64: uint64(len(plugin))}
-		h.SetMode(0o755)
-		w, err := zw.CreateRaw(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(packed.Bytes())
-		w, _ = zw.Create("README")
-		fmt.Fprintf(w, "platform %s\n", arch)
+		fill(zw, plat)
 		if err := zw.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +258,7 @@ func fatProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, n in
 			t.Fatal(err)
 		}
 		d := verify.DigestBytes(z.Bytes())
-		pv.Packages = append(pv.Packages, dist.Package{OS: "fat", Arch: arch, Filename: fn, Digest: d, Size: int64(z.Len()), H1: h1})
+		pv.Packages = append(pv.Packages, dist.Package{OS: osName, Arch: arch, Filename: fn, Digest: d, Size: int64(z.Len()), H1: h1})
 		fmt.Fprintf(&sums, "%s  %s\n", d.Hex(), fn)
 		bp.Files[fn] = p
 	}

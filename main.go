@@ -46,6 +46,7 @@ func verbs() map[string]verb {
 	return map[string]verb{
 		"keygen":        &keygenCmd{},
 		"verify":        &verifyCmd{},
+		"show":          &showCmd{}, // cmd_show.go
 		"import":        &importCmd{},
 		"inventory":     &inventoryCmd{},
 		"export":        &exportCmd{},

@@ -444,8 +444,11 @@ type CheckReport struct {
 	// ModuleTrees: module archives whose names were checked (package
 	// portable: every one must be the same file on every file system).
 	ModuleTrees int `json:"module_trees"`
-	BuildInfo   int `json:"build_info"`   // Go build information documents read again from the zips and compared
-	Reports     int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
+	BuildInfo   int `json:"build_info"` // Go build information documents read again from the zips and compared
+	// BuildInfoNone: of those, the documents that say the plugin has no
+	// Go build information (and why).
+	BuildInfoNone int `json:"build_info_none"`
+	Reports       int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
 	// SBOM is "checked" (built again from the manifest and the checked
 	// build information, and equal to the signed one), "deferred" (some
 	// build information is in blobs a delta omits) or "none" (the bundle
@@ -475,6 +478,9 @@ type CheckReport struct {
 	// without their manifests (an import's chain policy refuses it).
 	Untied []string `json:"-"`
 	came   map[string]verify.Digest
+	// builds is what each package's plugin was built from (BuildSummary:
+	// a few short strings each), by package digest, for the report.
+	builds map[verify.Digest]*BuildSummary
 }
 
 // SignatureFacts is what one provider version's checked SHA256SUMS
@@ -1052,7 +1058,11 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 	defer c.mu.Unlock()
 	if c.wantBI[d] != "" {
 		c.rep.BuildInfo++
+		if info.None != "" {
+			c.rep.BuildInfoNone++
+		}
 	}
+	c.rep.noteBuild(d, info)
 	if c.m.SBOM == "" {
 		return nil
 	}
@@ -1266,8 +1276,11 @@ func (r *CheckReport) Summary(indent string) string {
 	if r.MirrorHashesOnly > 0 {
 		fmt.Fprintf(&b, "%sof those packages, %d carry a network mirror's hashes only (no publisher signature; 'import --require-publisher-signatures' refuses them)\n", indent, r.MirrorHashesOnly)
 	}
-	if r.BuildInfo > 0 || r.Reports > 0 {
-		fmt.Fprintf(&b, "%s            %d Go build information documents read again from the plugins, %d gate reports' findings counted again\n", indent, r.BuildInfo, r.Reports)
+	switch {
+	case r.BuildInfo > 0 && r.BuildInfoNone == r.BuildInfo:
+		fmt.Fprintf(&b, "%s            %d plugins read again: none of them has Go build information (see Build information), %d gate reports' findings counted again\n", indent, r.BuildInfo, r.Reports)
+	case r.BuildInfo > 0 || r.Reports > 0:
+		fmt.Fprintf(&b, "%s            %d Go build information documents read again from the plugins (%d of them say there is none), %d gate reports' findings counted again\n", indent, r.BuildInfo, r.BuildInfoNone, r.Reports)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))

@@ -47,7 +47,18 @@
 // bundles). A format-1 manifest has none of them, nor any
 // other format-2 field (format2Field in manifest.go lists them all).
 //
-// Format 3 adds the chain of custody (Manifest.Chain, chain.go) of a
+// Format 3 adds, optional: requested_by (Manifest.RequestedBy,
+// dist.Reason), why each entry is in the bundle as the export resolved it:
+// the manifest block or project file that asked for it (FILE:LINE,
+// relative to the manifest's or project's directory) and the chain of
+// module calls that brought it, each a module version of the same
+// catalog. At most one per catalog entry, sorted, each position at most
+// dist.MaxReasonText printable bytes and each chain at most
+// dist.MaxReasonVia calls (Validate, so CheckManifest, holds them to the
+// catalog). 'airgap verify' shows them. A format-1 or -2 manifest has no
+// format-3 field (format3Field in manifest.go lists them all).
+//
+// Format 3 also adds the chain of custody (Manifest.Chain, chain.go) of a
 // bundle exported from an offline store ('airgap export --from-store',
 // bundle/store's carry.go), and the blob roles it uses: bundle-manifest,
 // bundle-signature and bundle-key (format3Field lists them). The design,

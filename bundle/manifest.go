@@ -24,8 +24,8 @@ import (
 // Format 2: format 1 plus optional manifest fields that format 1 could not
 // carry (each documented where it is declared); a format-1 manifest must not
 // have them (Validate).
-// Format 3: format 2 plus optional fields, listed by format3Field; a
-// format-1 or -2 manifest must not have them.
+// Format 3: format 2 plus the fields format3Field lists; a format-1 or -2
+// manifest must not have them.
 const FormatVersion = 3
 
 // MinFormatVersion is the oldest bundle format this package reads.
@@ -77,6 +77,13 @@ type Manifest struct {
 	// to compare; 0 (absent) in bundles written before it was recorded,
 	// which are generator 1.
 	SBOMGenerator int `json:"sbom_generator,omitempty"`
+	// RequestedBy says why each entry is in the bundle (format 3;
+	// dist.Reason): the manifest block or project file that asked for it,
+	// and the chain of module calls that brought it. At most one per
+	// catalog entry, sorted (dist.SortReasons); Validate holds them to the
+	// catalog (dist.ValidateReasons). Optional: a bundle without them says
+	// nothing about why.
+	RequestedBy []dist.Reason `json:"requested_by,omitempty"`
 	// Chain is the bundle's chain of custody (format 3; chain.go): set
 	// only on a bundle exported from an offline store ('airgap export
 	// --from-store'), it lists every bundle whose content this one carries
@@ -160,6 +167,7 @@ func (m *Manifest) Normalize() {
 	dist.SortWithdrawals(m.Reinstate)
 	SortPublisherKeys(m.PublisherKeys)
 	sort.Slice(m.Gates, func(i, j int) bool { return m.Gates[i].Name < m.Gates[j].Name })
+	dist.SortReasons(m.RequestedBy)
 	sort.Slice(m.Chain, func(i, j int) bool { return m.Chain[i].Bundle < m.Chain[j].Bundle })
 }
 
@@ -175,10 +183,18 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ParseManifest decodes and validates a manifest.
+// manifestJSON bounds a manifest: MaxManifestSize bytes, values nested at
+// most 32 deep (it nests 8: itself, catalog, providers, a provider,
+// packages, a package, gates, a result's findings), no unknown keys.
+var manifestJSON = dist.JSONLimit{MaxBytes: MaxManifestSize, MaxDepth: 32, Strict: true}
+
+// ParseManifest decodes and validates a manifest (within manifestJSON).
 func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestSize {
 		return nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrManifest, len(data), MaxManifestSize)
+	}
+	if err := manifestJSON.Check(data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	var probe struct {
 		Format int `json:"format"`
@@ -250,6 +266,9 @@ func (m *Manifest) Validate() error {
 	if err := m.validateGatesAndSBOM(roles); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := dist.ValidateReasons(&m.Catalog, m.RequestedBy); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	if err := m.validateChain(roles); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
@@ -314,9 +333,12 @@ func format2Field(m *Manifest) string {
 
 // format3Field names the first field of m that format 2 does not have, or
 // is "": the one list of what format 3 added (Validate refuses any of it
-// in a format-1 or -2 manifest). Manifest: chain; blobs of roles
-// bundle-manifest, bundle-signature and bundle-key.
+// in a format-1 or -2 manifest). Manifest: requested_by, chain; blobs of
+// roles bundle-manifest, bundle-signature and bundle-key.
 func format3Field(m *Manifest) string {
+	if len(m.RequestedBy) > 0 {
+		return "requested_by"
+	}
 	if len(m.Chain) > 0 {
 		return "chain"
 	}

@@ -68,7 +68,8 @@ import (
 //	                   reinstated, refused: [item], key_changes: [key change]}
 //	checks             {sha256sums_signatures, packages_in_sha256sums,
 //	                   h1_hashes, module_trees, module_zips, build_info,
-//	                   gate_reports, sbom ("checked", "deferred": a delta
+//	                   build_info_none (of build_info, those saying the
+//	                   plugin has none), gate_reports, sbom ("checked", "deferred": a delta
 //	                   omits zips it describes, "none"), mirror_hashes_only,
 //	                   deferred: [string]}
 //
@@ -81,11 +82,24 @@ import (
 // bundle/store: pinned, first_use, new_declared, new_accepted, pins_file,
 // new_refused, not_in_pins_file, site_resigned, unknown), key_note,
 // in_store ("new", "new_platforms", "present", "withdrawn"; with --against),
-// gates: [gate result], one per gate over providers and platform}.
+// gates: [gate result], one per gate over providers and platform,
+// requested_by (why it is in the bundle, from the signed manifest; omitted
+// when the bundle does not say: one before format 3): {where ("FILE:LINE" of
+// the manifest block or project file that asked for it, relative to the
+// manifest's or project's directory, or ".terraform.lock.hcl"), via:
+// [string] (the chain of module calls from there that brought it,
+// outermost first, each "ADDRESS VERSION"; [] when asked for directly)},
+// build: [{platforms: [string], file (the plugin), none (why it has no Go
+// build information; the fields after it are then empty), go_version,
+// main, main_version, modules (how many), notable: [{path, version}] (the
+// bundle.NotableModules it was built with)}]: what the plugins were built
+// from, one element per group of platforms that agree ([] when not
+// checked here: a delta's omitted packages)}.
 //
 // module: {address, version, source, commit, subdir, sha256 (of the
 // archive), size_bytes, zip_sha256, vendored: [{file, line, module, source,
-// commit, sha256, path}], in_store, gates: [gate result]}.
+// commit, sha256, path}], in_store, gates: [gate result], requested_by (as
+// a provider's)}.
 //
 // gate result: {platform (providers only), gate, tool, status ("passed",
 // "waived": failed, and let through by the export manifest's waiver),
@@ -178,8 +192,11 @@ type ProviderEntry struct {
 	KeyNote   string          `json:"key_note,omitempty"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
-	CameWith  verify.Digest   `json:"came_with,omitempty"` // report_chain.go
-	key       string          // dist.ProviderVersion.Key
+	// RequestedBy and Build: evidence.go.
+	RequestedBy *Requested     `json:"requested_by,omitempty"`
+	Build       []BuildSummary `json:"build"`
+	CameWith    verify.Digest  `json:"came_with,omitempty"` // report_chain.go
+	key         string         // dist.ProviderVersion.Key
 }
 
 // Key is the provider version's catalog key.
@@ -207,8 +224,10 @@ type ModuleEntry struct {
 	Vendored  []VendoredEntry `json:"vendored"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
-	CameWith  verify.Digest   `json:"came_with,omitempty"` // report_chain.go
-	key       string
+	// RequestedBy: evidence.go.
+	RequestedBy *Requested    `json:"requested_by,omitempty"`
+	CameWith    verify.Digest `json:"came_with,omitempty"` // report_chain.go
+	key         string
 }
 
 // Key is the module version's catalog key.
@@ -334,7 +353,8 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
-			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()), CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
+			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()),
+			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -357,7 +377,8 @@ func (rep *Report) entries(m *Manifest) {
 	}
 	for _, mv := range m.Catalog.Modules {
 		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir,
-			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
+			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(),
+			RequestedBy: requested(m, dist.KindModule, mv.Key()), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
 		if mv.Zip != "" {
 			e.ZipSHA256 = mv.Zip.Hex()
 		}
@@ -432,6 +453,7 @@ func (rep *Report) Finish(err error) {
 		nonNil(&rep.Providers[i].Platforms)
 		nonNil(&rep.Providers[i].Protocols)
 		nonNil(&rep.Providers[i].Gates)
+		nonNil(&rep.Providers[i].Build)
 	}
 	for i := range rep.Modules {
 		nonNil(&rep.Modules[i].Vendored)
@@ -511,6 +533,7 @@ func (rep *Report) Text() string {
 		b.WriteString("  keys:      not compared with the store's (give --against the store's 'airgap inventory --json')\n")
 	}
 	rep.sbomText(&b)
+	rep.evidenceHeader(&b)
 	if len(rep.Attention) > 0 {
 		fmt.Fprintf(&b, "\nNeeds attention:\n")
 		for _, a := range rep.Attention {
@@ -518,8 +541,10 @@ func (rep *Report) Text() string {
 		}
 	}
 	rep.chainText(&b)
+	rep.whyText(&b)
 	rep.providersText(&b)
 	rep.modulesText(&b)
+	rep.buildText(&b)
 	rep.gatesText(&b)
 	if len(rep.Withdraw)+len(rep.Reinstate) > 0 {
 		b.WriteString("\nWithdrawals:\n")
@@ -580,12 +605,31 @@ func (rep *Report) providersText(b *strings.Builder) {
 			fmt.Fprintf(b, ": %s", q(p.KeyNote))
 		}
 		b.WriteString("\n")
-		for _, pk := range p.Platforms {
-			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
-		}
+		packagesText(b, p.Platforms)
 		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
 	}
+}
+
+// packagesText prints a provider version's packages: one a line for up to
+// three, else one line naming the platforms (a bundle of hundreds of
+// versions of many platforms each stays readable; 'verify --json' has
+// every package's sha256, size and file name).
+func packagesText(b *strings.Builder, pks []PackageEntry) {
+	q := dist.Printable
+	if len(pks) <= 3 {
+		for _, pk := range pks {
+			fmt.Fprintf(b, "    %-14s sha256:%s %10s  %s\n", q(pk.Platform), pk.SHA256, progress.Size(pk.SizeBytes), q(pk.Filename))
+		}
+		return
+	}
+	var plats []string
+	var size int64
+	for _, pk := range pks {
+		plats = append(plats, q(pk.Platform))
+		size += pk.SizeBytes
+	}
+	fmt.Fprintf(b, "    %d packages, %s: %s\n", len(pks), progress.Size(size), strings.Join(plats, ", "))
 }
 
 // gateLines prints an entry's gate results, one a line.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -234,6 +235,10 @@ func SplitFileCounting(path string, size int64, signer *openpgp.Entity, at time.
 	return ix, nil
 }
 
+// partsJSON bounds a split set's parts.json (2 MiB, read from the index's
+// tar) once its signature checked: nested at most 8 deep (it nests 3).
+var partsJSON = dist.JSONLimit{MaxBytes: 2 << 20, MaxDepth: 8}
+
 // ReadPartsIndex reads and checks the signed index of a split set.
 func ReadPartsIndex(indexPath string, keyring openpgp.EntityList) (*PartsIndex, verify.Signer, error) {
 	f, err := os.Open(indexPath)
@@ -272,7 +277,7 @@ func ReadPartsIndex(indexPath string, keyring openpgp.EntityList) (*PartsIndex, 
 		return nil, verify.Signer{}, fmt.Errorf("%w: the index %s: %w", ErrParts, filepath.Base(indexPath), err)
 	}
 	var ix PartsIndex
-	if err := json.Unmarshal(data, &ix); err != nil {
+	if err := partsJSON.Unmarshal(data, &ix); err != nil {
 		return nil, verify.Signer{}, fmt.Errorf("%w: the index: %v", ErrParts, err)
 	}
 	for _, p := range ix.Parts {

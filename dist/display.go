@@ -1,7 +1,9 @@
 package dist
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -51,6 +53,32 @@ func PrintableLines(s string) string {
 		lines[i] = Printable(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// CopyPrintable copies text from r to w as PrintableLines would print it,
+// a line at a time (a line longer than 64 KiB in pieces of that size, each
+// escaped on its own), so memory does not grow with the text.
+func CopyPrintable(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			text, nl := strings.CutSuffix(string(line), "\n")
+			out := Printable(text)
+			if nl {
+				out += "\n"
+			}
+			if _, werr := io.WriteString(w, out); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil && err != bufio.ErrBufferFull:
+			return err
+		}
+	}
 }
 
 func needsEscape(r rune) bool {

@@ -1,11 +1,12 @@
 package dist
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/airgap/airgap/verify"
 )
@@ -232,17 +233,18 @@ func validateGateResults(what string, rs []GateResult, ref func(string, verify.D
 // "warning", SARIF's default (a rule's own default level is not looked up).
 // Anything else — not JSON, another shape, a level that is not a string or
 // not a SARIF level, a value nested deeper than MaxSARIFDepth — is not
-// SARIF: ok is false. It streams the tokens, so memory does not grow with
-// the report beyond its longest string and MaxSARIFDepth open values; the
-// caller bounds the report's size.
+// SARIF: ok is false. It streams the tokens (sarifJSON), so memory does not
+// grow with the report beyond its longest string and MaxSARIFDepth open
+// values; the caller bounds the report's size (bundle.MaxReportSize, the
+// export's bound on a gate's output).
 func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
-	dec := json.NewDecoder(r)
+	js := sarifJSON.Stream(r)
 	f = &GateFindings{}
 	version, runs := "", false
-	err := object(dec, func(key string) error {
+	err := js.Object(func(key string) error {
 		switch key {
 		case "version":
-			t, err := dec.Token()
+			t, err := js.Token()
 			s, isStr := t.(string)
 			if err != nil || !isStr {
 				return errNotSARIF
@@ -251,21 +253,18 @@ func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
 			return nil
 		case "runs":
 			runs = true
-			return array(dec, func() error {
-				return object(dec, func(key string) error {
+			return js.Array(func() error {
+				return js.Object(func(key string) error {
 					if key != "results" {
-						return skipValue(dec)
+						return js.Skip()
 					}
-					return array(dec, func() error { return countResult(dec, f) })
+					return js.Array(func() error { return countResult(js, f) })
 				})
 			})
 		}
-		return skipValue(dec)
+		return js.Skip()
 	})
-	if err != nil || !runs || !strings.HasPrefix(version, "2.1.") {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if err != nil || !runs || !strings.HasPrefix(version, "2.1.") || js.End() != nil {
 		return nil, false
 	}
 	return f, true
@@ -273,13 +272,13 @@ func CountSARIF(r io.Reader) (f *GateFindings, ok bool) {
 
 var errNotSARIF = fmt.Errorf("not SARIF")
 
-func countResult(dec *json.Decoder, f *GateFindings) error {
+func countResult(js *JSONStream, f *GateFindings) error {
 	level := "warning"
-	err := object(dec, func(key string) error {
+	err := js.Object(func(key string) error {
 		if key != "level" {
-			return skipValue(dec)
+			return js.Skip()
 		}
-		t, err := dec.Token()
+		t, err := js.Token()
 		s, isStr := t.(string)
 		if err != nil || !isStr || !ValidSARIFLevel(s) {
 			return errNotSARIF
@@ -303,72 +302,101 @@ func countResult(dec *json.Decoder, f *GateFindings) error {
 	return nil
 }
 
-// object reads a JSON object, calling member for each key (member reads
-// the value).
-func object(dec *json.Decoder, member func(key string) error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return errNotSARIF
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		key, isStr := t.(string)
-		if err != nil || !isStr {
-			return errNotSARIF
-		}
-		if err := member(key); err != nil {
-			return err
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return errNotSARIF
-	}
-	return nil
-}
-
-// array reads a JSON array, calling elem for each element.
-func array(dec *json.Decoder, elem func() error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return errNotSARIF
-	}
-	for dec.More() {
-		if err := elem(); err != nil {
-			return err
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim(']') {
-		return errNotSARIF
-	}
-	return nil
-}
-
-// MaxSARIFDepth bounds how deeply a value CountSARIF skips (a run's tool
-// or property bag, a result's message...) may nest:
-// json.Decoder keeps a word per open array or object, so a report of
-// 64 MiB of '[' would otherwise cost about 1 GiB to skip. Real SARIF
-// nests a few levels (property bags, code flows: under 20).
+// MaxSARIFDepth bounds how deeply a report's values (a run's tool or
+// property bag, a result's message...) may nest: json.Decoder keeps a word
+// per open array or object, so a report of 64 MiB of '[' would otherwise
+// cost about 1 GiB to read. Real SARIF nests a few levels (property bags,
+// code flows: under 20).
 const MaxSARIFDepth = 256
 
-// skipValue reads one JSON value, token by token; one nested deeper than
-// MaxSARIFDepth is not SARIF.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return errNotSARIF
+// sarifJSON is CountSARIF's bound: MaxSARIFDepth below a run (the log, its
+// runs and a run are the three levels above); the size is the caller's.
+var sarifJSON = JSONLimit{MaxBytes: math.MaxInt64 - 1, MaxDepth: 3 + MaxSARIFDepth}
+
+// sarifResult is what WriteSARIFTable shows of a result.
+type sarifResult struct {
+	RuleID  string `json:"ruleId"`
+	Level   string `json:"level"`
+	Message struct {
+		Text string `json:"text"`
+	} `json:"message"`
+	Locations []struct {
+		PhysicalLocation struct {
+			ArtifactLocation struct {
+				URI string `json:"uri"`
+			} `json:"artifactLocation"`
+			Region struct {
+				StartLine int `json:"startLine"`
+			} `json:"region"`
+		} `json:"physicalLocation"`
+	} `json:"locations"`
+}
+
+// MaxSARIFCell bounds what WriteSARIFTable prints of one cell (a rule, a
+// location, a message): longer ones end in "…".
+const MaxSARIFCell = 400
+
+// WriteSARIFTable writes the results of a SARIF log (one CountSARIF
+// counts as SARIF) as a table for a terminal, one result a line: rule,
+// level (SARIF's default, warning, when it has none), file:line of its
+// first location, message. Every cell is escaped (Printable) and cut at
+// MaxSARIFCell. It streams the log within sarifJSON, holding one result at
+// a time; the caller bounds the size.
+func WriteSARIFTable(w io.Writer, r io.Reader) error {
+	js := sarifJSON.Stream(r)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tLEVEL\tFILE:LINE\tMESSAGE")
+	n := 0
+	err := js.Object(func(key string) error {
+		if key != "runs" {
+			return js.Skip()
 		}
-		if d, ok := t.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		}
-		switch {
-		case depth > MaxSARIFDepth:
-			return errNotSARIF
-		case depth == 0:
-			return nil
-		}
+		return js.Array(func() error {
+			return js.Object(func(key string) error {
+				if key != "results" {
+					return js.Skip()
+				}
+				return js.Array(func() error {
+					var res sarifResult
+					if err := js.Decode(&res); err != nil {
+						return err
+					}
+					n++
+					level, where := res.Level, ""
+					if level == "" {
+						level = "warning"
+					}
+					if len(res.Locations) > 0 {
+						pl := res.Locations[0].PhysicalLocation
+						where = pl.ArtifactLocation.URI
+						if pl.Region.StartLine > 0 {
+							where += fmt.Sprintf(":%d", pl.Region.StartLine)
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(res.RuleID), cell(level), cell(where), cell(res.Message.Text))
+					return nil
+				})
+			})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("not a SARIF log: %w", err)
 	}
+	if n == 0 {
+		fmt.Fprintln(tw, "(no results)\t\t\t")
+	}
+	return tw.Flush()
+}
+
+// cell is s for one cell of a table: escaped, no tabs, at most
+// MaxSARIFCell bytes.
+func cell(s string) string {
+	s = strings.ReplaceAll(Printable(s), "\t", " ")
+	if len(s) > MaxSARIFCell {
+		s = strings.ToValidUTF8(s[:MaxSARIFCell], "") + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -24,9 +24,11 @@ func H1(zipPath string) (string, error) { return H1Tap(zipPath, nil) }
 
 // H1Tap is H1 that also shows the inflated bytes to tap, in the same pass:
 // tap (when not nil) is called with each file's name as the hash opens it,
-// in sorted order, and the writer it returns (nil for none) sees every byte
-// of that file, in order, before the file is closed. A name listed twice is
-// opened twice. The writer must not fail: its error would fail the hash.
+// in sorted order, one file after another, and the writer it returns (nil
+// for none) sees every byte of that file, in order; when the file is
+// closed, so is the writer, if it is an io.Closer (a tap frees what it
+// held for the file there). A name listed twice is opened twice. The
+// writer must not fail: its error would fail the hash.
 // It is the one walk over a zip's files that computes h1 (goinfo.ScanZip
 // reads the plugin's Go build information through it).
 func H1Tap(zipPath string, tap func(name string) io.Writer) (string, error) {
@@ -60,15 +62,26 @@ func hashZip(zipPath string, tap func(name string) io.Writer) (string, error) {
 			return rc, err
 		}
 		if w := tap(name); w != nil {
-			return teeCloser{io.TeeReader(rc, w), rc}, nil
+			return teeCloser{io.TeeReader(rc, w), rc, w}, nil
 		}
 		return rc, nil
 	})
 }
 
+// teeCloser shows what r reads to w, and closes w (if it is an io.Closer)
+// after the file.
 type teeCloser struct {
 	io.Reader
-	io.Closer
+	file io.Closer
+	w    io.Writer
+}
+
+func (t teeCloser) Close() error {
+	err := t.file.Close()
+	if c, ok := t.w.(io.Closer); ok {
+		c.Close()
+	}
+	return err
 }
 
 // inflaters are reused: each holds a 32 KiB window, tables and a 256 KiB

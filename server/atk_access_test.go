@@ -52,7 +52,7 @@ func historyFixture(t *testing.T, later store.ImportEntry) (seen, hidden dist.Pr
 	t.Helper()
 	ix := bigIndex(2, 1, []string{"linux_amd64"})
 	seen, hidden = ix.Catalog.Providers[0], ix.Catalog.Providers[1]
-	first := store.ImportEntry{Bundle: fakeDigest("first"), Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{seen.Addr() + " " + seen.Version}}
+	first := store.ImportEntry{Bundle: fakeDigest("first"), Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Added: []string{"provider " + seen.Addr() + " " + seen.Version + " (linux_amd64)"}}
 	later.Time = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	ix.Imports = []store.ImportEntry{first, later}
 	dir := t.TempDir()
@@ -86,7 +86,7 @@ func historyFixture(t *testing.T, later store.ImportEntry) (seen, hidden dist.Pr
 // its bundle, signer and time showed on the page of every token.
 func TestCatalogHistoryScoped(t *testing.T) {
 	reinstated := fakeDigest("bundle that reinstated")
-	_, hidden, get := historyFixture(t, store.ImportEntry{Bundle: reinstated, Added: []string{}, Reinstated: []string{"registry.terraform.io/ns0000/type00001 1.0.0"}})
+	_, hidden, get := historyFixture(t, store.ImportEntry{Bundle: reinstated, Added: []string{}, Reinstated: []string{"provider registry.terraform.io/ns0000/type00001 1.0.0"}})
 	code, page := get("/")
 	if code != 200 || !strings.Contains(page, string(fakeDigest("first"))) {
 		t.Fatalf("the page for ci: %d, the import of what it may read listed: %v", code, strings.Contains(page, string(fakeDigest("first"))))
@@ -101,7 +101,7 @@ func TestCatalogHistoryScoped(t *testing.T) {
 // the token's rules (which the catalog page does not list for it): each
 // such import showed in every token's SBOM.
 func TestSBOMTimeScoped(t *testing.T) {
-	seen, hidden, get := historyFixture(t, store.ImportEntry{Bundle: fakeDigest("later"), Added: []string{"registry.terraform.io/ns0000/type00001 1.0.0"}})
+	seen, hidden, get := historyFixture(t, store.ImportEntry{Bundle: fakeDigest("later"), Added: []string{"provider registry.terraform.io/ns0000/type00001 1.0.0 (linux_amd64)"}})
 	code, doc := get(server.SBOMPath)
 	if code != 200 || !strings.Contains(doc, seen.Addr()) || strings.Contains(doc, hidden.Addr()) {
 		t.Fatalf("the SBOM for ci: %d\n%s", code, doc)

@@ -277,8 +277,7 @@ func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(st
 	count := func(entries []string) int {
 		n := 0
 		for _, e := range entries {
-			addr, _, _ := strings.Cut(e, " ")
-			if allowed(addr) {
+			if _, addr, _, ok := store.HistoryLine(e); ok && allowed(addr) {
 				n++
 			}
 		}

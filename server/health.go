@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/airgap/airgap/dist"
 )
 
 // HealthCheckOptions configure HealthCheck.
@@ -19,6 +20,9 @@ type HealthCheckOptions struct {
 	ServerName string // name to verify the certificate against, if not the URL's host
 	Timeout    time.Duration
 }
+
+// healthJSON bounds the /healthz answer HealthCheck reads.
+var healthJSON = dist.JSONLimit{MaxBytes: 64 << 10, MaxDepth: 8}
 
 // HealthCheck asks a running appliance's /healthz, for container health
 // checks (a scratch image has no curl). It succeeds only on a 200 whose
@@ -60,7 +64,7 @@ func HealthCheck(ctx context.Context, opt HealthCheckOptions) error {
 	var doc struct {
 		Status string `json:"status"`
 	}
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Status != "ok" {
+	if err := healthJSON.Unmarshal(body, &doc); err != nil || doc.Status != "ok" {
 		return fmt.Errorf("%s: not an airgap health answer", opt.URL)
 	}
 	return nil

@@ -3,10 +3,8 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registry"
 )
 
 // FetchOrigins asks a running appliance (base ends in "/") which origin
@@ -57,8 +58,15 @@ func CheckAppliance(base, token string, want []string, timeout time.Duration) er
 	return nil
 }
 
+// originsJSON bounds the appliance's answer: 1 MiB, nested at most 8 deep
+// (it nests 2).
+var originsJSON = dist.JSONLimit{MaxBytes: 1 << 20, MaxDepth: 8}
+
+// fetchOrigins asks base for its origins, following redirects by the
+// registry client's policy (registry.CheckRedirect): the token never goes
+// to plain http or to another origin.
 func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error) {
-	cl := &http.Client{Timeout: timeout}
+	cl := &http.Client{Timeout: timeout, CheckRedirect: registry.CheckRedirect(registry.MaxAPIRedirects)}
 	req, err := http.NewRequest("GET", base+"airgap/v1/origins", nil)
 	if err != nil {
 		return nil, err
@@ -81,7 +89,7 @@ func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error
 		return nil, fmt.Errorf("asking the appliance at %s for its origins: HTTP %s\nhint: is %s an airgap appliance (airgap serve)? A proxy or another server may be answering; or pass --store DIR on the appliance itself", base, resp.Status, base)
 	}
 	var doc OriginsDoc
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc); err != nil {
+	if err := originsJSON.Decode(resp.Body, &doc); err != nil {
 		return nil, fmt.Errorf("reading the appliance's origins from %s: %w\nhint: the answer is not airgap's; check --url", base, err)
 	}
 	return &doc, nil
@@ -104,6 +112,10 @@ func reachHint(err error, base string) string {
 	var recordErr tls.RecordHeaderError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, registry.ErrInsecureRedirect):
+		return "the answer redirects to plain http, where a token could be read on the way: nothing was sent there; give --url the https address the appliance serves"
+	case errors.Is(err, registry.ErrTooManyRedirects), errors.Is(err, registry.ErrUnsupportedScheme):
+		return "the answer redirects where airgap does not follow; give --url the appliance's own address"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "nothing is listening there: start it with 'airgap serve --store DIR --listen :PORT', check the port in --url, or pass --store DIR to read the origins from the store instead"
 	case errors.As(err, &dnsErr):

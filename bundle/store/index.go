@@ -82,6 +82,19 @@ type ImportEntry struct {
 // key (see Signature).
 func (e ImportEntry) Kept() bool { return e.Signature != "" && e.SignerKey != "" }
 
+// HistoryLine splits a line of ImportEntry.Added, Withdrew or Reinstated
+// ("provider ADDR VERSION ...", "module ADDR VERSION ...") into the
+// entry's kind, address and version; ok is false for a line of another
+// shape. Everything that reads the history by address (the catalog page's
+// scope, prune's last-imported times) reads it through this.
+func HistoryLine(line string) (kind, addr, version string, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return "", "", "", false
+	}
+	return f[0], f[1], f[2], true
+}
+
 func readIndex(root string) (*Index, error) {
 	data, err := os.ReadFile(indexPath(root))
 	if os.IsNotExist(err) {

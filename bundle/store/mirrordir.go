@@ -177,8 +177,11 @@ func checkMirrorOut(out string) error {
 	return nil
 }
 
-// readMarker reads a marker file (a regular file, at most 1 MiB: anyone
-// who can write into the tree can plant one).
+// markerJSON bounds a marker file: 1 MiB, nested at most 8 deep.
+var markerJSON = dist.JSONLimit{MaxBytes: 1 << 20, MaxDepth: 8}
+
+// readMarker reads a marker file (a regular file, within markerJSON:
+// anyone who can write into the tree can plant one).
 func readMarker(path string, m *marker) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -188,7 +191,7 @@ func readMarker(path string, m *marker) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return errors.New("not a regular file")
 	}
-	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(m)
+	return markerJSON.Decode(f, m)
 }
 
 // mirrorPackage is one package to write.

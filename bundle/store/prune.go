@@ -269,11 +269,11 @@ func lastImported(ix *Index) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, e := range ix.Imports {
 		for _, line := range e.Added {
-			f := strings.Fields(line) // "provider ADDR VERSION ...", "module ADDR VERSION ..."
-			if len(f) < 3 {
+			_, addr, ver, ok := HistoryLine(line)
+			if !ok {
 				continue
 			}
-			k := dist.VersionKey(f[1], f[2])
+			k := dist.VersionKey(addr, ver)
 			if e.Time.After(out[k]) {
 				out[k] = e.Time
 			}

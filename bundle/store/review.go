@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,26 +67,31 @@ func ReadAgainst(path string) (*Against, error) {
 	return a, nil
 }
 
+// inventoryJSON bounds an inventory read back (verify --against): at most
+// MaxInventorySize bytes, values nested at most 16 deep (the document
+// nests 9: itself, catalog, providers, a provider, packages, a package,
+// gates, a result, its findings).
+var inventoryJSON = dist.JSONLimit{MaxBytes: MaxInventorySize, MaxDepth: 16}
+
 // ParseAgainst reads and checks an inventory document (untrusted: it
-// crossed the gap on a stick): at most MaxInventorySize bytes, an index
-// format this airgap reads, every catalog name valid (dist.Catalog.Validate),
-// every withdrawal and publisher key well-formed. Strings from it reach the
+// crossed the gap on a stick): within inventoryJSON, an index format this
+// airgap reads, every catalog name valid (dist.Catalog.Validate), every
+// withdrawal and publisher key well-formed. Strings from it reach the
 // terminal only through dist.Printable.
 func ParseAgainst(r io.Reader) (*Against, error) {
-	cr := &countingLimit{r: r, left: MaxInventorySize}
-	dec := json.NewDecoder(cr)
+	js := inventoryJSON.Stream(r)
 	a := &Against{}
-	err := decodeObject(dec, func(key string) error {
+	err := js.Object(func(key string) error {
 		switch key {
 		case "format":
-			return dec.Decode(&a.Format)
+			return js.Decode(&a.Format)
 		case "catalog":
-			return decodeObject(dec, func(key string) error {
+			return js.Object(func(key string) error {
 				switch key {
 				case "providers":
-					return decodeArray(dec, func() error {
+					return js.Array(func() error {
 						var p againstProvider
-						if err := dec.Decode(&p); err != nil {
+						if err := js.Decode(&p); err != nil {
 							return err
 						}
 						a.Catalog.Providers = append(a.Catalog.Providers, dist.ProviderVersion{Host: p.Host, Namespace: p.Namespace, Type: p.Type,
@@ -95,32 +99,32 @@ func ParseAgainst(r io.Reader) (*Against, error) {
 						return nil
 					})
 				case "modules":
-					return decodeArray(dec, func() error {
+					return js.Array(func() error {
 						var m dist.ModuleVersion
-						if err := dec.Decode(&m); err != nil {
+						if err := js.Decode(&m); err != nil {
 							return err
 						}
 						a.Catalog.Modules = append(a.Catalog.Modules, m)
 						return nil
 					})
 				}
-				return skipValue(dec)
+				return js.Skip()
 			})
 		case "withdrawn":
-			return dec.Decode(&a.Withdrawn)
+			return js.Decode(&a.Withdrawn)
 		case "publisher_keys":
-			return dec.Decode(&a.PublisherKeys)
+			return js.Decode(&a.PublisherKeys)
 		}
-		return skipValue(dec)
+		return js.Skip()
 	})
-	if cr.over {
+	if err == nil {
+		err = js.End()
+	}
+	if errors.Is(err, dist.ErrJSONTooLarge) {
 		return nil, fmt.Errorf("larger than %d bytes", MaxInventorySize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("not an 'airgap inventory --json' document: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not an 'airgap inventory --json' document: data after its end")
 	}
 	return a, a.validate()
 }
@@ -150,90 +154,6 @@ func (a *Against) validate() error {
 		}
 	}
 	return nil
-}
-
-// countingLimit reads at most left bytes of r and notes when there was more.
-type countingLimit struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (c *countingLimit) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		var one [1]byte
-		if n, _ := c.r.Read(one[:]); n > 0 {
-			c.over = true
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
-}
-
-// decodeObject reads a JSON object from dec, calling field for each key
-// (which must consume the value).
-func decodeObject(dec *json.Decoder, field func(key string) error) error {
-	if t, err := dec.Token(); err != nil {
-		return err
-	} else if t != json.Delim('{') {
-		return fmt.Errorf("want an object, found %v", t)
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := t.(string)
-		if err := field(key); err != nil {
-			return err
-		}
-	}
-	_, err := dec.Token()
-	return err
-}
-
-// decodeArray reads a JSON array (or null) from dec, calling elem for each
-// element (which must consume it).
-func decodeArray(dec *json.Decoder, elem func() error) error {
-	t, err := dec.Token()
-	if err != nil || t == nil {
-		return err
-	}
-	if t != json.Delim('[') {
-		return fmt.Errorf("want an array, found %v", t)
-	}
-	for dec.More() {
-		if err := elem(); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
-}
-
-// skipValue consumes one value token by token, holding none of it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // history is the inventory's key history by namespace, and the namespaces

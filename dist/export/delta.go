@@ -1,7 +1,6 @@
 package export
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -18,6 +18,10 @@ import (
 // (store.MaxInventorySize: about 80 bytes per blob, over three million
 // blobs; the set of digests it becomes takes at most about 500 MiB).
 const MaxHaveSize = store.MaxInventorySize
+
+// haveJSON bounds --have: MaxHaveSize, values nested at most 16 deep (an
+// inventory nests 9).
+var haveJSON = dist.JSONLimit{MaxBytes: MaxHaveSize, MaxDepth: 16}
 
 // DeltaBase is what the offline side already has: the blobs of a previous
 // bundle (--since) or of an offline store's inventory (--have).
@@ -41,20 +45,54 @@ func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) 
 		return nil, fmt.Errorf("--have: %w", err)
 	}
 	defer f.Close()
-	var inv store.Inventory
-	if err := json.NewDecoder(io.LimitReader(f, MaxHaveSize)).Decode(&inv); err != nil {
+	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory"}
+	if err := ds.readHave(f); err != nil {
 		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
 	}
-	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory",
-		Desc: fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(inv.Blobs))}
-	for _, d := range inv.Blobs {
-		ds.have[d] = true
-	}
-	for _, e := range inv.Imports {
-		ds.bundles = append(ds.bundles, string(e.Bundle))
-	}
-	ds.imports = append([]store.ImportEntry{}, inv.Imports...)
+	ds.Desc = fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(ds.have))
 	return ds, nil
+}
+
+// readHave streams what --have needs of an inventory (within haveJSON):
+// its blob digests and the bundles its imports came from, with when (an
+// export from a store compares them with its own: notOwnStore), one at a
+// time; the rest is skipped token by token.
+func (ds *DeltaBase) readHave(r io.Reader) error {
+	js := haveJSON.Stream(r)
+	err := js.Object(func(key string) error {
+		switch key {
+		case "blobs":
+			return js.Array(func() error {
+				var d verify.Digest
+				if err := js.Decode(&d); err != nil {
+					return err
+				}
+				ds.have[d] = true
+				return nil
+			})
+		case "imports":
+			return js.Array(func() error {
+				var e store.ImportEntry
+				err := js.Object(func(key string) error {
+					switch key {
+					case "bundle":
+						return js.Decode(&e.Bundle)
+					case "time":
+						return js.Decode(&e.Time)
+					}
+					return js.Skip()
+				})
+				ds.bundles = append(ds.bundles, string(e.Bundle))
+				ds.imports = append(ds.imports, e)
+				return err
+			})
+		}
+		return js.Skip()
+	})
+	if err != nil {
+		return err
+	}
+	return js.End()
 }
 
 func readSince(since string, key *openpgp.Entity) (*DeltaBase, error) {

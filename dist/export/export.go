@@ -134,6 +134,7 @@ type Result struct {
 	Files    map[verify.Digest]string // blob -> path in the cache
 	Plan     []string                 // what was resolved (also for --dry-run)
 	Planned  []PlanItem               // the same, for machines
+	reasons  []dist.Reason            // why each planned entry is there (Manifest.RequestedBy)
 	Gaps     []string                 // requested platforms a provider version does not publish
 	Warnings []string
 	Bytes    int64 // downloaded this run
@@ -230,7 +231,8 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 			return e.res, err
 		}
 	}
-	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate, Gates: gates}
+	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *cat, Withdraw: req.Withdraw, Reinstate: req.Reinstate, Gates: gates,
+		RequestedBy: e.res.requestedBy(cat)}
 	for _, b := range e.blobs {
 		m.Blobs = append(m.Blobs, b)
 	}
@@ -426,6 +428,7 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 		}
 		e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s%s", r.Addr, ver, strings.Join(have, " "), src.planNote()))
 		e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why, Source: src.planSource()})
+		e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindProvider, r.Addr.String(), ver, r.At, r.Why, r.Via))
 		for _, p := range have {
 			tasks = append(tasks, pkgTask{req: r, pv: pv, plat: p, mirror: src.mirror, archive: archives[p]})
 		}
@@ -788,6 +791,7 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
 				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
 				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
+				e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindModule, r.Addr.String(), ver, r.At, r.Why, r.Via))
 				if e.opt.DryRun && e.req.NoDeps {
 					out = append(out, dist.ModuleVersion{Host: r.Addr.Host, Namespace: r.Addr.Namespace, Name: r.Addr.Name, System: r.Addr.System, Version: ver, Source: shown})
 					continue
@@ -808,11 +812,14 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				e.warn(w)
 			}
 			out = append(out, *j.mv)
+			at, via := j.r.reason(j.mv)
 			for _, d := range j.deps {
 				d.depth = j.r.depth + 1
+				d.At, d.Via = at, via
 				queue = append(queue, d)
 			}
 			for _, p := range j.provs {
+				p.At, p.Via = at, via
 				if !seenProv[p.Addr.String()] {
 					seenProv[p.Addr.String()] = true
 					if provs = append(provs, p); len(provs) > MaxDependencyProviders {
@@ -823,6 +830,51 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 		}
 	}
 	return out, provs, nil
+}
+
+// reason is where the modules and providers that mv (the version r asked
+// for) calls were asked for, and the chain of calls to them.
+func (r *ModuleReq) reason(mv *dist.ModuleVersion) (at string, via []string) {
+	at = r.At
+	if at == "" {
+		at = r.Why
+	}
+	return at, append(append([]string{}, r.Via...), mv.String())
+}
+
+// reasonFor is the dist.Reason of an entry a request resolved to, its
+// position relative to the request's Base.
+func (e *exporter) reasonFor(kind, addr, ver, at, why string, via []string) dist.Reason {
+	if at == "" {
+		at = why
+	}
+	if e.req.Base != "" {
+		if rel, ok := strings.CutPrefix(filepath.ToSlash(at), filepath.ToSlash(filepath.Clean(e.req.Base))+"/"); ok {
+			at = rel
+		}
+	}
+	return dist.Reason{Kind: kind, Address: addr, Version: ver, Where: at, Via: via}
+}
+
+// requestedBy is the manifest's requested_by: the reason of each entry
+// of cat (the first request that resolved to it; one per entry).
+func (res *Result) requestedBy(cat *dist.Catalog) []dist.Reason {
+	in := map[string]bool{}
+	for _, p := range cat.Providers {
+		in[dist.KindProvider+" "+p.Key()] = true
+	}
+	for _, m := range cat.Modules {
+		in[dist.KindModule+" "+m.Key()] = true
+	}
+	var out []dist.Reason
+	for _, r := range res.reasons {
+		if k := r.Kind + " " + r.Key(); in[k] {
+			in[k] = false
+			out = append(out, r)
+		}
+	}
+	dist.SortReasons(out)
+	return out
 }
 
 // moduleJob is one module version to fetch, vendor and read.

@@ -21,6 +21,11 @@ import (
 
 // Request is what to export.
 type Request struct {
+	// Base is the directory of the manifest, or the project: the
+	// FILE:LINE positions the bundle records of why each entry is there
+	// (Manifest.RequestedBy) are relative to it, so that the same inputs
+	// anywhere give the same bundle.
+	Base      string
 	Platforms []string
 	Providers []ProviderReq
 	Modules   []ModuleReq
@@ -56,6 +61,12 @@ type ProviderReq struct {
 	Platforms   []string            // nil: Request.Platforms
 	Locked      *tfconfig.LockedProvider
 	Why         string // where the request came from, for messages
+	// Via is the chain of module calls that brought the request
+	// ("ADDRESS VERSION", outermost first), from the request of the
+	// manifest or project at At (dist.Reason); both empty for a request
+	// of the manifest or project itself, whose Why says where it is.
+	At  string
+	Via []string
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -65,6 +76,8 @@ type ModuleReq struct {
 	Latest      int
 	All         bool
 	Why         string
+	At          string   // as ProviderReq's
+	Via         []string // as ProviderReq's
 	// Site is set for the site's own module (a manifest module block with
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
@@ -212,7 +225,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	req := &Request{Platforms: sf.Platforms}
+	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path)}
 	if len(cliPlatforms) > 0 {
 		req.Platforms = cliPlatforms
 	}
@@ -385,7 +398,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir}
 	if len(req.Platforms) == 0 {
 		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
 	}

@@ -36,7 +36,10 @@
 // version, sum and setting at most MaxString bytes and printable (no control
 // or format characters, valid UTF-8), at most MaxModules modules. Anything
 // over a bound is recorded as Info.None, not read. A Scanner holds at most
-// MaxModInfo + 1 KiB; a hostile stream full of aligned fake headers costs at
+// MaxModInfo + 1 KiB (its buffer grows to what the header announced, never
+// past it), and ScanZip scans a package's plugins one at a time, dropping
+// each Scanner when its file ends: a package costs one Scanner whatever its
+// number of files. A hostile stream full of aligned fake headers costs at
 // most about 20 times the plain scan, and after MaxCandidates refused
 // headers the search stops (recorded). An encoded Info is at most
 // MaxDocument bytes.
@@ -170,7 +173,7 @@ func (s *Scanner) feed(p []byte) {
 			p = s.search(p)
 		default:
 			k := min(len(p), s.need-len(s.cand))
-			s.cand = append(s.cand, p[:k]...)
+			s.cand = appendBounded(s.cand, p[:k], s.need)
 			s.off += int64(k)
 			p = p[k:]
 			if len(s.cand) == s.need {
@@ -178,6 +181,18 @@ func (s *Scanner) feed(p []byte) {
 			}
 		}
 	}
+}
+
+// appendBounded appends p to b, growing b (by doubling) to at most limit
+// bytes of capacity: append's own growth would overshoot the bound a
+// Scanner states.
+func appendBounded(b, p []byte, limit int) []byte {
+	if n := len(b) + len(p); n > cap(b) {
+		grown := make([]byte, len(b), min(max(2*cap(b), n), max(limit, n)))
+		copy(grown, b)
+		b = grown
+	}
+	return append(b, p...)
 }
 
 // search looks for a header at the 16-byte-aligned offsets of carry+p: it
@@ -391,6 +406,11 @@ func Encode(info *Info) []byte {
 	return append(b, '\n')
 }
 
+// documentJSON bounds an encoded Info: MaxDocument bytes, nested at most 8
+// deep (it nests 4: itself, deps, a module, its replacement), no unknown
+// keys.
+var documentJSON = dist.JSONLimit{MaxBytes: MaxDocument, MaxDepth: 8, Strict: true}
+
 // ErrDocument: an encoded Info is unreadable or not canonical.
 var ErrDocument = errors.New("invalid Go build information document")
 
@@ -402,9 +422,7 @@ func Decode(b []byte) (*Info, error) {
 		return nil, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrDocument, len(b), MaxDocument)
 	}
 	var info Info
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&info); err != nil {
+	if err := documentJSON.Unmarshal(b, &info); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDocument, err)
 	}
 	if info.Format != Format {

@@ -376,3 +376,70 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+// ShortPlugin is a plugin file whose build-information header announces a
+// module string of MaxModInfo bytes and ends one byte short of it: a
+// Scanner must hold the whole announced string until the file ends.
+func shortPlugin() []byte {
+	b := header("go1.22.5", "", 2)
+	b = b[:len(b)-1] // the zero length
+	b = binary.AppendUvarint(b, goinfo.MaxModInfo)
+	return append(b, make([]byte, goinfo.MaxModInfo-1)...)
+}
+
+// TestScanZipManyPlugins: a package of many plugin files that each stop
+// one byte short of the module string they announce. ScanZip held one
+// Scanner per plugin until the package ended (1.6-1.8 GiB for 256); now
+// it scans one at a time and reuses the Scanner: what it allocates for
+// 48 such plugins is one MaxModInfo buffer and its growth, and it picks the
+// first plugin, by name, with build information (the test binary, named
+// last).
+func TestScanZipManyPlugins(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zp := filepath.Join(t.TempDir(), "many.zip")
+	f, _ := os.Create(zp)
+	zw := zip.NewWriter(f)
+	short := shortPlugin()
+	for i := range 48 {
+		w, _ := zw.Create(fmt.Sprintf("terraform-provider-x_%03d", i))
+		w.Write(short)
+	}
+	w, _ := zw.Create("terraform-provider-z")
+	b, _ := os.ReadFile(self)
+	w.Write(b)
+	zw.Close()
+	f.Close()
+	b = nil
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, info, err := goinfo.ScanZip(zp)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.None != "" || info.File != "terraform-provider-z" {
+		t.Errorf("picked %s (%s), want the build information of terraform-provider-z", info.File, info.None)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*goinfo.MaxModInfo {
+		t.Errorf("scanning 48 short plugins allocated %d MiB; one Scanner's bound is %d MiB", alloc>>20, goinfo.MaxModInfo>>20)
+	}
+
+	// Only short plugins: why the first has none.
+	zp2 := filepath.Join(t.TempDir(), "short.zip")
+	f, _ = os.Create(zp2)
+	zw = zip.NewWriter(f)
+	for _, n := range []string{"terraform-provider-b", "terraform-provider-a"} {
+		w, _ := zw.Create(n)
+		w.Write(short)
+	}
+	zw.Close()
+	f.Close()
+	if _, info, err := goinfo.ScanZip(zp2); err != nil || info.File != "terraform-provider-a" || info.None != goinfo.NoneMalformed {
+		t.Errorf("two short plugins: %+v %v", info, err)
+	}
+}

@@ -3,7 +3,6 @@ package goinfo
 import (
 	"io"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/airgap/airgap/dist"
@@ -19,47 +18,84 @@ func IsPlugin(name string) bool {
 // ScanZip computes the h1: hash of a provider package (dist.H1, through
 // dist.H1Tap) and, in the same pass over each file's inflated bytes, the
 // Go build information of its plugin binary. A package with several plugin
-// files records the first, by name, that has build information. It applies
-// no limits: callers check the zip's directory and sizes first
-// (bundle.ScanPackage does).
+// files records the first, by name, that has build information (or, when
+// none has, why the first has none). It applies no limits on the zip:
+// callers check its directory and sizes first (bundle.ScanPackage does).
+//
+// Memory: one plugin is scanned at a time, by one Scanner that is reset
+// (keeping its buffer) when a file ends (dist.H1Tap closes the tap's
+// writer then), so a package holds one Scanner (at most MaxModInfo +
+// 1 KiB) and the Info kept (at most what one Scanner parsed), whatever its
+// number of files: about 8.1 MiB at worst. A package of 256 plugins that
+// each announce a module string of MaxModInfo bytes and stop one byte short
+// held all 256 Scanners at once (1.6-1.8 GiB per package).
 func ScanZip(zipPath string) (h1 string, info *Info, err error) {
-	scans := map[string]*Scanner{}
+	p := picker{scan: &Scanner{}}
 	// dist.H1Tap opens every file once, in sorted order, and reads it to
-	// its end: the scanners see every byte of each plugin.
+	// its end and closes it before it opens the next: the scanner sees
+	// every byte of each plugin, one plugin after another.
 	h1, err = dist.H1Tap(zipPath, func(name string) io.Writer {
-		if !IsPlugin(name) {
+		if !IsPlugin(name) || p.found() {
 			return nil
 		}
-		s := &Scanner{}
-		scans[name] = s
-		return s
+		return &pluginScan{name: name, to: &p}
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	return h1, pick(scans), nil
+	return h1, p.result(), nil
 }
 
-// pick chooses the build information of a package from its plugins' scans.
-func pick(scans map[string]*Scanner) *Info {
-	if len(scans) == 0 {
-		return &Info{None: NoneNoPlugin}
+// pluginScan feeds one plugin file to the picker's Scanner and, when the
+// file ends (Close), hands its result to the picker, which resets the
+// Scanner for the next file.
+type pluginScan struct {
+	name string
+	to   *picker
+}
+
+func (ps *pluginScan) Write(b []byte) (int, error) { return ps.to.scan.Write(b) }
+
+// Close ends the file's scan (once).
+func (ps *pluginScan) Close() error {
+	if ps.to != nil {
+		ps.to.offer(ps.name)
+		ps.to = nil
 	}
-	names := make([]string, 0, len(scans))
-	for n := range scans {
-		names = append(names, n)
+	return nil
+}
+
+// picker keeps what ScanZip records of the plugins scanned in name order:
+// the first with build information, else the first.
+type picker struct {
+	scan  *Scanner
+	first *Info
+	with  *Info
+}
+
+func (p *picker) found() bool { return p.with != nil }
+
+// offer takes the result of the file just scanned and resets the Scanner,
+// keeping its buffer (Result copies what it keeps out of it).
+func (p *picker) offer(name string) {
+	info := p.scan.Result()
+	*p.scan = Scanner{cand: p.scan.cand[:0], carry: p.scan.carry[:0]}
+	info.File = path.Base(name)
+	switch {
+	case p.with != nil:
+	case info.None == "":
+		p.with = info
+	case p.first == nil:
+		p.first = info
 	}
-	sort.Strings(names)
-	var first *Info
-	for _, n := range names {
-		info := scans[n].Result()
-		info.File = path.Base(n)
-		if info.None == "" {
-			return info
-		}
-		if first == nil {
-			first = info
-		}
+}
+
+func (p *picker) result() *Info {
+	switch {
+	case p.with != nil:
+		return p.with
+	case p.first != nil:
+		return p.first
 	}
-	return first
+	return &Info{None: NoneNoPlugin}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,8 +82,8 @@ func New(opt Options) *Client {
 		timeout = metadataTimeout()
 	}
 	return &Client{
-		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: checkRedirect(maxAPIRedirects)},
-		download:    &http.Client{Transport: tr, CheckRedirect: checkRedirect(maxRedirects)},
+		http:        &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: CheckRedirect(MaxAPIRedirects)},
+		download:    &http.Client{Transport: tr, CheckRedirect: CheckRedirect(maxRedirects)},
 		creds:       opt.Credentials,
 		UserAgent:   "airgap",
 		Retries:     3,
@@ -108,12 +107,16 @@ func metadataTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// checkRedirect refuses more than n redirects, redirects to schemes other
-// than https and http, and redirects from https to plain http: all are
-// permanent errors. A redirect to another origin (scheme, host and port) than
-// the first request's loses the Authorization header: net/http compares
-// hostnames only, so it would send a token to another port of the same host.
-func checkRedirect(n int) func(*http.Request, []*http.Request) error {
+// CheckRedirect is airgap's one redirect policy for requests that may carry
+// a token (an http.Client's CheckRedirect): it refuses more than n
+// redirects, redirects to schemes other than https and http, and redirects
+// from https to plain http: all are permanent errors. A redirect to another
+// origin (scheme, host and port) than the first request's loses the
+// Authorization header: net/http compares host names only and keeps it for
+// subdomains, so it would send a token to another port of the same host, to
+// plain http there, or to any subdomain. The registry client and 'airgap
+// client-config --url' (server.FetchOrigins) use it.
+func CheckRedirect(n int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > n {
 			return fmt.Errorf("%w (more than %d; a redirect loop?)", ErrTooManyRedirects, n)
@@ -323,6 +326,14 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any, host string) (*
 	return c.getJSONAs(ctx, u, v, host, false)
 }
 
+// The bounds of the registry's JSON answers: MaxAPIDocumentSize (versions,
+// download, mirror and module documents) or MaxDiscoverySize, and
+// MaxJSONDepth.
+var (
+	apiJSON       = dist.JSONLimit{MaxBytes: MaxAPIDocumentSize, MaxDepth: MaxJSONDepth}
+	discoveryJSON = dist.JSONLimit{MaxBytes: MaxDiscoverySize, MaxDepth: MaxJSONDepth}
+)
+
 // getJSONAs is getJSON; with mustBeJSON, a 200 that is not
 // application/json is ErrInvalidAnswer (a login page, a wrong URL).
 func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, mustBeJSON bool) (*url.URL, error) {
@@ -347,7 +358,7 @@ func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, 
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := apiJSON.Unmarshal(body, v); err != nil {
 		return nil, fmt.Errorf("GET %s: %w: invalid JSON: %v", u, ErrInvalidAnswer, err)
 	}
 	return resp.Request.URL, nil
@@ -425,7 +436,7 @@ func (c *Client) discover(ctx context.Context, host string) (map[string]*url.URL
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(body, &raw); err != nil {
+	if err := discoveryJSON.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("service discovery for %s: %w", host, err)
 	}
 	final := resp.Request.URL

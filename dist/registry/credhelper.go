@@ -180,10 +180,13 @@ func helperErr(what, format string, a ...any) error {
 	return fmt.Errorf("%w %s: %s", ErrCredentialsHelper, what, fmt.Sprintf(format, a...))
 }
 
-// parseHelperOutput reads the helper's JSON answer.
+// helperJSON bounds a credentials helper's answer: one small object.
+var helperJSON = dist.JSONLimit{MaxBytes: MaxHelperOutput, MaxDepth: MaxJSONDepth}
+
+// parseHelperOutput reads the helper's JSON answer (within helperJSON).
 func parseHelperOutput(what string, out []byte) (string, error) {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(out, &m); err != nil || m == nil {
+	if err := helperJSON.Unmarshal(out, &m); err != nil || m == nil {
 		return "", helperErr(what, "its output (%d bytes) is not a JSON object\nhint: the helper must print {\"token\": \"…\"} (or {} when it has no token for the host); check it by running it with 'get HOST'; nothing was written", len(out))
 	}
 	raw, ok := m["token"]

@@ -14,6 +14,10 @@ const (
 	// download documents). The largest real one, the versions list of
 	// hashicorp/aws (~700 versions × 14 platforms), is under 0.5 MiB.
 	MaxAPIDocumentSize = 4 << 20
+	// MaxJSONDepth bounds how deeply the values of a registry's JSON answer
+	// (discovery, versions, download, mirror index and version documents,
+	// module answers) may nest: the real ones nest 3 to 5 levels.
+	MaxJSONDepth = 32
 	// MaxSignatureSize bounds a detached SHA256SUMS signature (a few
 	// hundred bytes in practice).
 	MaxSignatureSize = 64 << 10
@@ -34,7 +38,7 @@ const (
 	MinDownloadRate = 10 << 10
 	RateWindow      = time.Minute
 	// maxRedirects bounds redirects of downloads; API calls and discovery
-	// allow 3, as Terraform does.
+	// allow MaxAPIRedirects, as Terraform does.
 	maxRedirects    = 10
-	maxAPIRedirects = 3
+	MaxAPIRedirects = 3
 )

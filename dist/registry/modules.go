@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -70,7 +69,7 @@ func (c *Client) ModuleLocation(ctx context.Context, host, ns, name, system, ver
 		if err != nil {
 			return "", fmt.Errorf("%s: GET %s: %w", what, u, err)
 		}
-		if json.Unmarshal(body, &doc) == nil {
+		if apiJSON.Unmarshal(body, &doc) == nil {
 			loc = doc.Location
 		}
 	}

@@ -20,7 +20,9 @@
 // inside a containing directory — the project for LoadTree, the module's
 // whole package for LoadTreeIn — and only through an os.Root on it, so no
 // symlink leads out either; a call that would leave it is an error
-// (ErrOutside) naming file:line and the source. Limits: MaxFileSize (4 MiB)
+// (ErrOutside) naming file:line and the source. Every file is held to
+// dist.CheckHCLNesting before HCL parses it (HCL's parsers recurse with no
+// bound). Limits: MaxFileSize (4 MiB)
 // per file, MaxTreeBytes (16 MiB) of files read per tree, MaxFilesPerDir
 // names kept per directory and MaxLocalModules directories per tree; so
 // one tree parses at most 16 MiB, one file at a time (the parser keeps no

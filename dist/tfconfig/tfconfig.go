@@ -519,6 +519,9 @@ func exprText(src []byte, r hcl.Range) string {
 func parseFile(src []byte, filename string) (*hcl.File, error) {
 	var f *hcl.File
 	var diags hcl.Diagnostics
+	if err := dist.CheckHCLNesting(src, filename); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	}
 	if strings.HasSuffix(filename, ".json") {
 		f, diags = hcljson.Parse(src, filename)
 	} else {
@@ -784,6 +787,9 @@ var lockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provide
 
 // ParseLockFile reads the text of a .terraform.lock.hcl.
 func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, error) {
+	if err := dist.CheckHCLNesting(src, filename); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)

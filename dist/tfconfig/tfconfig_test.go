@@ -187,3 +187,31 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestDeepConfig: HCL's parsers recurse once per level with no bound: a
+// .tf.json of 4 MiB of '[', or a .tf of 4 MiB of '[', '!', 'a?a:' or
+// '"${', overflowed the Go stack, killing the process. Now each is refused
+// (dist.CheckHCLNesting) and real nesting still parses.
+func TestDeepConfig(t *testing.T) {
+	full, n := MaxFileSize-100, 100_000
+	for name, src := range map[string]string{
+		"main.tf.json": `{"locals":{"a":` + strings.Repeat("[", full) + `}}`,
+		"brack.tf":     "locals {\n a = " + strings.Repeat("[", full) + "\n}\n",
+		"bang.tf":      "locals {\n a = " + strings.Repeat("!", n) + "a\n}\n",
+		"cond.tf":      "locals {\n a = " + strings.Repeat("a?a:", n) + "a\n}\n",
+		"tmpl.tf":      "locals {\n a = \"" + strings.Repeat("${\"", n) + "\n}\n",
+		"ifs.tf":       "locals {\n a = <<EOT\n" + strings.Repeat("%{if a}", n) + "\nEOT\n}\n",
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
+		if _, err := LoadDir(dir); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "nested") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	dir := t.TempDir()
+	ok := "locals {\n  a = [for x in [1, 2] : x > 1 ? -x : !true ? 1 : 2]\n  b = { c = [[1], [2]], d = \"${var.x}-%{if true}y%{endif}\" }\n  e = a ? b : c\n  f = a ? b : c\n}\n"
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(strings.Repeat(ok, 400)), 0o644)
+	if _, err := LoadDir(dir); err != nil && strings.Contains(err.Error(), "nested") {
+		t.Errorf("400 blocks of ordinary nesting refused: %v", err)
+	}
+}
