@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.Version=$(VERSION)
 FUZZTIME  ?=
 
-.PHONY: build test test-short fuzz bench bench-smoke demo vet lint clean compat-table
+.PHONY: build test test-short fuzz bench bench-smoke bench-docs demo vet lint clean compat-table
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -86,6 +86,9 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzLineHandler$$' -fuzztime $(call fuzztime,8000) ./server
 	$(FUZZ) -fuzz '^FuzzHelperOutput$$' -fuzztime $(call fuzztime,50000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzMirrorArchives$$' -fuzztime $(call fuzztime,20000) ./dist/registry
+	$(FUZZ) -fuzz '^FuzzDocsTar$$' -fuzztime $(call fuzztime,12000) ./dist/docs
+	$(FUZZ) -fuzz '^FuzzFrontMatter$$' -fuzztime $(call fuzztime,25000) ./dist/docs
+	$(FUZZ) -fuzz '^FuzzRenderMarkdown$$' -fuzztime $(call fuzztime,6000) ./server
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
 	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl
@@ -101,6 +104,12 @@ bench:
 
 bench-smoke:
 	SMOKE=1 bash testdata/bench/run.sh
+
+# The docs of an AWS-sized provider (two releases of a synthetic repository
+# of its size and page count on the loopback git server): export time
+# against --no-docs, sizes, serve's page times (docs/documentation.md).
+bench-docs:
+	AIRGAP_BENCH_DOCS=1 $(GO) test -count=1 -timeout 30m -run '^TestDocsLargeProvider$$' -v . 2>&1 | grep -E 'docs_measure_test|^(ok|FAIL|---)'
 
 # The whole journey on loopback from built-in fixtures; leaves
 # 'airgap serve' running on https://localhost:$(DEMO_PORT) and the stand-in

@@ -41,6 +41,8 @@ type exportCmd struct {
 	maxPackage  string
 	maxModule   string
 	maxGit      string
+	maxDocs     string
+	noDocs      bool
 	acceptKeys  []string
 	noVendor    bool
 	allowUnvend bool
@@ -78,6 +80,8 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.maxPackage, "max-package-size", "1GiB", "refuse a provider package larger than SIZE (the download is cut off there)")
 	fs.StringVar(&c.maxModule, "max-module-size", "256MiB", "refuse a module archive downloaded over HTTP larger than SIZE")
 	fs.StringVar(&c.maxGit, "max-git-size", "1GiB", "stop a git module source whose repository (objects of every submodule included, beyond the files it checks out) grows past SIZE")
+	fs.StringVar(&c.maxDocs, "max-docs-size", "64MiB", "leave out a provider version's documentation (pages and images) larger than SIZE; the bundle says why")
+	fs.BoolVar(&c.noDocs, "no-docs", false, "carry no provider documentation (each provider version then records why)")
 	fs.StringArrayVar(&c.acceptKeys, "accept-new-publisher-key", nil, "declare, signed in the bundle, that the publisher key FINGERPRINT is approved as new for the namespaces whose providers it signs (repeatable)")
 	fs.BoolVar(&c.noVendor, "no-vendor", false, "keep modules' git::, GitHub and https:// module sources as written (warnings) instead of vendoring them into the module")
 	fs.BoolVar(&c.allowUnvend, "allow-unvendored", false, "warn about module sources that cannot be vendored (built from variables, s3::, unreachable) instead of failing")
@@ -139,6 +143,7 @@ type exportPlan struct {
 	cli       *registry.CLIConfig
 	methods   []registry.InstallMethod
 	maxGit    int64
+	maxDocs   int64
 	accept    []string
 }
 
@@ -186,6 +191,9 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	}
 	if p.maxGit, err = bundle.ParseSize(c.maxGit); err != nil {
 		return nil, usageError{"--max-git-size: " + err.Error()}
+	}
+	if p.maxDocs, err = bundle.ParseSize(c.maxDocs); err != nil {
+		return nil, usageError{"--max-docs-size: " + err.Error()}
 	}
 	for _, k := range c.acceptKeys {
 		fp, err := verify.ParseFingerprint(k)
@@ -255,6 +263,7 @@ func (c *exportCmd) run(args []string) error {
 		Client: client, CacheDir: p.cache, Jobs: c.jobs,
 		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
+		MaxDocsSize: p.maxDocs, NoDocs: c.noDocs,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
 		GateReports: c.gateReports, GateJobs: c.gateJobs,
 	})

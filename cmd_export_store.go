@@ -24,7 +24,7 @@ import (
 // fetched, no gate runs and nothing is newly approved.
 var fetchOnlyFlags = []string{"dry-run", "jobs", "cache", "max-package-size", "max-module-size", "max-git-size",
 	"accept-new-publisher-key", "no-vendor", "allow-unvendored", "provider-mirror", "trust-mirror-hashes", "var", "var-file",
-	"gate-reports", "gate-jobs", "allow-empty"}
+	"gate-reports", "gate-jobs", "allow-empty", "max-docs-size", "no-docs"}
 
 // storePlan is an export from a store's checked command line.
 type storePlan struct {

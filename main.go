@@ -62,6 +62,7 @@ func verbs() map[string]verb {
 		"mirror-dir":    &mirrorDirCmd{}, // cmd_mirror.go
 		"token":         &tokenCmd{},     // cmd_access.go
 		"audit":         &auditCmd{},     // cmd_access.go
+		"docs":          &docsCmd{},      // cmd_docs.go
 	}
 }
 

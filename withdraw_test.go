@@ -155,8 +155,8 @@ withdraw "example/vpc/aws" {
 
 	// The withdrawn versions' blobs are unreferenced now: gc deletes them
 	// while serve runs.
-	if out := mustRun(t, work, nil, airgapBin, "gc", "--store", storeDir); !strings.Contains(out, "removed 6 unreferenced blob(s)") {
-		t.Errorf("gc after the withdrawal (package, its Go build information, SHA256SUMS, signature, module archive and zip):\n%s", out)
+	if out := mustRun(t, work, nil, airgapBin, "gc", "--store", storeDir); !strings.Contains(out, "removed 7 unreferenced blob(s)") {
+		t.Errorf("gc after the withdrawal (package, its Go build information, SHA256SUMS, signature, module archive, zip and docs):\n%s", out)
 	}
 	checkConsistent(t, storeDir)
 

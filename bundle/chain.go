@@ -251,16 +251,28 @@ func unitKey(kind string, v any) string {
 
 // What each kind of record ties by. A store builds its catalog from the
 // bundles it imports (dist.Catalog.Merge): a provider version's record
-// (all but its packages) is the last bundle's that carried it, each
-// package's the last bundle's that carried that platform (its build
+// (all but its packages and docs) is the last bundle's that carried it,
+// each package's the last bundle's that carried that platform (its build
 // information may come from an earlier one: it is checked against the
-// zip anyway), each gate result one bundle's, and a module version's
-// record the last bundle's (its zip may come from an earlier one). So
-// each of these must appear, equal, in one hop's manifest.
+// zip anyway), each gate result one bundle's, a module version's record
+// the last bundle's, and a version's docs and a module's zip may come
+// from an earlier bundle than the rest. So each of these must appear,
+// equal, in one hop's manifest.
 func versionUnit(p dist.ProviderVersion) string {
 	v := p
-	v.Packages = nil
+	v.Packages, v.Docs = nil, nil
 	return unitKey("provider", v)
+}
+
+func providerDocsUnit(p dist.ProviderVersion) string {
+	return unitKey("provider-docs", struct {
+		Key  string
+		Docs *dist.ProviderDocs
+	}{p.Key(), p.Docs})
+}
+
+func moduleDocsUnit(mv dist.ModuleVersion) string {
+	return unitKey("module-docs", []string{mv.Key(), string(mv.Archive), string(mv.Docs)})
 }
 
 func packageUnit(p dist.ProviderVersion, pk dist.Package) string {
@@ -274,7 +286,7 @@ func packageUnit(p dist.ProviderVersion, pk dist.Package) string {
 
 func moduleUnit(mv dist.ModuleVersion) string {
 	v := mv
-	v.Zip, v.ZipSize, v.Gates = "", 0, nil
+	v.Zip, v.ZipSize, v.Gates, v.Docs = "", 0, nil, ""
 	return unitKey("module", v)
 }
 
@@ -306,6 +318,11 @@ func walkUnits(m *Manifest, visit func(key string, u unitInfo) error) error {
 		if err := visit(versionUnit(*p), unitInfo{what: "provider " + p.String(), entry: "p " + p.Key(), provider: p}); err != nil {
 			return err
 		}
+		if p.Docs != nil {
+			if err := visit(providerDocsUnit(*p), unitInfo{what: "provider " + p.String() + " docs"}); err != nil {
+				return err
+			}
+		}
 		for _, pk := range p.Packages {
 			if err := visit(packageUnit(*p, pk), unitInfo{what: "provider " + p.String() + " " + pk.Platform()}); err != nil {
 				return err
@@ -326,6 +343,11 @@ func walkUnits(m *Manifest, visit func(key string, u unitInfo) error) error {
 		}
 		if mv.Zip != "" {
 			if err := visit(moduleZipUnit(mv), unitInfo{what: "module " + mv.String() + " zip"}); err != nil {
+				return err
+			}
+		}
+		if mv.Docs != "" {
+			if err := visit(moduleDocsUnit(mv), unitInfo{what: "module " + mv.String() + " docs"}); err != nil {
 				return err
 			}
 		}

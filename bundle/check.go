@@ -448,7 +448,11 @@ type CheckReport struct {
 	// BuildInfoNone: of those, the documents that say the plugin has no
 	// Go build information (and why).
 	BuildInfoNone int `json:"build_info_none"`
-	Reports       int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
+	// Docs: documentation blobs read whole and held to their form
+	// (docs.Check for a provider's tar, with its page and byte counts
+	// compared; docs.ParseModuleDocs for a module's).
+	Docs    int `json:"docs"`
+	Reports int `json:"gate_reports"` // gate reports whose SARIF findings were counted again and compared
 	// SBOM is "checked" (built again from the manifest and the checked
 	// build information, and equal to the signed one), "deferred" (some
 	// build information is in blobs a delta omits) or "none" (the bundle
@@ -559,14 +563,17 @@ type Checker struct {
 	modules int                             // Go modules in infos, counted per entry (MaxSBOMModules)
 	hashed  map[verify.Digest]bool
 	wantZip map[verify.Digest]verify.Digest // module archive → its zip ("" when it has none)
-	jobs    chan h1Job
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error
-	n       int
-	rep     CheckReport
-	keyring KeyringCache
-	chain   *chainState // set by checkChain (Finish)
+	// wantDocs: documentation blobs → what the catalog says of them (a
+	// provider's record, or nil for a module's).
+	wantDocs map[verify.Digest]*dist.ProviderDocs
+	jobs     chan h1Job
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error
+	n        int
+	rep      CheckReport
+	keyring  KeyringCache
+	chain    *chainState // set by checkChain (Finish)
 }
 
 type h1Job struct {
@@ -574,6 +581,7 @@ type h1Job struct {
 	path   string
 	remove bool
 	module bool // d is a module archive: rebuild its zip
+	docs   bool // d is documentation: checkDocs
 }
 
 // NewChecker runs CheckManifest on m and returns a Checker for its blobs.
@@ -599,6 +607,9 @@ func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
 	}
 	for _, mv := range m.Catalog.Modules {
 		c.wantZip[mv.Archive] = mv.Zip
+	}
+	if err := c.collectDocs(); err != nil {
+		return nil, err
 	}
 	// One worker per core: unpacking zips for h1 is nearly all the CPU an
 	// import or verify needs (the stream itself, sha256 at ~2 GB/s, is a
@@ -670,6 +681,9 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		return nil
 	case dist.RoleModuleArchive:
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, module: true}
+		return nil
+	case dist.RoleProviderDocs, dist.RoleModuleDocs:
+		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, docs: true}
 		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport,
 		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
@@ -758,6 +772,9 @@ func (c *Checker) Finish() (*CheckReport, error) {
 	for _, d := range unchecked(c, c.wantZip) {
 		rest = append(rest, h1Job{d: d, module: true})
 	}
+	for _, d := range unchecked(c, c.wantDocs) {
+		rest = append(rest, h1Job{d: d, docs: true})
+	}
 	for _, d := range unchecked(c, c.wantH1) {
 		if !c.known(d) {
 			rest = append(rest, h1Job{d: d})
@@ -796,6 +813,9 @@ func (c *Checker) known(d verify.Digest) bool {
 func (c *Checker) job(j h1Job) (check func(verify.Digest, string) error, count *int, what string) {
 	if j.module {
 		return c.checkModule, &c.rep.ModuleTrees, "names and zip of "
+	}
+	if j.docs {
+		return c.checkDocs, &c.rep.Docs, "form of "
 	}
 	return c.checkH1, &c.rep.H1, "h1 of "
 }

@@ -47,16 +47,32 @@
 // bundles). A format-1 manifest has none of them, nor any
 // other format-2 field (format2Field in manifest.go lists them all).
 //
-// Format 3 adds, optional: requested_by (Manifest.RequestedBy,
-// dist.Reason), why each entry is in the bundle as the export resolved it:
-// the manifest block or project file that asked for it (FILE:LINE,
-// relative to the manifest's or project's directory) and the chain of
-// module calls that brought it, each a module version of the same
-// catalog. At most one per catalog entry, sorted, each position at most
-// dist.MaxReasonText printable bytes and each chain at most
-// dist.MaxReasonVia calls (Validate, so CheckManifest, holds them to the
-// catalog). 'airgap verify' shows them. A format-1 or -2 manifest has no
-// format-3 field (format3Field in manifest.go lists them all).
+// Format 3 adds, all optional:
+//
+// requested_by (Manifest.RequestedBy, dist.Reason), why each entry is in
+// the bundle as the export resolved it: the manifest block or project file
+// that asked for it (FILE:LINE, relative to the manifest's or project's
+// directory) and the chain of module calls that brought it, each a module
+// version of the same catalog. At most one per catalog entry, sorted, each
+// position at most dist.MaxReasonText printable bytes and each chain at
+// most dist.MaxReasonVia calls (Validate, so CheckManifest, holds them to
+// the catalog). 'airgap verify' shows them.
+//
+// The documentation of providers and modules: on a provider version, its
+// docs record (dist.ProviderDocs: where the docs came from — repository,
+// tag, commit, folder — and either a blob of role provider-docs, the
+// deterministic tar of its markdown pages and images (dist/docs), with its
+// page, file and byte counts, or why export left them out); on a module
+// version, a blob of role module-docs (dist.ModuleDocs as JSON: README,
+// inputs, outputs, required providers, submodules). Versions whose docs
+// trees are identical share one blob. The Checker reads every docs blob
+// whole and holds it to its form (docs.Check: regular files only, names a
+// page or an image, portable, sorted, Pack's headers; its counts equal to
+// the record's; a module's document parsed within dist.MaxModuleDocs), and
+// the SBOM (generator 2) lists them.
+//
+// A format-1 or -2 manifest has no format-3 field (format3Field in
+// manifest.go lists them all).
 //
 // Format 3 also adds the chain of custody (Manifest.Chain, chain.go) of a
 // bundle exported from an offline store ('airgap export --from-store',

@@ -24,8 +24,9 @@ import (
 // Format 2: format 1 plus optional manifest fields that format 1 could not
 // carry (each documented where it is declared); a format-1 manifest must not
 // have them (Validate).
-// Format 3: format 2 plus the fields format3Field lists; a format-1 or -2
-// manifest must not have them.
+// Format 3: format 2 plus the fields format3Field lists (why each entry is
+// in the bundle; the documentation of providers and modules; see doc.go);
+// a format-1 or -2 manifest must not have them.
 const FormatVersion = 3
 
 // MinFormatVersion is the oldest bundle format this package reads.
@@ -244,8 +245,8 @@ func (m *Manifest) Validate() error {
 		}
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
-			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // format 2 (format2Field)
-			dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey: // format 3 (format3Field)
+			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // these three: format 2 (format2Field)
+			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey: // format 3 (format3Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -333,8 +334,9 @@ func format2Field(m *Manifest) string {
 
 // format3Field names the first field of m that format 2 does not have, or
 // is "": the one list of what format 3 added (Validate refuses any of it
-// in a format-1 or -2 manifest). Manifest: requested_by, chain; blobs of
-// roles bundle-manifest, bundle-signature and bundle-key.
+// in a format-1 or -2 manifest). Manifest: requested_by, chain; providers:
+// docs; modules: docs; blobs of roles provider-docs, module-docs,
+// bundle-manifest, bundle-signature and bundle-key.
 func format3Field(m *Manifest) string {
 	if len(m.RequestedBy) > 0 {
 		return "requested_by"
@@ -344,8 +346,18 @@ func format3Field(m *Manifest) string {
 	}
 	for _, b := range m.Blobs {
 		switch b.Role {
-		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+		case dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
 			return "a blob of role " + b.Role
+		}
+	}
+	for _, p := range m.Catalog.Providers {
+		if p.Docs != nil {
+			return "docs (provider " + p.String() + ")"
+		}
+	}
+	for _, mv := range m.Catalog.Modules {
+		if mv.Docs != "" {
+			return "docs (module " + mv.String() + ")"
 		}
 	}
 	return ""
@@ -465,6 +477,14 @@ func (m *Manifest) Describe(d verify.Digest) string {
 			if r.Report == d {
 				return "gate " + r.Gate + " report on module " + mv.String()
 			}
+		}
+		if mv.Docs == d {
+			return "docs of module " + mv.String()
+		}
+	}
+	for _, p := range m.Catalog.Providers {
+		if p.Docs != nil && p.Docs.Archive == d {
+			return "docs of provider " + p.String()
 		}
 	}
 	return "unreferenced blob"

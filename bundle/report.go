@@ -195,8 +195,10 @@ type ProviderEntry struct {
 	// RequestedBy and Build: evidence.go.
 	RequestedBy *Requested     `json:"requested_by,omitempty"`
 	Build       []BuildSummary `json:"build"`
-	CameWith    verify.Digest  `json:"came_with,omitempty"` // report_chain.go
-	key         string         // dist.ProviderVersion.Key
+	// Docs is the version's documentation record (format 3), or nil.
+	Docs     *dist.ProviderDocs `json:"docs,omitempty"`
+	CameWith verify.Digest      `json:"came_with,omitempty"` // report_chain.go
+	key      string             // dist.ProviderVersion.Key
 }
 
 // Key is the provider version's catalog key.
@@ -225,9 +227,11 @@ type ModuleEntry struct {
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
 	// RequestedBy: evidence.go.
-	RequestedBy *Requested    `json:"requested_by,omitempty"`
-	CameWith    verify.Digest `json:"came_with,omitempty"` // report_chain.go
-	key         string
+	RequestedBy *Requested `json:"requested_by,omitempty"`
+	// Docs is the digest of the module's documentation (format 3), or "".
+	Docs     verify.Digest `json:"docs,omitempty"`
+	CameWith verify.Digest `json:"came_with,omitempty"` // report_chain.go
+	key      string
 }
 
 // Key is the module version's catalog key.
@@ -354,7 +358,7 @@ func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
 			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()),
-			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
+			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs, CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -376,7 +380,7 @@ func (rep *Report) entries(m *Manifest) {
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
-		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir,
+		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir, Docs: mv.Docs,
 			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(),
 			RequestedBy: requested(m, dist.KindModule, mv.Key()), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
 		if mv.Zip != "" {
@@ -606,6 +610,9 @@ func (rep *Report) providersText(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 		packagesText(b, p.Platforms)
+		if p.Docs != nil {
+			fmt.Fprintf(b, "    docs: %s\n", q(p.Docs.Summary()))
+		}
 		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
 	}
@@ -709,6 +716,9 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			fmt.Fprintf(b, "    subdir  %s\n", q(m.Subdir))
 		}
 		fmt.Fprintf(b, "    archive sha256:%s %s\n", m.SHA256, progress.Size(m.SizeBytes))
+		if m.Docs != "" {
+			fmt.Fprintf(b, "    docs    %s (README, inputs, outputs)\n", m.Docs)
+		}
 		for _, v := range m.Vendored {
 			commit := ""
 			if v.Commit != "" {

@@ -77,6 +77,10 @@ type ProviderVersion struct {
 	MirrorHashesOnly bool      `json:"mirror_hashes_only,omitempty"`
 	Mirror           string    `json:"mirror,omitempty"`
 	Packages         []Package `json:"packages"`
+	// Docs (bundle format 3) is the version's documentation, or why it
+	// is missing (docs.go); nil in bundles and stores made before airgap
+	// carried documentation, and when the export was told docs = false.
+	Docs *ProviderDocs `json:"docs,omitempty"`
 }
 
 // Trust says what vouches for p's packages: its trust tier, TrustPublisher,
@@ -159,6 +163,9 @@ type ModuleVersion struct {
 	// Gates are the export's gate results on this module version's tree
 	// (gates for modules). Format 2.
 	Gates []GateResult `json:"gates,omitempty"`
+	// Docs (bundle format 3) is the module's documentation, a blob of role
+	// RoleModuleDocs (ModuleDocs as JSON); empty when none was made.
+	Docs verify.Digest `json:"docs,omitempty"`
 }
 
 // VendoredCall is one rewritten module source: a non-registry source that
@@ -362,6 +369,9 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 				return err
 			}
 		}
+		if err := p.Docs.Validate(p.String(), ref); err != nil {
+			return err
+		}
 		if p.Mirror != "" && (len(p.Mirror) > 2048 || Printable(p.Mirror) != p.Mirror || !strings.HasPrefix(p.Mirror, "https://")) {
 			return fmt.Errorf("%s: invalid mirror URL %q", p, Printable(p.Mirror))
 		}
@@ -390,6 +400,11 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 		}
 		if err := validateGateResults(m.String(), m.Gates, ref); err != nil {
 			return err
+		}
+		if m.Docs != "" {
+			if err := ref(m.String()+" docs", m.Docs, RoleModuleDocs); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -576,6 +591,11 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 		if old.Trust() != np.Trust() {
 			added = append(added, fmt.Sprintf("provider %s (now %s; it was %s)", np, TrustLabel(np.Trust()), TrustLabel(old.Trust())))
 		}
+		if merged.Docs == nil || merged.Docs.Archive == "" && old.Docs != nil && old.Docs.Archive != "" {
+			// A bundle without docs (an older one, docs = false, or a
+			// fetch that failed) keeps the docs the store has.
+			merged.Docs = cmpOr(old.Docs, merged.Docs)
+		}
 		c.Providers[i] = merged
 	}
 	midx := map[string]int{}
@@ -593,6 +613,9 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 				added = append(added, "module "+nm.String()+" (replaced)")
 			} else {
 				nm.Gates = MergeGateResults(c.Modules[i].Gates, nm.Gates)
+				if nm.Docs == "" {
+					nm.Docs = c.Modules[i].Docs
+				}
 			}
 			c.Modules[i] = nm
 			continue
@@ -623,8 +646,14 @@ func (c *Catalog) Blobs() map[verify.Digest]string {
 			}
 			reports(pk.Gates)
 		}
+		if p.Docs != nil && p.Docs.Archive != "" {
+			out[p.Docs.Archive] = RoleProviderDocs
+		}
 	}
 	for _, m := range c.Modules {
+		if m.Docs != "" {
+			out[m.Docs] = RoleModuleDocs
+		}
 		out[m.Archive] = RoleModuleArchive
 		if m.Zip != "" {
 			out[m.Zip] = RoleModuleZip
@@ -667,4 +696,12 @@ func MergeGateResults(older, newer []GateResult) []GateResult {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Gate < out[j].Gate })
 	return out
+}
+
+// cmpOr is the first of a, b that is not nil.
+func cmpOr[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
 }

@@ -477,6 +477,9 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 		}
 		add(p.Shasums, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasums})
 		add(p.ShasumsSig, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasumsSig})
+		if p.Docs != nil && p.Docs.Archive != "" {
+			add(p.Docs.Archive, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleProviderDocs})
+		}
 	}
 	for _, m := range cat.Modules {
 		add(m.Archive, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
@@ -485,6 +488,9 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 		}
 		for _, r := range m.Gates {
 			add(r.Report, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleGateReport})
+		}
+		if m.Docs != "" {
+			add(m.Docs, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleDocs})
 		}
 	}
 	return ix

@@ -673,16 +673,22 @@ func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code i
 		ui.s.writeError(w, r, err)
 		return
 	}
+	writeHTML(w, r, code, catalogCSP, b.Bytes())
+}
+
+// writeHTML writes an HTML page with the catalog's headers and the given
+// Content-Security-Policy.
+func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", catalogCSP)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	if r.Method == http.MethodHead {
 		return
 	}
-	w.Write(b.Bytes())
+	w.Write(b)
 }

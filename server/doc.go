@@ -15,6 +15,8 @@
 //	/v2/…                                             OCI distribution API, read-only (oci.go; layout: dist/oci)
 //	/v2/token                                         bearer tokens for OCI clients, with an access file (oci_auth.go)
 //	/ (exactly), /ui/providers/…, /ui/modules/…       the HTML catalog for people (catalog.go, templates/)
+//	/ui/providers/{h}/{ns}/{t}/{v}/docs/…, /ui/modules/{h}/{ns}/{n}/{s}/{v}, /ui/docs/search
+//	                                                  documentation, rendered (docs.go, docsrender.go, templates/docs/)
 //
 // Which origin registry a /v1/… request sees depends on its Host: a Host that
 // is an origin in the catalog (DNS for registry.terraform.io pointed at the

@@ -290,6 +290,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /airgap/v1/origins", s.jsonHandler(s.originsDoc))
 	m.HandleFunc("GET /v2/", s.ociHandler) // OCI distribution API (oci.go)
 	s.catalogRoutes(m)                     // HTML catalog: GET /{$} and /ui/ (catalog.go)
+	s.docsRoutes(m)                        // documentation pages under /ui/ (docs.go)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
 	})

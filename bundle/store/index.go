@@ -22,8 +22,11 @@ import (
 // Format 2: format 1 plus optional fields, each documented on Index (and on
 // the catalog's types: a provider version's mirror_hashes_only, mirror and
 // its packages' mirror_hashes, see dist.ProviderVersion).
-// Format 3: format 2 plus optional fields, each documented where it is
-// declared: an import entry's signature, signer_key and custody.
+// Format 3: format 2 plus the documentation of the catalog's entries (a
+// provider version's docs record and a module version's docs digest, see
+// dist.ProviderDocs; their blobs are kept by gc while referenced, like
+// every blob the catalog lists).
+// Also: an import entry's signature, signer_key and custody (custody.go).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.

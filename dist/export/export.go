@@ -66,6 +66,11 @@ type Options struct {
 	// registry cannot be reached be carried on the mirror's hashes alone,
 	// marked as such in the bundle.
 	TrustMirrorHashes bool
+	// MaxDocsSize bounds each provider version's documentation (0:
+	// dist.DefaultDocsBytes); over it the docs are left out and the
+	// bundle says why. NoDocs leaves every provider's docs out (docs.go).
+	MaxDocsSize int64
+	NoDocs      bool
 }
 
 // Progress is what an export is doing now; safe to read while it runs.
@@ -149,8 +154,11 @@ type Result struct {
 	// fails); GateReports is where the reports are.
 	GateFailures []GateFailure
 	GateReports  string
-	cacheDir     string
-	gates        []GateSpec
+	// DocsMissing lists the provider versions exported without their
+	// documentation, with why (docs.go).
+	DocsMissing []string
+	cacheDir    string
+	gates       []GateSpec
 }
 
 type exporter struct {
@@ -364,6 +372,7 @@ type pkgTask struct {
 // (providerPackage), then puts each version together (assemble).
 func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.ProviderVersion, error) {
 	var out []*dist.ProviderVersion
+	var of []*ProviderReq // the request of each of out
 	var tasks []pkgTask
 	seen := map[string]bool{}
 	for i := range reqs {
@@ -372,9 +381,15 @@ func (e *exporter) providers(ctx context.Context, reqs []ProviderReq) ([]dist.Pr
 			return nil, err
 		}
 		out, tasks = append(out, pvs...), append(tasks, ts...)
+		for range pvs {
+			of = append(of, &reqs[i])
+		}
 	}
 	if !e.opt.DryRun {
 		if err := e.fetchPackages(ctx, tasks); err != nil {
+			return nil, err
+		}
+		if err := e.providerDocs(ctx, out, of); err != nil {
 			return nil, err
 		}
 	}
@@ -1027,8 +1042,12 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	if res.Subdir != "" {
 		root = filepath.Join(root, filepath.FromSlash(res.Subdir))
 	}
-	return &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
-		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}, root, work, nil
+	mv = &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
+		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}
+	if !e.opt.DryRun {
+		e.moduleDocs(res.Root, res.Subdir, mv)
+	}
+	return mv, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,9 +69,12 @@ type Summary struct {
 	Withdraw   []dist.Withdrawal `json:"withdraw"`
 	// MirrorHashesOnly: provider versions carried with a network mirror's
 	// hashes only (--trust-mirror-hashes), each with the mirror's URL.
-	MirrorHashesOnly []string          `json:"mirror_hashes_only"`
-	Reinstate        []dist.Withdrawal `json:"reinstate"`
-	Warnings         []string          `json:"warnings"`
+	MirrorHashesOnly []string `json:"mirror_hashes_only"`
+	// DocsMissing: provider versions exported without their
+	// documentation, each with why (docs.go).
+	DocsMissing []string          `json:"docs_missing"`
+	Reinstate   []dist.Withdrawal `json:"reinstate"`
+	Warnings    []string          `json:"warnings"`
 	// PublisherKeys: each key that signed SHA256SUMS, per namespace (not
 	// in a dry run, which downloads no SHA256SUMS).
 	PublisherKeys []PublisherKey `json:"publisher_keys"`
@@ -112,6 +116,8 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 		s.Warnings = []string{}
 	}
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
+	s.DocsMissing = append([]string{}, r.DocsMissing...)
+	sort.Strings(s.DocsMissing)
 	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
 	s.Gates = []GateSummary{}
 	if m := r.Manifest; m != nil {
@@ -202,6 +208,12 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, "carried with a network mirror's hashes only, no publisher signature (the bundle marks them; 'airgap import --require-publisher-signatures' refuses them) (%d):\n", len(s.MirrorHashesOnly))
 		for _, m := range s.MirrorHashesOnly {
 			fmt.Fprintf(&b, "  %s\n", m)
+		}
+	}
+	if len(s.DocsMissing) > 0 {
+		fmt.Fprintf(&b, "provider versions carried without their documentation (%d):\n", len(s.DocsMissing))
+		for _, d := range s.DocsMissing {
+			fmt.Fprintf(&b, "  %s\n", dist.Printable(d))
 		}
 	}
 	if len(s.Gaps) > 0 {

@@ -67,6 +67,8 @@ type ProviderReq struct {
 	// of the manifest or project itself, whose Why says where it is.
 	At  string
 	Via []string
+	// Docs is the block's docs attribute (docs.go).
+	Docs DocsSetting
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -110,12 +112,14 @@ type specWithdraw struct {
 }
 
 type specProvider struct {
-	Source    string    `hcl:"source,label"`
-	Versions  *string   `hcl:"versions,optional"`
-	Latest    *int      `hcl:"latest,optional"`
-	All       *bool     `hcl:"all,optional"`
-	Platforms []string  `hcl:"platforms,optional"`
-	DefRange  hcl.Range `hcl:",def_range"`
+	Source    string   `hcl:"source,label"`
+	Versions  *string  `hcl:"versions,optional"`
+	Latest    *int     `hcl:"latest,optional"`
+	All       *bool    `hcl:"all,optional"`
+	Platforms []string `hcl:"platforms,optional"`
+	// Docs: false, or the git repository of the provider's docs.
+	Docs     hcl.Expression `hcl:"docs,optional"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 // specModule is a module block: a registry module (versions is a
@@ -260,6 +264,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			pr.Latest = *p.Latest
 		}
 		pr.All = p.All != nil && *p.All
+		if pr.Docs, err = docsSetting(p); err != nil {
+			return nil, err
+		}
 		req.Providers = append(req.Providers, pr)
 	}
 	for _, m := range sf.Modules {
@@ -495,4 +502,32 @@ func hasTerraformFiles(dir string) error {
 // A request that only withdraws or reinstates versions is not empty.
 func (r *Request) Empty() bool {
 	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
+}
+
+// docsSetting reads a provider block's docs attribute: absent or true
+// (the default), false, or a git repository over https or ssh, written as
+// a module source would be ("git::https://…", "https://…").
+func docsSetting(p specProvider) (DocsSetting, error) {
+	if p.Docs == nil {
+		return DocsSetting{}, nil
+	}
+	v, diags := p.Docs.Value(nil)
+	if diags.HasErrors() {
+		return DocsSetting{}, diagErr(diags)
+	}
+	r := p.Docs.Range()
+	switch {
+	case v.IsNull():
+		return DocsSetting{}, nil
+	case v.Type() == cty.Bool:
+		return DocsSetting{Off: v.False()}, nil
+	case v.Type() == cty.String:
+		src := v.AsString()
+		u := strings.TrimPrefix(src, "git::")
+		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "ssh://") || dist.Printable(src) != src || len(src) > 512 {
+			return DocsSetting{}, rangeErr(r, "provider %q: docs = %q: want false, or a git repository as \"git::https://HOST/PATH\"", p.Source, dist.Printable(src))
+		}
+		return DocsSetting{Source: src}, nil
+	}
+	return DocsSetting{}, rangeErr(r, "provider %q: docs must be false or a git repository (\"git::https://…\")", p.Source)
 }

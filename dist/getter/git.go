@@ -480,20 +480,31 @@ func isHexCommit(s string) bool {
 // anything is checked out; it stops git at the first limit. It returns the
 // submodules (gitlinks) as path and commit.
 func (g *gitRunner) checkTree(dir, commit, prefix string) ([][2]string, error) {
+	var subs [][2]string
+	err := g.lsTree(dir, []string{"-r", "-t", "-l", "-z", "--full-tree", commit}, ErrUnsafeArchive, func(rec []byte) error {
+		return g.treeEntry(rec, prefix, &subs)
+	})
+	return subs, err
+}
+
+// lsTree streams the NUL-terminated records of "git ls-tree ARGS" to each
+// (without the NUL), a record at most MaxArchiveName+256 bytes (longer
+// is unsafe, a wrapped error), and stops git at the first error each
+// returns.
+func (g *gitRunner) lsTree(dir string, args []string, unsafe error, each func(rec []byte) error) error {
 	ctx, cancel := context.WithCancel(g.ctx)
 	defer cancel()
 	var stderr boundedBuffer
-	cmd := g.command(ctx, dir, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit)
+	cmd := g.command(ctx, dir, append([]string{"ls-tree"}, args...)...)
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	br := bufio.NewReaderSize(out, MaxArchiveName+256)
-	var subs [][2]string
 	var ferr error
 	for ferr == nil {
 		rec, err := br.ReadSlice(0)
@@ -501,20 +512,20 @@ func (g *gitRunner) checkTree(dir, commit, prefix string) ([][2]string, error) {
 			break
 		}
 		if err != nil {
-			ferr = fmt.Errorf("%w: an entry name is longer than %d bytes, or git ls-tree failed (%v)", ErrUnsafeArchive, MaxArchiveName, err)
+			ferr = fmt.Errorf("%w: an entry name is longer than %d bytes, or git ls-tree failed (%v)", unsafe, MaxArchiveName, err)
 			break
 		}
-		ferr = g.treeEntry(rec[:len(rec)-1], prefix, &subs)
+		ferr = each(rec[:len(rec)-1])
 	}
 	if ferr != nil {
 		cancel()
 		cmd.Wait()
-		return nil, ferr
+		return ferr
 	}
 	if err := cmd.Wait(); err != nil {
-		return nil, fmt.Errorf("git ls-tree: %v: %s", err, dist.PrintableLines(strings.TrimSpace(stderr.String())))
+		return fmt.Errorf("git ls-tree: %v: %s", err, dist.PrintableLines(strings.TrimSpace(stderr.String())))
 	}
-	return subs, nil
+	return nil
 }
 
 // treeEntry applies the limits to one "<mode> <type> <object> <size>\t<path>".

@@ -157,3 +157,30 @@ func checkDownload(what string, m *PackageMeta) error {
 	}
 	return nil
 }
+
+// ProviderSource is the source repository registry.terraform.io names for
+// a provider version ("source" of GET /v1/providers/NS/TYPE/VERSION, e.g.
+// https://github.com/hashicorp/terraform-provider-aws): where its
+// documentation is. It is not part of the provider registry protocol, so
+// other registries may not answer it: then ("", nil), and the caller uses
+// the convention. Only an https:// URL of printable text (at most 512
+// bytes) is returned.
+func (c *Client) ProviderSource(ctx context.Context, host, ns, typ, version string) (string, error) {
+	base, err := c.service(ctx, host, "providers.v1")
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		Source string `json:"source"`
+	}
+	if _, err := c.getJSON(ctx, rel(base, ns, typ, version), &doc, host); err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidAnswer) {
+			return "", nil
+		}
+		return "", err
+	}
+	if !strings.HasPrefix(doc.Source, "https://") || len(doc.Source) > 512 || dist.Printable(doc.Source) != doc.Source {
+		return "", nil
+	}
+	return doc.Source, nil
+}

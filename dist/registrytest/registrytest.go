@@ -81,6 +81,9 @@ type Internet struct {
 	// Corp: switches of the company's proxy registry and mirror (corp.go).
 	Corp    Corp
 	blocked sync.Map // host -> true: unreachable (Block)
+	// sources: host/ns/type -> the source repository its version
+	// documents name (SetProviderSource, docs.go)
+	sources map[string]string
 }
 
 type throttled struct {
@@ -117,7 +120,7 @@ type Module struct {
 func New(t testing.TB) *Internet {
 	t.Helper()
 	in := &Internet{Dir: t.TempDir(), Publisher: bundletest.Key(t, "publisher"),
-		providers: map[string][]*bundletest.BuiltProvider{}, modules: map[string][]Module{}, files: map[string]string{}}
+		providers: map[string][]*bundletest.BuiltProvider{}, modules: map[string][]Module{}, files: map[string]string{}, sources: map[string]string{}}
 	in.Tamper.Store("")
 	in.GitRoot = filepath.Join(in.Dir, "git")
 	os.MkdirAll(in.GitRoot, 0o755)
@@ -290,6 +293,12 @@ func (in *Internet) registryAs(w http.ResponseWriter, r *http.Request, host stri
 			writeJSON(w, map[string]any{"versions": out})
 			return
 		}
+		if len(parts) == 5 && !tofu && in.sources[key] != "" {
+			// registry.terraform.io's version document names the
+			// provider's source repository (docs.go).
+			writeJSON(w, map[string]any{"id": key + "/" + parts[4], "version": parts[4], "source": in.sources[key]})
+			return
+		}
 		if len(parts) == 8 && parts[5] == "download" {
 			for _, v := range vs {
 				if v.Version != parts[4] {
@@ -414,8 +423,20 @@ func (in *Internet) git(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: in.GitRoot,
-		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}}
+		Env: []string{"GIT_PROJECT_ROOT=" + in.GitRoot, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: quietGit{}}
 	h.ServeHTTP(w, r)
+}
+
+// quietGit is git http-backend's stderr: its complaint about a
+// repository the stand-in does not have (every export asks for each
+// provider's docs repository) is dropped; anything else goes to stderr.
+type quietGit struct{}
+
+func (quietGit) Write(p []byte) (int, error) {
+	if !strings.Contains(string(p), "Not a git repository") {
+		os.Stderr.Write(p)
+	}
+	return len(p), nil
 }
 
 // Downloaded returns how many times a package file was requested.
@@ -479,15 +500,7 @@ func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]
 	for n, c := range files {
 		bundletest.WriteFile(t, filepath.Join(work, n), []byte(c))
 	}
-	run := func(dir string, args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
-			"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	run := func(dir string, args ...string) { gitIn(t, dir, args...) }
 	run(work, "init", "-q", "-b", "main")
 	run(work, "add", "-A")
 	run(work, "commit", "-q", "-m", "release")
@@ -495,6 +508,18 @@ func (in *Internet) AddGitRepo(t testing.TB, repo, tag string, files map[string]
 	bare := filepath.Join(in.GitRoot, repo+".git")
 	run(in.Dir, "clone", "-q", "--bare", work, bare)
 	os.Symlink(filepath.Base(bare), filepath.Join(in.GitRoot, repo))
+}
+
+// gitIn runs git in dir with a fixed author, committer and date.
+func gitIn(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
 }
 
 // Provider returns a published provider version (for assertions), or nil.

@@ -81,7 +81,11 @@ import (
 // bundles written before still check. The bundle fixtures in
 // testdata/formats carry an SBOM of each Generator, and TestFormatFixtures
 // fails when their bytes move.
-const Generator = 1
+//
+// Generator 2 adds the documentation (bundle format 3): a component of
+// type "data" per provider version with a docs record (docsComponent) and
+// the property airgap:docs-sha256 on a module with docs.
+const Generator = 2
 
 // MediaType is the media type of what Encode writes.
 const MediaType = "application/vnd.cyclonedx+json; version=1.6"
@@ -159,8 +163,16 @@ func parts(in Input) []part {
 			ps = append(ps, part{providerRef(p, pk), func() cdx.Component { return providerPackage(in, p, pk, keys) }})
 		}
 	}
+	docs := in.Generator == 0 || in.Generator >= 2
 	for _, m := range in.Catalog.Modules {
-		ps = append(ps, part{moduleRef(m), func() cdx.Component { return module(m) }})
+		ps = append(ps, part{moduleRef(m), func() cdx.Component { return module(m, docs) }})
+	}
+	if docs {
+		for _, p := range in.Catalog.Providers {
+			if p.Docs != nil {
+				ps = append(ps, part{docsRef(p), func() cdx.Component { return docsComponent(p) }})
+			}
+		}
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].ref < ps[j].ref })
 	return ps
@@ -462,7 +474,7 @@ func stdlibVersion(goVersion string) (string, bool) {
 	return m[1], true
 }
 
-func module(m dist.ModuleVersion) cdx.Component {
+func module(m dist.ModuleVersion, docs bool) cdx.Component {
 	ref := moduleRef(m)
 	c := cdx.Component{
 		BOMRef:     ref,
@@ -479,6 +491,9 @@ func module(m dist.ModuleVersion) cdx.Component {
 	pr.add("airgap:subdir", m.Subdir)
 	if m.Zip != "" {
 		pr.add("airgap:zip-sha256", m.Zip.Hex())
+	}
+	if docs && m.Docs != "" {
+		pr.add("airgap:docs-sha256", m.Docs.Hex())
 	}
 	c.Properties = pr.sorted()
 	var vendored []cdx.Component
@@ -529,4 +544,33 @@ func (p props) sorted() *[]cdx.Property {
 
 func sortComponents(cs []cdx.Component) {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].BOMRef < cs[j].BOMRef })
+}
+
+// docsRef is the bom-ref of a provider version's documentation.
+func docsRef(p dist.ProviderVersion) string { return "docs/" + p.Addr() + "@" + p.Version }
+
+// docsComponent describes a provider version's documentation (generator
+// 2): a "data" component named for the provider, with the docs tar's
+// SHA-256, where it came from (repository, tag, commit, folder) and what
+// it holds; or, for docs export left out, airgap:docs:missing and why.
+func docsComponent(p dist.ProviderVersion) cdx.Component {
+	d := p.Docs
+	c := cdx.Component{BOMRef: docsRef(p), Type: cdx.ComponentTypeData, Name: "docs of " + p.Addr(), Version: p.Version}
+	pr := props{}
+	pr.add("airgap:kind", "provider-docs")
+	pr.add("airgap:source", d.Source)
+	if d.Archive == "" {
+		pr.add("airgap:docs:missing", d.Missing)
+		c.Properties = pr.sorted()
+		return c
+	}
+	c.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: d.Archive.Hex()}}
+	pr.add("airgap:ref", d.Ref)
+	pr.add("airgap:commit", d.Commit)
+	pr.add("airgap:docs:folder", d.Dir)
+	pr.add("airgap:docs:pages", fmt.Sprint(d.Pages))
+	pr.add("airgap:docs:files", fmt.Sprint(d.Files))
+	pr.add("airgap:docs:bytes", fmt.Sprint(d.Bytes))
+	c.Properties = pr.sorted()
+	return c
 }
