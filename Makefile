@@ -95,6 +95,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzPattern$$' -fuzztime $(call fuzztime,60000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store
 	$(FUZZ) -fuzz '^FuzzParseAgainst$$' -fuzztime $(call fuzztime,30000) ./bundle/store
+	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,4500) ./bundle/approval
 	$(FUZZ) -fuzz '^FuzzSet$$' -fuzztime $(call fuzztime,90000) ./dist/portable
 	$(FUZZ) -fuzz '^FuzzScanner$$' -fuzztime $(call fuzztime,25000) ./dist/goinfo
 	$(FUZZ) -fuzz '^FuzzCountSARIF$$' -fuzztime $(call fuzztime,60000) ./dist

@@ -16,11 +16,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
 )
 
 // --- token ---
@@ -270,6 +272,7 @@ type auditCmd struct {
 	log    string
 	since  string
 	tokens []string
+	storeD string
 	asJSON bool
 }
 
@@ -282,6 +285,7 @@ func (c *auditCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.log, "log", "", "the audit log 'airgap serve --audit-log' writes (its rotated files are read too)")
 	fs.StringVar(&c.since, "since", "", "only downloads since this long ago (7d, 24h) or this time (2026-11-01, RFC 3339)")
 	fs.StringSliceVar(&c.tokens, "token", nil, "only these tokens (repeatable; \"anonymous\" for anonymous access)")
+	fs.StringVar(&c.storeD, "store", "", "the store served: show, for each version fetched, the import that brought it and who approved it at the transfer station")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	return fs
 }
@@ -295,6 +299,12 @@ func (c *auditCmd) run(args []string) error {
 		return usageError{err.Error()}
 	}
 	sum, err := server.SummarizeAudit(c.log, since, c.tokens)
+	if err == nil && c.storeD != "" {
+		var ix *store.Index
+		if ix, _, err = store.ReadInventory(c.storeD); err == nil {
+			server.AddProvenance(sum, ix)
+		}
+	}
 	if c.asJSON {
 		if err != nil {
 			printJSON(map[string]any{"ok": false, "error": err.Error()})
@@ -319,6 +329,26 @@ func (c *auditCmd) run(args []string) error {
 			strings.Join(t.Clients, " "), t.First, t.Last)
 		for _, a := range t.Addresses {
 			fmt.Printf("  %-60s %4d  %s\n", dist.Printable(a.Address), a.Downloads, dist.Printable(strings.Join(a.Versions, ", ")))
+		}
+	}
+	if len(sum.Provenance) > 0 {
+		fmt.Println("\nWhere the versions fetched came from (the store's import history):")
+	}
+	for _, p := range sum.Provenance {
+		if p.Bundle == "" {
+			fmt.Printf("  %s %s: not in the import history (pruned from it, or imported before it recorded additions)\n", dist.Printable(p.Address), dist.Printable(p.Version))
+			continue
+		}
+		fmt.Printf("  %s %s: bundle %s signed by %s, imported %s\n", dist.Printable(p.Address), dist.Printable(p.Version), verify.Digest(p.Bundle).Short(), dist.Printable(p.Signer.String()), p.Imported)
+		if len(p.Approvals) == 0 {
+			fmt.Println("    no transfer-station approval recorded")
+		}
+		for _, a := range p.Approvals {
+			note := ""
+			if a.Note != "" {
+				note = fmt.Sprintf(": %q", dist.Printable(a.Note))
+			}
+			fmt.Printf("    approved at the transfer station by %s on %s%s\n", bundle.KeyName(a.Station), a.Time.UTC().Format("2006-01-02 15:04Z"), note)
 		}
 	}
 	return nil

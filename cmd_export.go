@@ -138,6 +138,7 @@ type exportPlan struct {
 	key       *openpgp.Entity
 	cache     string
 	delta     *export.DeltaBase
+	offline   *export.Offline
 	maxPkg    int64
 	maxMod    int64
 	cli       *registry.CLIConfig
@@ -222,8 +223,14 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 			return nil, err
 		}
 	}
-	if !c.dryRun && (c.since != "" || c.have != "") {
-		if p.delta, err = export.ReadDeltaBase(c.since, c.have, p.key); err != nil {
+	switch {
+	case c.have != "":
+		// A dry run reads it too: the store's withdrawals change the plan.
+		if p.delta, p.offline, err = export.ReadHave(c.have); err != nil {
+			return nil, err
+		}
+	case !c.dryRun && c.since != "":
+		if p.delta, err = export.ReadDeltaBase(c.since, "", p.key); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +272,7 @@ func (c *exportCmd) run(args []string) error {
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 		MaxDocsSize: p.maxDocs, NoDocs: c.noDocs,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
-		GateReports: c.gateReports, GateJobs: c.gateJobs,
+		GateReports: c.gateReports, GateJobs: c.gateJobs, Offline: p.offline,
 	})
 	line.Stop()
 	if err != nil {
@@ -274,7 +281,7 @@ func (c *exportCmd) run(args []string) error {
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
 		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
-			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf})
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf, Offline: p.offline})
 		if err != nil {
 			return err
 		}

@@ -267,7 +267,8 @@ func TestExportFromNetworkMirror(t *testing.T) {
 	if !strings.Contains(out, "now publisher-signed") {
 		t.Errorf("the upgrade is not reported:\n%s", out)
 	}
-	if inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir); strings.Contains(inv, "mirror hashes only") {
+	// (the history lists the trust change from the mirror's hashes to the publisher's signature)
+	if inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir); strings.Contains(inv, "(mirror hashes only, from") || !strings.Contains(inv, "trust change: provider registry.terraform.io/hashicorp/random 3.6.2: its SHA256SUMS (mirror hashes only) and signature changes") {
 		t.Errorf("inventory still shows the mirror tier:\n%s", inv)
 	}
 	// … and the mirror bundle cannot take it back.

@@ -23,7 +23,13 @@ type verbHelp struct {
 
 // verbExits are the exit codes a verb has besides exitCodes.
 var verbExits = map[string]string{
-	"verify": "  3  verified, but something needs attention (--strict only; without it: 0)\n",
+	"verify": "  0    verified; with --against, and the import will accept it\n" +
+		"  3    verified, but something needs attention (--strict only; without it: 0)\n" +
+		"  4    verified, but the import will refuse it (--against's forecast; with or without --strict)\n" +
+		"  (1: a bundle that did not verify: nothing about it can be trusted)\n",
+	"approve": "  0    verified, and the approval was written\n" +
+		"  4    verified, but the import would refuse the bundle even with this approval: nothing was written\n" +
+		"  (1: a bundle that did not verify, or an approval that could not be made: nothing was written)\n",
 }
 
 var helps = map[string]verbHelp{
@@ -33,6 +39,29 @@ var helps = map[string]verbHelp{
 		[]string{"airgap keygen --out keys/site --name \"Site Ops <ops@site.example>\"",
 			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
 			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"}},
+	"keys": {"generate --out PREFIX | retire --store DIR NAMESPACE FINGERPRINT | revoke --store DIR --keyring REVOCATION.asc",
+		"generate: a signing key, as keygen (a site key, or a transfer station's key for 'airgap approve').\n" +
+			"retire: the store's publisher key for a namespace signs nothing new there from now on (what\nit serves signed by the key stays); recorded in the store's history.\n" +
+			"revoke: the store remembers a key's revocation (the key as 'gpg --export' writes it revoked):\n" +
+			"it signs nothing new, and nothing dated at or after the revocation, even when a later bundle\ncarries the key with its revocation stripped. Imports remember revocations their bundles carry.",
+		[]string{"AIRGAP_PASSPHRASE  generate: passphrase for the private key when there is no terminal"},
+		[]string{"airgap keys generate --out keys/station --name \"Transfer station 1 <station1@site.example>\"",
+			"airgap keys retire --store /srv/airgap registry.terraform.io/hashicorp '3436 5D94 72D7 468F …' --reason 'replaced in 2021'",
+			"airgap keys revoke --store /srv/airgap --keyring old-publisher-revoked.asc"}},
+	"approve": {"--key STATION.key.asc --keyring SITE.pub.asc [--against INVENTORY.json] [--accept-publisher-key FINGERPRINT]... [--note TEXT] BUNDLE",
+		"The transfer station's signed approval (the two-person rule): runs the whole verify (the\n" +
+			"review is printed as verify prints it; --json as verify --json) and, only if the bundle\n" +
+			"verifies and — with --against — the store's import would accept it with this approval,\n" +
+			"writes BUNDLE.approval (a split set: NAME.approval beside NAME.000; BUNDLE.2.approval if\n" +
+			"taken), atomically: a statement binding the bundle's manifest digest, the station key, the\n" +
+			"time, the digests of the review printed (text and JSON), the note and the publisher keys\n" +
+			"approved here, signed by the station key. A store whose import.hcl has an approvals block\n" +
+			"requires such approvals; with publisher_key_approvals = \"station\" new publisher keys are\n" +
+			"approved only here. The station key may not be a key of --keyring, nor the bundle's signer.",
+		[]string{"AIRGAP_PASSPHRASE  passphrase of --key when there is no terminal"},
+		[]string{"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json \\\n      --accept-publisher-key 'A6FD D72B E722 31CC 1407  5D12 B625 A360 C497 4D6F' --note 'CHG-1234: key checked with the publisher' site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json --json site.bundle.001 > review.json"}},
 	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]\n       airgap export --from-store STORE [--manifest FILE | --from DIR | ADDRESS[@VERSION]...] --sign-key KEY --out BUNDLE [flags]",
 		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.\nEach provider version's documentation (the docs/ folder of its repository at the\nversion's tag, within --max-docs-size) and each module's README, inputs and outputs\nare carried too; a provider whose docs cannot be fetched is exported without them\n(--no-docs, or docs = false in a provider block, leaves them out).\n\nWith --from-store, the offline side exports what a store holds for the next network,\nwith no network: everything, or what a manifest, a project or addresses name. The\nbundle carries the store's blobs byte for byte, its withdrawals and publisher-key\napprovals, and a chain of custody: every earlier bundle's signed manifest, which the\nnext enclave checks again. Every blob is hashed from the store before a byte is\nwritten. --since the last bundle sent makes a delta over a one-way link.",
 		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
@@ -51,7 +80,7 @@ var helps = map[string]verbHelp{
 			"airgap export --from-store /srv/airgap --sign-key enclave.key.asc --out next.bundle   # everything, for the next network",
 			"airgap export --from-store /srv/airgap --since next.bundle --sign-key enclave.key.asc --out next-2.bundle   # a diode: what changed",
 			"airgap export --from-store /srv/airgap hashicorp/aws@5.61.0 example/vpc/aws --sign-key enclave.key.asc --out some.bundle"}},
-	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
+	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--approval FILE]... [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
 		"For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
 			"writing nothing (any part of a split set names the whole set) but what --sbom asks for, and\n" +
 			"shows what it brings in: what needs attention first (new publisher keys, keys the import\n" +
@@ -60,13 +89,18 @@ var helps = map[string]verbHelp{
 			"whether the key is new for the namespace, gate results), every module version (source,\n" +
 			"commit, vendored rewrites, gate results), withdrawals, each namespace's keys, and the\n" +
 			"SBOM. --against the offline store's 'airgap inventory --json' adds what the import would\n" +
-			"add, find present, withdraw, refuse, and which keys change. --sbom writes the bundle's\n" +
-			"SBOM once it is rebuilt from the bytes and found identical to the signed one. --json\n" +
-			"prints one document (its schema is in docs/transfer-station.md).",
+			"add, find present, withdraw and which keys change, and forecasts the import: the store's\n" +
+			"own rules (withdrawals, conflicts, key pins, retired and revoked keys, required gates,\n" +
+			"publisher signatures and station approvals: BUNDLE.approval beside the bundle and\n" +
+			"--approval count) run over the inventory, ending with \"import will accept\" or \"import\n" +
+			"will refuse: …\" and every entry refused and why. --sbom writes the bundle's SBOM once it\n" +
+			"is rebuilt from the bytes and found identical to the signed one. --json prints one\n" +
+			"document (its schema: docs/transfer-station.md).",
 		nil,
 		[]string{"airgap verify --keyring site.pub.asc site.bundle",
 			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
 			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
+			"airgap verify --keyring site.pub.asc --against have.json site.bundle   # 4: the import will refuse it",
 			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"}},
 	"show": {"--keyring FILE BUNDLE SUBJECT [ARGS] [--platform OS_ARCH] [--raw]",
 		"For the transfer station: prints evidence a bundle carries, each piece checked against\n" +
@@ -78,7 +112,7 @@ var helps = map[string]verbHelp{
 		[]string{"airgap show --keyring site.pub.asc site.bundle report",
 			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
 			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"}},
-	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
+	"import": {"--keyring FILE --store DIR BUNDLE [--approval FILE]... [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
 		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
 			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
 			"pinned per namespace: the first key of a namespace is recorded (trust on first use), and\n" +
@@ -90,12 +124,24 @@ var helps = map[string]verbHelp{
 			"  }\n" +
 			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused\n" +
 			"--require-gate (and STORE/import.hcl: require_gate = [...]) refuses a bundle whose entries\n" +
-			"lack a passing or waived result of a gate.",
+			"lack a passing or waived result of a gate. STORE/import.hcl is the store's policy:\n" +
+			"  require_gate = [\"modules:trivy\"]           require_publisher_signatures = true\n" +
+			"  publisher_pins = \"pins.hcl\"                 publisher_key_approvals = \"station\"\n" +
+			"  approvals {\n" +
+			"    keyring  = \"stations.pub.asc\"   # the transfer stations' public keys\n" +
+			"    required = 1                     # approvals by distinct keys, per bundle\n" +
+			"  }\n" +
+			"  chain {                            # a bundle exported from an offline store:\n" +
+			"    keyring = \"upstream.pub.asc\"   # every hop of its chain signed by one of these\n" +
+			"  }\n" +
+			"An approval ('airgap approve') is read beside the bundle (BUNDLE.approval) or given with\n" +
+			"--approval. A refused import names every entry refused and why; nothing changes.",
 		nil,
 		[]string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-publisher-signatures site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --approval station2.approval site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-gate modules:trivy --require-gate providers:govulncheck site.bundle"}},
 	"inventory": {"--store DIR [--json] [--sbom FILE] [--usage]",
 		"Lists the provider and module versions a store serves (with their gate results and reports)\nand the bundles imported into it; --json is what 'airgap export --have' reads to make a\ndelta; --sbom writes a CycloneDX SBOM of everything the store serves; --usage lists instead\nhow often each version (and platform) was downloaded through 'airgap serve', and when last.",
@@ -166,10 +212,11 @@ var helps = map[string]verbHelp{
 			"airgap token revoke --access /etc/airgap/access.hcl ci-net",
 			"airgap token anonymous --access /etc/airgap/access.hcl --allow 'registry.terraform.io/hashicorp/*'",
 			"airgap token rotate-url-key --store /var/lib/airgap/store"}},
-	"audit": {"--log FILE [--since DURATION|DATE] [--token NAME]... [--json]",
-		"Sums up the audit log 'airgap serve --audit-log FILE' writes (and its rotated files): per\ntoken, the downloads, bytes, client addresses, and the addresses and versions fetched.",
+	"audit": {"--log FILE [--since DURATION|DATE] [--token NAME]... [--store DIR] [--json]",
+		"Sums up the audit log 'airgap serve --audit-log FILE' writes (and its rotated files): per\ntoken, the downloads, bytes, client addresses, and the addresses and versions fetched;\nwith --store, for each version fetched, the bundle that brought it and who approved it at\nthe transfer station.",
 		nil,
 		[]string{"airgap audit --log /var/log/airgap/audit.jsonl --since 30d",
+			"airgap audit --log /var/log/airgap/audit.jsonl --store /srv/airgap",
 			"airgap audit --log /var/log/airgap/audit.jsonl --token ci-net --json"}},
 	"join": {"--keyring FILE --out BUNDLE PART",
 		"Checks every part of a split set against its signed index and joins them into one\nbundle file (written atomically; the parts are not changed).",
@@ -293,7 +340,7 @@ func usage(w io.Writer, vs map[string]verb) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
 	}
-	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
+	fmt.Fprintf(w, "\nConnected side: keygen, export. Transfer station: verify, approve. Offline side: import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
 // serveEnv lists the AIRGAP_ variables serve reads, from the table its

@@ -159,7 +159,9 @@
 // keys a namespace may have is bundle/store's publisher-key pins.
 //
 // Report (report.go) is what 'airgap verify' shows and prints as JSON; its
-// schema is documented there.
+// schema is documented there. Its Forecast (forecast.go) is what an import
+// into the store an inventory describes would decide — bundle/store runs
+// the import's own rules to fill it — ending the review with one verdict.
 //
 // Sub-package store is the content-addressed directory bundles are imported
 // into. This package does not touch the filesystem except through the

@@ -38,6 +38,10 @@ const (
 	RoleBundleManifest  = "bundle-manifest"
 	RoleBundleSignature = "bundle-signature"
 	RoleBundleKey       = "bundle-key"
+	// RoleApproval is a transfer station's signed approval of a bundle
+	// (bundle/approval), kept by the store that accepted it; never in a
+	// bundle's manifest. Index format 3.
+	RoleApproval = "approval"
 )
 
 // Catalog is everything a bundle describes and a store serves. Lists are kept

@@ -13,11 +13,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/verify"
 )
 
 // The audit log (serve --audit-log FILE): one JSON line per provider
@@ -221,6 +225,50 @@ type AuditSummary struct {
 	Records int            `json:"records"`
 	Skipped int            `json:"skipped_lines"`
 	Tokens  []AuditByToken `json:"tokens"`
+	// Provenance (with 'audit --store') says, for each version downloaded,
+	// which import brought it into the store and who approved that import
+	// at the transfer station (AddProvenance).
+	Provenance []AuditProvenance `json:"provenance,omitempty"`
+}
+
+// AuditProvenance is where one downloaded version came from.
+type AuditProvenance struct {
+	Address   string                 `json:"address"`
+	Version   string                 `json:"version"`
+	Bundle    string                 `json:"bundle,omitempty"` // "" when the history does not say (pruned, or older)
+	Signer    verify.Signer          `json:"signer"`
+	Imported  string                 `json:"imported,omitempty"`
+	Approvals []store.ApprovalRecord `json:"approvals"`
+}
+
+// AddProvenance fills sum.Provenance from the store's import history:
+// each downloaded address and version, the newest import that added it,
+// and that import's station approvals.
+func AddProvenance(sum *AuditSummary, ix *store.Index) {
+	prov := store.Provenance(ix)
+	seen := map[string]bool{}
+	for _, t := range sum.Tokens {
+		for _, a := range t.Addresses {
+			for _, v := range a.Versions {
+				ver, _, _ := strings.Cut(v, " ") // "3.7.0 linux_amd64"
+				k := a.Address + " " + ver
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				p := AuditProvenance{Address: a.Address, Version: ver, Approvals: []store.ApprovalRecord{}}
+				if e := prov[dist.VersionKey(a.Address, ver)]; e != nil {
+					p.Bundle, p.Signer, p.Imported = string(e.Bundle), e.Signer, e.Time.UTC().Format(time.RFC3339)
+					p.Approvals = append(p.Approvals, e.Approvals...)
+				}
+				sum.Provenance = append(sum.Provenance, p)
+			}
+		}
+	}
+	sort.Slice(sum.Provenance, func(i, j int) bool {
+		a, b := sum.Provenance[i], sum.Provenance[j]
+		return a.Address < b.Address || a.Address == b.Address && a.Version < b.Version
+	})
 }
 
 // AuditByToken sums one token's downloads.

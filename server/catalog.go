@@ -21,6 +21,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
 )
 
 // The HTML catalog: GET / lists what the appliance serves and how to point
@@ -53,6 +54,7 @@ var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		return t.UTC().Format("2006-01-02")
 	},
 	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"fpr":   verify.GroupFingerprint,
 }).ParseFS(templateFS, "templates/*.html"))
 
 // filterScript is the page's only script: it hides the rows of the current
@@ -123,6 +125,7 @@ type catalogModel struct {
 	imports   []store.ImportEntry
 	withdrawn []store.Withdrawn
 	pubKeys   []dist.NamespaceKeys // publisher keys per namespace
+	signers   store.SignerTable    // who signed each version's SHA256SUMS
 }
 
 // modelView is what one scope sees of a model: the pages list only that.
@@ -163,6 +166,7 @@ type moduleGroup struct {
 type importRow struct {
 	store.ImportEntry
 	Added, Withdrew int
+	Trust           []store.TrustChange // the trust changes of versions the scope sees
 }
 
 // SignerLabel says who signed a provider version's SHA256SUMS, as the
@@ -287,6 +291,11 @@ func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(st
 	for i := len(imps) - 1; i >= 0 && len(rows) < maxHistoryShown; i-- {
 		e := imps[i]
 		row := importRow{ImportEntry: e, Added: count(e.Added), Withdrew: count(e.Withdrew)}
+		for _, c := range e.TrustChanges {
+			if addr, _, _ := strings.Cut(c.Provider, " "); allowed(addr) {
+				row.Trust = append(row.Trust, c)
+			}
+		}
 		if row.Added+row.Withdrew+count(e.Reinstated) == 0 && len(e.Added)+len(e.Withdrew)+len(e.Reinstated) > 0 {
 			continue // nothing of it is visible here
 		}
@@ -350,7 +359,7 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
 			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
 			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
-			m.pubKeys = ix.PublisherKeys
+			m.pubKeys, m.signers = ix.PublisherKeys, store.SignersByVersion(ix.Signers)
 			all.keys, all.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
@@ -592,8 +601,9 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 
 type providerVersionRow struct {
 	*dist.ProviderVersion
-	Signer  string
-	Snippet string
+	Signer   string
+	SignedBy *store.VersionSigner // the key that signed the SHA256SUMS served (nil: not recorded)
+	Snippet  string
 	// Usage and Fetched (per platform): download counts (usage.go), with
 	// counting on.
 	Usage   usageCell
@@ -614,6 +624,9 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	for _, v := range g.Versions[lo:hi] {
 		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
 			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
+		if s, ok := m.signers.Of(v); ok {
+			row.SignedBy = &s
+		}
 		if u := ui.s.usage; u != nil {
 			row.Usage, row.Fetched = u.providerUsage(v)
 		}

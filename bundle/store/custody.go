@@ -25,13 +25,12 @@ import (
 //
 // These blobs are small (a manifest is at most bundle.MaxManifestSize, in
 // practice a few hundred KiB) and stay as long as their history entry
-// does: gc and prune keep them (Referenced).
+// does: gc and prune keep them (Index.Blobs).
 
-// Referenced is every blob the store must keep, with its role: what the
-// catalog refers to, and every import's kept bundle and chain blobs. gc
-// and prune delete only what is not in it.
-func (ix *Index) Referenced() map[verify.Digest]string {
-	out := ix.Catalog.Blobs()
+// custodyBlobs is every import's kept bundle and chain blobs, with their
+// roles: Index.Blobs adds them to what gc and prune keep.
+func (ix *Index) custodyBlobs() map[verify.Digest]string {
+	out := map[verify.Digest]string{}
 	for _, e := range ix.Imports {
 		if e.Kept() {
 			out[e.Bundle] = dist.RoleBundleManifest
@@ -95,20 +94,4 @@ func (imp *importer) keepBundle() error {
 		}
 	}
 	return nil
-}
-
-// isStaged reports whether d is among the bundle's own staged blobs (a
-// bundle could carry a blob equal to its own key).
-func (imp *importer) isStaged(d verify.Digest) bool {
-	for _, b := range imp.staged {
-		if b.Digest == d {
-			return true
-		}
-	}
-	for _, b := range imp.custody {
-		if b.Digest == d {
-			return true
-		}
-	}
-	return false
 }

@@ -97,7 +97,7 @@ func lockExisting(root string, wait bool) (func(), error) {
 }
 
 // sweep removes (unless res.DryRun) every blob in blobs/ that ix does not
-// reference (Referenced: the catalog, and the bundles and chains of
+// reference (Index.Blobs: the catalog, and the bundles and chains of
 // custody its history keeps), adding each to res. The caller holds the
 // lock.
 func sweep(root string, ix *Index, res *GCResult) error {
@@ -105,7 +105,7 @@ func sweep(root string, ix *Index, res *GCResult) error {
 	if err != nil {
 		return err
 	}
-	used := ix.Referenced()
+	used := ix.Blobs()
 	for _, d := range blobs {
 		if _, ok := used[d]; ok {
 			continue

@@ -147,7 +147,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if use != nil {
 		res.UsageSince = use.since.UTC().Format(time.RFC3339)
 	}
-	before := ix.Referenced()
+	before := ix.Blobs()
 	removeKeys(&ix.Catalog, drop)
 	// What the sweep below deletes: every blob the pruned catalog does not
 	// reference, those this prune frees and those unreferenced already.

@@ -71,6 +71,9 @@ type Options struct {
 	// bundle says why. NoDocs leaves every provider's docs out (docs.go).
 	MaxDocsSize int64
 	NoDocs      bool
+	// Offline is what the offline store's inventory (--have) says: the
+	// versions it withdrew are left out of version constraints (ReadHave).
+	Offline *Offline
 }
 
 // Progress is what an export is doing now; safe to read while it runs.
@@ -147,6 +150,9 @@ type Result struct {
 	// MirrorHashesOnly lists the provider versions carried with a network
 	// mirror's hashes only (mirror.go), with the mirror's URL.
 	MirrorHashesOnly []string
+	// LeftOut lists the versions a constraint matched that the offline
+	// store withdrew (Options.Offline), left out of the plan.
+	LeftOut []string
 	// BuildInfo is the Go build information of each package's plugin, by
 	// the package's digest (what the SBOM is made of).
 	BuildInfo map[verify.Digest]*goinfo.Info
@@ -174,6 +180,59 @@ type exporter struct {
 	// shorthand: registry.opentofu.org module addresses requested or
 	// already noted (noteShorthand).
 	shorthand map[string]bool
+	// chosenBy is where each version the plan carries was asked for
+	// (FILE:LINE:COL of its block, or why), by kind and version key.
+	chosenBy map[string]string
+}
+
+// chose records where the plan's version key (ADDRESS VERSION) was asked for.
+func (e *exporter) chose(kind, key, at, why string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.chosenBy == nil {
+		e.chosenBy = map[string]string{}
+	}
+	k := kind + " " + dist.VersionKey(strings.Fields(key)[0], strings.Fields(key)[1])
+	if _, ok := e.chosenBy[k]; ok {
+		return
+	}
+	if at == "" {
+		at = why
+	}
+	e.chosenBy[k] = at
+}
+
+// checkWithdrawCarried refuses a plan that carries a version the same
+// manifest withdraws (the bundle could not be written: dist
+// ValidateWithdrawals), naming the withdraw block and the block that
+// selects the version, FILE:LINE:COL, in a dry run too.
+func (e *exporter) checkWithdrawCarried(cat *dist.Catalog) error {
+	carried := map[string]bool{}
+	for _, p := range cat.Providers {
+		carried[dist.KindProvider+" "+p.Key()] = true
+	}
+	for _, m := range cat.Modules {
+		carried[dist.KindModule+" "+m.Key()] = true
+	}
+	var problems []string
+	for i, w := range e.req.Withdraw {
+		at := w.Addr
+		if i < len(e.req.WithdrawAt) && e.req.WithdrawAt[i] != "" {
+			at = e.req.WithdrawAt[i]
+		}
+		for _, v := range w.Versions {
+			k := w.Kind + " " + dist.VersionKey(w.Addr, v)
+			if !carried[k] {
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s: withdraw %q: %s %s is carried too: the block at %s selects it", at, w.Addr, w.Kind, v, e.chosenBy[k]))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: a bundle cannot carry what it withdraws:\n  %s\nhint: take the version out of the selecting block's versions (a constraint like \"~> 3.5, != 3.6.0\"), or out of the withdraw block; nothing was written",
+		ErrManifest, dist.PrintableLines(strings.Join(problems, "\n  ")))
 }
 
 type sumsEntry struct {
@@ -232,6 +291,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
+	if err := e.checkWithdrawCarried(cat); err != nil {
+		return nil, err
+	}
 	var gates []dist.Gate
 	if !opt.DryRun {
 		e.res.GateReports = opt.GateReports
@@ -408,6 +470,9 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 	if err != nil {
 		return nil, nil, err
 	}
+	if names, err = e.leaveOutWithdrawn(dist.KindProvider, r.Addr.String(), r.Why, r.Block, names, selector{r.Constraints, r.Latest, r.All}); err != nil {
+		return nil, nil, err
+	}
 	sel := selectVersions(names, r.Constraints, r.Latest, r.All)
 	if len(sel) == 0 {
 		return nil, nil, fmt.Errorf("provider %s (%s): no version matches %s; %s has: %s", r.Addr, r.Why, constraintString(r.Constraints), src.name(), listVersions(names))
@@ -442,6 +507,7 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 			return nil, nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
 		}
 		e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s%s", r.Addr, ver, strings.Join(have, " "), src.planNote()))
+		e.chose(dist.KindProvider, key, r.Block, r.Why)
 		e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why, Source: src.planSource()})
 		e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindProvider, r.Addr.String(), ver, r.At, r.Why, r.Via))
 		for _, p := range have {
@@ -805,6 +871,7 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				}
 				shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
 				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
+				e.chose(dist.KindModule, r.Addr.String()+" "+ver, r.Block, r.Why)
 				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
 				e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindModule, r.Addr.String(), ver, r.At, r.Why, r.Via))
 				if e.opt.DryRun && e.req.NoDeps {
@@ -955,6 +1022,10 @@ func (e *exporter) moduleVersions(ctx context.Context, r ModuleReq) ([]string, e
 		if err != nil {
 			return nil, fmt.Errorf("module %s (%s): %w", r.Addr, r.Why, err)
 		}
+	}
+	vs, err := e.leaveOutWithdrawn(dist.KindModule, r.Addr.String(), r.Why, r.Block, vs, selector{r.Constraints, r.Latest, r.All})
+	if err != nil {
+		return nil, err
 	}
 	sel := selectVersions(vs, r.Constraints, r.Latest, r.All)
 	if len(sel) == 0 && r.Site != nil {

@@ -38,6 +38,9 @@ type Request struct {
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
 	Withdraw  []dist.Withdrawal
 	Reinstate []dist.Withdrawal
+	// WithdrawAt is where each withdraw block is (FILE:LINE:COL), by
+	// index of Withdraw ("" when not from a manifest).
+	WithdrawAt []string
 	// Warnings found while reading the request (FromProject: variables in
 	// module sources not declared const); Run starts its warnings with them.
 	Warnings []string
@@ -69,6 +72,8 @@ type ProviderReq struct {
 	Via []string
 	// Docs is the block's docs attribute (docs.go).
 	Docs DocsSetting
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -84,6 +89,8 @@ type ModuleReq struct {
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
 	Site *SiteModule
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 	// depth: 0 for a request of the manifest or project, n for a module
 	// that a module n-1 deep calls.
 	depth int
@@ -139,6 +146,11 @@ type specModule struct {
 
 // DefaultPlatform is this machine's os_arch.
 func DefaultPlatform() string { return runtime.GOOS + "_" + runtime.GOARCH }
+
+// rangeAt is FILE:LINE:COL of r.
+func rangeAt(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
 
 func rangeErr(r hcl.Range, format string, a ...any) error {
 	return fmt.Errorf("%s:%d:%d: %s", r.Filename, r.Start.Line, r.Start.Column, fmt.Sprintf(format, a...))
@@ -248,7 +260,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		if err != nil {
 			return nil, rangeErr(p.DefRange, "%v", err)
 		}
-		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line)}
+		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line), Block: rangeAt(p.DefRange)}
 		if err := checkPlatforms(p.Platforms, &p.DefRange); err != nil {
 			return nil, err
 		}
@@ -290,6 +302,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 				return nil, rangeErr(b.DefRange, "%s %q: %v", l.what, b.Source, err)
 			}
 			*l.out = append(*l.out, w)
+			if l.what == "withdraw" {
+				req.WithdrawAt = append(req.WithdrawAt, rangeAt(b.DefRange))
+			}
 		}
 	}
 	if err := dist.ValidateWithdrawals(&dist.Catalog{}, req.Withdraw, req.Reinstate); err != nil {
@@ -309,7 +324,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 		return ModuleReq{}, rangeErr(m.DefRange, "module %q: not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)", m.Address)
 	}
 	at := fmt.Sprintf("%s:%d", path, m.DefRange.Start.Line)
-	mr := ModuleReq{Addr: addr, Latest: 1, Why: at}
+	mr := ModuleReq{Addr: addr, Latest: 1, Why: at, Block: rangeAt(m.DefRange)}
 	src, diags := m.From.Value(nil)
 	if diags.HasErrors() || !src.IsNull() {
 		// source is set (perhaps with ${version}, which needs the site
