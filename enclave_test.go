@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/verify"
 )
 
 // enclaves is a chain of networks: the stand-in internet, and offline
@@ -26,6 +30,7 @@ func newEnclaves(t *testing.T) *enclaves {
 	e.online = append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(e.work, "empty.tfrc"))
 	for _, k := range []struct{ name, id string }{
 		{"internet", "Site Ops <ops@site.test>"}, {"a", "Enclave A <ops@a.test>"}, {"b", "Enclave B <ops@b.test>"}, {"rogue", "Rogue <x@rogue.test>"},
+		{"station", "Station A <station@a.test>"},
 	} {
 		mustRun(t, e.work, nil, airgapBin, "keygen", "--out", e.key(k.name), "--name", k.id, "--no-passphrase")
 	}
@@ -109,9 +114,15 @@ func TestEnclaveChain(t *testing.T) {
 	mustRun(t, ref, e.online, tf, "init", "-input=false", "-no-color")
 	refLock, _ := os.ReadFile(filepath.Join(ref, ".terraform.lock.hcl"))
 
-	// The internet export into store A.
+	// The internet export into store A, whose policy requires a transfer
+	// station's approval of every bundle (the two-person rule).
 	storeA, storeB, storeC := e.path("storeA"), e.path("storeB"), e.path("storeC")
+	os.MkdirAll(storeA, 0o755)
+	st, _ := os.ReadFile(e.pub("station"))
+	bundletest.WriteFile(t, filepath.Join(storeA, "stations.pub.asc"), st)
+	bundletest.WriteFile(t, filepath.Join(storeA, "import.hcl"), []byte("approvals {\n  keyring  = \"stations.pub.asc\"\n  required = 1\n}\n"))
 	b0 := e.internetExport(t, "internet", e2eManifest)
+	mustRun(t, e.work, nil, airgapBin, "approve", "--key", e.sec("station"), "--keyring", e.pub("internet"), "--note", "CHG-1: reviewed", b0)
 	e.importInto(t, storeA, e.pub("internet"), b0)
 
 	// A -> B, full, in volumes.
@@ -148,6 +159,7 @@ withdraw "hashicorp/random" {
   reason   = "withdrawn on the internet side"
 }
 `)
+	mustRun(t, e.work, nil, airgapBin, "approve", "--key", e.sec("station"), "--keyring", e.pub("internet"), b0w)
 	e.importInto(t, storeA, e.pub("internet"), b0w)
 	x2, out := e.fromStore(t, storeA, "a", "a2", "--since", x1)
 	if !strings.Contains(out, "delta against") {
@@ -163,7 +175,8 @@ withdraw "hashicorp/random" {
 	rev := mustRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("b"), y1)
 	t.Logf("verify of B's full bundle:\n%s", rev)
 	for _, want := range []string{"Chain of custody (3 hops", "hop 1: bundle", "Site Ops <ops@site.test>", "hop 2: bundle", "Enclave A <ops@a.test>",
-		"hop 3: this bundle", "Enclave B <ops@b.test>", "signature checked", "every entry, package and gate result is tied", "came with hop 1"} {
+		"hop 3: this bundle", "Enclave B <ops@b.test>", "signature checked", "every entry, package and gate result is tied", "came with hop 1",
+		"approved at the transfer station by", "Station A <station@a.test>", "approval checked"} {
 		if !strings.Contains(rev, want) {
 			t.Errorf("verify lacks %q", want)
 		}
@@ -385,5 +398,99 @@ func TestEnclaveSelect(t *testing.T) {
 		tf, "init", "-input=false", "-no-color", "-lockfile=readonly")
 	if got, _ := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl")); !bytes.Equal(got, refLock) {
 		t.Errorf("the lock file made on the internet changed on B:\n%s", got)
+	}
+}
+
+// rewriteBundle writes a copy of the bundle at path whose manifest mutate
+// changed, signed by the secret key in keyFile: what a hostile enclave
+// holding that key can make of a bundle.
+func rewriteBundle(t *testing.T, path, keyring, keyFile string, mutate func(m *bundle.Manifest, files map[verify.Digest]string)) string {
+	t.Helper()
+	kr, err := verify.ReadKeyringFile(keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	br, err := bundle.NewReader(f, kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	dir := t.TempDir()
+	files := map[verify.Digest]string{}
+	for {
+		b, rd, err := br.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, b.Digest.Hex())
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundletest.WriteFile(t, p, data)
+		files[b.Digest] = p
+	}
+	m := br.Manifest()
+	mutate(m, files)
+	key, err := verify.ReadSigningKeyFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "forged.bundle")
+	bundletest.WriteSignedManifest(t, out, m, files, key)
+	return out
+}
+
+// TestEnclaveForgedApproval: an enclave that changes what its chain says
+// about the station approvals of an earlier hop is refused: an approval
+// recorded as by another station, or an approval of another bundle put in
+// its place. Nothing changes in the next store.
+func TestEnclaveForgedApproval(t *testing.T) {
+	e := newEnclaves(t)
+	storeA, storeB := e.path("storeA"), e.path("storeB")
+	os.MkdirAll(storeA, 0o755)
+	st, _ := os.ReadFile(e.pub("station"))
+	bundletest.WriteFile(t, filepath.Join(storeA, "stations.pub.asc"), st)
+	bundletest.WriteFile(t, filepath.Join(storeA, "import.hcl"), []byte("approvals {\n  keyring  = \"stations.pub.asc\"\n  required = 1\n}\n"))
+	for i, mf := range []string{"platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" { versions = \"3.6.2\" }\n",
+		"platforms = [\"linux_amd64\"]\nprovider \"hashicorp/null\" {}\n"} {
+		b := e.internetExport(t, fmt.Sprintf("internet%d", i), mf)
+		mustRun(t, e.work, nil, airgapBin, "approve", "--key", e.sec("station"), "--keyring", e.pub("internet"), b)
+		e.importInto(t, storeA, e.pub("internet"), b)
+	}
+	x1, _ := e.fromStore(t, storeA, "a", "a1")
+	e.importInto(t, storeB, e.pub("internet"), e.internetExport(t, "direct", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" { versions = \"3.6.0\" }\n"))
+	for _, c := range []struct {
+		name   string
+		mutate func(m *bundle.Manifest, files map[verify.Digest]string)
+		want   string
+	}{
+		{"another station", func(m *bundle.Manifest, _ map[verify.Digest]string) {
+			m.Chain[0].Approvals[0].Station.Identity = "Someone Else <x@y>"
+		}, "records its approval"},
+		{"an approval of another bundle", func(m *bundle.Manifest, _ map[verify.Digest]string) {
+			m.Chain[0].Approvals[0], m.Chain[1].Approvals[0] = m.Chain[1].Approvals[0], m.Chain[0].Approvals[0]
+		}, "approves another bundle"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forged := rewriteBundle(t, x1, e.pub("a"), e.sec("a"), c.mutate)
+			before := bundletest.Snapshot(t, storeB)
+			out, err := cmdRun(t, e.work, nil, airgapBin, "import", "--keyring", e.pub("a"), "--store", storeB, forged)
+			if err == nil || !strings.Contains(out, c.want) || !strings.Contains(out, "contradicts itself") || !strings.Contains(out, "the store was not changed") {
+				t.Errorf("import of the forged chain: %v\n%s", err, out)
+			}
+			bundletest.SameTree(t, before, bundletest.Snapshot(t, storeB))
+			if out, err := cmdRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("a"), forged); err == nil || !strings.Contains(out, c.want) {
+				t.Errorf("verify of the forged chain: %v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -52,7 +54,45 @@ type Hop struct {
 	// earlier enclave said about its imports is checked against its
 	// signed words.
 	Into string `json:"into,omitempty"`
+	// Approvals are the transfer-station approvals the store that
+	// imported the hop accepted of it (as its import policy required),
+	// each carried with the station's public key so the next enclave
+	// checks it again: that it is the station's signature, of exactly this
+	// hop's bundle, made when it says.
+	Approvals []HopApproval `json:"approvals,omitempty"`
 }
+
+// HopApproval is one station approval of a hop.
+type HopApproval struct {
+	// Approval is the blob (role approval) of the approval file as the
+	// station wrote it; Key the blob (role bundle-key) of the station's
+	// armored public key, as the importing store's station keyring had it.
+	Approval verify.Digest `json:"approval"`
+	Key      verify.Digest `json:"key"`
+	Station  verify.Signer `json:"station"`
+	Time     time.Time     `json:"time"`
+}
+
+// MaxHopApprovals bounds the approvals a hop carries (a store requires at
+// most 8, and reads at most 16 beside a bundle); MaxApprovalSize an
+// approval file (bundle/approval's MaxSize).
+const (
+	MaxHopApprovals = 16
+	MaxApprovalSize = 64 << 10
+)
+
+// ApprovalCheck checks an approval file (data, at most MaxApprovalSize)
+// against keyring: its one form, and the station's signature as of its
+// creation. It returns the bundle it approves, the station and the time it
+// states. bundle/approval registers it (RegisterApprovalCheck): that
+// package reads bundles' limits, so this one cannot import it.
+type ApprovalCheck func(data []byte, keyring openpgp.EntityList) (bundle verify.Digest, station verify.Signer, at time.Time, err error)
+
+var approvalCheck ApprovalCheck
+
+// RegisterApprovalCheck sets how the chain check reads station approvals
+// (called by bundle/approval's init).
+func RegisterApprovalCheck(f ApprovalCheck) { approvalCheck = f }
 
 // Checkable reports whether the hop's manifest, signature and key are
 // carried (as opposed to recorded only).
@@ -131,10 +171,29 @@ func (h *Hop) validate(roles map[verify.Digest]string) error {
 		return errors.New("it came into the store of the enclave that signed it")
 	}
 	if !h.Checkable() {
-		if h.Key != "" || h.SignedAt != nil || roles[h.Bundle] != "" {
-			return errors.New("a recorded hop (no signature) names a key, a signature time or a manifest blob")
+		if h.Key != "" || h.SignedAt != nil || roles[h.Bundle] != "" || len(h.Approvals) > 0 {
+			return errors.New("a recorded hop (no signature) names a key, a signature time, a manifest blob or approvals")
 		}
 		return nil
+	}
+	if len(h.Approvals) > MaxHopApprovals {
+		return fmt.Errorf("%d approvals, over the limit of %d", len(h.Approvals), MaxHopApprovals)
+	}
+	for _, a := range h.Approvals {
+		for _, b := range []struct {
+			d    verify.Digest
+			role string
+		}{{a.Approval, dist.RoleApproval}, {a.Key, dist.RoleBundleKey}} {
+			if _, err := verify.ParseDigest(string(b.d)); err != nil {
+				return err
+			}
+			if roles[b.d] != b.role {
+				return fmt.Errorf("approval blob %s is not listed with role %q", b.d.Short(), b.role)
+			}
+		}
+		if fp, err := verify.ParseFingerprint(a.Station.Fingerprint); err != nil || fp != a.Station.Fingerprint || dist.Printable(a.Station.Identity) != a.Station.Identity || len(a.Station.Identity) > maxIdentity {
+			return errors.New("an approval's station is not a fingerprint in canonical form and a printable identity")
+		}
 	}
 	if h.SignedAt == nil {
 		return errors.New("no signature time")
@@ -162,6 +221,10 @@ func chainBlobs(chain []Hop) map[verify.Digest]string {
 			out[h.Signature] = dist.RoleBundleSignature
 			out[h.Key] = dist.RoleBundleKey
 		}
+		for _, a := range h.Approvals {
+			out[a.Approval] = dist.RoleApproval
+			out[a.Key] = dist.RoleBundleKey
+		}
 	}
 	return out
 }
@@ -177,6 +240,14 @@ func describeChainBlob(chain []Hop, d verify.Digest) string {
 			return "the signature of chain hop " + h.Bundle.Short()
 		case d == h.Key:
 			return "the key that signed chain hop " + h.Bundle.Short()
+		}
+		for _, a := range h.Approvals {
+			switch d {
+			case a.Approval:
+				return "a station approval of chain hop " + h.Bundle.Short()
+			case a.Key:
+				return "the station key of an approval of chain hop " + h.Bundle.Short()
+			}
 		}
 	}
 	return ""
@@ -203,6 +274,11 @@ func checkChainSizes(m *Manifest, sizes map[verify.Digest]int64) error {
 		if total += sizes[h.Bundle]; total > MaxHopManifests {
 			return inconsistent("the chain of custody", "its hops' manifests are over %d bytes in all", MaxHopManifests)
 		}
+		for _, a := range h.Approvals {
+			if sizes[a.Approval] > MaxApprovalSize || sizes[a.Key] > verify.MaxKeyringSize {
+				return inconsistent(entry, "an approval of it (%s) or its station key is over its size limit", a.Approval.Short())
+			}
+		}
 	}
 	return nil
 }
@@ -228,6 +304,8 @@ type HopCheck struct {
 	// Brought counts the entries of this bundle (provider and module
 	// versions) first found, oldest hop first, in this hop's manifest.
 	Brought int
+	// ApprovalsChecked counts its station approvals checked again.
+	ApprovalsChecked int
 }
 
 // unit is one thing of this bundle's manifest that must be found in a hop's
@@ -545,6 +623,9 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 	if err := checkHopTime(entry, checked.Created, c.opt.SignedAt, c.opt.Now, c.m.Created != nil); err != nil {
 		return nil, err
 	}
+	if err := c.checkApprovals(h); err != nil {
+		return nil, err
+	}
 	hm, err := ParseManifest(data)
 	if err != nil {
 		if errors.Is(err, ErrTooNew) {
@@ -553,6 +634,44 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 		return nil, inconsistent(entry, "its signed manifest does not parse: %v", err)
 	}
 	return hm, nil
+}
+
+// checkApprovals checks each station approval a hop carries: the file's
+// one form and the station's signature with the key carried beside it
+// (ApprovalCheck), of exactly this hop's bundle, by the station and at the
+// time the chain records. Each file and key is read within its limit.
+func (c *Checker) checkApprovals(h *HopCheck) error {
+	entry := "chain hop " + h.Bundle.Short()
+	for _, a := range h.Approvals {
+		ap, ok1 := c.have(a.Approval)
+		kp, ok2 := c.have(a.Key)
+		if !ok1 || !ok2 || approvalCheck == nil {
+			return inconsistent(entry, "its approval %s or the station key beside it is not in the bundle", a.Approval.Short())
+		}
+		data, err := readLimited(ap, MaxApprovalSize)
+		if err != nil {
+			return fmt.Errorf("%s: reading its approval %s: %w", entry, a.Approval.Short(), err)
+		}
+		key, err := readLimited(kp, verify.MaxKeyringSize)
+		if err != nil {
+			return fmt.Errorf("%s: reading a station key: %w", entry, err)
+		}
+		kr, err := verify.ReadKeyring(bytes.NewReader(key))
+		if err != nil {
+			return inconsistent(entry, "the station key of its approval %s is unreadable: %v", a.Approval.Short(), err)
+		}
+		b, station, at, err := approvalCheck(data, kr)
+		switch {
+		case err != nil:
+			return inconsistent(entry, "its approval %s does not check out with the station key carried beside it: %v", a.Approval.Short(), err)
+		case b != h.Bundle:
+			return inconsistent(entry, "its approval %s approves another bundle (%s)", a.Approval.Short(), b.Short())
+		case station != a.Station || !at.Equal(a.Time):
+			return inconsistent(entry, "the chain records its approval %s as by %s on %s, but the approval is by %s on %s", a.Approval.Short(), a.Station, stamp(a.Time), station, stamp(at))
+		}
+		h.ApprovalsChecked++
+	}
+	return nil
 }
 
 // checkHopTime holds a hop's signature time to what checkSumsTime holds a

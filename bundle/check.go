@@ -686,7 +686,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, docs: true}
 		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport,
-		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 		c.paths[b.Digest] = path // read by Finish (bounded by CheckManifest)
 	default:
 		if remove {

@@ -246,7 +246,7 @@ func (m *Manifest) Validate() error {
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
 			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // these three: format 2 (format2Field)
-			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey: // format 3 (format3Field)
+			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval: // format 3 (format3Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -336,7 +336,7 @@ func format2Field(m *Manifest) string {
 // is "": the one list of what format 3 added (Validate refuses any of it
 // in a format-1 or -2 manifest). Manifest: requested_by, chain; providers:
 // docs; modules: docs; blobs of roles provider-docs, module-docs,
-// bundle-manifest, bundle-signature and bundle-key.
+// bundle-manifest, bundle-signature, bundle-key and approval.
 func format3Field(m *Manifest) string {
 	if len(m.RequestedBy) > 0 {
 		return "requested_by"
@@ -346,7 +346,7 @@ func format3Field(m *Manifest) string {
 	}
 	for _, b := range m.Blobs {
 		switch b.Role {
-		case dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+		case dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 			return "a blob of role " + b.Role
 		}
 	}

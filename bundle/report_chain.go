@@ -43,6 +43,15 @@ type ChainHop struct {
 	Modules    int           `json:"module_versions"`
 	Withdraws  int           `json:"withdrawals"`
 	Brought    int           `json:"brought"`
+	// Approvals are the station approvals the importing store accepted
+	// of the hop, each checked again (status "checked").
+	Approvals []ChainApproval `json:"approvals"`
+}
+
+// ChainApproval is a station approval of a hop.
+type ChainApproval struct {
+	Station verify.Signer `json:"station"`
+	Time    time.Time     `json:"time"`
 }
 
 // Chain statuses (ChainHop.Status).
@@ -72,6 +81,10 @@ func (rep *Report) chain(m *Manifest) {
 			Tool: h.Tool, Providers: h.Providers, Modules: h.Modules, Withdraws: h.Withdraws, Brought: h.Brought}
 		imported := h.Imported
 		c.Imported = &imported
+		c.Approvals = []ChainApproval{}
+		for _, a := range h.Approvals {
+			c.Approvals = append(c.Approvals, ChainApproval{Station: a.Station, Time: a.Time.UTC()})
+		}
 		switch {
 		case !h.Checkable():
 			c.Status = HopRecorded
@@ -89,7 +102,7 @@ func (rep *Report) chain(m *Manifest) {
 		rep.Chain = append(rep.Chain, c)
 	}
 	this := ChainHop{Hop: top + 1, Bundle: verify.Digest(rep.Bundle), ThisBundle: true, Status: HopThis, From: "store", Kind: rep.Kind, Tool: m.Tool,
-		Providers: len(m.Catalog.Providers), Modules: len(m.Catalog.Modules)}
+		Providers: len(m.Catalog.Providers), Modules: len(m.Catalog.Modules), Approvals: []ChainApproval{}}
 	if rep.Signer != nil {
 		this.Signer = *rep.Signer
 	}
@@ -177,6 +190,13 @@ func (rep *Report) chainText(b *strings.Builder) {
 			fmt.Fprintf(b, "; first to bring %d entr%s of this bundle", h.Brought, map[bool]string{true: "y", false: "ies"}[h.Brought == 1])
 		}
 		b.WriteString("\n")
+		checked := ": approval checked"
+		if h.Status != HopChecked {
+			checked = " (import checks it)"
+		}
+		for _, a := range h.Approvals {
+			fmt.Fprintf(b, "         approved at the transfer station by %s on %s%s\n", q(KeyName(a.Station)), a.Time.Format("2006-01-02 15:04Z"), checked)
+		}
 	}
 	if rep.Checks != nil && len(rep.Checks.Untied) == 0 && !rep.chainDeferred() {
 		b.WriteString("  every entry, package and gate result is tied to the signed manifest of a hop that carried it\n")

@@ -314,6 +314,14 @@ func (p *CarryPlan) addHop(root string, hops map[verify.Digest]bundle.Hop, h bun
 			return err
 		}
 	}
+	for _, a := range h.Approvals {
+		if err := p.add(root, m, a.Approval, dist.RoleApproval); err != nil {
+			return err
+		}
+		if err := p.add(root, m, a.Key, dist.RoleBundleKey); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -352,7 +360,13 @@ func (c *Carry) readKept(e ImportEntry) (*bundle.Manifest, bundle.Hop, error) {
 		return fail(err)
 	}
 	at := checked.Created.UTC()
-	return hm, bundle.Hop{Bundle: e.Bundle, Signature: e.Signature, Key: e.SignerKey, Signer: e.Signer, SignedAt: &at, Imported: e.Time}, nil
+	h := bundle.Hop{Bundle: e.Bundle, Signature: e.Signature, Key: e.SignerKey, Signer: e.Signer, SignedAt: &at, Imported: e.Time}
+	for _, a := range e.Approvals {
+		if a.StationKey != "" && len(h.Approvals) < bundle.MaxHopApprovals {
+			h.Approvals = append(h.Approvals, bundle.HopApproval{Approval: a.Blob, Key: a.StationKey, Station: a.Station, Time: a.Time})
+		}
+	}
+	return hm, h, nil
 }
 
 // CheckBlobs hashes every blob the bundle carries (not those a delta

@@ -89,7 +89,7 @@ func (imp *importer) keepBundle() error {
 	}
 	for _, b := range imp.m.Blobs {
 		switch b.Role {
-		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 			imp.kept.Custody = append(imp.kept.Custody, b.Digest)
 		}
 	}

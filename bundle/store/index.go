@@ -116,6 +116,9 @@ func (ix *Index) Blobs() map[verify.Digest]string {
 	for _, e := range ix.Imports {
 		for _, a := range e.Approvals {
 			used[a.Blob] = dist.RoleApproval
+			if a.StationKey != "" {
+				used[a.StationKey] = dist.RoleBundleKey
+			}
 		}
 	}
 	for d, role := range ix.custodyBlobs() {

@@ -511,7 +511,8 @@ func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, 
 	return sum, ix, os.Remove(opt.Out)
 }
 
-// carryChain marks the chain's blobs (hop manifests, signatures and keys)
+// carryChain marks the chain's blobs (hop manifests, signatures, keys and
+// station approvals)
 // carried again in a delta, and returns how many it marked: they are
 // small, and with them the transfer station checks the whole chain of a
 // delta (every hop's signature, every tie) instead of leaving it to the
@@ -520,7 +521,7 @@ func carryChain(m *bundle.Manifest) int {
 	n := 0
 	for i, b := range m.Blobs {
 		switch b.Role {
-		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+		case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 			if b.Omitted {
 				m.Blobs[i].Omitted = false
 				n++
