@@ -303,6 +303,13 @@ module "example/sub/aws" {}
 	e.importInto(t, storeC, e.pub("internet"), e.internetExport(t, "direct", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/null\" {}\n"))
 
 	t.Run("hop not trusted", func(t *testing.T) {
+		// The transfer station's forecast, from C's inventory, says so.
+		have := e.path("have-c.json")
+		os.WriteFile(have, []byte(mustRun(t, e.work, nil, airgapBin, "inventory", "--store", storeC, "--json")), 0o644)
+		out, err := cmdRun(t, e.work, nil, airgapBin, "verify", "--keyring", e.pub("b"), "--against", have, y1)
+		if exitCode(err) != 4 || !strings.Contains(out, "import will refuse: the bundle as a whole (chain)") || !strings.Contains(out, "Enclave A <ops@a.test>) is not trusted") {
+			t.Errorf("verify --against C's inventory (exit %d) does not forecast the refusal:\n%s", exitCode(err), out)
+		}
 		refused(t, storeC, []string{"import", "--keyring", e.pub("b"), "--store", storeC, y1},
 			"chain of custody is not trusted here", "hop 2 of 3", "Enclave A <ops@a.test>", "not in the chain keyring", "the store was not changed")
 	})
