@@ -341,6 +341,9 @@ func (c *importCmd) run(args []string) error {
 	for _, r := range rules.Gates {
 		res.RequiredGates = append(res.RequiredGates, r.String())
 	}
+	if sp.Chain != nil {
+		res.ChainKeyring = sp.Chain.Keyring
+	}
 	if ignored > 0 {
 		fmt.Fprintf(os.Stderr, "airgap import: note: %d approval file(s) beside the bundle were not checked: this store requires no approvals (its %s has no approvals block)\n", ignored, store.ImportConfigName)
 	}

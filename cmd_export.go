@@ -52,6 +52,9 @@ type exportCmd struct {
 	gateReports string
 	gateJobs    int
 	allowHosts  []string // --allow-download-host
+	fromStore   string
+	wait        bool
+	fs          *pflag.FlagSet // to tell which flags were given (cmd_export_store.go)
 }
 
 func (c *exportCmd) synopsis() string {
@@ -93,6 +96,9 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
 	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
 	fs.StringArrayVar(&c.allowHosts, "allow-download-host", nil, "with a proxy registry (a CLI config host block): let its answers send downloads to HOST too, not only to the proxy (repeatable; adds to the manifest's allow_download_hosts)")
+	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
+	fs.BoolVar(&c.wait, "wait", false, "with --from-store: wait for an import, prune or gc of the store to finish instead of failing")
+	c.fs = fs
 	return fs
 }
 
@@ -246,6 +252,12 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 }
 
 func (c *exportCmd) run(args []string) error {
+	if c.fromStore != "" {
+		return c.runFromStore(args)
+	}
+	if c.wait {
+		return usageError{"--wait is for --from-store (an export from the registries takes no store lock)"}
+	}
 	p, err := c.check(args)
 	if err != nil {
 		return err

@@ -151,6 +151,7 @@ type Report struct {
 	Against          *Against           `json:"against,omitempty"`
 	Forecast         *Forecast          `json:"forecast,omitempty"`
 	Checks           *CheckReport       `json:"checks,omitempty"`
+	Chain            []ChainHop         `json:"chain"` // report_chain.go
 
 	manifest *Manifest
 	seen     map[string]bool // attention kind + subject
@@ -199,8 +200,9 @@ type ProviderEntry struct {
 	RequestedBy *Requested     `json:"requested_by,omitempty"`
 	Build       []BuildSummary `json:"build"`
 	// Docs is the version's documentation record (format 3), or nil.
-	Docs *dist.ProviderDocs `json:"docs,omitempty"`
-	key  string             // dist.ProviderVersion.Key
+	Docs     *dist.ProviderDocs `json:"docs,omitempty"`
+	CameWith verify.Digest      `json:"came_with,omitempty"` // report_chain.go
+	key      string             // dist.ProviderVersion.Key
 }
 
 // Key is the provider version's catalog key.
@@ -231,8 +233,9 @@ type ModuleEntry struct {
 	// RequestedBy: evidence.go.
 	RequestedBy *Requested `json:"requested_by,omitempty"`
 	// Docs is the digest of the module's documentation (format 3), or "".
-	Docs verify.Digest `json:"docs,omitempty"`
-	key  string
+	Docs     verify.Digest `json:"docs,omitempty"`
+	CameWith verify.Digest `json:"came_with,omitempty"` // report_chain.go
+	key      string
 }
 
 // Key is the module version's catalog key.
@@ -347,6 +350,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	rep.chain(m)
 	rep.entries(m)
 	return nil
 }
@@ -358,7 +362,7 @@ func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
 			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()),
-			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs}
+			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs, CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -382,7 +386,7 @@ func (rep *Report) entries(m *Manifest) {
 	for _, mv := range m.Catalog.Modules {
 		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir, Docs: mv.Docs,
 			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(),
-			RequestedBy: requested(m, dist.KindModule, mv.Key())}
+			RequestedBy: requested(m, dist.KindModule, mv.Key()), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
 		if mv.Zip != "" {
 			e.ZipSHA256 = mv.Zip.Hex()
 		}
@@ -449,6 +453,7 @@ func (rep *Report) Finish(err error) {
 	nonNil(&rep.PublisherKeys)
 	nonNil(&rep.Declared)
 	nonNil(&rep.Gates)
+	nonNil(&rep.Chain)
 	for i := range rep.Gates {
 		nonNil(&rep.Gates[i].Command)
 	}
@@ -508,7 +513,7 @@ func nonNil[T any](s *[]T) {
 }
 
 func attentionRank(kind string) int {
-	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
+	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionCustody, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
 		if k == kind {
 			return i
 		}
@@ -561,6 +566,7 @@ func (rep *Report) Text() string {
 			fmt.Fprintf(&b, "  ! %s: %s\n", strings.ReplaceAll(a.Kind, "_", " "), q(a.Message))
 		}
 	}
+	rep.chainText(&b)
 	rep.whyText(&b)
 	rep.providersText(&b)
 	rep.modulesText(&b)
@@ -631,6 +637,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 		if p.Docs != nil {
 			fmt.Fprintf(b, "    docs: %s\n", q(p.Docs.Summary()))
 		}
+		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
 	}
 }
@@ -743,6 +750,7 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "    vendored %s:%d module %q: %s -> %s (sha256:%s%s)\n", q(v.File), v.Line, q(v.Module), q(v.Source), q(v.Path), v.SHA256[:12], commit)
 		}
+		b.WriteString(rep.cameWith(m.CameWith))
 		gateLines(b, m.Gates)
 	}
 }

@@ -3,6 +3,7 @@ package approval_test
 import (
 	"bytes"
 	"errors"
+	"github.com/airgap/airgap/bundle"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,13 @@ func TestApprovalPaths(t *testing.T) {
 	fs, err := approval.Beside(one)
 	if err != nil || len(fs) != 2 || string(fs[1].Data) != "y" {
 		t.Errorf("Beside: %+v %v", fs, err)
+	}
+}
+
+// TestChainLimit: the chain check reads an approval within this
+// package's bound.
+func TestChainLimit(t *testing.T) {
+	if bundle.MaxApprovalSize != approval.MaxSize {
+		t.Fatalf("bundle.MaxApprovalSize %d, approval.MaxSize %d", bundle.MaxApprovalSize, approval.MaxSize)
 	}
 }

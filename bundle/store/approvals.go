@@ -218,7 +218,11 @@ func (ap *Approvals) record(in *PolicyInput, out *PolicyResult) {
 			continue
 		}
 		d := out.Keep(v.a.Data)
-		recs = append(recs, ApprovalRecord{Blob: d, Station: v.Station, Time: v.Time, Note: v.Note, PublisherKeys: v.Keys})
+		rec := ApprovalRecord{Blob: d, Station: v.Station, Time: v.Time, Note: v.Note, PublisherKeys: v.Keys}
+		if key, err := signerArmor(ap.Policy.keyring, v.Station.Fingerprint); err == nil {
+			rec.StationKey = out.Keep(key)
+		}
+		recs = append(recs, rec)
 	}
 	if len(recs) == 0 {
 		return

@@ -17,7 +17,8 @@
 //	                           import policy (StorePolicy: required gates and
 //	                           publisher signatures, the pins file, station
 //	                           approvals), and the files it names (a station
-//	                           keyring, a pins file), read by every import
+//	                           keyring, a pins file), read by every import;
+//	                           and the chain policy (chainpolicy.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
@@ -92,6 +93,15 @@
 // the revocations seen (a revoked key signs nothing new, even when a
 // later bundle strips the revocation) and key retirements ('airgap keys
 // retire'), each recorded in the history.
+//
+// Every import also keeps the bundle's manifest.json and manifest.json.sig
+// as they came and the public key that verified them, as blobs named in its
+// history entry (custody.go), with the chain blobs the bundle carried; gc
+// and prune keep them with the entry. An export from the store (carry.go,
+// 'airgap export --from-store') carries them onwards as the bundle's chain
+// of custody (bundle.Hop), after hashing every blob it carries from the
+// store before a byte is written; import.hcl's chain block (chainpolicy.go)
+// makes an import require every hop signed by a key of a keyring.
 //
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block

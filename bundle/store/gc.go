@@ -100,9 +100,10 @@ func lockExisting(root string, wait bool) (func(), error) {
 	return unlock, nil
 }
 
-// sweep removes (unless res.DryRun) every blob in blobs/ that ix's catalog
-// does not reference, adding each to res, named from names (what each blob
-// was). The caller holds the lock.
+// sweep removes (unless res.DryRun) every blob in blobs/ that ix does not
+// reference (Index.Blobs: the catalog, the approvals, and the bundles and
+// chains of custody its history keeps), adding each to res, named from
+// names (what each blob was). The caller holds the lock.
 func sweep(root string, ix *Index, res *GCResult, names map[verify.Digest]string) error {
 	blobs, err := listBlobs(root)
 	if err != nil {

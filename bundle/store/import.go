@@ -52,9 +52,12 @@ type ImportResult struct {
 	Cleaned      int
 	CleanedBytes int64
 	// Created is true when this import created the store.
-	Created    bool
-	Withdrew   []string
-	Reinstated []string
+	Created bool
+	// KeptCustody: the store had imported the bundle before airgap kept
+	// bundles' signed manifests; this import kept them (custody.go).
+	KeptCustody bool
+	Withdrew    []string
+	Reinstated  []string
 	// Updated: what the bundle changed in entries the store already had
 	// (dist.EntryUpdates: gate results run over them since).
 	Updated []string
@@ -64,6 +67,11 @@ type ImportResult struct {
 	// RequiredGates: the gates a RequireGates policy held every entry to
 	// (GateRequirement.String; filled by the caller).
 	RequiredGates []string
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again; ChainKeyring: the chain policy's
+	// keyring that trusted each (filled by the caller), if any.
+	ChainHops    int
+	ChainKeyring string
 	// Approvals: the station approvals the import accepted and recorded;
 	// TrustChanges: versions the store had whose SHA256SUMS or signature
 	// it replaced; Revoked: key revocations it saw for the first time (in
@@ -184,8 +192,10 @@ type importer struct {
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *bundle.CheckReport
-	policy    PolicyResult // what the policies record in the new index
-	placed    []string     // blobs renamed into blobs/ by this import
+	policy    PolicyResult  // what the policies record in the new index
+	placed    []string      // blobs renamed into blobs/ by this import
+	custody   []bundle.Blob // the bundle's manifest, signature and key, staged (custody.go)
+	kept      ImportEntry   // what the history entry records of them
 }
 
 // openImport lays out the store (creating it if need be), takes its lock
@@ -453,7 +463,13 @@ func (imp *importer) stage() (err error) {
 			return err
 		}
 	}
+	if err := imp.keepBundle(); err != nil {
+		return err
+	}
 	imp.checked, err = imp.ck.Finish()
+	if imp.checked != nil {
+		imp.res.ChainHops = imp.checked.Hops
+	}
 	if serr := imp.syncer.wait(); serr != nil && err == nil {
 		err = noSpace(root, serr, "writing the staged blobs to disk", imp.need)
 	}
@@ -466,6 +482,7 @@ func (imp *importer) policies() error {
 	in := &PolicyInput{
 		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
 		Index: imp.ix, Checked: imp.checked, Now: imp.now(), Approvals: imp.opt.Approvals, SiteKeys: imp.opt.Keyring,
+		BlobPath: imp.blobPath,
 	}
 	var err error
 	if in.History, in.Seeded, err = History(imp.root, imp.ix); err != nil {
@@ -477,6 +494,22 @@ func (imp *importer) policies() error {
 		}
 	}
 	return imp.policy.Err()
+}
+
+// blobPath is where a blob of the bundle is now: staged, or in the store.
+func (imp *importer) blobPath(d verify.Digest) (string, bool) {
+	if _, ok := imp.sizes[d]; !ok {
+		return "", false
+	}
+	if p := filepath.Join(imp.stageDir, d.Hex()); fileExists(p) {
+		return p, true
+	}
+	return BlobPath(imp.root, d), haveBlob(imp.root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func (imp *importer) now() time.Time {
@@ -498,18 +531,26 @@ func (imp *importer) commit() error {
 	updated := dist.EntryUpdates(&ix.Catalog, &m.Catalog)
 	names := ix.Catalog.DescribeBlobs()
 	added := ix.Catalog.Merge(&m.Catalog)
-	already := false
-	for _, e := range ix.Imports {
+	prev := -1
+	for i, e := range ix.Imports {
 		if e.Bundle == res.Bundle {
-			already = true
+			prev = i
 		}
 	}
+	already := prev >= 0
 	stamp := imp.now().UTC().Truncate(time.Second)
 	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
 	res.Revoked = newRevocations(ix, m, res.Bundle, stamp)
 	noteUnreferenced(ix, names, " (withdrawn)")
 	if len(imp.staged) == 0 && len(added) == 0 && len(updated) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && len(res.TrustChanges) == 0 &&
 		len(res.Revoked) == 0 && already && imp.policy.empty() {
+		if e := &ix.Imports[prev]; !e.Kept() {
+			// Imported by an airgap that did not keep bundles: keep this
+			// copy now, so the store can carry its custody onwards.
+			e.Signature, e.SignerKey, e.Custody = imp.kept.Signature, imp.kept.SignerKey, imp.kept.Custody
+			res.KeptCustody = true
+			return imp.swapIndex()
+		}
 		res.Unchanged = len(imp.refreshed) == 0
 		if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
 			return err
@@ -531,6 +572,7 @@ func (imp *importer) commit() error {
 		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
 		Withdrew: res.Withdrew, Reinstated: res.Reinstated, TrustChanges: res.TrustChanges, Updated: updated,
+		Signature: imp.kept.Signature, SignerKey: imp.kept.SignerKey, Custody: imp.kept.Custody,
 	})
 	tidyUnreferenced(root, ix)
 	imp.policy.apply(ix)
@@ -578,10 +620,14 @@ func writeDurable(path string, data []byte) error {
 	return err
 }
 
+// isStaged reports whether d is among the blobs this import staged (the
+// bundle's, a kept approval, the bundle's own manifest, signature and key).
 func (imp *importer) isStaged(d verify.Digest) bool {
-	for _, b := range imp.staged {
-		if b.Digest == d {
-			return true
+	for _, bs := range [][]bundle.Blob{imp.staged, imp.custody} {
+		for _, b := range bs {
+			if b.Digest == d {
+				return true
+			}
 		}
 	}
 	return false
@@ -603,7 +649,7 @@ func (imp *importer) swapIndex() error {
 		return noSpace(root, err, "writing the store index", imp.need+int64(len(data)))
 	}
 	defer pending.abort()
-	for _, b := range imp.staged {
+	for _, b := range append(imp.staged, imp.custody...) {
 		dst := BlobPath(root, b.Digest)
 		if err := os.Rename(filepath.Join(imp.stageDir, b.Digest.Hex()), dst); err != nil {
 			return fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)

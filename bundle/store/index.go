@@ -35,7 +35,8 @@ import (
 // of role approval (dist.RoleApproval) is referenced by an import's
 // approvals (Blobs).
 // Also in format 3: unreferenced (what blobs no entry references any more
-// were) and an import's updated (orphans.go).
+// were) and an import's updated (orphans.go); an import entry's
+// signature, signer_key and custody (custody.go).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
@@ -105,19 +106,44 @@ type ImportEntry struct {
 	// had (format 3): gate results a later export ran over them
 	// (dist.EntryUpdates).
 	Updated []string `json:"updated,omitempty"`
+	// Signature and SignerKey (format 3) are the blobs that keep the
+	// bundle's manifest.json.sig as it came and the armored public key the
+	// import checked it with; its manifest.json is kept as the blob named
+	// Bundle. Custody lists the blobs of the bundle's own chain of custody
+	// (bundle.Hop: upstream manifests, signatures and keys) it carried.
+	// All of them stay as long as the entry does (gc and prune keep them:
+	// Index.Blobs), so that 'airgap export --from-store' can carry
+	// the chain onwards (custody.go). Empty for imports by an airgap that
+	// did not keep them.
+	Signature verify.Digest   `json:"signature,omitempty"`
+	SignerKey verify.Digest   `json:"signer_key,omitempty"`
+	Custody   []verify.Digest `json:"custody,omitempty"`
 }
 
-// Blobs is every blob the index refers to: the catalog's and the
-// approvals of the import history (gc and prune keep these).
+// Blobs is every blob the index refers to: the catalog's, and of the
+// import history the approvals and the kept bundles and chains of custody
+// (custody.go; gc and prune keep these).
 func (ix *Index) Blobs() map[verify.Digest]string {
 	used := ix.Catalog.Blobs()
 	for _, e := range ix.Imports {
 		for _, a := range e.Approvals {
 			used[a.Blob] = dist.RoleApproval
+			if a.StationKey != "" {
+				used[a.StationKey] = dist.RoleBundleKey
+			}
+		}
+	}
+	for d, role := range ix.custodyBlobs() {
+		if _, ok := used[d]; !ok {
+			used[d] = role
 		}
 	}
 	return used
 }
+
+// Kept reports whether the store kept the bundle's manifest, signature and
+// key (see Signature).
+func (e ImportEntry) Kept() bool { return e.Signature != "" && e.SignerKey != "" }
 
 // HistoryLine splits a line of ImportEntry.Added, Withdrew or Reinstated
 // ("provider ADDR VERSION ...", "module ADDR VERSION ...") into the

@@ -131,6 +131,11 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		for _, a := range e.Approvals {
 			fmt.Fprintf(&w, "    %s\n", approvalLine(a))
 		}
+		if !e.Kept() {
+			fmt.Fprintln(&w, "    its signed manifest is not kept (imported by an older airgap): exports to the next network cannot prove this hop; import the bundle again to keep it")
+		} else if n := len(e.Custody); n > 0 {
+			fmt.Fprintf(&w, "    came with a chain of custody (%d blobs: earlier bundles' signed manifests, signatures and keys)\n", n)
+		}
 	}
 	if len(ix.RevokedKeys) > 0 {
 		fmt.Fprintln(&w, "\nRevoked keys (they sign nothing new here, whatever a bundle's copy of the key says):")
@@ -206,6 +211,14 @@ type ImportReport struct {
 	Approvals    []ApprovalRecord `json:"approvals"`
 	TrustChanges []TrustChange    `json:"trust_changes"`
 	RevokedKeys  []RevokedKey     `json:"revoked_keys"`
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again (0: a bundle from the registries);
+	// ChainKeyring: the chain policy's keyring each was signed by a key of.
+	ChainHops    int    `json:"chain_hops"`
+	ChainKeyring string `json:"chain_keyring,omitempty"`
+	// KeptCustody: the bundle was imported before, when the store did not
+	// keep bundles' manifests; it now keeps this one's.
+	KeptCustody bool `json:"kept_custody,omitempty"`
 }
 
 // PinnedKey is one key an import pinned.
@@ -236,7 +249,7 @@ func (r *ImportResult) Report(file string) ImportReport {
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
 		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, Updated: r.Updated, PinnedKeys: pinned,
 		RequiredGates: gates, Approvals: append([]ApprovalRecord{}, r.Approvals...), TrustChanges: append([]TrustChange{}, r.TrustChanges...),
-		RevokedKeys: append([]RevokedKey{}, r.Revoked...)}
+		RevokedKeys: append([]RevokedKey{}, r.Revoked...), ChainHops: r.ChainHops, ChainKeyring: r.ChainKeyring, KeptCustody: r.KeptCustody}
 }
 
 // WriteText prints the result for people; root is the store's directory.
@@ -258,11 +271,23 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))
 		return
 	}
+	if r.KeptCustody {
+		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); the catalog is unchanged, and the store now keeps its signed manifest for the chain of custody (it had imported it before airgap kept them)\n",
+			r.Bundle.Short(), dist.Printable(r.Signer.String()))
+		return
+	}
 	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n  %s\n",
 		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared,
 		catalogChanges(len(r.Added), len(r.Withdrew), len(r.Reinstated), len(r.Updated)))
 	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 && len(r.Updated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
+	}
+	if r.ChainHops > 0 {
+		trusted := ""
+		if r.ChainKeyring != "" {
+			trusted = ", each signed by a key of the chain keyring " + r.ChainKeyring
+		}
+		fmt.Fprintf(&w, "  chain of custody: %d hop(s), every signature checked again%s\n", r.ChainHops, trusted)
 	}
 	for _, a := range r.Added {
 		fmt.Fprintln(&w, "  added", dist.Printable(a))

@@ -70,6 +70,9 @@ type PolicyInput struct {
 	// SiteKeys is the import's (or verify's) keyring of site keys: a
 	// station key may not be one.
 	SiteKeys openpgp.EntityList
+	// BlobPath finds a blob of the bundle (staged, or already in the
+	// store): verified against the manifest, read only.
+	BlobPath func(verify.Digest) (string, bool)
 }
 
 // PolicyResult collects what policies record in the new index, the blobs

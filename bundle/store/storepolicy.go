@@ -41,6 +41,8 @@ type StorePolicy struct {
 	PublisherKeyApprovals      string          `json:"publisher_key_approvals"`
 	Approvals                  *ApprovalPolicy `json:"approvals,omitempty"`
 	Pins                       *PinsPolicy     `json:"publisher_pins,omitempty"`
+	// Chain is the chain-of-custody policy (chainpolicy.go).
+	Chain *ChainPolicy `json:"chain,omitempty"`
 
 	gates []GateRequirement
 	pins  *PinsFile
@@ -82,6 +84,7 @@ type importHCL struct {
 	PublisherPins              *string       `hcl:"publisher_pins,optional"`
 	PublisherKeyApprovals      *string       `hcl:"publisher_key_approvals,optional"`
 	Approvals                  *approvalsHCL `hcl:"approvals,block"`
+	Chain                      *chainHCL     `hcl:"chain,block"`
 }
 
 type approvalsHCL struct {
@@ -91,7 +94,7 @@ type approvalsHCL struct {
 }
 
 const importHCLHint = "hint: " + ImportConfigName + " holds require_gate = [\"modules:NAME\", \"providers:NAME\", \"NAME\"], require_publisher_signatures = true, " +
-	"publisher_pins = \"pins.hcl\", publisher_key_approvals = \"station\" and an approvals block (its keyring and required); see 'airgap help import'"
+	"publisher_pins = \"pins.hcl\", publisher_key_approvals = \"station\", an approvals block (its keyring and required) and a chain block (its keyring); see 'airgap help import'"
 
 // ReadStorePolicy reads root's import.hcl and the files it names (paths
 // relative to the store). No file is no policy. Errors name FILE:LINE:COL.
@@ -160,6 +163,16 @@ func ReadStorePolicy(root string) (*StorePolicy, error) {
 			return nil, fail(where, err)
 		}
 		if sp.Approvals, err = newApprovalPolicy(a.Keyring, a.Required, kr); err != nil {
+			return nil, fail(where, err)
+		}
+	}
+	if c := cfg.Chain; c != nil {
+		where := fmt.Sprintf("%s:%d:%d: chain", c.DefRange.Filename, c.DefRange.Start.Line, c.DefRange.Start.Column)
+		kr, err := verify.ReadKeyringFile(storeRelative(root, c.Keyring))
+		if err != nil {
+			return nil, fail(where, err)
+		}
+		if sp.Chain, err = newChainPolicy(c.Keyring, kr); err != nil {
 			return nil, fail(where, err)
 		}
 	}
@@ -279,6 +292,15 @@ func (sp *StorePolicy) load() error {
 	if sp.PublisherKeyApprovals == KeyApprovalsStation && sp.Approvals == nil {
 		return errors.New("publisher_key_approvals \"station\" without an approvals block")
 	}
+	if c := sp.Chain; c != nil {
+		kr, err := verify.ReadKeyring(strings.NewReader(c.Armor))
+		if err != nil {
+			return fmt.Errorf("the chain keyring: %v", err)
+		}
+		if sp.Chain, err = newChainPolicy(c.Keyring, kr); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -328,6 +350,9 @@ func (sp *StorePolicy) Rules(x Extra) (*RuleSet, error) {
 	}
 	rs.Keys = &KeyPins{Pins: pins, Accept: x.Accept, Approvals: rs.Approvals, StationOnly: stationOnly}
 	rs.Policies = append(rs.Policies, rs.Keys)
+	if sp.Chain != nil {
+		rs.Policies = append(rs.Policies, sp.Chain)
+	}
 	return rs, nil
 }
 
@@ -349,6 +374,13 @@ func (sp *StorePolicy) Lines() []string {
 	}
 	if sp.PublisherKeyApprovals == KeyApprovalsStation {
 		out = append(out, "new publisher keys are approved only at the transfer station (not by the bundle, not at import)")
+	}
+	if c := sp.Chain; c != nil {
+		var keys []string
+		for _, k := range c.Keys {
+			keys = append(keys, keyName(k))
+		}
+		out = append(out, fmt.Sprintf("every hop of a bundle's chain of custody must be signed by a key of %s: %s", dist.Printable(c.Keyring), strings.Join(keys, "; ")))
 	}
 	if p := sp.Pins; p != nil {
 		out = append(out, fmt.Sprintf("the pins file %s decides the keys of %d namespace(s); unlisted namespaces: %s", dist.Printable(p.File), len(p.Namespaces), p.Unlisted))

@@ -37,8 +37,13 @@ func (v VersionSigner) Signer() verify.Signer {
 // ApprovalRecord is one station approval an import accepted
 // (ImportEntry.Approvals; the contract with 'airgap carry', issue 32).
 type ApprovalRecord struct {
-	Blob          verify.Digest           `json:"blob"` // the approval file, a blob of role approval
-	Station       verify.Signer           `json:"station"`
+	Blob    verify.Digest `json:"blob"` // the approval file, a blob of role approval
+	Station verify.Signer `json:"station"`
+	// StationKey is the blob (role bundle-key) of the station's armored
+	// public key as the station keyring had it when the import accepted
+	// the approval: an export from the store carries it beside the
+	// approval, so the next enclave checks the approval again (custody.go).
+	StationKey    verify.Digest           `json:"station_key,omitempty"`
 	Time          time.Time               `json:"time"`
 	Note          string                  `json:"note,omitempty"`
 	PublisherKeys []approval.PublisherKey `json:"publisher_keys,omitempty"`

@@ -30,6 +30,7 @@ type DeltaBase struct {
 	base    string
 	bundles []string
 	have    map[verify.Digest]bool
+	imports []store.ImportEntry // --have: the inventory's import history
 }
 
 // ReadDeltaBase reads the blobs of a previous bundle (since, which must be
@@ -62,9 +63,10 @@ func ReadHave(have string) (*DeltaBase, *Offline, error) {
 }
 
 // readHave streams what --have needs of an inventory (within haveJSON):
-// its blob digests and the bundles its imports came from, one at a time,
-// and into o its withdrawals, publisher keys, revocations and how new keys
-// are approved; the rest is skipped token by token.
+// its blob digests and the bundles its imports came from (with when: an
+// export from a store compares them with its own, notOwnStore), one at a
+// time, and into o its withdrawals, publisher keys, revocations and how
+// new keys are approved; the rest is skipped token by token.
 func (ds *DeltaBase) readHave(r io.Reader, o *Offline) error {
 	js := haveJSON.Stream(r)
 	err := js.Object(func(key string) error {
@@ -83,17 +85,19 @@ func (ds *DeltaBase) readHave(r io.Reader, o *Offline) error {
 			})
 		case "imports":
 			return js.Array(func() error {
-				return js.Object(func(key string) error {
-					if key != "bundle" {
-						return js.Skip()
+				var e store.ImportEntry
+				err := js.Object(func(key string) error {
+					switch key {
+					case "bundle":
+						return js.Decode(&e.Bundle)
+					case "time":
+						return js.Decode(&e.Time)
 					}
-					var d verify.Digest
-					if err := js.Decode(&d); err != nil {
-						return err
-					}
-					ds.bundles = append(ds.bundles, string(d))
-					return nil
+					return js.Skip()
 				})
+				ds.bundles = append(ds.bundles, string(e.Bundle))
+				ds.imports = append(ds.imports, e)
+				return err
 			})
 		}
 		return js.Skip()

@@ -57,6 +57,10 @@ type Request struct {
 	// (gate "NAME" {...} and waive "NAME" {...}; see gates.go).
 	Gates   []GateSpec
 	Waivers []Waiver
+	// PlatformsDefaulted: neither the manifest nor --platform named
+	// platforms, so Platforms is this machine's (an export from a store
+	// then takes every platform the store has).
+	PlatformsDefaulted bool
 }
 
 // ProviderReq asks for versions of one provider.
@@ -260,7 +264,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		req.Platforms = cliPlatforms
 	}
 	if len(req.Platforms) == 0 {
-		req.Platforms = []string{DefaultPlatform()}
+		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
 	}
 	if len(cliPlatforms) > 0 {
 		if err := checkPlatforms(cliPlatforms, nil); err != nil {
@@ -436,7 +440,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	}
 	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir, From: dir}
 	if len(req.Platforms) == 0 {
-		req.Platforms = []string{DefaultPlatform()}
+		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
 	}
 	byAddr := map[string]*ProviderReq{}
 	var order []string
