@@ -22,9 +22,13 @@ import (
 // Limits on what one configuration tree may make airgap read.
 const (
 	// MaxFileSize: bytes in one .tf, .tf.json or lock file. Real module
-	// files are kilobytes; generated ones rarely reach a megabyte. HCL
-	// parsing allocates up to ~60 times the input for dense syntax, so
-	// this also bounds the parser's memory per file (~250 MiB).
+	// files are kilobytes; generated ones rarely reach a megabyte. It does
+	// not bound the parser's memory: HCL's parsers hold 0.6-1.4 KB per
+	// token, and 4 MiB of one-byte tokens ("a\n", "[1,1,…]") took export
+	// to 1.6-1.75 GB before the file was refused. That bound is
+	// dist.AdmitHCL's: at most dist.MaxHCLTokens tokens per file, and
+	// dist.MaxHCLTokensParsing tokens being parsed in the whole process at
+	// once (one file at the limit: 150-230 MiB of peak resident memory).
 	MaxFileSize = 4 << 20
 	// MaxTreeBytes: bytes of configuration files read for one tree (the
 	// parse of a hostile 64 MiB tree measured 41 s and 4 GiB allocated;
@@ -156,6 +160,10 @@ type tree struct {
 	root  *os.Root
 	base  string // the root's path, for messages
 	bytes int64
+	// eval keeps the expressions LoadProject evaluates (variables,
+	// locals, module arguments); without it each directory's are dropped
+	// once it is read, so a tree keeps no syntax tree of its files.
+	eval bool
 }
 
 // path is rel for messages: names come from downloaded modules, so control
@@ -239,6 +247,9 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !t.eval {
+			c.dropExprs()
+		}
 		for i := range c.Modules {
 			c.Modules[i].Dir = t.path(rel)
 			c.Modules[i].File = filepath.Join(rel, n)
@@ -252,10 +263,11 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 // ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file.
 // Module calls' Dir is left empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	f, err := parseFile(src, filename)
+	f, release, err := parseFile(src, filename)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
@@ -422,6 +434,16 @@ func (c *Config) addLocal(l *local) {
 	c.locals[l.name] = l
 }
 
+// dropExprs forgets what only LoadProject's evaluation needs: the
+// expressions of variables, locals and module arguments, which hold their
+// file's syntax tree.
+func (c *Config) dropExprs() {
+	c.vars, c.locals = nil, nil
+	for i := range c.Modules {
+		c.Modules[i].source, c.Modules[i].version, c.Modules[i].args = nil, nil, nil
+	}
+}
+
 // merge adds o's declarations to c (the files of one directory).
 func (c *Config) merge(o *Config) {
 	c.Providers = append(c.Providers, o.Providers...)
@@ -515,22 +537,25 @@ func exprText(src []byte, r hcl.Range) string {
 	return dist.Printable(text)
 }
 
-// parseFile parses HCL, or JSON when filename ends in .json.
-func parseFile(src []byte, filename string) (*hcl.File, error) {
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if err := dist.CheckHCLNesting(src, filename); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+// parseFile parses HCL, or JSON when filename ends in .json, once
+// dist.AdmitHCL lets it (token count, nesting, the process-wide budget of
+// tokens being parsed); the caller calls release when it is done with the
+// file's syntax tree.
+func parseFile(src []byte, filename string) (f *hcl.File, release func(), err error) {
+	if release, err = dist.AdmitHCL(src, filename); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
 	}
+	var diags hcl.Diagnostics
 	if strings.HasSuffix(filename, ".json") {
 		f, diags = hcljson.Parse(src, filename)
 	} else {
 		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	}
 	if diags.HasErrors() {
-		return nil, diagErr(diags, filename)
+		release()
+		return nil, nil, diagErr(diags, filename)
 	}
-	return f, nil
+	return f, release, nil
 }
 
 // LoadDir reads the .tf and .tf.json files of one directory.
@@ -631,7 +656,7 @@ func loadTree(within, dir string, in *Inputs) (*Config, error) {
 		return nil, err
 	}
 	defer root.Close()
-	t := &tree{root: root, base: within}
+	t := &tree{root: root, base: within, eval: in != nil}
 	var ev *evaluator
 	if in != nil {
 		ev = &evaluator{t: t, in: *in, funcs: constFuncs}
@@ -787,9 +812,11 @@ var lockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provide
 
 // ParseLockFile reads the text of a .terraform.lock.hcl.
 func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, error) {
-	if err := dist.CheckHCLNesting(src, filename); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	release, err := dist.AdmitHCL(src, filename)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
 	}
+	defer release()
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/airgap/airgap/dist"
 )
 
 func write(t testing.TB, dir string, files map[string]string) {
@@ -191,20 +193,28 @@ func FuzzConfig(f *testing.F) {
 // TestDeepConfig: HCL's parsers recurse once per level with no bound: a
 // .tf.json of 4 MiB of '[', or a .tf of 4 MiB of '[', '!', 'a?a:' or
 // '"${', overflowed the Go stack, killing the process. Now each is refused
-// (dist.CheckHCLNesting) and real nesting still parses.
+// (dist.CheckHCLNesting; at 4 MiB, already by dist.CheckHCLTokens) and
+// real nesting still parses.
 func TestDeepConfig(t *testing.T) {
-	full, n := MaxFileSize-100, 100_000
+	full, n := MaxFileSize-100, 50_000
 	for name, src := range map[string]string{
-		"main.tf.json": `{"locals":{"a":` + strings.Repeat("[", full) + `}}`,
-		"brack.tf":     "locals {\n a = " + strings.Repeat("[", full) + "\n}\n",
-		"bang.tf":      "locals {\n a = " + strings.Repeat("!", n) + "a\n}\n",
-		"cond.tf":      "locals {\n a = " + strings.Repeat("a?a:", n) + "a\n}\n",
-		"tmpl.tf":      "locals {\n a = \"" + strings.Repeat("${\"", n) + "\n}\n",
-		"ifs.tf":       "locals {\n a = <<EOT\n" + strings.Repeat("%{if a}", n) + "\nEOT\n}\n",
+		"main.tf.json":   `{"locals":{"a":` + strings.Repeat("[", full) + `}}`,
+		"brack.tf":       "locals {\n a = " + strings.Repeat("[", full) + "\n}\n",
+		"n.main.tf.json": `{"locals":{"a":` + strings.Repeat("[", n) + `}}`,
+		"n.brack.tf":     "locals {\n a = " + strings.Repeat("[", n) + "\n}\n",
+		"bang.tf":        "locals {\n a = " + strings.Repeat("!", n) + "a\n}\n",
+		"cond.tf":        "locals {\n a = " + strings.Repeat("a?a:", n) + "a\n}\n",
+		"tmpl.tf":        "locals {\n a = \"" + strings.Repeat("${\"", n) + "\n}\n",
+		"ifs.tf":         "locals {\n a = <<EOT\n" + strings.Repeat("%{if a}", n) + "\nEOT\n}\n",
 	} {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
-		if _, err := LoadDir(dir); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "nested") {
+		os.WriteFile(filepath.Join(dir, strings.TrimPrefix(name, "n.")), []byte(src), 0o644)
+		_, err := LoadDir(dir)
+		want := errors.Is(err, dist.ErrHCLTooDeep)
+		if len(src) > MaxFileSize/2 {
+			want = errors.Is(err, dist.ErrHCLTooManyTokens)
+		}
+		if !errors.Is(err, ErrTooLarge) || !want {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -1,0 +1,86 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// Bounds on the memory HCL's parsers take for configuration files airgap
+// did not write (a module's .tf and .tf.json, a lock file, tfvars, and the
+// site's own manifests and access files). The parsers hold far more than
+// the file per token: measured on 4 MiB files of one-byte tokens ("a\n",
+// "a=1\n", "[1,1,…]", ",,,,"), hclsyntax.ParseConfig allocated 1.1-1.4 KB
+// per token and export peaked at 1.6-1.75 GB of resident memory for one
+// file, which then failed to parse; terraform-config-inspect and
+// hcl/json, 0.6-0.9 KB. A byte limit alone cannot tell such a file from a
+// real one of the same size (real configuration has a token per five
+// bytes or more), so every reader counts the tokens first (HCLTokens: no
+// allocation) and refuses a file over MaxHCLTokens, then holds the count
+// on one process-wide semaphore of MaxHCLTokensParsing while it parses.
+//
+// Worst case: MaxHCLTokensParsing tokens being parsed at once in the whole
+// process, whatever the number of modules, workers or files in flight —
+// about 1.4 KB each at the parser's peak (the token slice, the syntax
+// tree, the garbage of the slice's growth), so about 360 MiB allocated
+// and well under that live (TestHostileDenseModule measures the binary).
+const (
+	// MaxHCLTokens: tokens in one configuration file. Generated Terraform
+	// of the densest real kind (an IAM policy document of statements of
+	// actions and ARNs) has one per five bytes, .tf.json one per ten: a
+	// file of this many is over a megabyte of real configuration.
+	MaxHCLTokens = 384 << 10
+	// MaxHCLTokensParsing: tokens of all files being parsed at once.
+	MaxHCLTokensParsing = MaxHCLTokens
+)
+
+// ErrHCLTooManyTokens: a configuration file over MaxHCLTokens.
+var ErrHCLTooManyTokens = errors.New("configuration file over the token limit")
+
+// hclParsing is the process-wide semaphore of tokens being parsed.
+var hclParsing = semaphore.NewWeighted(MaxHCLTokensParsing)
+
+// AdmitHCL is the step every reader of an HCL or HCL JSON file takes
+// before it parses one: the file must have at most MaxHCLTokens tokens
+// (CheckHCLTokens) and nest at most MaxHCLNesting levels
+// (CheckHCLNesting); its tokens are held on the process-wide semaphore
+// until the caller calls release, after it is done with the parsed file.
+// A caller must not hold anything else of the semaphore while it waits
+// here (one file at a time per goroutine).
+func AdmitHCL(src []byte, filename string) (release func(), err error) {
+	n, err := CheckHCLTokens(src, filename)
+	if err != nil {
+		return nil, err
+	}
+	release = HoldHCLTokens(n)
+	if err := CheckHCLNesting(src, filename); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// CheckHCLTokens returns the bound HCLTokens puts on src's tokens, or an
+// error naming the file if it is over MaxHCLTokens.
+func CheckHCLTokens(src []byte, filename string) (int, error) {
+	n := HCLTokens(src, filename)
+	if n > MaxHCLTokens {
+		return n, fmt.Errorf("%w: %s has up to %d tokens, over the limit of %d (real configuration has one per five bytes or more; this file has one per %.1f)\n"+
+			"hint: a file this dense is not written by people nor by generators of Terraform; if it truly is meant to be read, split it into files of fewer tokens, or have the module's publisher do so",
+			ErrHCLTooManyTokens, Printable(filename), n, MaxHCLTokens, float64(len(src))/float64(n))
+	}
+	return n, nil
+}
+
+// HoldHCLTokens waits until n tokens (at most MaxHCLTokensParsing) can be
+// parsed within MaxHCLTokensParsing, holds them and returns the function
+// that gives them back (once; later calls do nothing).
+func HoldHCLTokens(n int) (release func()) {
+	w := int64(min(max(n, 0), MaxHCLTokensParsing))
+	hclParsing.Acquire(context.Background(), w) // only a context's end fails it
+	var once sync.Once
+	return func() { once.Do(func() { hclParsing.Release(w) }) }
+}
