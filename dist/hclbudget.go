@@ -51,16 +51,36 @@ var hclParsing = semaphore.NewWeighted(MaxHCLTokensParsing)
 // A caller must not hold anything else of the semaphore while it waits
 // here (one file at a time per goroutine).
 func AdmitHCL(src []byte, filename string) (release func(), err error) {
+	release, _, err = admitHCL(src, filename, false)
+	return release, err
+}
+
+// AdmitHCLWithTemplates is AdmitHCL for a reader that will also parse
+// strings of the file as templates (HCL's JSON syntax makes every string
+// one; tfconfig's const evaluation of a .tf.json): the file's tokens and
+// the templates' (HCLTemplateTokens) together must be at most
+// MaxHCLTokens, so it holds all of MaxHCLTokensParsing and returns spare,
+// how many the templates may have.
+func AdmitHCLWithTemplates(src []byte, filename string) (release func(), spare int, err error) {
+	return admitHCL(src, filename, true)
+}
+
+// admitHCL is AdmitHCL, holding all of MaxHCLTokensParsing if whole.
+func admitHCL(src []byte, filename string, whole bool) (release func(), spare int, err error) {
 	n, err := CheckHCLTokens(src, filename)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	release = HoldHCLTokens(n)
+	if whole {
+		release = HoldHCLTokens(MaxHCLTokensParsing)
+	} else {
+		release = HoldHCLTokens(n)
+	}
 	if err := CheckHCLNesting(src, filename); err != nil {
 		release()
-		return nil, err
+		return nil, 0, err
 	}
-	return release, nil
+	return release, MaxHCLTokens - n, nil
 }
 
 // CheckHCLTokens returns the bound HCLTokens puts on src's tokens, or an

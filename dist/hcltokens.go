@@ -30,7 +30,7 @@ func HCLTokens(src []byte, filename string) int {
 	if len(filename) > 5 && filename[len(filename)-5:] == ".json" {
 		return jsonTokens(src)
 	}
-	return hclTokens(src)
+	return hclTokens(src, inExpr)
 }
 
 // jsonTokens counts the tokens of hcl/json's scanner (scanner.go's scan),
@@ -103,6 +103,7 @@ const (
 	inExpr = iota
 	inQuoted
 	inHeredoc
+	inTemplate // a bare template: a heredoc that does not end
 )
 
 type hclFrame struct {
@@ -111,9 +112,15 @@ type hclFrame struct {
 	sol    bool   // heredoc: at the start of a line
 }
 
-// hclTokens bounds hclsyntax.LexConfig's count (see HCLTokens).
-func hclTokens(src []byte) int {
-	stack := []hclFrame{{state: inExpr}}
+// HCLTemplateTokens returns an upper bound on the tokens of src as a
+// template (hclsyntax.LexTemplate's, what hclsyntax.ParseTemplate parses),
+// counted as HCLTokens counts a heredoc's text.
+func HCLTemplateTokens(src []byte) int { return hclTokens(src, inTemplate) }
+
+// hclTokens bounds hclsyntax.LexConfig's count (see HCLTokens), or with
+// state inTemplate LexTemplate's.
+func hclTokens(src []byte, state int) int {
+	stack := []hclFrame{{state: state}}
 	var braces int
 	var ret []int // brace levels at which a template interpolation ends
 	n := 1        // EOF
@@ -195,7 +202,7 @@ func hclTokens(src []byte) int {
 				// letter to it), so its state is not followed further.
 				return n + len(src) - i
 			}
-		case inQuoted, inHeredoc:
+		case inQuoted, inHeredoc, inTemplate:
 			if top.state == inHeredoc && top.sol {
 				// At the start of a line: is it the closing marker?
 				line := src[i:]
@@ -241,7 +248,7 @@ func hclTokens(src []byte) int {
 				if top.state == inHeredoc && c == '\n' {
 					top.sol = true
 				}
-				if top.state == inHeredoc && c == '\r' {
+				if top.state != inQuoted && c == '\r' {
 					// \r\n: one end of line (a lone \r was refused above
 					// at the start of the line; mid-line, see below)
 					if i >= len(src) || src[i] != '\n' {

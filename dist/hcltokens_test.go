@@ -44,6 +44,20 @@ var hclTokenSeeds = []string{
 	`{"a": [1, -2.5e3, true, null, "x\"y"], "b": {"c": "\u0600""}}`, `{"a": "x` + "\x01" + `"}`, `{"a": trueX_y}`, `{"a": é}`,
 }
 
+func FuzzHCLTemplateTokens(f *testing.F) {
+	for _, s := range hclTokenSeeds {
+		f.Add(s)
+	}
+	f.Add("x ${a} y %{ if b }c%{ else }d%{ endif } $${e} %%{f} $ % \r\n\r x\n")
+	f.Add("${\"${\"a\"}\"}}}} <<EOT\nEOT\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		toks, _ := hclsyntax.LexTemplate([]byte(s), "x.tf", hcl.InitialPos)
+		if got := HCLTemplateTokens([]byte(s)); got < len(toks) {
+			t.Fatalf("HCLTemplateTokens(%q) = %d, HCL's scanner makes %d", s, got, len(toks))
+		}
+	})
+}
+
 func FuzzHCLTokens(f *testing.F) {
 	for _, s := range hclTokenSeeds {
 		f.Add(s, false)

@@ -243,7 +243,7 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := ParseConfig(src, t.path(filepath.Join(rel, n)))
+		c, err := parseConfig(src, t.path(filepath.Join(rel, n)), t.eval)
 		if err != nil {
 			return nil, err
 		}
@@ -260,10 +260,22 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 	return cfg, nil
 }
 
-// ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file.
-// Module calls' Dir is left empty.
+// ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file,
+// with the expressions LoadProject evaluates. Module calls' Dir is left
+// empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	f, release, err := parseFile(src, filename)
+	return parseConfig(src, filename, true)
+}
+
+// parseConfig is ParseConfig; without eval the expressions it keeps are
+// not made ready for evaluation (a .tf.json's strings are not parsed as
+// templates), since they will be dropped. With eval, a .tf.json's strings
+// read as templates are parsed within the file's admission
+// (dist.AdmitHCLWithTemplates: their tokens and the file's together at
+// most dist.MaxHCLTokens).
+func parseConfig(src []byte, filename string, eval bool) (cfg *Config, err error) {
+	json := strings.HasSuffix(filename, ".json")
+	f, release, tmpl, err := parseFile(src, filename, eval && json)
 	if err != nil {
 		return nil, err
 	}
@@ -272,11 +284,15 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
 	}
-	cfg := &Config{}
+	cfg = &Config{}
 	keep := func(e hcl.Expression) hcl.Expression { return e }
-	json := strings.HasSuffix(filename, ".json")
-	if json {
-		keep = func(e hcl.Expression) hcl.Expression { return jsonTemplate(src, e) }
+	if eval && json {
+		keep = func(e hcl.Expression) hcl.Expression { return jsonTemplate(src, e, tmpl) }
+		defer func() {
+			if tmpl.err != nil {
+				cfg, err = nil, tmpl.err
+			}
+		}()
 	}
 	for _, b := range content.Blocks {
 		switch b.Type {
@@ -465,7 +481,7 @@ func (c *Config) merge(o *Config) {
 // a template, and nested %{for}s over literal lists build strings of
 // gigabytes from a few hundred bytes, so that string's template stands for
 // the value, and const evaluation refuses its for expression.
-func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
+func jsonTemplate(src []byte, e hcl.Expression, b *templateBudget) hcl.Expression {
 	r := e.Range()
 	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
 		return e
@@ -477,9 +493,12 @@ func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 	}
 	str, ok := v.(string)
 	if !ok {
-		if t := forTemplate(v, r.Filename, pos); t != nil {
+		if t := forTemplate(v, r.Filename, pos, b); t != nil {
 			return t
 		}
+		return e
+	}
+	if !b.take(str) {
 		return e
 	}
 	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, pos)
@@ -491,9 +510,9 @@ func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 
 // forTemplate is the template of the first string in v (a decoded JSON
 // value: its keys and its strings) that holds a for directive, or nil.
-func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
+func forTemplate(v any, filename string, pos hcl.Pos, b *templateBudget) hcl.Expression {
 	check := func(s string) hcl.Expression {
-		if !strings.Contains(s, "%{") {
+		if !strings.Contains(s, "%{") || !b.take(s) {
 			return nil
 		}
 		t, diags := hclsyntax.ParseTemplate([]byte(s), filename, pos)
@@ -507,7 +526,7 @@ func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
 		return check(x)
 	case []any:
 		for _, e := range x {
-			if t := forTemplate(e, filename, pos); t != nil {
+			if t := forTemplate(e, filename, pos, b); t != nil {
 				return t
 			}
 		}
@@ -516,7 +535,7 @@ func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
 			if t := check(k); t != nil {
 				return t
 			}
-			if t := forTemplate(e, filename, pos); t != nil {
+			if t := forTemplate(e, filename, pos, b); t != nil {
 				return t
 			}
 		}
@@ -539,11 +558,19 @@ func exprText(src []byte, r hcl.Range) string {
 
 // parseFile parses HCL, or JSON when filename ends in .json, once
 // dist.AdmitHCL lets it (token count, nesting, the process-wide budget of
-// tokens being parsed); the caller calls release when it is done with the
-// file's syntax tree.
-func parseFile(src []byte, filename string) (f *hcl.File, release func(), err error) {
-	if release, err = dist.AdmitHCL(src, filename); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
+// tokens being parsed) — with templates, dist.AdmitHCLWithTemplates, and
+// tmpl is what the file's strings may then spend on being parsed as
+// templates. The caller calls release when it is done with the file's
+// syntax tree.
+func parseFile(src []byte, filename string, templates bool) (f *hcl.File, release func(), tmpl *templateBudget, err error) {
+	tmpl = &templateBudget{file: filename}
+	if templates {
+		release, tmpl.left, err = dist.AdmitHCLWithTemplates(src, filename)
+	} else {
+		release, err = dist.AdmitHCL(src, filename)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
 	}
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(filename, ".json") {
@@ -553,9 +580,30 @@ func parseFile(src []byte, filename string) (f *hcl.File, release func(), err er
 	}
 	if diags.HasErrors() {
 		release()
-		return nil, nil, diagErr(diags, filename)
+		return nil, nil, nil, diagErr(diags, filename)
 	}
-	return f, release, nil
+	return f, release, tmpl, nil
+}
+
+// templateBudget is what the strings of one .tf.json may spend, in
+// tokens, on being parsed as templates.
+type templateBudget struct {
+	file string
+	left int
+	err  error // the first string over it
+}
+
+// take spends s's tokens (dist.HCLTemplateTokens), or reports that they
+// are over the budget (and sets b.err).
+func (b *templateBudget) take(s string) bool {
+	if b.err != nil {
+		return false
+	}
+	if b.left -= dist.HCLTemplateTokens([]byte(s)); b.left < 0 {
+		b.err = fmt.Errorf("%s: %w: its strings, read as templates, have more tokens than %d with the file's own\nhint: a .tf.json whose strings are this dense is not a real configuration; split it into several files", dist.Printable(b.file), ErrTooLarge, dist.MaxHCLTokens)
+		return false
+	}
+	return true
 }
 
 // LoadDir reads the .tf and .tf.json files of one directory.

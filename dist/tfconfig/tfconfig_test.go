@@ -225,3 +225,24 @@ func TestDeepConfig(t *testing.T) {
 		t.Errorf("400 blocks of ordinary nesting refused: %v", err)
 	}
 }
+
+// TestDenseJSONTemplates: a .tf.json's strings are templates to
+// LoadProject (HCL's JSON syntax), parsed as such: one string of 1 MiB of
+// "${a}" is a few JSON tokens but 800 Ki template tokens, which the
+// parser would hold a kilobyte or so each of. LoadProject refuses the
+// file; LoadTreeIn, which evaluates nothing, does not parse the strings.
+func TestDenseJSONTemplates(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"main.tf.json": `{"locals": {"a": "` + strings.Repeat("${a}", 1<<18) + `"}}`})
+	_, err := LoadProject(dir, Inputs{})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "read as templates") || !strings.Contains(err.Error(), "\nhint: ") {
+		t.Errorf("LoadProject: %v", err)
+	}
+	if _, err := LoadTreeIn(dir, dir); err != nil {
+		t.Errorf("LoadTreeIn: %v", err)
+	}
+	write(t, dir, map[string]string{"main.tf.json": `{"locals": {"a": "` + strings.Repeat("${a}", 1<<10) + `"}}`})
+	if _, err := LoadProject(dir, Inputs{}); err != nil {
+		t.Errorf("LoadProject of a small template: %v", err)
+	}
+}

@@ -148,7 +148,7 @@ func readVarFile(path string) ([]byte, error) {
 // parseVarFile reads a .tfvars (HCL) or .tfvars.json file into m: each
 // attribute a variable, each value a literal.
 func parseVarFile(src []byte, filename string, m map[string]rawValue) error {
-	f, release, err := parseFile(src, filename)
+	f, release, _, err := parseFile(src, filename, false)
 	if err != nil {
 		return err
 	}
