@@ -113,6 +113,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzScanner$$' -fuzztime $(call fuzztime,25000) ./dist/goinfo
 	$(FUZZ) -fuzz '^FuzzCountSARIF$$' -fuzztime $(call fuzztime,60000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLTokens$$' -fuzztime $(call fuzztime,30000) ./dist
+	$(FUZZ) -fuzz '^FuzzHCLTemplateTokens$$' -fuzztime $(call fuzztime,25000) ./dist
 
 bench:
 	bash testdata/bench/run.sh

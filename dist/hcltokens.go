@@ -212,7 +212,7 @@ func hclTokens(src []byte, state int) int {
 				if bytes.IndexByte(line, '\r') >= 0 && (line[len(line)-1] != '\n' || bytes.IndexByte(line[:len(line)-1], '\r') != len(line)-2) {
 					return n + len(src) - i // a lone carriage return
 				}
-				if line[len(line)-1] == '\n' && bytes.IndexAny(line, "$%") < 0 && bytes.Equal(bytes.TrimSpace(line), top.marker) {
+				if line[len(line)-1] == '\n' && !bytes.ContainsAny(line, "$%") && bytes.Equal(bytes.TrimSpace(line), top.marker) {
 					n += 2 // the marker, the newline
 					i += len(line)
 					stack = stack[:len(stack)-1]
