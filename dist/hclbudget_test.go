@@ -3,6 +3,7 @@ package dist_test
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,27 @@ func TestHoldHCLTokens(t *testing.T) {
 	}
 	if !dist.HCLParsingFree(dist.MaxHCLTokensParsing) {
 		t.Error("a refused file kept its tokens")
+	}
+}
+
+// TestHCLTokensLinear: counting is linear in the file and keeps no stack
+// that grows with it, whatever the file: 4 MiB of unterminated comment
+// openers (each would search to the end for its "*/") or of nested
+// template interpolations.
+func TestHCLTokensLinear(t *testing.T) {
+	for name, src := range map[string][]byte{
+		"comments.tf": bytes.Repeat([]byte("/* "), 4<<20/3),
+		"interps.tf":  append([]byte("a = "), bytes.Repeat([]byte(`"${`), 4<<20/3)...),
+		"heredocs.tf": bytes.Repeat([]byte("a = <<A\n${<<A\n"), 4<<20/14),
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		dist.HCLTokens(src, name)
+		d := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; d > 2*time.Second || alloc > 1<<20 {
+			t.Errorf("%s: counting took %s and allocated %d bytes", name, d, alloc)
+		}
 	}
 }

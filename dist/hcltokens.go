@@ -125,7 +125,14 @@ func hclTokens(src []byte, state int) int {
 	var ret []int // brace levels at which a template interpolation ends
 	n := 1        // EOF
 	i := 0
+	unclosed := false // no "*/" follows
 	for i < len(src) {
+		if len(stack) > MaxHCLNesting+1 {
+			// Deeper than CheckHCLNesting lets through: counted as a
+			// token per byte rather than kept on a stack that grows
+			// with the file.
+			return n + len(src) - i
+		}
 		top := &stack[len(stack)-1]
 		c := src[i]
 		switch top.state {
@@ -151,12 +158,17 @@ func hclTokens(src []byte, state int) int {
 					i = len(src)
 				}
 			case c == '/' && i+1 < len(src) && src[i+1] == '*':
-				if k := bytes.Index(src[i+2:], []byte("*/")); k >= 0 {
+				k := -1
+				if !unclosed {
+					k = bytes.Index(src[i+2:], []byte("*/"))
+				}
+				if k >= 0 {
 					n++
 					i += 2 + k + 2
 				} else { // unterminated: '/' and '*' are tokens of their own
 					n += 2
 					i += 2
+					unclosed = true // and so is every later "/*" (else each would search to the end)
 				}
 			case c == '"':
 				n++
