@@ -23,15 +23,22 @@ import (
 // on one process-wide semaphore of MaxHCLTokensParsing while it parses.
 //
 // Worst case: MaxHCLTokensParsing tokens being parsed at once in the whole
-// process, whatever the number of modules, workers or files in flight —
-// about 1.4 KB each at the parser's peak (the token slice, the syntax
-// tree, the garbage of the slice's growth), so about 360 MiB allocated
-// and well under that live (TestHostileDenseModule measures the binary).
+// process, whatever the number of modules, workers or files in flight
+// (readers that parse a file's strings as templates too hold all of it:
+// AdmitHCLWithTemplates). One file at the limit, in the costliest shapes
+// measured ("a=\"${a}\"" lines, "a\n", "[1,1,…]" in .tf.json), took
+// export to 150-230 MiB of peak resident memory, the binary's 35 MiB
+// included (the token slice, the syntax tree and the garbage of the
+// slice's growth, 0.6-1.4 KB a token allocated); an export of six modules
+// of such files, --jobs 8, at GOMAXPROCS 2 and 4, to 250-272 MiB
+// (TestHostileDenseModule holds it under 448 MiB). What stays after a
+// parse is the reader's (tfconfig keeps no syntax tree of a module).
 const (
 	// MaxHCLTokens: tokens in one configuration file. Generated Terraform
 	// of the densest real kind (an IAM policy document of statements of
-	// actions and ARNs) has one per five bytes, .tf.json one per ten: a
-	// file of this many is over a megabyte of real configuration.
+	// actions and ARNs) has one per five bytes, .tf.json one per ten: the
+	// limit lets through about 1.9 MiB of such .tf and 3.7 MiB of such
+	// .tf.json (TestCheckHCLTokens), against 0.4 MiB of one-byte tokens.
 	MaxHCLTokens = 384 << 10
 	// MaxHCLTokensParsing: tokens of all files being parsed at once.
 	MaxHCLTokensParsing = MaxHCLTokens
