@@ -746,3 +746,40 @@ func TestLoginRevokeKeepsOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginOnePersonCannotFillTheState: one person who signs in again and
+// again (a script driving the identity provider's form) leaves at most
+// 20 live and 100 ended records, not one per sign-in: each would be kept
+// 30 days, and 50,000 of them lock everyone out of signing in. Their
+// newest token works; the replaced ones are refused, the forgotten ones as
+// unknown.
+func TestLoginOnePersonCannotFillTheState(t *testing.T) {
+	e := setupLogin(t)
+	const logins = 160
+	var toks []string
+	start := time.Now()
+	for range logins {
+		toks = append(toks, e.login(t))
+		e.clock.add(time.Second) // (tokens are ordered by their creation, to the second)
+	}
+	took := time.Since(start)
+	t.Logf("%d sign-ins of one person in %v (%v each): 50,000 would take %v", logins, took, took/logins, took/logins*50000)
+	tokens, _, _ := e.stored(t)
+	if tokens > 120 {
+		t.Errorf("one person's %d sign-ins left %d token records (want at most 20 live + 100 ended)", logins, tokens)
+	}
+	if r, body := e.get(t, tfRandom, toks[logins-1]); r.StatusCode != 200 {
+		t.Errorf("the newest token: %s %s", r.Status, body)
+	}
+	for _, i := range []int{0, logins - 21} {
+		if r, _ := e.get(t, tfRandom, toks[i]); r.StatusCode != 401 {
+			t.Errorf("token %d of %d (replaced): %s", i, logins, r.Status)
+		}
+	}
+	// Someone else still signs in.
+	e.idp.signInAs("erin@site.example", "platform")
+	defer e.idp.reset()
+	if r, body := e.get(t, tfRandom, e.login(t)); r.StatusCode != 200 {
+		t.Errorf("another person's token: %s %s", r.Status, body)
+	}
+}

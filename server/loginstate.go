@@ -58,8 +58,10 @@ import (
 // Bounds: 50,000 token records (live and revoked; a login beyond that is
 // refused with a message), 20 live tokens per person (the oldest is revoked
 // when a 21st is issued), 10,000 outstanding codes and as many used
-// sign-ins. Each record is under 4 KiB on disk and about 1 KiB in memory
-// (with its principal), so at most ~50 MiB of memory and ~200 MiB of disk
+// sign-ins; of one person's revoked and expired tokens, the 100 newest are
+// kept (forgetOldest), so filling the state takes some 420 people. Each
+// record is under 4 KiB on disk and about 1 KiB in memory (with its
+// principal), so at most ~50 MiB of memory and ~200 MiB of disk
 // at the limit. Records are removed 30 days after they expired or were
 // revoked, codes and used sign-ins once expired (sweep, any replica).
 
@@ -67,6 +69,7 @@ const (
 	loginsDir         = "logins"
 	maxLoginRecords   = 50000
 	maxTokensPerUser  = 20
+	maxEndedPerUser   = 100 // revoked and expired records kept per person
 	maxLoginCodes     = 10000
 	loginCodeTTL      = time.Minute
 	pendingLoginTTL   = 10 * time.Minute
@@ -482,16 +485,23 @@ func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	if len(recs) >= maxLoginRecords {
 		return "", fmt.Errorf("%w (%d); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
 	}
-	var mine []*LoginToken
+	var mine, ended []*LoginToken
 	for _, t := range recs {
-		if t.Revoked.IsZero() && !now.After(t.Expires) && t.Subject == rec.Subject && t.Issuer == rec.Issuer {
+		if t.Subject != rec.Subject || t.Issuer != rec.Issuer {
+			continue
+		}
+		if t.Revoked.IsZero() && !now.After(t.Expires) {
 			mine = append(mine, t)
+		} else {
+			ended = append(ended, t)
 		}
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Created.Before(mine[j].Created) })
 	for i := 0; i+maxTokensPerUser <= len(mine); i++ {
 		ls.revoke(mine[i], "replaced by a newer login", now)
+		ended = append(ended, mine[i])
 	}
+	ls.forgetOldest(ended, maxEndedPerUser)
 	if err := ls.writeRecord(h, rec); err != nil {
 		return "", fmt.Errorf("writing the login token: %w", err)
 	}
@@ -499,6 +509,35 @@ func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	ls.put(h, rec)
 	ls.mu.Unlock()
 	return secret, nil
+}
+
+// forgetOldest removes the records of ended (one person's revoked and
+// expired tokens) but the keep most recently created, before their
+// loginRetention is up: one person signing in again and again (a script
+// driving the identity provider's form) would otherwise fill the state
+// with their own revoked tokens, up to maxLoginRecords, and lock everyone
+// out of signing in for the 30 days those records are kept. A forgotten
+// token is refused as unknown instead of as revoked (its attempts lose
+// its name in the audit); never accepted: the live file goes first.
+func (ls *loginState) forgetOldest(ended []*LoginToken, keep int) {
+	if len(ended) <= keep {
+		return
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.After(ended[j].Created) })
+	for _, t := range ended[keep:] {
+		h, ok := t.hash()
+		if !ok {
+			continue
+		}
+		if err := os.Remove(ls.tokenPath(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		os.Remove(ls.tokenPath(h, true))
+		ls.mu.Lock()
+		ls.put(h, nil)
+		ls.mu.Unlock()
+	}
+	osfile.SyncDir(ls.sub("tokens"))
 }
 
 func (ls *loginState) nameTaken(name string) bool {
