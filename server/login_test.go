@@ -783,3 +783,26 @@ func TestLoginOnePersonCannotFillTheState(t *testing.T) {
 		t.Errorf("another person's token: %s %s", r.Status, body)
 	}
 }
+
+// TestLoginCodesLeftUnexchanged: codes nobody exchanged (a person's script
+// signing in without a CLI, 10,001 of them within the sweep's 11 minutes)
+// stop counting against the 10,000 outstanding once expired: the next
+// person's 'terraform login' still works.
+func TestLoginCodesLeftUnexchanged(t *testing.T) {
+	e := setupLogin(t)
+	dir := filepath.Join(e.state, "logins", "codes")
+	old := time.Now().Add(-3 * time.Minute)
+	for i := range 10_001 {
+		p := filepath.Join(dir, fmt.Sprintf("%064x.json", i))
+		if err := os.WriteFile(p, []byte(`{}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, old, old)
+	}
+	if r, body := e.get(t, tfRandom, e.login(t)); r.StatusCode != 200 {
+		t.Errorf("a login after 10,001 expired codes: %s %s", r.Status, body)
+	}
+	if _, codes, _ := e.stored(t); codes > 1 {
+		t.Errorf("%d codes left", codes)
+	}
+}

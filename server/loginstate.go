@@ -583,9 +583,17 @@ type loginCode struct {
 
 // newCode stores a code for c and returns it (the file is named by its
 // hash: the state never holds a code that could be exchanged).
+// Codes that are not exchanged (a CLI that went away, or a person
+// signing in again and again without one) count against maxLoginCodes
+// only until they expire: when the directory is full, the expired ones
+// are removed first, so one scripted person cannot keep everyone's
+// 'terraform login' refused (with the sweep's 11 minutes, 15 sign-ins a
+// second did; now it takes 10,000 within loginCodeTTL plus a minute).
 func (ls *loginState) newCode(c *loginCode) (string, error) {
 	if n, _ := readDirNames(ls.sub("codes"), maxLoginCodes+1); len(n) > maxLoginCodes {
-		return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
+		if ls.removeOld("codes", codeFileAge, time.Now()); ls.countNames("codes") > maxLoginCodes {
+			return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
+		}
 	}
 	code, err := acl.NewSecret()
 	if err != nil {
@@ -671,16 +679,30 @@ func (ls *loginState) sweep(now time.Time) {
 			os.Remove(ls.tokenPath(h, true))
 		}
 	}
-	for _, sub := range []string{"codes", "used"} {
-		names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
-		for _, n := range names {
-			p := filepath.Join(ls.sub(sub), n)
-			if fi, err := os.Lstat(p); err == nil && now.Sub(fi.ModTime()) > pendingLoginTTL+time.Minute {
-				os.Remove(p)
-			}
+	ls.removeOld("codes", codeFileAge, now)
+	ls.removeOld("used", pendingLoginTTL+time.Minute, now)
+	ls.scan(true)
+}
+
+// codeFileAge is when a code's file is removed: its loginCodeTTL, and a
+// minute for clocks of replicas (and a network filesystem) that differ.
+const codeFileAge = loginCodeTTL + time.Minute
+
+// removeOld removes the files of sub (codes, used) modified more than age
+// before now (at most 2 × maxLoginCodes are looked at).
+func (ls *loginState) removeOld(sub string, age time.Duration, now time.Time) {
+	names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
+	for _, n := range names {
+		p := filepath.Join(ls.sub(sub), n)
+		if fi, err := os.Lstat(p); err == nil && now.Sub(fi.ModTime()) > age {
+			os.Remove(p)
 		}
 	}
-	ls.scan(true)
+}
+
+func (ls *loginState) countNames(sub string) int {
+	n, _ := readDirNames(ls.sub(sub), maxLoginCodes+1)
+	return len(n)
 }
 
 // ErrNoLoginState marks a store whose serve never signed anyone in.
