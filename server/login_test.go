@@ -399,6 +399,11 @@ func TestLoginRefusals(t *testing.T) {
 		{"expired", "expired", 502, func(d *fakeIdP) { d.mutate = func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() } }, "clocks"},
 		{"a key the IdP does not publish", "signature", 502, func(d *fakeIdP) { d.wrongKey = true }, "signature"},
 		{"an answer of 2 MiB", "idp_answer", 502, func(d *fakeIdP) { d.bigToken = true }, "could not be read"},
+		// Discovery lists the algorithms an attacker would like; only
+		// public-key signatures by the published keys count.
+		{"an unsigned ID token", "signature", 502, func(d *fakeIdP) { d.alg, d.algs = "none", []string{"none", "HS256", "RS256"} }, "ID token was refused"},
+		{"an ID token keyed by the client secret", "signature", 502, func(d *fakeIdP) { d.alg, d.algs = "HS256", []string{"HS256", "RS256"} }, "ID token was refused"},
+		{"2 MiB of published keys", "signature", 502, func(d *fakeIdP) { d.bigKeys = true }, "larger than 1048576 bytes"},
 		{"no group or user block", "no_rules", 403, func(d *fakeIdP) {
 			d.claims = map[string]any{"sub": "x", "email": "eve@site.example", "groups": []string{"visitors"}}
 		},
