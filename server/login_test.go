@@ -811,3 +811,33 @@ func TestLoginCodesLeftUnexchanged(t *testing.T) {
 		t.Errorf("%d codes left", codes)
 	}
 }
+
+// TestLoginLifetimeShortened: a token_lifetime shortened in the access
+// file shortens the login tokens already issued (an operator tightening
+// it after an incident expects no 12-hour token to outlive the new 10
+// minutes); lengthened, it lengthens none.
+func TestLoginLifetimeShortened(t *testing.T) {
+	e := setupLogin(t)
+	tok := e.login(t)
+	setLifetime := func(d string) {
+		b, _ := os.ReadFile(e.access)
+		b = regexp.MustCompile(`token_lifetime = "[^"]*"`).ReplaceAll(b, []byte(`token_lifetime = "`+d+`"`))
+		os.WriteFile(e.access, b, 0o600)
+		if _, err := e.ac.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.add(20 * time.Minute)
+	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 200 {
+		t.Fatalf("within its hour: %s", r.Status)
+	}
+	setLifetime("10m")
+	if r, body := e.get(t, tfRandom, tok); r.StatusCode != 401 || !strings.Contains(body, "expired") {
+		t.Errorf("20 minutes old, token_lifetime now 10m: %s %s", r.Status, body)
+	}
+	setLifetime("48h")
+	e.clock.add(time.Hour)
+	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 401 {
+		t.Errorf("80 minutes old, issued for an hour, token_lifetime now 48h: %s", r.Status)
+	}
+}
