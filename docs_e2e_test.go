@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,6 +129,18 @@ terraform {
 		"modules/subnet/main.tf": str("variable \"size\" {\n  default = 24\n}\noutput \"cidr\" {\n  value = \"x\"\n}\n"),
 	}}}, nil)
 	in.AddModule("registry.terraform.io", "acme", "net", "aws", "1.0.0", "git::https://github.com/acme/terraform-aws-net?ref=v1.0.0")
+	// A module whose documentation is as large as it may be (8 MiB of
+	// JSON), of characters HTML escapes to five: a 20 MiB page.
+	fat := map[string]*string{}
+	for f := range 3 { // (a configuration file may be 4 MiB)
+		var b strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&b, "variable \"v%d_%d\" {\n  description = \"%s\"\n}\n", f, i, strings.Repeat(`\"`, 1300))
+		}
+		fat[fmt.Sprintf("v%d.tf", f)] = str(b.String())
+	}
+	in.AddTaggedRepo(t, "acme/terraform-aws-fat", []registrytest.Release{{Tag: "v1.0.0", Files: fat}}, nil)
+	in.AddModule("registry.terraform.io", "acme", "fat", "aws", "1.0.0", "git::https://github.com/acme/terraform-aws-fat?ref=v1.0.0")
 	return in
 }
 
@@ -148,6 +161,7 @@ provider "acme/elsewhere" {
   docs = "git::https://github.com/acme/widget-docs"
 }
 module "acme/net/aws" {}
+module "acme/fat/aws" {}
 `
 
 // TestDocsOffline (issue 33): export carries each provider version's docs
@@ -267,7 +281,7 @@ func TestDocsOffline(t *testing.T) {
 	access := filepath.Join(work, "access.hcl")
 	widget := token(t, access, "widget", "registry.terraform.io/acme/widget")
 	all := token(t, access, "all", "**")
-	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io", "--access", access)
+	base, caFile, proc := startServeProc(t, store, "--hostname", "registry.terraform.io", "--access", access)
 	get := docsClient(t, caFile)
 	ui := base + "ui/providers/registry.terraform.io/acme/widget/"
 	for v, want := range map[string]string{"1.0.0": "Version one&#39;s thing.", "2.0.0": "Version two&#39;s thing.", "3.0.0": "Version two&#39;s thing."} {
@@ -339,7 +353,58 @@ func TestDocsOffline(t *testing.T) {
 	if code, body, _ := get(base+"ui/providers/registry.terraform.io/acme/huge/1.0.0/docs/", all); code != 404 || !strings.Contains(body, "over the docs bound") {
 		t.Errorf("the docs page of a version without docs (%d):\n%s", code, body)
 	}
+	fatPageMemory(t, base+"ui/modules/registry.terraform.io/acme/fat/aws/1.0.0", caFile, all, proc.Pid)
 	t.Run("browser", func(t *testing.T) { docsInBrowser(t, store, work) })
+}
+
+// fatPageMemory asks for the largest module page a bundle can make (8 MiB
+// of documentation, a 20 MiB page) on 32 connections at once, as one
+// client address may hold 128: serve builds it once, in a render slot,
+// and every request sends the one cached page, so serve's peak resident
+// memory grows by well under 32 pages.
+func fatPageMemory(t *testing.T, u, caFile, tok string, pid int) {
+	pemCA, _ := os.ReadFile(caFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	cl := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxConnsPerHost: 64}}
+	hwm := func() int64 {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		_, v, _ := strings.Cut(string(b), "VmHWM:")
+		var kb int64
+		fmt.Sscan(v, &kb)
+		return kb
+	}
+	before := hwm()
+	start := time.Now()
+	var wg sync.WaitGroup
+	sizes := make([]int64, 32)
+	for i := range sizes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", u, nil)
+			req.SetBasicAuth("me", tok)
+			resp, err := cl.Do(req)
+			if err != nil {
+				return
+			}
+			if resp.StatusCode == 200 {
+				sizes[i], _ = io.Copy(io.Discard, resp.Body)
+			}
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	after := hwm()
+	t.Logf("32 requests at once for a %d MiB module page: %v, serve's peak RSS %d -> %d MiB", sizes[0]>>20, time.Since(start).Round(time.Millisecond), before>>10, after>>10)
+	for i, n := range sizes {
+		if n < 16<<20 {
+			t.Fatalf("request %d got %d bytes of the fat module's page", i, n)
+		}
+	}
+	if grew := after - before; grew > 256<<10 {
+		t.Errorf("serve's peak RSS grew by %d MiB for 32 requests of one page (want under 256 MiB)", grew>>10)
+	}
 }
 
 // docsInBrowser loads a provider's doc page and a module's page in
