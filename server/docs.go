@@ -166,24 +166,38 @@ func (d *docsUI) list(w http.ResponseWriter, r *http.Request, pv *dist.ProviderV
 		d.s.writeError(w, r, err)
 		return
 	}
-	var cats []listCategory
-	for _, c := range docs.Categories {
-		lc := listCategory{Category: c}
-		for _, e := range ix.Pages(c.Name) {
-			fm := meta[e.Path]
-			lc.Rows = append(lc.Rows, listRow{Name: displayName(pv, c.Name, e.Name, fm), Title: fm.Title, Subcategory: fm.Subcategory, URL: docsBase(pv) + c.Name + "/" + e.Name})
+	// Up to 20,000 rows: built in a slot and cached as the pages are.
+	d.cachedPage(w, r, "list\x00"+pv.Addr()+"\x00"+pv.Version+"\x00"+string(pv.Docs.Archive), func() ([]byte, bool, error) {
+		var cats []listCategory
+		for _, c := range docs.Categories {
+			lc := listCategory{Category: c}
+			for _, e := range ix.Pages(c.Name) {
+				fm := meta[e.Path]
+				lc.Rows = append(lc.Rows, listRow{Name: clipList(displayName(pv, c.Name, e.Name, fm)), Title: clipList(fm.Title), Subcategory: clipList(fm.Subcategory), URL: docsBase(pv) + c.Name + "/" + e.Name})
+			}
+			sort.SliceStable(lc.Rows, func(i, j int) bool {
+				a, b := lc.Rows[i], lc.Rows[j]
+				return a.Subcategory < b.Subcategory || a.Subcategory == b.Subcategory && a.Name < b.Name
+			})
+			if len(lc.Rows) > 0 {
+				cats = append(cats, lc)
+			}
 		}
-		sort.SliceStable(lc.Rows, func(i, j int) bool {
-			a, b := lc.Rows[i], lc.Rows[j]
-			return a.Subcategory < b.Subcategory || a.Subcategory == b.Subcategory && a.Name < b.Name
-		})
-		if len(lc.Rows) > 0 {
-			cats = append(cats, lc)
-		}
+		data["Categories"] = cats
+		data["Docs"] = pv.Docs
+		b, err := d.execute("docs-list.html", data)
+		return b, true, err
+	})
+}
+
+// clipList cuts a title or subcategory to 100 bytes for the list (a page
+// shows its own whole): 20,000 rows of hostile 200-byte titles of
+// characters HTML escapes to five made a 44 MB list, too large to cache.
+func clipList(s string) string {
+	if len(s) <= 100 {
+		return s
 	}
-	data["Categories"] = cats
-	data["Docs"] = pv.Docs
-	d.render(w, r, http.StatusOK, "docs-list.html", data)
+	return strings.ToValidUTF8(s[:100], "") + "…"
 }
 
 // displayName is how the registry names a page in its list: resources and
@@ -511,6 +525,14 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sc := d.s.current().scopeFor(authOf(r).principal())
+	// A search may read the tables of contents of 500 providers' docs
+	// (325 ms for one of 20,000 files; the cache holds 200,000 entries,
+	// so a store whose newest docs have more rereads them for every
+	// search): it takes a render slot, as a page does.
+	if !d.acquire(r.Context()) {
+		return
+	}
+	defer d.release()
 	var hits []searchHit
 	considered, more := 0, false
 	for _, origin := range sc.origins {
