@@ -47,6 +47,7 @@ const (
 	maxIndexEntries    = 200_000
 	maxMetaTrees       = 8
 	maxRenderedBytes   = 32 << 20
+	maxPageBytes       = 24 << 20 // the largest page served (cachedPage)
 	maxSearchProviders = 500
 	maxSearchResults   = 100
 	maxFrontMatterRead = 4 << 10 // bytes of each page read for the listing's titles
@@ -243,7 +244,11 @@ func (d *docsUI) page(w http.ResponseWriter, r *http.Request, pv *dist.ProviderV
 // however many clients ask for it together, and what each request then
 // holds while its client reads is the one cached slice. (Before, each
 // request parsed and executed its own: 128 connections from one address
-// asking for a hostile module's page held a page each.)
+// asking for a hostile module's page held a page each.) A page over
+// maxPageBytes (8 MiB of a module's documentation made of characters JSON
+// keeps and HTML escapes to five, ' or +, is a 40 MiB page) is replaced
+// by a notice pointing to 'airgap docs', so every page is cached and held
+// once.
 func (d *docsUI) cachedPage(w http.ResponseWriter, r *http.Request, key string, build func() ([]byte, bool, error)) {
 	b, ok := d.full.get(key)
 	if !ok {
@@ -254,6 +259,9 @@ func (d *docsUI) cachedPage(w http.ResponseWriter, r *http.Request, key string, 
 			var keep bool
 			var err error
 			b, keep, err = build()
+			if err == nil && len(b) > maxPageBytes {
+				b, err = d.execute("docs-toolarge.html", map[string]any{"Title": "Page too large", "Size": dist.HumanSize(int64(len(b))), "Max": dist.HumanSize(maxPageBytes)})
+			}
 			if err == nil && keep {
 				d.full.put(key, b, int64(len(b)+len(key)))
 			}
