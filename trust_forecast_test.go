@@ -264,7 +264,7 @@ func TestTrustChangesListed(t *testing.T) {
 		t.Errorf("the import does not list the trust change:\n%s", out)
 	}
 	inv := mustRun(t, w.work, nil, airgapBin, "inventory", "--store", st)
-	for _, want := range []string{"1 catalog changes, 1 trust changes", "trust change: " + change, "signed " + time.Now().UTC().Format("2006") /* year */} {
+	for _, want := range []string{"1 catalog changes (1 added), 1 trust changes", "trust change: " + change, "signed " + time.Now().UTC().Format("2006") /* year */} {
 		if !strings.Contains(inv, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, inv)
 		}
@@ -379,4 +379,38 @@ func TestRetiredAndRevokedKeys(t *testing.T) {
 			t.Errorf("re-carrying what the key signed before its revocation: %v", im)
 		}
 	})
+}
+
+// TestForecastMirrorHashesTier: a store that serves a provider version on
+// a network mirror's hashes only may take the publisher-signed bundle of
+// it (an upgrade: its SHA256SUMS is replaced) and the same mirror bundle
+// again. The forecast read the inventory without the tier (its reader
+// copied some fields of each provider version and dropped
+// mirror_hashes_only), so it said "import will refuse" (a conflict) where
+// the import accepts.
+func TestForecastMirrorHashesTier(t *testing.T) {
+	w := newPolicyWorld(t)
+	// As export writes one on --trust-mirror-hashes: a SHA256SUMS of the
+	// carried packages signed by the site key, marked.
+	mirror := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "mirror"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "random", Version: "3.6.5", Platforms: []string{"linux_amd64"}, Signer: w.site, PackageSize: 64 << 10})
+	mirror.SigningKeys[0].Source = bundle.SiteKeySource
+	mirror.MirrorHashesOnly, mirror.Mirror = true, "https://mirror.corp.example/tf/"
+	for i := range mirror.Packages {
+		mirror.Packages[i].MirrorHashes = []string{mirror.Packages[i].H1}
+	}
+	mb := w.bundleOf(t, "mirror", false, nil, mirror)
+	upgrade := w.bundleOf(t, "upgrade", false, nil, w.random(t, "3.6.5", w.pub, 64<<10))
+	for i, b := range []string{mb, upgrade} {
+		t.Run(filepath.Base(b), func(t *testing.T) {
+			// A store of its own: the seeded one has the publisher's key for
+			// hashicorp, and a mirror-hashes-only version is a downgrade there.
+			st := filepath.Join(w.work, "stores", fmt.Sprintf("mirror-%d", i))
+			mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, mb)
+			fc, im, vcode, icode := forecastAndImport(t, w.work, w.keyring, st, b)
+			if strings.Join(fc, ",") != strings.Join(im, ",") || vcode != 0 || icode != 0 {
+				t.Errorf("forecast %v (exit %d), import %v (exit %d)", fc, vcode, im, icode)
+			}
+		})
+	}
 }
