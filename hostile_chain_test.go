@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
@@ -113,4 +114,42 @@ func TestHostileChainMemory(t *testing.T) {
 
 	over := fatChain(t, filepath.Join(work, "over"), site, enclave, 9, 60<<20)
 	expectRefused(t, work, keyring, root, over, "manifests are over 536870912 bytes in all")
+}
+
+// TestHostileChainRevokedHopForecast: the next enclave's chain keyring has
+// the copy of an upstream key that carries its revocation (the key was
+// lost), while the bundle's chain carries the copy without it. The import
+// checks each hop with the keyring's copy and refuses; verify --against
+// must forecast that refusal, not say "import will accept" (exit 0).
+func TestHostileChainRevokedHopForecast(t *testing.T) {
+	e := newEnclaves(t)
+	storeA, storeB := e.path("storeA"), e.path("storeB")
+	e.importInto(t, storeA, e.pub("internet"), e.internetExport(t, "first", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" { versions = \"3.6.2\" }\n"))
+	x, _ := e.fromStore(t, storeA, "a", "a1")
+	e.importInto(t, storeB, e.pub("internet"), e.internetExport(t, "seed", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/null\" {}\n"))
+	k, err := verify.ReadSigningKeyFile(e.sec("internet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.RevokeKey(packet.KeyCompromised, "laptop lost", nil); err != nil {
+		t.Fatal(err)
+	}
+	armor, err := verify.PublicArmor(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundletest.WriteFile(t, filepath.Join(storeB, "chain.pub.asc"), []byte(armor))
+	bundletest.WriteFile(t, filepath.Join(storeB, "import.hcl"), []byte("chain {\n  keyring = \"chain.pub.asc\"\n}\n"))
+	have := e.path("b.have.json")
+	bundletest.WriteFile(t, have, []byte(mustRunStdout(t, e.work, "inventory", "--store", storeB, "--json")))
+	vout, _, vcode := runSplit(t, e.work, nil, "verify", "--keyring", e.pub("a"), "--against", have, x)
+	before := bundletest.Snapshot(t, storeB)
+	iout, ierr := cmdRun(t, e.work, nil, airgapBin, "import", "--keyring", e.pub("a"), "--store", storeB, x)
+	if ierr == nil || !strings.Contains(iout, "revoked") {
+		t.Fatalf("the import took a hop signed by a key the chain keyring has revoked: %v\n%s", ierr, iout)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, storeB))
+	if vcode != 4 || !strings.Contains(vout, "Verdict: import will refuse") || !strings.Contains(vout, "revoked") {
+		t.Errorf("verify --against (exit %d) does not forecast the import's refusal:\n%s\nthe import:\n%s", vcode, vout, iout)
+	}
 }

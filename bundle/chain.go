@@ -306,6 +306,12 @@ type HopCheck struct {
 	Brought int
 	// ApprovalsChecked counts its station approvals checked again.
 	ApprovalsChecked int
+	// KeyringChecked: its signature was also checked with the copy of its
+	// key in CheckOptions.ChainKeyring (one with its signer's
+	// fingerprint is there); KeyringErr is what that check refused, ""
+	// if it verified. A forecast of the chain policy reads them.
+	KeyringChecked bool
+	KeyringErr     string
 }
 
 // unit is one thing of this bundle's manifest that must be found in a hop's
@@ -623,6 +629,7 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 	if err := checkHopTime(entry, checked.Created, c.opt.SignedAt, c.opt.Now, c.m.Created != nil); err != nil {
 		return nil, err
 	}
+	c.checkHopKeyring(h, data, sig)
 	if err := c.checkApprovals(h); err != nil {
 		return nil, err
 	}
@@ -634,6 +641,23 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 		return nil, inconsistent(entry, "its signed manifest does not parse: %v", err)
 	}
 	return hm, nil
+}
+
+// checkHopKeyring checks the hop's signature again with the chain
+// keyring's copy of its signer's key, if the keyring has one (a copy may
+// carry a revocation or an expiry the hop's own copy lacks): what the
+// import's chain policy will find, for the forecast.
+func (c *Checker) checkHopKeyring(h *HopCheck, data, sig []byte) {
+	for _, e := range c.opt.ChainKeyring {
+		if verify.Fingerprint(e) != h.Signer.Fingerprint {
+			continue
+		}
+		h.KeyringChecked = true
+		if _, err := verify.CheckSignature(openpgp.EntityList{e}, bytes.NewReader(data), sig); err != nil {
+			h.KeyringErr = err.Error()
+		}
+		return
+	}
 }
 
 // checkApprovals checks each station approval a hop carries: the file's
