@@ -166,24 +166,70 @@ func TestHostileChainRevokedHopForecast(t *testing.T) {
 	if err := k.RevokeKey(packet.KeyCompromised, "laptop lost", nil); err != nil {
 		t.Fatal(err)
 	}
-	armor, err := verify.PublicArmor(k)
+	revoked, err := verify.PublicArmor(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundletest.WriteFile(t, filepath.Join(storeB, "chain.pub.asc"), []byte(armor))
-	bundletest.WriteFile(t, filepath.Join(storeB, "import.hcl"), []byte("chain {\n  keyring = \"chain.pub.asc\"\n}\n"))
+	chainKeyring := func(armor []byte) {
+		bundletest.WriteFile(t, filepath.Join(storeB, "chain.pub.asc"), armor)
+		bundletest.WriteFile(t, filepath.Join(storeB, "import.hcl"), []byte("chain {\n  keyring = \"chain.pub.asc\"\n}\n"))
+	}
 	have := e.path("b.have.json")
-	bundletest.WriteFile(t, have, []byte(mustRunStdout(t, e.work, "inventory", "--store", storeB, "--json")))
-	vout, _, vcode := runSplit(t, e.work, nil, "verify", "--keyring", e.pub("a"), "--against", have, x)
-	before := bundletest.Snapshot(t, storeB)
-	iout, ierr := cmdRun(t, e.work, nil, airgapBin, "import", "--keyring", e.pub("a"), "--store", storeB, x)
-	if ierr == nil || !strings.Contains(iout, "revoked") {
-		t.Fatalf("the import took a hop signed by a key the chain keyring has revoked: %v\n%s", ierr, iout)
+	forecastAndImport := func(b string) (vout, iout string, vcode int, ierr error) {
+		bundletest.WriteFile(t, have, []byte(mustRunStdout(t, e.work, "inventory", "--store", storeB, "--json")))
+		vout, _, vcode = runSplit(t, e.work, nil, "verify", "--keyring", e.pub("a"), "--against", have, b)
+		before := bundletest.Snapshot(t, storeB)
+		iout, ierr = cmdRun(t, e.work, nil, airgapBin, "import", "--keyring", e.pub("a"), "--store", storeB, b)
+		if ierr != nil {
+			bundletest.SameTree(t, before, bundletest.Snapshot(t, storeB))
+		}
+		return vout, iout, vcode, ierr
 	}
-	bundletest.SameTree(t, before, bundletest.Snapshot(t, storeB))
-	if vcode != 4 || !strings.Contains(vout, "Verdict: import will refuse") || !strings.Contains(vout, "revoked") {
-		t.Errorf("verify --against (exit %d) does not forecast the import's refusal:\n%s\nthe import:\n%s", vcode, vout, iout)
-	}
+
+	t.Run("full", func(t *testing.T) {
+		chainKeyring([]byte(revoked))
+		vout, iout, vcode, ierr := forecastAndImport(x)
+		if ierr == nil || !strings.Contains(iout, "revoked") {
+			t.Fatalf("the import took a hop signed by a key the chain keyring has revoked: %v\n%s", ierr, iout)
+		}
+		if vcode != 4 || !strings.Contains(vout, "Verdict: import will refuse") || !strings.Contains(vout, "revoked") {
+			t.Errorf("verify --against (exit %d) does not forecast the import's refusal:\n%s\nthe import:\n%s", vcode, vout, iout)
+		}
+	})
+
+	// A delta omits the hops the store has: verify cannot check them with
+	// the keyring, and says the import will.
+	t.Run("delta", func(t *testing.T) {
+		good, err := os.ReadFile(e.pub("internet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chainKeyring(good)
+		e.importInto(t, storeB, e.pub("a"), x)
+		e.importInto(t, storeA, e.pub("internet"), e.internetExport(t, "second", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" { versions = \"3.6.0\" }\n"))
+		bundletest.WriteFile(t, have, []byte(mustRunStdout(t, e.work, "inventory", "--store", storeB, "--json")))
+		d, _ := e.fromStore(t, storeA, "a", "a2", "--have", have)
+		chainKeyring([]byte(revoked))
+		// As a hostile enclave could write it: the hops' manifests,
+		// signatures and keys omitted too (the store has them).
+		omitted := rewriteBundle(t, d, e.pub("a"), e.sec("a"), func(m *bundle.Manifest, _ map[verify.Digest]string) {
+			for i, b := range m.Blobs {
+				switch b.Role {
+				case dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey:
+					m.Blobs[i].Omitted = true
+				}
+			}
+		})
+		for _, b := range []string{d, omitted} {
+			vout, iout, vcode, ierr := forecastAndImport(b)
+			if ierr == nil {
+				t.Fatalf("the import took a delta whose hops the chain keyring's copy refuses:\n%s", iout)
+			}
+			if (vcode != 4 || !strings.Contains(vout, "Verdict: import will refuse")) && !strings.Contains(vout, "decided at import: the signature of chain hop") {
+				t.Errorf("verify --against (exit %d) neither forecasts the refusal nor says the import decides the hops it lacks:\n%s\nthe import:\n%s", vcode, vout, iout)
+			}
+		}
+	})
 }
 
 // heavyStationKey is a station key (RSA-4096, seven user IDs) written 32
