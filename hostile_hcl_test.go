@@ -100,3 +100,25 @@ func TestHostileDenseModule(t *testing.T) {
 		})
 	}
 }
+
+// TestDenseSiteFiles: the site's own HCL files (here the export manifest)
+// pass the same bounds: a manifest of one-byte tokens is refused before it
+// is parsed, and a deeply nested one with an error rather than a stack
+// overflow (HCL's parser recursed with no bound there: a fatal error).
+func TestDenseSiteFiles(t *testing.T) {
+	work := t.TempDir()
+	for name, body := range map[string]string{
+		"dense.hcl": strings.Repeat("a\n", tfconfig.MaxFileSize/2),
+		"deep.hcl":  "platforms = " + strings.Repeat("[", 200_000) + "\n",
+	} {
+		os.WriteFile(filepath.Join(work, name), []byte(body), 0o644)
+		out, code := runBoundedEnv(t, work, baseEnv(), denseRSSLimit, "export", "--manifest", name, "--dry-run")
+		want := "over the limit of"
+		if name == "deep.hcl" {
+			want = "nested over the depth limit"
+		}
+		if code != 1 || !strings.Contains(out, name) || !strings.Contains(out, want) {
+			t.Errorf("%s (exit %d): want %q:\n%.2000s", name, code, want, out)
+		}
+	}
+}
