@@ -112,6 +112,8 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzSet$$' -fuzztime $(call fuzztime,90000) ./dist/portable
 	$(FUZZ) -fuzz '^FuzzScanner$$' -fuzztime $(call fuzztime,25000) ./dist/goinfo
 	$(FUZZ) -fuzz '^FuzzCountSARIF$$' -fuzztime $(call fuzztime,60000) ./dist
+	$(FUZZ) -fuzz '^FuzzHCLTokens$$' -fuzztime $(call fuzztime,30000) ./dist
+	$(FUZZ) -fuzz '^FuzzHCLTemplateTokens$$' -fuzztime $(call fuzztime,25000) ./dist
 
 bench:
 	bash testdata/bench/run.sh

@@ -220,6 +220,11 @@ func (c *ServeConfig) readFile(v reflect.Value, fields map[string]int) error {
 	if len(src) > maxConfigSize {
 		return fmt.Errorf("%w: %s is larger than %d bytes; it is not an airgap configuration", ErrConfig, c.File, maxConfigSize)
 	}
+	release, err := dist.AdmitHCL(src, c.File)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	defer release()
 	hf, diags := hclparse.NewParser().ParseHCL(src, c.File)
 	if diags.HasErrors() {
 		return diagError(diags)

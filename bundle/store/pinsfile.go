@@ -83,6 +83,11 @@ func ParsePinsFile(src []byte, path string) (*PinsFile, error) {
 	if len(src) > MaxPinsFileSize {
 		return nil, fmt.Errorf("--publisher-pins %s: larger than %d bytes", path, MaxPinsFileSize)
 	}
+	release, err := dist.AdmitHCL(src, path)
+	if err != nil {
+		return nil, fmt.Errorf("--publisher-pins %s: %w", path, err)
+	}
+	defer release()
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
 		return nil, pinsErr(path, dist.DiagLines(diags))

@@ -114,6 +114,11 @@ func ReadStorePolicy(root string) (*StorePolicy, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := dist.AdmitHCL(src, path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	var cfg importHCL
 	if !diags.HasErrors() {

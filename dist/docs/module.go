@@ -11,14 +11,16 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 
 	"github.com/airgap/airgap/dist"
 )
 
 // maxModuleConfig bounds the configuration files of one module directory
-// that terraform-config-inspect reads into memory (it reads each file
-// whole).
+// that inspect reads (each whole, one at a time).
 const maxModuleConfig = 16 << 20
 
 // ModuleDocs reads the documentation of the module at dir (slash path,
@@ -28,9 +30,12 @@ const maxModuleConfig = 16 << 20
 // dist.MaxModuleSubmodules). Everything is read through root (os.Root:
 // links stay inside the tree). Bounds: the README is cut at
 // dist.MaxModuleReadme bytes; a directory whose configuration files
-// (.tf, .tf.json) add up to more than 16 MiB is refused rather than read;
-// the document is at most dist.MaxModuleDocs bytes. Memory: the
-// configuration of one directory at a time, parsed.
+// (.tf, .tf.json) add up to more than 16 MiB, or that has a file over
+// dist.MaxHCLTokens tokens, is refused rather than parsed (inspect);
+// the document is at most dist.MaxModuleDocs bytes, and reading stops once
+// the inputs and outputs read so far pass that. Memory: the configuration
+// of one file at a time, parsed within the process-wide budget of tokens
+// (dist.AdmitHCL), plus the module decoded so far and the document.
 func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 	dir = path.Clean(dir)
 	md := dist.ModuleDocs{Inputs: []dist.ModuleInput{}, Outputs: []dist.ModuleOutput{}, Providers: []dist.ModuleProvider{}, Submodules: []dist.ModuleSubmodule{}}
@@ -39,6 +44,7 @@ func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 		return nil, err
 	}
 	md.Inputs, md.Outputs = inputs(mod), outputs(mod)
+	size := docsSize(md.Inputs, md.Outputs)
 	for name, p := range mod.RequiredProviders {
 		md.Providers = append(md.Providers, dist.ModuleProvider{Name: name, Source: p.Source, Versions: strings.Join(p.VersionConstraints, ", ")})
 	}
@@ -55,7 +61,11 @@ func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 			continue
 		}
 		rel := strings.TrimPrefix(p, dir+"/")
-		md.Submodules = append(md.Submodules, dist.ModuleSubmodule{Path: rel, Inputs: inputs(sm), Outputs: outputs(sm)})
+		sub := dist.ModuleSubmodule{Path: rel, Inputs: inputs(sm), Outputs: outputs(sm)}
+		if size += docsSize(sub.Inputs, sub.Outputs); size > dist.MaxModuleDocs {
+			return nil, fmt.Errorf("the module's documentation is over %s", dist.HumanSize(dist.MaxModuleDocs))
+		}
+		md.Submodules = append(md.Submodules, sub)
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -69,26 +79,124 @@ func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// inspect runs terraform-config-inspect on dir after checking that its
-// configuration files fit maxModuleConfig.
+// inspect reads the module in dir with terraform-config-inspect's decoder
+// (LoadModuleFromFile), reading and parsing its files itself, one at a
+// time, each only once dist.AdmitHCL lets it (token count and nesting
+// before anything is parsed, then the process-wide budget of tokens being
+// parsed): terraform-config-inspect's LoadModuleFromFilesystem reads and
+// parses every file of the directory with no bound, keeps all their
+// syntax trees until the end, and when one does not parse parses them all
+// again with the legacy HCL 1 parser. The files are regular files read
+// through root, at most maxModuleConfig bytes together; what stays of
+// each once it is decoded is the module's inputs, outputs and providers.
 func inspect(root *os.Root, dir string) (*tfconfig.Module, error) {
+	names, err := configFiles(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	mod := tfconfig.NewModule(dir)
+	var total int64
+	for _, n := range names {
+		src, err := readConfig(root, n, maxModuleConfig-total)
+		if err != nil {
+			return nil, err
+		}
+		if total += int64(len(src)); total > maxModuleConfig {
+			return nil, fmt.Errorf("%q holds over %s of configuration", dist.Printable(dir), dist.HumanSize(maxModuleConfig))
+		}
+		if err := decodeFile(mod, src, n); err != nil {
+			return nil, err
+		}
+	}
+	// What LoadModuleFromFilesystem adds after decoding: the providers
+	// that resources imply.
+	for _, rs := range []map[string]*tfconfig.Resource{mod.ManagedResources, mod.DataResources} {
+		for _, r := range rs {
+			if _, ok := mod.RequiredProviders[r.Provider.Name]; !ok {
+				mod.RequiredProviders[r.Provider.Name] = &tfconfig.ProviderRequirement{}
+			}
+		}
+	}
+	return mod, nil
+}
+
+// decodeFile parses one configuration file (within dist.AdmitHCL's
+// bounds) and decodes it into mod; a file that does not parse adds what
+// its parsed part holds, as terraform-config-inspect's loader does.
+func decodeFile(mod *tfconfig.Module, src []byte, name string) error {
+	release, err := dist.AdmitHCL(src, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var f *hcl.File
+	if strings.HasSuffix(name, ".json") {
+		f, _ = hcljson.Parse(src, name)
+	} else {
+		f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	}
+	if f != nil {
+		tfconfig.LoadModuleFromFile(f, mod)
+	}
+	return nil
+}
+
+// configFiles lists the configuration files of dir as
+// terraform-config-inspect does: .tf and .tf.json, not hidden nor editor
+// backups, override files last.
+func configFiles(root *os.Root, dir string) ([]string, error) {
 	ents, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
 		return nil, err
 	}
-	var total int64
+	var primary, override []string
 	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, ".tf") || strings.HasSuffix(n, ".tf.json") {
-			if info, err := root.Stat(path.Join(dir, n)); err == nil {
-				total += info.Size()
-			}
+		n := e.Name()
+		ext := ".tf"
+		if strings.HasSuffix(n, ".tf.json") {
+			ext = ".tf.json"
+		}
+		if e.IsDir() || !strings.HasSuffix(n, ext) || strings.HasPrefix(n, ".") || strings.HasSuffix(n, "~") || strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#") {
+			continue
+		}
+		if base := strings.TrimSuffix(n, ext); base == "override" || strings.HasSuffix(base, "_override") {
+			override = append(override, path.Join(dir, n))
+		} else {
+			primary = append(primary, path.Join(dir, n))
 		}
 	}
-	if total > maxModuleConfig {
-		return nil, fmt.Errorf("%q holds %s of configuration, over %s", dist.Printable(dir), dist.HumanSize(total), dist.HumanSize(maxModuleConfig))
+	return append(primary, override...), nil
+}
+
+// readConfig reads the regular file name through root, at most limit
+// bytes (one more shows it is over).
+func readConfig(root *os.Root, name string, limit int64) ([]byte, error) {
+	fi, err := root.Stat(name)
+	if err != nil {
+		return nil, err
 	}
-	mod, _ := tfconfig.LoadModuleFromFilesystem(tfconfig.WrapFS(root.FS()), dir)
-	return mod, nil
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", dist.Printable(name))
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// docsSize is about the bytes ins and outs take in the document: their
+// strings' (the JSON adds names and punctuation).
+func docsSize(ins []dist.ModuleInput, outs []dist.ModuleOutput) int {
+	n := 0
+	for _, in := range ins {
+		n += len(in.Name) + len(in.Type) + len(in.Description) + len(in.Default)
+	}
+	for _, o := range outs {
+		n += len(o.Name) + len(o.Description)
+	}
+	return n
 }
 
 func inputs(mod *tfconfig.Module) []dist.ModuleInput {

@@ -238,6 +238,11 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := dist.AdmitHCL(src, path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {
 		return nil, diagErr(diags)

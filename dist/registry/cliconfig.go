@@ -265,6 +265,11 @@ var cliSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // readFile merges one file into cfg and returns its credentials_helper
 // block, if it has one.
 func (cfg *CLIConfig) readFile(path string, src []byte) (*helperBlock, error) {
+	release, err := dist.AdmitHCL(src, path)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	p := hclparse.NewParser()
 	var f *hcl.File
 	var diags hcl.Diagnostics

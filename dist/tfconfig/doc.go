@@ -20,11 +20,16 @@
 // inside a containing directory — the project for LoadTree, the module's
 // whole package for LoadTreeIn — and only through an os.Root on it, so no
 // symlink leads out either; a call that would leave it is an error
-// (ErrOutside) naming file:line and the source. Every file is held to
-// dist.CheckHCLNesting before HCL parses it (HCL's parsers recurse with no
-// bound). Limits: MaxFileSize (4 MiB)
+// (ErrOutside) naming file:line and the source. Every file passes
+// dist.AdmitHCL before HCL parses it: at most dist.MaxHCLTokens tokens
+// (counted without allocating; the parsers hold a kilobyte or so per
+// token), nested at most dist.MaxHCLNesting levels (HCL's parsers recurse
+// with no bound), parsed within the process-wide budget of
+// dist.MaxHCLTokensParsing tokens at once. Limits: MaxFileSize (4 MiB)
 // per file, MaxTreeBytes (16 MiB) of files read per tree, MaxFilesPerDir
 // names kept per directory and MaxLocalModules directories per tree; so
-// one tree parses at most 16 MiB, one file at a time (the parser keeps no
-// file once it is read).
+// one tree parses at most 16 MiB, one file at a time. LoadDir, LoadTree
+// and LoadTreeIn keep no file's syntax tree once it is read; LoadProject
+// keeps the expressions of variables, locals and module arguments of the
+// project's own files (its MaxTreeBytes) until it has evaluated them.
 package tfconfig

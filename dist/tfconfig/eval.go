@@ -549,6 +549,11 @@ func (r rawValue) value(name string, hclMode bool) (cty.Value, error) {
 	if !hclMode {
 		return cty.StringVal(r.text), nil
 	}
+	release, err := dist.AdmitHCL([]byte(r.text), "<value for var."+name+">")
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("the value from %s: %w", r.from, err)
+	}
+	defer release()
 	e, diags := hclsyntax.ParseExpression([]byte(r.text), "<value for var."+name+">", hcl.InitialPos)
 	if !diags.HasErrors() {
 		if err := checkSyntax(e, nil); err != nil {

@@ -22,9 +22,13 @@ import (
 // Limits on what one configuration tree may make airgap read.
 const (
 	// MaxFileSize: bytes in one .tf, .tf.json or lock file. Real module
-	// files are kilobytes; generated ones rarely reach a megabyte. HCL
-	// parsing allocates up to ~60 times the input for dense syntax, so
-	// this also bounds the parser's memory per file (~250 MiB).
+	// files are kilobytes; generated ones rarely reach a megabyte. It does
+	// not bound the parser's memory: HCL's parsers hold 0.6-1.4 KB per
+	// token, and 4 MiB of one-byte tokens ("a\n", "[1,1,…]") took export
+	// to 1.6-1.75 GB before the file was refused. That bound is
+	// dist.AdmitHCL's: at most dist.MaxHCLTokens tokens per file, and
+	// dist.MaxHCLTokensParsing tokens being parsed in the whole process at
+	// once (one file at the limit: 150-230 MiB of peak resident memory).
 	MaxFileSize = 4 << 20
 	// MaxTreeBytes: bytes of configuration files read for one tree (the
 	// parse of a hostile 64 MiB tree measured 41 s and 4 GiB allocated;
@@ -156,6 +160,10 @@ type tree struct {
 	root  *os.Root
 	base  string // the root's path, for messages
 	bytes int64
+	// eval keeps the expressions LoadProject evaluates (variables,
+	// locals, module arguments); without it each directory's are dropped
+	// once it is read, so a tree keeps no syntax tree of its files.
+	eval bool
 }
 
 // path is rel for messages: names come from downloaded modules, so control
@@ -235,9 +243,12 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := ParseConfig(src, t.path(filepath.Join(rel, n)))
+		c, err := parseConfig(src, t.path(filepath.Join(rel, n)), t.eval)
 		if err != nil {
 			return nil, err
+		}
+		if !t.eval {
+			c.dropExprs()
 		}
 		for i := range c.Modules {
 			c.Modules[i].Dir = t.path(rel)
@@ -249,22 +260,39 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 	return cfg, nil
 }
 
-// ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file.
-// Module calls' Dir is left empty.
+// ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file,
+// with the expressions LoadProject evaluates. Module calls' Dir is left
+// empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	f, err := parseFile(src, filename)
+	return parseConfig(src, filename, true)
+}
+
+// parseConfig is ParseConfig; without eval the expressions it keeps are
+// not made ready for evaluation (a .tf.json's strings are not parsed as
+// templates), since they will be dropped. With eval, a .tf.json's strings
+// read as templates are parsed within the file's admission
+// (dist.AdmitHCLWithTemplates: their tokens and the file's together at
+// most dist.MaxHCLTokens).
+func parseConfig(src []byte, filename string, eval bool) (cfg *Config, err error) {
+	json := strings.HasSuffix(filename, ".json")
+	f, release, tmpl, err := parseFile(src, filename, eval && json)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
 	}
-	cfg := &Config{}
+	cfg = &Config{}
 	keep := func(e hcl.Expression) hcl.Expression { return e }
-	json := strings.HasSuffix(filename, ".json")
-	if json {
-		keep = func(e hcl.Expression) hcl.Expression { return jsonTemplate(src, e) }
+	if eval && json {
+		keep = func(e hcl.Expression) hcl.Expression { return jsonTemplate(src, e, tmpl) }
+		defer func() {
+			if tmpl.err != nil {
+				cfg, err = nil, tmpl.err
+			}
+		}()
 	}
 	for _, b := range content.Blocks {
 		switch b.Type {
@@ -422,6 +450,16 @@ func (c *Config) addLocal(l *local) {
 	c.locals[l.name] = l
 }
 
+// dropExprs forgets what only LoadProject's evaluation needs: the
+// expressions of variables, locals and module arguments, which hold their
+// file's syntax tree.
+func (c *Config) dropExprs() {
+	c.vars, c.locals = nil, nil
+	for i := range c.Modules {
+		c.Modules[i].source, c.Modules[i].version, c.Modules[i].args = nil, nil, nil
+	}
+}
+
 // merge adds o's declarations to c (the files of one directory).
 func (c *Config) merge(o *Config) {
 	c.Providers = append(c.Providers, o.Providers...)
@@ -443,7 +481,7 @@ func (c *Config) merge(o *Config) {
 // a template, and nested %{for}s over literal lists build strings of
 // gigabytes from a few hundred bytes, so that string's template stands for
 // the value, and const evaluation refuses its for expression.
-func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
+func jsonTemplate(src []byte, e hcl.Expression, b *templateBudget) hcl.Expression {
 	r := e.Range()
 	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte >= r.End.Byte {
 		return e
@@ -455,9 +493,12 @@ func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 	}
 	str, ok := v.(string)
 	if !ok {
-		if t := forTemplate(v, r.Filename, pos); t != nil {
+		if t := forTemplate(v, r.Filename, pos, b); t != nil {
 			return t
 		}
+		return e
+	}
+	if !b.take(str) {
 		return e
 	}
 	t, diags := hclsyntax.ParseTemplate([]byte(str), r.Filename, pos)
@@ -469,9 +510,9 @@ func jsonTemplate(src []byte, e hcl.Expression) hcl.Expression {
 
 // forTemplate is the template of the first string in v (a decoded JSON
 // value: its keys and its strings) that holds a for directive, or nil.
-func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
+func forTemplate(v any, filename string, pos hcl.Pos, b *templateBudget) hcl.Expression {
 	check := func(s string) hcl.Expression {
-		if !strings.Contains(s, "%{") {
+		if !strings.Contains(s, "%{") || !b.take(s) {
 			return nil
 		}
 		t, diags := hclsyntax.ParseTemplate([]byte(s), filename, pos)
@@ -485,7 +526,7 @@ func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
 		return check(x)
 	case []any:
 		for _, e := range x {
-			if t := forTemplate(e, filename, pos); t != nil {
+			if t := forTemplate(e, filename, pos, b); t != nil {
 				return t
 			}
 		}
@@ -494,7 +535,7 @@ func forTemplate(v any, filename string, pos hcl.Pos) hcl.Expression {
 			if t := check(k); t != nil {
 				return t
 			}
-			if t := forTemplate(e, filename, pos); t != nil {
+			if t := forTemplate(e, filename, pos, b); t != nil {
 				return t
 			}
 		}
@@ -515,22 +556,54 @@ func exprText(src []byte, r hcl.Range) string {
 	return dist.Printable(text)
 }
 
-// parseFile parses HCL, or JSON when filename ends in .json.
-func parseFile(src []byte, filename string) (*hcl.File, error) {
-	var f *hcl.File
-	var diags hcl.Diagnostics
-	if err := dist.CheckHCLNesting(src, filename); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+// parseFile parses HCL, or JSON when filename ends in .json, once
+// dist.AdmitHCL lets it (token count, nesting, the process-wide budget of
+// tokens being parsed) — with templates, dist.AdmitHCLWithTemplates, and
+// tmpl is what the file's strings may then spend on being parsed as
+// templates. The caller calls release when it is done with the file's
+// syntax tree.
+func parseFile(src []byte, filename string, templates bool) (f *hcl.File, release func(), tmpl *templateBudget, err error) {
+	tmpl = &templateBudget{file: filename}
+	if templates {
+		release, tmpl.left, err = dist.AdmitHCLWithTemplates(src, filename)
+	} else {
+		release, err = dist.AdmitHCL(src, filename)
 	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
+	}
+	var diags hcl.Diagnostics
 	if strings.HasSuffix(filename, ".json") {
 		f, diags = hcljson.Parse(src, filename)
 	} else {
 		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	}
 	if diags.HasErrors() {
-		return nil, diagErr(diags, filename)
+		release()
+		return nil, nil, nil, diagErr(diags, filename)
 	}
-	return f, nil
+	return f, release, tmpl, nil
+}
+
+// templateBudget is what the strings of one .tf.json may spend, in
+// tokens, on being parsed as templates.
+type templateBudget struct {
+	file string
+	left int
+	err  error // the first string over it
+}
+
+// take spends s's tokens (dist.HCLTemplateTokens), or reports that they
+// are over the budget (and sets b.err).
+func (b *templateBudget) take(s string) bool {
+	if b.err != nil {
+		return false
+	}
+	if b.left -= dist.HCLTemplateTokens([]byte(s)); b.left < 0 {
+		b.err = fmt.Errorf("%s: %w: its strings, read as templates, have more tokens than %d with the file's own\nhint: a .tf.json whose strings are this dense is not a real configuration; split it into several files", dist.Printable(b.file), ErrTooLarge, dist.MaxHCLTokens)
+		return false
+	}
+	return true
 }
 
 // LoadDir reads the .tf and .tf.json files of one directory.
@@ -631,7 +704,7 @@ func loadTree(within, dir string, in *Inputs) (*Config, error) {
 		return nil, err
 	}
 	defer root.Close()
-	t := &tree{root: root, base: within}
+	t := &tree{root: root, base: within, eval: in != nil}
 	var ev *evaluator
 	if in != nil {
 		ev = &evaluator{t: t, in: *in, funcs: constFuncs}
@@ -787,9 +860,11 @@ var lockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "provide
 
 // ParseLockFile reads the text of a .terraform.lock.hcl.
 func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, error) {
-	if err := dist.CheckHCLNesting(src, filename); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", dist.Printable(filename), ErrTooLarge, err)
+	release, err := dist.AdmitHCL(src, filename)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
 	}
+	defer release()
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/airgap/airgap/dist"
 )
 
 func write(t testing.TB, dir string, files map[string]string) {
@@ -191,20 +193,28 @@ func FuzzConfig(f *testing.F) {
 // TestDeepConfig: HCL's parsers recurse once per level with no bound: a
 // .tf.json of 4 MiB of '[', or a .tf of 4 MiB of '[', '!', 'a?a:' or
 // '"${', overflowed the Go stack, killing the process. Now each is refused
-// (dist.CheckHCLNesting) and real nesting still parses.
+// (dist.CheckHCLNesting; at 4 MiB, already by dist.CheckHCLTokens) and
+// real nesting still parses.
 func TestDeepConfig(t *testing.T) {
-	full, n := MaxFileSize-100, 100_000
+	full, n := MaxFileSize-100, 50_000
 	for name, src := range map[string]string{
-		"main.tf.json": `{"locals":{"a":` + strings.Repeat("[", full) + `}}`,
-		"brack.tf":     "locals {\n a = " + strings.Repeat("[", full) + "\n}\n",
-		"bang.tf":      "locals {\n a = " + strings.Repeat("!", n) + "a\n}\n",
-		"cond.tf":      "locals {\n a = " + strings.Repeat("a?a:", n) + "a\n}\n",
-		"tmpl.tf":      "locals {\n a = \"" + strings.Repeat("${\"", n) + "\n}\n",
-		"ifs.tf":       "locals {\n a = <<EOT\n" + strings.Repeat("%{if a}", n) + "\nEOT\n}\n",
+		"main.tf.json":   `{"locals":{"a":` + strings.Repeat("[", full) + `}}`,
+		"brack.tf":       "locals {\n a = " + strings.Repeat("[", full) + "\n}\n",
+		"n.main.tf.json": `{"locals":{"a":` + strings.Repeat("[", n) + `}}`,
+		"n.brack.tf":     "locals {\n a = " + strings.Repeat("[", n) + "\n}\n",
+		"bang.tf":        "locals {\n a = " + strings.Repeat("!", n) + "a\n}\n",
+		"cond.tf":        "locals {\n a = " + strings.Repeat("a?a:", n) + "a\n}\n",
+		"tmpl.tf":        "locals {\n a = \"" + strings.Repeat("${\"", n) + "\n}\n",
+		"ifs.tf":         "locals {\n a = <<EOT\n" + strings.Repeat("%{if a}", n) + "\nEOT\n}\n",
 	} {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
-		if _, err := LoadDir(dir); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "nested") {
+		os.WriteFile(filepath.Join(dir, strings.TrimPrefix(name, "n.")), []byte(src), 0o644)
+		_, err := LoadDir(dir)
+		want := errors.Is(err, dist.ErrHCLTooDeep)
+		if len(src) > MaxFileSize/2 {
+			want = errors.Is(err, dist.ErrHCLTooManyTokens)
+		}
+		if !errors.Is(err, ErrTooLarge) || !want {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -213,5 +223,26 @@ func TestDeepConfig(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(strings.Repeat(ok, 400)), 0o644)
 	if _, err := LoadDir(dir); err != nil && strings.Contains(err.Error(), "nested") {
 		t.Errorf("400 blocks of ordinary nesting refused: %v", err)
+	}
+}
+
+// TestDenseJSONTemplates: a .tf.json's strings are templates to
+// LoadProject (HCL's JSON syntax), parsed as such: one string of 1 MiB of
+// "${a}" is a few JSON tokens but 800 Ki template tokens, which the
+// parser would hold a kilobyte or so each of. LoadProject refuses the
+// file; LoadTreeIn, which evaluates nothing, does not parse the strings.
+func TestDenseJSONTemplates(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"main.tf.json": `{"locals": {"a": "` + strings.Repeat("${a}", 1<<18) + `"}}`})
+	_, err := LoadProject(dir, Inputs{})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "read as templates") || !strings.Contains(err.Error(), "\nhint: ") {
+		t.Errorf("LoadProject: %v", err)
+	}
+	if _, err := LoadTreeIn(dir, dir); err != nil {
+		t.Errorf("LoadTreeIn: %v", err)
+	}
+	write(t, dir, map[string]string{"main.tf.json": `{"locals": {"a": "` + strings.Repeat("${a}", 1<<10) + `"}}`})
+	if _, err := LoadProject(dir, Inputs{}); err != nil {
+		t.Errorf("LoadProject of a small template: %v", err)
 	}
 }

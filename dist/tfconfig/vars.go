@@ -148,10 +148,11 @@ func readVarFile(path string) ([]byte, error) {
 // parseVarFile reads a .tfvars (HCL) or .tfvars.json file into m: each
 // attribute a variable, each value a literal.
 func parseVarFile(src []byte, filename string, m map[string]rawValue) error {
-	f, err := parseFile(src, filename)
+	f, release, _, err := parseFile(src, filename, false)
 	if err != nil {
 		return err
 	}
+	defer release()
 	attrs, diags := f.Body.JustAttributes()
 	if diags.HasErrors() {
 		return diagErr(diags, filename)

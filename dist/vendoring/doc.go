@@ -22,7 +22,9 @@
 // once; a cycle ends at a package already vendored), MaxCalls rewritten
 // calls (manifest records), each module directory read once per tree
 // (a local module shared by many vendored subdirectories is parsed once)
-// and MaxConfigBytes of .tf/.tf.json read in all, and one getter.Budget
+// and MaxConfigBytes of .tf/.tf.json read in all (each file parsed only
+// once dist.AdmitHCL lets it: token count, nesting, the process-wide
+// budget of tokens being parsed), and one getter.Budget
 // for the whole tree (the module and its vendored packages together
 // within getter's archive limits, 1 GiB and MaxArchiveEntries entries).
 // Rewrites are applied once every directory has been read, one pass per

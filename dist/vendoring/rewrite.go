@@ -46,9 +46,11 @@ type edit struct {
 
 // rewriteHCL edits a native-syntax file.
 func rewriteHCL(src []byte, name string, sources map[string]string) ([]byte, error) {
-	if err := dist.CheckHCLNesting(src, name); err != nil {
+	release, err := dist.AdmitHCL(src, name)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRewrite, dist.Printable(name), err)
 	}
+	defer release()
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRewrite, dist.Printable(name), diags.Error())
@@ -61,9 +63,11 @@ func rewriteHCL(src []byte, name string, sources map[string]string) ([]byte, err
 // rewriteJSON edits a .tf.json file: key order, spacing and other escapes
 // stay as they were.
 func rewriteJSON(src []byte, name string, sources map[string]string) ([]byte, error) {
-	if err := dist.CheckHCLNesting(src, name); err != nil {
+	release, err := dist.AdmitHCL(src, name)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRewrite, dist.Printable(name), err)
 	}
+	defer release()
 	f, diags := hcljson.Parse(src, name)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRewrite, dist.Printable(name), diags.Error())

@@ -34,8 +34,10 @@ const (
 	// MaxConfigBytes: bytes of .tf and .tf.json files read for one
 	// module's tree, its vendored packages included (each directory is
 	// read once), as much as export then scans of it (tfconfig.LoadTreeIn, which
-	// follows the rewritten local calls). Dense HCL parses at about 1.5 MiB/s with tfconfig's
-	// per-directory peak of some GiB for 64 MiB: this bounds the time.
+	// follows the rewritten local calls). Dense HCL parses at about 1.5 MiB/s:
+	// this bounds the time. Memory is bounded per file, as for every
+	// reader of HCL, by dist.AdmitHCL (tfconfig.LoadDir and Rewrite
+	// both pass it).
 	MaxConfigBytes = tfconfig.MaxTreeBytes
 	// maxProblems: unvendorable sources listed in one error.
 	maxProblems = 20

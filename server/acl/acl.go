@@ -187,6 +187,11 @@ func Load(path string) (*File, error) {
 
 // Parse reads an access file's text; filename is used in messages.
 func Parse(src []byte, filename string) (*File, error) {
+	release, err := dist.AdmitHCL(src, filename)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSyntax, err)
+	}
+	defer release()
 	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diagErr(diags)

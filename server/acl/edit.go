@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -186,18 +187,33 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 	if err != nil {
 		return err
 	}
-	wf, diags := hclwrite.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return diagErr(diags)
-	}
-	if err := fn(wf, cur); err != nil {
+	out, err := rewrite(src, path, cur, fn)
+	if err != nil {
 		return err
 	}
-	out := hclwrite.Format(wf.Bytes())
 	if _, err := Parse(out, path); err != nil {
 		return fmt.Errorf("internal error: the edited access file does not read back: %w", err)
 	}
 	return writeAtomic(path, out, owner)
+}
+
+// rewrite applies fn to the access file src (cur, as parsed) through
+// hclwrite, within the bounds every reader of HCL keeps (dist.AdmitHCL),
+// and returns the result formatted.
+func rewrite(src []byte, path string, cur *File, fn func(*hclwrite.File, *File) error) ([]byte, error) {
+	release, err := dist.AdmitHCL(src, path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSyntax, err)
+	}
+	defer release()
+	wf, diags := hclwrite.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	if err := fn(wf, cur); err != nil {
+		return nil, err
+	}
+	return hclwrite.Format(wf.Bytes()), nil
 }
 
 // writeAtomic writes data to path: a temporary file in the same directory
