@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -232,9 +233,15 @@ reinstate "hashicorp/random" {
 # }
 `
 
-// ParseSpec reads an HCL export manifest. Errors name file:line:col.
+// MaxSpecSize is the largest manifest ParseSpec reads: a manifest of
+// thousands of providers and modules is a few hundred KiB; its tokens are
+// then held to dist.AdmitHCL's budget.
+const MaxSpecSize = 16 << 20
+
+// ParseSpec reads an HCL export manifest (at most MaxSpecSize bytes).
+// Errors name file:line:col.
 func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
-	src, err := os.ReadFile(path)
+	src, err := readSpec(path)
 	if err != nil {
 		return nil, err
 	}
@@ -571,4 +578,22 @@ func docsSetting(p specProvider) (DocsSetting, error) {
 		return DocsSetting{Source: src}, nil
 	}
 	return DocsSetting{}, rangeErr(r, "provider %q: docs must be false or a git repository (\"git::https://…\")", p.Source)
+}
+
+// readSpec reads the manifest at path, refusing one over MaxSpecSize
+// before holding it in memory.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > MaxSpecSize {
+		return nil, fmt.Errorf("%s: the manifest is larger than %d MiB\nhint: a manifest names providers and modules, and even thousands of them take a few hundred KiB; is this the right file?", dist.Printable(path), MaxSpecSize>>20)
+	}
+	return src, nil
 }
