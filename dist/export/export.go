@@ -174,6 +174,9 @@ type exporter struct {
 	// shorthand: registry.opentofu.org module addresses requested or
 	// already noted (noteShorthand).
 	shorthand map[string]bool
+	// docsDown: hosts of docs repositories that could not be reached in
+	// this export, and why (fetchProviderDocs).
+	docsDown map[string]string
 }
 
 type sumsEntry struct {
