@@ -191,6 +191,18 @@ func newChromium(t *testing.T, base, caFile, work string) (context.Context, cont
 		chromedp.UserDataDir(filepath.Join(work, "chromium-profile")),
 		chromedp.Flag("ignore-certificate-errors-spki-list", base64.StdEncoding.EncodeToString(spki[:])),
 		chromedp.WindowSize(1280, 1000),
+		// No host but loopback, and no lookup: Chromium's background
+		// services (accounts.google.com, content-autofill.googleapis.com,
+		// update.googleapis.com, clients2.google.com, even with the flags
+		// above) would otherwise ask the machine's resolver for their
+		// names, or the network guard's proxy (HTTPS_PROXY), which would
+		// fail every run on them. Every other name fails inside Chromium
+		// (ERR_NAME_NOT_RESOLVED). Left is its IPv6 reachability probe,
+		// which no flag turns off: a UDP socket connect()ed to
+		// 2001:4860:4860::8888 to read the source address the kernel
+		// would pick, then closed; nothing is sent.
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1, EXCLUDE [::1]"),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
