@@ -179,12 +179,20 @@ func (in *Internet) Transport() http.RoundTripper {
 // every proxy variable the network guard sets (GuardNetwork), so that it
 // replaces the guard's when it comes after it.
 func (in *Internet) Env() []string {
+	return append(ProxyEnv(in.Proxy.URL), "NO_PROXY=", "no_proxy=",
+		"SSL_CERT_FILE="+in.CAFile, "SSL_CERT_DIR="+filepath.Join(in.Dir, "nocerts"), "GIT_SSL_CAINFO="+in.CAFile)
+}
+
+// ProxyEnv sets every proxy variable the network guard sets (GuardNetwork)
+// to proxyURL, for a child process whose environment comes after the
+// guard's: HTTPS_PROXY alone would leave git (curl reads https_proxy
+// first) with the guard's.
+func ProxyEnv(proxyURL string) []string {
 	var env []string
 	for _, k := range proxyVars {
-		env = append(env, k+"="+in.Proxy.URL)
+		env = append(env, k+"="+proxyURL)
 	}
-	return append(env, "NO_PROXY=", "no_proxy=",
-		"SSL_CERT_FILE="+in.CAFile, "SSL_CERT_DIR="+filepath.Join(in.Dir, "nocerts"), "GIT_SSL_CAINFO="+in.CAFile)
+	return env
 }
 
 func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
