@@ -375,3 +375,31 @@ func TestTofuClientConfig(t *testing.T) {
 		t.Errorf("tofu init with the generated config:\n%s", out)
 	}
 }
+
+// TestFromMessagesNameTheCall: 'export --from DIR' has no manifest, so its
+// messages name the project's module call at FILE:LINE and never tell the
+// user to add to "the manifest": the note about a module that calls
+// another without a host, and a fetch that fails.
+func TestFromMessagesNameTheCall(t *testing.T) {
+	in := registrytest.World(t)
+	work := t.TempDir()
+	os.MkdirAll(filepath.Join(work, "infra"), 0o755)
+	os.WriteFile(filepath.Join(work, "infra", "main.tf"), []byte("module \"vpc\" {\n  source  = \"example/vpc/aws\"\n  version = \"1.0.0\"\n}\n"), 0o644)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
+	call := "module registry.terraform.io/example/vpc/aws 1.0.0 (" + filepath.Join("infra", "main.tf") + ":1)"
+	out := mustRun(t, work, online, airgapBin, "export", "--from", "infra", "--dry-run", "--cache", "cache")
+	for _, want := range []string{"note: " + call + " calls example/subnet/aws without a host",
+		`for OpenTofu clients export module "registry.opentofu.org/example/subnet/aws" too: --from infra reads the project's own module calls, so name it in a manifest`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("export --from does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "to the manifest") {
+		t.Errorf("export --from speaks of a manifest it does not have:\n%s", out)
+	}
+	in.Block("github.com")
+	out, err := cmdRun(t, work, online, airgapBin, "export", "--from", "infra", "--dry-run", "--cache", "cache2")
+	if err == nil || !strings.Contains(out, call+": fetching git::https://github.com/") {
+		t.Errorf("a failed fetch for export --from does not name the call (%v):\n%s", err, out)
+	}
+}

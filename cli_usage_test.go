@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,12 @@ func TestUsageNamesWhatIsMissing(t *testing.T) {
 		{[]string{"split", "b.bundle"}, []string{"missing --sign-key (required)"}},
 		{[]string{"join", "--keyring", "k", "b.bundle.000"}, []string{"missing --out (required)"}},
 		{[]string{"keygen"}, []string{"missing --out (required)"}},
+		{[]string{"approve", "b.bundle"}, []string{"missing --key and --keyring (required)"}},
+		{[]string{"approve", "--key", "k", "--keyring", "k"}, []string{"missing the BUNDLE argument"}},
+		{[]string{"keys"}, []string{"airgap keys retire --store DIR"}},
+		{[]string{"keys", "retire", "--store", "s", "registry.terraform.io/hashicorp"}, []string{"give --store DIR, the namespace and the key's fingerprint"}},
+		{[]string{"keys", "retire", "--store", "s", "registry.terraform.io/hashicorp", "ABCD"}, []string{"is not a key fingerprint"}},
+		{[]string{"keys", "revkoe"}, []string{`did you mean "revoke"?`}},
 		{[]string{"audit"}, []string{"missing --log (required)"}},
 		{[]string{"mirror-dir", "--store", "s"}, []string{"missing --out (required)"}},
 		{[]string{"export", "--manifest", "m.hcl", "--out", "b.bundle"}, []string{"missing --sign-key (required unless --dry-run)"}},
@@ -227,6 +234,42 @@ func TestSmallUntruths(t *testing.T) {
 	for f := range listFiles(t, work) {
 		if !before[f] {
 			t.Errorf("a refused command left %s", f)
+		}
+	}
+}
+
+// TestHelpGroupsVerbsByPlace: 'airgap help' lists every verb once, under
+// where it runs — connected side, transfer station, offline side,
+// anywhere — and verify at the transfer station. A new verb must be given
+// a place in help.go's verbPlaces.
+func TestHelpGroupsVerbsByPlace(t *testing.T) {
+	out, err := cmdRun(t, "", nil, airgapBin, "help")
+	if err != nil {
+		t.Fatalf("airgap help: %v\n%s", err, out)
+	}
+	place := ""
+	where := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " "):
+			place, _, _ = strings.Cut(line, " (")
+			place = strings.TrimSuffix(place, ":")
+		case strings.HasPrefix(line, "  ") && place != "" && place != "Exit codes":
+			verb := strings.Fields(line)[0]
+			where[verb] = append(where[verb], place)
+		}
+	}
+	for name := range verbs() {
+		switch p := where[name]; {
+		case len(p) != 1:
+			t.Errorf("airgap help lists %s under %v, want one place", name, p)
+		case !slices.Contains([]string{"Connected side", "Transfer station", "Offline side", "Anywhere"}, p[0]):
+			t.Errorf("airgap help lists %s under %q: give it a place in verbPlaces (help.go)", name, p[0])
+		}
+	}
+	for verb, want := range map[string]string{"verify": "Transfer station", "export": "Connected side", "import": "Offline side", "serve": "Offline side"} {
+		if p := where[verb]; len(p) != 1 || p[0] != want {
+			t.Errorf("airgap help lists %s under %v, want %q:\n%s", verb, p, want, out)
 		}
 	}
 }

@@ -20,72 +20,106 @@ import (
 // first release with const variables in module sources.
 const terraformNewVersion = "1.15.9"
 
-// terraformNewEnv names the Terraform 1.15.9 binary the suite uses;
-// .ci/run sets it after unpacking and checking ../shared/clients.
+// terraformNewEnv names the Terraform 1.15.9 binary the suite uses.
 const terraformNewEnv = "AIRGAP_TEST_TERRAFORM_NEW"
 
 // sharedClients is where the project keeps client binaries that cannot be
 // built from the Go module proxy (its README says how they were built),
-// relative to the repository.
+// relative to the clone: a clone elsewhere does not have it.
 var sharedClients = filepath.Join("..", "shared", "clients")
+
+// terraformNewRelease is where HashiCorp publishes Terraform 1.15.9, for
+// the message when no copy is found ('make test-clients' fetches it).
+const terraformNewRelease = "https://releases.hashicorp.com/terraform/" + terraformNewVersion + "/"
 
 var (
 	tfNewOnce           sync.Once
 	tfNewPath, tfNewErr string
 )
 
-// terraformNewBin returns Terraform 1.15.9: $AIRGAP_TEST_TERRAFORM_NEW
-// if set, else the binary unpacked once from
-// ../shared/clients/terraform-1.15.9-linux-amd64.xz into the test cache
-// and checked against ../shared/clients/SHA256SUMS. Either way it must say
-// it is 1.15.9. A missing or wrong binary fails the test: the newer
-// Terraform must not go untested.
+// terraformNewBin returns Terraform 1.15.9 (findTerraformNew). A missing or
+// wrong binary fails the test: the newer Terraform must not go untested.
 func terraformNewBin(t *testing.T) string {
 	t.Helper()
-	tfNewOnce.Do(func() { tfNewPath, tfNewErr = findTerraformNew() })
+	lookTerraformNew()
 	if tfNewErr != "" {
-		t.Fatalf("terraform %s is required by the client matrix: %s\nhint: set %s to a Terraform %s binary, or keep the project's ../shared/clients/terraform-%s-linux-amd64.xz and SHA256SUMS in place (.ci/run unpacks them)",
-			terraformNewVersion, tfNewErr, terraformNewEnv, terraformNewVersion, terraformNewVersion)
+		t.Fatal(tfNewErr)
 	}
 	return tfNewPath
 }
 
-func findTerraformNew() (string, string) {
-	bin := os.Getenv(terraformNewEnv)
-	if bin == "" {
-		var err error
-		if bin, err = unpackSharedTerraform(); err != nil {
-			return "", err.Error()
+// lookTerraformNew runs findTerraformNew once per test binary.
+func lookTerraformNew() {
+	tfNewOnce.Do(func() {
+		cache, err := testCacheDir()
+		if err != nil {
+			tfNewErr = err.Error()
+			return
 		}
+		tfNewPath, tfNewErr = findTerraformNew(os.Getenv(terraformNewEnv), sharedClients, cache)
+	})
+}
+
+// findTerraformNew looks for Terraform 1.15.9, in this order: the binary
+// env names ($AIRGAP_TEST_TERRAFORM_NEW); the project's xz archive in
+// shared (../shared/clients relative to the clone), unpacked into cache
+// once and checked against shared's SHA256SUMS; the copy in cache a
+// previous run or 'make test-clients' left there. Whatever it finds must
+// say it is 1.15.9. Where none has it, the error names the release to
+// download and the variable to set.
+func findTerraformNew(env, shared, cache string) (bin, errText string) {
+	fail := func(format string, a ...any) (string, string) {
+		return "", fmt.Sprintf("terraform %s is required by the client matrix: ", terraformNewVersion) + fmt.Sprintf(format, a...)
+	}
+	switch {
+	case env != "":
+		bin = env
+	case fileExists(filepath.Join(shared, "terraform-"+terraformNewVersion+"-linux-amd64.xz")):
+		var err error
+		if bin, err = unpackSharedTerraform(shared, cache); err != nil {
+			return fail("%v", err)
+		}
+	case fileExists(filepath.Join(cache, "terraform-"+terraformNewVersion)):
+		bin = filepath.Join(cache, "terraform-"+terraformNewVersion)
+	default:
+		abs, _ := filepath.Abs(shared)
+		return fail("%s is not set, %s does not hold it, and it is not in the test cache %s\n"+
+			"hint: download Terraform %s for %s_%s from %s (check the zip against terraform_%s_SHA256SUMS and its signature), "+
+			"unzip it and set %s=/path/to/terraform; or run 'make test-clients', which does that into %s",
+			terraformNewEnv, abs, cache, terraformNewVersion, runtime.GOOS, runtime.GOARCH, terraformNewRelease, terraformNewVersion,
+			terraformNewEnv, filepath.Join(cache, "terraform-"+terraformNewVersion))
 	}
 	if v, err := clientVersion(bin); err != nil {
-		return "", fmt.Sprintf("%s: %v", bin, err)
+		return fail("%v", err)
 	} else if v != terraformNewVersion {
-		return "", fmt.Sprintf("%s is Terraform %s, not %s", bin, v, terraformNewVersion)
+		return fail("%s is Terraform %s, not %s\nhint: point %s at Terraform %s (%s)", bin, v, terraformNewVersion, terraformNewEnv, terraformNewVersion, terraformNewRelease)
 	}
 	return bin, ""
 }
 
-// unpackSharedTerraform unpacks ../shared/clients' Terraform into the test
-// cache (once; later runs re-check the cached copy's sha256) and returns
-// its path.
-func unpackSharedTerraform() (string, error) {
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// unpackSharedTerraform unpacks shared's Terraform into cache (once; later
+// runs re-check the cached copy's sha256) and returns its path.
+func unpackSharedTerraform(shared, cache string) (string, error) {
+	return unpackShared(shared, cache, "terraform-"+terraformNewVersion+"-linux-amd64", "terraform-"+terraformNewVersion)
+}
+
+// unpackShared unpacks shared/NAME.xz into cache as bin, checked against
+// shared/SHA256SUMS (a cached copy is checked again and kept when it
+// matches), and returns its path.
+func unpackShared(shared, cache, name, bin string) (string, error) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		return "", fmt.Errorf("../shared/clients holds a linux_amd64 build only, and this is %s_%s", runtime.GOOS, runtime.GOARCH)
+		return "", fmt.Errorf("%s holds linux_amd64 builds only, and this is %s_%s", shared, runtime.GOOS, runtime.GOARCH)
 	}
-	name := "terraform-" + terraformNewVersion + "-linux-amd64"
-	want, err := sharedSum(name)
+	want, err := sharedSum(shared, name)
 	if err != nil {
 		return "", err
 	}
-	dir, err := testCacheDir()
-	if err != nil {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "terraform-"+terraformNewVersion)
+	bin = filepath.Join(cache, bin)
 	if got, err := fileSHA256(bin); err == nil && got == want {
 		return bin, nil
 	}
@@ -93,12 +127,12 @@ func unpackSharedTerraform() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("xz is not installed (Debian package xz-utils): it unpacks %s.xz", name)
 	}
-	part := bin + ".partial"
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	f, err := os.CreateTemp(cache, filepath.Base(bin)+".partial-*")
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(xz, "-dc", filepath.Join(sharedClients, name+".xz"))
+	part := f.Name()
+	cmd := exec.Command(xz, "-dc", filepath.Join(shared, name+".xz"))
 	cmd.Stdout = f
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -106,20 +140,23 @@ func unpackSharedTerraform() (string, error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Chmod(part, 0o755)
+	}
 	if err != nil {
 		os.Remove(part)
-		return "", fmt.Errorf("unpacking %s.xz: %v %s", filepath.Join(sharedClients, name), err, stderr.String())
+		return "", fmt.Errorf("unpacking %s.xz: %v %s", filepath.Join(shared, name), err, stderr.String())
 	}
 	if got, err := fileSHA256(part); err != nil || got != want {
 		os.Remove(part)
-		return "", fmt.Errorf("%s.xz unpacks to sha256 %s, SHA256SUMS says %s (%v)", filepath.Join(sharedClients, name), got, want, err)
+		return "", fmt.Errorf("%s.xz unpacks to sha256 %s, SHA256SUMS says %s (%v)", filepath.Join(shared, name), got, want, err)
 	}
 	return bin, os.Rename(part, bin)
 }
 
-// sharedSum is the sha256 ../shared/clients/SHA256SUMS gives for name.
-func sharedSum(name string) (string, error) {
-	f, err := os.Open(filepath.Join(sharedClients, "SHA256SUMS"))
+// sharedSum is the sha256 shared/SHA256SUMS gives for name.
+func sharedSum(shared, name string) (string, error) {
+	f, err := os.Open(filepath.Join(shared, "SHA256SUMS"))
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +167,7 @@ func sharedSum(name string) (string, error) {
 			return sum, nil
 		}
 	}
-	return "", fmt.Errorf("%s has no line for %s", filepath.Join(sharedClients, "SHA256SUMS"), name)
+	return "", fmt.Errorf("%s has no line for %s", filepath.Join(shared, "SHA256SUMS"), name)
 }
 
 func fileSHA256(p string) (string, error) {
@@ -181,7 +218,7 @@ func (c matrixClient) String() string { return c.tool + " " + c.version }
 func matrixClients(t *testing.T) []matrixClient {
 	t.Helper()
 	var wg sync.WaitGroup
-	wg.Go(func() { tfNewOnce.Do(func() { tfNewPath, tfNewErr = findTerraformNew() }) })
+	wg.Go(func() { lookTerraformNew() })
 	for _, v := range []string{tofuVersion, tofuNewVersion} {
 		buildTofu(v)
 	}
@@ -210,4 +247,62 @@ func matrixClients(t *testing.T) []matrixClient {
 		t.Fatalf("terraform on PATH is %s: the suite tests Terraform 1.11 there (and %s from %s)", out[0].version, terraformNewVersion, terraformNewEnv)
 	}
 	return out
+}
+
+// TestFindTerraformNew: the suite finds Terraform 1.15.9 from any clone —
+// $AIRGAP_TEST_TERRAFORM_NEW, then the project's archive beside the clone
+// (unpacked into the cache and checked against its SHA256SUMS), then the
+// cache — and where none has it, says which release to download and which
+// variable to set. (Stand-in binaries that print a version: the lookup,
+// not Terraform, is under test.)
+func TestFindTerraformNew(t *testing.T) {
+	work := t.TempDir()
+	fake := func(name, version string) string {
+		p := filepath.Join(work, name)
+		os.WriteFile(p, []byte("#!/bin/sh\necho '{\"terraform_version\":\""+version+"\"}'\n"), 0o755)
+		return p
+	}
+	right, old := fake("tf-new", terraformNewVersion), fake("tf-old", "1.11.4")
+	shared, cache, nothing := filepath.Join(work, "shared"), filepath.Join(work, "cache"), filepath.Join(work, "nothing")
+	os.MkdirAll(shared, 0o755)
+	name := "terraform-" + terraformNewVersion + "-linux-amd64"
+	xz, err := exec.Command("xz", "-c", right).Output()
+	if err != nil {
+		t.Fatalf("xz (Debian package xz-utils): %v", err)
+	}
+	os.WriteFile(filepath.Join(shared, name+".xz"), xz, 0o644)
+	sum, _ := fileSHA256(right)
+	os.WriteFile(filepath.Join(shared, "SHA256SUMS"), []byte(sum+"  "+name+"\n"), 0o644)
+
+	want := func(what, env, shared, cache, wantBin string, wantErr ...string) {
+		t.Helper()
+		bin, errText := findTerraformNew(env, shared, cache)
+		if wantBin != "" && (bin != wantBin || errText != "") {
+			t.Errorf("%s: found %q (%s), want %s", what, bin, errText, wantBin)
+		}
+		for _, w := range wantErr {
+			if !strings.Contains(errText, w) {
+				t.Errorf("%s: the message does not say %q:\n%s", what, w, errText)
+			}
+		}
+	}
+	cached := filepath.Join(cache, "terraform-"+terraformNewVersion)
+	want("the variable", right, shared, cache, right)
+	want("the variable naming another version", old, shared, cache, "", "is Terraform 1.11.4, not "+terraformNewVersion, terraformNewEnv)
+	want("the project's archive", "", shared, cache, cached)
+	if got, _ := fileSHA256(cached); got != sum {
+		t.Errorf("the unpacked copy has sha256 %s, want %s", got, sum)
+	}
+	want("the cache (no archive beside the clone)", "", nothing, cache, cached)
+	os.Remove(cached)
+	want("nothing", "", nothing, cache, "", terraformNewEnv+" is not set", "does not hold it", "not in the test cache",
+		"hint: download Terraform "+terraformNewVersion, terraformNewRelease, "set "+terraformNewEnv+"=", "make test-clients")
+
+	// An archive that does not unpack to what SHA256SUMS says is refused,
+	// and nothing is left in the cache.
+	os.WriteFile(filepath.Join(shared, "SHA256SUMS"), []byte(strings.Repeat("0", 64)+"  "+name+"\n"), 0o644)
+	want("a corrupt archive", "", shared, cache, "", "SHA256SUMS says "+strings.Repeat("0", 64))
+	if ents, _ := os.ReadDir(cache); len(ents) != 0 {
+		t.Errorf("a refused unpack left %v in the cache", ents)
+	}
 }

@@ -9,51 +9,68 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/user"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
 )
 
 // --- token ---
 
 type tokenCmd struct {
-	access  string
-	name    string
-	allow   []string
-	expires string
-	none    bool
-	storeD  string
-	asJSON  bool
+	access   string
+	name     string
+	allow    []string
+	expires  string
+	none     bool
+	storeD   string
+	out      string
+	user     string
+	auditLog string
+	asJSON   bool
 }
 
 func (c *tokenCmd) synopsis() string {
-	return "create, list and revoke the tokens 'airgap serve --access FILE' accepts"
+	return "create, list and revoke the tokens 'airgap serve --access FILE' accepts, and login tokens"
 }
+
+// defaultExpiry is how long a token lasts without --expires.
+const defaultExpiry = "90d"
 
 func (c *tokenCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("token", pflag.ContinueOnError)
 	fs.StringVar(&c.access, "access", "", "the access file (created by the first 'token create', mode 0600)")
 	fs.StringVar(&c.name, "name", "", "create: the token's name (shown in access and audit logs)")
 	fs.StringSliceVar(&c.allow, "allow", nil, "create, anonymous: an address pattern it may read, e.g. registry.terraform.io/hashicorp/* or site.example/net/** (repeatable)")
-	fs.StringVar(&c.expires, "expires", "", "create: expire after this long (90d, 720h) or at this time (2027-01-31, RFC 3339); default never")
+	fs.StringVar(&c.expires, "expires", defaultExpiry, "create: expire after this long (90d, 720h) or at this time (2027-01-31, RFC 3339), or never")
+	fs.StringVar(&c.out, "out", "", "create: write the secret to this new file (mode 0600) instead of stdout")
 	fs.BoolVar(&c.none, "none", false, "anonymous: remove the anonymous rule (requests without a token are refused)")
-	fs.StringVar(&c.storeD, "store", "", "rotate-url-key: the store whose URL signing key to rotate")
+	fs.StringVar(&c.storeD, "store", "", "the store serve serves: list and revoke its login tokens (single sign-on); create: warn about patterns that match nothing in it; rotate-url-key")
+	fs.StringVar(&c.user, "user", "", "revoke: every login token of this person (their e-mail address; with --store)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "create, revoke: record it in serve's audit log (the file 'airgap serve --audit-log' writes)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	return fs
 }
 
-const tokenUsage = `usage: airgap token create --access FILE --name NAME --allow PATTERN... [--expires DURATION|DATE]
-       airgap token list --access FILE [--json]
-       airgap token revoke --access FILE NAME
+const tokenUsage = `usage: airgap token create --access FILE --name NAME --allow PATTERN... [--expires DURATION|DATE|never] [--out FILE] [--store DIR]
+       airgap token list (--access FILE | --store DIR)... [--json]
+       airgap token revoke --access FILE NAME | --store DIR (--user EMAIL | LOGIN-TOKEN-NAME)
        airgap token anonymous --access FILE (--allow PATTERN... | --none)
        airgap token rotate-url-key --store DIR`
 
@@ -62,11 +79,19 @@ func (c *tokenCmd) run(args []string) error {
 		return usageError{tokenUsage}
 	}
 	sub, args := args[0], args[1:]
-	if sub == "rotate-url-key" {
+	switch sub {
+	case "rotate-url-key":
 		if c.storeD == "" || len(args) != 0 {
 			return usageError{tokenUsage}
 		}
 		return c.result(c.rotate())
+	case "list":
+		if len(args) != 0 || c.access == "" && c.storeD == "" {
+			return usageError{"--access FILE or --store DIR is required\n" + tokenUsage}
+		}
+		return c.list()
+	case "revoke":
+		return c.revoke(args)
 	}
 	if c.access == "" {
 		return usageError{"--access FILE is required\n" + tokenUsage}
@@ -77,16 +102,6 @@ func (c *tokenCmd) run(args []string) error {
 			return usageError{tokenUsage}
 		}
 		return c.create()
-	case "list":
-		if len(args) != 0 {
-			return usageError{tokenUsage}
-		}
-		return c.list()
-	case "revoke":
-		if len(args) != 1 {
-			return usageError{tokenUsage}
-		}
-		return c.result(map[string]any{"ok": true, "revoked": args[0]}, acl.RemoveToken(c.access, args[0]))
 	case "anonymous":
 		if len(args) != 0 || c.none == (len(c.allow) > 0) {
 			return usageError{tokenUsage}
@@ -128,13 +143,38 @@ func textOf(doc map[string]any) string {
 
 func (c *tokenCmd) create() error {
 	now := time.Now().UTC()
-	exp, err := parseTime("--expires", c.expires, now, 1)
+	exp, err := parseExpiry(c.expires, now)
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	if c.out != "" {
+		// Checked before the token exists: a secret with nowhere to go
+		// would be a token nobody holds.
+		if _, err := os.Lstat(c.out); err == nil {
+			return fmt.Errorf("--out %s exists; the secret is written to a new file only\nhint: choose another name, or remove the file", c.out)
+		}
+	}
+	warnings, err := unmatchedPatterns(c.storeD, c.allow)
+	if err != nil {
+		return err
+	}
 	secret, err := acl.AddToken(c.access, c.name, c.allow, exp, now)
+	if err == nil && c.out != "" {
+		if err = writeSecretFile(c.out, secret); err != nil {
+			acl.RemoveToken(c.access, c.name) // nobody holds it
+			err = fmt.Errorf("%w\nthe token was not kept", err)
+		}
+	}
+	if err == nil {
+		c.audit(&server.AuditEvent{Event: server.EventTokenCreated, Token: c.name, Allow: c.allow, Expires: timeOrEmpty(exp)})
+	}
 	if c.asJSON {
-		doc := map[string]any{"ok": true, "name": c.name, "allow": c.allow, "secret": secret, "created": now.Format(time.RFC3339)}
+		doc := map[string]any{"ok": true, "name": c.name, "allow": c.allow, "created": now.Format(time.RFC3339), "warnings": warnings}
+		if c.out == "" {
+			doc["secret"] = secret
+		} else {
+			doc["out"] = c.out
+		}
 		if !exp.IsZero() {
 			doc["expires"] = exp.Format(time.RFC3339)
 		}
@@ -143,14 +183,189 @@ func (c *tokenCmd) create() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(secret)
+	if c.out == "" {
+		fmt.Println(secret) // first: what scripts and people look for
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "warning: %s\n", w)
+	}
 	until := "never expires"
 	if !exp.IsZero() {
 		until = "expires " + exp.Format(time.RFC3339)
 	}
-	fmt.Fprintf(os.Stderr, "token %q added to %s (%s); it may read: %s\nThe secret above is shown only this once: hand it to its user now (a running serve accepts it within a second).\n",
-		c.name, c.access, until, strings.Join(c.allow, " "))
+	fmt.Fprintf(os.Stderr, "token %q added to %s (%s); it may read: %s\n", c.name, c.access, until, strings.Join(c.allow, " "))
+	if c.out != "" {
+		fmt.Fprintf(os.Stderr, "The secret is in %s (mode 0600), and nowhere else: hand it to its user (a running serve accepts it within a second).\n", c.out)
+		return nil
+	}
+	switch {
+	case term.IsTerminal(int(os.Stdout.Fd())):
+		fmt.Fprintln(os.Stderr, "The secret above is shown only this once: hand it to its user now (a running serve accepts it within a second).")
+	case stdoutOpenToOthers():
+		fmt.Fprintln(os.Stderr, "warning: the secret went to a file that other users may read\nhint: chmod 600 it, or next time use --out FILE, which writes it mode 0600")
+	}
 	return nil
+}
+
+// parseExpiry reads --expires: "never", or what parseTime takes.
+func parseExpiry(s string, now time.Time) (time.Time, error) {
+	if s == "never" {
+		return time.Time{}, nil
+	}
+	if s == "" {
+		return time.Time{}, errors.New("--expires needs a value: a duration (90d), a date (2027-01-31), or never")
+	}
+	return parseTime("--expires", s, now, 1)
+}
+
+func timeOrEmpty(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// writeSecretFile writes a token's secret to a new file, mode 0600.
+func writeSecretFile(path, secret string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	_, err = f.WriteString(secret + "\n")
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
+// stdoutOpenToOthers reports whether stdout is a regular file that its
+// group or other users may read ('> ci.token' with a umask of 022).
+func stdoutOpenToOthers() bool {
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0
+}
+
+// unmatchedPatterns returns a warning for each pattern that matches
+// nothing the store at dir serves (a mistyped host or namespace); none
+// without a store.
+func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
+	warnings := []string{}
+	if dir == "" {
+		return warnings, nil
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	cat := st.Catalog()
+	var addrs []string
+	hosts := map[string]bool{}
+	for _, p := range cat.Providers {
+		addrs = append(addrs, p.Addr())
+		hosts[p.Host] = true
+	}
+	for _, m := range cat.Modules {
+		addrs = append(addrs, m.Addr())
+		hosts[m.Host] = true
+	}
+	origins := slices.Sorted(maps.Keys(hosts))
+	for _, pat := range patterns {
+		r, err := acl.CompileRules([]string{pat})
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(addrs, r.Allows) {
+			continue
+		}
+		w := fmt.Sprintf("the pattern %q matches nothing %s serves now", dist.Printable(pat), dir)
+		host, _, _ := strings.Cut(pat, "/")
+		if s := dist.Suggest(strings.ToLower(host), origins); s != "" && s != strings.ToLower(host) {
+			w += fmt.Sprintf(" (did you mean the host %q?)", s)
+		} else if len(origins) > 0 {
+			w += " (its hosts: " + strings.Join(origins, ", ") + ")"
+		}
+		warnings = append(warnings, w)
+	}
+	return warnings, nil
+}
+
+// revoke revokes an access-file token (NAME), a login token (login~…) or
+// every login token of a person (--user), and audits it.
+func (c *tokenCmd) revoke(args []string) error {
+	switch {
+	case c.user != "" && len(args) == 0 || len(args) == 1 && strings.HasPrefix(args[0], server.LoginNamePrefix):
+		if c.storeD == "" {
+			return usageError{"login tokens live in the store: add --store DIR (the store 'airgap serve' serves)\n" + tokenUsage}
+		}
+		name := ""
+		if len(args) == 1 {
+			name = args[0]
+		}
+		revoked, err := server.RevokeLoginTokens(c.storeD, c.user, name, whoAmI(), time.Now())
+		for _, t := range revoked {
+			c.audit(&server.AuditEvent{Event: server.EventTokenRevoked, Token: t.Name, User: t.Who()})
+		}
+		if err == nil && len(revoked) == 0 {
+			err = fmt.Errorf("%w: no live login token of %s in %s\nhint: 'airgap token list --store %s' lists them", acl.ErrNoToken, orStr(c.user, name), c.storeD, c.storeD)
+		}
+		names := []string{}
+		for _, t := range revoked {
+			names = append(names, t.Name)
+		}
+		return c.result(map[string]any{"ok": true, "revoked": names}, err)
+	case len(args) == 1 && c.user == "":
+		if c.access == "" {
+			return usageError{"--access FILE is required\n" + tokenUsage}
+		}
+		err := acl.RemoveToken(c.access, args[0])
+		if err == nil {
+			c.audit(&server.AuditEvent{Event: server.EventTokenRevoked, Token: args[0]})
+		}
+		return c.result(map[string]any{"ok": true, "revoked": args[0]}, err)
+	}
+	return usageError{tokenUsage}
+}
+
+func orStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// whoAmI names the operator for the audit log: the login name, else the
+// user id.
+func whoAmI() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
+}
+
+// audit writes ev to --audit-log, if given (a failure is a warning: the
+// change is made).
+func (c *tokenCmd) audit(ev *server.AuditEvent) {
+	if c.auditLog == "" {
+		return
+	}
+	if ev.By == "" {
+		ev.By = whoAmI()
+	}
+	a, err := server.OpenAuditLog(c.auditLog, 0, 0, nil)
+	if err == nil {
+		err = a.WriteEvent(ev)
+		a.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: the change was made, but not recorded in the audit log: %v\n", err)
+	}
 }
 
 // parseTime reads a time flag: an RFC 3339 time, a date (2027-01-31,
@@ -182,43 +397,82 @@ type tokenListEntry struct {
 }
 
 func (c *tokenCmd) list() error {
-	f, err := acl.Load(c.access)
-	if err != nil {
-		return c.result(nil, err)
-	}
+	doc := map[string]any{"ok": true}
 	now := time.Now()
-	entries := []tokenListEntry{}
-	for _, t := range f.Tokens {
-		e := tokenListEntry{Name: t.Name, Allow: t.Rules.Patterns(), Expired: t.Expired(now)}
-		if !t.Created.IsZero() {
-			e.Created = t.Created.Format(time.RFC3339)
+	var f *acl.File
+	if c.access != "" {
+		var err error
+		if f, err = acl.Load(c.access); err != nil {
+			return c.result(nil, err)
 		}
-		if !t.Expires.IsZero() {
-			e.Expires = t.Expires.Format(time.RFC3339)
+		entries := []tokenListEntry{}
+		for _, t := range f.Tokens {
+			e := tokenListEntry{Name: t.Name, Allow: t.Rules.Patterns(), Expired: t.Expired(now)}
+			if !t.Created.IsZero() {
+				e.Created = t.Created.Format(time.RFC3339)
+			}
+			if !t.Expires.IsZero() {
+				e.Expires = t.Expires.Format(time.RFC3339)
+			}
+			entries = append(entries, e)
 		}
-		entries = append(entries, e)
-	}
-	if c.asJSON {
-		doc := map[string]any{"ok": true, "tokens": entries}
+		doc["tokens"] = entries
 		if f.Anonymous != nil {
 			doc["anonymous"] = map[string]any{"allow": append([]string{}, f.AnonymousPatterns...)}
 		}
+	}
+	var logins []*server.LoginToken
+	if c.storeD != "" {
+		var err error
+		if logins, err = server.LoginTokens(c.storeD); err != nil && !errors.Is(err, server.ErrNoLoginState) {
+			return c.result(nil, err)
+		}
+		if logins == nil {
+			logins = []*server.LoginToken{}
+		}
+		doc["login_tokens"] = logins
+	}
+	if c.asJSON {
 		return printJSON(doc)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCREATED\tEXPIRES\tALLOW")
-	if f.Anonymous != nil {
-		fmt.Fprintf(tw, "(anonymous)\t-\tnever\t%s\n", strings.Join(f.AnonymousPatterns, " "))
-	}
-	for _, e := range entries {
-		exp := e.Expires
-		switch {
-		case exp == "":
-			exp = "never"
-		case e.Expired:
-			exp += " (EXPIRED)"
+	if f != nil {
+		fmt.Fprintln(tw, "NAME\tCREATED\tEXPIRES\tALLOW")
+		if f.Anonymous != nil {
+			fmt.Fprintf(tw, "(anonymous)\t-\tnever\t%s\n", strings.Join(f.AnonymousPatterns, " "))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, orDash(e.Created), exp, dist.Printable(strings.Join(e.Allow, " ")))
+		for _, e := range doc["tokens"].([]tokenListEntry) {
+			exp := e.Expires
+			switch {
+			case exp == "":
+				exp = "never"
+			case e.Expired:
+				exp += " (EXPIRED)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, orDash(e.Created), exp, dist.Printable(strings.Join(e.Allow, " ")))
+		}
+	}
+	if logins != nil {
+		if f != nil {
+			// A table of its own, after a blank line.
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Println()
+			tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		}
+		fmt.Fprintln(tw, "LOGIN TOKEN\tUSER\tGROUPS\tVIA\tCREATED\tEXPIRES")
+		for _, t := range logins {
+			state := t.Expires.Format(time.RFC3339)
+			switch {
+			case !t.Revoked.IsZero():
+				state = "REVOKED " + t.Revoked.Format(time.RFC3339) + " (" + t.RevokedBy + ")"
+			case !now.Before(t.Expires):
+				state += " (EXPIRED)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, dist.Printable(t.Who()), orDash(dist.Printable(strings.Join(t.Groups, ","))), t.Via,
+				t.Created.Format(time.RFC3339), dist.Printable(state))
+		}
 	}
 	return tw.Flush()
 }
@@ -270,6 +524,8 @@ type auditCmd struct {
 	log    string
 	since  string
 	tokens []string
+	storeD string
+	users  []string
 	asJSON bool
 }
 
@@ -282,6 +538,8 @@ func (c *auditCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.log, "log", "", "the audit log 'airgap serve --audit-log' writes (its rotated files are read too)")
 	fs.StringVar(&c.since, "since", "", "only downloads since this long ago (7d, 24h) or this time (2026-11-01, RFC 3339)")
 	fs.StringSliceVar(&c.tokens, "token", nil, "only these tokens (repeatable; \"anonymous\" for anonymous access)")
+	fs.StringVar(&c.storeD, "store", "", "the store served: show, for each version fetched, the import that brought it and who approved it at the transfer station")
+	fs.StringSliceVar(&c.users, "user", nil, "only these people: what their login tokens fetched, their logins and refusals (their e-mail addresses; repeatable)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	return fs
 }
@@ -294,7 +552,13 @@ func (c *auditCmd) run(args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	sum, err := server.SummarizeAudit(c.log, since, c.tokens)
+	sum, err := server.SummarizeAudit(c.log, server.AuditFilter{Since: since, Tokens: c.tokens, Users: c.users})
+	if err == nil && c.storeD != "" {
+		var ix *store.Index
+		if ix, _, err = store.ReadInventory(c.storeD); err == nil {
+			server.AddProvenance(sum, ix)
+		}
+	}
 	if c.asJSON {
 		if err != nil {
 			printJSON(map[string]any{"ok": false, "error": err.Error()})
@@ -315,11 +579,69 @@ func (c *auditCmd) run(args []string) error {
 	}
 	fmt.Println(")")
 	for _, t := range sum.Tokens {
-		fmt.Printf("\ntoken %s: %d downloads, %s, from %s; first %s, last %s\n", t.Token, t.Downloads, progress.Size(t.Bytes),
+		who := t.Token
+		if t.User != "" {
+			who += " (" + dist.Printable(t.User) + ")"
+		}
+		fmt.Printf("\ntoken %s: %d downloads, %s, from %s; first %s, last %s\n", who, t.Downloads, progress.Size(t.Bytes),
 			strings.Join(t.Clients, " "), t.First, t.Last)
 		for _, a := range t.Addresses {
 			fmt.Printf("  %-60s %4d  %s\n", dist.Printable(a.Address), a.Downloads, dist.Printable(strings.Join(a.Versions, ", ")))
 		}
 	}
+	if len(sum.Provenance) > 0 {
+		fmt.Println("\nWhere the versions fetched came from (the store's import history):")
+	}
+	for _, p := range sum.Provenance {
+		if p.Bundle == "" {
+			fmt.Printf("  %s %s: not in the import history (pruned from it, or imported before it recorded additions)\n", dist.Printable(p.Address), dist.Printable(p.Version))
+			continue
+		}
+		fmt.Printf("  %s %s: bundle %s signed by %s, imported %s\n", dist.Printable(p.Address), dist.Printable(p.Version), verify.Digest(p.Bundle).Short(), dist.Printable(p.Signer.String()), p.Imported)
+		if len(p.Approvals) == 0 {
+			fmt.Println("    no transfer-station approval recorded")
+		}
+		for _, a := range p.Approvals {
+			note := ""
+			if a.Note != "" {
+				note = fmt.Sprintf(": %q", dist.Printable(a.Note))
+			}
+			fmt.Printf("    approved at the transfer station by %s on %s%s\n", bundle.KeyName(a.Station), a.Time.UTC().Format("2006-01-02 15:04Z"), note)
+		}
+	}
+	if len(sum.Events) > 0 {
+		fmt.Printf("\n%d events: logins, refusals, token changes\n", sum.EventLines)
+	}
+	for _, w := range sum.Events {
+		fmt.Printf("  %s: %s%s, from %s; first %s, last %s\n", dist.Printable(w.Who), countList(w.Events), reasonList(w.Reasons),
+			strings.Join(w.Clients, " "), w.First, w.Last)
+	}
 	return nil
+}
+
+// countList writes "2 login, 1 refused" in a fixed order.
+func countList(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{server.EventLogin, server.EventLoginRefused, server.EventTokenCreated, server.EventTokenRevoked, server.EventRefused} {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[k], strings.ReplaceAll(k, "_", " ")))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func reasonList(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", dist.Printable(k), m[k]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -13,7 +13,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
@@ -23,16 +26,17 @@ import (
 // --- verify ---
 
 type verifyCmd struct {
-	keyring string
-	sbom    string
-	asJSON  bool
-	against string
-	pins    string
-	strict  bool
+	keyring   string
+	sbom      string
+	asJSON    bool
+	against   string
+	pins      string
+	strict    bool
+	approvals []string
 }
 
 func (c *verifyCmd) synopsis() string {
-	return "check a bundle and show what it brings in (signers, keys, versions, changes), writing nothing"
+	return "check a bundle, show what it brings in and forecast the import (--against), writing nothing"
 }
 
 func (c *verifyCmd) flags() *pflag.FlagSet {
@@ -40,23 +44,32 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
 	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
 	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: docs/transfer-station.md)")
-	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds, changes and would be refused")
+	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds and changes, and forecast the import by the store's own rules")
 	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 3 when the bundle verifies but something needs attention")
+	fs.StringArrayVar(&c.approvals, "approval", nil, "a station approval of the bundle to count in the forecast (repeatable; BUNDLE.approval beside the bundle is read too)")
 	return fs
 }
 
-// exitAttention is verify --strict's exit status for a bundle that
-// verified but needs a person's attention.
-const exitAttention = 3
+// Exit statuses of verify (and approve) besides 0, 1 and 2: a bundle that
+// verified but needs a person's attention (--strict), and one the import
+// will refuse (forecast by --against).
+const (
+	exitAttention = 3
+	exitRefuse    = 4
+)
 
 func (c *verifyCmd) run(args []string) error {
 	bundle.TightGC()
 	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
 		return err
 	}
+	if len(c.approvals) > 0 && c.against == "" {
+		return usageError{"--approval: give --against too: an approval is checked against the store's station keyring, which its inventory carries"}
+	}
 	rep := bundle.Report{File: args[0]}
-	err := c.review(args[0], &rep)
+	rv := &reviewer{file: args[0], keyring: c.keyring, against: c.against, pins: c.pins, approvals: c.approvals, sbom: c.sbom}
+	err := rv.review(&rep, nil)
 	rep.Finish(err)
 	if c.asJSON {
 		printJSON(rep)
@@ -68,49 +81,116 @@ func (c *verifyCmd) run(args []string) error {
 	} else {
 		fmt.Print(rep.Text())
 	}
-	if c.strict && rep.Status == bundle.StatusNeedsAttention {
+	return verdictExit(&rep, c.strict)
+}
+
+// verdictExit is the exit status of a verified review: 4 when the
+// forecast says the import will refuse (with or without --strict), 3 when
+// something needs attention and strict, else 0.
+func verdictExit(rep *bundle.Report, strict bool) error {
+	if rep.RefusesImport() {
+		return exitError{exitRefuse, fmt.Sprintf("verified, but the import will refuse it (the forecast lists why); exit status %d", exitRefuse)}
+	}
+	if strict && rep.Status == bundle.StatusNeedsAttention {
 		return exitError{exitAttention, fmt.Sprintf("verified, but %d item(s) need attention (listed first in the review); --strict makes that exit status %d", len(rep.Attention), exitAttention)}
 	}
 	return nil
 }
 
-// review checks the bundle (bundle.Check), adds the offline side's view
-// (store.Review) from --against and --publisher-pins, which are read
-// first, and writes the checked SBOM for --sbom.
-func (c *verifyCmd) review(file string, rep *bundle.Report) error {
-	opt := store.ReviewOptions{Now: time.Now()}
+// reviewer is what verify and approve share: check a bundle, read what
+// the offline side has, forecast the import.
+type reviewer struct {
+	file, keyring, against, pins, sbom string
+	approvals                          []string
+	extra                              store.Extra
+	kr                                 openpgp.EntityList
+	inv                                *store.Against
+}
+
+// review checks the bundle (bundle.Check) and adds the offline side's view
+// (store.Review) from --against, --publisher-pins and the approvals that
+// come with the bundle, which are read first; pending, if set, is an
+// approval being made of the checked bundle. It writes the checked SBOM
+// for --sbom.
+func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*approval.Statement, error)) error {
+	opt := store.ReviewOptions{Now: time.Now(), Extra: rv.extra}
 	var err error
-	if c.pins != "" {
-		if opt.Pins, err = store.ReadPinsFile(c.pins); err != nil {
+	if rv.pins != "" {
+		if opt.Pins, err = store.ReadPinsFile(rv.pins); err != nil {
 			return err
 		}
 	}
-	if c.against != "" {
-		if opt.Against, err = store.ReadAgainst(c.against); err != nil {
+	if rv.against != "" {
+		if rv.inv, err = store.ReadAgainst(rv.against); err != nil {
+			return err
+		}
+		opt.Against = rv.inv
+		if opt.Approvals, err = readApprovals(rv.file, rv.approvals); err != nil {
 			return err
 		}
 	}
-	kr, err := verify.ReadKeyringFile(c.keyring)
-	if err != nil {
+	if rv.kr, err = verify.ReadKeyringFile(rv.keyring); err != nil {
 		return err
 	}
-	f, err := bundle.Open(file, kr)
+	opt.SiteKeys = rv.kr
+	f, err := bundle.Open(rv.file, rv.kr)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	rep.Parts = f.Parts
-	err = progress.Stream(os.Stderr, "verify "+filepath.Base(file), f.Size, func(n *progress.Counter) error {
-		return bundle.Check(n.Reader(f), kr, rep)
+	err = progress.Stream(os.Stderr, "verify "+filepath.Base(rv.file), f.Size, func(n *progress.Counter) error {
+		return bundle.Check(n.Reader(f), rv.kr, rep)
 	})
 	if err != nil {
 		return err
 	}
-	store.Review(rep, opt)
-	if c.sbom != "" {
-		return writeBundleSBOM(c.sbom, rep)
+	if pending != nil {
+		if opt.Pending, err = pending(rep); err != nil {
+			return err
+		}
+	}
+	if err := store.Review(rep, opt); err != nil {
+		return err
+	}
+	if rv.sbom != "" {
+		return writeBundleSBOM(rv.sbom, rep)
 	}
 	return nil
+}
+
+// readApprovals reads the approval files beside the bundle
+// (approval.Beside) and those given with --approval.
+func readApprovals(bundlePath string, given []string) ([]approval.File, error) {
+	fs, err := approval.Beside(bundlePath)
+	if err != nil {
+		return nil, err
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		seen[abs(f.Name)] = true
+	}
+	for _, g := range given {
+		if seen[abs(g)] {
+			continue
+		}
+		seen[abs(g)] = true
+		f, err := approval.ReadFile(g)
+		if err != nil {
+			return nil, fmt.Errorf("--approval: %w", err)
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) > approval.MaxBeside*2 {
+		return nil, fmt.Errorf("%d approval files: at most %d are read", len(fs), approval.MaxBeside*2)
+	}
+	return fs, nil
 }
 
 // writeBundleSBOM writes the SBOM the check built again and found equal to
@@ -140,6 +220,7 @@ type importCmd struct {
 	accept     []string
 	pins       string
 	gates      []string
+	approvals  []string
 }
 
 func (c *importCmd) synopsis() string {
@@ -153,48 +234,56 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
-	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable)")
+	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable; any spacing)")
 	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
 	fs.StringArrayVar(&c.gates, "require-gate", nil, "refuse the bundle unless every entry has a passing or waived result of this gate: NAME, modules:NAME or providers:NAME (repeatable; adds to STORE/import.hcl)")
+	fs.StringArrayVar(&c.approvals, "approval", nil, "a transfer station's approval of the bundle (repeatable; BUNDLE.approval beside the bundle is read too)")
 	return fs
 }
 
-// keyPolicy is the publisher-key pins policy of --accept-publisher-key
-// and --publisher-pins (checked before anything else is done).
-func keyPolicy(accept []string, pinsFile string) (*store.KeyPins, error) {
-	kp := &store.KeyPins{}
+// parseAccept reads --accept-publisher-key fingerprints (any spacing).
+func parseAccept(flag string, accept []string) ([]string, error) {
+	var out []string
 	for _, a := range accept {
 		fp, err := verify.ParseFingerprint(a)
 		if err != nil {
-			return nil, usageError{"--accept-publisher-key: " + err.Error()}
+			return nil, usageError{flag + ": " + err.Error()}
 		}
-		kp.Accept = append(kp.Accept, fp)
+		out = append(out, fp)
 	}
-	if pinsFile != "" {
-		pf, err := store.ReadPinsFile(pinsFile)
-		if err != nil {
-			return nil, err
-		}
-		kp.Pins = pf
-	}
-	return kp, nil
+	return out, nil
 }
 
-// requiredGates are the gates the import requires: the store's import.hcl
-// and --require-gate.
-func (c *importCmd) requiredGates() ([]store.GateRequirement, error) {
-	reqs, err := store.ReadImportConfig(c.storeD)
+// rules are the import's rules: the store's import.hcl and the flags.
+func (c *importCmd) rules() (*store.StorePolicy, *store.RuleSet, error) {
+	sp, err := store.ReadStorePolicy(c.storeD)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	x := store.Extra{RequirePublisherSignatures: c.publishers}
+	if x.Accept, err = parseAccept("--accept-publisher-key", c.accept); err != nil {
+		return nil, nil, err
 	}
 	for _, g := range c.gates {
 		r, err := store.ParseGateRequirement(g)
 		if err != nil {
-			return nil, usageError{"--require-gate: " + err.Error()}
+			return nil, nil, usageError{"--require-gate: " + err.Error()}
 		}
-		reqs = append(reqs, r)
+		x.Gates = append(x.Gates, r)
 	}
-	return reqs, nil
+	if c.pins != "" {
+		if x.Pins, err = store.ReadPinsFile(c.pins); err != nil {
+			return nil, nil, err
+		}
+	}
+	rules, err := sp.Rules(x)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	if sp.Approvals == nil && len(c.approvals) > 0 {
+		return nil, nil, usageError{"--approval: this store requires no approvals (its " + store.ImportConfigName + " has no approvals block), so there is no station keyring to check one against"}
+	}
+	return sp, rules, nil
 }
 
 func (c *importCmd) run(args []string) error {
@@ -202,13 +291,18 @@ func (c *importCmd) run(args []string) error {
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
-	kp, err := keyPolicy(c.accept, c.pins)
+	sp, rules, err := c.rules()
 	if err != nil {
 		return err
 	}
-	reqs, err := c.requiredGates()
-	if err != nil {
-		return err
+	var approvals []approval.File
+	ignored := 0
+	if sp.Approvals != nil {
+		if approvals, err = readApprovals(args[0], c.approvals); err != nil {
+			return err
+		}
+	} else if beside, _ := approval.Beside(args[0]); len(beside) > 0 {
+		ignored = len(beside)
 	}
 	kr, err := verify.ReadKeyringFile(c.keyring)
 	if err != nil {
@@ -226,15 +320,15 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: []store.Policy{store.RequireGates(reqs)}}
-		if c.publishers {
-			opt.Policies = append(opt.Policies, store.RequirePublisherSignatures())
-		}
-		opt.Policies = append(opt.Policies, kp)
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
 	if err != nil {
+		var re *store.RefusedError
+		if c.asJSON && errors.As(err, &re) {
+			printJSON(map[string]any{"ok": false, "error": fmt.Sprintf("%s: %v", args[0], err), "refused": re.Refusals})
+		}
 		// The error says whether the store changed.
 		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run the same command again")
 	}
@@ -242,10 +336,16 @@ func (c *importCmd) run(args []string) error {
 		fmt.Fprintln(os.Stderr, "airgap import: the interrupt came after the import had been committed; the import is complete")
 	}
 	if !res.Unchanged {
-		res.PinnedKeys = store.PinnedBy(kp.Decisions)
+		res.PinnedKeys = store.PinnedBy(rules.Keys.Decisions)
 	}
-	for _, r := range reqs {
+	for _, r := range rules.Gates {
 		res.RequiredGates = append(res.RequiredGates, r.String())
+	}
+	if sp.Chain != nil {
+		res.ChainKeyring = sp.Chain.Keyring
+	}
+	if ignored > 0 {
+		fmt.Fprintf(os.Stderr, "airgap import: note: %d approval file(s) beside the bundle were not checked: this store requires no approvals (its %s has no approvals block)\n", ignored, store.ImportConfigName)
 	}
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))
@@ -309,6 +409,11 @@ func (c *inventoryCmd) run(args []string) error {
 		fmt.Fprintf(os.Stderr, "wrote the store's SBOM (CycloneDX 1.6) to %s\n", c.sbom)
 	}
 	if c.asJSON {
+		if inv.PolicyErr != nil {
+			// The inventory carries the policy verify forecasts with:
+			// one without it would forecast a different import.
+			return fmt.Errorf("the store's import policy: %w", inv.PolicyErr)
+		}
 		return printJSON(inv)
 	}
 	inv.WriteText(os.Stdout, c.storeD)

@@ -138,11 +138,23 @@ var jsonPrinted bool
 // "ok" itself gets "ok": true first, so that success and failure
 // (failJSON) documents share it.
 func printJSON(v any) error {
+	b, err := renderJSON(v)
+	if err != nil {
+		return err
+	}
+	jsonPrinted = true
+	_, err = os.Stdout.Write(b)
+	return err
+}
+
+// renderJSON is the document printJSON prints, byte for byte (what
+// 'airgap approve' digests as the review it printed).
+func renderJSON(v any) ([]byte, error) {
 	var enc bytes.Buffer
 	e := json.NewEncoder(&enc)
 	e.SetEscapeHTML(false) // "<" and ">" as they are: nobody reads this as HTML
 	if err := e.Encode(v); err != nil {
-		return err
+		return nil, err
 	}
 	b := bytes.TrimRight(enc.Bytes(), "\n")
 	var keys map[string]json.RawMessage
@@ -155,12 +167,10 @@ func printJSON(v any) error {
 	}
 	var out bytes.Buffer
 	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return err
+		return nil, err
 	}
 	out.WriteByte('\n')
-	jsonPrinted = true
-	_, err := os.Stdout.Write(out.Bytes())
-	return err
+	return out.Bytes(), nil
 }
 
 // failJSON prints the failure document of a verb run with --json that

@@ -51,6 +51,10 @@ type exportCmd struct {
 	vars        []tfconfig.VarArg // --var and --var-file, in command-line order
 	gateReports string
 	gateJobs    int
+	allowHosts  []string // --allow-download-host
+	fromStore   string
+	wait        bool
+	fs          *pflag.FlagSet // to tell which flags were given (cmd_export_store.go)
 }
 
 func (c *exportCmd) synopsis() string {
@@ -91,6 +95,10 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	}
 	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
 	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
+	fs.StringArrayVar(&c.allowHosts, "allow-download-host", nil, "with a proxy registry (a CLI config host block): let its answers send downloads to HOST too, not only to the proxy (repeatable; adds to the manifest's allow_download_hosts)")
+	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
+	fs.BoolVar(&c.wait, "wait", false, "with --from-store: wait for an import, prune or gc of the store to finish instead of failing")
+	c.fs = fs
 	return fs
 }
 
@@ -132,6 +140,7 @@ type exportPlan struct {
 	key       *openpgp.Entity
 	cache     string
 	delta     *export.DeltaBase
+	offline   *export.Offline
 	maxPkg    int64
 	maxMod    int64
 	cli       *registry.CLIConfig
@@ -160,6 +169,11 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 		return nil, usageError{"--var and --var-file set variables of a --from project (a manifest has none)"}
 	case c.gateJobs < 1 || c.gateJobs > 64:
 		return nil, usageError{fmt.Sprintf("--gate-jobs %d: give 1 to 64 gate runs at once", c.gateJobs)}
+	}
+	for _, h := range c.allowHosts {
+		if err := registry.CheckDownloadHost(h); err != nil {
+			return nil, usageError{"--allow-download-host " + err.Error()}
+		}
 	}
 	if c.gateReports == "" && c.out != "" {
 		c.gateReports = c.out + ".gates"
@@ -216,8 +230,14 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 			return nil, err
 		}
 	}
-	if !c.dryRun && (c.since != "" || c.have != "") {
-		if p.delta, err = export.ReadDeltaBase(c.since, c.have, p.key); err != nil {
+	switch {
+	case c.have != "":
+		// A dry run reads it too: the store's withdrawals change the plan.
+		if p.delta, p.offline, err = export.ReadHave(c.have); err != nil {
+			return nil, err
+		}
+	case !c.dryRun && c.since != "":
+		if p.delta, err = export.ReadDeltaBase(c.since, "", p.key); err != nil {
 			return nil, err
 		}
 	}
@@ -232,6 +252,12 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 }
 
 func (c *exportCmd) run(args []string) error {
+	if c.fromStore != "" {
+		return c.runFromStore(args)
+	}
+	if c.wait {
+		return usageError{"--wait is for --from-store (an export from the registries takes no store lock)"}
+	}
 	p, err := c.check(args)
 	if err != nil {
 		return err
@@ -244,6 +270,7 @@ func (c *exportCmd) run(args []string) error {
 	for host, hb := range p.cli.Hosts {
 		client.UseHostBlock(host, hb)
 	}
+	client.AllowDownloadHosts(append(p.req.AllowDownloadHosts, c.allowHosts...)...)
 	prog := &export.Progress{}
 	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
 	client.Notice = line.Logf
@@ -253,7 +280,7 @@ func (c *exportCmd) run(args []string) error {
 		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
 		MaxDocsSize: p.maxDocs, NoDocs: c.noDocs,
 		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
-		GateReports: c.gateReports, GateJobs: c.gateJobs,
+		GateReports: c.gateReports, GateJobs: c.gateJobs, Offline: p.offline,
 	})
 	line.Stop()
 	if err != nil {
@@ -262,7 +289,7 @@ func (c *exportCmd) run(args []string) error {
 	sum := res.Summarize(c.dryRun, time.Since(start))
 	if !c.dryRun {
 		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
-			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf})
+			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf, Offline: p.offline})
 		if err != nil {
 			return err
 		}

@@ -101,8 +101,14 @@ func (c *serveCmd) run(args []string) error {
 	}
 	if c.checkConfig {
 		if cfg.Access != "" {
-			if _, err := acl.Load(cfg.Access); err != nil {
+			f, err := acl.Load(cfg.Access)
+			if err != nil {
 				return err
+			}
+			if f.Login != nil {
+				if err := checkLogin(cfg, f.Login); err != nil {
+					return err
+				}
 			}
 		}
 		return cfg.WriteHCL(os.Stdout)
@@ -127,6 +133,31 @@ func (c *serveCmd) run(args []string) error {
 	})
 }
 
+// checkLogin reports a login block for --check-config: the redirect URIs
+// to register at the identity provider, and whether its discovery document
+// answers (with the login block's CA and client secret files).
+func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
+	names := cfg.Hostname
+	if len(names) == 0 {
+		names = []string{"localhost"}
+	}
+	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name clients use for the appliance):\n", l.ClientID)
+	for _, u := range server.LoginRedirectURIs(names, cfg.Listen) {
+		fmt.Fprintf(os.Stderr, "  %s\n", u)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	chk, err := server.CheckLogin(ctx, l)
+	if err != nil {
+		return fmt.Errorf("login: %w\nhint: check the login block's issuer (its discovery document is ISSUER/.well-known/openid-configuration), ca_file and client_secret_file; serve still starts without the identity provider, but nobody can sign in", err)
+	}
+	fmt.Fprintf(os.Stderr, "login: the identity provider at %s answers: authorization %s, token %s\n", dist.Printable(chk.Issuer), dist.Printable(chk.AuthURL), dist.Printable(chk.TokenURL))
+	if !chk.PKCE {
+		fmt.Fprintf(os.Stderr, "warning: login: the identity provider does not list S256 among its code_challenge_methods_supported; sign-ins use PKCE S256 and may fail\n")
+	}
+	return nil
+}
+
 // --- healthcheck ---
 
 type healthcheckCmd struct{ opt server.HealthCheckOptions }
@@ -140,7 +171,8 @@ func (c *healthcheckCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.opt.URL, "url", "https://127.0.0.1:8443/healthz", "the appliance's /healthz URL")
 	fs.StringVar(&c.opt.CAFile, "ca", "", "PEM CA to trust (e.g. STORE/tls/ca/ca.pem); default the system roots")
 	fs.StringVar(&c.opt.ServerName, "server-name", "", "verify the certificate for this name instead of the URL's host")
-	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up after this long")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up on one request after this long")
+	fs.DurationVar(&c.opt.Wait, "wait", 0, "ask again until the appliance answers or this long has passed (for scripts that just started serve)")
 	return fs
 }
 
@@ -189,6 +221,7 @@ type clientConfigCmd struct {
 	tool      string
 	mode      string
 	tokenFile string
+	login     bool
 }
 
 func (c *clientConfigCmd) synopsis() string {
@@ -202,6 +235,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
+	fs.BoolVar(&c.login, "login", false, "the appliance signs people in (single sign-on): add login.v1 to every host block and list the 'terraform login' commands to run (the default when --url's discovery document offers login.v1)")
 	return fs
 }
 
@@ -236,10 +270,15 @@ func (c *clientConfigCmd) run(args []string) error {
 		// the appliance may not be running yet, or be reachable only from
 		// the clients' network).
 		if len(opt.Origins) > 0 {
-			if err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second); err != nil {
+			err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second)
+			switch {
+			case errors.Is(err, server.ErrSignInRequired):
+				opt.Login = true
+				fmt.Fprintf(os.Stderr, "checked: %s answers with a certificate this machine trusts, and signs people in (single sign-on; its origins are listed only to them)\n", dist.Printable(opt.URL))
+			case err != nil:
 				fmt.Fprintf(os.Stderr, "warning: could not confirm that %s is this store's appliance: %s\nthe configuration was printed anyway (its origins come from --store); check --url before you hand it out\n",
 					dist.Printable(opt.URL), dist.PrintableLines(err.Error()))
-			} else {
+			default:
 				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", dist.Printable(opt.URL))
 			}
 		}
@@ -252,6 +291,11 @@ func (c *clientConfigCmd) run(args []string) error {
 	}
 	if len(opt.Origins) == 0 {
 		return errors.New("the appliance serves nothing yet, so the config would send terraform to the internet\nhint: import a bundle first: airgap import --keyring site.pub.asc --store DIR BUNDLE")
+	}
+	if c.login {
+		opt.Login = true
+	} else if !opt.Login {
+		opt.Login, _ = server.ApplianceLogin(opt.URL, 5*time.Second)
 	}
 	return server.WriteClientConfig(os.Stdout, opt)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/registrytest"
 )
 
@@ -267,7 +268,8 @@ func TestExportFromNetworkMirror(t *testing.T) {
 	if !strings.Contains(out, "now publisher-signed") {
 		t.Errorf("the upgrade is not reported:\n%s", out)
 	}
-	if inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir); strings.Contains(inv, "mirror hashes only") {
+	// (the history lists the trust change from the mirror's hashes to the publisher's signature)
+	if inv := mustRun(t, work, nil, airgapBin, "inventory", "--store", storeDir); strings.Contains(inv, "(mirror hashes only, from") || !strings.Contains(inv, "trust change: provider registry.terraform.io/hashicorp/random 3.6.2: its SHA256SUMS (mirror hashes only) and signature changes") {
 		t.Errorf("inventory still shows the mirror tier:\n%s", inv)
 	}
 	// … and the mirror bundle cannot take it back.
@@ -275,4 +277,71 @@ func TestExportFromNetworkMirror(t *testing.T) {
 		t.Errorf("a mirror-hashes bundle replaced the publisher's signature (err %v):\n%s", err, out)
 	}
 	_ = fmt.Sprint
+}
+
+// TestProxyAllowDownloadHost: through a proxy registry, a module whose
+// download answer names another host (registry.terraform.io's own point at
+// github.com) is refused by default, with a hint naming the flag; allowed
+// with --allow-download-host HOST (or allow_download_hosts in the
+// manifest), it is fetched from that host as any git source is — said in
+// the output, still within the git size bound — and no other host is let
+// through. Bad values are refused before anything is fetched.
+func TestProxyAllowDownloadHost(t *testing.T) {
+	in := registrytest.World(t)
+	for _, h := range []string{"registry.terraform.io", "releases.hashicorp.com", "archives.example.com"} {
+		in.Block(h)
+	}
+	work := t.TempDir()
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
+	const manifest = "platforms = [\"linux_amd64\"]\n\nmodule \"example/vpc/aws\" {\n  versions = \"1.0.0\"\n}\n"
+	os.WriteFile(filepath.Join(work, "airgap.hcl"), []byte(manifest), 0o644)
+	os.WriteFile(filepath.Join(work, "allowing.hcl"), []byte("allow_download_hosts = [\"github.com\"]\n"+manifest), 0o644)
+	env, _ := corpHome(t, in, proxyRC, goodHelper)
+	export := func(m, out string, extra ...string) (string, error) {
+		args := append([]string{"export", "--manifest", m, "--sign-key", "k/site.key.asc", "--out", out, "--cache", t.TempDir()}, extra...)
+		return cmdRun(t, work, env, airgapBin, args...)
+	}
+	out, err := export("airgap.hcl", "refused.bundle")
+	for _, want := range []string{`the proxy registry for registry.terraform.io (host block at`, `gave "git::https://github.com/example/terraform-aws-vpc?ref=v1.0.0"`,
+		"hint: through a proxy registry airgap fetches only from the proxy itself unless told otherwise: if this machine may reach github.com, allow it with --allow-download-host github.com (or allow_download_hosts = [\"github.com\"] in the manifest)"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("by default (err %v) the export does not say %q:\n%s", err, want, out)
+		}
+	}
+	notice := "fetching from https://github.com:443, outside the proxy registry for registry.terraform.io (host block at "
+	for _, c := range []struct {
+		name, manifest string
+		extra          []string
+	}{
+		{"flag", "airgap.hcl", []string{"--allow-download-host", "github.com"}},
+		{"manifest", "allowing.hcl", nil},
+	} {
+		out, err := export(c.manifest, c.name+".bundle", c.extra...)
+		if err != nil || !strings.Contains(out, notice) || !strings.Contains(out, "allowed by --allow-download-host github.com") || !strings.Contains(out, "2 module versions") {
+			t.Errorf("allowed by the %s (err %v):\n%s", c.name, err, out)
+		}
+	}
+	// Another host is still refused; the allowed host is still bounded.
+	if out, err := export("airgap.hcl", "other.bundle", "--allow-download-host", "gitlab.com"); err == nil || !strings.Contains(out, `gave "git::https://github.com/`) {
+		t.Errorf("allowing gitlab.com let github.com through (err %v):\n%s", err, out)
+	}
+	bomb := in.AddDeltaBomb(t, "evil/bomb", 1<<30)
+	in.AddModule("registry.terraform.io", "evil", "gitbomb", "aws", "1.0.0", "git::"+bomb)
+	os.WriteFile(filepath.Join(work, "bomb.hcl"), []byte("module \"evil/gitbomb/aws\" {}\n"), 0o644)
+	if out, err := export("bomb.hcl", "bomb.bundle", "--allow-download-host", "github.com"); err == nil || !strings.Contains(out, fmt.Sprintf("takes more than %d bytes to unpack", getter.MaxGitAllocation)) {
+		t.Errorf("a git source on the allowed host is not bounded as any git source (err %v):\n%s", err, out)
+	}
+	for _, bad := range []string{"https://github.com", "*.github.com", "github.com/example", "", "user@github.com", "github.com:99999"} {
+		out, err := export("airgap.hcl", "bad.bundle", "--allow-download-host", bad)
+		if exitCode(err) != 2 || !strings.Contains(out, "--allow-download-host") {
+			t.Errorf("--allow-download-host %q: exit %d\n%s", bad, exitCode(err), out)
+		}
+	}
+	os.WriteFile(filepath.Join(work, "bad.hcl"), []byte("allow_download_hosts = [\"*.github.com\"]\n"+manifest), 0o644)
+	if out, err := export("bad.hcl", "bad.bundle"); err == nil || !strings.Contains(out, `bad.hcl:1:1: allow_download_hosts: "*.github.com": give a host name`) {
+		t.Errorf("a bad allow_download_hosts (err %v):\n%s", err, out)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(work, "*.bundle")); len(ents) != 2 {
+		t.Errorf("bundles written: %v, want flag.bundle and manifest.bundle", ents)
+	}
 }

@@ -798,3 +798,45 @@ func TestContainerfileExamples(t *testing.T) {
 		t.Fatal("found no one-shot example in the Containerfile: the test tests nothing")
 	}
 }
+
+// TestHealthcheckWait: 'healthcheck --wait' started before serve keeps
+// asking and succeeds once serve answers (what a script that just started
+// serve in the background needs); against nothing, it gives up after the
+// wait with the last reason and exit status 1.
+func TestHealthcheckWait(t *testing.T) {
+	root, _, _ := opsStore(t)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(caFile, []byte(mustRun(t, "", nil, airgapBin, "ca", "--store", root)), 0o644)
+	port := freePort(t)
+	url := fmt.Sprintf("https://localhost:%d/healthz", port)
+
+	start := time.Now()
+	out, err := cmdRun(t, "", nil, airgapBin, "healthcheck", "--url", url, "--ca", caFile, "--wait", "1s")
+	if err == nil || !strings.Contains(out, "not healthy after 1s") || !strings.Contains(out, "connection refused") {
+		t.Fatalf("healthcheck --wait 1s against nothing: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d < time.Second || d > 10*time.Second {
+		t.Errorf("healthcheck --wait 1s gave up after %s", d)
+	}
+
+	hc := exec.Command(airgapBin, "healthcheck", "--url", url, "--ca", caFile, "--wait", "60s")
+	hc.Env = baseEnv()
+	var hcOut lockedBuffer
+	hc.Stdout, hc.Stderr = &hcOut, &hcOut
+	if err := hc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // it has asked a few times by now
+	runServe(t, nil, "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost")
+	done := make(chan error, 1)
+	go func() { done <- hc.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("healthcheck --wait did not succeed once serve answered: %v\n%s", err, hcOut.String())
+		}
+	case <-time.After(45 * time.Second):
+		hc.Process.Kill()
+		t.Fatalf("healthcheck --wait still waiting 45 s after serve started:\n%s", hcOut.String())
+	}
+}

@@ -24,6 +24,9 @@ import (
 var airgapBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(preflightEnv) == "1" { // make test, first (testtools_test.go)
+		os.Exit(preflight(os.Stdout))
+	}
 	dir, err := os.MkdirTemp("", "airgap-bin-")
 	if err != nil {
 		panic(err)

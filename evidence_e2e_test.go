@@ -70,7 +70,7 @@ func TestCatalogHistoryWithAccessFile(t *testing.T) {
 		if strings.HasPrefix(strings.TrimSpace(sec[strings.Index(sec, "</h2>")+5:]), `<p class="muted">none</p>`) {
 			return nil
 		}
-		rows := regexp.MustCompile(`(?s)<tr><td><code title="sha256:[0-9a-f]{64}">.*?</td><td>(\d+)</td><td>(\d+)</td></tr>`).FindAllStringSubmatch(sec, -1)
+		rows := regexp.MustCompile(`(?s)<tr class="import"><td><code title="sha256:[0-9a-f]{64}">.*?</td><td>(\d+)</td><td>(\d+)</td>`).FindAllStringSubmatch(sec, -1)
 		if len(rows) == 0 {
 			t.Fatalf("a bundle table without rows:\n%s", sec)
 		}

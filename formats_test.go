@@ -60,8 +60,24 @@ func checkFormatFixture(t *testing.T, fixture string) {
 			t.Errorf("inventory of the old store lacks %s:\n%s", want, inv)
 		}
 	}
-	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") {
+	// An old store kept no bundle manifests: what it exports to the next
+	// network records its imports but cannot prove them, until it imports
+	// the bundle again, which keeps the manifest (custody.go).
+	enclave := filepath.Join(work, "enclave")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", enclave, "--no-passphrase", "--name", "Enclave <e@site.test>")
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "unproven.bundle"))
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "unproven.bundle")); !strings.Contains(out, "custody unproven") || !strings.Contains(out, "RECORDED ONLY") {
+		t.Errorf("a bundle exported from an old store does not say its custody is unproven:\n%s", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "now keeps its signed manifest") {
 		t.Errorf("re-import into the old store: %s", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "nothing changed") {
+		t.Errorf("second re-import into the old store: %s", out)
+	}
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "proven.bundle"))
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "proven.bundle")); strings.Contains(out, "custody unproven") || !strings.Contains(out, "signature checked") {
+		t.Errorf("a bundle exported from the old store after the re-import does not prove its custody:\n%s", out)
 	}
 	base, caFile := startServe(t, old)
 	rc := filepath.Join(work, "airgap.tfrc")

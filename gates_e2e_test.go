@@ -172,9 +172,12 @@ func TestGatesAndSBOM(t *testing.T) {
 		}
 	}
 	// Again, as JSON: the same bundle, and the summary keeps the JSON
-	// convention (gates with their waived entries).
-	os.WriteFile(filepath.Join(work, "again.hcl"), []byte(full), 0o644)
-	stdout, stderr, code := runSplit(t, work, env, "export", "--manifest", "again.hcl", "--sign-key", "k/site.key.asc", "--out", "again.bundle", "--cache", "cache", "--json")
+	// convention (gates with their waived entries). The manifest keeps its
+	// name (in another directory): the bundle records where each entry was
+	// asked for, as FILE:LINE relative to the manifest's directory.
+	os.MkdirAll(filepath.Join(work, "again"), 0o755)
+	os.WriteFile(filepath.Join(work, "again", "full.hcl"), []byte(full), 0o644)
+	stdout, stderr, code := runSplit(t, work, env, "export", "--manifest", "again/full.hcl", "--sign-key", "k/site.key.asc", "--out", "again.bundle", "--cache", "cache", "--json")
 	if code != 0 {
 		t.Fatalf("export --json: %d\n%s", code, stderr)
 	}

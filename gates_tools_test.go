@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,7 @@ func buildGoTool(pkg, v, name string, env ...string) (string, string) {
 	if e := run("get", "-tool", pkg+"@v"+v); e != "" {
 		return "", e
 	}
-	part := bin + ".partial"
+	part := fmt.Sprintf("%s.partial-%d", bin, os.Getpid()) // another test process may build it at the same time
 	if e := run("build", "-trimpath", "-o", part, pkg); e != "" {
 		os.Remove(part)
 		return "", e

@@ -23,7 +23,13 @@ type verbHelp struct {
 
 // verbExits are the exit codes a verb has besides exitCodes.
 var verbExits = map[string]string{
-	"verify": "  3  verified, but something needs attention (--strict only; without it: 0)\n",
+	"verify": "  0    verified; with --against, and the import will accept it\n" +
+		"  3    verified, but something needs attention (--strict only; without it: 0)\n" +
+		"  4    verified, but the import will refuse it (--against's forecast; with or without --strict)\n" +
+		"  (1: a bundle that did not verify: nothing about it can be trusted)\n",
+	"approve": "  0    verified, and the approval was written\n" +
+		"  4    verified, but the import would refuse the bundle even with this approval: nothing was written\n" +
+		"  (1: a bundle that did not verify, or an approval that could not be made: nothing was written)\n",
 }
 
 var helps = map[string]verbHelp{
@@ -33,8 +39,31 @@ var helps = map[string]verbHelp{
 		[]string{"airgap keygen --out keys/site --name \"Site Ops <ops@site.example>\"",
 			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
 			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"}},
-	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]",
-		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.\nEach provider version's documentation (the docs/ folder of its repository at the\nversion's tag, within --max-docs-size) and each module's README, inputs and outputs\nare carried too; a provider whose docs cannot be fetched is exported without them\n(--no-docs, or docs = false in a provider block, leaves them out).",
+	"keys": {"generate --out PREFIX | retire --store DIR NAMESPACE FINGERPRINT | revoke --store DIR --keyring REVOCATION.asc",
+		"generate: a signing key, as keygen (a site key, or a transfer station's key for 'airgap approve').\n" +
+			"retire: the store's publisher key for a namespace signs nothing new there from now on (what\nit serves signed by the key stays); recorded in the store's history.\n" +
+			"revoke: the store remembers a key's revocation (the key as 'gpg --export' writes it revoked):\n" +
+			"it signs nothing new, and nothing dated at or after the revocation, even when a later bundle\ncarries the key with its revocation stripped. Imports remember revocations their bundles carry.",
+		[]string{"AIRGAP_PASSPHRASE  generate: passphrase for the private key when there is no terminal"},
+		[]string{"airgap keys generate --out keys/station --name \"Transfer station 1 <station1@site.example>\"",
+			"airgap keys retire --store /srv/airgap registry.terraform.io/hashicorp '3436 5D94 72D7 468F …' --reason 'replaced in 2021'",
+			"airgap keys revoke --store /srv/airgap --keyring old-publisher-revoked.asc"}},
+	"approve": {"--key STATION.key.asc --keyring SITE.pub.asc [--against INVENTORY.json] [--accept-publisher-key FINGERPRINT]... [--note TEXT] BUNDLE",
+		"The transfer station's signed approval (the two-person rule): runs the whole verify (the\n" +
+			"review is printed as verify prints it; --json as verify --json) and, only if the bundle\n" +
+			"verifies and — with --against — the store's import would accept it with this approval,\n" +
+			"writes BUNDLE.approval (a split set: NAME.approval beside NAME.000; BUNDLE.2.approval if\n" +
+			"taken), atomically: a statement binding the bundle's manifest digest, the station key, the\n" +
+			"time, the digests of the review printed (text and JSON), the note and the publisher keys\n" +
+			"approved here, signed by the station key. A store whose import.hcl has an approvals block\n" +
+			"requires such approvals; with publisher_key_approvals = \"station\" new publisher keys are\n" +
+			"approved only here. The station key may not be a key of --keyring, nor the bundle's signer.",
+		[]string{"AIRGAP_PASSPHRASE  passphrase of --key when there is no terminal"},
+		[]string{"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json \\\n      --accept-publisher-key 'A6FD D72B E722 31CC 1407  5D12 B625 A360 C497 4D6F' --note 'CHG-1234: key checked with the publisher' site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json --json site.bundle.001 > review.json"}},
+	"export": {"(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]\n       airgap export --from-store STORE [--manifest FILE | --from DIR | ADDRESS[@VERSION]...] --sign-key KEY --out BUNDLE [flags]",
+		"Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.\nEach provider version's documentation (the docs/ folder of its repository at the\nversion's tag, within --max-docs-size) and each module's README, inputs and outputs\nare carried too; a provider whose docs cannot be fetched is exported without them\n(--no-docs, or docs = false in a provider block, leaves them out).\n\nWith --from-store, the offline side exports what a store holds for the next network,\nwith no network: everything, or what a manifest, a project or addresses name. The\nbundle carries the store's blobs byte for byte, its withdrawals and publisher-key\napprovals, and a chain of custody: every earlier bundle's signed manifest, which the\nnext enclave checks again. Every blob is hashed from the store before a byte is\nwritten. --since the last bundle sent makes a delta over a one-way link.",
 		[]string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
 			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
 			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  the CLI configuration, as Terraform reads it: credentials,\n    credentials_helper, host blocks (proxy registries), provider_installation network mirrors",
@@ -45,10 +74,14 @@ var helps = map[string]verbHelp{
 			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
 			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
 			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
+			"airgap export --manifest airgap.hcl --allow-download-host github.com --sign-key k.key.asc --out site.bundle   # proxy registry + github.com",
 			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT",
 			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables",
-			"airgap export --manifest gated.hcl --sign-key k.key.asc --out site.bundle --gate-reports reports/ --gate-jobs 4"}},
-	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
+			"airgap export --manifest gated.hcl --sign-key k.key.asc --out site.bundle --gate-reports reports/ --gate-jobs 4",
+			"airgap export --from-store /srv/airgap --sign-key enclave.key.asc --out next.bundle   # everything, for the next network",
+			"airgap export --from-store /srv/airgap --since next.bundle --sign-key enclave.key.asc --out next-2.bundle   # a diode: what changed",
+			"airgap export --from-store /srv/airgap hashicorp/aws@5.61.0 example/vpc/aws --sign-key enclave.key.asc --out some.bundle"}},
+	"verify": {"--keyring FILE BUNDLE [--against INVENTORY.json] [--approval FILE]... [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
 		"For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
 			"writing nothing (any part of a split set names the whole set) but what --sbom asks for, and\n" +
 			"shows what it brings in: what needs attention first (new publisher keys, keys the import\n" +
@@ -57,13 +90,18 @@ var helps = map[string]verbHelp{
 			"whether the key is new for the namespace, gate results), every module version (source,\n" +
 			"commit, vendored rewrites, gate results), withdrawals, each namespace's keys, and the\n" +
 			"SBOM. --against the offline store's 'airgap inventory --json' adds what the import would\n" +
-			"add, find present, withdraw, refuse, and which keys change. --sbom writes the bundle's\n" +
-			"SBOM once it is rebuilt from the bytes and found identical to the signed one. --json\n" +
-			"prints one document (its schema is in docs/transfer-station.md).",
+			"add, find present, withdraw and which keys change, and forecasts the import: the store's\n" +
+			"own rules (withdrawals, conflicts, key pins, retired and revoked keys, required gates,\n" +
+			"publisher signatures and station approvals: BUNDLE.approval beside the bundle and\n" +
+			"--approval count) run over the inventory, ending with \"import will accept\" or \"import\n" +
+			"will refuse: …\" and every entry refused and why. --sbom writes the bundle's SBOM once it\n" +
+			"is rebuilt from the bytes and found identical to the signed one. --json prints one\n" +
+			"document (its schema: docs/transfer-station.md).",
 		nil,
 		[]string{"airgap verify --keyring site.pub.asc site.bundle",
 			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
 			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
+			"airgap verify --keyring site.pub.asc --against have.json site.bundle   # 4: the import will refuse it",
 			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"}},
 	"show": {"--keyring FILE BUNDLE SUBJECT [ARGS] [--platform OS_ARCH] [--raw]",
 		"For the transfer station: prints evidence a bundle carries, each piece checked against\n" +
@@ -75,7 +113,7 @@ var helps = map[string]verbHelp{
 		[]string{"airgap show --keyring site.pub.asc site.bundle report",
 			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
 			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"}},
-	"import": {"--keyring FILE --store DIR BUNDLE [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
+	"import": {"--keyring FILE --store DIR BUNDLE [--approval FILE]... [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
 		"Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
 			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
 			"pinned per namespace: the first key of a namespace is recorded (trust on first use), and\n" +
@@ -87,12 +125,24 @@ var helps = map[string]verbHelp{
 			"  }\n" +
 			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused\n" +
 			"--require-gate (and STORE/import.hcl: require_gate = [...]) refuses a bundle whose entries\n" +
-			"lack a passing or waived result of a gate.",
+			"lack a passing or waived result of a gate. STORE/import.hcl is the store's policy:\n" +
+			"  require_gate = [\"modules:trivy\"]           require_publisher_signatures = true\n" +
+			"  publisher_pins = \"pins.hcl\"                 publisher_key_approvals = \"station\"\n" +
+			"  approvals {\n" +
+			"    keyring  = \"stations.pub.asc\"   # the transfer stations' public keys\n" +
+			"    required = 1                     # approvals by distinct keys, per bundle\n" +
+			"  }\n" +
+			"  chain {                            # a bundle exported from an offline store:\n" +
+			"    keyring = \"upstream.pub.asc\"   # every hop of its chain signed by one of these\n" +
+			"  }\n" +
+			"An approval ('airgap approve') is read beside the bundle (BUNDLE.approval) or given with\n" +
+			"--approval. A refused import names every entry refused and why; nothing changes.",
 		nil,
 		[]string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-publisher-signatures site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --approval station2.approval site.bundle",
 			"airgap import --keyring site.pub.asc --store /srv/airgap --require-gate modules:trivy --require-gate providers:govulncheck site.bundle"}},
 	"inventory": {"--store DIR [--json] [--sbom FILE] [--usage]",
 		"Lists the provider and module versions a store serves (with their gate results and reports)\nand the bundles imported into it; --json is what 'airgap export --have' reads to make a\ndelta; --sbom writes a CycloneDX SBOM of everything the store serves; --usage lists instead\nhow often each version (and platform) was downloaded through 'airgap serve', and when last.",
@@ -134,11 +184,12 @@ var helps = map[string]verbHelp{
 			"SSL_CERT_FILE  CA bundle used to reach the registry (Linux)"},
 		[]string{"airgap push --store /srv/airgap --to registry.site.example/airgap",
 			"airgap push --store /srv/airgap --to harbor.site.example/tofu --username robot --password-stdin < pass.txt"}},
-	"healthcheck": {"[--url https://HOST:PORT/healthz] [--ca FILE]",
+	"healthcheck": {"[--url https://HOST:PORT/healthz] [--ca FILE] [--wait DURATION]",
 		"Asks a running appliance's /healthz and exits 0 when it answers 200 in time: the\ncontainer's HEALTHCHECK and a probe for load balancers and scripts.",
 		nil,
 		[]string{"airgap healthcheck --url https://127.0.0.1:8443/healthz --ca /store/tls/ca/ca.pem",
-			"airgap healthcheck --url https://airgap.site.example/healthz"}},
+			"airgap healthcheck --url https://airgap.site.example/healthz",
+			"airgap serve --store store --listen 127.0.0.1:8443 & airgap healthcheck --url https://localhost:8443/healthz --ca airgap-ca.pem --wait 30s"}},
 	"prune": {"--store DIR (--keep N | --older-than DURATION | --unused-for DURATION | ADDRESS@VERSION...) [--dry-run]",
 		"Removes provider and module versions from the catalog (newest N per address kept, last\nimported before a time, neither imported nor downloaded through 'airgap serve' for a time,\nor named) and deletes the blobs only they used; recorded in the history.",
 		nil,
@@ -155,19 +206,22 @@ var helps = map[string]verbHelp{
 		nil,
 		[]string{"airgap mirror-dir --store /srv/airgap --out /opt/terraform/mirror --platform linux_amd64",
 			"airgap mirror-dir --store /srv/airgap --out ./mirror --layout unpacked hashicorp/aws@5.61.0"}},
-	"token": {"(create|list|revoke|anonymous) --access FILE [flags] | rotate-url-key --store DIR",
-		"Edits the access file 'airgap serve --access FILE' enforces: named tokens (stored as hashes;\ncreate prints the secret once, on stdout), what each may read, an optional anonymous rule.\nA running serve reloads the file within a second. Patterns: HOST/NAMESPACE/TYPE (providers),\nHOST/NAMESPACE/NAME/SYSTEM (modules), each part a glob; a final /** matches any remaining parts.",
+	"token": {"(create|list|revoke|anonymous) --access FILE [flags] | (list|revoke) --store DIR [--user EMAIL] | rotate-url-key --store DIR",
+		"Edits the access file 'airgap serve --access FILE' enforces: named tokens (stored as hashes;\ncreate prints the secret once, or writes it to --out FILE, mode 0600), what each may read,\nwhen it expires (90 days unless --expires), an optional anonymous rule. Lists and revokes\nthe login tokens people got with 'terraform login' (single sign-on; with --store). A running\nserve reloads either within a second. Patterns: HOST/NAMESPACE/TYPE (providers),\nHOST/NAMESPACE/NAME/SYSTEM (modules), each part a glob; a final /** matches any remaining parts.",
 		nil,
-		[]string{"airgap token create --access /etc/airgap/access.hcl --name ci-net --allow 'registry.terraform.io/hashicorp/*' --allow 'site.example/net/**' --expires 90d > ci-net.token",
-			"airgap token list --access /etc/airgap/access.hcl",
-			"airgap token revoke --access /etc/airgap/access.hcl ci-net",
+		[]string{"airgap token create --access /etc/airgap/access.hcl --name ci-net --allow 'registry.terraform.io/hashicorp/*' --allow 'site.example/net/**' --out ci-net.token --store /srv/airgap",
+			"airgap token list --access /etc/airgap/access.hcl --store /srv/airgap",
+			"airgap token revoke --access /etc/airgap/access.hcl ci-net --audit-log /var/log/airgap/audit.jsonl",
+			"airgap token revoke --store /srv/airgap --user alice@site.example",
 			"airgap token anonymous --access /etc/airgap/access.hcl --allow 'registry.terraform.io/hashicorp/*'",
 			"airgap token rotate-url-key --store /var/lib/airgap/store"}},
-	"audit": {"--log FILE [--since DURATION|DATE] [--token NAME]... [--json]",
-		"Sums up the audit log 'airgap serve --audit-log FILE' writes (and its rotated files): per\ntoken, the downloads, bytes, client addresses, and the addresses and versions fetched.",
+	"audit": {"--log FILE [--since DURATION|DATE] [--token NAME]... [--user EMAIL]... [--store DIR] [--json]",
+		"Sums up the audit log 'airgap serve --audit-log FILE' writes (and its rotated files): per\ntoken, the downloads, bytes, client addresses, and the addresses and versions fetched; per\nperson or token, the logins, refused logins, token changes and refused requests; with\n--store, for each version fetched, the bundle that brought it and who approved it at the\ntransfer station.",
 		nil,
 		[]string{"airgap audit --log /var/log/airgap/audit.jsonl --since 30d",
-			"airgap audit --log /var/log/airgap/audit.jsonl --token ci-net --json"}},
+			"airgap audit --log /var/log/airgap/audit.jsonl --store /srv/airgap",
+			"airgap audit --log /var/log/airgap/audit.jsonl --token ci-net --json",
+			"airgap audit --log /var/log/airgap/audit.jsonl --user alice@site.example"}},
 	"join": {"--keyring FILE --out BUNDLE PART",
 		"Checks every part of a split set against its signed index and joins them into one\nbundle file (written atomically; the parts are not changed).",
 		nil,
@@ -280,17 +334,45 @@ func suggestFlag(err error, fs *pflag.FlagSet) error {
 	return err
 }
 
+// verbPlaces groups the verbs by where they run, in the order 'airgap
+// help' lists the places; a verb in the verb table must be in one
+// (TestHelpGroupsVerbsByPlace).
+var verbPlaces = []struct {
+	place string
+	verbs []string
+}{
+	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
+	{"Transfer station (checks and shows a bundle, writes nothing)", []string{"verify", "show", "approve"}},
+	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
+	{"Anywhere", []string{"keys", "client-config", "healthcheck", "join"}},
+}
+
 func usage(w io.Writer, vs map[string]verb) {
-	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n\nCommands:\n", Version)
-	names := make([]string, 0, len(vs))
+	fmt.Fprintf(w, "airgap %s: carry Terraform/OpenTofu providers and modules into air-gapped networks\n\nUsage: airgap COMMAND [flags]\n", Version)
+	listed := map[string]bool{}
+	for _, p := range verbPlaces {
+		fmt.Fprintf(w, "\n%s:\n", p.place)
+		for _, n := range p.verbs {
+			if v, ok := vs[n]; ok {
+				fmt.Fprintf(w, "  %-14s %s\n", n, v.synopsis())
+				listed[n] = true
+			}
+		}
+	}
+	var rest []string
 	for n := range vs {
-		names = append(names, n)
+		if !listed[n] {
+			rest = append(rest, n)
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+	sort.Strings(rest)
+	if len(rest) > 0 {
+		fmt.Fprintf(w, "\nOther:\n")
+		for _, n := range rest {
+			fmt.Fprintf(w, "  %-14s %s\n", n, vs[n].synopsis())
+		}
 	}
-	fmt.Fprintf(w, "\nConnected side: keygen, export. Offline side: verify, import, serve, client-config.\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
+	fmt.Fprintf(w, "\nRun 'airgap help COMMAND' for a command's arguments, flags and examples. 'airgap --version' prints the version.\n\n%s", exitCodes)
 }
 
 // serveEnv lists the AIRGAP_ variables serve reads, from the table its

@@ -226,7 +226,7 @@ func TestExpiredPublisherKey(t *testing.T) {
 	path := w.write(t, "old", dist.Catalog{Providers: []dist.ProviderVersion{p}})
 	expired := made.Add(30 * 24 * time.Hour).UTC().Format("2006-01-02")
 	out := mustRun(t, w.work, nil, airgapBin, "verify", "--keyring", w.keyring, path)
-	if !strings.Contains(out, "! key expired since: key "+verify.Fingerprint(old)+" (old publisher <old publisher@example.test>) expired on "+expired) {
+	if !strings.Contains(out, "! key expired since: key "+verify.GroupFingerprint(verify.Fingerprint(old))+" (old publisher <old publisher@example.test>) expired on "+expired) {
 		t.Errorf("verify does not say the key has expired since:\n%s", out)
 	}
 	root := filepath.Join(w.work, "store")

@@ -108,6 +108,7 @@ func TestJSONConvention(t *testing.T) {
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
 	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/site", "--no-passphrase")
 	mustRun(t, work, nil, airgapBin, "keygen", "--out", "k/other", "--no-passphrase")
+	mustRun(t, work, nil, airgapBin, "keys", "generate", "--out", "k/station", "--no-passphrase")
 	os.WriteFile(filepath.Join(work, "m.hcl"), []byte(`platforms = ["linux_amd64"]
 provider "hashicorp/random" {
   versions = "3.6.2"
@@ -142,6 +143,8 @@ withdraw "hashicorp/random" {
 		}},
 		{"verify", []run{{nil, []string{"verify", "--keyring", "k/site.pub.asc", "--json", "b.bundle"}}},
 			[]run{{nil, []string{"verify", "--keyring", "k/other.pub.asc", "--json", "b.bundle"}}}},
+		{"approve", []run{{nil, []string{"approve", "--key", "k/station.key.asc", "--keyring", "k/site.pub.asc", "--json", "b.bundle"}}},
+			[]run{{nil, []string{"approve", "--key", "k/site.key.asc", "--keyring", "k/site.pub.asc", "--json", "b.bundle"}}}},
 		{"import", []run{
 			{nil, []string{"import", "--keyring", "k/site.pub.asc", "--store", "store", "--json", "b.bundle"}},
 			{nil, []string{"import", "--keyring", "k/site.pub.asc", "--store", "store", "--json", "b.bundle"}}, // unchanged

@@ -45,6 +45,8 @@ func (e exitError) Error() string { return e.msg }
 func verbs() map[string]verb {
 	return map[string]verb{
 		"keygen":        &keygenCmd{},
+		"keys":          &keysCmd{},    // cmd_keys.go
+		"approve":       &approveCmd{}, // cmd_approve.go
 		"verify":        &verifyCmd{},
 		"show":          &showCmd{}, // cmd_show.go
 		"import":        &importCmd{},

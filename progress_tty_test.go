@@ -21,6 +21,14 @@ import (
 // tmux is required (.ci/run installs it).
 func onTerminal(t *testing.T, width, height int, script string) (screen func() string) {
 	t.Helper()
+	screen, _ = onTerminalKeys(t, width, height, script)
+	return screen
+}
+
+// onTerminalKeys is onTerminal that also returns a function typing keys
+// (tmux send-keys names: "C-c", "q", "Enter") into the terminal.
+func onTerminalKeys(t *testing.T, width, height int, script string) (screen func() string, keys func(...string)) {
+	t.Helper()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Fatal("tmux is required for this test (apt-get install -y tmux)")
@@ -34,7 +42,12 @@ func onTerminal(t *testing.T, width, height int, script string) (screen func() s
 		t.Fatalf("tmux: %v %s", err, out)
 	}
 	t.Cleanup(func() { tm("kill-server") })
-	return func() string { s, _ := tm("capture-pane", "-p", "-t", "t"); return s }
+	return func() string { s, _ := tm("capture-pane", "-p", "-t", "t"); return s },
+		func(k ...string) {
+			if out, err := tm(append([]string{"send-keys", "-t", "t"}, k...)...); err != nil {
+				t.Fatalf("tmux send-keys: %v %s", err, out)
+			}
+		}
 }
 
 // TestImportProgressOnTerminal runs 'airgap import' of a 192 MiB bundle on a

@@ -20,8 +20,15 @@ import (
 // nothing and withdraws ws.
 func writeWithdrawBundle(t *testing.T, path string, signer *openpgp.Entity, ws ...dist.Withdrawal) {
 	t.Helper()
+	writeCurationBundle(t, path, signer, ws, nil)
+}
+
+// writeCurationBundle writes a signed bundle that only withdraws ws and
+// reinstates rs.
+func writeCurationBundle(t *testing.T, path string, signer *openpgp.Entity, ws, rs []dist.Withdrawal) {
+	t.Helper()
 	wm := &bundle.Manifest{Format: bundle.FormatVersion, Tool: "airgap test",
-		Catalog: dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}, Withdraw: ws}
+		Catalog: dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}, Withdraw: ws, Reinstate: rs}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)

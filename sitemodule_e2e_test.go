@@ -81,19 +81,24 @@ func TestSiteModulesOffline(t *testing.T) {
 	}
 
 	// Mistakes are errors that name the block and nothing is written.
-	for _, c := range []struct{ name, manifest, want string }{
-		{"missing ref", strings.Replace(siteManifest, `["1.0.0", "1.1.0"]`, `["1.0.0", "1.2.0"]`, 1), `ref "v1.2.0": not found`},
-		{"not semver", strings.Replace(siteManifest, `["1.0.0", "1.1.0"]`, `["v1.0.0"]`, 1), `bad.hcl:5:14: module "site.example/net/vpc/aws": version "v1.0.0" is not a semantic version`},
-		{"public host", strings.Replace(siteManifest, `"site.example/net/vpc/aws"`, `"registry.terraform.io/net/vpc/aws"`, 1), "registry.terraform.io is a public registry"},
-		{"no host", strings.Replace(siteManifest, `"site.example/net/vpc/aws"`, `"net/vpc/aws"`, 1), "needs its host in the address"},
-		{"ref in source", strings.Replace(siteManifest, `vpc.git"`, `vpc.git?ref=main"`, 1), "not ?ref= in source"},
-		{"other variable", strings.Replace(siteManifest, `${version}`, `${var.x}`, 1), "may use ${version} and nothing else"},
+	// The hint matches the failure: a missing ref is not a missing
+	// repository.
+	for _, c := range []struct{ name, manifest, want, notWant string }{
+		{"missing ref", strings.Replace(siteManifest, `["1.0.0", "1.1.0"]`, `["1.0.0", "1.2.0"]`, 1), `ref "v1.2.0": not found in the repository
+hint: bad.hcl:3 publishes version 1.2.0 from git ref "v1.2.0"; create that tag or branch in the repository`, ""},
+		{"missing repository", strings.Replace(siteManifest, "net/vpc.git", "net/vcp.git", 1),
+			"from git::https://git.site.example/net/vcp.git, which git could not clone: check the repository's URL in the block's source (is it there, is it spelled right?) and that this machine may read it", "tag or branch"},
+		{"not semver", strings.Replace(siteManifest, `["1.0.0", "1.1.0"]`, `["v1.0.0"]`, 1), `bad.hcl:5:14: module "site.example/net/vpc/aws": version "v1.0.0" is not a semantic version`, ""},
+		{"public host", strings.Replace(siteManifest, `"site.example/net/vpc/aws"`, `"registry.terraform.io/net/vpc/aws"`, 1), "registry.terraform.io is a public registry", ""},
+		{"no host", strings.Replace(siteManifest, `"site.example/net/vpc/aws"`, `"net/vpc/aws"`, 1), "needs its host in the address", ""},
+		{"ref in source", strings.Replace(siteManifest, `vpc.git"`, `vpc.git?ref=main"`, 1), "not ?ref= in source", ""},
+		{"other variable", strings.Replace(siteManifest, `${version}`, `${var.x}`, 1), "may use ${version} and nothing else", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.WriteFile(filepath.Join(work, "bad.hcl"), []byte(c.manifest), 0o644)
 			out, err := cmdRun(t, work, online, airgapBin, "export", "--manifest", "bad.hcl", "--sign-key", "k/site.key.asc", "--out", "bad.bundle", "--cache", cache)
-			if err == nil || !strings.Contains(out, c.want) {
-				t.Errorf("err %v, want %q in:\n%s", err, c.want, out)
+			if err == nil || !strings.Contains(out, c.want) || (c.notWant != "" && strings.Contains(out, c.notWant)) {
+				t.Errorf("err %v, want %q (and not %q) in:\n%s", err, c.want, c.notWant, out)
 			}
 			if _, err := os.Stat(filepath.Join(work, "bad.bundle")); err == nil {
 				t.Error("a failed export left a bundle file")

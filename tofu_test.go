@@ -100,7 +100,7 @@ func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
 		return "", "go mod download gave no directory: " + string(out) + info.Error
 	}
-	part := bin + ".partial"
+	part := fmt.Sprintf("%s.partial-%d", bin, os.Getpid()) // another test process may build it at the same time
 	build := exec.Command("go", "build", "-trimpath", "-o", part, pkg)
 	build.Dir = info.Dir
 	if mainSrc != "" {

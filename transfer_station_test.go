@@ -100,10 +100,15 @@ type review struct {
 		History   []struct{ Fingerprint, How string }
 		InBundle  []struct{ Fingerprint, Status string } `json:"in_bundle"`
 	} `json:"publisher_keys"`
+	Forecast *struct {
+		Verdict string
+		Refused []struct{ Rule, Kind, Address, Version, Reason string }
+	} `json:"forecast"`
 	Against *struct {
-		Added          []struct{ Kind, Address, Version string } `json:"added"`
-		AlreadyPresent []struct{ Kind, Address, Version string } `json:"already_present"`
-		Withdrawn      []struct{ Kind, Address, Version string } `json:"withdrawn"`
+		Added          []struct{ Kind, Address, Version string }       `json:"added"`
+		AlreadyPresent []struct{ Kind, Address, Version string }       `json:"already_present"`
+		Withdrawn      []struct{ Kind, Address, Version string }       `json:"withdrawn"`
+		Refused        []struct{ Kind, Address, Version, Note string } `json:"refused"`
 		KeyChanges     []struct {
 			Namespace string
 			Before    []struct{ Fingerprint string }
@@ -182,6 +187,7 @@ func TestTransferStationReview(t *testing.T) {
 	in.AddVendorModules(t)
 	s := newStation(t, in)
 	oldKey := verify.Fingerprint(in.Publisher)
+	oldG := verify.GroupFingerprint(oldKey)
 	first := s.export(t, "first", stationFirst)
 
 	// 1. The first bundle: vendored module, site re-signed provider.
@@ -194,7 +200,7 @@ func TestTransferStationReview(t *testing.T) {
 		"OK, NEEDS ATTENTION (1)",
 		"! site resigned: provider registry.opentofu.org/hashicorp/local 2.5.1 is not signed by its publisher",
 		"registry.terraform.io/hashicorp/random 3.6.0  publisher-signed",
-		"fingerprint " + oldKey,
+		"fingerprint " + oldG,
 		"registry.opentofu.org/hashicorp/local 2.5.1  site re-signed",
 		"linux_amd64    sha256:",
 		`vendored main.tf:4 module "net": git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/`,
@@ -227,7 +233,7 @@ func TestTransferStationReview(t *testing.T) {
 	}
 	mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, first)
 	inv := mustRun(t, s.work, nil, airgapBin, "inventory", "--store", s.store)
-	if !strings.Contains(inv, "Publisher keys") || !strings.Contains(inv, oldKey+" publisher <publisher@example.test>") || !strings.Contains(inv, "(first use, bundle ") {
+	if !strings.Contains(inv, "Publisher keys") || !strings.Contains(inv, oldG+" publisher <publisher@example.test>") || !strings.Contains(inv, "(first use, bundle ") {
 		t.Errorf("inventory does not show the pinned key:\n%s", inv)
 	}
 	have := filepath.Join(s.work, "have.json")
@@ -237,36 +243,42 @@ func TestTransferStationReview(t *testing.T) {
 	// signed by the new key, a version the store has, and a withdrawal.
 	in.Publisher = bundletest.Key(t, "rotated publisher")
 	newKey := verify.Fingerprint(in.Publisher)
+	newG := verify.GroupFingerprint(newKey)
 	in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.7.0", []string{"linux_amd64", "darwin_arm64"}, 8<<10)
 	second := s.export(t, "second", stationSecond)
 	out, code = s.verify(t, "--against", have, second)
 	t.Logf("second bundle against the inventory, text:\n%s", out)
-	if code != 0 {
-		t.Errorf("verify without --strict: exit %d", code)
+	if code != 4 {
+		t.Errorf("verify of a bundle the import will refuse, without --strict: exit %d, want 4", code)
 	}
 	for _, want := range []string{
-		"! publisher key refused: import will refuse registry.terraform.io/hashicorp/random 3.7.0: key " + newKey + " (rotated publisher <rotated publisher@example.test>)",
+		"! publisher key refused: import will refuse registry.terraform.io/hashicorp/random 3.7.0: key " + newG + " (rotated publisher <rotated publisher@example.test>)",
 		"registry.terraform.io/hashicorp/random 3.7.0  publisher-signed [new]",
 		"key for registry.terraform.io/hashicorp: new refused",
 		"registry.terraform.io/hashicorp/null 3.2.2  publisher-signed [new]",
 		"withdraws: provider registry.terraform.io/hashicorp/random 3.6.0 (CVE-2026-0001: use 3.7.0)",
-		"had  " + oldKey + " publisher <publisher@example.test>",
-		"now  " + newKey,
+		"had  " + oldG + " publisher <publisher@example.test>",
+		"now  " + newG,
 		"Against " + have,
 		"provider registry.terraform.io/hashicorp/random 3.6.0: served now: the import takes it out",
 		"provider registry.opentofu.org/hashicorp/local 2.5.1 (darwin_arm64, linux_amd64)",
-		"registry.terraform.io/hashicorp: " + oldKey + " publisher <publisher@example.test> -> " + newKey,
+		"registry.terraform.io/hashicorp: " + oldG + " publisher <publisher@example.test> -> " + newG,
+		"refused: 1 entry (publisher key)",
+		"provider registry.terraform.io/hashicorp/random 3.7.0: publisher key: signed by key " + newG,
+		"Verdict: import will refuse: 1 entry (publisher key)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify --against text lacks %q", want)
 		}
 	}
 	r, raw, code := s.verifyJSON(t, "--against", have, second)
-	if code != 0 || r.Status != "needs_attention" || len(r.attention("publisher_key_refused")) != 1 || r.Against == nil {
+	if code != 4 || r.Status != "needs_attention" || len(r.attention("publisher_key_refused")) != 1 || r.Against == nil {
 		t.Fatalf("verify --against --json: %d %+v", code, r)
 	}
-	if len(r.Against.Added) != 2 || len(r.Against.AlreadyPresent) != 1 || r.Against.AlreadyPresent[0].Address != "registry.opentofu.org/hashicorp/local" ||
-		len(r.Against.Withdrawn) != 1 || r.Against.Withdrawn[0].Version != "3.6.0" {
+	// The version the import refuses is listed as refused only: the
+	// summary's counts are the lines listed (finding 2 of issue 30).
+	if len(r.Against.Added) != 1 || len(r.Against.AlreadyPresent) != 1 || r.Against.AlreadyPresent[0].Address != "registry.opentofu.org/hashicorp/local" ||
+		len(r.Against.Withdrawn) != 1 || r.Against.Withdrawn[0].Version != "3.6.0" || len(r.Against.Refused) != 1 || r.Against.Refused[0].Version != "3.7.0" {
 		t.Errorf("against: %+v", r.Against)
 	}
 	if kc := r.Against.KeyChanges; len(kc) != 1 || kc[0].Namespace != "registry.terraform.io/hashicorp" || len(kc[0].Before) != 1 ||
@@ -279,15 +291,15 @@ func TestTransferStationReview(t *testing.T) {
 	if _, ok := raw["checks"].(map[string]any)["sha256sums_signatures"]; !ok {
 		t.Errorf("checks: %v", raw["checks"])
 	}
-	if _, code := s.verify(t, "--strict", "--against", have, second); code != 3 {
-		t.Errorf("--strict: exit %d, want 3", code)
+	if _, code := s.verify(t, "--strict", "--against", have, second); code != 4 {
+		t.Errorf("--strict: exit %d, want 4 (a forecast refusal wins over needing attention)", code)
 	}
 
 	// The import refuses it, naming the namespace and both keys.
 	before := bundletest.Snapshot(t, s.store)
 	out, err := cmdRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, second)
-	for _, want := range []string{"publisher key not accepted", "namespace registry.terraform.io/hashicorp", newKey, "rotated publisher", oldKey,
-		"--accept-publisher-key " + newKey, "the store was not changed"} {
+	for _, want := range []string{"publisher key not accepted", "namespace registry.terraform.io/hashicorp", newG, "rotated publisher", oldG,
+		"--accept-publisher-key '" + newG + "'", "the store was not changed"} {
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("import of the new key (err %v) lacks %q:\n%s", err, want, out)
 		}
@@ -302,17 +314,17 @@ func TestTransferStationReview(t *testing.T) {
 		t.Errorf("the declared key: %+v %+v", p, r.Attention)
 	}
 	out = mustRun(t, s.work, nil, airgapBin, "import", "--keyring", s.keyring, "--store", s.store, declared)
-	if !strings.Contains(out, "pinned publisher key for registry.terraform.io/hashicorp: "+newKey) || !strings.Contains(out, "declared by bundle") {
+	if !strings.Contains(out, "pinned publisher key for registry.terraform.io/hashicorp: "+newG) || !strings.Contains(out, "declared by bundle") {
 		t.Errorf("import of the declared key:\n%s", out)
 	}
 	inv = mustRun(t, s.work, nil, airgapBin, "inventory", "--store", s.store)
-	if !strings.Contains(inv, oldKey) || !strings.Contains(inv, newKey) || !strings.Contains(inv, "withdrawn") {
+	if !strings.Contains(inv, oldG) || !strings.Contains(inv, newG) || !strings.Contains(inv, "withdrawn") {
 		t.Errorf("inventory after the rotation:\n%s", inv)
 	}
 	// An --accept-new-publisher-key that signs nothing is refused at export.
 	if out, err := cmdRun(t, s.work, s.online, airgapBin, "export", "--manifest", filepath.Join(s.work, "second.hcl"), "--sign-key", "k/site.key.asc",
 		"--out", filepath.Join(s.work, "x.bundle"), "--cache", filepath.Join(s.work, "cache"), "--accept-new-publisher-key", verify.Fingerprint(bundletest.Key(t, "stranger"))); err == nil ||
-		!strings.Contains(out, "no provider of this export is signed by that key") || !strings.Contains(out, newKey) {
+		!strings.Contains(out, "no provider of this export is signed by that key") || !strings.Contains(out, newG) {
 		t.Errorf("export with an unused --accept-new-publisher-key (err %v):\n%s", err, out)
 	}
 }

@@ -166,6 +166,9 @@ func CheckManifest(m *Manifest) error {
 	if err := checkBuildInfoTotal(m, sizes); err != nil {
 		return err
 	}
+	if err := checkChainSizes(m, sizes); err != nil {
+		return err
+	}
 	if err := checkGates(m, sizes); err != nil {
 		return err
 	}
@@ -327,30 +330,28 @@ func checkBuildInfoTotal(m *Manifest, sizes map[verify.Digest]int64) error {
 
 // checkGates holds the gate results on every entry to the gates the bundle
 // lists (see CheckManifest), and each result's report_bytes to the size of
-// its report blob (what 'verify --json' shows is what was checked).
+// its report blob (what 'verify --json' shows is what was checked). A
+// bundle exported from a store lists no gates: each result it carries is
+// held to the definition in the hop that brought it (checkChain), so here
+// only its report's size is.
 func checkGates(m *Manifest, sizes map[verify.Digest]int64) error {
 	gates := make(map[string]dist.Gate, len(m.Gates))
 	for _, g := range m.Gates {
 		gates[g.Name] = g
 	}
+	carried := len(m.Chain) > 0
 	check := func(entry, kind string, rs []dist.GateResult) error {
 		have := map[string]bool{}
 		for _, r := range rs {
+			if carried {
+				if r.ReportBytes != sizes[r.Report] {
+					return inconsistent(entry, "its gate %s result says its report is %d bytes, but the report (%s) is %d bytes", r.Gate, r.ReportBytes, r.Report.Short(), sizes[r.Report])
+				}
+				continue
+			}
 			g, ok := gates[r.Gate]
-			passes := dist.Passes(r.ExitCode, r.Findings, g.FailLevel)
-			switch {
-			case !ok:
-				return inconsistent(entry, "it has a result of gate %s, which the bundle does not list", r.Gate)
-			case g.For != kind:
-				return inconsistent(entry, "it has a result of gate %s, which runs over %s", r.Gate, g.For)
-			case r.ReportBytes != sizes[r.Report]:
-				return inconsistent(entry, "its gate %s result says its report is %d bytes, but the report (%s) is %d bytes", r.Gate, r.ReportBytes, r.Report.Short(), sizes[r.Report])
-			case r.Tool != g.Tool:
-				return inconsistent(entry, "its gate %s result names the tool %q, but the gate ran %q", r.Gate, dist.Printable(r.Tool), dist.Printable(g.Tool))
-			case r.Status == dist.GatePassed && !passes:
-				return inconsistent(entry, "gate %s is recorded as passed, but exit status %d with %s fails it", r.Gate, r.ExitCode, r.Findings.String())
-			case r.Status == dist.GateWaived && passes:
-				return inconsistent(entry, "gate %s is recorded as waived, but exit status %d with %s passes it", r.Gate, r.ExitCode, r.Findings.String())
+			if err := checkGateResult(entry, kind, r, g, ok, sizes[r.Report]); err != nil {
+				return err
 			}
 			have[r.Gate] = true
 		}
@@ -372,6 +373,29 @@ func checkGates(m *Manifest, sizes map[verify.Digest]int64) error {
 		if err := check("module "+mv.String(), dist.GateModules, mv.Gates); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkGateResult holds one result r on entry (of kind) to the gate g
+// that produced it (ok: the bundle lists g): of a listed gate over entries
+// of this kind, the gate's tool, a status its exit status and findings
+// give under the gate's fail level, and report_bytes its report's size.
+func checkGateResult(entry, kind string, r dist.GateResult, g dist.Gate, ok bool, reportSize int64) error {
+	passes := dist.Passes(r.ExitCode, r.Findings, g.FailLevel)
+	switch {
+	case !ok:
+		return inconsistent(entry, "it has a result of gate %s, which the bundle does not list", r.Gate)
+	case g.For != kind:
+		return inconsistent(entry, "it has a result of gate %s, which runs over %s", r.Gate, g.For)
+	case r.ReportBytes != reportSize:
+		return inconsistent(entry, "its gate %s result says its report is %d bytes, but the report (%s) is %d bytes", r.Gate, r.ReportBytes, r.Report.Short(), reportSize)
+	case r.Tool != g.Tool:
+		return inconsistent(entry, "its gate %s result names the tool %q, but the gate ran %q", r.Gate, dist.Printable(r.Tool), dist.Printable(g.Tool))
+	case r.Status == dist.GatePassed && !passes:
+		return inconsistent(entry, "gate %s is recorded as passed, but exit status %d with %s fails it", r.Gate, r.ExitCode, r.Findings.String())
+	case r.Status == dist.GateWaived && passes:
+		return inconsistent(entry, "gate %s is recorded as waived, but exit status %d with %s passes it", r.Gate, r.ExitCode, r.Findings.String())
 	}
 	return nil
 }
@@ -449,6 +473,15 @@ type CheckReport struct {
 	// 'airgap verify' shows and the import's publisher-key pins decide on.
 	Signed []SignatureFacts `json:"-"`
 	byKey  map[string]int   // Signed by provider key, built by Facts
+	// Hops counts the chain hops whose signatures were checked again
+	// (chain.go); Chain is every hop, oldest first, with what was found.
+	Hops  int        `json:"chain_hops"`
+	Chain []HopCheck `json:"-"`
+	// Untied lists the records of a bundle exported from a store that no
+	// checked hop carries: possible only when the chain has hops recorded
+	// without their manifests (an import's chain policy refuses it).
+	Untied []string `json:"-"`
+	came   map[string]verify.Digest
 	// builds is what each package's plugin was built from (BuildSummary:
 	// a few short strings each), by package digest, for the report.
 	builds map[verify.Digest]*BuildSummary
@@ -540,6 +573,7 @@ type Checker struct {
 	n        int
 	rep      CheckReport
 	keyring  KeyringCache
+	chain    *chainState // set by checkChain (Finish)
 }
 
 type h1Job struct {
@@ -651,7 +685,8 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 	case dist.RoleProviderDocs, dist.RoleModuleDocs:
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, docs: true}
 		return nil
-	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport:
+	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport,
+		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 		c.paths[b.Digest] = path // read by Finish (bounded by CheckManifest)
 	default:
 		if remove {
@@ -715,6 +750,15 @@ func (c *Checker) Finish() (*CheckReport, error) {
 	c.stop()
 	if err := c.failed(); err != nil {
 		return nil, err
+	}
+	if err := c.checkChain(); err != nil {
+		return nil, err
+	}
+	c.rep.came = c.chain.came
+	for _, h := range c.rep.Chain {
+		if h.Checked {
+			c.rep.Hops++
+		}
 	}
 	for _, p := range c.m.Catalog.Providers {
 		if err := c.provider(p); err != nil {
@@ -928,7 +972,10 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 	if err != nil {
 		return checked, fmt.Errorf("its SHA256SUMS signature does not verify against the keys the bundle carries for it: %w", err)
 	}
-	if (p.SiteSigned || p.MirrorHashesOnly) && checked.Signer.Fingerprint != c.opt.Signer.Fingerprint {
+	if (p.SiteSigned || p.MirrorHashesOnly) && !c.mayResign(p, checked.Signer.Fingerprint) {
+		if len(c.m.Chain) > 0 {
+			return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the signer of a hop of its chain whose signed manifest carries this record (a bundle exported from a store re-signs nothing)", dist.TrustLabel(p.Trust()), checked.Signer)
+		}
 		return checked, fmt.Errorf("marked as %s, but its SHA256SUMS is signed by %s, not by the key that signed the bundle (%s)", dist.TrustLabel(p.Trust()), checked.Signer, c.opt.Signer)
 	}
 	if !p.SiteSigned && !p.MirrorHashesOnly && c.isSiteKey(checked.Signer.Fingerprint) {
@@ -937,13 +984,14 @@ func (c *Checker) checkProviderSignature(p dist.ProviderVersion, sums, sig []byt
 	return checked, nil
 }
 
-// isSiteKey reports whether fp is the bundle signer's fingerprint or that of
-// a key in SiteKeys.
+// isSiteKey reports whether fp is the bundle signer's fingerprint, that of
+// a key in SiteKeys, or that of a hop signer of its chain (a key that signs
+// bundles is never a publisher key).
 func (c *Checker) isSiteKey(fp string) bool {
 	if fp == "" {
 		return false
 	}
-	if strings.EqualFold(fp, c.opt.Signer.Fingerprint) {
+	if strings.EqualFold(fp, c.opt.Signer.Fingerprint) || c.chain != nil && c.chain.signers[strings.ToUpper(fp)] {
 		return true
 	}
 	for _, e := range c.opt.SiteKeys {

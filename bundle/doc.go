@@ -74,6 +74,47 @@
 // A format-1 or -2 manifest has no format-3 field (format3Field in
 // manifest.go lists them all).
 //
+// Format 3 also adds the chain of custody (Manifest.Chain, chain.go) of a
+// bundle exported from an offline store ('airgap export --from-store',
+// bundle/store's carry.go), and the blob roles it uses: bundle-manifest,
+// bundle-signature and bundle-key (format3Field lists them). The design,
+// and why:
+//
+//   - Nothing is rebuilt. Such a bundle lists the store's blobs byte for
+//     byte: the publisher's SHA256SUMS, signature and keys as they came
+//     (or the site re-signature and its tier), h1 and zh hashes, gate
+//     results and reports, Go build information, vendored module
+//     archives. Only the manifest is new (and the SBOM, a function of the
+//     manifest). So the checks that need no trust — every publisher
+//     signature, every digest, every h1, every module tree — run again at
+//     every enclave exactly as for a bundle from the registries, and the
+//     lock file made on the internet still matches.
+//   - A hop is checked, not asserted. A store keeps, of every bundle it
+//     imports, its manifest.json and manifest.json.sig as they came and the
+//     public key that verified them; a bundle exported from the store
+//     carries those of every bundle that brought what it carries (and of
+//     their chains: what the stores before recorded). The next enclave
+//     checks each hop's signature again with the key it came with (and, by
+//     its import policy, with its own copy of that key), and ties every
+//     record of the bundle — provider version record, package, module
+//     version record, module zip, gate result — to a hop whose signed
+//     manifest lists it equal. An enclave key can therefore carry only what
+//     signed bundles brought into its store: it cannot add a package, a
+//     gate result or a site re-signature of its own (a site re-signature
+//     must be by the signer of a hop that carries that record), and what
+//     it says about earlier enclaves' imports must match their signed
+//     words (Hop.Into).
+//   - The next enclave's policy still rules. The chain adds a check; it
+//     takes none away: publisher-key pins, withdrawals, required gates and
+//     the rest apply to such a bundle exactly as to one from the registries.
+//     The exporting store's withdrawals travel as withdraw blocks, and
+//     the publisher keys it approved as new as publisher_keys declarations,
+//     which the next store's pins judge as usual.
+//   - Hops recorded only: a store that imported a bundle before airgap kept
+//     manifests can name it (signer and time as it noted them), not prove
+//     it; such a hop is marked, what only it can have brought is listed,
+//     verify says so, and a store's chain policy refuses it.
+//
 // Reader checks the signature before it hands out any blob, and each blob's
 // size and digest while it is read; a blob reader returns the error at its
 // end instead of io.EOF, so a consumer that copies it learns of a bad blob
@@ -118,7 +159,9 @@
 // keys a namespace may have is bundle/store's publisher-key pins.
 //
 // Report (report.go) is what 'airgap verify' shows and prints as JSON; its
-// schema is documented there.
+// schema is documented there. Its Forecast (forecast.go) is what an import
+// into the store an inventory describes would decide — bundle/store runs
+// the import's own rules to fill it — ending the review with one verdict.
 //
 // Sub-package store is the content-addressed directory bundles are imported
 // into. This package does not touch the filesystem except through the

@@ -85,6 +85,11 @@ type Manifest struct {
 	// catalog (dist.ValidateReasons). Optional: a bundle without them says
 	// nothing about why.
 	RequestedBy []dist.Reason `json:"requested_by,omitempty"`
+	// Chain is the bundle's chain of custody (format 3; chain.go): set
+	// only on a bundle exported from an offline store ('airgap export
+	// --from-store'), it lists every bundle whose content this one carries
+	// onwards, as the stores on the way imported them. Sorted by bundle.
+	Chain []Hop `json:"chain,omitempty"`
 }
 
 // PublisherKeyDecl says that whoever exported the bundle approved
@@ -164,6 +169,7 @@ func (m *Manifest) Normalize() {
 	SortPublisherKeys(m.PublisherKeys)
 	sort.Slice(m.Gates, func(i, j int) bool { return m.Gates[i].Name < m.Gates[j].Name })
 	dist.SortReasons(m.RequestedBy)
+	sort.Slice(m.Chain, func(i, j int) bool { return m.Chain[i].Bundle < m.Chain[j].Bundle })
 }
 
 // Marshal returns the canonical JSON form of m.
@@ -240,7 +246,7 @@ func (m *Manifest) Validate() error {
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
 			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // these three: format 2 (format2Field)
-			dist.RoleProviderDocs, dist.RoleModuleDocs: // format 3 (format3Field)
+			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval: // format 3 (format3Field)
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -264,9 +270,15 @@ func (m *Manifest) Validate() error {
 	if err := dist.ValidateReasons(&m.Catalog, m.RequestedBy); err != nil {
 		return fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	if err := m.validateChain(roles); err != nil {
+		return fmt.Errorf("%w: %v", ErrManifest, err)
+	}
 	used := m.Catalog.Blobs()
 	if m.SBOM != "" {
 		used[m.SBOM] = dist.RoleSBOM
+	}
+	for d, role := range chainBlobs(m.Chain) {
+		used[d] = role
 	}
 	for d := range roles {
 		if _, ok := used[d]; !ok {
@@ -322,15 +334,19 @@ func format2Field(m *Manifest) string {
 
 // format3Field names the first field of m that format 2 does not have, or
 // is "": the one list of what format 3 added (Validate refuses any of it
-// in a format-1 or -2 manifest). Manifest: requested_by; providers: docs;
-// modules: docs; blobs of roles provider-docs and module-docs.
+// in a format-1 or -2 manifest). Manifest: requested_by, chain; providers:
+// docs; modules: docs; blobs of roles provider-docs, module-docs,
+// bundle-manifest, bundle-signature, bundle-key and approval.
 func format3Field(m *Manifest) string {
 	if len(m.RequestedBy) > 0 {
 		return "requested_by"
 	}
+	if len(m.Chain) > 0 {
+		return "chain"
+	}
 	for _, b := range m.Blobs {
 		switch b.Role {
-		case dist.RoleProviderDocs, dist.RoleModuleDocs:
+		case dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
 			return "a blob of role " + b.Role
 		}
 	}
@@ -440,6 +456,9 @@ func (m *Manifest) Describe(d verify.Digest) string {
 	}
 	if d == m.SBOM {
 		return "the bundle's SBOM"
+	}
+	if what := describeChainBlob(m.Chain, d); what != "" {
+		return what
 	}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {

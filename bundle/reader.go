@@ -29,6 +29,7 @@ type Reader struct {
 	raw        *countingReader // the uncompressed tar stream
 	manifest   *Manifest
 	manifestB  []byte
+	sigB       []byte
 	signer     verify.Signer
 	signedAt   time.Time
 	keyring    openpgp.EntityList
@@ -83,7 +84,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 		}
 		return nil, err
 	}
-	br2.manifest, br2.manifestB, br2.signer, br2.signedAt, br2.keyring = m, mdata, checked.Signer, checked.Created, keyring
+	br2.manifest, br2.manifestB, br2.sigB, br2.signer, br2.signedAt, br2.keyring = m, mdata, sig, checked.Signer, checked.Created, keyring
 	br2.carried = m.Carried()
 	return br2, nil
 }
@@ -186,6 +187,10 @@ func (br *Reader) Manifest() *Manifest { return br.manifest }
 
 // ManifestBytes returns the manifest exactly as signed.
 func (br *Reader) ManifestBytes() []byte { return br.manifestB }
+
+// SignatureBytes returns manifest.json.sig exactly as it came (what a
+// store keeps, with the manifest, for the bundle's chain of custody).
+func (br *Reader) SignatureBytes() []byte { return br.sigB }
 
 // ID is the bundle's identity: the digest of its manifest.
 func (br *Reader) ID() verify.Digest { return verify.DigestBytes(br.manifestB) }

@@ -65,7 +65,10 @@ import (
 //	sbom_file          where --sbom wrote it (with --sbom only)
 //	against            with --against only: {inventory, store_provider_versions,
 //	                   store_module_versions, added, already_present, withdrawn,
-//	                   reinstated, refused: [item], key_changes: [key change]}
+//	                   reinstated, refused: [item], key_changes: [key change]};
+//	                   an entry the import would refuse is in refused only
+//	forecast           with --against only: what the import would decide, by its
+//	                   own rules over the inventory (Forecast, forecast.go)
 //	checks             {sha256sums_signatures, packages_in_sha256sums,
 //	                   h1_hashes, module_trees, module_zips, build_info,
 //	                   build_info_none (of build_info, those saying the
@@ -146,7 +149,9 @@ type Report struct {
 	SBOM             verify.Digest      `json:"sbom,omitempty"`
 	SBOMFile         string             `json:"sbom_file,omitempty"` // set by the caller that wrote it
 	Against          *Against           `json:"against,omitempty"`
+	Forecast         *Forecast          `json:"forecast,omitempty"`
 	Checks           *CheckReport       `json:"checks,omitempty"`
+	Chain            []ChainHop         `json:"chain"` // report_chain.go
 
 	manifest *Manifest
 	seen     map[string]bool // attention kind + subject
@@ -195,8 +200,9 @@ type ProviderEntry struct {
 	RequestedBy *Requested     `json:"requested_by,omitempty"`
 	Build       []BuildSummary `json:"build"`
 	// Docs is the version's documentation record (format 3), or nil.
-	Docs *dist.ProviderDocs `json:"docs,omitempty"`
-	key  string             // dist.ProviderVersion.Key
+	Docs     *dist.ProviderDocs `json:"docs,omitempty"`
+	CameWith verify.Digest      `json:"came_with,omitempty"` // report_chain.go
+	key      string             // dist.ProviderVersion.Key
 }
 
 // Key is the provider version's catalog key.
@@ -227,8 +233,9 @@ type ModuleEntry struct {
 	// RequestedBy: evidence.go.
 	RequestedBy *Requested `json:"requested_by,omitempty"`
 	// Docs is the digest of the module's documentation (format 3), or "".
-	Docs verify.Digest `json:"docs,omitempty"`
-	key  string
+	Docs     verify.Digest `json:"docs,omitempty"`
+	CameWith verify.Digest `json:"came_with,omitempty"` // report_chain.go
+	key      string
 }
 
 // Key is the module version's catalog key.
@@ -343,6 +350,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	rep.chain(m)
 	rep.entries(m)
 	return nil
 }
@@ -354,7 +362,7 @@ func (rep *Report) entries(m *Manifest) {
 	for _, p := range m.Catalog.Providers {
 		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
 			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()),
-			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs}
+			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs, CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
@@ -372,13 +380,13 @@ func (rep *Report) entries(m *Manifest) {
 		}
 		if f := e.Signature; f != nil && f.KeyExpiredSince {
 			rep.AddAttention(AttentionKeyExpired, f.Namespace+" "+f.Signer.Fingerprint, fmt.Sprintf("key %s (%s) expired on %s; it signed %s on %s, while it was valid (what counts; check that the publisher renewed or replaced it)",
-				f.Signer.Fingerprint, f.Signer.Identity, f.KeyExpires.Format("2006-01-02"), p, f.Created.Format("2006-01-02")))
+				verify.GroupFingerprint(f.Signer.Fingerprint), f.Signer.Identity, f.KeyExpires.Format("2006-01-02"), p, f.Created.Format("2006-01-02")))
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
 		e := ModuleEntry{Address: mv.Addr(), Version: mv.Version, Source: mv.Source, Commit: mv.Commit, Subdir: mv.Subdir, Docs: mv.Docs,
 			SHA256: mv.Archive.Hex(), SizeBytes: mv.Size, Vendored: []VendoredEntry{}, key: mv.Key(),
-			RequestedBy: requested(m, dist.KindModule, mv.Key())}
+			RequestedBy: requested(m, dist.KindModule, mv.Key()), CameWith: rep.Checks.CameWith(dist.KindModule, mv.Key())}
 		if mv.Zip != "" {
 			e.ZipSHA256 = mv.Zip.Hex()
 		}
@@ -445,6 +453,7 @@ func (rep *Report) Finish(err error) {
 	nonNil(&rep.PublisherKeys)
 	nonNil(&rep.Declared)
 	nonNil(&rep.Gates)
+	nonNil(&rep.Chain)
 	for i := range rep.Gates {
 		nonNil(&rep.Gates[i].Command)
 	}
@@ -467,6 +476,19 @@ func (rep *Report) Finish(err error) {
 	}
 	if rep.Checks != nil {
 		nonNil(&rep.Checks.Deferred)
+	}
+	if f := rep.Forecast; f != nil {
+		nonNil(&f.Policy)
+		nonNil(&f.Refused)
+		nonNil(&f.TrustChanges)
+		nonNil(&f.Undecided)
+		if a := f.Approvals; a != nil {
+			nonNil(&a.Valid)
+			nonNil(&a.Invalid)
+			for i := range a.Valid {
+				nonNil(&a.Valid[i].PublisherKeys)
+			}
+		}
 	}
 	if a := rep.Against; a != nil {
 		for _, l := range []*[]DiffItem{&a.Added, &a.AlreadyPresent, &a.Withdrawn, &a.Reinstated, &a.Refused} {
@@ -491,7 +513,7 @@ func nonNil[T any](s *[]T) {
 }
 
 func attentionRank(kind string) int {
-	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
+	for i, k := range []string{AttentionKeyRefused, AttentionWithdrawn, AttentionConflict, AttentionCustody, AttentionNewKey, AttentionGateWaived, AttentionSiteResigned, AttentionKeyExpired} {
 		if k == kind {
 			return i
 		}
@@ -531,6 +553,11 @@ func (rep *Report) Text() string {
 	if rep.Against == nil && rep.keysUnknown() {
 		b.WriteString("  keys:      not compared with the store's (give --against the store's 'airgap inventory --json')\n")
 	}
+	if f := rep.Forecast; f != nil && f.Verdict == VerdictRefuse {
+		fmt.Fprintf(&b, "  import:    WILL REFUSE %s (the forecast at the end lists why)\n", refusalSummary(f.Refused))
+	} else if f != nil {
+		b.WriteString("  import:    will accept (forecast at the end)\n")
+	}
 	rep.sbomText(&b)
 	rep.evidenceHeader(&b)
 	if len(rep.Attention) > 0 {
@@ -539,6 +566,7 @@ func (rep *Report) Text() string {
 			fmt.Fprintf(&b, "  ! %s: %s\n", strings.ReplaceAll(a.Kind, "_", " "), q(a.Message))
 		}
 	}
+	rep.chainText(&b)
 	rep.whyText(&b)
 	rep.providersText(&b)
 	rep.modulesText(&b)
@@ -561,6 +589,8 @@ func (rep *Report) Text() string {
 		b.WriteString("\nChecks:\n")
 		b.WriteString(rep.Checks.Summary("  "))
 	}
+	rep.forecastText(&b)
+	b.WriteString("\n" + rep.VerdictLine() + "\n")
 	return dist.PrintableLines(b.String())
 }
 
@@ -594,7 +624,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 					expires = "key expired " + f.KeyExpires.Format("2006-01-02") + " (after signing)"
 				}
 			}
-			fmt.Fprintf(b, "    signed %s by %s\n      fingerprint %s, %s\n", f.Created.Format("2006-01-02 15:04Z"), q(identityOrID(f.Signer)), q(f.Signer.Fingerprint), expires)
+			fmt.Fprintf(b, "    signed %s by %s\n      fingerprint %s, %s\n", f.Created.Format("2006-01-02 15:04Z"), q(identityOrID(f.Signer)), verify.GroupFingerprint(q(f.Signer.Fingerprint)), expires)
 		} else {
 			b.WriteString("    signature: left for import (not in this delta)\n")
 		}
@@ -607,6 +637,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 		if p.Docs != nil {
 			fmt.Fprintf(b, "    docs: %s\n", q(p.Docs.Summary()))
 		}
+		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
 	}
 }
@@ -719,6 +750,7 @@ func (rep *Report) modulesText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "    vendored %s:%d module %q: %s -> %s (sha256:%s%s)\n", q(v.File), v.Line, q(v.Module), q(v.Source), q(v.Path), v.SHA256[:12], commit)
 		}
+		b.WriteString(rep.cameWith(m.CameWith))
 		gateLines(b, m.Gates)
 	}
 }
@@ -732,14 +764,18 @@ func (rep *Report) keysText(b *strings.Builder) {
 	for _, n := range rep.PublisherKeys {
 		fmt.Fprintf(b, "  %s\n", q(n.Namespace))
 		for _, k := range n.History {
-			fmt.Fprintf(b, "    had  %s %s, since %s (%s)\n", q(k.Fingerprint), q(k.Identity), k.Accepted.Format("2006-01-02"), q(strings.ReplaceAll(k.How, "_", " ")))
+			retired := ""
+			if k.Retired != nil {
+				retired = ", retired " + k.Retired.Format("2006-01-02")
+			}
+			fmt.Fprintf(b, "    had  %s %s, since %s (%s)%s\n", verify.GroupFingerprint(q(k.Fingerprint)), q(k.Identity), k.Accepted.Format("2006-01-02"), q(strings.ReplaceAll(k.How, "_", " ")), retired)
 		}
 		for _, k := range n.InBundle {
-			fmt.Fprintf(b, "    now  %s %s: %s (signs %s)\n", q(k.Fingerprint), q(k.Identity), strings.ReplaceAll(k.Status, "_", " "), q(strings.Join(k.Providers, ", ")))
+			fmt.Fprintf(b, "    now  %s %s: %s (signs %s)\n", verify.GroupFingerprint(q(k.Fingerprint)), q(k.Identity), strings.ReplaceAll(k.Status, "_", " "), q(strings.Join(k.Providers, ", ")))
 		}
 	}
 	for _, d := range rep.Declared {
-		fmt.Fprintf(b, "  the bundle approves %s as a new key for %s (export --accept-new-publisher-key)\n", q(d.Fingerprint), q(d.Namespace))
+		fmt.Fprintf(b, "  the bundle approves %s as a new key for %s (export --accept-new-publisher-key)\n", verify.GroupFingerprint(q(d.Fingerprint)), q(d.Namespace))
 	}
 }
 
@@ -772,11 +808,11 @@ func (rep *Report) againstText(b *strings.Builder) {
 		if len(c.Before) > 0 {
 			var fs []string
 			for _, k := range c.Before {
-				fs = append(fs, k.Fingerprint+" "+k.Identity)
+				fs = append(fs, verify.GroupFingerprint(k.Fingerprint)+" "+k.Identity)
 			}
 			before = strings.Join(fs, "; ")
 		}
-		fmt.Fprintf(b, "    %s: %s -> %s %s (%s)\n", q(c.Namespace), q(before), q(c.Key.Fingerprint), q(c.Key.Identity), strings.ReplaceAll(c.Key.Status, "_", " "))
+		fmt.Fprintf(b, "    %s: %s -> %s %s (%s)\n", q(c.Namespace), q(before), verify.GroupFingerprint(q(c.Key.Fingerprint)), q(c.Key.Identity), strings.ReplaceAll(c.Key.Status, "_", " "))
 	}
 	for _, n := range a.KeysUnknownNotes {
 		fmt.Fprintf(b, "  note: %s\n", q(n))

@@ -28,6 +28,20 @@ const (
 	// RoleSBOM is a bundle's CycloneDX SBOM (dist/sbom), referenced from
 	// the manifest, not the catalog. Format 2.
 	RoleSBOM = "sbom"
+	// RoleBundleManifest, RoleBundleSignature and RoleBundleKey are one
+	// imported bundle's manifest.json and manifest.json.sig exactly as it
+	// came, and the armored public key the importing store checked it
+	// with: what a store keeps of every bundle it imports, and what a
+	// bundle exported from a store carries onwards as a hop of its chain
+	// of custody (bundle.Hop). Referenced from the manifest's chain and the
+	// store's import history, not the catalog. Format 3.
+	RoleBundleManifest  = "bundle-manifest"
+	RoleBundleSignature = "bundle-signature"
+	RoleBundleKey       = "bundle-key"
+	// RoleApproval is a transfer station's signed approval of a bundle
+	// (bundle/approval), kept by the store that accepted it; never in a
+	// bundle's manifest. Index format 3.
+	RoleApproval = "approval"
 )
 
 // Catalog is everything a bundle describes and a store serves. Lists are kept

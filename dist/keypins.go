@@ -44,6 +44,9 @@ const (
 	// PinExisting: providers signed by it were in the store before the
 	// store kept publisher-key pins (recorded at the first import that did).
 	PinExisting = "in_store_before_pins"
+	// PinStation: a transfer station's signed approval of the bundle
+	// accepted it ('airgap approve --accept-publisher-key').
+	PinStation = "approved_at_station"
 )
 
 // NamespaceKeys is one origin namespace's publisher-key history: the keys
@@ -71,6 +74,9 @@ type KeyPin struct {
 	// Expires is the key's expiry by the newest self-signature seen on it
 	// (a key re-published with a new expiry is the same key).
 	Expires *time.Time `json:"expires,omitempty"`
+	// Retired is when 'airgap keys retire' retired the key for the
+	// namespace: it signs nothing new there from then on (index format 3).
+	Retired *time.Time `json:"retired,omitempty"`
 }
 
 // NamespaceKey is the namespace of a provider as stores and pins name it:

@@ -108,8 +108,11 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.authFailure(rec.note.auth)
 		}
 	}
-	if o.opt.Audit != nil && dl != nil && complete && dl.audited() {
-		o.audit(r, code, rec, dl)
+	if o.opt.Audit != nil {
+		if dl != nil && complete && dl.audited() {
+			o.audit(r, code, rec, dl)
+		}
+		o.auditEvents(r, code, &rec.note)
 	}
 	if logOn {
 		o.log(o.opt.Log, r, code, rec.bytes, end, dur, dl, &rec.note)
@@ -133,6 +136,12 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 	)
 	if note.token != "" {
 		attrs = append(attrs, slog.String("token", note.token))
+	}
+	if note.user != "" {
+		attrs = append(attrs, slog.String("user", note.user))
+	}
+	if note.denied != "" {
+		attrs = append(attrs, slog.String("denied", note.denied))
 	}
 	if note.by != "" {
 		attrs = append(attrs, slog.String("auth_by", note.by))
@@ -542,10 +551,13 @@ type recorder struct {
 // the response does not show: which token it acted as (never the secret),
 // why credentials were refused, and which download it was.
 type reqNote struct {
-	token string // a token's name, or "anonymous"
-	by    string // how it was shown: token, oci_bearer, signed_url, signed_url+token, anonymous
-	auth  string // a refusal: authMissing, authInvalid, …
-	dl    *Download
+	token  string // a token's name, or "anonymous"
+	user   string // a login token's person
+	by     string // how it was shown: token, oci_bearer, signed_url, signed_url+token, session, anonymous
+	auth   string // a refusal: authMissing, authInvalid, …
+	denied string // an address the catalog has and the token may not read (answered as missing)
+	dl     *Download
+	event  *AuditEvent // an event of the request itself (a login), for the audit log
 }
 
 // noteOf finds the recorder under w, if Observe wraps the handler.
@@ -566,6 +578,21 @@ func noteOf(w http.ResponseWriter) *reqNote {
 func noteAuth(w http.ResponseWriter, token, refused string) {
 	if n := noteOf(w); n != nil {
 		n.token, n.auth = token, refused
+	}
+}
+
+// noteEvent hands Observe an audit event of the request (a login).
+func noteEvent(w http.ResponseWriter, ev *AuditEvent) {
+	if n := noteOf(w); n != nil {
+		n.event = ev
+	}
+}
+
+// noteDenied tells Observe that the request asked for addr, which its
+// token may not read (the answer is the one for a missing address).
+func noteDenied(w http.ResponseWriter, addr string) {
+	if n := noteOf(w); n != nil && n.denied == "" {
+		n.denied = addr
 	}
 }
 

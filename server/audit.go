@@ -11,13 +11,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/verify"
 )
 
 // The audit log (serve --audit-log FILE): one JSON line per provider
@@ -48,10 +53,11 @@ import (
 // logged and counted (airgap_audit_write_errors_total), what it wrote of
 // the line is truncated away, and the next line tries again.
 
-// AuditRecord is one line of the audit log.
+// AuditRecord is one download line of the audit log.
 type AuditRecord struct {
 	Time          string `json:"time"` // RFC 3339, UTC, milliseconds
 	Token         string `json:"token,omitempty"`
+	User          string `json:"user,omitempty"` // a login token's person
 	Client        string `json:"client"`
 	Kind          string `json:"kind"` // provider or module
 	Address       string `json:"address"`
@@ -64,6 +70,64 @@ type AuditRecord struct {
 	ClientName    string `json:"client_name,omitempty"`
 	ClientVersion string `json:"client_version,omitempty"`
 }
+
+// The audit log's other lines are events: who signed in or was refused,
+// which tokens were created or revoked, and every request refused for its
+// credentials or for asking outside its token's rules:
+//
+//	{"time":"…","event":"login","token":"login~3f5c…","user":"alice@site.example","groups":["platform"],"client":"10.1.2.3","via":"cli","expires":"…"}
+//	{"time":"…","event":"login_refused","user":"bob@site.example","client":"10.1.2.4","reason":"no_rules","via":"browser","detail":"…"}
+//	{"time":"…","event":"token_created","token":"ci-network","allow":["**"],"by":"root","expires":"…"}
+//	{"time":"…","event":"token_revoked","token":"login~3f5c…","user":"alice@site.example","by":"root"}
+//	{"time":"…","event":"refused","token":"ci-network","client":"10.1.2.3","reason":"revoked","endpoint":"provider_versions","status":401}
+//	{"time":"…","event":"refused","token":"login~…","user":"alice@site.example","reason":"out_of_scope","endpoint":"provider_versions","address":"registry.terraform.io/hashicorp/aws","status":404}
+//
+// Refusals audited: invalid, expired and revoked tokens, download URLs
+// that are not valid or expired, and out_of_scope (an address the catalog
+// has and the token may not read, answered as missing); not requests
+// without credentials, nor those refused while their address is throttled
+// (so a client guessing tokens writes at most ten lines, then one per 6 s).
+// Fields come from the access file, the login state, the catalog and
+// fixed sets; detail is serve's own message (cut to 300 bytes, printable).
+
+// Audit events.
+const (
+	EventLogin        = "login"
+	EventLoginRefused = "login_refused"
+	EventTokenCreated = "token_created"
+	EventTokenRevoked = "token_revoked"
+	EventRefused      = "refused"
+)
+
+// AuditEvent is one event line of the audit log.
+type AuditEvent struct {
+	Time          string   `json:"time"`
+	Event         string   `json:"event"`
+	Token         string   `json:"token,omitempty"`
+	User          string   `json:"user,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
+	Client        string   `json:"client,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	Via           string   `json:"via,omitempty"`
+	Endpoint      string   `json:"endpoint,omitempty"`
+	Address       string   `json:"address,omitempty"`
+	Status        int      `json:"status,omitempty"`
+	Allow         []string `json:"allow,omitempty"`
+	By            string   `json:"by,omitempty"`
+	Expires       string   `json:"expires,omitempty"`
+	Detail        string   `json:"detail,omitempty"`
+	ClientName    string   `json:"client_name,omitempty"`
+	ClientVersion string   `json:"client_version,omitempty"`
+}
+
+// maxAuditGroups bounds the groups an event line lists.
+const maxAuditGroups = 50
+
+// auditDetail makes a message fit an audit line: printable, 300 bytes.
+func auditDetail(s string) string { return dist.Printable(cut(s, 300)) }
+
+// AuditTime is the audit log's time format.
+func AuditTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // AuditLog appends records to an audit file shared by replicas.
 type AuditLog struct {
@@ -120,8 +184,21 @@ func (a *AuditLog) reopen() error {
 }
 
 // Write appends one record as one line.
-func (a *AuditLog) Write(rec *AuditRecord) error {
-	line, err := json.Marshal(rec)
+func (a *AuditLog) Write(rec *AuditRecord) error { return a.writeJSON(rec) }
+
+// WriteEvent appends one event as one line (Time is set when empty).
+func (a *AuditLog) WriteEvent(ev *AuditEvent) error {
+	if ev.Time == "" {
+		ev.Time = AuditTime(time.Now())
+	}
+	if len(ev.Groups) > maxAuditGroups {
+		ev.Groups = ev.Groups[:maxAuditGroups]
+	}
+	return a.writeJSON(ev)
+}
+
+func (a *AuditLog) writeJSON(v any) error {
+	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -199,7 +276,7 @@ func (a *AuditLog) Close() error {
 func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *Download) {
 	client, _ := o.opt.Proxies.ClientAddr(r)
 	ar := &AuditRecord{
-		Time: time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Token: rec.note.token, Client: client,
+		Time: AuditTime(time.Now()), Token: rec.note.token, User: rec.note.user, Client: client,
 		Kind: dl.Kind, Address: dl.Address, Version: dl.Version, Platform: dl.Platform, Digest: string(dl.Digest),
 		Bytes: rec.bytes, Status: code, Via: "registry",
 	}
@@ -208,6 +285,41 @@ func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *Download)
 	}
 	ar.ClientName, ar.ClientVersion = ClientFromUserAgent(r.UserAgent())
 	o.opt.Audit.Write(ar)
+}
+
+// auditEvents writes the events a request noted: its own (a login), and
+// its refusal when the audit keeps that kind.
+func (o *observer) auditEvents(r *http.Request, code int, note *reqNote) {
+	evs := make([]*AuditEvent, 0, 2)
+	if note.event != nil {
+		evs = append(evs, note.event)
+	}
+	if reason := auditedRefusal(note); reason != "" {
+		evs = append(evs, &AuditEvent{Event: EventRefused, Token: note.token, User: note.user, Reason: reason,
+			Endpoint: EndpointKind(r.URL.Path), Address: note.denied, Status: code})
+	}
+	if len(evs) == 0 {
+		return
+	}
+	client, _ := o.opt.Proxies.ClientAddr(r)
+	name, ver := ClientFromUserAgent(r.UserAgent())
+	for _, ev := range evs {
+		ev.Client, ev.ClientName, ev.ClientVersion = client, name, ver
+		o.opt.Audit.WriteEvent(ev)
+	}
+}
+
+// auditedRefusal is the reason a refused request goes into the audit log
+// with, or "" for none.
+func auditedRefusal(n *reqNote) string {
+	switch n.auth {
+	case authInvalid, authExpired, authRevoked, urlInvalid, urlExpired:
+		return n.auth
+	}
+	if n.denied != "" {
+		return "out_of_scope"
+	}
+	return ""
 }
 
 // AuditSummary is what 'airgap audit' prints: downloads per token, and per
@@ -221,11 +333,88 @@ type AuditSummary struct {
 	Records int            `json:"records"`
 	Skipped int            `json:"skipped_lines"`
 	Tokens  []AuditByToken `json:"tokens"`
+	// Provenance (with 'audit --store') says, for each version downloaded,
+	// which import brought it into the store and who approved that import
+	// at the transfer station (AddProvenance).
+	Provenance []AuditProvenance `json:"provenance,omitempty"`
+	// Events sums the event lines per person (or token): logins, refused
+	// logins, token changes and refused requests.
+	EventLines int          `json:"event_lines"`
+	Events     []AuditByWho `json:"events"`
+}
+
+// AuditProvenance is where one downloaded version came from.
+type AuditProvenance struct {
+	Address   string                 `json:"address"`
+	Version   string                 `json:"version"`
+	Bundle    string                 `json:"bundle,omitempty"` // "" when the history does not say (pruned, or older)
+	Signer    verify.Signer          `json:"signer"`
+	Imported  string                 `json:"imported,omitempty"`
+	Approvals []store.ApprovalRecord `json:"approvals"`
+}
+
+// AddProvenance fills sum.Provenance from the store's import history:
+// each downloaded address and version, the newest import that added it,
+// and that import's station approvals.
+func AddProvenance(sum *AuditSummary, ix *store.Index) {
+	prov := store.Provenance(ix)
+	seen := map[string]bool{}
+	for _, t := range sum.Tokens {
+		for _, a := range t.Addresses {
+			for _, v := range a.Versions {
+				ver, _, _ := strings.Cut(v, " ") // "3.7.0 linux_amd64"
+				k := a.Address + " " + ver
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				p := AuditProvenance{Address: a.Address, Version: ver, Approvals: []store.ApprovalRecord{}}
+				if e := prov[dist.VersionKey(a.Address, ver)]; e != nil {
+					p.Bundle, p.Signer, p.Imported = string(e.Bundle), e.Signer, e.Time.UTC().Format(time.RFC3339)
+					p.Approvals = append(p.Approvals, e.Approvals...)
+				}
+				sum.Provenance = append(sum.Provenance, p)
+			}
+		}
+	}
+	sort.Slice(sum.Provenance, func(i, j int) bool {
+		a, b := sum.Provenance[i], sum.Provenance[j]
+		return a.Address < b.Address || a.Address == b.Address && a.Version < b.Version
+	})
+}
+
+// AuditFilter picks the lines SummarizeAudit reads.
+type AuditFilter struct {
+	Since  time.Time // zero: all
+	Tokens []string  // token names (empty: all)
+	Users  []string  // login tokens' people, by e-mail (empty: all)
+}
+
+func (f *AuditFilter) keeps(token, user string, tm time.Time) bool {
+	if tm.Before(f.Since) {
+		return false
+	}
+	if len(f.Tokens) > 0 && !slices.Contains(f.Tokens, token) {
+		return false
+	}
+	return len(f.Users) == 0 || slices.ContainsFunc(f.Users, func(u string) bool { return strings.EqualFold(u, user) })
+}
+
+// AuditByWho sums the events of one person or token.
+type AuditByWho struct {
+	Who     string         `json:"who"` // the user, or "token NAME"
+	Events  map[string]int `json:"events"`
+	Reasons map[string]int `json:"reasons,omitempty"` // of refusals
+	Clients []string       `json:"clients"`
+	First   string         `json:"first"`
+	Last    string         `json:"last"`
+	clients map[string]bool
 }
 
 // AuditByToken sums one token's downloads.
 type AuditByToken struct {
 	Token     string           `json:"token"`
+	User      string           `json:"user,omitempty"`
 	Downloads int              `json:"downloads"`
 	Bytes     int64            `json:"bytes"`
 	Clients   []string         `json:"clients"`
@@ -248,11 +437,12 @@ type AuditByAddress struct {
 const maxAuditLine = 64 << 10
 
 // SummarizeAudit reads the audit log at path and its rotated files (oldest
-// first) and sums the records at or after since (zero: all), for the
-// tokens in only (empty: all). Lines that are not audit records are
-// counted and skipped. Memory is bounded by the distinct (token, client,
-// address, version) tuples, not by the log's length.
-func SummarizeAudit(path string, since time.Time, only []string) (*AuditSummary, error) {
+// first) and sums the records the filter keeps. Lines that are not audit
+// records are counted and skipped. Memory is bounded by the distinct
+// (token, client, address, version) tuples and (person, event, reason,
+// client) tuples, not by the log's length.
+func SummarizeAudit(path string, filter AuditFilter) (*AuditSummary, error) {
+	since := filter.Since
 	files := auditFiles(path)
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no audit log at %s\nhint: serve writes it with --audit-log %s (or audit-log = \"%s\" in its --config file)", path, path, path)
@@ -261,10 +451,7 @@ func SummarizeAudit(path string, since time.Time, only []string) (*AuditSummary,
 	if !since.IsZero() {
 		sum.Since = since.UTC().Format(time.RFC3339)
 	}
-	want := map[string]bool{}
-	for _, t := range only {
-		want[t] = true
-	}
+	whos := map[string]*AuditByWho{}
 	type addrAgg struct {
 		a        AuditByAddress
 		versions map[string]bool
@@ -276,8 +463,15 @@ func SummarizeAudit(path string, since time.Time, only []string) (*AuditSummary,
 	}
 	toks := map[string]*tokAgg{}
 	for _, f := range files {
-		if err := readAuditFile(f, func(rec *AuditRecord, tm time.Time) {
-			if tm.Before(since) || len(want) > 0 && !want[rec.Token] {
+		if err := readAuditFile(f, func(rec *AuditRecord, ev *AuditEvent, tm time.Time) {
+			if ev != nil {
+				if filter.keeps(ev.Token, ev.User, tm) {
+					sum.EventLines++
+					countEvent(whos, ev)
+				}
+				return
+			}
+			if !filter.keeps(rec.Token, rec.User, tm) {
 				return
 			}
 			sum.Records++
@@ -293,7 +487,7 @@ func SummarizeAudit(path string, since time.Time, only []string) (*AuditSummary,
 			}
 			ta := toks[name]
 			if ta == nil {
-				ta = &tokAgg{t: AuditByToken{Token: name, First: rec.Time}, clients: map[string]bool{}, addrs: map[string]*addrAgg{}}
+				ta = &tokAgg{t: AuditByToken{Token: name, User: rec.User, First: rec.Time}, clients: map[string]bool{}, addrs: map[string]*addrAgg{}}
 				toks[name] = ta
 			}
 			ta.t.Downloads++
@@ -328,7 +522,37 @@ func SummarizeAudit(path string, since time.Time, only []string) (*AuditSummary,
 		sum.Tokens = append(sum.Tokens, ta.t)
 	}
 	sort.Slice(sum.Tokens, func(i, j int) bool { return sum.Tokens[i].Token < sum.Tokens[j].Token })
+	sum.Events = []AuditByWho{}
+	for _, w := range whos {
+		w.Clients = sortedKeys(w.clients)
+		sum.Events = append(sum.Events, *w)
+	}
+	sort.Slice(sum.Events, func(i, j int) bool { return sum.Events[i].Who < sum.Events[j].Who })
 	return sum, nil
+}
+
+// countEvent adds an event line to its person's (or token's) sums.
+func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
+	who := ev.User
+	switch {
+	case who == "" && ev.Token != "":
+		who = "token " + ev.Token
+	case who == "":
+		who = "unknown"
+	}
+	w := whos[who]
+	if w == nil {
+		w = &AuditByWho{Who: who, Events: map[string]int{}, Reasons: map[string]int{}, First: ev.Time, clients: map[string]bool{}}
+		whos[who] = w
+	}
+	w.Events[ev.Event]++
+	if ev.Reason != "" {
+		w.Reasons[ev.Reason]++
+	}
+	if ev.Client != "" {
+		w.clients[ev.Client] = true
+	}
+	w.First, w.Last = minStr(w.First, ev.Time), maxStr(w.Last, ev.Time)
 }
 
 // auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first).
@@ -346,7 +570,7 @@ func auditFiles(path string) []string {
 	return out
 }
 
-func readAuditFile(path string, fn func(*AuditRecord, time.Time), skipped *int) error {
+func readAuditFile(path string, fn func(*AuditRecord, *AuditEvent, time.Time), skipped *int) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -356,10 +580,18 @@ func readAuditFile(path string, fn func(*AuditRecord, time.Time), skipped *int) 
 	for {
 		line, tooLong, err := readLine(br, maxAuditLine)
 		var rec AuditRecord
+		var ev AuditEvent
 		switch {
 		case tooLong:
 			*skipped++
 		case len(line) == 0:
+		case json.Unmarshal(line, &ev) == nil && ev.Event != "":
+			tm, terr := time.Parse(time.RFC3339, ev.Time)
+			if terr != nil {
+				*skipped++
+				break
+			}
+			fn(nil, &ev, tm)
 		case json.Unmarshal(line, &rec) != nil || rec.Address == "":
 			*skipped++
 		default:
@@ -368,7 +600,7 @@ func readAuditFile(path string, fn func(*AuditRecord, time.Time), skipped *int) 
 				*skipped++
 				break
 			}
-			fn(&rec, tm)
+			fn(&rec, nil, tm)
 		}
 		if err == io.EOF {
 			return nil

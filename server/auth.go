@@ -70,10 +70,13 @@ const DefaultURLTTL = 15 * time.Minute
 
 // AccessOptions configure NewAccessControl.
 type AccessOptions struct {
-	File   string        // the access file
-	TLSDir string        // STORE/tls: the URL signing keys live there
-	URLTTL time.Duration // zero: DefaultURLTTL
-	Log    *slog.Logger
+	File   string // the access file
+	TLSDir string // STORE/tls: the URL signing keys live there
+	// StateDir is STORE/state: login tokens live there (loginstate.go);
+	// "" refuses an access file with a login block.
+	StateDir string
+	URLTTL   time.Duration // zero: DefaultURLTTL
+	Log      *slog.Logger
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 }
@@ -92,6 +95,15 @@ type AccessControl struct {
 
 	mu    sync.Mutex // serializes reloads
 	stamp string
+
+	// Single sign-on (login.go): the state of login tokens (nil until the
+	// file has a login block), and their principals for the current
+	// access set.
+	stateDir string
+	logins   atomic.Pointer[loginState]
+	lset     atomic.Pointer[loginSet]
+	lmu      sync.Mutex
+	lastScan atomic.Int64 // Unix ns of the last scan a name miss asked for
 	// lastMiss is when (Unix ns) an unknown token last made us look at the
 	// file (refreshOnMiss).
 	lastMiss atomic.Int64
@@ -99,6 +111,7 @@ type AccessControl struct {
 
 // accessSet is one version of the access file, compiled for lookups.
 type accessSet struct {
+	file   *acl.File
 	byHash map[[32]byte]*principal
 	byName map[string]*principal // lower-case name
 	anon   *principal
@@ -117,6 +130,19 @@ type principal struct {
 	// anonymous. A token revoked and created again under the same name
 	// has another hash, so what was issued to the old one stops working.
 	id string
+	// revoked is when the token was revoked (zero: it was not): it is
+	// refused, under its name.
+	revoked time.Time
+	// login is the record of a login token (nil for the access file's).
+	login *LoginToken
+}
+
+// user is the person of a login token ("" for the access file's tokens).
+func (p *principal) user() string {
+	if p == nil || p.login == nil {
+		return ""
+	}
+	return p.login.Who()
 }
 
 // macID is p's id, or "" for no principal (a name the file lacks: no
@@ -135,7 +161,7 @@ func (p *principal) expired(now time.Time) bool { return !p.expires.IsZero() && 
 // NewAccessControl loads the access file and the store's URL keys
 // (creating them on first use).
 func NewAccessControl(opt AccessOptions) (*AccessControl, error) {
-	a := &AccessControl{file: opt.File, ttl: opt.URLTTL, log: opt.Log, now: opt.Now, fails: newFailLimiter()}
+	a := &AccessControl{file: opt.File, ttl: opt.URLTTL, log: opt.Log, now: opt.Now, fails: newFailLimiter(), stateDir: opt.StateDir}
 	if a.ttl <= 0 {
 		a.ttl = DefaultURLTTL
 	}
@@ -176,6 +202,9 @@ func (a *AccessControl) Reload() (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if err := a.openLogins(f); err != nil {
+		return false, err
+	}
 	a.set.Store(compileAccess(f))
 	a.stamp = st
 	return true, nil
@@ -198,7 +227,11 @@ func (a *AccessControl) reloadFrom(path string) (string, error) {
 }
 
 func compileAccess(f *acl.File) *accessSet {
-	s := &accessSet{byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
+	s := &accessSet{file: f, byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
+	for _, r := range f.Revoked {
+		// Only by hash: the name may belong to a new token.
+		s.byHash[r.Hash] = &principal{name: r.Name, hash: r.Hash, revoked: r.Revoked, rules: noRules, id: hex.EncodeToString(r.Hash[:])}
+	}
 	for _, t := range f.Tokens {
 		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires, id: hex.EncodeToString(t.Hash[:])}
 		p.admitted = &reqAuth{p: p}
@@ -225,6 +258,12 @@ func (a *AccessControl) Watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if ls := a.logins.Load(); ls != nil {
+			if _, err := ls.scan(false); err != nil {
+				a.log.Error("reading the login tokens", "err", err)
+			}
+			ls.sweep(time.Now())
 		}
 		changed, err := a.Reload()
 		switch {
@@ -265,6 +304,7 @@ const (
 	authInvalid   = "invalid"     // not a token of the access file
 	authExpired   = "expired"     // a token past its expiry
 	authThrottled = "throttled"   // too many failures from the address
+	authRevoked   = "revoked"     // a token that was revoked
 	urlInvalid    = "url_invalid" // a download URL with a bad signature
 	urlExpired    = "url_expired" // a download URL past its expiry, or whose token went away
 )
@@ -272,17 +312,22 @@ const (
 // authFail is a refused request: why, and for an expired token which.
 type authFail struct {
 	reason string
-	token  string    // the expired token's name
-	at     time.Time // its expiry, or the URL's
+	token  string    // the expired or revoked token's name
+	user   string    // a login token's person
+	at     time.Time // its expiry or revocation, or the URL's expiry
 	retry  int       // seconds, for throttled
 }
 
 // credential returns the secret a request presents: a Bearer token, or the
 // password of Basic credentials (the user name is ignored: OCI clients and
-// browsers insist on one).
+// browsers insist on one), or without either the catalog's session cookie
+// (a login token, login.go).
 func credential(r *http.Request) (secret string, present bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			return c.Value, true
+		}
 		return "", false
 	}
 	scheme, rest, _ := strings.Cut(h, " ")
@@ -324,15 +369,24 @@ func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principa
 	}
 	h := acl.HashSecret(secret)
 	p := set.byHash[h]
+	if p == nil {
+		p = a.loginPrincipal(h, set)
+	}
 	if p == nil && a.refreshOnMiss() {
-		p = a.set.Load().byHash[h]
+		cur := a.set.Load()
+		if p = cur.byHash[h]; p == nil {
+			p = a.loginPrincipal(h, cur)
+		}
 	}
 	if p == nil || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
+	if !p.revoked.IsZero() {
+		return nil, &authFail{reason: authRevoked, token: p.name, user: p.user(), at: p.revoked}
+	}
 	if p.expired(a.now()) {
-		return nil, &authFail{reason: authExpired, token: p.name, at: p.expires}
+		return nil, &authFail{reason: authExpired, token: p.name, user: p.user(), at: p.expires}
 	}
 	return p, nil
 }
@@ -379,9 +433,13 @@ func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 }
 
 // principalByName is the principal a signed URL or bearer names, expired
-// or not, or nil when the file has no such name.
-func (set *accessSet) principalByName(name string) *principal {
-	return set.byName[strings.ToLower(name)]
+// or revoked or not, or nil when there is none of that name (a login token
+// another replica issued a moment ago is looked for in the state).
+func (a *AccessControl) principalByName(set *accessSet, name string) *principal {
+	if p := set.byName[strings.ToLower(name)]; p != nil || !strings.HasPrefix(name, LoginNamePrefix) {
+		return p
+	}
+	return a.loginByName(set, name)
 }
 
 // checkSigned verifies the signed-URL query of a download. present is
@@ -396,7 +454,7 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	who, e, sig := q.Get("tok"), q.Get("exp"), q.Get("sig")
 	exp, perr := strconv.ParseInt(e, 10, 64)
-	p = set.principalByName(who)
+	p = a.principalByName(set, who)
 	if err != nil || perr != nil || !a.keys.verify(sig, macURL, who, e, r.URL.Path, p.macID()) {
 		a.failed(r)
 		return nil, true, &authFail{reason: urlInvalid}
@@ -404,8 +462,8 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	if at := time.Unix(exp, 0); !a.now().Before(at) {
 		return nil, true, &authFail{reason: urlExpired, at: at}
 	}
-	if p == nil || p.expired(a.now()) {
-		return nil, true, &authFail{reason: urlExpired, token: who}
+	if p == nil || p.expired(a.now()) || !p.revoked.IsZero() {
+		return nil, true, &authFail{reason: urlExpired, token: who, user: p.user()}
 	}
 	return p, true, nil
 }
@@ -428,6 +486,9 @@ func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) st
 // download URL, else 401 with the challenge the kind of client expects.
 func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFail) {
 	noteAuth(w, f.token, f.reason)
+	if n := noteOf(w); n != nil {
+		n.user = f.user
+	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -445,13 +506,16 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 		h.Set("Www-Authenticate", ociChallenge(r))
 		h.Set("Docker-Distribution-API-Version", "registry/2.0")
 		writeOCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
-	case isUIPath(r.URL.Path):
-		h.Set("Www-Authenticate", `Basic realm="airgap catalog", charset="UTF-8"`)
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		if r.Method != http.MethodHead {
-			fmt.Fprintf(w, "%s\n\nThe catalog asks for a token: give any user name and the token as the password.\n", msg)
+	case isUIPath(r.URL.Path) && r.Header.Get("Authorization") == "" && a.loginConfig() != nil:
+		// With single sign-on a browser signs in through the IdP
+		// (login.go); a session cookie that stopped working is dropped.
+		if _, err := r.Cookie(sessionCookie); err == nil {
+			clearCookie(w, sessionCookie)
 		}
+		h.Set("Location", signInPath+"?next="+url.QueryEscape(safeNext(r.URL.RequestURI())))
+		w.WriteHeader(http.StatusSeeOther)
+	case isUIPath(r.URL.Path):
+		refuseCatalog(w, r, f, msg) // signin.go
 	default:
 		h.Set("Www-Authenticate", `Bearer realm="airgap"`)
 		writeStatusJSON(w, r, http.StatusUnauthorized, msg)
@@ -466,7 +530,15 @@ func (f *authFail) message(ttl time.Duration) string {
 		if f.token == "" {
 			return fmt.Sprintf("the bearer token expired at %s: ask /v2/token for a new one", f.at.UTC().Format(time.RFC3339))
 		}
+		if f.user != "" {
+			return fmt.Sprintf("the login token of %s expired at %s: run 'terraform login' (or 'tofu login') for this host again", f.user, f.at.UTC().Format(time.RFC3339))
+		}
 		return fmt.Sprintf("token %q expired at %s: ask the appliance's operator for a new one", f.token, f.at.UTC().Format(time.RFC3339))
+	case authRevoked:
+		if f.user != "" {
+			return fmt.Sprintf("the login token of %s was revoked at %s: run 'terraform login' (or 'tofu login') for this host again, or ask the appliance's operator", f.user, f.at.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("token %q was revoked at %s: ask the appliance's operator for a new one", f.token, f.at.UTC().Format(time.RFC3339))
 	case authThrottled:
 		return fmt.Sprintf("too many failed token attempts from this address: try again in %d s", f.retry)
 	case urlInvalid:
@@ -542,7 +614,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 		}
 		if present {
 			if n := noteOf(w); n != nil {
-				n.token, n.by = p.name, "signed_url"
+				n.token, n.user, n.by = p.name, p.user(), "signed_url"
 				if _, withToken := credential(r); withToken {
 					// OpenTofu >= 1.12 sends the token to a module
 					// location that says use_registry_credentials.
@@ -563,6 +635,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 			return nil
 		}
 	}
+	if path == "/" && r.URL.RawQuery == "signin" && a.loginConfig() != nil {
+		// With single sign-on the catalog signs in through the IdP.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, signInPath+"?next=%2F", http.StatusSeeOther)
+		return nil
+	}
 	if path == "/" && r.URL.RawQuery == "signin" {
 		// The catalog's "sign in" link: a challenge at "/" even when
 		// anonymous may read, so that the browser asks for the token and
@@ -578,13 +656,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 		return nil
 	}
 	if n := noteOf(w); n != nil {
-		n.token, n.by = p.name, authBy(r)
+		n.token, n.user, n.by = p.name, p.user(), authBy(r)
 	}
 	return p.admitted
 }
 
 // authBy says how a request's credentials came, for the access log:
-// "token" (Bearer or Basic), "oci_bearer" (from /v2/token) or "anonymous".
+// "token" (Bearer or Basic), "oci_bearer" (from /v2/token), "session" (the
+// catalog's sign-in cookie) or "anonymous".
 func authBy(r *http.Request) string {
 	secret, present := credential(r)
 	switch {
@@ -592,6 +671,8 @@ func authBy(r *http.Request) string {
 		return "anonymous"
 	case strings.HasPrefix(secret, ociBearerPrefix):
 		return "oci_bearer"
+	case r.Header.Get("Authorization") == "":
+		return "session"
 	}
 	return "token"
 }

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/acl"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing (a recorder's
@@ -49,6 +51,46 @@ func BenchmarkCachedAnswer(b *testing.B) {
 				for b.Loop() {
 					clear(w.h)
 					c.h.ServeHTTP(w, req)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLoginToken compares, on one server, an access-file token and a
+// login token (single sign-on) of the same rules on every request of a
+// cached answer: what looking a login token up costs besides the access
+// file's map.
+func BenchmarkLoginToken(b *testing.B) {
+	e := setupLogin(b)
+	now := time.Now().UTC().Truncate(time.Second)
+	login, err := server.IssueLoginToken(e.root, &server.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: e.idp.issuer,
+		Groups: []string{"platform"}, Via: "cli", Created: now, Expires: now.Add(24 * time.Hour)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	file, err := acl.AddToken(e.access, "bench", []string{"registry.terraform.io/**"}, time.Time{}, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.ac.Reload(); err != nil {
+		b.Fatal(err)
+	}
+	h := server.New(e.st, server.Options{Logger: slog.New(slog.DiscardHandler), Access: e.ac})
+	for _, p := range []string{"/mirror/registry.terraform.io/hashicorp/random/3.6.0.json", "/v1/providers/hashicorp/random/versions"} {
+		for _, c := range []struct{ name, token string }{{"access-file", file}, {"login", login}} {
+			b.Run(p+"/"+c.name, func(b *testing.B) {
+				req := httptest.NewRequest("GET", p, nil)
+				req.Header.Set("Authorization", "Bearer "+c.token)
+				w := &discardWriter{h: http.Header{}}
+				h.ServeHTTP(w, req)
+				if w.h.Get("Content-Type") != "application/json" {
+					b.Fatalf("%s with the %s token: %v", p, c.name, w.h)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					clear(w.h)
+					h.ServeHTTP(w, req)
 				}
 			})
 		}

@@ -558,11 +558,26 @@ func TestOCIAuthentication(t *testing.T) {
 
 func TestCatalogPageScoped(t *testing.T) {
 	e := setupAccess(t, map[string][]string{"tf": {"registry.terraform.io/**"}}, nil)
-	resp, _ := e.do(t, "/", "")
-	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Basic realm="airgap catalog"`) {
-		t.Fatalf("the page without a token: %s %q", resp.Status, resp.Header.Get("WWW-Authenticate"))
+	// Without a token: a page that says how to sign in, and no Basic
+	// challenge yet (a browser would prompt before showing it); its link
+	// asks.
+	for _, p := range []string{"/", "/ui/providers/registry.terraform.io/hashicorp/random"} {
+		resp, b := e.do(t, p, "")
+		if resp.StatusCode != 401 || strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") ||
+			!strings.Contains(string(b), "any user name") || !strings.Contains(string(b), "your token as the password") || !strings.Contains(string(b), `href="/?signin"`) {
+			t.Fatalf("%s without a token: %s %q\n%s", p, resp.Status, resp.Header.Get("WWW-Authenticate"), b)
+		}
 	}
-	resp, b := e.do(t, "/", "", "Authorization", basic(e.tokens["tf"]))
+	resp, _ := e.do(t, "/?signin", "")
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Basic realm="airgap catalog: any user name, your token as the password"`) {
+		t.Fatalf("/?signin without a token: %s %q", resp.Status, resp.Header.Get("WWW-Authenticate"))
+	}
+	// A wrong token: asked again at once, with the reason on the page.
+	resp, b := e.do(t, "/", "", "Authorization", basic("airgap_"+strings.Repeat("Q", 43)))
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") || !strings.Contains(string(b), "not valid on this appliance") {
+		t.Fatalf("/ with a wrong token: %s %q\n%s", resp.Status, resp.Header.Get("WWW-Authenticate"), b)
+	}
+	resp, b = e.do(t, "/", "", "Authorization", basic(e.tokens["tf"]))
 	page := string(b)
 	if resp.StatusCode != 200 || !strings.Contains(page, "registry.terraform.io/hashicorp/random") || strings.Contains(page, "hashicorp/null") ||
 		strings.Contains(page, "site.example") || !strings.Contains(page, "<b>tf</b>") {
@@ -638,7 +653,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	sum, err := server.SummarizeAudit(path, time.Time{}, nil)
+	sum, err := server.SummarizeAudit(path, server.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

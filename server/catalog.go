@@ -21,6 +21,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/verify"
 )
 
 // The HTML catalog: GET / lists what the appliance serves and how to point
@@ -53,6 +54,7 @@ var catalogTmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		return t.UTC().Format("2006-01-02")
 	},
 	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"fpr":   verify.GroupFingerprint,
 }).ParseFS(templateFS, "templates/*.html"))
 
 // filterScript is the page's only script: it hides the rows of the current
@@ -123,6 +125,7 @@ type catalogModel struct {
 	imports   []store.ImportEntry
 	withdrawn []store.Withdrawn
 	pubKeys   []dist.NamespaceKeys // publisher keys per namespace
+	signers   store.SignerTable    // who signed each version's SHA256SUMS
 }
 
 // modelView is what one scope sees of a model: the pages list only that.
@@ -163,6 +166,7 @@ type moduleGroup struct {
 type importRow struct {
 	store.ImportEntry
 	Added, Withdrew int
+	Trust           []store.TrustChange // the trust changes of versions the scope sees
 }
 
 // SignerLabel says who signed a provider version's SHA256SUMS, as the
@@ -287,6 +291,11 @@ func historyRows(imps []store.ImportEntry, wd []store.Withdrawn, allowed func(st
 	for i := len(imps) - 1; i >= 0 && len(rows) < maxHistoryShown; i-- {
 		e := imps[i]
 		row := importRow{ImportEntry: e, Added: count(e.Added), Withdrew: count(e.Withdrew)}
+		for _, c := range e.TrustChanges {
+			if addr, _, _ := strings.Cut(c.Provider, " "); allowed(addr) {
+				row.Trust = append(row.Trust, c)
+			}
+		}
 		if row.Added+row.Withdrew+count(e.Reinstated) == 0 && len(e.Added)+len(e.Withdrew)+len(e.Reinstated) > 0 {
 			continue // nothing of it is visible here
 		}
@@ -350,7 +359,7 @@ func buildCatalogModel(cat *dist.Catalog, st Store, origins []string) *catalogMo
 		if ix := ixr.Index(); ix != nil && &ix.Catalog == cat {
 			m.imports, m.withdrawn = ix.Imports, ix.Withdrawn
 			all.imports, all.withdrawn, all.nWithdraw = historyRows(ix.Imports, ix.Withdrawn, func(string) bool { return true })
-			m.pubKeys = ix.PublisherKeys
+			m.pubKeys, m.signers = ix.PublisherKeys, store.SignersByVersion(ix.Signers)
 			all.keys, all.nKeys = keyRows(ix.PublisherKeys)
 		}
 	}
@@ -392,7 +401,7 @@ type clientConfigText struct {
 
 // clientConfigs is what 'airgap client-config' prints for each tool and
 // mode, for this base URL.
-func clientConfigs(base string, origins []string) []clientConfigText {
+func clientConfigs(base string, origins []string, login bool) []clientConfigText {
 	var out []clientConfigText
 	if len(origins) == 0 {
 		return nil
@@ -401,7 +410,7 @@ func clientConfigs(base string, origins []string) []clientConfigText {
 		{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"},
 	} {
 		var b strings.Builder
-		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode}); err != nil {
+		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode, Login: login}); err != nil {
 			continue
 		}
 		out = append(out, clientConfigText{c.tool, c.mode, b.String()})
@@ -562,9 +571,20 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 	if p != nil {
 		who = p.name
 	}
+	login := ui.s.access.loginConfig() != nil
+	var groups []string
+	var until time.Time
+	if p != nil && p.login != nil {
+		groups, until = p.login.Groups, p.login.Expires
+	}
 	ui.render(w, r, "index.html", map[string]any{
 		"Access":         ui.s.access != nil,
+		"Login":          login,
 		"Who":            who,
+		"Person":         p.user(),
+		"SignOut":        ui.s.login.signOutMAC(p),
+		"Groups":         groups,
+		"Until":          until,
 		"Anonymous":      who == acl.AnonymousName,
 		"Title":          "airgap catalog",
 		"Q":              q,
@@ -579,7 +599,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"ModuleVers":     m.modVers,
 		"Pager":          pg,
 		"Base":           base,
-		"Configs":        clientConfigs(base, m.origins),
+		"Configs":        clientConfigs(base, m.origins, login),
 		"CAFingerprint":  ui.caFP,
 		"HasCA":          ui.s.caPEM != nil,
 		"Imports":        m.imports,
@@ -592,8 +612,9 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 
 type providerVersionRow struct {
 	*dist.ProviderVersion
-	Signer  string
-	Snippet string
+	Signer   string
+	SignedBy *store.VersionSigner // the key that signed the SHA256SUMS served (nil: not recorded)
+	Snippet  string
 	// Usage and Fetched (per platform): download counts (usage.go), with
 	// counting on.
 	Usage   usageCell
@@ -606,6 +627,9 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
 	g := m.provBy[addr]
 	if g == nil || !sc.allows(g.Addr) {
+		if g != nil {
+			noteDenied(w, g.Addr)
+		}
 		ui.notFound(w, r, "provider "+addr)
 		return
 	}
@@ -614,6 +638,9 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	for _, v := range g.Versions[lo:hi] {
 		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
 			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
+		if s, ok := m.signers.Of(v); ok {
+			row.SignedBy = &s
+		}
 		if u := ui.s.usage; u != nil {
 			row.Usage, row.Fetched = u.providerUsage(v)
 		}
@@ -634,6 +661,9 @@ func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	g := m.modBy[addr]
 	if g == nil || !sc.allows(g.Addr) {
+		if g != nil {
+			noteDenied(w, g.Addr)
+		}
 		ui.notFound(w, r, "module "+addr)
 		return
 	}
@@ -667,10 +697,17 @@ func (ui *catalogUI) render(w http.ResponseWriter, r *http.Request, name string,
 }
 
 func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
+	renderHTML(w, r, code, name, data, ui.s.writeError)
+}
+
+// renderHTML renders a page of the templates with the catalog's headers
+// (its CSP: no external resource, only the page's own script); onErr
+// answers a template that fails.
+func renderHTML(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any, onErr func(http.ResponseWriter, *http.Request, error)) {
 	data["Script"] = template.JS(filterScript)
 	var b bytes.Buffer
 	if err := catalogTmpl.ExecuteTemplate(&b, name, data); err != nil {
-		ui.s.writeError(w, r, err)
+		onErr(w, r, err)
 		return
 	}
 	writeHTML(w, r, code, catalogCSP, b.Bytes())
@@ -684,7 +721,9 @@ func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b [
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-cache")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache") // (the login pages say no-store)
+	}
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	if r.Method == http.MethodHead {

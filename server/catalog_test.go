@@ -124,7 +124,9 @@ func TestCatalogEscapes(t *testing.T) {
 			Archive: fakeDigest("a"), Source: "git::https://example.com/x?ref=" + evil}},
 	}, Withdrawn: []store.Withdrawn{{Kind: "provider", Addr: "registry.terraform.io/evil/p", Version: "1.0.0", Reason: evil,
 		Signer: verify.Signer{Fingerprint: evil}, Time: time.Unix(0, 0)}},
-		Imports: []store.ImportEntry{{Bundle: fakeDigest("b"), Signer: verify.Signer{Identity: evil, Fingerprint: "F"}}},
+		Imports: []store.ImportEntry{{Bundle: fakeDigest("b"), Signer: verify.Signer{Identity: evil, Fingerprint: "F"},
+			Approvals:    []store.ApprovalRecord{{Blob: fakeDigest("d"), Station: verify.Signer{Identity: evil, Fingerprint: strings.Repeat("C", 40)}, Note: "note " + evil}},
+			TrustChanges: []store.TrustChange{{Provider: "registry.terraform.io/evil/p 1.0.0", Change: "signature", After: verify.Signer{Identity: evil, Fingerprint: strings.Repeat("D", 40)}}}}},
 		PublisherKeys: []dist.NamespaceKeys{{Namespace: "registry.terraform.io/evil", Keys: []dist.KeyPin{
 			{Fingerprint: strings.Repeat("A", 40), Identity: evil, How: dist.PinFirstUse},
 			{Fingerprint: strings.Repeat("B", 40), Identity: "Rotated <r@example.test>", How: dist.PinOperator, Bundle: fakeDigest("c")}}}}}
@@ -145,8 +147,12 @@ func TestCatalogEscapes(t *testing.T) {
 		if path == "/" && (!strings.Contains(string(b), "&lt;script&gt;alert(1)") || !strings.Contains(string(b), "https://APPLIANCE-HOST/")) {
 			t.Errorf("the withdrawal reason or the placeholder URL is missing:\n%s", b)
 		}
-		if path == "/" && (!strings.Contains(string(b), strings.Repeat("B", 40)) || !strings.Contains(string(b), "accepted at import") || !strings.Contains(string(b), "2 keys")) {
+		if path == "/" && (!strings.Contains(string(b), verify.GroupFingerprint(strings.Repeat("B", 40))) || !strings.Contains(string(b), "accepted at import") || !strings.Contains(string(b), "2 keys")) {
 			t.Errorf("the publisher key history is missing:\n%s", b)
+		}
+		if path == "/" && (!strings.Contains(string(b), "note &lt;script&gt;alert(1)") || !strings.Contains(string(b), verify.GroupFingerprint(strings.Repeat("C", 40))) ||
+			!strings.Contains(string(b), verify.GroupFingerprint(strings.Repeat("D", 40)))) {
+			t.Errorf("the approval or the trust change is missing from the bundles imported:\n%s", b)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // an oci_mirror block for the appliance's /v2/ API (package dist/oci
 // layout), module host overrides so registry module sources keep working,
 // and the oci:// form for modules.
-func writeOCIConfig(w io.Writer, base, host string, origins []string, token string) error {
+func writeOCIConfig(w io.Writer, base, host string, origins []string, token, login string) error {
 	u, err := url.Parse(base)
 	if err != nil {
 		return err
@@ -54,6 +54,6 @@ func writeOCIConfig(w io.Writer, base, host string, origins []string, token stri
 		fmt.Fprintf(w, "\nprovider_installation {\n  oci_mirror {\n    repository_template = %q\n    include             = [%s]\n  }\n}\n",
 			host+"/${hostname}/${namespace}/${type}", strings.Join(include, ", "))
 	}
-	writeModuleHosts(w, base, origins)
+	writeModuleHosts(w, base, origins, login)
 	return nil
 }

@@ -14,6 +14,8 @@
 //	/ca.pem, /healthz, /airgap/v1/origins             appliance helpers
 //	/v2/…                                             OCI distribution API, read-only (oci.go; layout: dist/oci)
 //	/v2/token                                         bearer tokens for OCI clients, with an access file (oci_auth.go)
+//	/oauth/authorization, /oauth/token                'terraform login' (login.v1), with a login block (login.go)
+//	/oauth/callback, /oauth/signin, /oauth/signout     the identity provider's return; the catalog's sign-in
 //	/ (exactly), /ui/providers/…, /ui/modules/…       the HTML catalog for people (catalog.go, templates/)
 //	/ui/providers/{h}/{ns}/{t}/{v}/docs/…, /ui/modules/{h}/{ns}/{n}/{s}/{v}, /ui/docs/search
 //	                                                  documentation, rendered (docs.go, docsrender.go, templates/docs/)
@@ -80,7 +82,14 @@
 //     (HMAC over path, token and expiry; keys in STORE/tls, rotatable),
 //     because the clients send no token when they download packages.
 //   - oci_auth.go: the /v2/ Bearer challenge and /v2/token.
-//   - audit.go: one JSON line per package download, shared by replicas.
+//   - login.go, idp.go: single sign-on. The appliance is the OAuth 2.0
+//     server of 'terraform login' / 'tofu login' and an OpenID Connect
+//     relying party of the site's identity provider (go-oidc, x/oauth2);
+//     loginstate.go keeps the login tokens in STORE/state/logins, shared
+//     by replicas; loginset.go makes them principals whose rules are their
+//     groups' in the current access file.
+//   - audit.go: one JSON line per package download, and per login,
+//     refused login, token change and refused request; shared by replicas.
 //
 // Who uses what (usage.go): completed package and archive downloads are
 // counted in memory, keyed only by catalog entries, and added in batches

@@ -19,7 +19,14 @@ type HealthCheckOptions struct {
 	CAFile     string // PEM roots to trust; "" for the system's
 	ServerName string // name to verify the certificate against, if not the URL's host
 	Timeout    time.Duration
+	// Wait, when positive, makes HealthCheck ask again (every
+	// healthRetry) until the appliance answers healthy or Wait has
+	// passed, for scripts that start serve and go on once it answers.
+	Wait time.Duration
 }
+
+// healthRetry is how often HealthCheck asks again under opt.Wait.
+const healthRetry = 200 * time.Millisecond
 
 // healthJSON bounds the /healthz answer HealthCheck reads.
 var healthJSON = dist.JSONLimit{MaxBytes: 64 << 10, MaxDepth: 8}
@@ -27,11 +34,32 @@ var healthJSON = dist.JSONLimit{MaxBytes: 64 << 10, MaxDepth: 8}
 // HealthCheck asks a running appliance's /healthz, for container health
 // checks (a scratch image has no curl). It succeeds only on a 200 whose
 // JSON says "ok", over TLS verified against opt.CAFile. Bounded: one
-// request, opt.Timeout (default 5 s), at most 64 KiB read, no redirects.
+// request at a time, each within opt.Timeout (default 5 s), at most 64 KiB
+// read, no redirects; with opt.Wait, requests every 200 ms for at most
+// opt.Wait plus one opt.Timeout, and the last failure is the error.
 func HealthCheck(ctx context.Context, opt HealthCheckOptions) error {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 5 * time.Second
 	}
+	deadline := time.Now().Add(opt.Wait)
+	for {
+		err := healthOnce(ctx, opt)
+		if err == nil || opt.Wait <= 0 || time.Now().After(deadline) {
+			if err != nil && opt.Wait > 0 {
+				err = fmt.Errorf("not healthy after %s: %w", opt.Wait, err)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(healthRetry):
+		}
+	}
+}
+
+// healthOnce is one request of HealthCheck.
+func healthOnce(ctx context.Context, opt HealthCheckOptions) error {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: opt.ServerName}
 	if opt.CAFile != "" {
 		pemData, err := os.ReadFile(opt.CAFile)

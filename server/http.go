@@ -34,9 +34,10 @@ const (
 //   - No ReadTimeout: it would also bound the background read net/http keeps
 //     on the connection while a handler runs, and so cancel the request
 //     context of every download longer than it. Requests carry no body
-//     here, and one that does is answered and its connection closed without
-//     reading the body (see noBodies), so nothing else reads after the
-//     headers.
+//     here (but the login service's two small forms, read under their own
+//     deadline: formPOST), and one that does is answered and its connection
+//     closed without reading the body (see noBodies), so nothing else reads
+//     after the headers.
 //   - No WriteTimeout: a multi-gigabyte package to a slow client must
 //     finish. A client that stops reading is closed by the listener
 //     instead (LimitConns' SendTimeout: no write progress for 60 s).
@@ -79,12 +80,21 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 // request.
 func noBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
+		if r.ContentLength != 0 && !formPOST(r) {
 			w.Header().Set("Connection", "close")
 			http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// formPOST reports whether r is one of the two requests that carry a body:
+// the login service's token request and sign-out, a form of a declared
+// length of at most 16 KiB, which they read under a 10 s deadline
+// (login.go: readForm).
+func formPOST(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= maxForm &&
+		(r.URL.Path == oauthTokenPath || r.URL.Path == signOutPath)
 }
 
 // HTTP1Only makes a TLS config's ALPN list match NewHTTPServer: "http/1.1"

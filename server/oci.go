@@ -145,7 +145,9 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	repo, ok := s.ociState().repos[name]
 	if ok && s.access != nil {
 		// Outside the principal's rules: as if it did not exist.
-		ok = s.current().scopeFor(authOf(r).principal()).allows(repo.addr())
+		if ok = s.current().scopeFor(authOf(r).principal()).allows(repo.addr()); !ok {
+			noteDenied(w, repo.addr())
+		}
 	}
 	if !ok {
 		writeOCIError(w, http.StatusNotFound, ociNameUnknown, "repository "+name+" is not on this appliance")

@@ -92,7 +92,7 @@ func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
 	}
-	p := set.principalByName(parts[0])
+	p := a.principalByName(set, parts[0])
 	if !a.keys.verify(parts[2], macBearer, parts[0], parts[1], p.macID()) {
 		a.failed(r)
 		return nil, &authFail{reason: authInvalid}
@@ -101,7 +101,7 @@ func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (
 	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
 		return nil, &authFail{reason: authExpired, at: time.Unix(exp, 0)}
 	}
-	if p == nil || p.expired(a.now()) {
+	if p == nil || p.expired(a.now()) || !p.revoked.IsZero() {
 		return nil, &authFail{reason: authInvalid}
 	}
 	return p, nil

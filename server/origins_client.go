@@ -18,6 +18,11 @@ import (
 	"github.com/airgap/airgap/dist/registry"
 )
 
+// ErrSignInRequired marks an appliance that answers (over TLS this
+// machine trusts) and lists its origins only to people signed in through
+// its single sign-on.
+var ErrSignInRequired = errors.New("sign-in required")
+
 // FetchOrigins asks a running appliance (base ends in "/") which origin
 // registries it serves, for 'airgap client-config --url'. Each kind of
 // failure gets its own hint: nothing listening, a name that does not
@@ -81,6 +86,9 @@ func fetchOrigins(base, token string, timeout time.Duration) (*OriginsDoc, error
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
 		if token == "" {
+			if login, _ := ApplianceLogin(base, timeout); login {
+				return nil, fmt.Errorf("%w: the appliance at %s lists its origins only to people signed in\nhint: sign in on its catalog page (%s) and copy the configuration shown there, or run this on the appliance with --store DIR", ErrSignInRequired, base, base)
+			}
 			return nil, fmt.Errorf("the appliance at %s requires a token\nhint: pass yours with --token-file FILE (the configuration then carries it), or --store DIR on the appliance itself", base)
 		}
 		return nil, fmt.Errorf("the appliance at %s refused the token in --token-file (HTTP %s)\nhint: check the file holds the token 'airgap token create' printed, and that it was not revoked or has expired", base, resp.Status)
@@ -132,4 +140,25 @@ func reachHint(err error, base string) string {
 		return "no answer in 15 s: a firewall may drop the connection; check the address and port in --url"
 	}
 	return "check --url, or pass --store DIR to read the origins from the store instead"
+}
+
+// ApplianceLogin reports whether the appliance at base (ending in "/")
+// signs people in ('terraform login'): its discovery document, which needs
+// no token, offers login.v1.
+func ApplianceLogin(base string, timeout time.Duration) (bool, error) {
+	cl := &http.Client{Timeout: timeout, CheckRedirect: registry.CheckRedirect(registry.MaxAPIRedirects)}
+	resp, err := cl.Get(base + ".well-known/terraform.json")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("its discovery document: HTTP %s", resp.Status)
+	}
+	var doc map[string]any
+	if err := originsJSON.Decode(resp.Body, &doc); err != nil {
+		return false, fmt.Errorf("its discovery document: %w", err)
+	}
+	_, ok := doc["login.v1"]
+	return ok, nil
 }

@@ -132,11 +132,15 @@ func openAccess(cfg RunOptions) (*AccessControl, *AuditLog, error) {
 	if c.Access != "" {
 		ttl, _ := c.URLTTL()
 		var err error
-		access, err = NewAccessControl(AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
+		access, err = NewAccessControl(AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
 		if err != nil {
 			return nil, nil, err
 		}
 		cfg.Log.Info("access control on", "access", c.Access, "tokens", access.set.Load().tokens, "anonymous", access.set.Load().anon != nil)
+		if l := access.loginConfig(); l != nil {
+			cfg.Log.Info("single sign-on on", "issuer", l.Issuer, "client_id", l.ClientID, "token_lifetime", l.TokenLifetime.String(),
+				"redirect_uris", strings.Join(LoginRedirectURIs(cfg.TLS.Names, cfg.Listen), " "))
+		}
 	}
 	if c.AuditLog == "" {
 		return access, nil, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -42,6 +43,9 @@ type Server struct {
 	// access enforces the access file (auth.go); nil: everyone may read
 	// everything.
 	access *AccessControl
+	// login answers /oauth/… (login.go): single sign-on, when the access
+	// file has a login block.
+	login *loginService
 	// usage counts completed downloads (usage.go); nil: not counted.
 	usage *Usage
 
@@ -222,6 +226,9 @@ func New(st Store, opt Options) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if s.access != nil {
+		s.login = newLoginService(s)
+	}
 	s.routes()
 	s.Warm()
 	return s
@@ -233,6 +240,10 @@ func (s *Server) Warm() { s.current() }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.login != nil && strings.HasPrefix(r.URL.Path, "/oauth/") {
+		s.login.ServeHTTP(w, r) // its own methods (the token endpoint is a POST)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
@@ -321,6 +332,44 @@ func (s *Server) current() *state {
 	return st
 }
 
+// isOriginName reports whether h names an origin (any case).
+func (sc *scope) isOriginName(h string) bool {
+	_, ok := sc.isOrigin(strings.ToLower(h))
+	return ok
+}
+
+// deniedAddr is the address a /v1/… or /mirror/… request names in the
+// whole view (no access rules), or "": with the request's own scope it
+// tells a denied address from a missing one, for the audit (the answer is
+// the same).
+func (st *state) deniedAddr(r *http.Request) string {
+	full := st.full
+	origin := full.hostOrigin(r.Host)
+	if h := r.PathValue("hostname"); h != "" {
+		if origin = defaultOrigin; full.isOriginName(h) {
+			origin = strings.ToLower(h)
+		}
+	} else if o := r.PathValue("origin"); o != "" {
+		c, ok := full.isOrigin(strings.ToLower(o))
+		if !ok {
+			return ""
+		}
+		origin = c
+	}
+	ns := r.PathValue("ns")
+	if typ := r.PathValue("type"); typ != "" {
+		if vs := full.providerVersions(origin, ns, typ); len(vs) > 0 {
+			return vs[0].Addr()
+		}
+	}
+	if name := r.PathValue("name"); name != "" {
+		if vs := full.moduleVersions(origin, ns, name, r.PathValue("system")); len(vs) > 0 {
+			return vs[0].Addr()
+		}
+	}
+	return ""
+}
+
 // reqCtx is what a JSON handler works with: the scope of the request's
 // principal and how to write download URLs for it.
 type reqCtx struct {
@@ -365,6 +414,11 @@ func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[stri
 		}
 		v, hdr, err := fn(r, rc)
 		if err != nil {
+			if rc.sc.rules != nil && errors.Is(err, errNotFound) {
+				if addr := st.deniedAddr(r); addr != "" && !rc.sc.allows(addr) {
+					noteDenied(w, addr)
+				}
+			}
 			s.writeError(w, r, err)
 			return
 		}
@@ -517,10 +571,16 @@ func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string,
 	if r.PathValue("origin") != "" {
 		prefix = "/origin/" + origin // the catalog's spelling, never the request's
 	}
-	return map[string]string{
+	doc := map[string]any{
 		"providers.v1": prefix + "/v1/providers/",
 		"modules.v1":   prefix + "/v1/modules/",
-	}, nil, nil
+	}
+	if rc.ac.loginConfig() != nil {
+		// 'terraform login HOST' (login.go); the answer is cached per
+		// access-file version, which decides whether there is a login block.
+		doc["login.v1"] = LoginDiscovery("")
+	}
+	return doc, nil, nil
 }
 
 type platformDoc struct {
@@ -804,6 +864,9 @@ func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d v
 		return dl, true
 	}
 	if s.access != nil {
+		if len(owners) > 0 {
+			noteDenied(w, owners[0].Address)
+		}
 		return nil, false
 	}
 	if len(owners) > 0 {

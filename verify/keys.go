@@ -274,11 +274,12 @@ type Signer struct {
 	Identity    string `json:"identity,omitempty"`
 }
 
+// String names the key for people, its fingerprint in groups of four.
 func (s Signer) String() string {
 	if s.Identity != "" {
-		return fmt.Sprintf("%s (key %s, fingerprint %s)", s.Identity, s.KeyID, s.Fingerprint)
+		return fmt.Sprintf("%s (key %s, fingerprint %s)", s.Identity, s.KeyID, GroupFingerprint(s.Fingerprint))
 	}
-	return fmt.Sprintf("key %s (fingerprint %s)", s.KeyID, s.Fingerprint)
+	return fmt.Sprintf("key %s (fingerprint %s)", s.KeyID, GroupFingerprint(s.Fingerprint))
 }
 
 // CheckDetached checks a detached signature (binary or armored) over
@@ -331,7 +332,7 @@ func describeIssuer(sig []byte) string {
 		parts = append(parts, fmt.Sprintf("key ID %016X", *s.IssuerKeyId))
 	}
 	if len(s.IssuerFingerprint) > 0 {
-		parts = append(parts, fmt.Sprintf("fingerprint %X", s.IssuerFingerprint))
+		parts = append(parts, "fingerprint "+GroupFingerprint(fmt.Sprintf("%X", s.IssuerFingerprint)))
 	}
 	if len(parts) == 0 {
 		return "an unnamed issuer"

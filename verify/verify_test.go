@@ -78,7 +78,7 @@ func TestSignatureFailures(t *testing.T) {
 		t.Errorf("altered message: %v", err)
 	}
 	_, err = verify.CheckDetached(openpgp.EntityList{other}, strings.NewReader(msg), sig)
-	if !errors.Is(err, verify.ErrUnknownSigner) || !strings.Contains(err.Error(), verify.KeyID(good)) || !strings.Contains(err.Error(), verify.Fingerprint(good)) {
+	if !errors.Is(err, verify.ErrUnknownSigner) || !strings.Contains(err.Error(), verify.KeyID(good)) || !strings.Contains(err.Error(), verify.GroupFingerprint(verify.Fingerprint(good))) {
 		t.Errorf("unknown signer (must name key ID and fingerprint): %v", err)
 	}
 	if _, err = verify.CheckDetached(openpgp.EntityList{good}, strings.NewReader(msg), nil); !errors.Is(err, verify.ErrUnsigned) {

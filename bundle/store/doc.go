@@ -13,12 +13,18 @@
 //	  lock                     flock(2) target: one import at a time
 //	  serve.lock               shared flock(2) held by every running 'airgap
 //	                           serve' of the store (Served asks)
-//	  import.hcl               optional, written by the operator: gates every
-//	                           import requires (gates.go)
+//	  import.hcl               optional, written by the operator: the store's
+//	                           import policy (StorePolicy: required gates and
+//	                           publisher signatures, the pins file, station
+//	                           approvals), and the files it names (a station
+//	                           keyring, a pins file), read by every import;
+//	                           and the chain policy (chainpolicy.go)
 //	  tls/                     written by 'airgap serve' (local CA, certificates);
 //	                           never by import
 //	  state/                   written by 'airgap serve' (StateDir): what its
 //	                           replicas share beyond the catalog; never by import
+//	    logins/                single sign-on: login tokens, codes, the sealing
+//	                           key (server/loginstate.go)
 //	    usage/usage.json       download counts per provider package and module
 //	                           version (usage.go), added to under usage/lock;
 //	                           read by inventory --usage and prune --unused-for
@@ -63,8 +69,15 @@
 // maintenance history, so a kill at any moment leaves only unreferenced
 // blobs that a re-run removes.
 //
-// Policies (policy.go) are the site's import-time rules, run after the
-// checks and before the commit. The publisher-key pins (pins.go) are one:
+// Policies (policy.go) are the import's rules, run after the checks and
+// before the commit: CatalogRules (withdrawals, a version never changes)
+// and those StorePolicy.Rules builds from import.hcl and the import's
+// flags (required gates, required publisher signatures, station
+// approvals: approvals.go, publisher-key pins). Every rule runs and
+// records each entry it refuses (PolicyResult.Refuse): the import fails
+// with all of them at once (RefusedError), and 'airgap verify --against'
+// runs the very same rules over the inventory's description of the store
+// (forecast.go), so its forecast is the import's decision. The publisher-key pins (pins.go) are one:
 // the index records, per provider namespace, the keys its providers were
 // accepted with (Index.PublisherKeys), and an import refuses a provider
 // signed by a key its namespace has not had unless the change is approved
@@ -72,6 +85,23 @@
 // pins file, pinsfile.go). review.go gives 'airgap verify' the same
 // decisions, and the difference a bundle makes to an inventory
 // (--against).
+//
+// What the store remembers about trust (trust.go, keys.go; index format
+// 3): who signed each version's SHA256SUMS, the station approvals each
+// import accepted (kept as blobs of role approval, which gc and prune
+// keep), the versions whose signature an import replaced (trust changes),
+// the revocations seen (a revoked key signs nothing new, even when a
+// later bundle strips the revocation) and key retirements ('airgap keys
+// retire'), each recorded in the history.
+//
+// Every import also keeps the bundle's manifest.json and manifest.json.sig
+// as they came and the public key that verified them, as blobs named in its
+// history entry (custody.go), with the chain blobs the bundle carried; gc
+// and prune keep them with the entry. An export from the store (carry.go,
+// 'airgap export --from-store') carries them onwards as the bundle's chain
+// of custody (bundle.Hop), after hashing every blob it carries from the
+// store before a byte is written; import.hcl's chain block (chainpolicy.go)
+// makes an import require every hop signed by a key of a keyring.
 //
 // Readers (the server) use Open and Store's read-only methods; they notice a
 // new index.json by polling its identity (Reload / Watch) and never block

@@ -21,6 +21,9 @@ var (
 	// ErrInterrupted: the import was stopped (Ctrl-C, SIGTERM) before its
 	// commit; the store was not changed.
 	ErrInterrupted = errors.New("the import was stopped before its commit")
+	// ErrChainUntrusted: the bundle's chain of custody has a hop the
+	// store's chain policy does not trust (chainpolicy.go).
+	ErrChainUntrusted = errors.New("the bundle's chain of custody is not trusted here")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")
 )

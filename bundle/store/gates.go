@@ -3,12 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/airgap/airgap/dist"
 )
@@ -60,6 +55,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 			return nil
 		}
 		var missing []string
+		var rs []Refusal
 		for _, rq := range reqs {
 			has := func(rs []dist.GateResult) bool {
 				for _, r := range rs {
@@ -74,6 +70,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 					for _, pk := range p.Packages {
 						if !has(pk.Gates) {
 							missing = append(missing, fmt.Sprintf("%s: provider %s %s", rq.Gate, p, pk.Platform()))
+							rs = append(rs, providerRefusal(RuleGate, p, fmt.Sprintf("no passing or waived result of gate %s on %s (the store requires %s)", rq.Gate, pk.Platform(), rq)))
 						}
 					}
 				}
@@ -82,6 +79,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 				for _, m := range in.Manifest.Catalog.Modules {
 					if !has(m.Gates) {
 						missing = append(missing, fmt.Sprintf("%s: module %s", rq.Gate, m))
+						rs = append(rs, moduleRefusal(RuleGate, m, fmt.Sprintf("no passing or waived result of gate %s (the store requires %s)", rq.Gate, rq)))
 					}
 				}
 			}
@@ -92,11 +90,11 @@ func RequireGates(reqs []GateRequirement) Policy {
 			if n > maxNamed {
 				missing, more = missing[:maxNamed], fmt.Sprintf("\n  … and %d more", n-maxNamed)
 			}
-			return fmt.Errorf("%w: %d entr%s without a passing or waived result of a gate this store requires (%s):\n  %s%s\n"+
+			out.Refuse(fmt.Errorf("%w: %d entr%s without a passing or waived result of a gate this store requires (%s):\n  %s%s\n"+
 				"hint: export them again with a gate block of that name in the export manifest (its for and command: docs/export.md, Gates and SBOMs, has examples); "+
 				"the store requires it through --require-gate or %s",
 				ErrGateMissing, n, map[bool]string{true: "y", false: "ies"}[n == 1], requirementList(reqs),
-				dist.PrintableLines(strings.Join(missing, "\n  ")), more, ImportConfigName)
+				dist.PrintableLines(strings.Join(missing, "\n  ")), more, ImportConfigName), rs...)
 		}
 		return nil
 	})
@@ -110,59 +108,20 @@ func requirementList(reqs []GateRequirement) string {
 	return strings.Join(s, ", ")
 }
 
-// ImportConfigName is the store's import configuration, read by every
-// import into the store (optional):
-//
-//	# STORE/import.hcl
-//	require_gate = ["modules:trivy", "providers:govulncheck"]
-//
-// require_gate lists gates every bundle must carry a passing or waived
-// result of (RequireGates), as --require-gate does; the import's flags add
-// to it. The store's operator writes it; the offline side decides, whatever
-// the bundle says.
+// ImportConfigName is the store's import policy file, read by every
+// import into the store (optional; StorePolicy documents it). The store's
+// operator writes it; the offline side decides, whatever the bundle says.
 const ImportConfigName = "import.hcl"
 
 // maxImportConfig bounds import.hcl.
 const maxImportConfig = 64 << 10
 
-// ImportConfig is import.hcl.
-type ImportConfig struct {
-	RequireGate []string `hcl:"require_gate,optional"`
-}
-
 // ReadImportConfig reads root's import.hcl and returns the gates it
 // requires (none when the file is absent). Errors name file:line:col.
 func ReadImportConfig(root string) ([]GateRequirement, error) {
-	path := filepath.Join(root, ImportConfigName)
-	fi, err := os.Stat(path)
-	switch {
-	case os.IsNotExist(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case !fi.Mode().IsRegular() || fi.Size() > maxImportConfig:
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxImportConfig)
-	}
-	src, err := os.ReadFile(path)
+	sp, err := ReadStorePolicy(root)
 	if err != nil {
 		return nil, err
 	}
-	f, diags := hclparse.NewParser().ParseHCL(src, path)
-	var cfg ImportConfig
-	if !diags.HasErrors() {
-		diags = gohcl.DecodeBody(f.Body, nil, &cfg)
-	}
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("%s\nhint: %s holds require_gate = [\"modules:NAME\", \"providers:NAME\", \"NAME\"]\nthe store was not changed",
-			strings.Join(dist.DiagLines(diags), "\n"), ImportConfigName)
-	}
-	var out []GateRequirement
-	for _, s := range cfg.RequireGate {
-		r, err := ParseGateRequirement(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w\nthe store was not changed", path, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return sp.gates, nil
 }

@@ -35,12 +35,15 @@ type GCOptions struct {
 
 // GCResult says what GC removed (or would remove): 'airgap gc --json'.
 type GCResult struct {
-	OK        bool            `json:"ok"`
-	DryRun    bool            `json:"dry_run"`
-	Blobs     []verify.Digest `json:"blobs_removed"` // never nil
-	Bytes     int64           `json:"bytes_removed"`
-	Temps     int             `json:"temps_removed"` // temporary files of interrupted runs
-	TempBytes int64           `json:"temp_bytes_removed"`
+	OK     bool            `json:"ok"`
+	DryRun bool            `json:"dry_run"`
+	Blobs  []verify.Digest `json:"blobs_removed"` // never nil
+	Bytes  int64           `json:"bytes_removed"`
+	// Removed says of each blob in Blobs its size and what it was (the
+	// version and part, from the store's records); never nil.
+	Removed   []RemovedBlob `json:"removed"`
+	Temps     int           `json:"temps_removed"` // temporary files of interrupted runs
+	TempBytes int64         `json:"temp_bytes_removed"`
 }
 
 // GC deletes the blobs no catalog entry references (after a prune or a
@@ -60,7 +63,7 @@ func GC(root string, opt GCOptions) (*GCResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	res := &GCResult{OK: true, DryRun: opt.DryRun, Blobs: []verify.Digest{}}
+	res := &GCResult{OK: true, DryRun: opt.DryRun, Blobs: []verify.Digest{}, Removed: []RemovedBlob{}}
 	if res.Temps, res.TempBytes, err = cleanTmp(root, opt.DryRun); err != nil {
 		return nil, fmt.Errorf("removing temporary files: %w", err)
 	}
@@ -68,12 +71,13 @@ func GC(root string, opt GCOptions) (*GCResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sweep(root, ix, res); err != nil {
+	if err := sweep(root, ix, res, ix.Unreferenced); err != nil {
 		return res, err
 	}
 	if opt.DryRun || (len(res.Blobs) == 0 && res.Temps == 0) {
 		return res, nil
 	}
+	tidyUnreferenced(root, ix)
 	ix.recordMaintenance(MaintenanceEntry{Action: "gc", Time: stamp(opt.Now), BlobsRemoved: len(res.Blobs), BytesRemoved: res.Bytes, TempsRemoved: res.Temps, TempBytes: res.TempBytes})
 	if err := WriteIndex(root, ix); err != nil {
 		return res, fmt.Errorf("recording the gc in the index (the blobs were removed; the store is consistent): %w", err)
@@ -96,14 +100,16 @@ func lockExisting(root string, wait bool) (func(), error) {
 	return unlock, nil
 }
 
-// sweep removes (unless res.DryRun) every blob in blobs/ that ix's catalog
-// does not reference, adding each to res. The caller holds the lock.
-func sweep(root string, ix *Index, res *GCResult) error {
+// sweep removes (unless res.DryRun) every blob in blobs/ that ix does not
+// reference (Index.Blobs: the catalog, the approvals, and the bundles and
+// chains of custody its history keeps), adding each to res, named from
+// names (what each blob was). The caller holds the lock.
+func sweep(root string, ix *Index, res *GCResult, names map[verify.Digest]string) error {
 	blobs, err := listBlobs(root)
 	if err != nil {
 		return err
 	}
-	used := ix.Catalog.Blobs()
+	used := ix.Blobs()
 	for _, d := range blobs {
 		if _, ok := used[d]; ok {
 			continue
@@ -123,6 +129,11 @@ func sweep(root string, ix *Index, res *GCResult) error {
 		}
 		res.Blobs = append(res.Blobs, d)
 		res.Bytes += fi.Size()
+		what := names[d]
+		if what == "" {
+			what = unknownBlob
+		}
+		res.Removed = append(res.Removed, RemovedBlob{Blob: d, Bytes: fi.Size(), What: what})
 	}
 	if len(res.Blobs) > 0 && !res.DryRun {
 		return syncDir(blobDir(root))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -27,8 +28,12 @@ type ImportOptions struct {
 	// Now stamps the history entry; nil means time.Now.
 	Now func() time.Time
 	// Policies are the site's import-time rules (policy.go), run in order
-	// after the bundle has been checked and before anything is committed.
+	// after the bundle has been checked and before anything is committed,
+	// after the import's own (CatalogRules).
 	Policies []Policy
+	// Approvals are the station approval files that came with the bundle
+	// (an Approvals policy checks them).
+	Approvals []approval.File
 }
 
 // ImportResult says what an import did.
@@ -47,15 +52,33 @@ type ImportResult struct {
 	Cleaned      int
 	CleanedBytes int64
 	// Created is true when this import created the store.
-	Created    bool
-	Withdrew   []string
-	Reinstated []string
+	Created bool
+	// KeptCustody: the store had imported the bundle before airgap kept
+	// bundles' signed manifests; this import kept them (custody.go).
+	KeptCustody bool
+	Withdrew    []string
+	Reinstated  []string
+	// Updated: what the bundle changed in entries the store already had
+	// (dist.EntryUpdates: gate results run over them since).
+	Updated []string
 	// PinnedKeys: the publisher keys a KeyPins policy pinned (filled by
 	// the caller from KeyPins.Decisions, see PinnedBy).
 	PinnedKeys []PinnedKey
 	// RequiredGates: the gates a RequireGates policy held every entry to
 	// (GateRequirement.String; filled by the caller).
 	RequiredGates []string
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again; ChainKeyring: the chain policy's
+	// keyring that trusted each (filled by the caller), if any.
+	ChainHops    int
+	ChainKeyring string
+	// Approvals: the station approvals the import accepted and recorded;
+	// TrustChanges: versions the store had whose SHA256SUMS or signature
+	// it replaced; Revoked: key revocations it saw for the first time (in
+	// the bundle's carried keys) and now remembers.
+	Approvals    []ApprovalRecord
+	TrustChanges []TrustChange
+	Revoked      []RevokedKey
 }
 
 // PinnedBy lists the keys the decisions of a committed import pinned.
@@ -79,15 +102,19 @@ func PinnedBy(ds []KeyDecision) []PinnedKey {
 //  1. open:   lay out the store, take its lock, clean what a killed import left;
 //  2. read:   the bundle's signature (bundle.NewReader) and the store's index;
 //  3. check:  before any blob is read, the manifest's consistency
-//     (bundle.NewChecker runs bundle.CheckManifest), its fit with what the
-//     store serves (dist.Catalog.CheckMerge: a version never changes),
-//     withdrawals, and that a delta's omitted blobs are here;
+//     (bundle.NewChecker runs bundle.CheckManifest), that a delta's
+//     omitted blobs are here, and that the new blobs fit on the disk;
 //  4. stage:  every blob streamed into tmp/ and hashed while it is written;
 //     bundle.Checker checks every SHA256SUMS signature against the carried
 //     keys (none by a key of opt.Keyring unless marked as a site
 //     re-signature), every package against its SHA256SUMS, every h1
 //     against the zip and every module zip against its archive;
-//  5. policy: the site's rules (opt.Policies) over the checked bundle;
+//  5. policy: the import's rules (CatalogRules: withdrawals, and that a
+//     version never changes, dist.Catalog.CheckMerge) and the site's
+//     (opt.Policies) over the checked bundle; every rule runs, and a
+//     refusal names every entry refused and why (RefusedError), as
+//     'verify --against' forecasts it (a bundle that will be refused is
+//     still read to its end, so that the refusal is complete);
 //  6. commit: the new index to a temporary file, the blobs into blobs/,
 //     then the index into place;
 //  7. clean:  on any failure, the blobs this import placed are removed and
@@ -165,8 +192,10 @@ type importer struct {
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *bundle.CheckReport
-	policy    PolicyResult // what the policies record in the new index
-	placed    []string     // blobs renamed into blobs/ by this import
+	policy    PolicyResult  // what the policies record in the new index
+	placed    []string      // blobs renamed into blobs/ by this import
+	custody   []bundle.Blob // the bundle's manifest, signature and key, staged (custody.go)
+	kept      ImportEntry   // what the history entry records of them
 }
 
 // openImport lays out the store (creating it if need be), takes its lock
@@ -286,10 +315,11 @@ func (imp *importer) read(r io.Reader) error {
 	return err
 }
 
-// check decides everything that can be decided from the signed manifest
-// and the store before any blob is read: the manifest's consistency, that
-// it changes no version the store serves, withdrawals, and that a delta's
-// omitted blobs are all here.
+// check decides what must be decided from the signed manifest and the
+// store before any blob is read: the manifest's consistency, and that a
+// delta's omitted blobs are all here. What the store's rules say of the
+// bundle (withdrawals, conflicts, the site's policies) is decided once it
+// has been checked in full (policies), so that a refusal names everything.
 func (imp *importer) check() error {
 	m, root := imp.m, imp.root
 	imp.sizes = make(map[verify.Digest]int64, len(m.Blobs))
@@ -321,13 +351,6 @@ func (imp *importer) check() error {
 		return err
 	}
 	imp.ck = ck
-	if err := imp.ix.Catalog.CheckMerge(&m.Catalog); err != nil {
-		return fmt.Errorf("%w: %v\nhint: a store never changes what it serves under a name and version; "+
-			"if the bundle is right, the store holds something else under that name (check 'airgap inventory')", ErrConflict, err)
-	}
-	if err := checkWithdrawn(imp.ix, m); err != nil {
-		return err
-	}
 	if err := imp.checkOmitted(); err != nil {
 		return err
 	}
@@ -440,25 +463,53 @@ func (imp *importer) stage() (err error) {
 			return err
 		}
 	}
+	if err := imp.keepBundle(); err != nil {
+		return err
+	}
 	imp.checked, err = imp.ck.Finish()
+	if imp.checked != nil {
+		imp.res.ChainHops = imp.checked.Hops
+	}
 	if serr := imp.syncer.wait(); serr != nil && err == nil {
 		err = noSpace(root, serr, "writing the staged blobs to disk", imp.need)
 	}
 	return err
 }
 
-// policies runs the site's import-time rules over the checked bundle.
+// policies runs the import's rules and the site's over the checked
+// bundle; the import fails with every refusal they made.
 func (imp *importer) policies() error {
 	in := &PolicyInput{
 		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
-		Index: imp.ix, Checked: imp.checked, Now: imp.now(),
+		Index: imp.ix, Checked: imp.checked, Now: imp.now(), Approvals: imp.opt.Approvals, SiteKeys: imp.opt.Keyring,
+		BlobPath: imp.blobPath,
 	}
-	for _, p := range imp.opt.Policies {
+	var err error
+	if in.History, in.Seeded, err = History(imp.root, imp.ix); err != nil {
+		return err
+	}
+	for _, p := range append(CatalogRules(), imp.opt.Policies...) {
 		if err := p.Check(in, &imp.policy); err != nil {
 			return err
 		}
 	}
-	return nil
+	return imp.policy.Err()
+}
+
+// blobPath is where a blob of the bundle is now: staged, or in the store.
+func (imp *importer) blobPath(d verify.Digest) (string, bool) {
+	if _, ok := imp.sizes[d]; !ok {
+		return "", false
+	}
+	if p := filepath.Join(imp.stageDir, d.Hex()); fileExists(p) {
+		return p, true
+	}
+	return BlobPath(imp.root, d), haveBlob(imp.root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func (imp *importer) now() time.Time {
@@ -474,16 +525,32 @@ func (imp *importer) now() time.Time {
 // nothing writes nothing (but still repairs blobs that differed).
 func (imp *importer) commit() error {
 	root, m, ix, res := imp.root, imp.m, imp.ix, imp.res
+	res.TrustChanges = trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, imp.checked)
+	// What this bundle changes in entries the store has (gate results run
+	// over them since), and what the entries a withdrawal drops were.
+	updated := dist.EntryUpdates(&ix.Catalog, &m.Catalog)
+	names := ix.Catalog.DescribeBlobs()
 	added := ix.Catalog.Merge(&m.Catalog)
-	already := false
-	for _, e := range ix.Imports {
+	prev := -1
+	for i, e := range ix.Imports {
 		if e.Bundle == res.Bundle {
-			already = true
+			prev = i
 		}
 	}
+	already := prev >= 0
 	stamp := imp.now().UTC().Truncate(time.Second)
 	res.Withdrew, res.Reinstated = applyWithdrawals(ix, m, res.Bundle, res.Signer, stamp)
-	if len(imp.staged) == 0 && len(added) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && already && imp.policy.empty() {
+	res.Revoked = newRevocations(ix, m, res.Bundle, stamp)
+	noteUnreferenced(ix, names, " (withdrawn)")
+	if len(imp.staged) == 0 && len(added) == 0 && len(updated) == 0 && len(res.Withdrew) == 0 && len(res.Reinstated) == 0 && len(res.TrustChanges) == 0 &&
+		len(res.Revoked) == 0 && already && imp.policy.empty() {
+		if e := &ix.Imports[prev]; !e.Kept() {
+			// Imported by an airgap that did not keep bundles: keep this
+			// copy now, so the store can carry its custody onwards.
+			e.Signature, e.SignerKey, e.Custody = imp.kept.Signature, imp.kept.SignerKey, imp.kept.Custody
+			res.KeptCustody = true
+			return imp.swapIndex()
+		}
 		res.Unchanged = len(imp.refreshed) == 0
 		if err := refresh(root, imp.stageDir, imp.refreshed); err != nil {
 			return err
@@ -500,14 +567,70 @@ func (imp *importer) commit() error {
 	if added == nil {
 		added = []string{}
 	}
-	res.Added = added
+	res.Added, res.Updated = added, updated
 	ix.Imports = append(ix.Imports, ImportEntry{
 		Bundle: res.Bundle, Signer: res.Signer, Time: stamp, Tool: m.Tool,
 		Delta: res.Delta, Added: added, BlobsAdded: res.BlobsAdded, BytesAdded: res.BytesAdded,
-		Withdrew: res.Withdrew, Reinstated: res.Reinstated,
+		Withdrew: res.Withdrew, Reinstated: res.Reinstated, TrustChanges: res.TrustChanges, Updated: updated,
+		Signature: imp.kept.Signature, SignerKey: imp.kept.SignerKey, Custody: imp.kept.Custody,
 	})
+	tidyUnreferenced(root, ix)
 	imp.policy.apply(ix)
+	res.Approvals = ix.Imports[len(ix.Imports)-1].Approvals
+	recordSigners(ix, m, imp.checked)
+	backfillSigners(root, ix)
+	if err := imp.stageKept(); err != nil {
+		return err
+	}
 	return imp.swapIndex()
+}
+
+// stageKept stages the blobs the policies keep (approval files), each
+// unless the store has it, to be placed with the bundle's blobs.
+func (imp *importer) stageKept() error {
+	for _, data := range imp.policy.keep {
+		b := bundle.Blob{Digest: verify.DigestBytes(data), Size: int64(len(data)), Role: dist.RoleApproval}
+		if haveBlob(imp.root, b) || imp.isStaged(b.Digest) {
+			continue
+		}
+		if err := writeDurable(filepath.Join(imp.stageDir, b.Digest.Hex()), data); err != nil {
+			return noSpace(imp.root, err, "staging an approval", imp.need)
+		}
+		imp.staged = append(imp.staged, b)
+	}
+	return nil
+}
+
+// writeDurable writes a small blob to a new file, read-only and synced.
+func writeDurable(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o444)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// isStaged reports whether d is among the blobs this import staged (the
+// bundle's, a kept approval, the bundle's own manifest, signature and key).
+func (imp *importer) isStaged(d verify.Digest) bool {
+	for _, bs := range [][]bundle.Blob{imp.staged, imp.custody} {
+		for _, b := range bs {
+			if b.Digest == d {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // swapIndex writes the new index to a temporary file, places the staged
@@ -526,7 +649,7 @@ func (imp *importer) swapIndex() error {
 		return noSpace(root, err, "writing the store index", imp.need+int64(len(data)))
 	}
 	defer pending.abort()
-	for _, b := range imp.staged {
+	for _, b := range append(imp.staged, imp.custody...) {
 		dst := BlobPath(root, b.Digest)
 		if err := os.Rename(filepath.Join(imp.stageDir, b.Digest.Hex()), dst); err != nil {
 			return fmt.Errorf("storing blob %s: %w", b.Digest.Short(), err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -25,7 +26,17 @@ import (
 // Format 3: format 2 plus the documentation of the catalog's entries (a
 // provider version's docs record and a module version's docs digest, see
 // dist.ProviderDocs; their blobs are kept by gc while referenced, like
-// every blob the catalog lists).
+// every blob the catalog lists), and optional fields of trust (trust.go,
+// keys.go): each import's station approvals and trust changes
+// (ImportEntry.Approvals, ImportEntry.TrustChanges), who signed each
+// provider version's SHA256SUMS (Signers), the revocations the store has
+// seen (RevokedKeys), key retirements and revocations in the history
+// (KeyEvents) and a pinned key's retirement (dist.KeyPin.Retired). A blob
+// of role approval (dist.RoleApproval) is referenced by an import's
+// approvals (Blobs).
+// Also in format 3: unreferenced (what blobs no entry references any more
+// were) and an import's updated (orphans.go); an import entry's
+// signature, signer_key and custody (custody.go).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
@@ -46,6 +57,25 @@ type Index struct {
 	// been accepted with, oldest first. Format 2; absent until an import
 	// by an airgap that pins.
 	PublisherKeys []dist.NamespaceKeys `json:"publisher_keys,omitempty"`
+	// Signers says, per provider version (sorted by its
+	// dist.ProviderVersion.Key), who signed the SHA256SUMS the store
+	// serves for it (format 3; recorded by the import that brought the
+	// signature, and for older entries by the next import). An entry whose
+	// Signature is not the version's ShasumsSig is stale and not used.
+	Signers []VersionSigner `json:"signers,omitempty"`
+	// RevokedKeys are the key revocations the store has seen, in a
+	// bundle's carried keys or given to 'airgap keys revoke' (format 3),
+	// sorted by fingerprint: such a key signs nothing new, even when a
+	// later bundle carries it with its revocation stripped.
+	RevokedKeys []RevokedKey `json:"revoked_keys,omitempty"`
+	// KeyEvents is the history of key retirements and revocations
+	// (format 3), oldest first.
+	KeyEvents []KeyEvent `json:"key_events,omitempty"`
+	// Unreferenced says what each blob no catalog entry references any
+	// more was (format 3), so that gc can name what it deletes: recorded
+	// when a withdrawal or a prune drops the entries that used it; an
+	// entry goes when its blob is deleted or referenced again (orphans.go).
+	Unreferenced map[verify.Digest]string `json:"unreferenced,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
 	// WriteIndex resolve and make the references; in memory, Keys is nil.
@@ -66,7 +96,54 @@ type ImportEntry struct {
 	// reinstate blocks changed.
 	Withdrew   []string `json:"withdrew,omitempty"`
 	Reinstated []string `json:"reinstated,omitempty"`
+	// Approvals are the station approvals the import accepted (format 3),
+	// each kept as a blob of role approval (its file, byte for byte).
+	Approvals []ApprovalRecord `json:"approvals,omitempty"`
+	// TrustChanges are the versions the store already served whose
+	// SHA256SUMS or signature the import replaced (format 3).
+	TrustChanges []TrustChange `json:"trust_changes,omitempty"`
+	// Updated lists what the bundle changed in entries the store already
+	// had (format 3): gate results a later export ran over them
+	// (dist.EntryUpdates).
+	Updated []string `json:"updated,omitempty"`
+	// Signature and SignerKey (format 3) are the blobs that keep the
+	// bundle's manifest.json.sig as it came and the armored public key the
+	// import checked it with; its manifest.json is kept as the blob named
+	// Bundle. Custody lists the blobs of the bundle's own chain of custody
+	// (bundle.Hop: upstream manifests, signatures and keys) it carried.
+	// All of them stay as long as the entry does (gc and prune keep them:
+	// Index.Blobs), so that 'airgap export --from-store' can carry
+	// the chain onwards (custody.go). Empty for imports by an airgap that
+	// did not keep them.
+	Signature verify.Digest   `json:"signature,omitempty"`
+	SignerKey verify.Digest   `json:"signer_key,omitempty"`
+	Custody   []verify.Digest `json:"custody,omitempty"`
 }
+
+// Blobs is every blob the index refers to: the catalog's, and of the
+// import history the approvals and the kept bundles and chains of custody
+// (custody.go; gc and prune keep these).
+func (ix *Index) Blobs() map[verify.Digest]string {
+	used := ix.Catalog.Blobs()
+	for _, e := range ix.Imports {
+		for _, a := range e.Approvals {
+			used[a.Blob] = dist.RoleApproval
+			if a.StationKey != "" {
+				used[a.StationKey] = dist.RoleBundleKey
+			}
+		}
+	}
+	for d, role := range ix.custodyBlobs() {
+		if _, ok := used[d]; !ok {
+			used[d] = role
+		}
+	}
+	return used
+}
+
+// Kept reports whether the store kept the bundle's manifest, signature and
+// key (see Signature).
+func (e ImportEntry) Kept() bool { return e.Signature != "" && e.SignerKey != "" }
 
 // HistoryLine splits a line of ImportEntry.Added, Withdrew or Reinstated
 // ("provider ADDR VERSION ...", "module ADDR VERSION ...") into the
@@ -214,11 +291,4 @@ func (p *pendingFile) abort() {
 	}
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return osfile.SyncDir(dir) }

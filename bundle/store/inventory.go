@@ -13,10 +13,16 @@ import (
 )
 
 // Inventory is the JSON 'airgap inventory --json' prints, and what
-// 'airgap export --have' reads back: the index and every blob present.
+// 'airgap export --have' and 'airgap verify --against' read back: the
+// index, every blob present and the store's import policy (import.hcl,
+// with the station keyring's public keys and the pins file's namespaces:
+// StorePolicy), so that verify can forecast the import by its rules.
 type Inventory struct {
 	Index
-	Blobs []verify.Digest `json:"blobs"`
+	Blobs  []verify.Digest `json:"blobs"`
+	Policy *StorePolicy    `json:"policy"`
+	// PolicyErr: import.hcl could not be read (every import fails on it).
+	PolicyErr error `json:"-"`
 }
 
 // LoadInventory reads the inventory of the store at root. Its
@@ -31,7 +37,10 @@ func LoadInventory(root string) (*Inventory, error) {
 	if ix.PublisherKeys, _, err = History(root, ix); err != nil {
 		return nil, err
 	}
-	return &Inventory{Index: *ix, Blobs: blobs}, nil
+	backfillSigners(root, ix)
+	inv := &Inventory{Index: *ix, Blobs: blobs}
+	inv.Policy, inv.PolicyErr = ReadStorePolicy(root)
+	return inv, nil
 }
 
 // WriteText prints the inventory for people: providers with their
@@ -45,13 +54,16 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 	defer func() { io.WriteString(out, dist.PrintableLines(w.String())) }()
 	ix := &inv.Index
 	fmt.Fprintf(&w, "store %s: %d provider versions, %d module versions, %d blobs\n", root, len(ix.Catalog.Providers), len(ix.Catalog.Modules), len(inv.Blobs))
-	switch reqs, err := ReadImportConfig(root); {
-	case err != nil:
-		fmt.Fprintf(&w, "import rules (%s): unreadable: %v\n", ImportConfigName, err)
-	case len(reqs) > 0:
-		fmt.Fprintf(&w, "import rules (%s): every bundle must carry passing or waived results of: %s\n", ImportConfigName, requirementList(reqs))
+	switch sp := inv.Policy; {
+	case inv.PolicyErr != nil:
+		fmt.Fprintf(&w, "import rules (%s): unreadable: %v\n", ImportConfigName, firstLine(inv.PolicyErr.Error()))
+	case sp != nil:
+		for _, l := range sp.Lines() {
+			fmt.Fprintf(&w, "import rules (%s): %s\n", ImportConfigName, l)
+		}
 	}
 	fmt.Fprintf(&w, "\nProviders:\n")
+	signers := SignersByVersion(ix.Signers)
 	for _, p := range ix.Catalog.Providers {
 		plats := make([]string, 0, len(p.Packages))
 		for _, pk := range p.Packages {
@@ -68,6 +80,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
+		if s, ok := signers.Of(&p); ok {
+			fmt.Fprintf(&w, "    signed %s by %s\n", s.Created.UTC().Format("2006-01-02"), keyName(s.Signer()))
+		}
 		for _, pk := range p.Packages {
 			writeGates(&w, root, q(pk.Platform())+" ", pk.Gates)
 		}
@@ -89,7 +104,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 				absent = " (was not in the store)"
 			}
 			fmt.Fprintf(&w, "  %s %-50s %-10s withdrawn %s by bundle %s signer %s%s\n    reason: %s\n",
-				q(string(wd.Kind)), q(wd.Addr), q(wd.Version), wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), q(wd.Signer.Fingerprint), absent, q(wd.Reason))
+				q(string(wd.Kind)), q(wd.Addr), q(wd.Version), wd.Time.Format("2006-01-02T15:04:05Z"), wd.Bundle.Short(), verify.GroupFingerprint(q(wd.Signer.Fingerprint)), absent, q(wd.Reason))
 		}
 	}
 	fmt.Fprintln(&w, "\nImported bundles:")
@@ -98,13 +113,41 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		if e.Delta {
 			kind = " delta"
 		}
-		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %d catalog changes\n",
-			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, q(e.Signer.Fingerprint), e.BlobsAdded, progress.Size(e.BytesAdded), len(e.Added))
+		fmt.Fprintf(&w, "  %s %s%s signer %s: %d blobs (%s) added, %s, %d trust changes\n",
+			e.Time.Format("2006-01-02T15:04:05Z"), e.Bundle.Short(), kind, verify.GroupFingerprint(q(e.Signer.Fingerprint)), e.BlobsAdded, progress.Size(e.BytesAdded),
+			catalogChanges(len(e.Added), len(e.Withdrew), len(e.Reinstated), len(e.Updated)), len(e.TrustChanges))
 		for _, l := range e.Withdrew {
 			fmt.Fprintln(&w, "    withdrew", q(l))
 		}
 		for _, l := range e.Reinstated {
 			fmt.Fprintln(&w, "    reinstated", q(l))
+		}
+		for _, l := range e.Updated {
+			fmt.Fprintln(&w, "    updated", q(l))
+		}
+		for _, c := range e.TrustChanges {
+			fmt.Fprintln(&w, "    trust change:", q(c.String()))
+		}
+		for _, a := range e.Approvals {
+			fmt.Fprintf(&w, "    %s\n", approvalLine(a))
+		}
+		if !e.Kept() {
+			fmt.Fprintln(&w, "    its signed manifest is not kept (imported by an older airgap): exports to the next network cannot prove this hop; import the bundle again to keep it")
+		} else if n := len(e.Custody); n > 0 {
+			fmt.Fprintf(&w, "    came with a chain of custody (%d blobs: earlier bundles' signed manifests, signatures and keys)\n", n)
+		}
+	}
+	if len(ix.RevokedKeys) > 0 {
+		fmt.Fprintln(&w, "\nRevoked keys (they sign nothing new here, whatever a bundle's copy of the key says):")
+		for _, r := range ix.RevokedKeys {
+			fmt.Fprintf(&w, "  %s revoked %s (%s); seen %s in %s\n", keyName(verify.Signer{Fingerprint: r.Fingerprint, Identity: r.Identity}),
+				r.Revoked.UTC().Format("2006-01-02"), q(orNoReason(r.Reason)), r.Recorded.UTC().Format("2006-01-02"), q(r.Source))
+		}
+	}
+	if len(ix.KeyEvents) > 0 {
+		fmt.Fprintln(&w, "\nKey retirements and revocations:")
+		for _, e := range ix.KeyEvents {
+			fmt.Fprintf(&w, "  %s\n", e.String())
 		}
 	}
 	if len(ix.Maintenance) > 0 {
@@ -153,12 +196,29 @@ type ImportReport struct {
 	Created      bool     `json:"store_created"`
 	Withdrew     []string `json:"withdrew,omitempty"`
 	Reinstated   []string `json:"reinstated,omitempty"`
+	// Updated: what the bundle changed in entries the store already had
+	// (gate results run over them since).
+	Updated []string `json:"updated,omitempty"`
 	// PinnedKeys are the publisher keys this import pinned for their
 	// namespaces (first use, or an approved new key).
 	PinnedKeys []PinnedKey `json:"publisher_keys_pinned"`
 	// RequiredGates are the gates (import.hcl and --require-gate) every
 	// entry of the bundle passed or had waived.
 	RequiredGates []string `json:"required_gates"`
+	// Approvals are the station approvals the import accepted (kept as
+	// blobs); TrustChanges the versions the store had whose SHA256SUMS or
+	// signature it replaced; RevokedKeys the revocations it now remembers.
+	Approvals    []ApprovalRecord `json:"approvals"`
+	TrustChanges []TrustChange    `json:"trust_changes"`
+	RevokedKeys  []RevokedKey     `json:"revoked_keys"`
+	// ChainHops: the hops of the bundle's chain of custody whose
+	// signatures were checked again (0: a bundle from the registries);
+	// ChainKeyring: the chain policy's keyring each was signed by a key of.
+	ChainHops    int    `json:"chain_hops"`
+	ChainKeyring string `json:"chain_keyring,omitempty"`
+	// KeptCustody: the bundle was imported before, when the store did not
+	// keep bundles' manifests; it now keeps this one's.
+	KeptCustody bool `json:"kept_custody,omitempty"`
 }
 
 // PinnedKey is one key an import pinned.
@@ -187,8 +247,9 @@ func (r *ImportResult) Report(file string) ImportReport {
 	gates := append([]string{}, r.RequiredGates...)
 	return ImportReport{OK: true, File: file, Bundle: r.Bundle, Signer: r.Signer, Delta: r.Delta, Unchanged: r.Unchanged,
 		Added: added, BlobsAdded: r.BlobsAdded, BytesAdded: r.BytesAdded, BlobsShared: r.BlobsShared, Cleaned: r.Cleaned,
-		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, PinnedKeys: pinned,
-		RequiredGates: gates}
+		CleanedBytes: r.CleanedBytes, Created: r.Created, Withdrew: r.Withdrew, Reinstated: r.Reinstated, Updated: r.Updated, PinnedKeys: pinned,
+		RequiredGates: gates, Approvals: append([]ApprovalRecord{}, r.Approvals...), TrustChanges: append([]TrustChange{}, r.TrustChanges...),
+		RevokedKeys: append([]RevokedKey{}, r.Revoked...), ChainHops: r.ChainHops, ChainKeyring: r.ChainKeyring, KeptCustody: r.KeptCustody}
 }
 
 // WriteText prints the result for people; root is the store's directory.
@@ -210,10 +271,23 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); nothing changed\n", r.Bundle.Short(), dist.Printable(r.Signer.String()))
 		return
 	}
-	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n",
-		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared)
-	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 {
+	if r.KeptCustody {
+		fmt.Fprintf(&w, "already imported: bundle %s (signed by %s); the catalog is unchanged, and the store now keeps its signed manifest for the chain of custody (it had imported it before airgap kept them)\n",
+			r.Bundle.Short(), dist.Printable(r.Signer.String()))
+		return
+	}
+	fmt.Fprintf(&w, "imported bundle %s\n  signed by: %s\n  new blobs: %d (%s); already present: %d\n  %s\n",
+		r.Bundle.Short(), dist.Printable(r.Signer.String()), r.BlobsAdded, progress.Size(r.BytesAdded), r.BlobsShared,
+		catalogChanges(len(r.Added), len(r.Withdrew), len(r.Reinstated), len(r.Updated)))
+	if len(r.Added) == 0 && len(r.Withdrew) == 0 && len(r.Reinstated) == 0 && len(r.Updated) == 0 {
 		fmt.Fprintln(&w, "  the catalog already had everything in this bundle")
+	}
+	if r.ChainHops > 0 {
+		trusted := ""
+		if r.ChainKeyring != "" {
+			trusted = ", each signed by a key of the chain keyring " + r.ChainKeyring
+		}
+		fmt.Fprintf(&w, "  chain of custody: %d hop(s), every signature checked again%s\n", r.ChainHops, trusted)
 	}
 	for _, a := range r.Added {
 		fmt.Fprintln(&w, "  added", dist.Printable(a))
@@ -224,9 +298,35 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 	for _, a := range r.Withdrew {
 		fmt.Fprintln(&w, "  withdrew", dist.Printable(a))
 	}
+	for _, a := range r.Updated {
+		fmt.Fprintln(&w, "  updated", dist.Printable(a))
+	}
 	for _, k := range r.PinnedKeys {
 		fmt.Fprintf(&w, "  pinned publisher key for %s: %s\n", dist.Printable(k.Namespace), KeyLine(k.KeyPin))
 	}
+	for _, c := range r.TrustChanges {
+		fmt.Fprintf(&w, "  trust change: %s\n", dist.Printable(c.String()))
+	}
+	for _, a := range r.Approvals {
+		fmt.Fprintf(&w, "  %s\n", approvalLine(a))
+	}
+	for _, k := range r.Revoked {
+		fmt.Fprintf(&w, "  remembered the revocation of %s (revoked %s: %s); it signs nothing new here from now on\n",
+			keyName(verify.Signer{Fingerprint: k.Fingerprint, Identity: k.Identity}), k.Revoked.UTC().Format("2006-01-02"), dist.Printable(orNoReason(k.Reason)))
+	}
+}
+
+// approvalLine is one recorded approval for people.
+func approvalLine(a ApprovalRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "approved at the transfer station by %s on %s (approval %s)", keyName(a.Station), a.Time.UTC().Format("2006-01-02 15:04Z"), a.Blob.Short())
+	if a.Note != "" {
+		fmt.Fprintf(&b, ": %q", dist.Printable(a.Note))
+	}
+	for _, k := range a.PublisherKeys {
+		fmt.Fprintf(&b, "; accepted publisher key %s for %s", verify.GroupFingerprint(k.Fingerprint), dist.Printable(k.Namespace))
+	}
+	return b.String()
 }
 
 // writeKeyHistory prints each namespace's publisher keys, oldest first.
@@ -249,7 +349,7 @@ func writeKeyHistory(w io.Writer, hist []dist.NamespaceKeys) {
 func KeyLine(k dist.KeyPin) string {
 	q := dist.Printable
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s", q(k.Fingerprint))
+	fmt.Fprintf(&b, "%s", verify.GroupFingerprint(q(k.Fingerprint)))
 	if k.Identity != "" {
 		fmt.Fprintf(&b, " %s", q(k.Identity))
 	}
@@ -271,5 +371,33 @@ func KeyLine(k dist.KeyPin) string {
 		}
 		fmt.Fprintf(&b, ", %s %s", verb, k.Expires.UTC().Format("2006-01-02"))
 	}
+	if k.Retired != nil {
+		fmt.Fprintf(&b, ", RETIRED %s (signs nothing new)", k.Retired.UTC().Format("2006-01-02"))
+	}
 	return b.String()
+}
+
+// catalogChanges says what an import changed in the catalog: versions and
+// platforms added, withdrawn and reinstated are catalog changes, and
+// updates to entries already present (gate results run over them since)
+// are said beside them: "3 catalog changes (1 added, 2 withdrawn); 4
+// updates to entries already present (gate results, docs)".
+func catalogChanges(added, withdrew, reinstated, updated int) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{added, "added"}, {withdrew, "withdrawn"}, {reinstated, "reinstated"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	s := fmt.Sprintf("%d catalog changes", added+withdrew+reinstated)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if updated > 0 {
+		s += fmt.Sprintf("; %d updates to entries already present (gate results, docs)", updated)
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -28,10 +29,23 @@ import (
 //     (PinsFile) decides instead where it lists the namespace, so a site
 //     can pin keys before the first import;
 //   - a new key for a namespace that has one: refused, naming the
-//     namespace and the old and new keys, unless the bundle declares it
-//     (bundle.PublisherKeyDecl, signed by the site key:
+//     namespace and the old and new keys, unless a transfer station's
+//     approval of the bundle accepts it ('airgap approve
+//     --accept-publisher-key', checked by the approvals rule), the bundle
+//     declares it (bundle.PublisherKeyDecl, signed by the site key:
 //     'export --accept-new-publisher-key') or the import is given
-//     --accept-publisher-key FINGERPRINT; either way it is pinned too.
+//     --accept-publisher-key FINGERPRINT; either way it is pinned too. A
+//     store whose import.hcl says publisher_key_approvals = "station"
+//     takes only the first (StationOnly): the exporting laptop, which key
+//     pins exist to distrust, cannot approve a key there;
+//   - a key the store has retired for the namespace ('airgap keys
+//     retire'), or whose revocation it has seen (in any bundle's carried
+//     keys, or 'airgap keys revoke'), signs nothing new: a provider version
+//     whose signature the store does not already serve is refused, and
+//     for a revoked key so is any signature dated at or after the
+//     revocation, whatever the bundle's copy of the key says (a later
+//     bundle may carry it with the revocation stripped). Nothing approves
+//     such a key.
 //
 // Site re-signed providers (the registry published no key; see
 // bundle.SiteResignHost) have no publisher key to pin. In a namespace that
@@ -58,15 +72,25 @@ const (
 	KeyNotInPinsFile = "not_in_pins_file" // the pins file does not allow it: import refuses
 	KeySiteResigned  = "site_resigned"    // re-signed by the site; the namespace has no publisher key to compare
 	KeyUnknown       = "unknown"          // the offline side's keys are unknown (verify without --against), or the signature is not checked here
+	KeyStation       = "new_station"      // new, approved by a transfer station's signed approval
+	KeyRetired       = "retired"          // the store retired the key for the namespace: import refuses a new signature by it
+	KeyRevoked       = "revoked"          // the store has seen the key's revocation: import refuses a new or later signature by it
 )
 
 // Refused reports whether status makes an import refuse the provider.
-func Refused(status string) bool { return status == KeyRefused || status == KeyNotInPinsFile }
+func Refused(status string) bool {
+	switch status {
+	case KeyRefused, KeyNotInPinsFile, KeyRetired, KeyRevoked:
+		return true
+	}
+	return false
+}
 
 // KeyDecision is what the pins say about one provider version of a bundle.
 type KeyDecision struct {
 	Provider  string // "host/namespace/type version"
 	Key       string // dist.ProviderVersion.Key
+	Version   dist.ProviderVersion
 	Namespace string // dist.NamespaceKey
 	Trust     string
 	Signer    verify.Signer
@@ -90,6 +114,16 @@ type KeyReview struct {
 	Unknown map[string]bool
 	Pins    *PinsFile // the site's pins file, or nil
 	Accept  []string  // fingerprints given to --accept-publisher-key
+	// Station are the publisher keys the bundle's valid station approvals
+	// accept; StationOnly makes them the only approval of a new key
+	// (import.hcl: publisher_key_approvals = "station").
+	Station     []approval.PublisherKey
+	StationOnly bool
+	// Served is the signature the store serves for each provider version
+	// it has (by dist.ProviderVersion.Key), and Revoked the revocations it
+	// has seen: a retired or revoked key signs nothing new.
+	Served  map[string]verify.Digest
+	Revoked map[string]*RevokedKey
 	Bundle  verify.Digest
 	Now     time.Time
 }
@@ -106,7 +140,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) [
 	added := map[string]*dist.NamespaceKeys{}
 	out := make([]KeyDecision, 0, len(m.Catalog.Providers))
 	for _, p := range m.Catalog.Providers {
-		d := KeyDecision{Provider: p.String(), Key: p.Key(), Namespace: p.NamespaceKey(), Trust: bundle.Trust(p)}
+		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: bundle.Trust(p)}
 		f := checked.Facts(p.Key())
 		if f == nil {
 			d.Status, d.Note = KeyUnknown, "its SHA256SUMS signature is not in this delta bundle: import checks it"
@@ -126,6 +160,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) [
 			}
 		}
 		kr.decide(&d, known, declared[d.Namespace+" "+f.Signer.Fingerprint])
+		kr.signsNothingNew(&d, known)
 		if d.Pin != nil {
 			if added[d.Namespace] == nil {
 				added[d.Namespace] = &dist.NamespaceKeys{Namespace: d.Namespace}
@@ -168,10 +203,13 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	}
 	approved := func() bool {
 		switch {
-		case isDeclared:
+		case kr.stationApproves(d.Namespace, fp):
+			d.Status, d.Note = KeyStation, "approved at the transfer station (a signed approval of this bundle)"
+			pin(dist.PinStation)
+		case isDeclared && !kr.StationOnly:
 			d.Status, d.Note = KeyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
 			pin(dist.PinDeclared)
-		case kr.accepts(fp):
+		case kr.accepts(fp) && !kr.StationOnly:
 			d.Status, d.Note = KeyAccepted, "approved with --accept-publisher-key"
 			pin(dist.PinOperator)
 		default:
@@ -183,6 +221,8 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 		switch {
 		case dist.SiteKeyed(d.Trust):
 			d.Status, d.Note = KeySiteResigned, "re-signed by the site key; whether the store has a publisher key for the namespace is not known here"
+		case kr.stationApproves(d.Namespace, fp):
+			d.Status, d.Note = KeyStation, "approved at the transfer station (a signed approval of this bundle)"
 		case isDeclared:
 			d.Status, d.Note = KeyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
 		default:
@@ -205,9 +245,49 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	case approved():
 	case dist.SiteKeyed(d.Trust):
 		d.Status, d.Note = KeyRefused, "a downgrade: the namespace's providers are signed by its publisher, this one only re-signed by the site key"
+	case isDeclared && kr.StationOnly:
+		d.Status, d.Note = KeyRefused, "a new key for a namespace that has another; the bundle declares it approved, but this store takes new publisher keys only from a transfer station's approval"
 	default:
 		d.Status, d.Note = KeyRefused, "a new key for a namespace that has another"
 	}
+}
+
+// stationApproves reports whether a station approval accepts fp for ns.
+func (kr *KeyReview) stationApproves(ns, fp string) bool {
+	for _, k := range kr.Station {
+		if k.Namespace == ns && k.Fingerprint == fp {
+			return true
+		}
+	}
+	return false
+}
+
+// signsNothingNew refuses d when its key is revoked (seen by the store)
+// or retired for the namespace, and its signature is new to the store
+// (or, revoked, dated at or after the revocation).
+func (kr *KeyReview) signsNothingNew(d *KeyDecision, known *dist.NamespaceKeys) {
+	fp := d.Signer.Fingerprint
+	served := kr.Served != nil && kr.Served[d.Key] == d.Version.ShasumsSig
+	if r := kr.Revoked[fp]; r != nil && (!served || d.Facts == nil || !d.Facts.Created.Before(r.Revoked)) {
+		d.Status, d.Pin = KeyRevoked, nil
+		d.Note = fmt.Sprintf("the store has seen this key's revocation (%s, %s; from %s): it signs nothing new, whatever this bundle's copy of the key says",
+			r.Revoked.UTC().Format("2006-01-02"), orNoReason(r.Reason), r.Source)
+		return
+	}
+	if known == nil || served {
+		return
+	}
+	if k := known.Find(fp); k != nil && k.Retired != nil {
+		d.Status, d.Pin = KeyRetired, nil
+		d.Note = fmt.Sprintf("the store retired this key for the namespace on %s ('airgap keys retire'): it signs nothing new there", k.Retired.UTC().Format("2006-01-02"))
+	}
+}
+
+func orNoReason(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
 }
 
 func (kr *KeyReview) accepts(fp string) bool {
@@ -223,36 +303,36 @@ func (kr *KeyReview) accepts(fp string) bool {
 type KeyPins struct {
 	Pins   *PinsFile // nil: none
 	Accept []string  // --accept-publisher-key fingerprints
+	// Approvals is the store's approvals rule, if it has one: the
+	// publisher keys its valid approvals accept (it runs first).
+	Approvals *Approvals
+	// StationOnly: new keys are approved only by a station approval
+	// (import.hcl: publisher_key_approvals = "station").
+	StationOnly bool
 	// Decisions is what Check decided, for the import's report (set by
 	// Check; meaningful once the import has committed).
 	Decisions []KeyDecision
+	last      *KeyReview // what Check decided with (the forecast shows its history)
 }
 
-// Check implements Policy: it refuses a bundle with any provider whose key
-// is refused, naming each namespace with its old and new keys, and records
-// the keys the import accepts (and, once, the keys of the store's
-// namespaces that have no row yet).
+// Check implements Policy: it refuses every provider whose key is refused,
+// naming each namespace with its old and new keys, and records the keys
+// the import accepts (and, once, the keys of the store's namespaces that
+// have no row yet).
 func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
-	hist, seeded, err := History(in.Root, in.Index)
-	if err != nil {
-		return err
-	}
-	kr := &KeyReview{History: map[string]*dist.NamespaceKeys{}, Pins: kp.Pins, Accept: kp.Accept, Bundle: in.Bundle, Now: in.Now}
-	for i := range hist {
-		kr.History[hist[i].Namespace] = &hist[i]
-	}
+	kr := kp.review(in)
 	ds := kr.Evaluate(in.Manifest, in.Checked)
-	kp.Decisions = ds
+	kp.Decisions, kp.last = ds, kr
 	if err := unusedAccepts(kp.Accept, ds); err != nil {
-		return err
+		out.Refuse(err, Refusal{Rule: RulePublisherKey, Reason: firstLine(err.Error())})
 	}
-	if err := refusals(ds); err != nil {
-		return err
+	if rs, err := refusals(ds, kr.StationOnly); err != nil {
+		out.Refuse(err, rs...)
 	}
 	var pins []dist.KeyPin
 	var expiries []KeyDecision
 	for _, d := range ds {
-		if d.Status == KeyUnknown {
+		if d.Status == KeyUnknown && in.Root != "" {
 			return fmt.Errorf("provider %s: its SHA256SUMS signature was not checked, so its publisher key cannot be decided", d.Provider)
 		}
 		if d.Pin != nil {
@@ -261,16 +341,34 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 			expiries = append(expiries, d)
 		}
 	}
-	if len(pins) == 0 && !newerExpiry(hist, expiries) && (len(seeded) == 0 || imported(in.Index, in.Bundle)) {
+	if len(pins) == 0 && !newerExpiry(in.History, expiries) && (len(in.Seeded) == 0 || imported(in.Index, in.Bundle)) {
 		// Nothing new; the keys of a store that predates pins are
 		// recorded by the first import that changes the store (a bundle
 		// imported again changes nothing).
 		return nil
 	}
+	seeded := in.Seeded
 	out.Record(func(ix *Index) {
 		ix.PublisherKeys = mergePins(ix.PublisherKeys, seeded, ds)
 	})
 	return nil
+}
+
+// review is the KeyReview of in: the store's key history, revocations and
+// served signatures, and the approvals of this import.
+func (kp *KeyPins) review(in *PolicyInput) *KeyReview {
+	kr := &KeyReview{History: map[string]*dist.NamespaceKeys{}, Unknown: in.Unknown, Pins: kp.Pins, Accept: kp.Accept, StationOnly: kp.StationOnly,
+		Bundle: in.Bundle, Now: in.Now, Revoked: revokedByFingerprint(in.Index.RevokedKeys), Served: map[string]verify.Digest{}}
+	for i := range in.History {
+		kr.History[in.History[i].Namespace] = &in.History[i]
+	}
+	for _, p := range in.Index.Catalog.Providers {
+		kr.Served[p.Key()] = p.ShasumsSig
+	}
+	if kp.Approvals != nil {
+		kr.Station = kp.Approvals.PublisherKeys()
+	}
+	return kr
 }
 
 // imported reports whether the store's history has bundle.
@@ -292,25 +390,27 @@ func unusedAccepts(accept []string, ds []KeyDecision) error {
 			used = used || d.Signer.Fingerprint == fp
 		}
 		if !used {
-			return fmt.Errorf("%w: --accept-publisher-key %s: no provider of the bundle is signed by that key\nhint: 'airgap verify' lists each provider's key; give the fingerprint of the one to approve", ErrPublisherKey, fp)
+			return fmt.Errorf("%w: --accept-publisher-key %s: no provider of the bundle is signed by that key\nhint: 'airgap verify' lists each provider's key; give the fingerprint of the one to approve", ErrPublisherKey, verify.GroupFingerprint(fp))
 		}
 	}
 	return nil
 }
 
 // refusals is the error for every refused decision, one paragraph per
-// namespace and key, or nil.
-func refusals(ds []KeyDecision) error {
+// namespace and key, and a Refusal per provider version, or nil.
+func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 	type group struct {
 		d         KeyDecision
 		providers []string
 	}
 	var order []string
+	var rs []Refusal
 	groups := map[string]*group{}
 	for _, d := range ds {
 		if !Refused(d.Status) {
 			continue
 		}
+		rs = append(rs, providerRefusal(RulePublisherKey, d.Version, fmt.Sprintf("signed by %s: %s", describeKey(d.Signer.Fingerprint, d.Signer.Identity), d.Note)))
 		k := d.Namespace + " " + d.Signer.Fingerprint
 		if groups[k] == nil {
 			groups[k] = &group{d: d}
@@ -319,33 +419,60 @@ func refusals(ds []KeyDecision) error {
 		groups[k].providers = append(groups[k].providers, d.Provider)
 	}
 	if len(order) == 0 {
-		return nil
+		return nil, nil
 	}
 	var b strings.Builder
-	fps := []string{}
+	var fps []string
+	hint := ""
 	for i, k := range order {
 		g := groups[k]
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "namespace %s: %s signed by %s, new for the namespace (%s)\n  the store has accepted: %s",
-			g.d.Namespace, strings.Join(g.providers, ", "), describeKey(g.d.Signer.Fingerprint, g.d.Signer.Identity), g.d.Note, describePins(g.d.Known))
-		fps = append(fps, g.d.Signer.Fingerprint)
+		what := "new for the namespace"
+		switch g.d.Status {
+		case KeyRetired:
+			what = "retired for the namespace"
+		case KeyRevoked:
+			what = "revoked"
+		}
+		fmt.Fprintf(&b, "namespace %s: %s signed by %s, %s (%s)\n  the store has accepted: %s",
+			g.d.Namespace, listProviders(g.providers), describeKey(g.d.Signer.Fingerprint, g.d.Signer.Identity), what, g.d.Note, describePins(g.d.Known))
+		switch g.d.Status {
+		case KeyRefused:
+			fps = append(fps, verify.GroupFingerprint(g.d.Signer.Fingerprint))
+		case KeyNotInPinsFile:
+			hint = "the site's pins file does not allow this key: if the publisher really changed its key, add the new fingerprint to the pins file"
+		case KeyRetired, KeyRevoked:
+			if hint == "" {
+				hint = "a retired or revoked key signs nothing new: ask the publisher for versions signed by its current key, and export those"
+			}
+		}
 	}
-	hint := "check the new fingerprint with the publisher itself (not with the bundle); if it is theirs, import again with --accept-publisher-key " +
-		strings.Join(fps, " --accept-publisher-key ") + ", or have the bundle exported with --accept-new-publisher-key; if not, do not import this bundle"
-	if groups[order[0]].d.Status == KeyNotInPinsFile {
-		hint = "the site's pins file does not allow this key: if the publisher really changed its key, add the new fingerprint to the pins file"
+	if len(fps) > 0 {
+		approve := fmt.Sprintf("import again with --accept-publisher-key '%s', or have the bundle exported with --accept-new-publisher-key", strings.Join(fps, "' --accept-publisher-key '"))
+		if stationOnly {
+			approve = fmt.Sprintf("approve it at the transfer station ('airgap approve --key STATION.key.asc --accept-publisher-key '%s' BUNDLE'; this store takes new publisher keys only from there)", strings.Join(fps, "' --accept-publisher-key '"))
+		}
+		hint = "check the new fingerprint with the publisher itself (not with the bundle); if it is theirs, " + approve + "; if not, do not import this bundle"
 	}
-	return fmt.Errorf("%w:\n%s\nhint: %s", ErrPublisherKey, dist.PrintableLines(b.String()), hint)
+	return rs, fmt.Errorf("%w:\n%s\nhint: %s", ErrPublisherKey, dist.PrintableLines(b.String()), hint)
+}
+
+// listProviders names at most maxListed providers.
+func listProviders(ps []string) string {
+	if len(ps) <= maxListed {
+		return strings.Join(ps, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ps[:maxListed], ", "), len(ps)-maxListed)
 }
 
 // describeKey names a key for messages: fingerprint and identity.
 func describeKey(fp, identity string) string {
 	if identity == "" {
-		return "key " + fp
+		return "key " + verify.GroupFingerprint(fp)
 	}
-	return fmt.Sprintf("key %s (%s)", fp, dist.Printable(identity))
+	return fmt.Sprintf("key %s (%s)", verify.GroupFingerprint(fp), dist.Printable(identity))
 }
 
 func describePins(ks []dist.KeyPin) string {
@@ -354,7 +481,11 @@ func describePins(ks []dist.KeyPin) string {
 	}
 	var parts []string
 	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s since %s (%s)", describeKey(k.Fingerprint, k.Identity), k.Accepted.UTC().Format("2006-01-02"), strings.ReplaceAll(k.How, "_", " ")))
+		line := fmt.Sprintf("%s since %s (%s)", describeKey(k.Fingerprint, k.Identity), k.Accepted.UTC().Format("2006-01-02"), strings.ReplaceAll(k.How, "_", " "))
+		if k.Retired != nil {
+			line += ", retired " + k.Retired.UTC().Format("2006-01-02")
+		}
+		parts = append(parts, line)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -94,8 +94,8 @@ func TestPublisherKeyPins(t *testing.T) {
 	if !errors.Is(err, store.ErrPublisherKey) {
 		t.Fatalf("a new key for a pinned namespace: %v", err)
 	}
-	for _, s := range []string{"registry.terraform.io/hashicorp", verify.Fingerprint(rotated), "rotated publisher", verify.Fingerprint(old),
-		"publisher@example.test", "--accept-publisher-key " + verify.Fingerprint(rotated), "the store was not changed"} {
+	for _, s := range []string{"registry.terraform.io/hashicorp", verify.GroupFingerprint(verify.Fingerprint(rotated)), "rotated publisher", verify.GroupFingerprint(verify.Fingerprint(old)),
+		"publisher@example.test", "--accept-publisher-key '" + verify.GroupFingerprint(verify.Fingerprint(rotated)) + "'", "the store was not changed"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("the refusal lacks %q:\n%v", s, err)
 		}
@@ -327,10 +327,19 @@ func FuzzParsePinsFile(f *testing.F) {
 func FuzzParseAgainst(f *testing.F) {
 	f.Add([]byte(`{"format":2,"catalog":{"providers":[{"host":"registry.terraform.io","namespace":"hashicorp","type":"random","version":"3.6.0","shasums_name":"terraform-provider-random_3.6.0_SHA256SUMS","shasums":"sha256:` + strings.Repeat("a", 64) + `","shasums_signature":"sha256:` + strings.Repeat("b", 64) + `","signing_keys":[],"packages":[{"os":"linux","arch":"amd64","filename":"terraform-provider-random_3.6.0_linux_amd64.zip","digest":"sha256:` + strings.Repeat("c", 64) + `","size":1,"h1":"h1:` + strings.Repeat("A", 43) + `="}]}],"modules":[]},"imports":[],"publisher_keys":[{"namespace":"registry.terraform.io/hashicorp","keys":[{"fingerprint":"` + strings.Repeat("A", 40) + `","key_id":"X","tier":"publisher_signed","accepted":"2026-01-01T00:00:00Z","how":"first_use"}]}],"withdrawn":[{"kind":"provider","addr":"registry.terraform.io/hashicorp/random","version":"3.5.0","reason":"r","bundle":"sha256:` + strings.Repeat("d", 64) + `","signer":{"key_id":"","fingerprint":""},"time":"2026-01-01T00:00:00Z"}],"blobs":[]}`))
 	f.Add([]byte(`{"format":1,"catalog":{"providers":null,"modules":null}}`))
+	f.Add([]byte(`{"format":3,"policy":{"file":"import.hcl","require_gates":["modules:trivy"],"require_publisher_signatures":true,"publisher_key_approvals":"anywhere",` +
+		`"publisher_pins":{"file":"pins.hcl","unlisted":"refuse","namespaces":[{"namespace":"registry.terraform.io/hashicorp","keys":["` + strings.Repeat("A", 40) + `"]}]}},` +
+		`"revoked_keys":[{"fingerprint":"` + strings.Repeat("B", 40) + `","key_id":"X","revoked":"2026-01-01T00:00:00Z","recorded":"2026-01-01T00:00:00Z","source":"s"}],"signers":{"x":{"fingerprint":"F"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := store.ParseAgainst(bytes.NewReader(data))
 		if err != nil {
 			return
+		}
+		// The policy it accepted builds the import's rules.
+		if a.Policy != nil {
+			if _, err := a.Policy.Rules(store.Extra{}); err != nil && !strings.Contains(err.Error(), "--") {
+				t.Fatalf("an accepted policy builds no rules: %v", err)
+			}
 		}
 		// What it accepted is well-formed: a review against it cannot
 		// print a name that forges a line.
@@ -358,10 +367,17 @@ func TestReadAgainstLimits(t *testing.T) {
 		t.Errorf("an inventory over the limit: %v after %v", err, time.Since(start))
 	}
 	for name, doc := range map[string]string{
-		"trailing": `{"format":2}{"format":2}`,
-		"format":   `{"format":9}`,
-		"names":    `{"format":2,"catalog":{"providers":[{"host":"x","namespace":"\u001b[2J","type":"t","version":"1.0.0"}]}}`,
-		"keys":     `{"format":2,"publisher_keys":[{"namespace":"registry.terraform.io/a","keys":[{"fingerprint":"not hex"}]}]}`,
+		"trailing":  `{"format":2}{"format":2}`,
+		"format":    `{"format":9}`,
+		"names":     `{"format":2,"catalog":{"providers":[{"host":"x","namespace":"\u001b[2J","type":"t","version":"1.0.0"}]}}`,
+		"keys":      `{"format":2,"publisher_keys":[{"namespace":"registry.terraform.io/a","keys":[{"fingerprint":"not hex"}]}]}`,
+		"required":  `{"format":3,"policy":{"approvals":{"keyring":"k","required":99,"armor":""}}}`,
+		"keyring":   `{"format":3,"policy":{"approvals":{"keyring":"k","required":1,"armor":"not a key"}}}`,
+		"station":   `{"format":3,"policy":{"publisher_key_approvals":"station"}}`,
+		"approvals": `{"format":3,"policy":{"publisher_key_approvals":"laptop"}}`,
+		"gates":     `{"format":3,"policy":{"require_gates":["tools:x"]}}`,
+		"pins":      `{"format":3,"policy":{"publisher_pins":{"file":"p","unlisted":"refuse","namespaces":[{"namespace":"hashicorp","keys":["AB"]}]}}}`,
+		"revoked":   `{"format":3,"revoked_keys":[{"fingerprint":"\u001b[2J"}]}`,
 	} {
 		if _, err := store.ParseAgainst(strings.NewReader(doc)); err == nil {
 			t.Errorf("%s: accepted %s", name, doc)

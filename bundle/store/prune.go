@@ -47,6 +47,9 @@ type PruneResult struct {
 	Bytes      int64 `json:"bytes_freed"`
 	Stale      int   `json:"blobs_already_unreferenced"`
 	StaleBytes int64 `json:"bytes_already_unreferenced"`
+	// Deleted says of each blob counted in Blobs its size and what it was
+	// (the version and part; never nil).
+	Deleted []RemovedBlob `json:"blobs"`
 	// Unused says, with --unused-for, why each removed version was: when
 	// it was last imported and downloaded.
 	Unused []UnusedVersion `json:"unused,omitempty"`
@@ -127,7 +130,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}
-	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}}
+	res := &PruneResult{OK: true, DryRun: opt.DryRun, Removed: []string{}, Deleted: []RemovedBlob{}}
 	removed := func(key, entry string) {
 		res.Removed = append(res.Removed, entry)
 		if use != nil {
@@ -147,15 +150,20 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	if use != nil {
 		res.UsageSince = use.since.UTC().Format(time.RFC3339)
 	}
-	before := ix.Catalog.Blobs()
+	before, pruned, names := ix.Blobs(), ix.Catalog.DescribeBlobs(), blobNames(ix)
 	removeKeys(&ix.Catalog, drop)
 	// What the sweep below deletes: every blob the pruned catalog does not
 	// reference, those this prune frees and those unreferenced already.
-	plan := &GCResult{DryRun: true}
-	if err := sweep(root, ix, plan); err != nil {
+	plan := &GCResult{DryRun: true, Removed: []RemovedBlob{}}
+	if err := sweep(root, ix, plan, names); err != nil {
 		return nil, fmt.Errorf("listing the blobs: %w\nthe store was not changed", err)
 	}
-	res.Blobs, res.Bytes = len(plan.Blobs), plan.Bytes
+	res.Blobs, res.Bytes, res.Deleted = len(plan.Blobs), plan.Bytes, plan.Removed
+	for i, b := range res.Deleted {
+		if _, ok := before[b.Blob]; ok {
+			res.Deleted[i].What += " (pruned)"
+		}
+	}
 	for _, d := range plan.Blobs {
 		if _, ok := before[d]; !ok {
 			res.Stale++
@@ -168,6 +176,9 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 		return res, nil
 	}
 	if len(res.Removed) > 0 || res.Blobs > 0 {
+		// Should the sweep below be interrupted, gc names what is left.
+		noteUnreferenced(ix, pruned, " (pruned)")
+		tidyUnreferenced(root, ix)
 		ix.recordMaintenance(MaintenanceEntry{Action: "prune", Time: now, Policy: policy, Removed: res.Removed, BlobsRemoved: res.Blobs, BytesRemoved: res.Bytes})
 		if testHookPruneBeforeIndex != nil {
 			testHookPruneBeforeIndex()
@@ -178,7 +189,7 @@ func Prune(root string, opt PruneOptions) (*PruneResult, error) {
 	}
 	// Also finishes the sweep of an earlier, interrupted prune.
 	done := &GCResult{}
-	if err := sweep(root, ix, done); err != nil {
+	if err := sweep(root, ix, done, names); err != nil {
 		return res, fmt.Errorf("%w\nthe versions were removed from the catalog and %d of %d blob(s) deleted; run 'airgap gc --store %s' to delete the rest", err, len(done.Blobs), res.Blobs, root)
 	}
 	return res, nil
@@ -308,6 +319,7 @@ func (r *PruneResult) WriteText(out io.Writer) {
 	if r.UsageSince != "" {
 		fmt.Fprintf(&w, "(downloads through airgap serve counted since %s)\n", r.UsageSince)
 	}
+	writeRemoved(&w, verb, r.Deleted)
 	fmt.Fprintf(&w, "%s %d version(s); %d blob(s), %s freed", verb, len(r.Removed), r.Blobs, human(r.Bytes))
 	if r.Stale > 0 {
 		fmt.Fprintf(&w, " (%d of them, %s, no version referenced already: left by a withdrawal or an interrupted prune)", r.Stale, human(r.StaleBytes))
@@ -323,5 +335,6 @@ func (r *GCResult) WriteText(out io.Writer) {
 	if r.DryRun {
 		verb = "would remove"
 	}
+	writeRemoved(&w, verb, r.Removed)
 	fmt.Fprintf(&w, "%s %d unreferenced blob(s) (%s) and %d temporary file(s) of interrupted runs (%s)\n", verb, len(r.Blobs), human(r.Bytes), r.Temps, human(r.TempBytes))
 }

@@ -29,18 +29,22 @@ const maxListed = 20
 // Provider versions the store already has are judged by the bundle as
 // well: the policy is about what this bundle brings in. It records nothing.
 func RequirePublisherSignatures() Policy {
-	return PolicyFunc(func(in *PolicyInput, _ *PolicyResult) error {
+	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
 		var bad []string
+		var rs []Refusal
 		for _, p := range in.Manifest.Catalog.Providers {
 			tier := p.Trust()
 			if tier == dist.TrustPublisher {
 				continue
 			}
 			line := fmt.Sprintf("%s: %s", p, dist.TrustLabel(tier))
+			why := dist.TrustLabel(tier) + ": no publisher signature, and the store requires one"
 			if p.MirrorHashesOnly {
 				line += " (from the network mirror " + p.Mirror + ")"
+				why += " (from the network mirror " + p.Mirror + ")"
 			}
 			bad = append(bad, dist.Printable(line))
+			rs = append(rs, providerRefusal(RulePublisherSignature, p, why))
 		}
 		if len(bad) == 0 {
 			return nil
@@ -50,7 +54,8 @@ func RequirePublisherSignatures() Policy {
 			more = fmt.Sprintf("\n  … and %d more", len(bad)-maxListed)
 			bad = bad[:maxListed]
 		}
-		return fmt.Errorf("%w: %d provider version(s) in the bundle carry no publisher signature:\n  %s%s\nhint: export them again where their origin registries can be reached (without --trust-mirror-hashes), or import this bundle without --require-publisher-signatures if the site accepts them",
-			ErrNoPublisherSignature, n, strings.Join(bad, "\n  "), more)
+		out.Refuse(fmt.Errorf("%w: %d provider version(s) in the bundle carry no publisher signature:\n  %s%s\nhint: export them again where their origin registries can be reached (without --trust-mirror-hashes), or import this bundle without --require-publisher-signatures (and without require_publisher_signatures in %s) if the site accepts them",
+			ErrNoPublisherSignature, n, strings.Join(bad, "\n  "), more, ImportConfigName), rs...)
+		return nil
 	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -30,10 +34,17 @@ const MaxInventorySize = 256 << 20
 // is refused before it is read.
 type Against struct {
 	Path          string
+	Digest        verify.Digest // sha256 of the file (an approval records it)
 	Format        int
 	Catalog       dist.Catalog // providers without their signing keys
 	Withdrawn     []Withdrawn
 	PublisherKeys []dist.NamespaceKeys
+	// Policy is the store's import policy (nil: an inventory printed by
+	// an airgap that did not carry it, whose forecast applies no policy
+	// beyond withdrawals, conflicts and pins, and says so).
+	Policy      *StorePolicy
+	Signers     []VersionSigner
+	RevokedKeys []RevokedKey
 }
 
 // againstProvider is dist.ProviderVersion without its signing keys.
@@ -59,11 +70,12 @@ func ReadAgainst(path string) (*Against, error) {
 	if fi, err := f.Stat(); err == nil && fi.Size() > MaxInventorySize {
 		return nil, fmt.Errorf("--against %s: %d bytes, over the %d-byte limit of an inventory", path, fi.Size(), MaxInventorySize)
 	}
-	a, err := ParseAgainst(f)
+	h := sha256.New()
+	a, err := ParseAgainst(io.TeeReader(f, h))
 	if err != nil {
 		return nil, fmt.Errorf("--against %s: %w\nhint: --against takes what 'airgap inventory --store DIR --json' printed on the offline side", path, err)
 	}
-	a.Path = path
+	a.Path, a.Digest = path, verify.FromHash(h)
 	return a, nil
 }
 
@@ -114,6 +126,12 @@ func ParseAgainst(r io.Reader) (*Against, error) {
 			return js.Decode(&a.Withdrawn)
 		case "publisher_keys":
 			return js.Decode(&a.PublisherKeys)
+		case "policy":
+			return js.Decode(&a.Policy)
+		case "signers":
+			return js.Decode(&a.Signers)
+		case "revoked_keys":
+			return js.Decode(&a.RevokedKeys)
 		}
 		return js.Skip()
 	})
@@ -153,6 +171,16 @@ func (a *Against) validate() error {
 			}
 		}
 	}
+	for _, r := range a.RevokedKeys {
+		if fp, err := verify.ParseFingerprint(r.Fingerprint); err != nil || fp != r.Fingerprint {
+			return fmt.Errorf("its revoked keys: %q is not a fingerprint", dist.Printable(r.Fingerprint))
+		}
+	}
+	if a.Policy != nil {
+		if err := a.Policy.load(); err != nil {
+			return fmt.Errorf("its import policy: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -178,32 +206,51 @@ type ReviewOptions struct {
 	Against *Against  // the store's inventory, or nil
 	Pins    *PinsFile // the site's pins file, or nil
 	Now     time.Time
+	// What an import would also be given, for the forecast: its flags
+	// (Extra.Pins is Pins), the approval files that come with the bundle,
+	// an approval being made ('airgap approve') and the site keys.
+	Extra     Extra
+	Approvals []approval.File
+	Pending   *approval.Statement
+	SiteKeys  openpgp.EntityList
 }
 
 // Review adds to a checked report (bundle.Check) what the offline side
-// will make of the bundle: each provider's publisher-key status (the
-// decision the import's KeyPins policy will take, from the same facts),
-// the keys per namespace, and, with an inventory, the difference the
-// import makes and what it would refuse. What needs a person's look
-// becomes an attention item.
-func Review(rep *bundle.Report, opt ReviewOptions) {
+// will make of the bundle: each provider's publisher-key status, the keys
+// per namespace, and, with an inventory, the import's forecast (Forecast:
+// the import's own rules over the inventory, whose key decisions are the
+// statuses shown) and the difference the import makes. What needs a
+// person's look becomes an attention item.
+func Review(rep *bundle.Report, opt ReviewOptions) error {
 	m := rep.Manifest()
 	if m == nil || rep.Checks == nil {
-		return
+		return nil
 	}
-	kr := &KeyReview{Pins: opt.Pins, Now: opt.Now, Bundle: verify.Digest(rep.Bundle)}
+	var ds []KeyDecision
+	var kr *KeyReview
+	var refused []Refusal
 	if opt.Against != nil {
-		kr.History, kr.Unknown = opt.Against.history()
+		fc, err := forecast(rep, opt)
+		if err != nil {
+			return err
+		}
+		ds, kr, refused = fc.keys.Decisions, fc.keys.last, fc.refusals
+	} else {
+		kr = &KeyReview{Pins: opt.Pins, Now: opt.Now, Bundle: verify.Digest(rep.Bundle), Accept: opt.Extra.Accept}
+		if opt.Pending != nil {
+			kr.Station = opt.Pending.PublisherKeys
+		}
+		ds = kr.Evaluate(m, rep.Checks)
 	}
-	ds := kr.Evaluate(m, rep.Checks)
 	for i, d := range ds {
 		rep.Providers[i].KeyStatus, rep.Providers[i].KeyNote = d.Status, d.Note
 	}
 	rep.PublisherKeys = namespaceReviews(ds, kr)
 	keyAttention(rep, ds)
 	if opt.Against != nil {
-		rep.Against = diff(rep, m, opt.Against)
+		rep.Against = diff(rep, m, opt.Against, refused)
 	}
+	return nil
 }
 
 // namespaceReviews groups the decisions by namespace and signing key.
@@ -248,12 +295,12 @@ func keyAttention(rep *bundle.Report, ds []KeyDecision) {
 		subject := d.Namespace + " " + d.Signer.Fingerprint
 		key := describeKey(d.Signer.Fingerprint, d.Signer.Identity)
 		switch d.Status {
-		case KeyRefused, KeyNotInPinsFile:
+		case KeyRefused, KeyNotInPinsFile, KeyRetired, KeyRevoked:
 			rep.AddAttention(bundle.AttentionKeyRefused, subject, fmt.Sprintf("import will refuse %s: %s, which signs it, is not accepted for %s (%s); the namespace has %s",
 				d.Provider, key, d.Namespace, d.Note, describePins(d.Known)))
 		case KeyFirstUse:
 			rep.AddAttention(bundle.AttentionNewKey, subject, fmt.Sprintf("%s is the first publisher key of %s: the import will pin it (trust on first use); check its fingerprint with the publisher", key, d.Namespace))
-		case KeyDeclared, KeyAccepted:
+		case KeyDeclared, KeyAccepted, KeyStation:
 			had := ""
 			if d.Known != nil {
 				had = "; the namespace has " + describePins(d.Known)
@@ -264,33 +311,32 @@ func keyAttention(rep *bundle.Report, ds []KeyDecision) {
 }
 
 func approvedBy(status string) string {
-	if status == KeyAccepted {
+	switch status {
+	case KeyAccepted:
 		return "--accept-publisher-key"
+	case KeyStation:
+		return "a transfer station's signed approval of this bundle"
 	}
 	return "the bundle's signed declaration (export --accept-new-publisher-key)"
 }
 
-// diff is the difference the bundle makes to the inventory's store.
-func diff(rep *bundle.Report, m *bundle.Manifest, a *Against) *bundle.Against {
+// diff is the difference the bundle makes to the inventory's store; an
+// entry the forecast refuses is listed as refused only, with every reason.
+func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal) *bundle.Against {
 	cat := &a.Catalog
 	out := &bundle.Against{Inventory: a.Path, StoreProviders: len(cat.Providers), StoreModules: len(cat.Modules)}
-	provs := make(map[string]*dist.ProviderVersion, len(cat.Providers))
-	for i := range cat.Providers {
-		provs[cat.Providers[i].Key()] = &cat.Providers[i]
+	provs, mods := versionMaps(cat)
+	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m), reasons: map[string][]Refusal{}}
+	for _, r := range refused {
+		if r.Kind != "" {
+			k := r.Kind + " " + dist.VersionKey(r.Address, r.Version)
+			d.reasons[k] = append(d.reasons[k], r)
+		}
 	}
-	mods := make(map[string]*dist.ModuleVersion, len(cat.Modules))
-	for i := range cat.Modules {
-		mods[cat.Modules[i].Key()] = &cat.Modules[i]
-	}
-	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m)}
 	for i, p := range m.Catalog.Providers {
 		item := bundle.DiffItem{Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version}
 		old := provs[p.Key()]
-		var conflict error
-		if old != nil {
-			conflict = (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}})
-		}
-		if st, refused := d.refused(item, "provider "+p.String(), p.Key(), conflict); refused {
+		if st, refused := d.refused(item, "provider "+p.String(), p.Key(), old == nil); refused {
 			rep.Providers[i].InStore = st
 			continue
 		}
@@ -299,11 +345,7 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against) *bundle.Against {
 	for i, mv := range m.Catalog.Modules {
 		item := bundle.DiffItem{Kind: dist.KindModule, Address: mv.Addr(), Version: mv.Version}
 		old := mods[mv.Key()]
-		var conflict error
-		if old != nil {
-			conflict = (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}})
-		}
-		if st, refused := d.refused(item, "module "+mv.String(), mv.Key(), conflict); refused {
+		if st, refused := d.refused(item, "module "+mv.String(), mv.Key(), old == nil); refused {
 			rep.Modules[i].InStore = st
 			continue
 		}
@@ -334,25 +376,41 @@ type differ struct {
 	rep       *bundle.Report
 	out       *bundle.Against
 	withdrawn map[string]*Withdrawn // the store's, not lifted by the bundle
+	reasons   map[string][]Refusal  // the forecast's, by kind and version key
 }
 
-// refused records a version the import would refuse — withdrawn in the
-// store, or different from the store's (conflict) — and says so in the
-// attention list; it returns the version's in_store status.
-func (d *differ) refused(item bundle.DiffItem, what, key string, conflict error) (string, bool) {
-	if w := d.withdrawn[key]; w != nil {
-		item.Note = fmt.Sprintf("the store withdrew it (%s); the import will refuse the bundle unless it reinstates it", w.Reason)
-		d.out.Refused = append(d.out.Refused, item)
-		d.rep.AddAttention(bundle.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+w.Reason)
+// refused records a version the import would refuse (by any rule of the
+// forecast), with every reason, and says so in the attention list when it
+// is withdrawn in the store or conflicts with it (a key refusal has its
+// own item); it returns the version's in_store status.
+func (d *differ) refused(item bundle.DiffItem, what, key string, isNew bool) (string, bool) {
+	rs := d.reasons[item.Kind+" "+key]
+	if len(rs) == 0 {
+		return "", false
+	}
+	var notes []string
+	for _, r := range rs {
+		notes = append(notes, strings.ReplaceAll(r.Rule, "_", " ")+": "+r.Reason)
+		switch r.Rule {
+		case RuleWithdrawn:
+			reason := r.Reason
+			if w := d.withdrawn[key]; w != nil {
+				reason = w.Reason
+			}
+			d.rep.AddAttention(bundle.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+reason)
+		case RuleConflict:
+			d.rep.AddAttention(bundle.AttentionConflict, what, "import will refuse the bundle: "+r.Reason)
+		}
+	}
+	item.Note = strings.Join(notes, "; ")
+	d.out.Refused = append(d.out.Refused, item)
+	switch {
+	case d.withdrawn[key] != nil:
 		return "withdrawn", true
+	case isNew:
+		return "new", true
 	}
-	if conflict != nil {
-		item.Note = conflict.Error()
-		d.out.Refused = append(d.out.Refused, item)
-		d.rep.AddAttention(bundle.AttentionConflict, what, "import will refuse the bundle: "+conflict.Error())
-		return "", true
-	}
-	return "", false
+	return "present", true
 }
 
 // provider files a provider version the import accepts: new, new

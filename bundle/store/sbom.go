@@ -65,7 +65,13 @@ func readBuildInfo(read func(verify.Digest, int64) ([]byte, error), d verify.Dig
 // readBlobLimited reads blob d of at most limit bytes and checks its
 // digest.
 func readBlobLimited(root string, d verify.Digest, limit int64) ([]byte, error) {
-	f, err := os.Open(BlobPath(root, d))
+	return readFileVerified(BlobPath(root, d), d, limit)
+}
+
+// readFileVerified reads the file at path, at most limit bytes, and checks
+// that its bytes are d.
+func readFileVerified(path string, d verify.Digest, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -33,9 +33,11 @@ func (w Withdrawn) Key() string { return dist.VersionKey(w.Addr, w.Version) }
 
 func (w Withdrawn) String() string { return w.Kind + " " + w.Addr + " " + w.Version }
 
-// checkWithdrawn refuses a bundle that carries a version the store has
-// withdrawn, unless the bundle itself reinstates it.
-func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
+// withdrawnRule refuses every version the bundle carries that the store
+// has withdrawn, unless the bundle itself reinstates it (one of
+// CatalogRules).
+func withdrawnRule(in *PolicyInput, out *PolicyResult) error {
+	ix, m := in.Index, in.Manifest
 	if len(ix.Withdrawn) == 0 {
 		return nil
 	}
@@ -45,33 +47,53 @@ func checkWithdrawn(ix *Index, m *bundle.Manifest) error {
 			lifted[k] = true
 		}
 	}
-	out := make(map[string]Withdrawn, len(ix.Withdrawn))
+	open := make(map[string]Withdrawn, len(ix.Withdrawn))
 	for _, w := range ix.Withdrawn {
 		if !lifted[w.Key()] {
-			out[w.Key()] = w
+			open[w.Key()] = w
 		}
 	}
-	refuse := func(what string, key string) error {
-		w, ok := out[key]
+	var rs []Refusal
+	var lines, hints []string
+	refuse := func(r Refusal, key string) {
+		w, ok := open[key]
 		if !ok {
-			return nil
+			return
 		}
-		return fmt.Errorf("%w: the bundle carries %s, which bundle %s (signed by %s) withdrew on %s: %s\n"+
-			"hint: the store keeps withdrawn versions out; if this version is safe again, export it with this block in the same manifest:\n%s",
-			ErrWithdrawn, what, w.Bundle.Short(), w.Signer.Fingerprint, w.Time.Format(time.RFC3339), dist.Printable(w.Reason), reinstateHint(w))
+		r.Reason = fmt.Sprintf("the store withdrew it: %s (bundle %s, signed by %s, on %s)", w.Reason, w.Bundle.Short(), verify.GroupFingerprint(w.Signer.Fingerprint), w.Time.Format(time.RFC3339))
+		rs = append(rs, r)
+		if len(lines) < maxListed {
+			lines = append(lines, fmt.Sprintf("%s, which bundle %s (signed by %s) withdrew on %s: %s",
+				r.Entry(), w.Bundle.Short(), verify.GroupFingerprint(w.Signer.Fingerprint), w.Time.Format(time.RFC3339), dist.Printable(w.Reason)))
+			hints = append(hints, reinstateHint(w))
+		}
 	}
 	for _, p := range m.Catalog.Providers {
-		if err := refuse("provider "+p.String(), p.Key()); err != nil {
-			return err
-		}
+		refuse(providerRefusal(RuleWithdrawn, p, ""), p.Key())
 	}
 	for _, mv := range m.Catalog.Modules {
-		if err := refuse("module "+mv.String(), mv.Key()); err != nil {
-			return err
-		}
+		refuse(moduleRefusal(RuleWithdrawn, mv, ""), mv.Key())
 	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if n := len(rs) - len(lines); n > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more", n))
+	}
+	block := "this block"
+	if len(hints) > 1 {
+		block = "these blocks"
+	}
+	out.Refuse(fmt.Errorf("%w: the bundle carries %s\n"+
+		"hint: the store keeps withdrawn versions out; if a version is safe again, export it with %s in the same manifest:\n%s"+
+		"or export without it ('airgap export --have' the store's inventory leaves withdrawn versions out of version constraints)",
+		ErrWithdrawn, strings.Join(lines, "\n  and "), block, strings.Join(hints, "\n")+"\n"), rs...)
 	return nil
 }
+
+// ReinstateHint is the manifest block that reinstates w (for hints:
+// indented, as an error's hint shows HCL).
+func ReinstateHint(w Withdrawn) string { return reinstateHint(w) }
 
 // reinstateHint is the manifest block that reinstates w.
 func reinstateHint(w Withdrawn) string {

@@ -30,34 +30,49 @@ type DeltaBase struct {
 	base    string
 	bundles []string
 	have    map[verify.Digest]bool
+	imports []store.ImportEntry // --have: the inventory's import history
 }
 
 // ReadDeltaBase reads the blobs of a previous bundle (since, which must be
-// signed by key) or of an offline store's inventory (have). Only the
-// previous bundle's manifest is read, not its blobs.
+// signed by key) or of an offline store's inventory (have: ReadHave).
+// Only the previous bundle's manifest is read, not its blobs.
 func ReadDeltaBase(since, have string, key *openpgp.Entity) (*DeltaBase, error) {
 	if since != "" {
 		return readSince(since, key)
 	}
+	ds, _, err := ReadHave(have)
+	return ds, err
+}
+
+// ReadHave reads an offline store's inventory ('airgap inventory --json'):
+// what a delta may omit (DeltaBase), and what the store withdrew and pins
+// (Offline).
+func ReadHave(have string) (*DeltaBase, *Offline, error) {
 	f, err := os.Open(have)
 	if err != nil {
-		return nil, fmt.Errorf("--have: %w", err)
+		return nil, nil, fmt.Errorf("--have: %w", err)
 	}
 	defer f.Close()
 	ds := &DeltaBase{have: map[verify.Digest]bool{}, base: "inventory"}
-	if err := ds.readHave(f); err != nil {
-		return nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
+	o := newOffline(have)
+	if err := ds.readHave(f, o); err != nil {
+		return nil, nil, fmt.Errorf("--have %s: not an 'airgap inventory --json' document: %w", have, err)
 	}
 	ds.Desc = fmt.Sprintf("the inventory %s (%d blobs)", filepath.Base(have), len(ds.have))
-	return ds, nil
+	return ds, o, nil
 }
 
 // readHave streams what --have needs of an inventory (within haveJSON):
-// its blob digests and the bundles its imports came from, one at a time;
-// the rest is skipped token by token.
-func (ds *DeltaBase) readHave(r io.Reader) error {
+// its blob digests and the bundles its imports came from (with when: an
+// export from a store compares them with its own, notOwnStore), one at a
+// time, and into o its withdrawals, publisher keys, revocations and how
+// new keys are approved; the rest is skipped token by token.
+func (ds *DeltaBase) readHave(r io.Reader, o *Offline) error {
 	js := haveJSON.Stream(r)
 	err := js.Object(func(key string) error {
+		if o.wants(key) {
+			return o.decode(key, js.Decode)
+		}
 		switch key {
 		case "blobs":
 			return js.Array(func() error {
@@ -70,17 +85,19 @@ func (ds *DeltaBase) readHave(r io.Reader) error {
 			})
 		case "imports":
 			return js.Array(func() error {
-				return js.Object(func(key string) error {
-					if key != "bundle" {
-						return js.Skip()
+				var e store.ImportEntry
+				err := js.Object(func(key string) error {
+					switch key {
+					case "bundle":
+						return js.Decode(&e.Bundle)
+					case "time":
+						return js.Decode(&e.Time)
 					}
-					var d verify.Digest
-					if err := js.Decode(&d); err != nil {
-						return err
-					}
-					ds.bundles = append(ds.bundles, string(d))
-					return nil
+					return js.Skip()
 				})
+				ds.bundles = append(ds.bundles, string(e.Bundle))
+				ds.imports = append(ds.imports, e)
+				return err
 			})
 		}
 		return js.Skip()

@@ -15,4 +15,10 @@ var (
 	// than an export follows (MaxModuleDepth, MaxDependencyModules,
 	// MaxDependencyProviders).
 	ErrDependencies = errors.New("too many module dependencies")
+	// ErrNotInStore: an export from a store asks for what the store does
+	// not hold.
+	ErrNotInStore = errors.New("not in the store")
+	// ErrHaveOwnStore: --have names the inventory of the store being
+	// exported from.
+	ErrHaveOwnStore = errors.New("pointless --have")
 )

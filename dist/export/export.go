@@ -71,6 +71,9 @@ type Options struct {
 	// bundle says why. NoDocs leaves every provider's docs out (docs.go).
 	MaxDocsSize int64
 	NoDocs      bool
+	// Offline is what the offline store's inventory (--have) says: the
+	// versions it withdrew are left out of version constraints (ReadHave).
+	Offline *Offline
 }
 
 // Progress is what an export is doing now; safe to read while it runs.
@@ -147,6 +150,9 @@ type Result struct {
 	// MirrorHashesOnly lists the provider versions carried with a network
 	// mirror's hashes only (mirror.go), with the mirror's URL.
 	MirrorHashesOnly []string
+	// LeftOut lists the versions a constraint matched that the offline
+	// store withdrew (Options.Offline), left out of the plan.
+	LeftOut []string
 	// BuildInfo is the Go build information of each package's plugin, by
 	// the package's digest (what the SBOM is made of).
 	BuildInfo map[verify.Digest]*goinfo.Info
@@ -177,6 +183,59 @@ type exporter struct {
 	// docsDown: hosts of docs repositories that could not be reached in
 	// this export, and why (fetchProviderDocs).
 	docsDown map[string]string
+	// chosenBy is where each version the plan carries was asked for
+	// (FILE:LINE:COL of its block, or why), by kind and version key.
+	chosenBy map[string]string
+}
+
+// chose records where the plan's version key (ADDRESS VERSION) was asked for.
+func (e *exporter) chose(kind, key, at, why string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.chosenBy == nil {
+		e.chosenBy = map[string]string{}
+	}
+	k := kind + " " + dist.VersionKey(strings.Fields(key)[0], strings.Fields(key)[1])
+	if _, ok := e.chosenBy[k]; ok {
+		return
+	}
+	if at == "" {
+		at = why
+	}
+	e.chosenBy[k] = at
+}
+
+// checkWithdrawCarried refuses a plan that carries a version the same
+// manifest withdraws (the bundle could not be written: dist
+// ValidateWithdrawals), naming the withdraw block and the block that
+// selects the version, FILE:LINE:COL, in a dry run too.
+func (e *exporter) checkWithdrawCarried(cat *dist.Catalog) error {
+	carried := map[string]bool{}
+	for _, p := range cat.Providers {
+		carried[dist.KindProvider+" "+p.Key()] = true
+	}
+	for _, m := range cat.Modules {
+		carried[dist.KindModule+" "+m.Key()] = true
+	}
+	var problems []string
+	for i, w := range e.req.Withdraw {
+		at := w.Addr
+		if i < len(e.req.WithdrawAt) && e.req.WithdrawAt[i] != "" {
+			at = e.req.WithdrawAt[i]
+		}
+		for _, v := range w.Versions {
+			k := w.Kind + " " + dist.VersionKey(w.Addr, v)
+			if !carried[k] {
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s: withdraw %q: %s %s is carried too: the block at %s selects it", at, w.Addr, w.Kind, v, e.chosenBy[k]))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: a bundle cannot carry what it withdraws:\n  %s\nhint: take the version out of the selecting block's versions (a constraint like \"~> 3.5, != 3.6.0\"), or out of the withdraw block; nothing was written",
+		ErrManifest, dist.PrintableLines(strings.Join(problems, "\n  ")))
 }
 
 type sumsEntry struct {
@@ -235,6 +294,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
+	if err := e.checkWithdrawCarried(cat); err != nil {
+		return nil, err
+	}
 	var gates []dist.Gate
 	if !opt.DryRun {
 		e.res.GateReports = opt.GateReports
@@ -411,6 +473,9 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 	if err != nil {
 		return nil, nil, err
 	}
+	if names, err = e.leaveOutWithdrawn(dist.KindProvider, r.Addr.String(), r.Why, r.Block, names, selector{r.Constraints, r.Latest, r.All}); err != nil {
+		return nil, nil, err
+	}
 	sel := selectVersions(names, r.Constraints, r.Latest, r.All)
 	if len(sel) == 0 {
 		return nil, nil, fmt.Errorf("provider %s (%s): no version matches %s; %s has: %s", r.Addr, r.Why, constraintString(r.Constraints), src.name(), listVersions(names))
@@ -445,6 +510,7 @@ func (e *exporter) planProvider(ctx context.Context, r *ProviderReq, seen map[st
 			return nil, nil, fmt.Errorf("provider %s %s: none of the requested platforms (%s) is published", r.Addr, ver, strings.Join(plats, ", "))
 		}
 		e.res.Plan = append(e.res.Plan, fmt.Sprintf("provider %s %s: %s%s", r.Addr, ver, strings.Join(have, " "), src.planNote()))
+		e.chose(dist.KindProvider, key, r.Block, r.Why)
 		e.res.Planned = append(e.res.Planned, PlanItem{Kind: "provider", Address: r.Addr.String(), Version: ver, Platforms: have, Why: r.Why, Source: src.planSource()})
 		e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindProvider, r.Addr.String(), ver, r.At, r.Why, r.Via))
 		for _, p := range have {
@@ -808,6 +874,7 @@ func (e *exporter) modules(ctx context.Context) ([]dist.ModuleVersion, []Provide
 				}
 				shown := dist.RedactSource(loc) // what the plan, the log and the bundle record
 				e.res.Plan = append(e.res.Plan, fmt.Sprintf("module %s %s: %s", r.Addr, ver, shown))
+				e.chose(dist.KindModule, r.Addr.String()+" "+ver, r.Block, r.Why)
 				e.res.Planned = append(e.res.Planned, PlanItem{Kind: "module", Address: r.Addr.String(), Version: ver, Source: shown, Why: r.Why})
 				e.res.reasons = append(e.res.reasons, e.reasonFor(dist.KindModule, r.Addr.String(), ver, r.At, r.Why, r.Via))
 				if e.opt.DryRun && e.req.NoDeps {
@@ -926,9 +993,11 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 		// its archive (into the cache) to read it.
 		e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", j.r.Addr, j.ver)
 	}
-	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc)
+	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc, j.r.Why)
 	if err != nil && j.r.Site != nil {
-		return fmt.Errorf("%w\nhint: %s", err, siteHint(j.r.Site, j.ver))
+		if hint := siteHint(j.r.Site, j.ver, err); hint != "" {
+			return fmt.Errorf("%w\nhint: %s", err, hint)
+		}
 	}
 	if err != nil {
 		return err
@@ -938,7 +1007,7 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 	if e.req.NoDeps {
 		return nil
 	}
-	j.deps, j.provs, err = e.scanModule(ctx, root, mv)
+	j.deps, j.provs, err = e.scanModule(ctx, root, mv, j.r.Why)
 	return err
 }
 
@@ -958,6 +1027,10 @@ func (e *exporter) moduleVersions(ctx context.Context, r ModuleReq) ([]string, e
 		if err != nil {
 			return nil, fmt.Errorf("module %s (%s): %w", r.Addr, r.Why, err)
 		}
+	}
+	vs, err := e.leaveOutWithdrawn(dist.KindModule, r.Addr.String(), r.Why, r.Block, vs, selector{r.Constraints, r.Latest, r.All})
+	if err != nil {
+		return nil, err
 	}
 	sel := selectVersions(vs, r.Constraints, r.Latest, r.All)
 	if len(sel) == 0 && r.Site != nil {
@@ -982,24 +1055,40 @@ func (e *exporter) moduleLocation(ctx context.Context, r ModuleReq, ver string) 
 	return loc, nil
 }
 
-// siteHint says what to do when a site module version cannot be fetched.
-func siteHint(s *SiteModule, ver string) string {
-	if ref := s.Refs[ver]; ref != "" {
+// siteHint says what to do when a site module version cannot be fetched,
+// by what went wrong: a ref the repository lacks, a repository git could
+// not clone, an archive that is not there; "" when the error says it
+// already (a limit, an unsafe archive).
+func siteHint(s *SiteModule, ver string, err error) string {
+	ref, src := s.Refs[ver], dist.RedactSource(s.Locations[ver])
+	switch {
+	case errors.Is(err, getter.ErrRefNotFound):
 		return fmt.Sprintf("%s publishes version %s from git ref %q; create that tag or branch in the repository, or set ref = \"…\" (it may use ${version}) in the module block", s.At, ver, ref)
+	case errors.Is(err, getter.ErrCloneFailed):
+		repo, _, _ := strings.Cut(src, "?ref=")
+		return fmt.Sprintf("%s publishes version %s from %s, which git could not clone: check the repository's URL in the block's source (is it there, is it spelled right?) and that this machine may read it (git's credential helper for https://, an ssh key for ssh://)", s.At, ver, repo)
+	case ref == "" && !errors.Is(err, getter.ErrArchiveLimit) && !errors.Is(err, getter.ErrUnsafeArchive):
+		return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, src)
 	}
-	return fmt.Sprintf("%s publishes version %s from %s; check that the archive is there, or fix source in the module block", s.At, ver, dist.RedactSource(s.Locations[ver]))
+	return ""
 }
 
-func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc string) (mv *dist.ModuleVersion, root, work string, err error) {
+// fetchModule fetches version ver of addr from loc; why (the request's
+// FILE:LINE, or "called by …") goes into its errors.
+func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, why string) (mv *dist.ModuleVersion, root, work string, err error) {
 	defer func() {
 		if err != nil && work != "" {
 			os.RemoveAll(work)
 		}
 	}()
 	what := fmt.Sprintf("module %s %s", addr, ver)
+	failed := what // in errors: what, and where it was asked for
+	if why != "" {
+		failed += " (" + why + ")"
+	}
 	src, err := getter.Parse(loc)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	work, err = moduleWorkDir(e.opt.CacheDir)
 	if err != nil {
@@ -1007,17 +1096,17 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	}
 	res, err := getter.FetchWith(ctx, src, work, e.getterOptions())
 	if errors.Is(err, registry.ErrTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: if the module archive really is this large, raise the limit with --max-module-size; nothing was written", failed, err)
 	}
 	if errors.Is(err, getter.ErrGitTooLarge) {
-		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w\nhint: a repository with a long history can be larger than its files; if this one really is, raise the limit with --max-git-size; nothing was written", failed, err)
 	}
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	vendored, err := e.vendor(ctx, what, work, res)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
 	f, err := os.Open(res.Archive)
 	if err != nil {
@@ -1037,7 +1126,7 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 	e.addBlob(d, n, dist.RoleModuleArchive, p)
 	zd, zn, err := e.moduleZip(p)
 	if err != nil {
-		return nil, "", work, fmt.Errorf("%s: making its zip: %w", what, err)
+		return nil, "", work, fmt.Errorf("%s: making its zip: %w", failed, err)
 	}
 	shown := dist.RedactSource(loc) // credentials in a source are not recorded (verify, inventory and the catalog page show it)
 	e.opt.Log("fetched %s from %s (%s)", what, shown, human(n))
@@ -1055,7 +1144,8 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc s
 
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
-func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion) ([]ModuleReq, []ProviderReq, error) {
+// why is where mv was asked for (for messages).
+func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion, why string) ([]ModuleReq, []ProviderReq, error) {
 	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
 	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
 	if err != nil {
@@ -1073,7 +1163,7 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 			continue
 		}
 		r := ModuleReq{Addr: addr, Latest: 1, Why: "called by " + mv.String()}
-		e.noteShorthand(mv, c.Source, addr)
+		e.noteShorthand(mv, why, c.Source, addr)
 		if c.VersionExpr != "" && c.Version == "" {
 			// Its callers decide (Terraform ≥ 1.15 const variables,
 			// OpenTofu's early evaluation): one export cannot.
@@ -1112,7 +1202,10 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 // registry.opentofu.org to OpenTofu, which this export does not carry
 // unless the manifest asks for it: offline, 'tofu init' would then ask the
 // appliance's registry.opentofu.org view for a module it does not have.
-func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dist.Module) {
+// why is where mv was asked for; an export --from a project has no
+// manifest to add the module to, so there the note names the project's
+// call and says that a manifest must name the module.
+func (e *exporter) noteShorthand(mv *dist.ModuleVersion, why, source string, addr dist.Module) {
 	if addr.Host != dist.DefaultRegistry || strings.Count(strings.SplitN(source, "//", 2)[0], "/") != 2 {
 		return
 	}
@@ -1127,7 +1220,15 @@ func (e *exporter) noteShorthand(mv *dist.ModuleVersion, source string, addr dis
 	}
 	if key := strings.ToLower(tofu.String()); !e.shorthand[key] {
 		e.shorthand[key] = true
-		e.opt.Log("note: module %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; for OpenTofu clients add module %q to the manifest", mv, dist.Printable(source), tofu.String())
+		what := "module " + mv.String()
+		todo := fmt.Sprintf("for OpenTofu clients add module %q to the manifest", tofu.String())
+		if e.req.From != "" {
+			if why != "" {
+				what += " (" + why + ")" // the project's call that brought it
+			}
+			todo = fmt.Sprintf("for OpenTofu clients export module %q too: --from %s reads the project's own module calls, so name it in a manifest (module %q {}) and export that as well", tofu.String(), e.req.From, tofu.String())
+		}
+		e.opt.Log("note: %s calls %s without a host: Terraform installs it from registry.terraform.io (exported), OpenTofu from registry.opentofu.org, which this export does not carry; %s", what, dist.Printable(source), todo)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/tfconfig"
+	"github.com/airgap/airgap/verify"
 )
 
 // PlanItem is one resolved provider or module version of an export plan
@@ -75,6 +76,9 @@ type Summary struct {
 	DocsMissing []string          `json:"docs_missing"`
 	Reinstate   []dist.Withdrawal `json:"reinstate"`
 	Warnings    []string          `json:"warnings"`
+	// LeftOut: versions a constraint matched that the offline store
+	// withdrew (--have), left out.
+	LeftOut []string `json:"left_out"`
 	// PublisherKeys: each key that signed SHA256SUMS, per namespace (not
 	// in a dry run, which downloads no SHA256SUMS).
 	PublisherKeys []PublisherKey `json:"publisher_keys"`
@@ -118,6 +122,7 @@ func (r *Result) Summarize(dryRun bool, elapsed time.Duration) *Summary {
 	s.MirrorHashesOnly = append([]string{}, r.MirrorHashesOnly...)
 	s.DocsMissing = append([]string{}, r.DocsMissing...)
 	sort.Strings(s.DocsMissing)
+	s.LeftOut = append([]string{}, r.LeftOut...)
 	s.Withdraw, s.Reinstate, s.PublisherKeys = []dist.Withdrawal{}, []dist.Withdrawal{}, []PublisherKey{}
 	s.Gates = []GateSummary{}
 	if m := r.Manifest; m != nil {
@@ -196,7 +201,7 @@ func (s *Summary) Text() string {
 		if k.Declared {
 			declared = "; declared new (--accept-new-publisher-key)"
 		}
-		fmt.Fprintf(&b, "  %s key %s %s (%s): %d provider versions%s\n", k.Namespace, k.Fingerprint, dist.Printable(k.Identity), k.Trust, len(k.Providers), declared)
+		fmt.Fprintf(&b, "  %s key %s %s (%s): %d provider versions%s\n", k.Namespace, verify.GroupFingerprint(k.Fingerprint), dist.Printable(k.Identity), k.Trust, len(k.Providers), declared)
 	}
 	for _, w := range s.Withdraw {
 		fmt.Fprintf(&b, "  withdraw %s %s %s: %s\n", dist.Printable(w.Kind), dist.Printable(w.Addr), dist.Printable(strings.Join(w.Versions, ", ")), dist.Printable(w.Reason))
@@ -214,6 +219,12 @@ func (s *Summary) Text() string {
 		fmt.Fprintf(&b, "provider versions carried without their documentation (%d):\n", len(s.DocsMissing))
 		for _, d := range s.DocsMissing {
 			fmt.Fprintf(&b, "  %s\n", dist.Printable(d))
+		}
+	}
+	if len(s.LeftOut) > 0 {
+		fmt.Fprintf(&b, "left out, withdrawn in the offline store (--have; a reinstate block in the manifest carries one again) (%d):\n", len(s.LeftOut))
+		for _, l := range s.LeftOut {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
 	if len(s.Gaps) > 0 {

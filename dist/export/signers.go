@@ -75,7 +75,7 @@ func signatures(m *bundle.Manifest, files map[verify.Digest]string, modTime, now
 		}
 		if !found {
 			return nil, time.Time{}, nil, fmt.Errorf("--accept-new-publisher-key %s: no provider of this export is signed by that key; its providers are signed by: %s\nhint: give the fingerprint of the key that signs the providers whose new key you approve; nothing was written",
-				fp, keyList(keys))
+				verify.GroupFingerprint(fp), keyList(keys))
 		}
 	}
 	bundle.SortPublisherKeys(decls)
@@ -105,7 +105,7 @@ func keyList(keys []PublisherKey) string {
 	}
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s: %s %s", k.Namespace, k.Fingerprint, dist.Printable(k.Identity)))
+		parts = append(parts, fmt.Sprintf("%s: %s %s", k.Namespace, verify.GroupFingerprint(k.Fingerprint), dist.Printable(k.Identity)))
 	}
 	return strings.Join(parts, "; ")
 }

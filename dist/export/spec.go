@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registry"
 	"github.com/airgap/airgap/dist/tfconfig"
 )
 
@@ -38,6 +39,16 @@ type Request struct {
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
 	Withdraw  []dist.Withdrawal
 	Reinstate []dist.Withdrawal
+	// WithdrawAt is where each withdraw block is (FILE:LINE:COL), by
+	// index of Withdraw ("" when not from a manifest).
+	WithdrawAt []string
+	// AllowDownloadHosts are the manifest's allow_download_hosts: hosts a
+	// proxy registry's answers may point downloads at besides the proxy
+	// (export's --allow-download-host adds to them).
+	AllowDownloadHosts []string
+	// From is the project directory of a request FromProject read ("" for
+	// a manifest), for messages: such a request has no manifest to add to.
+	From string
 	// Warnings found while reading the request (FromProject: variables in
 	// module sources not declared const); Run starts its warnings with them.
 	Warnings []string
@@ -46,6 +57,10 @@ type Request struct {
 	// (gate "NAME" {...} and waive "NAME" {...}; see gates.go).
 	Gates   []GateSpec
 	Waivers []Waiver
+	// PlatformsDefaulted: neither the manifest nor --platform named
+	// platforms, so Platforms is this machine's (an export from a store
+	// then takes every platform the store has).
+	PlatformsDefaulted bool
 }
 
 // ProviderReq asks for versions of one provider.
@@ -65,6 +80,8 @@ type ProviderReq struct {
 	Via []string
 	// Docs is the block's docs attribute (docs.go).
 	Docs DocsSetting
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 }
 
 // ModuleReq asks for versions of one registry module.
@@ -80,6 +97,8 @@ type ModuleReq struct {
 	// source): its versions and sources come from the block, not from a
 	// registry (sitemodule.go).
 	Site *SiteModule
+	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
+	Block string
 	// depth: 0 for a request of the manifest or project, n for a module
 	// that a module n-1 deep calls.
 	depth int
@@ -93,6 +112,10 @@ type specFile struct {
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
 	Gates     []specGate     `hcl:"gate,block"`
 	Waive     []specWaive    `hcl:"waive,block"`
+
+	// AllowDownloadHosts: further hosts a proxy registry's answers may
+	// point downloads at (registry.Client.AllowDownloadHosts).
+	AllowDownloadHosts []string `hcl:"allow_download_hosts,optional"`
 }
 
 // specWithdraw is a withdraw or reinstate block. The label is a provider
@@ -136,6 +159,11 @@ type specModule struct {
 // DefaultPlatform is this machine's os_arch.
 func DefaultPlatform() string { return runtime.GOOS + "_" + runtime.GOARCH }
 
+// rangeAt is FILE:LINE:COL of r.
+func rangeAt(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
 func rangeErr(r hcl.Range, format string, a ...any) error {
 	return fmt.Errorf("%s:%d:%d: %s", r.Filename, r.Start.Line, r.Start.Column, fmt.Sprintf(format, a...))
 }
@@ -168,6 +196,7 @@ func diagErr(diags hcl.Diagnostics) error {
 // there is, the gate and waive blocks commented out (TestHCLHintsParse
 // checks it parses as a manifest, and so do those blocks uncommented).
 const ManifestExample = `platforms = ["linux_amd64", "darwin_arm64"]
+allow_download_hosts = ["github.com"] # with a proxy registry: hosts its answers may send downloads to
 provider "hashicorp/random" {
   versions  = ">= 3.5, < 4.0" # or: latest = 2, or: all = true
   platforms = ["linux_amd64"] # instead of the top-level list
@@ -225,12 +254,17 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &sf); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path)}
+	req := &Request{Platforms: sf.Platforms, Base: filepath.Dir(path), AllowDownloadHosts: sf.AllowDownloadHosts}
+	for _, h := range sf.AllowDownloadHosts {
+		if err := registry.CheckDownloadHost(h); err != nil {
+			return nil, rangeErr(*attrRange(f.Body, "allow_download_hosts"), "allow_download_hosts: %v", err)
+		}
+	}
 	if len(cliPlatforms) > 0 {
 		req.Platforms = cliPlatforms
 	}
 	if len(req.Platforms) == 0 {
-		req.Platforms = []string{DefaultPlatform()}
+		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
 	}
 	if len(cliPlatforms) > 0 {
 		if err := checkPlatforms(cliPlatforms, nil); err != nil {
@@ -244,7 +278,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		if err != nil {
 			return nil, rangeErr(p.DefRange, "%v", err)
 		}
-		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line)}
+		pr := ProviderReq{Addr: addr, Latest: 1, Platforms: p.Platforms, Why: fmt.Sprintf("%s:%d", path, p.DefRange.Start.Line), Block: rangeAt(p.DefRange)}
 		if err := checkPlatforms(p.Platforms, &p.DefRange); err != nil {
 			return nil, err
 		}
@@ -286,6 +320,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 				return nil, rangeErr(b.DefRange, "%s %q: %v", l.what, b.Source, err)
 			}
 			*l.out = append(*l.out, w)
+			if l.what == "withdraw" {
+				req.WithdrawAt = append(req.WithdrawAt, rangeAt(b.DefRange))
+			}
 		}
 	}
 	if err := dist.ValidateWithdrawals(&dist.Catalog{}, req.Withdraw, req.Reinstate); err != nil {
@@ -305,7 +342,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 		return ModuleReq{}, rangeErr(m.DefRange, "module %q: not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)", m.Address)
 	}
 	at := fmt.Sprintf("%s:%d", path, m.DefRange.Start.Line)
-	mr := ModuleReq{Addr: addr, Latest: 1, Why: at}
+	mr := ModuleReq{Addr: addr, Latest: 1, Why: at, Block: rangeAt(m.DefRange)}
 	src, diags := m.From.Value(nil)
 	if diags.HasErrors() || !src.IsNull() {
 		// source is set (perhaps with ${version}, which needs the site
@@ -401,9 +438,9 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir}
+	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir, From: dir}
 	if len(req.Platforms) == 0 {
-		req.Platforms = []string{DefaultPlatform()}
+		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
 	}
 	byAddr := map[string]*ProviderReq{}
 	var order []string
@@ -470,10 +507,13 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 }
 
 // platformsRange is where the top-level platforms attribute is, for errors.
-func platformsRange(body hcl.Body) *hcl.Range {
+func platformsRange(body hcl.Body) *hcl.Range { return attrRange(body, "platforms") }
+
+// attrRange is where the top-level attribute name is, for errors.
+func attrRange(body hcl.Body, name string) *hcl.Range {
 	r := hcl.Range{Filename: body.MissingItemRange().Filename, Start: hcl.Pos{Line: 1, Column: 1}}
-	if sb, ok := body.(*hclsyntax.Body); ok && sb.Attributes["platforms"] != nil {
-		r = sb.Attributes["platforms"].SrcRange
+	if sb, ok := body.(*hclsyntax.Body); ok && sb.Attributes[name] != nil {
+		r = sb.Attributes[name].SrcRange
 	}
 	return &r
 }

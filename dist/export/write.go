@@ -30,6 +30,9 @@ type WriteOptions struct {
 	// whose providers each signs ('--accept-new-publisher-key').
 	AcceptKeys []string
 	Log        func(format string, a ...any)
+	// Offline (--have) flags keys the offline store will not take
+	// without an approval.
+	Offline *Offline
 }
 
 // WriteBundle writes res as a signed bundle (a delta if asked) through a
@@ -46,6 +49,10 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 		return nil, err
 	}
 	m.PublisherKeys, sum.PublisherKeys = decls, keys
+	for _, w := range opt.Offline.keyWarnings(keys) {
+		opt.Log("warning: %s", dist.Printable(w))
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	if err := res.addSBOM(); err != nil {
 		return nil, err
 	}

@@ -23,3 +23,18 @@ var ErrGitTooLarge = fmt.Errorf("%w: git repository too large", ErrArchiveLimit)
 // be reached: its name did not resolve, the connection failed or got no
 // answer in time. Another repository on that host will not fare better.
 var ErrUnreachable = errors.New("the repository's host could not be reached")
+
+// ErrRefNotFound: a git source's ref (tag, branch or commit) is not in the
+// repository, which was cloned.
+var ErrRefNotFound = errors.New("not found in the repository")
+
+// ErrCloneFailed: git could not clone a git source at all: the repository
+// is not there (a wrong URL), or not reachable, or refuses this machine's
+// credentials. Errors that wrap it keep git's own message as their text.
+var ErrCloneFailed = errors.New("git clone failed")
+
+// cloneError is a failed clone: git's message, marked ErrCloneFailed.
+type cloneError struct{ err error }
+
+func (e cloneError) Error() string   { return e.err.Error() }
+func (e cloneError) Unwrap() []error { return []error{e.err, ErrCloneFailed} }

@@ -330,7 +330,10 @@ func plainDir(dir, rel string) error {
 // out.
 func (g *gitRunner) clone(u, dir string) error {
 	if _, err := g.write("", "clone", "--quiet", "--no-checkout", "--", u, dir); err != nil {
-		return err
+		if errors.Is(err, ErrArchiveLimit) || g.ctx.Err() != nil {
+			return err // stopped by a bound or by Ctrl-C, not refused
+		}
+		return cloneError{err}
 	}
 	info := filepath.Join(dir, ".git", "info")
 	if err := os.MkdirAll(info, 0o755); err != nil {
@@ -459,7 +462,7 @@ func (g *gitRunner) resolve(dir, ref string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("ref %q: not found in the repository", ref)
+	return "", fmt.Errorf("ref %q: %w", ref, ErrRefNotFound)
 }
 
 func isHexCommit(s string) bool {

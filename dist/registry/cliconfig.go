@@ -363,6 +363,12 @@ func (cfg *CLIConfig) readHost(b *hcl.Block, at string) error {
 	disco := &url.URL{Scheme: "https", Host: host, Path: "/.well-known/terraform.json"}
 	for it := v.ElementIterator(); it.Next(); {
 		k, sv := it.Element()
+		if !sv.IsNull() && (sv.Type().IsObjectType() || sv.Type().IsMapType()) {
+			// An object service (login.v1: an OAuth client, as 'airgap
+			// client-config' writes for single sign-on): Terraform's
+			// 'login' reads it; export has no use for it.
+			continue
+		}
 		if sv.IsNull() || sv.Type() != cty.String {
 			return fmt.Errorf("%w: %s: host %q: service %s must be a URL string", ErrCLIConfig, at, host, k.AsString())
 		}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +39,13 @@ host "registry.terraform.io" {
   services = {
     "providers.v1" = "https://proxy.corp.example/api/tf/v1/providers"
     "modules.v1"   = "/v1/modules/"
+    "login.v1"     = {
+      client      = "terraform-cli"
+      grant_types = ["authz_code"]
+      authz       = "https://proxy.corp.example/oauth/authorization"
+      token       = "https://proxy.corp.example/oauth/token"
+      ports       = [10000, 10010]
+    }
   }
 }
 credentials "proxy.corp.example" {
@@ -78,6 +86,9 @@ provider_installation {
 	}
 	if got := hb.Services["modules.v1"].String(); got != "https://registry.terraform.io/v1/modules/" {
 		t.Errorf("a relative service URL resolves against the host: %s", got)
+	}
+	if _, ok := hb.Services["login.v1"]; ok || len(hb.Services) != 2 {
+		t.Errorf("an object service (login.v1, single sign-on) is kept: %v", hb.Services)
 	}
 	if !strings.HasSuffix(hb.At, ".terraformrc:2") {
 		t.Errorf("host block at %s", hb.At)
@@ -185,6 +196,32 @@ func TestHostBlockToken(t *testing.T) {
 	}
 	if err := c.CheckProxied("registry.opentofu.org", "x", "https://anywhere.example/a.zip"); err != nil {
 		t.Errorf("a host without a host block is not a proxy: %v", err)
+	}
+
+	// Hosts the user allows besides the proxy: by name (any port) or
+	// HOST:PORT (that port only), whatever the case; once per host, the
+	// Notice says so. No other host is let through.
+	var notices []string
+	c.Notice = func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) }
+	c.AllowDownloadHosts("GitHub.com", "git.example:8443")
+	for u, ok := range map[string]bool{
+		"git::https://github.com/a/b?ref=v1": true, "git@github.com:a/b.git": true, "https://GITHUB.COM:444/a.tgz": true,
+		"https://git.example:8443/a.tgz": true, "https://git.example/a.tgz": false, "https://evil.github.com/a": false,
+		"https://github.com.evil.example/a": false,
+	} {
+		if err := c.CheckProxied("registry.terraform.io", "module x", u); (err == nil) != ok {
+			t.Errorf("%s with github.com and git.example:8443 allowed: %v", u, err)
+		}
+	}
+	if len(notices) != 2 || !strings.Contains(notices[0]+notices[1], "allowed by --allow-download-host github.com") {
+		t.Errorf("notices: %q", notices)
+	}
+	for h, ok := range map[string]bool{"github.com": true, "git.example:8443": true, "10.0.0.1": true, "[::1]:443": true,
+		"": false, "https://github.com": false, "*.github.com": false, "github.com/x": false, "u@github.com": false,
+		"github.com:0": false, "github.com:65536": false, "git hub.com": false, "github.com\n": false} {
+		if err := CheckDownloadHost(h); (err == nil) != ok {
+			t.Errorf("CheckDownloadHost(%q): %v", h, err)
+		}
 	}
 }
 

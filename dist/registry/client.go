@@ -49,6 +49,9 @@ type Client struct {
 	// blocks are the CLI configuration's host blocks in use (UseHostBlock),
 	// by host: the proxies whose answers must stay on their own origins.
 	blocks map[string]hostBlock
+	// allowedHosts are further hosts the proxies' answers may point at
+	// (AllowDownloadHosts, proxy.go), and allowedSeen those noticed.
+	allowedHosts, allowedSeen map[string]bool
 }
 
 // hostBlock is a host whose services a CLI config host block gives: the

@@ -27,8 +27,9 @@ func FreePort(t testing.TB) int {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	lo, hi := ephemeralRange()
-	// Clear of the well-known and registered services below 10000.
-	spans := [][2]int{{10000, lo - 1}, {hi + 1, 65535}}
+	// Clear of the well-known and registered services below 10000, and of
+	// 10000-10010, where 'terraform login' listens for its code.
+	spans := [][2]int{{10011, lo - 1}, {hi + 1, 65535}}
 	total := 0
 	for _, s := range spans {
 		total += max(0, s[1]-s[0]+1)

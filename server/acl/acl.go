@@ -29,7 +29,28 @@ type File struct {
 	Tokens    []*Token
 	// AnonymousPatterns are the anonymous rule's patterns as written.
 	AnonymousPatterns []string
+	// Login is single sign-on through the site's identity provider (nil:
+	// none); Groups and Users give the people who sign in their rules,
+	// keyed by lower-cased name (login.go).
+	Login  *Login
+	Groups map[string]*Rules
+	Users  map[string]*Rules
+	// Revoked are tokens 'airgap token revoke' took out: kept (newest
+	// last, at most MaxRevoked) so that a revoked token's attempts are
+	// refused and logged under its name.
+	Revoked []*Revoked
 }
+
+// Revoked is a token that was revoked: its name and hash, and when.
+type Revoked struct {
+	Name    string
+	Hash    [sha256.Size]byte
+	Revoked time.Time
+}
+
+// MaxRevoked is how many revoked tokens a file keeps (the oldest are
+// dropped when a revocation would exceed it).
+const MaxRevoked = 1000
 
 // Token is one named token of the file. Its secret is not in the file.
 type Token struct {
@@ -111,6 +132,16 @@ func ValidName(name string) error {
 type hclFile struct {
 	Anonymous []hclAnonymous `hcl:"anonymous,block"`
 	Tokens    []hclToken     `hcl:"token,block"`
+	Login     []hclLogin     `hcl:"login,block"`
+	Groups    []hclRule      `hcl:"group,block"`
+	Users     []hclRule      `hcl:"user,block"`
+	Revoked   []hclRevoked   `hcl:"revoked,block"`
+}
+
+type hclRevoked struct {
+	Name    string `hcl:"name,label"`
+	SHA256  string `hcl:"sha256"`
+	Revoked string `hcl:"revoked"`
 }
 
 type hclAnonymous struct {
@@ -207,7 +238,52 @@ func Parse(src []byte, filename string) (*File, error) {
 		names[strings.ToLower(t.Name)], hashes[t.Hash] = true, t.Name
 		out.Tokens = append(out.Tokens, t)
 	}
+	if len(raw.Revoked) > maxTokens {
+		return nil, fmt.Errorf("%w: %s: %d revoked blocks (at most %d)", ErrSyntax, filename, len(raw.Revoked), maxTokens)
+	}
+	for i, hr := range raw.Revoked {
+		r, err := compileRevoked(hr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrSyntax, where(i, "revoked"), err)
+		}
+		if other, ok := hashes[r.Hash]; ok {
+			return nil, fmt.Errorf("%w: %s: revoked token %q has the sha256 of token %q", ErrSyntax, where(i, "revoked"), r.Name, other)
+		}
+		hashes[r.Hash] = r.Name
+		out.Revoked = append(out.Revoked, r)
+	}
+	if len(raw.Login) > 1 {
+		return nil, fmt.Errorf("%w: %s: more than one login block", ErrSyntax, where(1, "login"))
+	}
+	if len(raw.Login) == 1 {
+		l, err := compileLogin(raw.Login[0], filename)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+		}
+		out.Login = l
+	}
+	if err := compileLoginRules(out, raw.Groups, raw.Users, where); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
 	return out, nil
+}
+
+func compileRevoked(hr hclRevoked) (*Revoked, error) {
+	if !reName.MatchString(hr.Name) {
+		return nil, fmt.Errorf("revoked %q: not a token name", dist.Printable(hr.Name))
+	}
+	r := &Revoked{Name: hr.Name}
+	h, err := hex.DecodeString(hr.SHA256)
+	if err != nil || len(h) != sha256.Size || strings.ToLower(hr.SHA256) != hr.SHA256 {
+		return nil, fmt.Errorf("revoked %q: sha256 must be 64 lower-case hex digits", hr.Name)
+	}
+	copy(r.Hash[:], h)
+	tm, err := time.Parse(time.RFC3339, hr.Revoked)
+	if err != nil {
+		return nil, fmt.Errorf("revoked %q: revoked %q is not an RFC 3339 time", hr.Name, hr.Revoked)
+	}
+	r.Revoked = tm.UTC()
+	return r, nil
 }
 
 func compileToken(ht hclToken) (*Token, error) {

@@ -208,6 +208,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte("anonymous {\n allow = [\"**\"]\n}\n"))
 	f.Add([]byte("token \"a\" {\n sha256 = \"\"\n allow = []\n}\n"))
+	f.Add([]byte(loginSample))
+	f.Add([]byte("revoked \"a\" {\n sha256 = \"\"\n revoked = \"\"\n}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		af, err := Parse(src, "f.hcl")
 		if err != nil {
@@ -217,6 +219,13 @@ func FuzzParse(f *testing.F) {
 			if ValidName(tok.Name) != nil || tok.Rules == nil {
 				t.Fatalf("accepted token %+v", tok)
 			}
+		}
+		if l := af.Login; l != nil {
+			if CheckIssuer(l.Issuer) != nil || checkScopes(l.Scopes) != nil || l.TokenLifetime < time.Second || l.TokenLifetime > maxTokenLifetime || !printableName(l.ClientID) {
+				t.Fatalf("accepted login block %+v", l)
+			}
+		} else if len(af.Groups)+len(af.Users) > 0 {
+			t.Fatal("group or user blocks without a login block")
 		}
 	})
 }

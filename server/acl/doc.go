@@ -15,6 +15,25 @@
 //	  expires = "2027-02-22T22:31:07Z"
 //	}
 //
+// With single sign-on (login.go) the file also has a login block (the
+// site's OpenID Connect identity provider) and group and user blocks, the
+// rules of the people who sign in there:
+//
+//	login {
+//	  issuer    = "https://idp.site.example/realms/eng"
+//	  client_id = "airgap"
+//	}
+//	group "platform"           { allow = ["registry.terraform.io/hashicorp/*"] }
+//	user  "alice@site.example" { allow = ["site.example/net/**"] }
+//
+// A revoked token stays as a revoked block (its name and hash, when), so
+// that serve refuses it, and logs its attempts, under its name:
+//
+//	revoked "ci-network" {
+//	  sha256  = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//	  revoked = "2027-01-10T08:00:00Z"
+//	}
+//
 // Patterns name addresses as the catalog writes them, one glob per part:
 // HOST/NAMESPACE/TYPE for providers, HOST/NAMESPACE/NAME/SYSTEM for modules.
 // A part is matched with path.Match ('*', '?', '[a-z]'), case-insensitively
@@ -43,9 +62,12 @@
 // search on SHA-256, not a way to learn a token.
 //
 // Limits (the file is written by operators but read by a network service):
-// 4 MiB, 10,000 tokens, 256 patterns per rule, 512 bytes per pattern, token
-// names of 1–64 characters [A-Za-z0-9._-] starting with a letter or digit
-// ("anonymous" is reserved: it names anonymous access in logs).
+// 4 MiB, 10,000 tokens, 10,000 revoked blocks (the editor keeps the newest
+// 1,000), 10,000 group and user blocks, 256 patterns per rule, 512 bytes
+// per pattern, token names of 1–64 characters [A-Za-z0-9._-] starting with
+// a letter or digit ("anonymous" is reserved: it names anonymous access in
+// logs; login tokens are named "login~…", which no token of the file can
+// be).
 //
 // Like ssh with private keys, Load refuses a file that any other user may
 // read or write (mode & 0o077 != 0): the hashes are not secrets an attacker
@@ -53,5 +75,5 @@
 // let anyone grant themselves everything.
 //
 // The package does no HTTP; the server's enforcement is in package server
-// (auth.go, scope.go).
+// (auth.go, scope.go), and so is single sign-on (login.go).
 package acl

@@ -74,21 +74,47 @@ func AddToken(path, name string, allow []string, expires, now time.Time) (string
 	return secret, nil
 }
 
-// RemoveToken removes the token named name from the file.
-func RemoveToken(path, name string) error {
+// RemoveToken revokes the token named name now (RevokeToken).
+func RemoveToken(path, name string) error { return RevokeToken(path, name, time.Now()) }
+
+// RevokeToken takes the token named name out of the file and keeps its
+// name and hash in a revoked block, so that a running serve refuses it at
+// once and its later attempts are refused and logged under its name. The
+// file keeps the newest MaxRevoked revoked blocks; a name may be used for a
+// new token at once.
+func RevokeToken(path, name string, now time.Time) error {
 	return edit(path, false, func(wf *hclwrite.File, cur *File) error {
 		t := cur.Find(name)
 		if t == nil {
 			return fmt.Errorf("%w named %q in %s\nhint: 'airgap token list --access %s' lists them", ErrNoToken, name, path, path)
 		}
-		for _, b := range wf.Body().Blocks() {
+		body := wf.Body()
+		for _, b := range body.Blocks() {
 			if b.Type() == "token" && len(b.Labels()) == 1 && b.Labels()[0] == t.Name {
-				wf.Body().RemoveBlock(b)
+				body.RemoveBlock(b)
+				rb := body.AppendNewBlock("revoked", []string{t.Name}).Body()
+				rb.SetAttributeValue("sha256", cty.StringVal(hex.EncodeToString(t.Hash[:])))
+				rb.SetAttributeValue("revoked", cty.StringVal(now.UTC().Format(time.RFC3339)))
+				dropOldRevoked(body, len(cur.Revoked)+1)
 				return nil
 			}
 		}
 		return fmt.Errorf("%w named %q in %s", ErrNoToken, name, path)
 	})
+}
+
+// dropOldRevoked removes the first (oldest) revoked blocks beyond
+// MaxRevoked; n is how many the body holds.
+func dropOldRevoked(body *hclwrite.Body, n int) {
+	for _, b := range body.Blocks() {
+		if n <= MaxRevoked {
+			return
+		}
+		if b.Type() == "revoked" {
+			body.RemoveBlock(b)
+			n--
+		}
+	}
 }
 
 // SetAnonymous sets the anonymous rule to allow; an empty list removes it

@@ -126,6 +126,13 @@ func CompileRules(patterns []string) (*Rules, error) {
 	if len(patterns) > maxPatterns {
 		return nil, fmt.Errorf("%d patterns (at most %d per rule)", len(patterns), maxPatterns)
 	}
+	return CompileUnion(patterns)
+}
+
+// CompileUnion compiles the union of rules of a file (a person's groups and
+// user block, File.LoginRules): as CompileRules, without the count limit
+// of one rule (the file's limits bound it).
+func CompileUnion(patterns []string) (*Rules, error) {
 	r := &Rules{}
 	for _, s := range patterns {
 		p, err := ParsePattern(s)

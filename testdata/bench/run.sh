@@ -41,7 +41,9 @@ fi
 # Disk: at its peak the real site holds its fixture, airgap's download
 # cache, the bundle and one copy more (terraform's mirror, the cp floor,
 # the store, the tar floor: one at a time, each removed after use), 4.2x
-# SITE_BYTES (and the last provider version it rounds up to, < 1 GiB), plus
+# SITE_BYTES; the fixture is removed before the store is filled, which
+# then holds, with the cache and the bundle, one copy more (the bundle for
+# the next network, then its cp floor) (and the last provider version it rounds up to, < 1 GiB), plus
 # ~3 GiB for the rest. Checked before anything is built.
 TMP=${TMPDIR:-/tmp}
 need=$(( (SITE_BYTES > 0 ? (SITE_BYTES + (1<<30)) * 42 / 10 : 0) + (3<<30) ))
@@ -160,11 +162,35 @@ wait_https "$A/healthz" "$CA"; wait_https "$L/healthz" "$CA"; wait_https "$N/reg
 # request carries a token, answers carry URLs signed for it.
 BENCH_TOKEN=$("$AG" token create --access "$W/access.hcl" --name bench --allow '**' 2>/dev/null)
 AUTH="Authorization: Bearer $BENCH_TOKEN"
+# ... and single sign-on: a login token (what 'terraform login' stores) of a
+# person whose group may read everything, issued into the store's login
+# state as a sign-in would be (the IdP is never asked: what is measured is
+# the login token's cost on every request, against the access file's).
+cat >> "$W/access.hcl" <<HCL
+
+login {
+  issuer    = "https://idp.invalid/realms/bench"
+  client_id = "airgap"
+}
+
+group "bench" {
+  allow = ["**"]
+}
+HCL
+LOGIN_TOKEN=$("$BT" login-token -dir "$W/login" -store "$W/srv/store" -group bench)
+LAUTH="Authorization: Bearer $LOGIN_TOKEN"
 "$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18447 --tls files --cert "$CERT" --key "$KEY" --log-level warn \
   --access "$W/access.hcl" 2>"$W/serve-token.log" &
-PIDS+=($!)
+PIDS+=($!); T_PID=$!
 T=https://127.0.0.1:18447
-wait_https "$T/healthz" "$CA"
+# A replica of it that the login token is sent to (O), so that each
+# server's own CPU time per request can be compared (from /proc: what a
+# busy machine moves far less than throughput).
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18450 --tls files --cert "$CERT" --key "$KEY" --log-level warn \
+  --access "$W/access.hcl" 2>"$W/serve-login.log" &
+PIDS+=($!); O_PID=$!
+O=https://127.0.0.1:18450
+wait_https "$T/healthz" "$CA"; wait_https "$O/healthz" "$CA"
 
 # The same airgap with download counting off (usage = off): the baseline
 # of what counting costs a package download. A, L and T count (the
@@ -196,29 +222,45 @@ wait_https "$F/registry.terraform.io/hashicorp/random/index.json" "$CA"
 # servers taking turns (a different one first in each round), so that a
 # slow moment of the shared machine does not fall on one server only: A is
 # airgap at --log-level warn, L the same airgap as shipped (access lines
-# on), T airgap with a token (an access file), N nginx, F the net/http
-# floor.
+# on), T airgap with a token (an access file), O a replica of T asked with
+# a login token (single sign-on), N nginx, F the net/http floor. For T and
+# O also each server's own CPU time per request.
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TCK=$(getconf CLK_TCK)
+# us_per_req T0 T1: a server's CPU time between two cpu_ticks, per request
+# wrk completed (from $W/wrk.out).
+us_per_req() { awk -v t="$(($2 - $1))" -v hz="$TCK" '/requests in/ { printf "%.1f", t / hz * 1e6 / $1 }' "$W/wrk.out"; }
 trio() { # label airgap-path static-path
-  local order=(A L T N F) r i s url hdr
-  # The token server must answer 200 with the token and 401 without.
+  local order=(A L T O N F) r i s url hdr pid t0
+  # The token server must answer 200 with either token and 401 without.
   [ "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' -H "$AUTH" "$T$2")" = 200 ] || { echo "the token server refuses $2" >&2; exit 1; }
+  [ "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' -H "$LAUTH" "$O$2")" = 200 ] || { echo "the token server refuses $2 with the login token" >&2; exit 1; }
   [ "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$T$2")" = 401 ] || { echo "the token server answers $2 without a token" >&2; exit 1; }
   for s in "${order[@]}"; do : > "$W/trio.$s"; done
   for ((r = 0; r < ROUNDS; r++)); do
     for ((i = 0; i < ${#order[@]}; i++)); do
       s=${order[$(( (r + i) % ${#order[@]} ))]}
-      hdr=""
-      case $s in A) url="$A$2" ;; L) url="$L$2" ;; T) url="$T$2"; hdr=$AUTH ;; N) url="$N$3" ;; F) url="$F$3" ;; esac
-      DUR=$SDUR wrk_run "$url" "$hdr" >> "$W/trio.$s"
+      hdr="" pid=""
+      case $s in A) url="$A$2" ;; L) url="$L$2" ;; T) url="$T$2"; hdr=$AUTH; pid=$T_PID ;; O) url="$O$2"; hdr=$LAUTH; pid=$O_PID ;; N) url="$N$3" ;; F) url="$F$3" ;; esac
+      if [ -n "$pid" ]; then
+        t0=$(cpu_ticks "$pid")
+        DUR=$SDUR wrk_run "$url" "$hdr" > "$W/trio.run"
+        echo "$(cat "$W/trio.run") $(us_per_req "$t0" "$(cpu_ticks "$pid")")" >> "$W/trio.$s"
+      else
+        DUR=$SDUR wrk_run "$url" "$hdr" >> "$W/trio.$s"
+      fi
     done
   done
-  med() { cut -d' ' -f"$2" "$W/trio.$1" | median; } # server field(1 rps, 2 p99)
-  local ar ap lr lp tr tp nr np fr fp
-  ar=$(med A 1); ap=$(med A 2); lr=$(med L 1); lp=$(med L 2); tr=$(med T 1); tp=$(med T 2); nr=$(med N 1); np=$(med N 2); fr=$(med F 1); fp=$(med F 2)
+  med() { cut -d' ' -f"$2" "$W/trio.$1" | median; } # server field(1 rps, 2 p99, 3 CPU us/request)
+  local ar ap lr lp tr tp tc or op oc nr np fr fp
+  ar=$(med A 1); ap=$(med A 2); lr=$(med L 1); lp=$(med L 2); tr=$(med T 1); tp=$(med T 2); or=$(med O 1); op=$(med O 2); nr=$(med N 1); np=$(med N 2); fr=$(med F 1); fp=$(med F 2)
+  tc=$(med T 3); oc=$(med O 3)
   row "$1 req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$nr")" "$(ratio "$ar" "$nr")" ">= 0.9x"
   row "$1 p99 ms (lower is better)" "$ap" "$np" "$(ratio "$np" "$ap")" ">= 1.0x"
   row "  with an access file: req/s, p99 ms vs without" "$(printf '%.0f' "$tr") / $tp" "$(printf '%.0f' "$ar") / $ap" "$(ratio "$tr" "$ar")" ">= 0.95x"
+  row "  login token vs access-file token: req/s, p99" "$(printf '%.0f' "$or") / $op" "$(printf '%.0f' "$tr") / $tp" "$(ratio "$or" "$tr")" ">= 0.95x"
+  row "    serve CPU us/request (lower is better)" "$oc" "$tc" "$(ratio "$tc" "$oc")" ">= 0.95x"
   row "  net/http floor: req/s ratio, p99 ms" "$(printf '%.0f' "$fr") / $fp" "$(printf '%.0f' "$nr") / $np" "$(ratio "$fr" "$nr")" ""
   row "  airgap vs the net/http floor, req/s" "$(printf '%.0f' "$ar")" "$(printf '%.0f' "$fr") (floor)" "$(ratio "$ar" "$fr")" ">= 0.95x"
   row "  access lines on (default) vs warn, req/s, p99" "$(printf '%.0f' "$lr") / $lp" "$(printf '%.0f' "$ar") / $ap" "$(ratio "$lr" "$ar")" ">= 0.9x"
@@ -235,8 +277,6 @@ trio "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd
 # req/s and p99, the server's own CPU time per download (utime + stime
 # from /proc over the run, divided by the requests wrk completed), which a
 # busy machine moves far less than throughput.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TCK=$(getconf CLK_TCK)
 countpair() { # label path
   local r s url pid t0 t1 ar ap ac ur up uc
   : > "$W/pair.A"; : > "$W/pair.U"
@@ -330,8 +370,9 @@ if on site; then
 # every step at the gap, each against what the same bytes cost plainly,
 # measured in the same run: export (cold, against terraform providers
 # mirror; warm, against cp + sync of the cache's bytes), verify (against
-# sha256sum of the bundle) and import (against tar -x + sha256sum), with
-# airgap's default flags.
+# sha256sum of the bundle), import (against tar -x + sha256sum) and the
+# export from the store to the next network (against cp + sync of the
+# store's blobs), with airgap's default flags.
 echo "== 4: a real site (benchtool site: $((SITE_BYTES>>20)) MiB of provider packages and $SITE_MODULES modules)"
 "$BT" site -dir "$W/site" -cache "$CACHE" -bytes "$SITE_BYTES" -unpacked "$SITE_UNPACKED" -modules "$SITE_MODULES" > "$W/site.log" 2>&1 &
 SITEPID=$!; PIDS+=($SITEPID)
@@ -375,6 +416,11 @@ row "  warm re-export, wall s" "$t_warm" "$t_cp (cp+sync)" "$(ratio "$t_cp" "$t_
 zsize=$("$BT" zstdsize -dir "$W/zs" -bundle "$W/site.bundle" -key "$SK")
 row "  bundle bytes, auto (default) vs zstd" "$bsize" "$zsize (zstd)" "$(ratio "$zsize" "$bsize")" ">= 0.99x"
 
+# The exports are done: the stand-in registry and its files go (disk).
+kill "$SITEPID" 2>/dev/null || true
+wait "$SITEPID" 2>/dev/null || true
+rm -rf "$W/site"
+
 # verify: every check on (h1 unpacks every zip). Floor: sha256sum.
 sync
 /usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" verify --keyring "$SP" "$W/site.bundle" > "$W/site-verify.log" 2>&1 ||
@@ -390,12 +436,27 @@ sync
 /usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" import --keyring "$SP" --store "$W/site-store" "$W/site.bundle" > "$W/site-import.log" 2>&1 ||
   { cat "$W/site-import.log" >&2; exit 1; }
 read -r t_i m_i < "$W/time.out"
+
+# The next network: export --from-store of the store just filled (every
+# blob hashed from the store before a byte is written, then copied into the
+# bundle). Floor: cp of the store's blobs + sync.
+sync
+t0=$(now)
+"$AG" export --from-store "$W/site-store" --sign-key "$SK" --out "$W/site-next.bundle" --json > "$W/site-next.json" 2> "$W/site-next.log" ||
+  { cat "$W/site-next.log" >&2; exit 1; }
+t_fs=$(elapsed "$t0" "$(now)")
+t_fscheck=$(awk -F'"checked_ms":' 'NF > 1 { split($2, a, /[,}]/); printf "%.3f", a[1] / 1000 }' "$W/site-next.json")
+rm -f "$W/site-next.bundle"; sync
+t0=$(now); cp -r "$W/site-store/blobs" "$W/site-cp" && sync; t_cp2=$(elapsed "$t0" "$(now)")
+chmod -R u+w "$W/site-cp"; rm -rf "$W/site-cp"; sync
 chmod -R u+w "$W/site-store"; rm -rf "$W/site-store"; sync
 mkdir -p "$W/site-x"
 t0=$(now); zstd -dcq "$W/site.bundle" | tar -x -C "$W/site-x" && sha256sum "$W/site-x"/blobs/sha256/* > /dev/null; t_tar=$(elapsed "$t0" "$(now)")
 rm -rf "$W/site-x"
 row "  import, wall s" "$t_i" "$t_tar (tar+sha)" "$(ratio "$t_tar" "$t_i")" ">= 1.0x"
 row "  import peak RSS MiB" "$(awk -v m="$m_i" 'BEGIN { printf "%.0f", m / 1024 }')" "" "" "<= 64"
+row "  export --from-store (next network), wall s" "$t_fs" "$t_cp2 (cp+sync)" "$(ratio "$t_cp2" "$t_fs")" ">= 0.67x"
+row "    of which hashing the store first, s (%)" "$t_fscheck" "$t_fs (export)" "$(pct "$t_fscheck" "$t_fs")" ""
 
 # What the SBOM costs the biggest bundle of the bench: reading each plugin's
 # Go build information in the h1 pass (over the h1 alone) and building the

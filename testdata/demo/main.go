@@ -4,7 +4,13 @@
 // import; then 'airgap serve' on https://localhost:8443, a client config, and
 // a real 'terraform init' through it. serve and the stand-in internet keep
 // running until Ctrl-C, so the journey can be done again by hand (the
-// stand-in's environment is written to DIR/internet.env).
+// stand-in's environment is written to DIR/internet.env). serve's own
+// lines go to DIR/serve.log, so that what the demo prints is the journey and
+// the client's output. Ctrl-C (or q) on a terminal, or SIGINT or SIGTERM,
+// stops serve and the stand-in and ends the demo with one line and exit
+// status 0: on a terminal the demo reads the key itself (the terminal sends
+// no signal meanwhile), so that make and go run, which would otherwise get
+// the SIGINT too, see a demo that ended cleanly.
 //
 // Before it touches anything it checks that the port is free and that DIR
 // is not served by a running 'airgap serve' (a first demo still running):
@@ -24,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
@@ -60,6 +68,16 @@ module "example/vpc/aws" {
 }
 module "example/sub/aws" {}
 `
+
+// rel is p relative to the working directory when it is below it.
+func rel(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return p
+}
 
 func main() {
 	bin := flag.String("airgap", "bin/airgap", "the airgap binary")
@@ -109,8 +127,18 @@ func main() {
 
 	step("offline side: import and serve")
 	run(nil, *bin, "import", "--keyring", "keys/site.pub.asc", "--store", "store", "site.bundle")
+	logPath := filepath.Join(d, "serve.log")
+	serveLog, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("  (airgap serve's log: %s)\n", rel(logPath))
+	// From here on a SIGINT or SIGTERM stops serve and the stand-in cleanly
+	// (serve, in the same process group, may get a terminal's SIGINT too).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	serve := exec.Command(*bin, "serve", "--store", "store", "--listen", *listen, "--hostname", "localhost")
-	serve.Dir, serve.Env, serve.Stdout, serve.Stderr = d, cleanEnv(), os.Stdout, os.Stderr
+	serve.Dir, serve.Env, serve.Stdout, serve.Stderr = d, cleanEnv(), serveLog, serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +150,7 @@ func main() {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		select {
 		case err := <-served:
-			t.Fatalf("demo: airgap serve ended at start (%v); its messages are above", err)
+			t.Fatalf("demo: airgap serve ended at start (%v); its log:\n%s", err, tail(logPath))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if pem, err := exec.Command(*bin, "ca", "--store", filepath.Join(d, "store")).Output(); err == nil {
@@ -158,16 +186,9 @@ func main() {
 		fmt.Println("  (terraform is not on PATH; skipping)")
 	}
 
-	rel := func(p string) string {
-		if wd, err := os.Getwd(); err == nil {
-			if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
-				return r
-			}
-		}
-		return p
-	}
 	fmt.Printf(`
 == airgap serve is running on %[1]s (Ctrl-C stops it and the stand-in internet)
+Its log: %[8]s
 Use the appliance from another shell:
   export TF_CLI_CONFIG_FILE=%[2]s SSL_CERT_FILE=%[3]s
   cd %[4]s && terraform init
@@ -177,17 +198,68 @@ The stand-in internet stays up too, so you can do the whole journey by hand
   . %[5]s      # routes registry.terraform.io, github.com, … to the stand-in
   airgap export --manifest %[6]s --sign-key %[7]s --out my.bundle
 `, base, filepath.Join(d, "terraform.rc"), filepath.Join(d, "airgap-ca.pem"), proj,
-		rel(envFile), rel(filepath.Join(d, "airgap.hcl")), rel(filepath.Join(d, "keys", "site.key.asc")))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-sig:
-		serve.Process.Signal(os.Interrupt)
+		rel(envFile), rel(filepath.Join(d, "airgap.hcl")), rel(filepath.Join(d, "keys", "site.key.asc")), rel(logPath))
+	ended, err := waitForStop(sig, served)
+	if err != nil {
+		t.Close()
+		fmt.Fprintf(os.Stderr, "demo: airgap serve ended by itself (%v); its log:\n%s", err, tail(logPath))
+		os.Exit(1)
+	}
+	if !ended {
+		serve.Process.Signal(syscall.SIGTERM)
 		<-served
-	case err := <-served:
-		fmt.Fprintf(os.Stderr, "demo: airgap serve ended: %v\n", err)
 	}
 	t.Close()
+	fmt.Printf("demo: stopped airgap serve and the stand-in internet (serve's log: %s)\n", rel(logPath))
+}
+
+// waitForStop waits until the user stops the demo — Ctrl-C, Ctrl-D or q on
+// a terminal; SIGINT or SIGTERM — or until serve ends (ended), by itself
+// (err says why) or on the same SIGINT. On a terminal it puts stdin in raw mode (so
+// Ctrl-C is a key, not a signal to every process of the foreground group:
+// make, go run, serve) and restores it before it returns.
+func waitForStop(sig <-chan os.Signal, served <-chan error) (ended bool, err error) {
+	keys := make(chan struct{}, 1)
+	if fd := int(os.Stdin.Fd()); term.IsTerminal(fd) {
+		if old, err := term.MakeRaw(fd); err == nil {
+			defer term.Restore(fd, old)
+			go func() {
+				b := make([]byte, 1)
+				for {
+					n, err := os.Stdin.Read(b)
+					if err != nil || (n == 1 && (b[0] == 3 || b[0] == 4 || b[0] == 'q')) {
+						keys <- struct{}{}
+						return
+					}
+				}
+			}()
+		}
+	}
+	select {
+	case <-sig:
+	case <-keys:
+	case err := <-served:
+		select {
+		case <-sig: // a terminal's SIGINT reached serve too, a moment earlier
+			return true, nil
+		case <-time.After(500 * time.Millisecond):
+		}
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// tail is the last lines of the file at path, for a message.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return indent(strings.Join(lines, ""))
 }
 
 // preflight refuses, before anything is touched, a port that is taken and a

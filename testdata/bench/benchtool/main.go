@@ -39,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|zstdsize|sbomcost|serve-fixtures|nethttp|synthetic [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|zstdsize|sbomcost|serve-fixtures|nethttp|synthetic|login-token [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -57,6 +57,8 @@ func main() {
 	keyring := fs.String("keyring", "", "sbomcost: the bundle signer's public key")
 	blobs := fs.String("blobs", "", "sbomcost: directory of the packages and build-information blobs by hex digest (an export cache's blobs/sha256)")
 	sample := fs.Int("sample", 0, "sbomcost: measure this many packages, spread over the catalog, and scale to all (0: all)")
+	storeDir := fs.String("store", "", "login-token: the store whose serve takes the token")
+	group := fs.String("group", "", "login-token: the group the person is in")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -79,12 +81,28 @@ func main() {
 		netHTTP(t, *dir, *listen)
 	case "sbomcost":
 		sbomCost(t, *bundlePath, *keyring, *blobs, *sample)
+	case "login-token":
+		loginToken(t, *storeDir, *group)
 	default:
 		t.Fatalf("unknown subcommand %q", os.Args[1])
 	}
 }
 
 var plats = []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
+
+// loginToken prints the secret of a login token of a person in group,
+// issued into the store's login state as a sign-in through the identity
+// provider would (the bench has no IdP; what is measured is the token's
+// cost on every request).
+func loginToken(t *bundletest.Standalone, storeDir, group string) {
+	now := time.Now().UTC().Truncate(time.Second)
+	secret, err := server.IssueLoginToken(storeDir, &server.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: "https://idp.invalid",
+		Groups: []string{group}, Via: "cli", Created: now, Expires: now.Add(24 * time.Hour)})
+	if err != nil {
+		t.Fatalf("login-token: %v", err)
+	}
+	fmt.Println(secret)
+}
 
 // world serves n providers x 3 platforms of size bytes on a stand-in
 // internet until SIGTERM, writing DIR/env (HTTPS_PROXY, SSL_CERT_FILE, …),

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/verify"
+)
+
+// forecastRun is what a forecast decided, for Review.
+type forecastRun struct {
+	keys     *KeyPins
+	refusals []Refusal
+}
+
+// forecast runs, over the inventory's view of the store, exactly the rules
+// an import runs — CatalogRules, then the policies StorePolicy.Rules builds
+// from the store's import policy (as the inventory carries it) and the
+// import's flags (opt.Extra) — with the approvals that come with the
+// bundle, and fills rep.Forecast with their decision: the verdict, every
+// entry refused and why, the approvals counted and not, and the versions
+// whose signature the import would replace. The decisions are the
+// import's own code; only the store is the inventory's description of it
+// (an altered inventory can mislead the review, never the import).
+func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
+	a, m := opt.Against, rep.Manifest()
+	sp := a.Policy
+	if sp == nil {
+		sp = &StorePolicy{PublisherKeyApprovals: KeyApprovalsAnywhere}
+	}
+	x := opt.Extra
+	x.Pins = opt.Pins
+	rules, err := sp.Rules(x)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Catalog: a.Catalog, Withdrawn: a.Withdrawn, PublisherKeys: a.PublisherKeys, RevokedKeys: a.RevokedKeys, Signers: a.Signers}
+	var signer verify.Signer
+	if rep.Signer != nil {
+		signer = *rep.Signer
+	}
+	_, unknown := a.history()
+	in := &PolicyInput{Manifest: m, Bundle: verify.Digest(rep.Bundle), Signer: signer, Index: ix, Checked: rep.Checks, Now: opt.Now,
+		History: a.PublisherKeys, Unknown: unknown, Approvals: opt.Approvals, Pending: opt.Pending, SiteKeys: opt.SiteKeys}
+	var out PolicyResult
+	for _, p := range append(CatalogRules(), rules.Policies...) {
+		if err := p.Check(in, &out); err != nil {
+			return nil, err
+		}
+	}
+	f := &bundle.Forecast{Verdict: bundle.VerdictAccept, Refused: out.Refusals(), TrustChanges: trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, rep.Checks)}
+	if len(f.Refused) > 0 {
+		f.Verdict = bundle.VerdictRefuse
+	}
+	if a.Policy == nil {
+		f.Policy = append(f.Policy, "unknown: the inventory was printed by an airgap that did not carry the store's import policy (the forecast applies withdrawals, conflicts and key pins only)")
+	} else {
+		f.Policy = sp.Lines()
+	}
+	for _, d := range rules.Keys.Decisions {
+		if d.Status == KeyUnknown {
+			f.Undecided = append(f.Undecided, fmt.Sprintf("the publisher key of provider %s (%s)", d.Provider, d.Note))
+		}
+	}
+	if ap := rules.Approvals; ap != nil {
+		f.Approvals = approvalsForecast(ap)
+	}
+	rep.Forecast = f
+	return &forecastRun{keys: rules.Keys, refusals: f.Refused}, nil
+}
+
+// approvalsForecast is what the approvals rule found, for the report.
+func approvalsForecast(ap *Approvals) *bundle.ApprovalsForecast {
+	af := &bundle.ApprovalsForecast{Required: ap.Policy.Required, Keyring: ap.Policy.Keyring}
+	for _, v := range ap.Valid {
+		seen := bundle.ApprovalSeen{File: v.File, Station: v.Station, Time: v.Time, Note: v.Note}
+		for _, k := range v.Keys {
+			seen.PublisherKeys = append(seen.PublisherKeys, bundle.PublisherKey{Namespace: k.Namespace, Fingerprint: k.Fingerprint})
+		}
+		af.Valid = append(af.Valid, seen)
+	}
+	for _, v := range ap.Invalid {
+		af.Invalid = append(af.Invalid, bundle.ApprovalInvalid{File: v.File, Reason: v.Reason})
+	}
+	return af
+}
