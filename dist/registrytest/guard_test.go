@@ -19,6 +19,9 @@ var guard *Guard
 // TestMain runs this package's tests under the guard without failing on
 // what it refuses: here that is what they check.
 func TestMain(m *testing.M) {
+	if os.Getenv(guardChildEnv) != "" { // TestRunGuardedFails' child
+		os.Exit(RunGuarded(m))
+	}
 	var err error
 	if guard, err = GuardNetwork(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -166,5 +169,67 @@ func TestStandInStaysOnLoopback(t *testing.T) {
 	})
 	if len(got) > 0 {
 		t.Errorf("the guard refused %q", got)
+	}
+}
+
+// guardChildEnv makes this test binary a package run under RunGuarded
+// whose one test (TestGuardChild) asks for what the variable names.
+const guardChildEnv = "REGISTRYTEST_GUARD_CHILD"
+
+// TestGuardChild is TestRunGuardedFails' child: it passes, whatever the
+// guard refuses, so that the child's exit code is the guard's verdict.
+func TestGuardChild(t *testing.T) {
+	switch os.Getenv(guardChildEnv) {
+	case "": // in the package's own run: nothing to do
+	case "lookup":
+		net.LookupHost("leak.example")
+	case "proxy":
+		if resp, err := http.Get("http://leak.example/"); err == nil {
+			resp.Body.Close()
+		}
+	case "git":
+		gitCmd(os.Environ(), "ls-remote", "https://github.com/example/leak").Run()
+	case "loopback":
+		net.LookupHost("localhost")
+		srv := httptest.NewServer(http.NotFoundHandler())
+		defer srv.Close()
+		if resp, err := http.Get(srv.URL); err == nil {
+			resp.Body.Close()
+		}
+	}
+}
+
+// TestRunGuardedFails: a package whose tests pass but ask for a host off
+// this machine — a lookup of a name that is not loopback's in the test
+// process, a request through the sinkhole, git — fails its run (exit 1),
+// naming what was asked; one that stays on loopback passes.
+func TestRunGuardedFails(t *testing.T) {
+	for _, c := range []struct{ what, want string }{
+		{"lookup", `DNS lookup "leak.example." (TypeA) in the test process`},
+		{"proxy", `GET "leak.example"`},
+		{"git", `CONNECT "github.com:443" (git/`},
+		{"loopback", ""},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestGuardChild$", "-test.count=1", "-test.v")
+			cmd.Env = append(UnguardedEnv(), guardChildEnv+"="+c.what)
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" {
+				if code != 0 || strings.Contains(string(out), "network guard") {
+					t.Errorf("a run on loopback: exit %d\n%s", code, out)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(string(out), "--- PASS: TestGuardChild") ||
+				!strings.Contains(string(out), "network guard: the tests asked for hosts off this machine:") || !strings.Contains(string(out), c.want) {
+				t.Errorf("a run that asked for %s: exit %d, want 1 naming %q:\n%s", c.what, code, c.want, out)
+			}
+		})
 	}
 }
