@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist/registrytest"
 )
 
@@ -60,24 +61,12 @@ func checkFormatFixture(t *testing.T, fixture string) {
 			t.Errorf("inventory of the old store lacks %s:\n%s", want, inv)
 		}
 	}
-	// An old store kept no bundle manifests: what it exports to the next
-	// network records its imports but cannot prove them, until it imports
-	// the bundle again, which keeps the manifest (custody.go).
 	enclave := filepath.Join(work, "enclave")
 	mustRun(t, work, nil, airgapBin, "keygen", "--out", enclave, "--no-passphrase", "--name", "Enclave <e@site.test>")
-	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "unproven.bundle"))
-	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "unproven.bundle")); !strings.Contains(out, "custody unproven") || !strings.Contains(out, "RECORDED ONLY") {
-		t.Errorf("a bundle exported from an old store does not say its custody is unproven:\n%s", out)
-	}
-	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "now keeps its signed manifest") {
-		t.Errorf("re-import into the old store: %s", out)
-	}
-	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "nothing changed") {
-		t.Errorf("second re-import into the old store: %s", out)
-	}
-	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "proven.bundle"))
-	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "proven.bundle")); strings.Contains(out, "custody unproven") || !strings.Contains(out, "signature checked") {
-		t.Errorf("a bundle exported from the old store after the re-import does not prove its custody:\n%s", out)
+	if v := filepath.Base(fixture); v == "v1" || v == "v2" {
+		checkUnprovenCustody(t, work, old, keyring, bundleFile, enclave)
+	} else {
+		checkFormat3(t, work, abs, old, keyring, enclave)
 	}
 	base, caFile := startServe(t, old)
 	rc := filepath.Join(work, "airgap.tfrc")
@@ -94,6 +83,63 @@ func checkFormatFixture(t *testing.T, fixture string) {
 	}
 	if _, err := os.Stat(filepath.Join(proj, ".terraform", "modules", "vpc", "main.tf")); err != nil {
 		t.Errorf("the module was not installed from the old store: %v", err)
+	}
+}
+
+// checkUnprovenCustody: a store of format 1 or 2 kept no bundle
+// manifests, so what it exports to the next network records its imports
+// but cannot prove them, until it imports the bundle again, which keeps
+// the manifest (custody.go).
+func checkUnprovenCustody(t *testing.T, work, old, keyring, bundleFile, enclave string) {
+	t.Helper()
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "unproven.bundle"))
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "unproven.bundle")); !strings.Contains(out, "custody unproven") || !strings.Contains(out, "RECORDED ONLY") {
+		t.Errorf("a bundle exported from an old store does not say its custody is unproven:\n%s", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "now keeps its signed manifest") {
+		t.Errorf("re-import into the old store: %s", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, bundleFile); !strings.Contains(out, "already imported") || !strings.Contains(out, "nothing changed") {
+		t.Errorf("second re-import into the old store: %s", out)
+	}
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "proven.bundle"))
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "proven.bundle")); strings.Contains(out, "custody unproven") || !strings.Contains(out, "signature checked") {
+		t.Errorf("a bundle exported from the old store after the re-import does not prove its custody:\n%s", out)
+	}
+}
+
+// checkFormat3 checks what format 3 added: the station's approval beside
+// the bundle counts for a store whose import.hcl requires one (and the
+// bundle without it is refused), the provider's documentation is served
+// from the old store, and the old store's export to the next network
+// (enclave.bundle, written by an airgap of format 3) verifies with its
+// chain of custody and imports; today's export from the old store proves
+// its custody at once.
+func checkFormat3(t *testing.T, work, abs, old, keyring, enclave string) {
+	t.Helper()
+	bare := filepath.Join(work, "unapproved.bundle")
+	b, _ := os.ReadFile(filepath.Join(abs, "site.bundle"))
+	os.WriteFile(bare, b, 0o644)
+	before := bundletest.Snapshot(t, old)
+	if _, stderr, code := runSplit(t, work, nil, "import", "--keyring", keyring, "--store", old, bare); code == 0 || !strings.Contains(stderr, "approv") {
+		t.Errorf("an import of the bundle without its approval into a store that requires one: exit %d\n%s", code, stderr)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, old))
+	if out := mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", old, filepath.Join(abs, "site.bundle")); !strings.Contains(out, "already imported") {
+		t.Errorf("re-import of the approved bundle into the old store: %s", out)
+	}
+	if out := mustRun(t, work, nil, airgapBin, "docs", "--store", old, "hashicorp/random@3.6.2", "random_string"); !strings.Contains(out, "A random string") {
+		t.Errorf("airgap docs from the old store: %s", out)
+	}
+	enc := filepath.Join(abs, "enclave.bundle")
+	out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", filepath.Join(abs, "enclave.pub.asc"), enc)
+	if !strings.Contains(out, "OK") || !strings.Contains(out, "Fixture Site") || strings.Contains(out, "custody unproven") {
+		t.Errorf("verify of the old enclave bundle does not show its proven chain:\n%s", out)
+	}
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", filepath.Join(abs, "enclave.pub.asc"), "--store", filepath.Join(work, "next"), enc)
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", old, "--sign-key", enclave+".key.asc", "--out", filepath.Join(work, "proven.bundle"))
+	if out := mustRun(t, work, nil, airgapBin, "verify", "--keyring", enclave+".pub.asc", filepath.Join(work, "proven.bundle")); strings.Contains(out, "custody unproven") || !strings.Contains(out, "signature checked") {
+		t.Errorf("a bundle exported from the old format-3 store does not prove its custody:\n%s", out)
 	}
 }
 
@@ -137,6 +183,16 @@ func TestWriteFormatFixture(t *testing.T) {
 	}
 	tf := terraformBin(t)
 	in := registrytest.World(t)
+	// Format 3: the provider's documentation, from its repository at each
+	// version's tag (the convention github.com/NS/terraform-provider-TYPE).
+	var tags []registrytest.Release
+	for _, v := range []string{"3.5.1", "3.6.0", "3.6.2"} {
+		tags = append(tags, registrytest.Release{Tag: "v" + v, Files: map[string]*string{
+			"docs/index.md":            registrytest.Str("---\npage_title: \"Provider: Random\"\n---\n\n# Random provider\n\nVersion " + v + ".\n"),
+			"docs/resources/string.md": registrytest.Str("---\nsubcategory: \"\"\npage_title: \"random_string\"\n---\n\n# random_string\n\nA random string.\n"),
+		}})
+	}
+	in.AddTaggedRepo(t, "hashicorp/terraform-provider-random", tags, nil)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"), "SOURCE_DATE_EPOCH=1767225600")
 	work := t.TempDir()
 	proj := filepath.Join(out, "project")
@@ -152,9 +208,26 @@ func TestWriteFormatFixture(t *testing.T) {
 	os.WriteFile(manifest, []byte(formatFixtureManifest), 0o644)
 	mustRun(t, work, online, airgapBin, "export", "--manifest", manifest, "--sign-key", keys+".key.asc",
 		"--out", filepath.Join(out, "site.bundle"), "--cache", filepath.Join(work, "cache"))
-	mustRun(t, work, nil, airgapBin, "import", "--keyring", keys+".pub.asc", "--store", filepath.Join(out, "store"), filepath.Join(out, "site.bundle"))
-	os.RemoveAll(filepath.Join(out, "store", "tmp"))
-	os.Remove(filepath.Join(out, "store", "lock"))
+	// Format 3: the transfer station's approval beside the bundle, a store
+	// whose import.hcl requires one, and the store's export to the next
+	// network (a bundle with a chain of custody).
+	station := filepath.Join(work, "station")
+	mustRun(t, work, nil, airgapBin, "keys", "generate", "--out", station, "--name", "Fixture Station <station@site.test>", "--no-passphrase")
+	mustRun(t, work, nil, airgapBin, "approve", "--key", station+".key.asc", "--keyring", keys+".pub.asc", "--note", "fixture: reviewed",
+		filepath.Join(out, "site.bundle"))
+	st := filepath.Join(out, "store")
+	os.MkdirAll(st, 0o755)
+	b, _ = os.ReadFile(station + ".pub.asc")
+	os.WriteFile(filepath.Join(st, "stations.pub.asc"), b, 0o644)
+	os.WriteFile(filepath.Join(st, "import.hcl"), []byte("approvals {\n  keyring  = \"stations.pub.asc\"\n  required = 1\n}\n"), 0o644)
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keys+".pub.asc", "--store", st, filepath.Join(out, "site.bundle"))
+	enclave := filepath.Join(work, "enclave")
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", enclave, "--name", "Fixture Enclave <enclave@site.test>", "--no-passphrase")
+	b, _ = os.ReadFile(enclave + ".pub.asc")
+	os.WriteFile(filepath.Join(out, "enclave.pub.asc"), b, 0o644)
+	mustRun(t, work, online, airgapBin, "export", "--from-store", st, "--sign-key", enclave+".key.asc", "--out", filepath.Join(out, "enclave.bundle"))
+	os.RemoveAll(filepath.Join(st, "tmp"))
+	os.Remove(filepath.Join(st, "lock"))
 	t.Logf("wrote %s with %s", out, mustRun(t, work, nil, airgapBin, "--version"))
 }
 

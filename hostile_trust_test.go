@@ -51,6 +51,7 @@ func runBoundedEnv(t *testing.T, dir string, env []string, limit int64, args ...
 	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	resetPeakRSS()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,10 @@ func unreferenced(t *testing.T, root string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := inv.Catalog.Blobs()
+	// What the index refers to: the catalog's blobs and those its import
+	// history keeps (approvals, the bundles' signed manifests for the
+	// chain of custody).
+	used := readIndexFile(t, root).Blobs()
 	n := 0
 	for _, d := range inv.Blobs {
 		if _, ok := used[d]; !ok {

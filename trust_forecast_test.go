@@ -264,7 +264,7 @@ func TestTrustChangesListed(t *testing.T) {
 		t.Errorf("the import does not list the trust change:\n%s", out)
 	}
 	inv := mustRun(t, w.work, nil, airgapBin, "inventory", "--store", st)
-	for _, want := range []string{"1 catalog changes, 1 trust changes", "trust change: " + change, "signed " + time.Now().UTC().Format("2006") /* year */} {
+	for _, want := range []string{"1 catalog changes (1 added), 1 trust changes", "trust change: " + change, "signed " + time.Now().UTC().Format("2006") /* year */} {
 		if !strings.Contains(inv, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, inv)
 		}

@@ -1,0 +1,4 @@
+approvals {
+  keyring  = "stations.pub.asc"
+  required = 1
+}
