@@ -140,7 +140,7 @@ func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*ap
 	defer f.Close()
 	rep.Parts = f.Parts
 	err = progress.Stream(os.Stderr, "verify "+filepath.Base(rv.file), f.Size, func(n *progress.Counter) error {
-		return bundle.Check(n.Reader(f), rv.kr, rep)
+		return bundle.CheckFor(n.Reader(f), rv.kr, rv.chainKeyring(), rep)
 	})
 	if err != nil {
 		return err
@@ -157,6 +157,16 @@ func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*ap
 		return writeBundleSBOM(rv.sbom, rep)
 	}
 	return nil
+}
+
+// chainKeyring is the chain keyring of the store --against describes, if
+// its import policy has one (the check then checks each hop with it, as
+// that store's import will).
+func (rv *reviewer) chainKeyring() openpgp.EntityList {
+	if rv.inv == nil || rv.inv.Policy == nil {
+		return nil
+	}
+	return rv.inv.Policy.ChainKeyring()
 }
 
 // readApprovals reads the approval files beside the bundle

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func docsWorld(t *testing.T) *registrytest.Internet {
 			// of 60,000 cells.
 			"docs/guides/deep.md":     str(strings.Repeat("> ", 10_000) + "deep\n"),
 			"docs/guides/table.md":    str("| a | b |\n|---|---|\n" + strings.Repeat("| x | y |\n", 30_000)),
-			"docs/resources/thing.md": str("---\nsubcategory: \"Things\"\npage_title: \"widget_thing\"\n---\n\n# widget_thing\n\nVersion two's thing. <script>alert('docs')</script>\n\n<img src=x onerror=\"alert(1)\"> [click](javascript:alert(1)) ![remote](https://evil.example/track.png)\n\nTerminal \x1b]0;pwned\x07 title.\n"),
+			"docs/resources/thing.md": str("---\nsubcategory: \"Things\"\npage_title: \"widget_thing\"\n---\n\n# widget_thing\n\nVersion two's thing. <script>alert('docs')</script>\n\n<img src=x onerror=\"alert(1)\"> [click](javascript:alert(1)) ![remote](https://evil.example/track.png) <img src=\"/ui/providers/registry.terraform.io/acme/widget/2.0.0/docs/-/../../../../../../../../healthz\" alt=\"up\">\n\nTerminal \x1b]0;pwned\x07 title.\n"),
 		}},
 		{Tag: "v3.0.0", Files: map[string]*string{"main.go": str("package main // v3: code only, the docs as in v2\n")}},
 	}, nil)
@@ -128,6 +129,35 @@ terraform {
 		"modules/subnet/main.tf": str("variable \"size\" {\n  default = 24\n}\noutput \"cidr\" {\n  value = \"x\"\n}\n"),
 	}}}, nil)
 	in.AddModule("registry.terraform.io", "acme", "net", "aws", "1.0.0", "git::https://github.com/acme/terraform-aws-net?ref=v1.0.0")
+	// A module whose documentation is about as large as it may be (8 MiB
+	// of JSON), of characters HTML escapes to five: a 15 MiB page.
+	fat := map[string]*string{}
+	for f := range 3 { // (a configuration file may be 4 MiB)
+		var b strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&b, "variable \"v%d_%d\" {\n  description = \"%s\"\n}\n", f, i, strings.Repeat(`\"`, 950))
+		}
+		fat[fmt.Sprintf("v%d.tf", f)] = str(b.String())
+	}
+	// And a 4 MiB README (cut at 1 MiB by export): the markdown goldmark
+	// is slowest on, just under the render bounds, then terminal escapes.
+	readme := "# Fat\n\n" + strings.Repeat("*a **b ", 19_000) + "\n\n" + strings.Repeat("[", 4_900) + strings.Repeat("](", 4_900) + "\n\n"
+	readme += strings.Repeat("\x1b]0;pwned\x07\x1b[2J\u009b31m ", (4<<20-len(readme))/20)
+	fat["README.md"] = str(readme)
+	in.AddTaggedRepo(t, "acme/terraform-aws-fat", []registrytest.Release{{Tag: "v1.0.0", Files: fat}}, nil)
+	// 8 MiB of documentation of a character JSON keeps as it is and HTML
+	// escapes to five: a 40 MiB page, over the largest served.
+	quotes := map[string]*string{}
+	for f := range 3 {
+		var b strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&b, "variable \"q%d_%d\" {\n  description = \"%s\"\n}\n", f, i, strings.Repeat("'", 2700))
+		}
+		quotes[fmt.Sprintf("q%d.tf", f)] = str(b.String())
+	}
+	in.AddTaggedRepo(t, "acme/terraform-aws-quotes", []registrytest.Release{{Tag: "v1.0.0", Files: quotes}}, nil)
+	in.AddModule("registry.terraform.io", "acme", "quotes", "aws", "1.0.0", "git::https://github.com/acme/terraform-aws-quotes?ref=v1.0.0")
+	in.AddModule("registry.terraform.io", "acme", "fat", "aws", "1.0.0", "git::https://github.com/acme/terraform-aws-fat?ref=v1.0.0")
 	return in
 }
 
@@ -148,6 +178,8 @@ provider "acme/elsewhere" {
   docs = "git::https://github.com/acme/widget-docs"
 }
 module "acme/net/aws" {}
+module "acme/fat/aws" {}
+module "acme/quotes/aws" {}
 `
 
 // TestDocsOffline (issue 33): export carries each provider version's docs
@@ -267,7 +299,7 @@ func TestDocsOffline(t *testing.T) {
 	access := filepath.Join(work, "access.hcl")
 	widget := token(t, access, "widget", "registry.terraform.io/acme/widget")
 	all := token(t, access, "all", "**")
-	base, caFile := startServe(t, store, "--hostname", "registry.terraform.io", "--access", access)
+	base, caFile, proc := startServeProc(t, store, "--hostname", "registry.terraform.io", "--access", access)
 	get := docsClient(t, caFile)
 	ui := base + "ui/providers/registry.terraform.io/acme/widget/"
 	for v, want := range map[string]string{"1.0.0": "Version one&#39;s thing.", "2.0.0": "Version two&#39;s thing.", "3.0.0": "Version two&#39;s thing."} {
@@ -279,7 +311,8 @@ func TestDocsOffline(t *testing.T) {
 			t.Errorf("CSP of the docs page: %q", csp)
 		}
 		low := strings.ToLower(body)
-		for _, bad := range []string{"alert(", "onerror", "javascript:", "evil.example"} {
+		// (healthz: an image whose source, resolved, leaves the docs)
+		for _, bad := range []string{"alert(", "onerror", "javascript:", "evil.example", "healthz"} {
 			if strings.Contains(low, bad) {
 				t.Errorf("%s page keeps %q:\n%s", v, bad, body)
 			}
@@ -338,7 +371,93 @@ func TestDocsOffline(t *testing.T) {
 	if code, body, _ := get(base+"ui/providers/registry.terraform.io/acme/huge/1.0.0/docs/", all); code != 404 || !strings.Contains(body, "over the docs bound") {
 		t.Errorf("the docs page of a version without docs (%d):\n%s", code, body)
 	}
+	if n := fatPageMemory(t, base+"ui/modules/registry.terraform.io/acme/fat/aws/1.0.0", caFile, all, proc.Pid); n < 12<<20 {
+		t.Errorf("the fat module's page is %d bytes", n)
+	}
+	// Over the largest page served (24 MiB): a notice, to every request.
+	if n := fatPageMemory(t, base+"ui/modules/registry.terraform.io/acme/quotes/aws/1.0.0", caFile, all, proc.Pid); n > 64<<10 {
+		t.Errorf("the quotes module's page is %d bytes, not the notice", n)
+	}
+	if _, body, _ := get(base+"ui/modules/registry.terraform.io/acme/quotes/aws/1.0.0", all); !strings.Contains(body, "over the 24.0 MiB this appliance serves") {
+		t.Errorf("the quotes module's page:\n%.2000s", body)
+	}
+	// The same module for a terminal: the README (4 MiB, cut at 1 MiB)
+	// escaped, within a bounded time and memory.
+	start = time.Now()
+	fatOut, rss, err := cmdRunMeasured(t, work, nil, airgapBin, "docs", "--store", store, "acme/fat/aws")
+	t.Logf("airgap docs of the fat module: %v, peak RSS %d MiB, %d MiB out", time.Since(start).Round(time.Millisecond), rss>>10, len(fatOut)>>20)
+	if err != nil || strings.ContainsAny(fatOut, "\x1b\x07\u009b") || !strings.Contains(fatOut, `\x1b]0;pwned`) || rss > 256<<10 {
+		t.Errorf("airgap docs of the fat module: %v, peak RSS %d MiB, raw escapes: %v", err, rss>>10, strings.ContainsAny(fatOut, "\x1b\x07\u009b"))
+	}
 	t.Run("browser", func(t *testing.T) { docsInBrowser(t, store, work) })
+}
+
+// fatPageMemory asks for a module page on 32 connections at once, as one
+// client address may hold 128, whose clients read the first 64 KiB and
+// then wait until all 32 have (slow readers: a handler holds what it
+// sends until its client takes it). serve builds the page once, in a
+// render slot, and every request sends the one cached slice (or, over the
+// largest page served, a notice), so serve's peak resident memory grows
+// by well under 32 pages. It returns the size of the page.
+func fatPageMemory(t *testing.T, u, caFile, tok string, pid int) int64 {
+	pemCA, _ := os.ReadFile(caFile)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	cl := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxConnsPerHost: 64}}
+	hwm := func() int64 {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		_, v, _ := strings.Cut(string(b), "VmHWM:")
+		var kb int64
+		fmt.Sscan(v, &kb)
+		return kb
+	}
+	before := hwm()
+	start := time.Now()
+	var wg, started sync.WaitGroup
+	all := make(chan struct{})
+	sizes := make([]int64, 32)
+	started.Add(len(sizes))
+	for i := range sizes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			once := sync.OnceFunc(started.Done)
+			defer once()
+			req, _ := http.NewRequest("GET", u, nil)
+			req.SetBasicAuth("me", tok)
+			resp, err := cl.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return
+			}
+			n, _ := io.CopyN(io.Discard, resp.Body, 64<<10)
+			once()
+			<-all
+			m, _ := io.Copy(io.Discard, resp.Body)
+			sizes[i] = n + m
+		}()
+	}
+	go func() {
+		started.Wait()
+		close(all)
+	}()
+	wg.Wait()
+	after := hwm()
+	t.Logf("32 slow requests at once for a %d KiB module page: %v, serve's peak RSS %d -> %d MiB", sizes[0]>>10, time.Since(start).Round(time.Millisecond), before>>10, after>>10)
+	for i, n := range sizes {
+		if n != sizes[0] || n == 0 {
+			t.Fatalf("request %d got %d bytes of %s, request 0 %d", i, n, u, sizes[0])
+		}
+	}
+	// (Building the 40 MiB page once, to find it is over the largest
+	// served, takes ~200 MiB; 32 requests each holding theirs took 3.3 GiB.)
+	if grew := after - before; grew > 320<<10 {
+		t.Errorf("serve's peak RSS grew by %d MiB for 32 requests of one page (want under 320 MiB)", grew>>10)
+	}
+	return sizes[0]
 }
 
 // docsInBrowser loads a provider's doc page and a module's page in
@@ -381,12 +500,14 @@ func docsInBrowser(t *testing.T, store, work string) {
 	if w := eval(`String(document.querySelector("article img").naturalWidth)`); w != "24" {
 		t.Errorf("the diagram did not load (naturalWidth %s)", w)
 	}
-	// The hostile page: nothing ran, no remote request was made.
+	// The hostile page: nothing ran, no request was made but for the
+	// docs' own files (not a remote image, nor one of this appliance's
+	// other URLs that a source with ../ segments resolves to).
 	if err := chromedp.Do(ctx, chromedp.Navigate(docsBase+"2.0.0/docs/resources/thing"), chromedp.WaitVisible(chromedp.CSS("article"))); err != nil {
 		t.Fatal(err)
 	}
-	if got := eval(`JSON.stringify([document.querySelectorAll("article script, article [onerror]").length, performance.getEntriesByType("resource").map(e => e.name).filter(n => !n.startsWith(location.origin))])`); got != "[0,[]]" {
-		t.Errorf("the hostile page: scripts or handlers, and remote requests: %s", got)
+	if got := eval(`JSON.stringify([document.querySelectorAll("article script, article [onerror]").length, performance.getEntriesByType("resource").map(e => e.name).filter(n => !n.startsWith(location.href.replace(/docs\/resources\/thing$/, "docs/-/")))])`); got != "[0,[]]" {
+		t.Errorf("the hostile page: scripts or handlers, and requests beyond the docs' own files: %s", got)
 	}
 	for _, p := range []string{docsBase + "1.0.0/docs/", docsBase + "1.0.0/docs/guides/start", docsBase + "2.0.0/docs/resources/thing",
 		base + "ui/docs/search?q=thing", base + "ui/modules/registry.terraform.io/acme/net/aws/1.0.0", base + "ui/providers/registry.terraform.io/acme/widget"} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
@@ -499,5 +503,43 @@ func TestEnclaveForgedApproval(t *testing.T) {
 				t.Errorf("verify of the forged chain: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestEnclaveKeyWithSeveralUserIDs: a key with several user IDs (made the
+// same second, none marked primary) signs the bundle store A imports; A
+// exports it onwards. The chain records the hop's signer by its identity,
+// and the next enclave reads the key again: the identity must be the same
+// every time (it was the first name a map gave, a different one at
+// random, so verify refused an honest bundle as "contradicts itself" most
+// of the time).
+func TestEnclaveKeyWithSeveralUserIDs(t *testing.T) {
+	work := t.TempDir()
+	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048, DefaultHash: crypto.SHA256}
+	site, err := openpgp.NewEntity("Site Ops", "", "ops@site.test", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 8; i++ {
+		if err := site.AddUserId(fmt.Sprintf("Site Ops %d", i), "", fmt.Sprintf("ops%d@site.test", i), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyring := filepath.Join(work, "site.pub.asc")
+	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, site)))
+	first := filepath.Join(work, "first.bundle")
+	bundletest.Standard(t, filepath.Join(work, "std"), site).WriteBundleFile(t, first, site, bundle.CompressionAuto)
+	storeA := filepath.Join(work, "storeA")
+	mustRun(t, work, nil, airgapBin, "import", "--keyring", keyring, "--store", storeA, first)
+	mustRun(t, work, nil, airgapBin, "keygen", "--out", filepath.Join(work, "a"), "--name", "Enclave A <ops@a.test>", "--no-passphrase")
+	x := filepath.Join(work, "a1.bundle")
+	mustRun(t, work, nil, airgapBin, "export", "--from-store", storeA, "--sign-key", filepath.Join(work, "a.key.asc"), "--out", x)
+	for i := range 4 {
+		if out, err := cmdRun(t, work, nil, airgapBin, "verify", "--keyring", filepath.Join(work, "a.pub.asc"), x); err != nil {
+			t.Fatalf("verify, run %d: %v\n%s", i+1, err, out)
+		}
+	}
+	if got, want := verify.Identity(site), "Site Ops <ops@site.test>"; got != want {
+		t.Errorf("identity %q, want the first in byte order %q", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist/registrytest"
@@ -353,5 +354,45 @@ func TestHostileApprovals(t *testing.T) {
 	os.WriteFile(approval.PathFor(b), good, 0o644)
 	if out, code := runBounded(t, w.work, "import", "--keyring", w.keyring, "--store", st, b); code != 0 || !strings.Contains(out, "approved at the transfer station") {
 		t.Errorf("the genuine approval (exit %d):\n%s", code, out)
+	}
+}
+
+// TestApprovalOfAnotherSignersCopy: an approval states the key that signed
+// the bundle the station reviewed (bundle_signer). The same manifest
+// signed by another key of the import's keyring is another bundle as far
+// as the station knows (its review named the first signer): the approval
+// does not count for it, in the forecast as at the import.
+func TestApprovalOfAnotherSignersCopy(t *testing.T) {
+	w := newPolicyWorld(t)
+	st := w.storeFor(t, "other-signer", stationPolicy)
+	b := w.bundleOf(t, "reviewed", false, nil, w.random(t, "3.6.1", w.pub, 64<<10))
+	w.approve(t, b)
+	other := bundletest.Key(t, "site two")
+	keyring := filepath.Join(w.work, "both.pub.asc")
+	bundletest.WriteFile(t, keyring, []byte(bundletest.Armor(t, w.site)+bundletest.Armor(t, other)))
+	set := bundletest.NewSet()
+	set.AddProvider(w.random(t, "3.6.1", w.pub, 64<<10))
+	b2 := filepath.Join(w.work, "resigned.bundle")
+	set.WriteBundleFile(t, b2, other, bundle.CompressionAuto)
+	data, err := os.ReadFile(approval.PathFor(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundletest.WriteFile(t, approval.PathFor(b2), data)
+
+	have := st + ".have.json"
+	os.WriteFile(have, []byte(mustRunStdout(t, w.work, "inventory", "--store", st, "--json")), 0o644)
+	const want = "it approves this bundle as signed by"
+	if out, code := runBounded(t, w.work, "verify", "--keyring", keyring, "--against", have, b2); code != 4 || !strings.Contains(out, want) {
+		t.Errorf("verify (exit %d) counts the approval of another signer's copy:\n%s", code, out)
+	}
+	before := bundletest.Snapshot(t, st)
+	if out, code := runBounded(t, w.work, "import", "--keyring", keyring, "--store", st, b2); code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "the store was not changed") {
+		t.Errorf("import (exit %d) takes the approval of another signer's copy:\n%s", code, out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, st))
+	// The copy the station reviewed is taken with it.
+	if out, code := runBounded(t, w.work, "import", "--keyring", keyring, "--store", st, b); code != 0 {
+		t.Errorf("import of the reviewed copy (exit %d):\n%s", code, out)
 	}
 }

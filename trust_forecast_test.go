@@ -380,3 +380,37 @@ func TestRetiredAndRevokedKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestForecastMirrorHashesTier: a store that serves a provider version on
+// a network mirror's hashes only may take the publisher-signed bundle of
+// it (an upgrade: its SHA256SUMS is replaced) and the same mirror bundle
+// again. The forecast read the inventory without the tier (its reader
+// copied some fields of each provider version and dropped
+// mirror_hashes_only), so it said "import will refuse" (a conflict) where
+// the import accepts.
+func TestForecastMirrorHashesTier(t *testing.T) {
+	w := newPolicyWorld(t)
+	// As export writes one on --trust-mirror-hashes: a SHA256SUMS of the
+	// carried packages signed by the site key, marked.
+	mirror := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "mirror"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
+		Type: "random", Version: "3.6.5", Platforms: []string{"linux_amd64"}, Signer: w.site, PackageSize: 64 << 10})
+	mirror.SigningKeys[0].Source = bundle.SiteKeySource
+	mirror.MirrorHashesOnly, mirror.Mirror = true, "https://mirror.corp.example/tf/"
+	for i := range mirror.Packages {
+		mirror.Packages[i].MirrorHashes = []string{mirror.Packages[i].H1}
+	}
+	mb := w.bundleOf(t, "mirror", false, nil, mirror)
+	upgrade := w.bundleOf(t, "upgrade", false, nil, w.random(t, "3.6.5", w.pub, 64<<10))
+	for i, b := range []string{mb, upgrade} {
+		t.Run(filepath.Base(b), func(t *testing.T) {
+			// A store of its own: the seeded one has the publisher's key for
+			// hashicorp, and a mirror-hashes-only version is a downgrade there.
+			st := filepath.Join(w.work, "stores", fmt.Sprintf("mirror-%d", i))
+			mustRun(t, w.work, nil, airgapBin, "import", "--keyring", w.keyring, "--store", st, mb)
+			fc, im, vcode, icode := forecastAndImport(t, w.work, w.keyring, st, b)
+			if strings.Join(fc, ",") != strings.Join(im, ",") || vcode != 0 || icode != 0 {
+				t.Errorf("forecast %v (exit %d), import %v (exit %d)", fc, vcode, im, icode)
+			}
+		})
+	}
+}

@@ -74,11 +74,23 @@ type HopApproval struct {
 }
 
 // MaxHopApprovals bounds the approvals a hop carries (a store requires at
-// most 8, and reads at most 16 beside a bundle); MaxApprovalSize an
-// approval file (bundle/approval's MaxSize).
+// most 8, and reads at most 16 beside a bundle), MaxChainApprovals those
+// of the whole chain (two per hop on average: each costs a signature
+// check); MaxApprovalSize an approval file (bundle/approval's MaxSize).
+//
+// MaxChainKeys bounds the distinct key blobs (hop signers' and stations'
+// keys) a chain names, and MaxChainKeyBytes their sizes in all: each is
+// read once per check, whatever the number of hops and approvals that
+// name it (a key may hold up to verify.MaxKeysPerKeyring keys and
+// verify.MaxKeySignatures self-signatures to check: about 0.3 s for a
+// document of RSA-4096 keys, measured). A real chain names a key per
+// enclave and per station, each a few KiB.
 const (
-	MaxHopApprovals = 16
-	MaxApprovalSize = 64 << 10
+	MaxHopApprovals   = 16
+	MaxChainApprovals = 2 * MaxHops
+	MaxApprovalSize   = 64 << 10
+	MaxChainKeys      = 64
+	MaxChainKeyBytes  = 2 << 20
 )
 
 // ApprovalCheck checks an approval file (data, at most MaxApprovalSize)
@@ -134,8 +146,12 @@ func (m *Manifest) validateChain(roles map[verify.Digest]string) error {
 		return errors.New("a bundle exported from a store lists gates of its own; it runs none (its entries carry the results of the exports that ran them)")
 	}
 	signers := map[string]bool{}
+	approvals := 0
 	for i := range m.Chain {
 		h := &m.Chain[i]
+		if approvals += len(h.Approvals); approvals > MaxChainApprovals {
+			return fmt.Errorf("the chain's hops carry over %d station approvals in all", MaxChainApprovals)
+		}
 		if err := h.validate(roles); err != nil {
 			return fmt.Errorf("chain hop %s: %v", h.Bundle.Short(), err)
 		}
@@ -179,7 +195,12 @@ func (h *Hop) validate(roles map[verify.Digest]string) error {
 	if len(h.Approvals) > MaxHopApprovals {
 		return fmt.Errorf("%d approvals, over the limit of %d", len(h.Approvals), MaxHopApprovals)
 	}
+	seen := map[verify.Digest]bool{}
 	for _, a := range h.Approvals {
+		if seen[a.Approval] {
+			return fmt.Errorf("approval %s is listed twice", a.Approval.Short())
+		}
+		seen[a.Approval] = true
 		for _, b := range []struct {
 			d    verify.Digest
 			role string
@@ -257,10 +278,29 @@ func describeChainBlob(chain []Hop, d verify.Digest) string {
 // MaxManifestSize and all of them within MaxHopManifests, each signature
 // within MaxSignatureSize and each key within verify.MaxKeyringSize.
 func checkChainSizes(m *Manifest, sizes map[verify.Digest]int64) error {
-	var total int64
+	var total, keyBytes int64
+	keys := map[verify.Digest]bool{}
+	key := func(d verify.Digest) error {
+		if keys[d] {
+			return nil
+		}
+		keys[d] = true
+		if keyBytes += sizes[d]; len(keys) > MaxChainKeys || keyBytes > MaxChainKeyBytes {
+			return inconsistent("the chain of custody", "its hops and approvals name over %d distinct keys, or over %d bytes of keys in all", MaxChainKeys, MaxChainKeyBytes)
+		}
+		return nil
+	}
 	for _, h := range m.Chain {
 		if !h.Checkable() {
 			continue
+		}
+		if err := key(h.Key); err != nil {
+			return err
+		}
+		for _, a := range h.Approvals {
+			if err := key(a.Key); err != nil {
+				return err
+			}
 		}
 		entry := "chain hop " + h.Bundle.Short()
 		switch {
@@ -306,6 +346,12 @@ type HopCheck struct {
 	Brought int
 	// ApprovalsChecked counts its station approvals checked again.
 	ApprovalsChecked int
+	// KeyringChecked: its signature was also checked with the copy of its
+	// key in CheckOptions.ChainKeyring (one with its signer's
+	// fingerprint is there); KeyringErr is what that check refused, ""
+	// if it verified. A forecast of the chain policy reads them.
+	KeyringChecked bool
+	KeyringErr     string
 }
 
 // unit is one thing of this bundle's manifest that must be found in a hop's
@@ -501,6 +547,32 @@ type chainState struct {
 	signers, recorded map[string]bool
 	// came: entry key ("p KEY" or "m KEY") -> the oldest hop it was found in.
 	came map[string]verify.Digest
+	// keys: each key blob read so far (at most MaxChainKeys), parsed.
+	keys map[verify.Digest]chainKey
+}
+
+// chainKey is a key blob of the chain as read: its keys, or why not.
+type chainKey struct {
+	kr  openpgp.EntityList
+	err error
+}
+
+// chainKeyring reads the key blob d at path (within
+// verify.MaxKeyringSize) and parses it, once per check: hops and approvals
+// that name the same key share it. readErr is the file's (not kept),
+// keyErr the key's.
+func (c *Checker) chainKeyring(d verify.Digest, path string) (kr openpgp.EntityList, readErr, keyErr error) {
+	if k, ok := c.chain.keys[d]; ok {
+		return k.kr, nil, k.err
+	}
+	data, err := readLimited(path, verify.MaxKeyringSize)
+	if err != nil {
+		return nil, err, nil
+	}
+	var k chainKey
+	k.kr, k.err = verify.ReadKeyring(bytes.NewReader(data))
+	c.chain.keys[d] = k
+	return k.kr, nil, k.err
 }
 
 // checkChain checks a bundle's chain of custody (see Hop), before the
@@ -524,10 +596,13 @@ type chainState struct {
 // Hops whose blobs a delta omits (verify without the store) are deferred,
 // and so are the ties and records that need them. Memory: one hop
 // manifest at a time (MaxManifestSize, MaxHopManifests in all), the units
-// of this bundle's manifest, and a mark per hop (recordCheck).
+// of this bundle's manifest, a mark per hop (recordCheck), and each
+// distinct key blob the chain names, parsed once (MaxChainKeys,
+// MaxChainKeyBytes in all). Time: a signature check per hop and per
+// approval (MaxChainApprovals), a read of each key.
 func (c *Checker) checkChain() error {
 	m := c.m
-	c.chain = &chainState{resigners: map[string]map[string]bool{}, signers: map[string]bool{}, recorded: map[string]bool{}, came: map[string]verify.Digest{}}
+	c.chain = &chainState{resigners: map[string]map[string]bool{}, signers: map[string]bool{}, recorded: map[string]bool{}, came: map[string]verify.Digest{}, keys: map[verify.Digest]chainKey{}}
 	if len(m.Chain) == 0 {
 		return nil
 	}
@@ -595,12 +670,11 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 	if !ok1 || !ok2 || !ok3 {
 		return nil, nil
 	}
-	key, err := readLimited(kp, verify.MaxKeyringSize)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading its key: %w", entry, err)
-	}
-	kr, err := verify.ReadKeyring(bytes.NewReader(key))
-	if err != nil {
+	kr, rerr, err := c.chainKeyring(h.Key, kp)
+	switch {
+	case rerr != nil:
+		return nil, fmt.Errorf("%s: reading its key: %w", entry, rerr)
+	case err != nil:
 		return nil, inconsistent(entry, "the key it carries is unreadable: %v", err)
 	}
 	data, err := readLimited(mp, MaxManifestSize)
@@ -623,6 +697,7 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 	if err := checkHopTime(entry, checked.Created, c.opt.SignedAt, c.opt.Now, c.m.Created != nil); err != nil {
 		return nil, err
 	}
+	c.checkHopKeyring(h, data, sig)
 	if err := c.checkApprovals(h); err != nil {
 		return nil, err
 	}
@@ -634,6 +709,23 @@ func (c *Checker) readHop(h *HopCheck) (*Manifest, error) {
 		return nil, inconsistent(entry, "its signed manifest does not parse: %v", err)
 	}
 	return hm, nil
+}
+
+// checkHopKeyring checks the hop's signature again with the chain
+// keyring's copy of its signer's key, if the keyring has one (a copy may
+// carry a revocation or an expiry the hop's own copy lacks): what the
+// import's chain policy will find, for the forecast.
+func (c *Checker) checkHopKeyring(h *HopCheck, data, sig []byte) {
+	for _, e := range c.opt.ChainKeyring {
+		if verify.Fingerprint(e) != h.Signer.Fingerprint {
+			continue
+		}
+		h.KeyringChecked = true
+		if _, err := verify.CheckSignature(openpgp.EntityList{e}, bytes.NewReader(data), sig); err != nil {
+			h.KeyringErr = err.Error()
+		}
+		return
+	}
 }
 
 // checkApprovals checks each station approval a hop carries: the file's
@@ -652,12 +744,11 @@ func (c *Checker) checkApprovals(h *HopCheck) error {
 		if err != nil {
 			return fmt.Errorf("%s: reading its approval %s: %w", entry, a.Approval.Short(), err)
 		}
-		key, err := readLimited(kp, verify.MaxKeyringSize)
-		if err != nil {
-			return fmt.Errorf("%s: reading a station key: %w", entry, err)
-		}
-		kr, err := verify.ReadKeyring(bytes.NewReader(key))
-		if err != nil {
+		kr, rerr, err := c.chainKeyring(a.Key, kp)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("%s: reading a station key: %w", entry, rerr)
+		case err != nil:
 			return inconsistent(entry, "the station key of its approval %s is unreadable: %v", a.Approval.Short(), err)
 		}
 		b, station, at, err := approvalCheck(data, kr)

@@ -432,6 +432,12 @@ type CheckOptions struct {
 	// Now is this machine's clock (zero: time.Now), for SignedAt and for
 	// reporting keys that have expired since they signed.
 	Now time.Time
+	// ChainKeyring is the chain keyring of the store an import is
+	// forecast for (verify --against: its import policy's chain block):
+	// each hop signed by one of its keys has its signature checked again
+	// with the keyring's copy of the key, as that import's chain policy
+	// will (HopCheck.KeyringErr). Nil: not checked here.
+	ChainKeyring openpgp.EntityList
 }
 
 // CheckReport says what a Checker checked (the "checks" object of
@@ -1261,7 +1267,14 @@ func TightGC() {
 // read. The checks that need the store (a delta's omitted blobs) are listed
 // as deferred.
 func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
-	c, err := NewChecker(br.Manifest(), CheckOptions{Signer: br.Signer(), SiteKeys: br.Keyring(), SpoolDir: spoolDir, SignedAt: br.SignedAt()})
+	return checkAll(br, CheckOptions{SpoolDir: spoolDir})
+}
+
+// checkAll is CheckAll with opt (its Signer, SiteKeys and SignedAt are
+// the reader's).
+func checkAll(br *Reader, opt CheckOptions) (rep *CheckReport, blobs int, bytes int64, err error) {
+	opt.Signer, opt.SiteKeys, opt.SignedAt = br.Signer(), br.Keyring(), br.SignedAt()
+	c, err := NewChecker(br.Manifest(), opt)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -329,6 +329,14 @@ func (rep *Report) AddAttention(kind, subject, message string) {
 // nothing: what the h1: check must spool goes to a temporary file that is
 // removed.
 func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
+	return CheckFor(r, kr, nil, rep)
+}
+
+// CheckFor is Check for a review against a store whose import policy has
+// a chain keyring (chainKR, nil for none): each hop's signature is also
+// checked with that keyring's copy of its key (CheckOptions.ChainKeyring),
+// so that the forecast decides the chain policy as the import will.
+func CheckFor(r io.Reader, kr, chainKR openpgp.EntityList, rep *Report) error {
 	br, err := NewReader(r, kr)
 	if err != nil {
 		return err
@@ -346,7 +354,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
 	rep.Withdraw, rep.Reinstate, rep.Declared = m.Withdraw, m.Reinstate, m.PublisherKeys
 	rep.Gates, rep.SBOM = m.Gates, m.SBOM
-	rep.Checks, rep.Blobs, rep.Bytes, err = CheckAll(br, "")
+	rep.Checks, rep.Blobs, rep.Bytes, err = checkAll(br, CheckOptions{ChainKeyring: chainKR})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ const (
 	maxIndexEntries    = 200_000
 	maxMetaTrees       = 8
 	maxRenderedBytes   = 32 << 20
+	maxPageBytes       = 24 << 20 // the largest page served (cachedPage)
 	maxSearchProviders = 500
 	maxSearchResults   = 100
 	maxFrontMatterRead = 4 << 10 // bytes of each page read for the listing's titles
@@ -70,7 +71,8 @@ type docsUI struct {
 	slots   chan struct{}
 	indexes *lru[verify.Digest, *docs.Index]
 	metas   *lru[verify.Digest, map[string]docs.FrontMatter]
-	pages   *lru[string, renderedPage]
+	full    *lru[string, []byte] // whole pages (cachedPage)
+	ixSlots chan struct{}        // tables of contents read at once (index)
 }
 
 type renderedPage struct {
@@ -80,10 +82,10 @@ type renderedPage struct {
 }
 
 func (s *Server) docsRoutes(m *http.ServeMux) {
-	d := &docsUI{s: s, slots: make(chan struct{}, docsRenders),
+	d := &docsUI{s: s, slots: make(chan struct{}, docsRenders), ixSlots: make(chan struct{}, docsRenders),
 		indexes: newLRU[verify.Digest, *docs.Index](maxIndexEntries),
 		metas:   newLRU[verify.Digest, map[string]docs.FrontMatter](maxMetaTrees),
-		pages:   newLRU[string, renderedPage](maxRenderedBytes)}
+		full:    newLRU[string, []byte](maxRenderedBytes)}
 	m.HandleFunc("GET /ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", d.provider)
 	m.HandleFunc("GET /ui/modules/{host}/{ns}/{name}/{system}/{version}", d.module)
 	m.HandleFunc("GET /ui/docs/search", d.search)
@@ -166,24 +168,38 @@ func (d *docsUI) list(w http.ResponseWriter, r *http.Request, pv *dist.ProviderV
 		d.s.writeError(w, r, err)
 		return
 	}
-	var cats []listCategory
-	for _, c := range docs.Categories {
-		lc := listCategory{Category: c}
-		for _, e := range ix.Pages(c.Name) {
-			fm := meta[e.Path]
-			lc.Rows = append(lc.Rows, listRow{Name: displayName(pv, c.Name, e.Name, fm), Title: fm.Title, Subcategory: fm.Subcategory, URL: docsBase(pv) + c.Name + "/" + e.Name})
+	// Up to 20,000 rows: built in a slot and cached as the pages are.
+	d.cachedPage(w, r, "list\x00"+pv.Addr()+"\x00"+pv.Version+"\x00"+string(pv.Docs.Archive), func() ([]byte, bool, error) {
+		var cats []listCategory
+		for _, c := range docs.Categories {
+			lc := listCategory{Category: c}
+			for _, e := range ix.Pages(c.Name) {
+				fm := meta[e.Path]
+				lc.Rows = append(lc.Rows, listRow{Name: clipList(displayName(pv, c.Name, e.Name, fm)), Title: clipList(fm.Title), Subcategory: clipList(fm.Subcategory), URL: docsBase(pv) + c.Name + "/" + e.Name})
+			}
+			sort.SliceStable(lc.Rows, func(i, j int) bool {
+				a, b := lc.Rows[i], lc.Rows[j]
+				return a.Subcategory < b.Subcategory || a.Subcategory == b.Subcategory && a.Name < b.Name
+			})
+			if len(lc.Rows) > 0 {
+				cats = append(cats, lc)
+			}
 		}
-		sort.SliceStable(lc.Rows, func(i, j int) bool {
-			a, b := lc.Rows[i], lc.Rows[j]
-			return a.Subcategory < b.Subcategory || a.Subcategory == b.Subcategory && a.Name < b.Name
-		})
-		if len(lc.Rows) > 0 {
-			cats = append(cats, lc)
-		}
+		data["Categories"] = cats
+		data["Docs"] = pv.Docs
+		b, err := d.execute("docs-list.html", data)
+		return b, true, err
+	})
+}
+
+// clipList cuts a title or subcategory to 100 bytes for the list (a page
+// shows its own whole): 20,000 rows of hostile 200-byte titles of
+// characters HTML escapes to five made a 44 MB list, too large to cache.
+func clipList(s string) string {
+	if len(s) <= 100 {
+		return s
 	}
-	data["Categories"] = cats
-	data["Docs"] = pv.Docs
-	d.render(w, r, http.StatusOK, "docs-list.html", data)
+	return strings.ToValidUTF8(s[:100], "") + "…"
 }
 
 // displayName is how the registry names a page in its list: resources and
@@ -203,29 +219,61 @@ func displayName(pv *dist.ProviderVersion, category, name string, fm docs.FrontM
 }
 
 func (d *docsUI) page(w http.ResponseWriter, r *http.Request, pv *dist.ProviderVersion, f *os.File, ix *docs.Index, e docs.Entry, data map[string]any) {
-	key := string(pv.Docs.Archive) + "\x00" + e.Path
-	rp, ok := d.pages.get(key)
+	key := "page\x00" + pv.Addr() + "\x00" + pv.Version + "\x00" + string(pv.Docs.Archive) + "\x00" + e.Path
+	d.cachedPage(w, r, key, func() ([]byte, bool, error) {
+		rp, keep := d.renderPage(f, ix, e, docsBase(pv))
+		title := rp.FM.Title
+		if title == "" {
+			title = displayName(pv, e.Category, e.Name, rp.FM)
+		}
+		data["Title"] = title + " — " + shortSource(pv.Addr()) + " " + pv.Version
+		data["Heading"] = title
+		data["Page"] = rp
+		data["Category"] = categoryTitle(e.Category)
+		data["Raw"] = docsBase(pv) + "-/" + e.Path
+		b, err := d.execute("docs-page.html", data)
+		return b, keep, err
+	})
+}
+
+// cachedPage answers with the page cached under key, or builds it (build:
+// the page, whether to keep it) in a render slot and caches it. Every
+// page with a body from a bundle (a provider's page, a module's README,
+// inputs and outputs: up to 8 MiB of JSON, a 20 MiB page, ~160 MiB
+// allocated to build) is built here: at most docsRenders at once, once
+// however many clients ask for it together, and what each request then
+// holds while its client reads is the one cached slice. (Before, each
+// request parsed and executed its own: 128 connections from one address
+// asking for a hostile module's page held a page each.) A page over
+// maxPageBytes (8 MiB of a module's documentation made of characters JSON
+// keeps and HTML escapes to five, ' or +, is a 40 MiB page) is replaced
+// by a notice pointing to 'airgap docs', so every page is cached and held
+// once.
+func (d *docsUI) cachedPage(w http.ResponseWriter, r *http.Request, key string, build func() ([]byte, bool, error)) {
+	b, ok := d.full.get(key)
 	if !ok {
 		if !d.acquire(r.Context()) {
 			return
 		}
-		var keep bool
-		rp, keep = d.renderPage(f, ix, e, docsBase(pv))
-		d.release()
-		if keep {
-			d.pages.put(key, rp, int64(len(rp.HTML))+int64(len(key))+256)
+		if b, ok = d.full.get(key); !ok { // another request built it while this one waited
+			var keep bool
+			var err error
+			b, keep, err = build()
+			if err == nil && len(b) > maxPageBytes {
+				b, err = d.execute("docs-toolarge.html", map[string]any{"Title": "Page too large", "Size": dist.HumanSize(int64(len(b))), "Max": dist.HumanSize(maxPageBytes)})
+			}
+			if err == nil && keep {
+				d.full.put(key, b, int64(len(b)+len(key)))
+			}
+			if err != nil {
+				d.release()
+				d.s.writeError(w, r, err)
+				return
+			}
 		}
+		d.release()
 	}
-	title := rp.FM.Title
-	if title == "" {
-		title = displayName(pv, e.Category, e.Name, rp.FM)
-	}
-	data["Title"] = title + " — " + shortSource(pv.Addr()) + " " + pv.Version
-	data["Heading"] = title
-	data["Page"] = rp
-	data["Category"] = categoryTitle(e.Category)
-	data["Raw"] = docsBase(pv) + "-/" + e.Path
-	d.render(w, r, http.StatusOK, "docs-page.html", data)
+	writeHTML(w, r, http.StatusOK, docsCSP, b)
 }
 
 func categoryTitle(c string) string {
@@ -356,7 +404,21 @@ func (d *docsUI) file(w http.ResponseWriter, r *http.Request, f *os.File, ix *do
 }
 
 // index is the table of contents of the docs tar d (open as f), cached.
+//
+// Reading one takes up to 325 ms and ~5 MiB (20,000 files): at most
+// docsRenders are read at once (ixSlots, apart from the render slots,
+// which a search holds while it reads them), and a request that waited
+// takes what another read meanwhile.
 func (d *docsUI) index(ctx context.Context, dg verify.Digest, f *os.File) (*docs.Index, error) {
+	if ix, ok := d.indexes.get(dg); ok {
+		return ix, nil
+	}
+	select {
+	case d.ixSlots <- struct{}{}:
+		defer func() { <-d.ixSlots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if ix, ok := d.indexes.get(dg); ok {
 		return ix, nil
 	}
@@ -431,30 +493,23 @@ func (d *docsUI) module(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusNotFound, "docs-module.html", data)
 		return
 	}
-	key := string(mv.Docs)
-	rp, ok := d.pages.get(key)
-	var md *dist.ModuleDocs
-	f, err := d.s.store.OpenBlob(mv.Docs)
-	if err == nil {
-		md, err = docs.ParseModuleDocs(f)
+	key := "module\x00" + mv.Addr() + "\x00" + mv.Version + "\x00" + string(mv.Docs)
+	d.cachedPage(w, r, key, func() ([]byte, bool, error) {
+		f, err := d.s.store.OpenBlob(mv.Docs)
+		if err != nil {
+			return nil, false, err
+		}
+		md, err := docs.ParseModuleDocs(f)
 		f.Close()
-	}
-	if err != nil {
-		d.s.writeError(w, r, err)
-		return
-	}
-	if !ok {
-		if !d.acquire(r.Context()) {
-			return
+		if err != nil {
+			return nil, false, err
 		}
 		html, why := renderMarkdown([]byte(md.Readme), readmeLinks)
-		d.release()
-		rp = renderedPage{HTML: html, Why: why}
-		d.pages.put(key, rp, int64(len(html))+256)
-	}
-	data["Docs"] = md
-	data["Readme"] = rp
-	d.render(w, r, http.StatusOK, "docs-module.html", data)
+		data["Docs"] = md
+		data["Readme"] = renderedPage{HTML: html, Why: why}
+		b, err := d.execute("docs-module.html", data)
+		return b, true, err
+	})
 }
 
 // readmeLinks keeps a module README's links to anchors and http(s) pages;
@@ -493,6 +548,14 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sc := d.s.current().scopeFor(authOf(r).principal())
+	// A search may read the tables of contents of 500 providers' docs
+	// (325 ms for one of 20,000 files; the cache holds 200,000 entries,
+	// so a store whose newest docs have more rereads them for every
+	// search): it takes a render slot, as a page does.
+	if !d.acquire(r.Context()) {
+		return
+	}
+	defer d.release()
 	var hits []searchHit
 	considered, more := 0, false
 	for _, origin := range sc.origins {
@@ -555,13 +618,22 @@ func (d *docsUI) notFound(w http.ResponseWriter, r *http.Request, what string) {
 
 // render writes a docs page with the catalog's headers and docsCSP.
 func (d *docsUI) render(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
+	b, err := d.execute(name, data)
+	if err != nil {
+		d.s.writeError(w, r, err)
+		return
+	}
+	writeHTML(w, r, code, docsCSP, b)
+}
+
+// execute executes the docs template name.
+func (d *docsUI) execute(name string, data map[string]any) ([]byte, error) {
 	data["Script"] = template.JS(filterScript)
 	var b bytes.Buffer
 	if err := docsTmpl.ExecuteTemplate(&b, name, data); err != nil {
-		d.s.writeError(w, r, fmt.Errorf("docs page: %w", err))
-		return
+		return nil, fmt.Errorf("docs page: %w", err)
 	}
-	writeHTML(w, r, code, docsCSP, b.Bytes())
+	return b.Bytes(), nil
 }
 
 // lru is a least-recently-used cache bounded by the sum of its entries'

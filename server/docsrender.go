@@ -48,8 +48,14 @@ var docsMarkdown = goldmark.New(
 )
 
 // reDocsAsset: the only image sources a page may keep, the appliance's own
-// docs files (linkFor makes them).
-var reDocsAsset = regexp.MustCompile(`^/ui/providers/[A-Za-z0-9._:-]+/[A-Za-z0-9_-]+/[A-Za-z0-9-]+/[A-Za-z0-9.+-]+/docs/-/[A-Za-z0-9._/-]+$`)
+// docs files (pageLinks makes them). No segment may be "." or "..": a
+// browser resolves them (and their character references, which the
+// sanitizer decodes before it matches; '%' is not allowed at all), so
+// /ui/providers/…/docs/-/../../../../blobs/sha256/HEX/x.zip would load any
+// GET of this appliance, a provider package for one, with the viewer's
+// session: a hostile page could make each viewer download packages (and
+// count them as used).
+var reDocsAsset = regexp.MustCompile(`^/ui/providers/[A-Za-z0-9][A-Za-z0-9._:-]*/[A-Za-z0-9_-]+/[A-Za-z0-9-]+/[A-Za-z0-9][A-Za-z0-9.+-]*/docs/-(?:/(?:[A-Za-z0-9_-]|\.[A-Za-z0-9_-]|\.\.[A-Za-z0-9._-])[A-Za-z0-9._-]*)+$`)
 
 // docsPolicy sanitizes rendered markdown. It is bluemonday's policy for
 // user content narrowed: the structural and text elements of documents

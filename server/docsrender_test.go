@@ -1,6 +1,7 @@
 package server
 
 import (
+	"path"
 	"runtime"
 	"strings"
 	"testing"
@@ -43,6 +44,12 @@ func TestRenderHostileMarkdown(t *testing.T) {
 		{name: "links", src: "[a](javascript:alert(1)) [b](data:text/html;base64,PHNjcmlwdD4=) [c](JaVaScRiPt:alert(1)) ![r](https://evil.example/x.png) <https://ok.example/>\n"},
 		{name: "html", src: "<div onclick=\"x()\" style=\"background:url(https://evil.example)\">d</div><iframe src=https://evil.example></iframe><svg><script>1</script></svg>\n"},
 		{name: "raw images", src: "<img src=\"https://evil.example/t.png\" alt=\"t\"> <img src=\"//evil.example/u.png\"> <img src=x onerror=alert(1)> <IMG SRC=\"javascript:alert(1)\"> <img srcset=\"https://evil.example/s.png 2x\">\n"},
+		// Sources that look like the docs' own files but leave them: a
+		// browser resolves the dot segments (and their character
+		// references) and would GET a package with the viewer's session.
+		{name: "images outside the docs", src: "<img src=\"/ui/providers/h/n/t/1.0.0/docs/-/../../../../../../../blobs/sha256/" + strings.Repeat("ab", 32) + "/p.zip\"> " +
+			"<img src=\"/ui/providers/h/n/t/1.0.0/docs/-/a/&#46;&#46;/&#46;&#46;/&#46;&#46;/&#46;&#46;/&#46;&#46;/&#46;&#46;/&#46;&#46;/healthz\"> " +
+			"<img src=\"/ui/providers/../n/t/../docs/-/x.png\"> <img src=\"/ui/providers/h/n/t/1.0.0/docs/-/./x.png\">\n"},
 		{name: "forms and styles", src: "<form action=https://evil.example><input name=p></form><style>body{background:url(https://evil.example)}</style><link rel=stylesheet href=https://evil.example/s.css><meta http-equiv=refresh content=\"0;url=https://evil.example\">\n"},
 		{name: "quotes 10000 deep", src: strings.Repeat(">", 10_000) + " deep\n", asSource: true},
 		{name: "lists 10000 deep", src: strings.Repeat("- ", 10_000) + "x\n", asSource: true},
@@ -90,7 +97,7 @@ func TestRenderHostileMarkdown(t *testing.T) {
 // FuzzRenderMarkdown: whatever the page, the HTML has no script, no event
 // handler, no javascript: or data: URL and no image from elsewhere.
 func FuzzRenderMarkdown(f *testing.F) {
-	for _, s := range []string{"# t\n<script>x</script>", "[a](javascript:x) ![i](https://e/x.png) <img src=x onerror=y>", "| a |\n|---|\n| b |", "> > > q", "<a href=\"data:text/html,x\">d</a>"} {
+	for _, s := range []string{"# t\n<script>x</script>", "[a](javascript:x) ![i](https://e/x.png) <img src=x onerror=y>", "| a |\n|---|\n| b |", "> > > q", "<a href=\"data:text/html,x\">d</a>", "<img src=\"/ui/providers/h/n/t/1.0.0/docs/-/../../x\">"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -127,8 +134,8 @@ func unsafeHTML(s string) string {
 					return "attribute " + a.Key
 				case (a.Key == "href" || a.Key == "src") && (strings.HasPrefix(v, "javascript:") || strings.HasPrefix(v, "data:") || strings.HasPrefix(v, "vbscript:")):
 					return a.Key + "=" + a.Val
-				case tok.Data == "img" && a.Key == "src" && !strings.HasPrefix(a.Val, "/ui/"):
-					return "image " + a.Val
+				case tok.Data == "img" && a.Key == "src" && (!strings.HasPrefix(a.Val, "/ui/providers/") || !strings.Contains(a.Val, "/docs/-/") || path.Clean(a.Val) != a.Val):
+					return "image " + a.Val // from elsewhere, or resolving outside the docs
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -36,6 +37,9 @@ type fakeIdP struct {
 	claims   map[string]any         // of the person signed in
 	mutate   func(map[string]any)   // alters an ID token's claims
 	wrongKey bool                   // signs with a key it does not publish
+	alg      string                 // "none" (unsigned) or "HS256" (keyed by the client secret), else RS256
+	algs     []string               // the signing algorithms discovery lists (default RS256)
+	bigKeys  bool                   // publishes 2 MiB of keys
 	authErr  string                 // answers the authorization request with this error
 	bigToken bool                   // answers the token request with 2 MiB
 	tokenReq func(*http.Request)    // sees each token request
@@ -55,15 +59,31 @@ func newFakeIdP(t testing.TB) *fakeIdP {
 	d.other, _ = rsa.GenerateKey(rand.Reader, 2048)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		algs := d.algs
+		d.mu.Unlock()
+		if algs == nil {
+			algs = []string{"RS256"}
+		}
 		json.NewEncoder(w).Encode(map[string]any{
 			"issuer": d.issuer, "authorization_endpoint": d.issuer + "/auth", "token_endpoint": d.issuer + "/token",
-			"jwks_uri": d.issuer + "/keys", "id_token_signing_alg_values_supported": []string{"RS256"},
+			"jwks_uri": d.issuer + "/keys", "id_token_signing_alg_values_supported": algs,
 			"code_challenge_methods_supported": []string{"S256"}, "response_types_supported": []string{"code"},
 			"subject_types_supported": []string{"public"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
 		})
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &d.key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+		d.mu.Lock()
+		big := d.bigKeys
+		d.mu.Unlock()
+		keys := []jose.JSONWebKey{{Key: &d.key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}
+		if big {
+			w.Write([]byte(`{"keys":[{"kty":"oct","kid":"pad","k":"` + strings.Repeat("A", 2<<20) + `"},`))
+			b, _ := json.Marshal(keys[0])
+			w.Write(append(b, "]}"...))
+			return
+		}
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: keys})
 	})
 	mux.HandleFunc("GET /auth", d.authorize)
 	mux.HandleFunc("POST /token", d.token)
@@ -125,7 +145,7 @@ func (d *fakeIdP) token(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	g, ok := d.codes[r.PostForm.Get("code")]
 	delete(d.codes, r.PostForm.Get("code"))
-	mutate, wrongKey, big, seen := d.mutate, d.wrongKey, d.bigToken, d.tokenReq
+	mutate, wrongKey, big, seen, alg, bigKeys := d.mutate, d.wrongKey, d.bigToken, d.tokenReq, d.alg, d.bigKeys
 	d.tokens++
 	d.mu.Unlock()
 	if seen != nil {
@@ -154,10 +174,24 @@ func (d *fakeIdP) token(w http.ResponseWriter, r *http.Request) {
 	if wrongKey {
 		key = d.other
 	}
-	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	kid := "k1"
+	if bigKeys {
+		kid = "k2" // a key the appliance has not seen: it fetches the keys again
+	}
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	payload, _ := json.Marshal(claims)
 	jws, _ := signer.Sign(payload)
 	idt, _ := jws.CompactSerialize()
+	b64 := base64.RawURLEncoding.EncodeToString
+	switch alg {
+	case "none":
+		idt = b64([]byte(`{"alg":"none","typ":"JWT","kid":"k1"}`)) + "." + b64(payload) + "."
+	case "HS256": // keyed by the client secret, which the appliance knows
+		in := b64([]byte(`{"alg":"HS256","typ":"JWT","kid":"k1"}`)) + "." + b64(payload)
+		m := hmac.New(sha256.New, []byte("s3cret"))
+		m.Write([]byte(in))
+		idt = in + "." + b64(m.Sum(nil))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"access_token": "idp-access", "token_type": "Bearer", "expires_in": 300, "id_token": idt})
 }
@@ -166,6 +200,7 @@ func (d *fakeIdP) token(w http.ResponseWriter, r *http.Request) {
 func (d *fakeIdP) reset() {
 	d.set(func(d *fakeIdP) {
 		d.mutate, d.wrongKey, d.authErr, d.bigToken, d.onAuth, d.tokenReq = nil, false, "", false, nil, nil
+		d.alg, d.algs, d.bigKeys = "", nil, false
 	})
 	d.signInAs("carol@site.example", "platform")
 }

@@ -399,6 +399,11 @@ func TestLoginRefusals(t *testing.T) {
 		{"expired", "expired", 502, func(d *fakeIdP) { d.mutate = func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() } }, "clocks"},
 		{"a key the IdP does not publish", "signature", 502, func(d *fakeIdP) { d.wrongKey = true }, "signature"},
 		{"an answer of 2 MiB", "idp_answer", 502, func(d *fakeIdP) { d.bigToken = true }, "could not be read"},
+		// Discovery lists the algorithms an attacker would like; only
+		// public-key signatures by the published keys count.
+		{"an unsigned ID token", "signature", 502, func(d *fakeIdP) { d.alg, d.algs = "none", []string{"none", "HS256", "RS256"} }, "ID token was refused"},
+		{"an ID token keyed by the client secret", "signature", 502, func(d *fakeIdP) { d.alg, d.algs = "HS256", []string{"HS256", "RS256"} }, "ID token was refused"},
+		{"2 MiB of published keys", "signature", 502, func(d *fakeIdP) { d.bigKeys = true }, "larger than 1048576 bytes"},
 		{"no group or user block", "no_rules", 403, func(d *fakeIdP) {
 			d.claims = map[string]any{"sub": "x", "email": "eve@site.example", "groups": []string{"visitors"}}
 		},
@@ -744,5 +749,95 @@ func TestLoginRevokeKeepsOwner(t *testing.T) {
 		if strings.HasSuffix(de.Name(), ".revoked") && (uid != 65534 || fi.Mode().Perm() != 0o600) {
 			t.Errorf("%s: uid %d, mode %v", de.Name(), uid, fi.Mode())
 		}
+	}
+}
+
+// TestLoginOnePersonCannotFillTheState: one person who signs in again and
+// again (a script driving the identity provider's form) leaves at most
+// 20 live and 100 ended records, not one per sign-in: each would be kept
+// 30 days, and 50,000 of them lock everyone out of signing in. Their
+// newest token works; the replaced ones are refused, the forgotten ones as
+// unknown.
+func TestLoginOnePersonCannotFillTheState(t *testing.T) {
+	e := setupLogin(t)
+	const logins = 160
+	var toks []string
+	start := time.Now()
+	for range logins {
+		toks = append(toks, e.login(t))
+		e.clock.add(time.Second) // (tokens are ordered by their creation, to the second)
+	}
+	took := time.Since(start)
+	t.Logf("%d sign-ins of one person in %v (%v each): 50,000 would take %v", logins, took, took/logins, took/logins*50000)
+	tokens, _, _ := e.stored(t)
+	if tokens > 120 {
+		t.Errorf("one person's %d sign-ins left %d token records (want at most 20 live + 100 ended)", logins, tokens)
+	}
+	if r, body := e.get(t, tfRandom, toks[logins-1]); r.StatusCode != 200 {
+		t.Errorf("the newest token: %s %s", r.Status, body)
+	}
+	for _, i := range []int{0, logins - 21} {
+		if r, _ := e.get(t, tfRandom, toks[i]); r.StatusCode != 401 {
+			t.Errorf("token %d of %d (replaced): %s", i, logins, r.Status)
+		}
+	}
+	// Someone else still signs in.
+	e.idp.signInAs("erin@site.example", "platform")
+	defer e.idp.reset()
+	if r, body := e.get(t, tfRandom, e.login(t)); r.StatusCode != 200 {
+		t.Errorf("another person's token: %s %s", r.Status, body)
+	}
+}
+
+// TestLoginCodesLeftUnexchanged: codes nobody exchanged (a person's script
+// signing in without a CLI, 10,001 of them within the sweep's 11 minutes)
+// stop counting against the 10,000 outstanding once expired: the next
+// person's 'terraform login' still works.
+func TestLoginCodesLeftUnexchanged(t *testing.T) {
+	e := setupLogin(t)
+	dir := filepath.Join(e.state, "logins", "codes")
+	old := time.Now().Add(-3 * time.Minute)
+	for i := range 10_001 {
+		p := filepath.Join(dir, fmt.Sprintf("%064x.json", i))
+		if err := os.WriteFile(p, []byte(`{}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, old, old)
+	}
+	if r, body := e.get(t, tfRandom, e.login(t)); r.StatusCode != 200 {
+		t.Errorf("a login after 10,001 expired codes: %s %s", r.Status, body)
+	}
+	if _, codes, _ := e.stored(t); codes > 1 {
+		t.Errorf("%d codes left", codes)
+	}
+}
+
+// TestLoginLifetimeShortened: a token_lifetime shortened in the access
+// file shortens the login tokens already issued (an operator tightening
+// it after an incident expects no 12-hour token to outlive the new 10
+// minutes); lengthened, it lengthens none.
+func TestLoginLifetimeShortened(t *testing.T) {
+	e := setupLogin(t)
+	tok := e.login(t)
+	setLifetime := func(d string) {
+		b, _ := os.ReadFile(e.access)
+		b = regexp.MustCompile(`token_lifetime = "[^"]*"`).ReplaceAll(b, []byte(`token_lifetime = "`+d+`"`))
+		os.WriteFile(e.access, b, 0o600)
+		if _, err := e.ac.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.add(20 * time.Minute)
+	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 200 {
+		t.Fatalf("within its hour: %s", r.Status)
+	}
+	setLifetime("10m")
+	if r, body := e.get(t, tfRandom, tok); r.StatusCode != 401 || !strings.Contains(body, "expired") {
+		t.Errorf("20 minutes old, token_lifetime now 10m: %s %s", r.Status, body)
+	}
+	setLifetime("48h")
+	e.clock.add(time.Hour)
+	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 401 {
+		t.Errorf("80 minutes old, issued for an hour, token_lifetime now 48h: %s", r.Status)
 	}
 }

@@ -81,7 +81,7 @@ func buildLoginSet(set *accessSet, recs *loginRecs, prev *loginSet) *loginSet {
 			}
 		}
 		if p == nil {
-			p = newLoginPrincipal(h, rec, ls.rulesFor(set.file, rec))
+			p = newLoginPrincipal(h, rec, ls.rulesFor(set.file, rec), set.file.Login)
 		}
 		ls.byHash[h] = p
 		ls.byName[rec.Name] = p
@@ -105,8 +105,20 @@ func (ls *loginSet) rulesFor(f *acl.File, rec *LoginToken) *acl.Rules {
 	return r
 }
 
-func newLoginPrincipal(h [32]byte, rec *LoginToken, rules *acl.Rules) *principal {
-	p := &principal{name: rec.Name, hash: h, rules: rules, expires: rec.Expires, id: rec.SHA256, revoked: rec.Revoked, login: rec}
+// newLoginPrincipal is rec's principal under the login block l. It
+// expires at rec's expiry or token_lifetime after its creation, whichever
+// comes first: a token_lifetime shortened in the access file (after an
+// incident, or by a new policy) shortens the tokens already issued, as a
+// narrowed group narrows them ('token list' shows the expiry the token
+// was issued with).
+func newLoginPrincipal(h [32]byte, rec *LoginToken, rules *acl.Rules, l *acl.Login) *principal {
+	exp := rec.Expires
+	if l != nil && l.TokenLifetime > 0 && !rec.Created.IsZero() {
+		if e := rec.Created.Add(l.TokenLifetime); e.Before(exp) {
+			exp = e
+		}
+	}
+	p := &principal{name: rec.Name, hash: h, rules: rules, expires: exp, id: rec.SHA256, revoked: rec.Revoked, login: rec}
 	p.admitted = &reqAuth{p: p}
 	return p
 }

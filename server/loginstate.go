@@ -58,8 +58,10 @@ import (
 // Bounds: 50,000 token records (live and revoked; a login beyond that is
 // refused with a message), 20 live tokens per person (the oldest is revoked
 // when a 21st is issued), 10,000 outstanding codes and as many used
-// sign-ins. Each record is under 4 KiB on disk and about 1 KiB in memory
-// (with its principal), so at most ~50 MiB of memory and ~200 MiB of disk
+// sign-ins; of one person's revoked and expired tokens, the 100 newest are
+// kept (forgetOldest), so filling the state takes some 420 people. Each
+// record is under 4 KiB on disk and about 1 KiB in memory (with its
+// principal), so at most ~50 MiB of memory and ~200 MiB of disk
 // at the limit. Records are removed 30 days after they expired or were
 // revoked, codes and used sign-ins once expired (sweep, any replica).
 
@@ -67,6 +69,7 @@ const (
 	loginsDir         = "logins"
 	maxLoginRecords   = 50000
 	maxTokensPerUser  = 20
+	maxEndedPerUser   = 100 // revoked and expired records kept per person
 	maxLoginCodes     = 10000
 	loginCodeTTL      = time.Minute
 	pendingLoginTTL   = 10 * time.Minute
@@ -482,16 +485,23 @@ func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	if len(recs) >= maxLoginRecords {
 		return "", fmt.Errorf("%w (%d); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
 	}
-	var mine []*LoginToken
+	var mine, ended []*LoginToken
 	for _, t := range recs {
-		if t.Revoked.IsZero() && !now.After(t.Expires) && t.Subject == rec.Subject && t.Issuer == rec.Issuer {
+		if t.Subject != rec.Subject || t.Issuer != rec.Issuer {
+			continue
+		}
+		if t.Revoked.IsZero() && !now.After(t.Expires) {
 			mine = append(mine, t)
+		} else {
+			ended = append(ended, t)
 		}
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Created.Before(mine[j].Created) })
 	for i := 0; i+maxTokensPerUser <= len(mine); i++ {
 		ls.revoke(mine[i], "replaced by a newer login", now)
+		ended = append(ended, mine[i])
 	}
+	ls.forgetOldest(ended, maxEndedPerUser)
 	if err := ls.writeRecord(h, rec); err != nil {
 		return "", fmt.Errorf("writing the login token: %w", err)
 	}
@@ -499,6 +509,35 @@ func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	ls.put(h, rec)
 	ls.mu.Unlock()
 	return secret, nil
+}
+
+// forgetOldest removes the records of ended (one person's revoked and
+// expired tokens) but the keep most recently created, before their
+// loginRetention is up: one person signing in again and again (a script
+// driving the identity provider's form) would otherwise fill the state
+// with their own revoked tokens, up to maxLoginRecords, and lock everyone
+// out of signing in for the 30 days those records are kept. A forgotten
+// token is refused as unknown instead of as revoked (its attempts lose
+// its name in the audit); never accepted: the live file goes first.
+func (ls *loginState) forgetOldest(ended []*LoginToken, keep int) {
+	if len(ended) <= keep {
+		return
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.After(ended[j].Created) })
+	for _, t := range ended[keep:] {
+		h, ok := t.hash()
+		if !ok {
+			continue
+		}
+		if err := os.Remove(ls.tokenPath(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		os.Remove(ls.tokenPath(h, true))
+		ls.mu.Lock()
+		ls.put(h, nil)
+		ls.mu.Unlock()
+	}
+	osfile.SyncDir(ls.sub("tokens"))
 }
 
 func (ls *loginState) nameTaken(name string) bool {
@@ -544,9 +583,17 @@ type loginCode struct {
 
 // newCode stores a code for c and returns it (the file is named by its
 // hash: the state never holds a code that could be exchanged).
+// Codes that are not exchanged (a CLI that went away, or a person
+// signing in again and again without one) count against maxLoginCodes
+// only until they expire: when the directory is full, the expired ones
+// are removed first, so one scripted person cannot keep everyone's
+// 'terraform login' refused (with the sweep's 11 minutes, 15 sign-ins a
+// second did; now it takes 10,000 within loginCodeTTL plus a minute).
 func (ls *loginState) newCode(c *loginCode) (string, error) {
 	if n, _ := readDirNames(ls.sub("codes"), maxLoginCodes+1); len(n) > maxLoginCodes {
-		return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
+		if ls.removeOld("codes", codeFileAge, time.Now()); ls.countNames("codes") > maxLoginCodes {
+			return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
+		}
 	}
 	code, err := acl.NewSecret()
 	if err != nil {
@@ -632,16 +679,30 @@ func (ls *loginState) sweep(now time.Time) {
 			os.Remove(ls.tokenPath(h, true))
 		}
 	}
-	for _, sub := range []string{"codes", "used"} {
-		names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
-		for _, n := range names {
-			p := filepath.Join(ls.sub(sub), n)
-			if fi, err := os.Lstat(p); err == nil && now.Sub(fi.ModTime()) > pendingLoginTTL+time.Minute {
-				os.Remove(p)
-			}
+	ls.removeOld("codes", codeFileAge, now)
+	ls.removeOld("used", pendingLoginTTL+time.Minute, now)
+	ls.scan(true)
+}
+
+// codeFileAge is when a code's file is removed: its loginCodeTTL, and a
+// minute for clocks of replicas (and a network filesystem) that differ.
+const codeFileAge = loginCodeTTL + time.Minute
+
+// removeOld removes the files of sub (codes, used) modified more than age
+// before now (at most 2 × maxLoginCodes are looked at).
+func (ls *loginState) removeOld(sub string, age time.Duration, now time.Time) {
+	names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
+	for _, n := range names {
+		p := filepath.Join(ls.sub(sub), n)
+		if fi, err := os.Lstat(p); err == nil && now.Sub(fi.ModTime()) > age {
+			os.Remove(p)
 		}
 	}
-	ls.scan(true)
+}
+
+func (ls *loginState) countNames(sub string) int {
+	n, _ := readDirNames(ls.sub(sub), maxLoginCodes+1)
+	return len(n)
 }
 
 // ErrNoLoginState marks a store whose serve never signed anyone in.

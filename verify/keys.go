@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -229,12 +230,46 @@ func Fingerprint(e *openpgp.Entity) string {
 	return fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)
 }
 
-// Identity is the first user ID of e, or "".
+// Identity is e's primary user ID, or "": the one its self-signature
+// marks primary, else the one with the newest self-signature, ties going
+// to the first name in byte order. It is the same for every copy of a key
+// with the same user IDs and self-signatures, whatever the order of a map
+// (a chain of custody records a hop's signer with it, and the next
+// enclave compares the record with what it reads of the key again).
 func Identity(e *openpgp.Entity) string {
+	names := make([]string, 0, len(e.Identities))
 	for name := range e.Identities {
-		return name
+		names = append(names, name)
 	}
-	return ""
+	sort.Strings(names)
+	best := ""
+	var bestID *openpgp.Identity
+	for _, name := range names {
+		if id := e.Identities[name]; bestID == nil || preferIdentity(bestID, id) {
+			best, bestID = name, id
+		}
+	}
+	return best
+}
+
+// preferIdentity reports whether id is a better primary user ID than
+// best: not revoked over revoked, self-signed over not, marked primary
+// over not, then a strictly newer self-signature.
+func preferIdentity(best, id *openpgp.Identity) bool {
+	if (len(best.Revocations) > 0) != (len(id.Revocations) > 0) {
+		return len(best.Revocations) > 0
+	}
+	if (best.SelfSignature == nil) != (id.SelfSignature == nil) {
+		return best.SelfSignature == nil
+	}
+	if best.SelfSignature == nil {
+		return false
+	}
+	primary := func(s *packet.Signature) bool { return s.IsPrimaryId != nil && *s.IsPrimaryId }
+	if primary(best.SelfSignature) != primary(id.SelfSignature) {
+		return primary(id.SelfSignature)
+	}
+	return id.SelfSignature.CreationTime.After(best.SelfSignature.CreationTime)
 }
 
 // SignDetached writes a binary detached signature of message by signer.

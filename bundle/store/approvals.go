@@ -135,11 +135,15 @@ func (ap *Approvals) read(f approval.File, in *PolicyInput) (*approval.Approval,
 	return a, c, ap.judge(&a.Statement, in)
 }
 
-// judge checks what an approval approves, and by which key.
+// judge checks what an approval approves — exactly this bundle, as
+// signed by the key that signed it — and by which key.
 func (ap *Approvals) judge(st *approval.Statement, in *PolicyInput) error {
 	switch {
 	case st.Bundle != in.Bundle:
 		return fmt.Errorf("it approves another bundle (%s), not this one (%s)", st.Bundle.Short(), in.Bundle.Short())
+	case st.BundleSigner != in.Signer.Fingerprint:
+		return fmt.Errorf("it approves this bundle as signed by %s, but this copy is signed by %s (the station reviewed the other)",
+			verify.GroupFingerprint(st.BundleSigner), keyName(in.Signer))
 	case st.Station.Fingerprint == in.Signer.Fingerprint:
 		return fmt.Errorf("it is signed by the key that signed the bundle (%s): a station key is never the bundle's signing key", keyName(in.Signer))
 	case isSiteKey(in.SiteKeys, st.Station.Fingerprint):

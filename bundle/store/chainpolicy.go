@@ -78,6 +78,14 @@ func newChainPolicy(name string, kr openpgp.EntityList) (*ChainPolicy, error) {
 	return cp, nil
 }
 
+// ChainKeyring is the chain block's keyring (nil: the store has none).
+func (sp *StorePolicy) ChainKeyring() openpgp.EntityList {
+	if sp == nil || sp.Chain == nil {
+		return nil
+	}
+	return sp.Chain.keyring
+}
+
 // Check implements Policy: a hop it does not trust refuses the bundle.
 func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 	if in.Checked == nil {
@@ -102,9 +110,10 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 			return nil
 		}
 		if err := cp.checkHop(in, h); err != nil {
+			why := err.Error()
 			err = fmt.Errorf("%w: %s: %v\nhint: if that key belongs to a network this one takes content from, check its fingerprint with its owner and add its public key to %s (the chain keyring of %s); otherwise do not import this bundle",
 				ErrChainUntrusted, where, err, cp.Keyring, ImportConfigName)
-			out.Refuse(err, Refusal{Rule: RuleChain, Reason: "hop " + h.Bundle.Short() + " signed by " + keyName(h.Signer) + " is not trusted"})
+			out.Refuse(err, Refusal{Rule: RuleChain, Reason: "hop " + h.Bundle.Short() + " signed by " + keyName(h.Signer) + " is not trusted: " + firstLine(why)})
 			return nil
 		}
 	}
@@ -125,7 +134,13 @@ func (cp *ChainPolicy) checkHop(in *PolicyInput, h bundle.HopCheck) error {
 		return fmt.Errorf("that key is not in the chain keyring %s", cp.Keyring)
 	}
 	if in.BlobPath == nil {
-		return nil // a forecast: the check tied the hop to the key it came with
+		// A forecast: the check tied the hop to the key it came with and,
+		// given the keyring (bundle.CheckFor), checked it with the
+		// keyring's copy too.
+		if h.KeyringChecked && h.KeyringErr != "" {
+			return fmt.Errorf("its signature does not verify with the chain keyring's copy of that key: %s", h.KeyringErr)
+		}
+		return nil
 	}
 	data, err := in.readBlob(h.Bundle, bundle.MaxManifestSize)
 	if err != nil {

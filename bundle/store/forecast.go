@@ -62,6 +62,13 @@ func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
 			f.Undecided = append(f.Undecided, fmt.Sprintf("the publisher key of provider %s (%s)", d.Provider, d.Note))
 		}
 	}
+	if sp.Chain != nil && rep.Checks != nil {
+		for _, h := range rep.Checks.Chain {
+			if h.Deferred {
+				f.Undecided = append(f.Undecided, fmt.Sprintf("the signature of chain hop %s with the chain keyring's copy of its key (its manifest is not in this delta: the import checks it with the store's copy)", h.Bundle.Short()))
+			}
+		}
+	}
 	if ap := rules.Approvals; ap != nil {
 		f.Approvals = approvalsForecast(ap)
 	}

@@ -47,18 +47,20 @@ type Against struct {
 	RevokedKeys []RevokedKey
 }
 
-// againstProvider is dist.ProviderVersion without its signing keys.
+// againstProvider is dist.ProviderVersion without its signing keys: every
+// other field is read as the store wrote it (its trust tier, mirror hashes
+// and all), so that the import's rules see in the forecast what they see
+// in the store; the keys (their armor is the bulk of an inventory) are
+// skipped, as the rules do not read them.
 type againstProvider struct {
-	Host        string         `json:"host"`
-	Namespace   string         `json:"namespace"`
-	Type        string         `json:"type"`
-	Version     string         `json:"version"`
-	ShasumsName string         `json:"shasums_name"`
-	Shasums     verify.Digest  `json:"shasums"`
-	ShasumsSig  verify.Digest  `json:"shasums_signature"`
-	SiteSigned  bool           `json:"site_signed,omitempty"`
-	Packages    []dist.Package `json:"packages"`
+	dist.ProviderVersion
+	SigningKeys skippedJSON `json:"signing_keys"` // shadows ProviderVersion.SigningKeys
 }
+
+// skippedJSON is a value read and dropped.
+type skippedJSON struct{}
+
+func (*skippedJSON) UnmarshalJSON([]byte) error { return nil }
 
 // ReadAgainst reads an inventory for --against.
 func ReadAgainst(path string) (*Against, error) {
@@ -106,8 +108,7 @@ func ParseAgainst(r io.Reader) (*Against, error) {
 						if err := js.Decode(&p); err != nil {
 							return err
 						}
-						a.Catalog.Providers = append(a.Catalog.Providers, dist.ProviderVersion{Host: p.Host, Namespace: p.Namespace, Type: p.Type,
-							Version: p.Version, ShasumsName: p.ShasumsName, Shasums: p.Shasums, ShasumsSig: p.ShasumsSig, SiteSigned: p.SiteSigned, Packages: p.Packages})
+						a.Catalog.Providers = append(a.Catalog.Providers, p.ProviderVersion)
 						return nil
 					})
 				case "modules":
@@ -194,7 +195,7 @@ func (a *Against) history() (map[string]*dist.NamespaceKeys, map[string]bool) {
 	}
 	unknown := map[string]bool{}
 	for _, p := range a.Catalog.Providers {
-		if ns := dist.NamespaceKey(p.Host, p.Namespace); h[ns] == nil && !p.SiteSigned {
+		if ns := dist.NamespaceKey(p.Host, p.Namespace); h[ns] == nil && p.Trust() == dist.TrustPublisher {
 			unknown[ns] = true
 		}
 	}
