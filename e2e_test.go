@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building airgap: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := registrytest.RunGuarded(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -90,7 +90,10 @@ func mustRun(t *testing.T, dir string, env []string, name string, args ...string
 	return out
 }
 
-// baseEnv is the environment without proxy, CA and Terraform settings.
+// baseEnv is the environment without proxy, CA and Terraform settings,
+// plus the network guard's (registrytest.GuardEnv: every host off
+// loopback goes to its sinkhole); a test's own env comes after it and
+// wins (Internet.Env replaces every proxy variable).
 func baseEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -102,7 +105,7 @@ func baseEnv() []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	return append(append(out, registrytest.GuardEnv()...), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 }
 
 func terraformBin(t *testing.T) string {

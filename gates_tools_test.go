@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
 )
 
 // The real scanners the gate tests run, built from their Go modules the
@@ -53,6 +55,8 @@ func govulncheckBin(t *testing.T) string {
 // buildGoTool builds pkg (of its module at v) into the test cache as name, once: in
 // a scratch module, 'go get -tool pkg@v' then 'go build -trimpath' with
 // CGO_ENABLED=0 and env. It returns the binary's path or an error text.
+// The go commands reach the Go module proxy, outside the network guard
+// (registrytest.UnguardedEnv).
 func buildGoTool(pkg, v, name string, env ...string) (string, string) {
 	bin, cached, errText := testCacheBin(name)
 	if cached || errText != "" {
@@ -69,7 +73,7 @@ func buildGoTool(pkg, v, name string, env ...string) (string, string) {
 	run := func(args ...string) string {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = tmp
-		cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0"), env...)
+		cmd.Env = append(append(registrytest.UnguardedEnv(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0"), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "go " + args[0] + " " + pkg + ": " + err.Error() + "\n" + string(out)
 		}

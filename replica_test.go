@@ -296,9 +296,13 @@ func haproxyBin(t *testing.T) string {
 }
 
 // runHAProxy checks and runs the haproxy binary with the configuration
-// cfg until the test ends, and returns its log.
+// cfg until the test ends, and returns its log. cfg gets a "resolvers
+// default" section on loopback: without one HAProxy (2.6) makes it from
+// /etc/resolv.conf and connects a UDP socket to the machine's name server
+// at start; the tests' backends are addresses, and nothing resolves.
 func runHAProxy(t *testing.T, haproxy, cfg string) *lockedBuffer {
 	t.Helper()
+	cfg += "resolvers default\n  nameserver loopback 127.0.0.1:53\n"
 	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
 	os.WriteFile(cfgPath, []byte(cfg), 0o644)
 	if out, err := exec.Command(haproxy, "-c", "-f", cfgPath).CombinedOutput(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airgap/airgap/dist/registrytest"
 )
 
 // tofuVersion is the OpenTofu release most end-to-end tests drive; the
@@ -70,6 +72,8 @@ func testCacheDir() (string, error) {
 // cache as name, once; it returns the binary's path or an error text.
 // mainSrc, if set, is built in place of pkg: a main package in a module of
 // its own that requires module@v, to leave out parts a test does not need.
+// The go commands reach the Go module proxy, outside the network guard
+// (registrytest.UnguardedEnv).
 func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	bin, cached, errText := testCacheBin(name)
 	if cached || errText != "" {
@@ -87,7 +91,7 @@ func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	}
 	dl := exec.Command("go", "mod", "download", "-json", module+"@v"+v)
 	dl.Dir = tmp
-	dl.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	dl.Env = append(registrytest.UnguardedEnv(), "GOFLAGS=-mod=mod")
 	out, err := dl.Output()
 	if err != nil {
 		return "", "go mod download: " + err.Error() + ": " + string(out)
@@ -112,7 +116,7 @@ func buildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 		build = exec.Command("go", "build", "-trimpath", "-o", part, ".")
 		build.Dir = tmp
 	}
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	build.Env = append(registrytest.UnguardedEnv(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		os.Remove(part)
 		return "", "go build " + pkg + ": " + err.Error() + "\n" + string(out)

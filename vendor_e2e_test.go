@@ -69,9 +69,9 @@ func TestVendoredModulesOffline(t *testing.T) {
 		dir = t.TempDir()
 		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(project), 0o644)
 		// The route out is dead: git and HTTP fetches of the original
-		// sources fail.
-		return []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
-			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, dir
+		// sources fail (git's too: every proxy variable).
+		return append([]string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "NO_PROXY=localhost,127.0.0.1"},
+			registrytest.ProxyEnv("http://127.0.0.1:9")...), dir
 	}
 	for _, mode := range []string{"registry", "mirror"} {
 		t.Run(mode, func(t *testing.T) {
@@ -151,8 +151,8 @@ func vendoredModulesTofu(t *testing.T, in *registrytest.Internet, work, store, b
 		}
 		rc := filepath.Join(t.TempDir(), "tofu.rc")
 		os.WriteFile(rc, []byte(mustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, airgapBin, "client-config", "--url", base, "--tool", "tofu", "--mode", mode)), 0o644)
-		return []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
-			"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, dir
+		return append([]string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "NO_PROXY=localhost,127.0.0.1"},
+			registrytest.ProxyEnv("http://127.0.0.1:9")...), dir
 	}
 	// Without registry.opentofu.org/example/subnet/aws on the appliance,
 	// tofu fails where Terraform succeeded, naming the address it asked for.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,11 @@ const docsJobs = 2
 // providerDocs fetches the documentation of every provider version (at
 // most docsJobs at once) and records it on the version, or why it is
 // missing: a failure here is reported and never fails the export, except
-// the export's own cancellation.
+// the export's own cancellation. A host that could not be reached
+// (getter.ErrUnreachable: no name, no connection, or no answer to the
+// first request within its bound, 60 s) is not tried again in the same
+// export, so an export whose network drops github.com loses at most
+// docsJobs times that bound to it, not curl's 300 s per provider.
 func (e *exporter) providerDocs(ctx context.Context, pvs []*dist.ProviderVersion, reqs []*ProviderReq) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(docsJobs)
@@ -61,12 +66,42 @@ func (e *exporter) fetchProviderDocs(ctx context.Context, pv *dist.ProviderVersi
 	}
 	repo := e.docsRepo(ctx, pv, set)
 	shown := dist.RedactSource(repo)
+	host := gitHost(repo)
+	e.mu.Lock()
+	why, down := e.docsDown[host]
+	e.mu.Unlock()
+	if down {
+		return &dist.ProviderDocs{Source: shown, Missing: "not tried: " + host + " could not be reached earlier in this export (" + why + ")"}
+	}
 	d, err := e.fetchDocsTree(ctx, pv, repo)
 	if err != nil {
-		return &dist.ProviderDocs{Source: shown, Missing: docsReason(err, e.docsBound())}
+		reason := docsReason(err, e.docsBound())
+		if errors.Is(err, getter.ErrUnreachable) && host != "" {
+			e.mu.Lock()
+			if e.docsDown == nil {
+				e.docsDown = map[string]string{}
+			}
+			e.docsDown[host] = reason
+			e.mu.Unlock()
+		}
+		return &dist.ProviderDocs{Source: shown, Missing: reason}
 	}
 	d.Source = shown
 	return d
+}
+
+// gitHost is the host of a git repository address (https://, ssh:// or
+// git@host:path), "" if it has none.
+func gitHost(repo string) string {
+	if rest, ok := strings.CutPrefix(repo, "git@"); ok {
+		h, _, _ := strings.Cut(rest, ":")
+		return strings.ToLower(h)
+	}
+	u, err := url.Parse(repo)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // docsRepo is where pv's docs are: the manifest's docs = "…", else the

@@ -180,6 +180,9 @@ type exporter struct {
 	// shorthand: registry.opentofu.org module addresses requested or
 	// already noted (noteShorthand).
 	shorthand map[string]bool
+	// docsDown: hosts of docs repositories that could not be reached in
+	// this export, and why (fetchProviderDocs).
+	docsDown map[string]string
 	// chosenBy is where each version the plan carries was asked for
 	// (FILE:LINE:COL of its block, or why), by kind and version key.
 	chosenBy map[string]string

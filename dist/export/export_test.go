@@ -45,7 +45,11 @@ func gitEnv(t *testing.T, in *registrytest.Internet) {
 	}
 }
 
+// options exports from in: the registry client through in.Transport, and
+// git (modules, each provider's docs repository) through in's proxy
+// (gitEnv), so that nothing is asked of the network guard.
 func options(t *testing.T, in *registrytest.Internet, cache string, site *openpgp.Entity) export.Options {
+	gitEnv(t, in)
 	c := registry.New(registry.Options{Transport: in.Transport()})
 	c.Backoff = 10 * time.Millisecond
 	return export.Options{Client: c, CacheDir: cache, Jobs: 4, SiteKey: site}

@@ -20,6 +20,12 @@ import (
 // of it), as GitTimeout bounds a module's.
 const DocsTimeout = 10 * time.Minute
 
+// docsContactTimeout bounds the first contact of a docs fetch (git
+// ls-remote, a few hundred bytes each way). Without it a host or a proxy
+// that never answers holds the fetch for curl's connect timeout, 300 s,
+// per provider. (A var: tests shorten it.)
+var docsContactTimeout = 60 * time.Second
+
 // maxDocsTreeEntries bounds the entries (files and folders) of the docs
 // folder listed before anything is fetched.
 const maxDocsTreeEntries = 4 * dist.MaxDocsFiles
@@ -129,15 +135,23 @@ func FetchDocs(ctx context.Context, repo string, tags []string, work string, max
 	return t, nil
 }
 
-// findTag asks the repository which of tags it has (one ls-remote) and
-// returns the first that it has.
+// findTag asks the repository which of tags it has (one ls-remote, at
+// most docsContactTimeout) and returns the first that it has. A host that
+// could not be reached is an ErrUnreachable.
 func (g *gitRunner) findTag(repo string, tags []string) (string, error) {
 	args := []string{"ls-remote", "--tags", "--", repo}
 	for _, t := range tags {
 		args = append(args, "refs/tags/"+t)
 	}
-	out, err := g.run("", args...)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(g.ctx, docsContactTimeout)
+	defer cancel()
+	out, err := g.runCtx(ctx, "", args...)
+	switch {
+	case err != nil && ctx.Err() != nil && g.ctx.Err() == nil:
+		return "", fmt.Errorf("%w: git ls-remote had no answer in %s", ErrUnreachable, docsContactTimeout)
+	case err != nil && unreachable(err.Error()):
+		return "", fmt.Errorf("%w: %w", ErrUnreachable, err)
+	case err != nil:
 		return "", err
 	}
 	have := map[string]bool{}
@@ -243,4 +257,25 @@ func sparseDocs(work, dir string) error {
 		fmt.Fprintf(&b, "/%s/**/*%s\n", dir, e)
 	}
 	return os.WriteFile(filepath.Join(work, ".git", "info", "sparse-checkout"), []byte(b.String()), 0o644)
+}
+
+// unreachableSigns are what curl (git over https) and ssh say when they
+// could not reach a host or its proxy, before any answer from it. Each
+// has a space, so that no repository URL in the message can match.
+var unreachableSigns = []string{
+	"Could not resolve host", "Could not resolve proxy", "Failed to connect to", "Couldn't connect to server",
+	"Connection timed out", "Resolving timed out", "Operation timed out", "Proxy CONNECT aborted",
+	"SSL connection timeout", "CONNECT tunnel failed", "from proxy after CONNECT",
+	"Could not resolve hostname", "Connection refused", "No route to host", "Network is unreachable",
+}
+
+// unreachable reports whether git's failure says that the host could not
+// be reached.
+func unreachable(msg string) bool {
+	for _, s := range unreachableSigns {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,11 +3,13 @@ package getter
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/dist/registrytest"
 )
@@ -63,5 +65,52 @@ func TestFetchDocsOnlyTheFolder(t *testing.T) {
 	_, err = FetchDocs(context.Background(), "https://github.com/acme/terraform-provider-widget", []string{"v9.0.0"}, filepath.Join(t.TempDir(), "w"), 1<<20)
 	if !errors.Is(err, ErrNoDocs) || !strings.Contains(err.Error(), "no tag v9.0.0") {
 		t.Fatalf("missing tag: %v", err)
+	}
+}
+
+// A host that cannot be reached is an ErrUnreachable, refused or silent
+// (within docsContactTimeout, not curl's 300 s); a host that answers that
+// it has no such repository is not.
+func TestFetchDocsUnreachable(t *testing.T) {
+	in := gitHost(t)
+	fetch := func() (time.Duration, error) {
+		start := time.Now()
+		_, err := FetchDocs(context.Background(), "https://github.com/acme/terraform-provider-gone", []string{"v1.0.0"}, filepath.Join(t.TempDir(), "w"), 1<<20)
+		return time.Since(start), err
+	}
+	if _, err := fetch(); err == nil || errors.Is(err, ErrUnreachable) {
+		t.Errorf("no such repository: %v", err)
+	}
+	in.Block("github.com")
+	if _, err := fetch(); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "CONNECT tunnel failed, response 502") {
+		t.Errorf("refused by the proxy: %v", err)
+	}
+	// A proxy that takes the connection and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
+		t.Setenv(k, "http://"+ln.Addr().String())
+	}
+	defer func(d time.Duration) { docsContactTimeout = d }(docsContactTimeout)
+	docsContactTimeout = 2 * time.Second
+	took, err := fetch()
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "no answer in 2s") || took > 30*time.Second {
+		t.Errorf("silent proxy: %v after %s", err, took)
 	}
 }

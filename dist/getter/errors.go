@@ -19,6 +19,11 @@ var ErrArchiveLimit = errors.New("module archive too large")
 // ErrGitTooLarge (an ErrArchiveLimit): a git fetch passed Options.MaxGitSize.
 var ErrGitTooLarge = fmt.Errorf("%w: git repository too large", ErrArchiveLimit)
 
+// ErrUnreachable: a git repository's host (or the proxy to it) could not
+// be reached: its name did not resolve, the connection failed or got no
+// answer in time. Another repository on that host will not fare better.
+var ErrUnreachable = errors.New("the repository's host could not be reached")
+
 // ErrRefNotFound: a git source's ref (tag, branch or commit) is not in the
 // repository, which was cloned.
 var ErrRefNotFound = errors.New("not found in the repository")

@@ -7,7 +7,13 @@
 // (github.com, through 'git http-backend') and an HTTP archive host
 // (archives.example.com), plus a CONNECT proxy so that subprocesses
 // (airgap, terraform, git) reach them by their real names through
-// HTTPS_PROXY. Nothing here is mocked; it only plays the other side.
+// HTTPS_PROXY. Nothing here is mocked; it only plays the other side, and
+// it reaches nothing off loopback.
+//
+// GuardNetwork (guard.go) is the other half: run from each test package's
+// TestMain (RunGuarded), it sends every client of the tests to a loopback
+// proxy that refuses and records any host the stand-in does not replace,
+// and fails the package's run if anything was asked.
 package registrytest
 
 import (
@@ -140,7 +146,10 @@ func New(t testing.TB) *Internet {
 }
 
 // Transport returns an http.RoundTripper that reaches every stand-in host by
-// name (for in-process clients) and trusts the test CA.
+// name (for in-process clients) and trusts the test CA. It dials nothing
+// but loopback: a host the stand-in does not answer for, unless an
+// address on loopback (a test's own server), is unreachable, as through
+// the CONNECT proxy, and is never looked up.
 func (in *Internet) Transport() http.RoundTripper {
 	addr := in.Server.Listener.Addr().String()
 	return &http.Transport{
@@ -155,6 +164,9 @@ func (in *Internet) Transport() http.RoundTripper {
 					return d.DialContext(ctx, network, addr)
 				}
 			}
+			if !isLoopback(host) {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("no route to " + host + " on the stand-in internet")}
+			}
 			return d.DialContext(ctx, network, hostport)
 		},
 		TLSClientConfig:   &tls.Config{RootCAs: in.CertPool},
@@ -163,11 +175,24 @@ func (in *Internet) Transport() http.RoundTripper {
 }
 
 // Env returns environment variables that route a subprocess's HTTPS (Go
-// programs, terraform, git) to the stand-in by real host names.
+// programs, terraform, git) to the stand-in by real host names. It sets
+// every proxy variable the network guard sets (GuardNetwork), so that it
+// replaces the guard's when it comes after it.
 func (in *Internet) Env() []string {
-	p := in.Proxy.URL
-	return []string{"HTTPS_PROXY=" + p, "https_proxy=" + p, "HTTP_PROXY=" + p, "NO_PROXY=", "no_proxy=",
-		"SSL_CERT_FILE=" + in.CAFile, "SSL_CERT_DIR=" + filepath.Join(in.Dir, "nocerts"), "GIT_SSL_CAINFO=" + in.CAFile}
+	return append(ProxyEnv(in.Proxy.URL), "NO_PROXY=", "no_proxy=",
+		"SSL_CERT_FILE="+in.CAFile, "SSL_CERT_DIR="+filepath.Join(in.Dir, "nocerts"), "GIT_SSL_CAINFO="+in.CAFile)
+}
+
+// ProxyEnv sets every proxy variable the network guard sets (GuardNetwork)
+// to proxyURL, for a child process whose environment comes after the
+// guard's: HTTPS_PROXY alone would leave git (curl reads https_proxy
+// first) with the guard's.
+func ProxyEnv(proxyURL string) []string {
+	var env []string
+	for _, k := range proxyVars {
+		env = append(env, k+"="+proxyURL)
+	}
+	return env
 }
 
 func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
@@ -189,8 +214,13 @@ func (in *Internet) connect(w http.ResponseWriter, r *http.Request) {
 	splice(w, in.Server.Listener.Addr().String())
 }
 
-// splice answers a CONNECT with a tunnel to addr.
+// splice answers a CONNECT with a tunnel to addr, which must be on
+// loopback: the stand-in reaches nothing else.
 func splice(w http.ResponseWriter, addr string) {
+	if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+		http.Error(w, "the stand-in tunnels only to loopback, not "+addr, http.StatusBadGateway)
+		return
+	}
 	up, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -214,6 +244,12 @@ func splice(w http.ResponseWriter, addr string) {
 	go func() { io.Copy(up, conn); up.Close() }()
 	io.Copy(conn, up)
 	conn.Close()
+}
+
+// isLoopback: localhost or a loopback address.
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 func (in *Internet) route(w http.ResponseWriter, r *http.Request) {
