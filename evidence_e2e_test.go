@@ -539,27 +539,37 @@ func TestVerifyEvidence(t *testing.T) {
 	}
 }
 
-// TestHostileDeepModule: a registry module whose main.tf is 4 MiB of '['
-// (within tfconfig.MaxFileSize). HCL's parser recursed once per level and
+// TestHostileDeepModule: a registry module whose main.tf nests '[' deeper
+// than any parser should recurse. HCL's parser recursed once per level and
 // overflowed the Go stack: export died with a fatal error and a goroutine
 // dump instead of a refusal. Now export refuses it, naming the module and
-// the file, and writes nothing. (HCL's lexer, which the check and the
-// parser both need, holds about 350 bytes per token: 4 MiB of one-byte
-// tokens cost export 1.4 GB before this check as after it; that bound is
-// tfconfig.MaxFileSize's, not this test's.)
+// the file, and writes nothing: 300,000 levels (within the token budget,
+// dist.MaxHCLTokens) are refused by the nesting check; 4 MiB of '[' is
+// refused before any lexing by the token budget (HCL's lexer holds about
+// 350 bytes per token: 1.4 GB for that file before the budget, 38 MiB now).
 func TestHostileDeepModule(t *testing.T) {
-	in := registrytest.New(t)
-	loc := in.AddArchive(t, "deep-1.0.0.tar.gz", map[string]string{"main.tf": "locals {\n  a = " + strings.Repeat("[", 4<<20-100) + "\n}\n"})
-	in.AddModule("registry.terraform.io", "example", "deep", "aws", "1.0.0", loc)
-	work := t.TempDir()
-	os.WriteFile(filepath.Join(work, "airgap.hcl"), []byte("module \"example/deep/aws\" {}\n"), 0o644)
-	mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", filepath.Join(work, "site"))
-	env := append(baseEnv(), append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))...)
-	out, code := runBoundedEnv(t, work, env, 2<<20, "export", "--manifest", "airgap.hcl", "--sign-key", "site.key.asc", "--out", "deep.bundle", "--cache", "cache")
-	if code != 1 || !strings.Contains(out, "nested over the depth limit") || !strings.Contains(out, "main.tf") || strings.Contains(out, "goroutine") {
-		t.Errorf("export of a module nested 4 million deep: exit %d\n%.2000s", code, out)
-	}
-	if _, err := os.Stat(filepath.Join(work, "deep.bundle")); err == nil {
-		t.Error("export left a bundle behind")
+	for _, tc := range []struct {
+		name, open, want string
+		limit            int64 // KiB of peak memory
+	}{
+		{"deep", strings.Repeat("[", 300_000), "nested over the depth limit", 256 << 10},
+		{"dense", strings.Repeat("[", 4<<20-100), "over the token limit", 128 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := registrytest.New(t)
+			loc := in.AddArchive(t, "deep-1.0.0.tar.gz", map[string]string{"main.tf": "locals {\n  a = " + tc.open + "\n}\n"})
+			in.AddModule("registry.terraform.io", "example", "deep", "aws", "1.0.0", loc)
+			work := t.TempDir()
+			os.WriteFile(filepath.Join(work, "airgap.hcl"), []byte("module \"example/deep/aws\" {}\n"), 0o644)
+			mustRun(t, work, nil, airgapBin, "keygen", "--no-passphrase", "--out", filepath.Join(work, "site"))
+			env := append(baseEnv(), append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))...)
+			out, code := runBoundedEnv(t, work, env, tc.limit, "export", "--manifest", "airgap.hcl", "--sign-key", "site.key.asc", "--out", "deep.bundle", "--cache", "cache")
+			if code != 1 || !strings.Contains(out, tc.want) || !strings.Contains(out, "main.tf") || strings.Contains(out, "goroutine") {
+				t.Errorf("export of a module nested %d deep: exit %d\n%.2000s", len(tc.open), code, out)
+			}
+			if _, err := os.Stat(filepath.Join(work, "deep.bundle")); err == nil {
+				t.Error("export left a bundle behind")
+			}
+		})
 	}
 }
