@@ -1233,21 +1233,8 @@ func checkZipDirectory(path string) (int64, error) {
 	return fi.Size(), zipdir.Check(f, fi.Size(), MaxZipEntries, MaxZipDirectory)
 }
 
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, errors.New("over the size limit")
-	}
-	return b, nil
-}
+// readLimited reads a small file of the bundle (dist.ReadFileLimit).
+func readLimited(path string, limit int64) ([]byte, error) { return dist.ReadFileLimit(path, limit) }
 
 // TightGC sets the collector of a process that checks a bundle ('verify',
 // 'import') to GOGC=50, unless GOGC is set in its environment. Their live

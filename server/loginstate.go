@@ -232,19 +232,11 @@ func linkNewFile(path string, data []byte) error {
 // readStateFile reads a file of the state, refusing one over
 // maxLoginStateFile (not a file serve wrote).
 func readStateFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxLoginStateFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxLoginStateFile {
+	b, err := dist.ReadFileLimit(path, maxLoginStateFile)
+	if errors.Is(err, dist.ErrFileTooLarge) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxLoginStateFile)
 	}
-	return b, nil
+	return b, err
 }
 
 // sealing: what travels through the browser and the identity provider is

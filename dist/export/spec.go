@@ -1,8 +1,8 @@
 package export
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -583,17 +583,9 @@ func docsSetting(p specProvider) (DocsSetting, error) {
 // readSpec reads the manifest at path, refusing one over MaxSpecSize
 // before holding it in memory.
 func readSpec(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	src, err := io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(src) > MaxSpecSize {
+	src, err := dist.ReadFileLimit(path, MaxSpecSize)
+	if errors.Is(err, dist.ErrFileTooLarge) {
 		return nil, fmt.Errorf("%s: the manifest is larger than %d MiB\nhint: a manifest names providers and modules, and even thousands of them take a few hundred KiB; is this the right file?", dist.Printable(path), MaxSpecSize>>20)
 	}
-	return src, nil
+	return src, err
 }
