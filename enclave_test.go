@@ -417,20 +417,7 @@ func TestEnclaveSelect(t *testing.T) {
 // holding that key can make of a bundle.
 func rewriteBundle(t *testing.T, path, keyring, keyFile string, mutate func(m *bundle.Manifest, files map[verify.Digest]string)) string {
 	t.Helper()
-	kr, err := verify.ReadKeyringFile(keyring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	br, err := bundle.NewReader(f, kr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
+	br := openBundle(t, path, keyring)
 	dir := t.TempDir()
 	files := map[verify.Digest]string{}
 	for {

@@ -220,20 +220,7 @@ func TestHostileGitAttributesExport(t *testing.T) {
 // moduleFiles reads the first module archive of a bundle: name -> content.
 func moduleFiles(t *testing.T, path, keyring string) map[string]string {
 	t.Helper()
-	kr, err := verify.ReadKeyringFile(keyring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	br, err := bundle.NewReader(f, kr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
+	br := openBundle(t, path, keyring)
 	for {
 		b, rd, err := br.Next()
 		if errors.Is(err, io.EOF) {
@@ -284,4 +271,25 @@ func TestHostileFoldingNamesInBundle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "index.json")); err == nil {
 		t.Error("the import wrote an index")
 	}
+}
+
+// openBundle opens the bundle at path, checked against keyring, for the
+// test to read; it is closed when the test ends.
+func openBundle(t *testing.T, path, keyring string) *bundle.Reader {
+	t.Helper()
+	kr, err := verify.ReadKeyringFile(keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	br, err := bundle.NewReader(f, kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { br.Close() })
+	return br
 }
