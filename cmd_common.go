@@ -1,8 +1,10 @@
 package main
 
-// What every verb shares: stopping on Ctrl-C (interrupt), usage errors
-// (checkUsage), the --log-format flag, and the one JSON printer of every
-// --json.
+// What the verbs share: the command line's spelling (two dashes, and
+// terraform's one for export's -var), stopping on Ctrl-C (interrupt),
+// usage errors (checkUsage), the --log-format flag, the one JSON printer
+// of every --json, and the few readers two verbs share (time flags,
+// publisher keys to accept, approval files).
 
 import (
 	"bytes"
@@ -11,14 +13,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // interrupt is how a long verb (export, import, push) stops on Ctrl-C
@@ -185,4 +192,128 @@ func failJSON(fs *pflag.FlagSet, args []string, err error) {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
 	}{false, err.Error()})
+}
+
+// singleDash annotates the flags that also take terraform's single-dash
+// spelling (export's -var and -var-file), so that a terraform command line
+// carries over.
+const singleDash = "airgap-single-dash"
+
+// terraformDashes rewrites -NAME and -NAME=VALUE to --NAME… for the flags
+// annotated singleDash; everything else is left to checkDashes.
+func terraformDashes(args []string, fs *pflag.FlagSet) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if f := fs.Lookup(name); f != nil && len(f.Annotations[singleDash]) > 0 {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// checkDashes catches Terraform-style single-dash long flags (-json), which
+// pflag would read as a bundle of one-letter flags.
+func checkDashes(args []string, fs *pflag.FlagSet) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if fs.Lookup(name) != nil {
+			return usageError{fmt.Sprintf("%s: long flags take two dashes\nhint: use -%s", a, a)}
+		}
+		return usageError{fmt.Sprintf("unknown flag %s (airgap's flags take two dashes, e.g. --%s)", a, name)}
+	}
+	return nil
+}
+
+// suggestFlag adds the nearest flag name to pflag's "unknown flag: --x".
+func suggestFlag(err error, fs *pflag.FlagSet) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := dist.Suggest(name, names); s != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, s)
+	}
+	return err
+}
+
+// parseTime reads a time flag: an RFC 3339 time, a date (2027-01-31,
+// midnight UTC) or a duration (90d, 720h) from now, ahead (dir 1) or ago
+// (dir -1); "" is the zero time.
+func parseTime(flag, s string, now time.Time, dir time.Duration) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	d, err := store.ParseAge(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("%s %q: want a duration (90d, 720h), a date (2027-01-31) or an RFC 3339 time", flag, s)
+	}
+	return now.Add(dir * d).Truncate(time.Second), nil
+}
+
+// readApprovals reads the approval files beside the bundle
+// (approval.Beside) and those given with --approval.
+func readApprovals(bundlePath string, given []string) ([]approval.File, error) {
+	fs, err := approval.Beside(bundlePath)
+	if err != nil {
+		return nil, err
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		seen[abs(f.Name)] = true
+	}
+	for _, g := range given {
+		if seen[abs(g)] {
+			continue
+		}
+		seen[abs(g)] = true
+		f, err := approval.ReadFile(g)
+		if err != nil {
+			return nil, fmt.Errorf("--approval: %w", err)
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) > approval.MaxBeside*2 {
+		return nil, fmt.Errorf("%d approval files: at most %d are read", len(fs), approval.MaxBeside*2)
+	}
+	return fs, nil
+}
+
+// parseAccept reads --accept-publisher-key fingerprints (any spacing).
+func parseAccept(flag string, accept []string) ([]string, error) {
+	var out []string
+	for _, a := range accept {
+		fp, err := verify.ParseFingerprint(a)
+		if err != nil {
+			return nil, usageError{flag + ": " + err.Error()}
+		}
+		out = append(out, fp)
+	}
+	return out, nil
 }

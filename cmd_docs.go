@@ -1,5 +1,8 @@
 package main
 
+// docs: a store's documentation on the terminal. Its flags, its help
+// text and the calls into bundle/store and dist/docs.
+
 import (
 	"errors"
 	"fmt"
@@ -12,8 +15,6 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/docs"
 )
-
-// --- docs ---
 
 type docsCmd struct {
 	storeD string

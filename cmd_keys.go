@@ -1,12 +1,11 @@
 package main
 
-// keygen and keys: the site's and the stations' signing keys, and the
-// publisher keys a store trusts (retire, revoke). Each verb is one
-// struct, its flag set and the calls into package verify and bundle/store.
+// keys: signing keys (generate, as keygen) and the publisher keys a store
+// trusts (retire, revoke). Its flags, its help text and the calls into
+// package verify and bundle/store.
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,57 +15,6 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
-
-// --- keygen ---
-
-type keygenCmd struct {
-	out          string
-	name         string
-	bits         int
-	noPassphrase bool
-}
-
-func (c *keygenCmd) synopsis() string {
-	return "create a signing key: PREFIX.key.asc (private, 0600) and PREFIX.pub.asc (also 'airgap keys generate')"
-}
-
-func (c *keygenCmd) flags() *pflag.FlagSet {
-	fs := pflag.NewFlagSet("keygen", pflag.ContinueOnError)
-	c.addFlags(fs)
-	return fs
-}
-
-func (c *keygenCmd) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.out, "out", "", "path prefix of the key files (required)")
-	fs.StringVar(&c.name, "name", "", `user ID, e.g. "Site Ops <ops@site>"`)
-	fs.IntVar(&c.bits, "bits", verify.DefaultRSABits, "RSA key size (at least 3072)")
-	fs.BoolVar(&c.noPassphrase, "no-passphrase", false, "write the private key unprotected (needed when there is no terminal and no "+verify.PassphraseEnv+")")
-}
-
-func (c *keygenCmd) run(args []string) error {
-	if err := checkUsage("keygen", args, nil, flagVal{"out", c.out}); err != nil {
-		return err
-	}
-	return c.generate()
-}
-
-func (c *keygenCmd) generate() error {
-	if c.bits < 3072 || c.bits > 8192 {
-		return usageError{fmt.Sprintf("--bits %d: RSA site keys have 3072 to 8192 bits", c.bits)}
-	}
-	kf, err := verify.WriteKeyFiles(c.out, verify.KeyOptions{Name: c.name, RSABits: c.bits}, c.noPassphrase)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("private key: %s (keep it where it signs: the connected side for a site key, the transfer station for a station key; mode 0600)\npublic key:  %s (a site key's goes into the offline side's --keyring; a station key's into the store's station keyring)\nkey ID:      %s\nfingerprint: %s\n",
-		kf.Private, kf.Public, verify.KeyID(kf.Entity), verify.GroupFingerprint(verify.Fingerprint(kf.Entity)))
-	if kf.Unprotected {
-		fmt.Fprintf(os.Stderr, "warning: %s is NOT protected by a passphrase: anyone who copies it can sign what this key vouches for\n", kf.Private)
-	}
-	return nil
-}
-
-// --- keys ---
 
 type keysCmd struct {
 	gen     keygenCmd

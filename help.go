@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 )
 
@@ -229,110 +227,6 @@ var helps = map[string]verbHelp{
 }
 
 const exitCodes = "Exit codes:\n  0    done\n  1    failed (the message says why and what to do; nothing was left half-written)\n  2    wrong command line (nothing was done)\n  130  interrupted by Ctrl-C (143: by SIGTERM); cleaned up, run it again\n"
-
-// topLevel handles what comes before a verb: no arguments, --help,
-// --version, 'help [VERB]' and unknown verbs. done is false when args[0]
-// is a verb to run.
-func topLevel(args []string, vs map[string]verb) (code int, done bool) {
-	switch {
-	case len(args) == 0:
-		// Nothing asked: the usage, as an error (a script that lost its
-		// arguments must not carry on as if something was done).
-		usage(os.Stderr, vs)
-		return 2, true
-	case args[0] == "-h" || args[0] == "--help":
-		usage(os.Stdout, vs)
-		return 0, true
-	case args[0] == "--version" || args[0] == "version":
-		fmt.Println("airgap", Version)
-		return 0, true
-	case args[0] == "help" && len(args) == 1:
-		usage(os.Stdout, vs)
-		return 0, true
-	case args[0] == "help":
-		if v, ok := vs[args[1]]; ok {
-			fs := v.flags()
-			addLogFormat(fs)
-			printVerbHelp(os.Stdout, args[1], fs)
-			return 0, true
-		}
-		fmt.Fprintf(os.Stderr, "airgap help: no command %q%s\nhint: run 'airgap help' for the list\n", args[1], didYouMean(args[1], vs))
-		return 2, true
-	}
-	if _, ok := vs[args[0]]; !ok {
-		fmt.Fprintf(os.Stderr, "airgap: unknown command %q%s\nhint: run 'airgap help' for the list\n", args[0], didYouMean(args[0], vs))
-		return 2, true
-	}
-	return 0, false
-}
-
-func didYouMean(word string, vs map[string]verb) string {
-	names := make([]string, 0, len(vs))
-	for n := range vs {
-		names = append(names, n)
-	}
-	if s := dist.Suggest(word, names); s != "" {
-		return fmt.Sprintf("; did you mean %q?", s)
-	}
-	return ""
-}
-
-// checkDashes catches Terraform-style single-dash long flags (-json), which
-// pflag would read as a bundle of one-letter flags.
-// singleDash annotates the flags that also take terraform's single-dash
-// spelling (export's -var and -var-file), so that a terraform command line
-// carries over.
-const singleDash = "airgap-single-dash"
-
-// terraformDashes rewrites -NAME and -NAME=VALUE to --NAME… for the flags
-// annotated singleDash; everything else is left to checkDashes.
-func terraformDashes(args []string, fs *pflag.FlagSet) []string {
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
-			name, _, _ := strings.Cut(a[1:], "=")
-			if f := fs.Lookup(name); f != nil && len(f.Annotations[singleDash]) > 0 {
-				a = "-" + a
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func checkDashes(args []string, fs *pflag.FlagSet) error {
-	for _, a := range args {
-		if a == "--" {
-			return nil
-		}
-		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
-			continue
-		}
-		name, _, _ := strings.Cut(a[1:], "=")
-		if fs.Lookup(name) != nil {
-			return usageError{fmt.Sprintf("%s: long flags take two dashes\nhint: use -%s", a, a)}
-		}
-		return usageError{fmt.Sprintf("unknown flag %s (airgap's flags take two dashes, e.g. --%s)", a, name)}
-	}
-	return nil
-}
-
-// suggestFlag adds the nearest flag name to pflag's "unknown flag: --x".
-func suggestFlag(err error, fs *pflag.FlagSet) error {
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return err
-	}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if s := dist.Suggest(name, names); s != "" {
-		return fmt.Errorf("%w; did you mean --%s?", err, s)
-	}
-	return err
-}
 
 // verbPlaces groups the verbs by where they run, in the order 'airgap
 // help' lists the places; a verb in the verb table must be in one

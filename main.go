@@ -1,9 +1,10 @@
 // Command airgap carries Terraform and OpenTofu providers and modules into
 // networks with no internet, and serves them there. See README.md.
 //
-// This file is the verb table and the run loop. Each verb's struct, flag
-// set and calls into the packages are in a cmd_*.go file, what the verbs
-// share in cmd_common.go, and each verb's help text in help.go.
+// Here are the verb table and the run loop. Each verb (its struct, its
+// flag set, its help text and its calls into the packages that do the
+// work) has a file of its own named after it, cmd_ and the verb; beside
+// them are what the verbs share and the grouping 'airgap help' prints.
 package main
 
 import (
@@ -45,10 +46,10 @@ func (e exitError) Error() string { return e.msg }
 func verbs() map[string]verb {
 	return map[string]verb{
 		"keygen":        &keygenCmd{},
-		"keys":          &keysCmd{},    // cmd_keys.go
-		"approve":       &approveCmd{}, // cmd_approve.go
+		"keys":          &keysCmd{},
+		"approve":       &approveCmd{},
 		"verify":        &verifyCmd{},
-		"show":          &showCmd{}, // cmd_show.go
+		"show":          &showCmd{},
 		"import":        &importCmd{},
 		"inventory":     &inventoryCmd{},
 		"export":        &exportCmd{},
@@ -59,12 +60,12 @@ func verbs() map[string]verb {
 		"join":          &joinCmd{},
 		"healthcheck":   &healthcheckCmd{},
 		"push":          &pushCmd{},
-		"prune":         &pruneCmd{},     // cmd_maintain.go
-		"gc":            &gcCmd{},        // cmd_maintain.go
-		"mirror-dir":    &mirrorDirCmd{}, // cmd_mirror.go
-		"token":         &tokenCmd{},     // cmd_access.go
-		"audit":         &auditCmd{},     // cmd_access.go
-		"docs":          &docsCmd{},      // cmd_docs.go
+		"prune":         &pruneCmd{},
+		"gc":            &gcCmd{},
+		"mirror-dir":    &mirrorDirCmd{},
+		"token":         &tokenCmd{},
+		"audit":         &auditCmd{},
+		"docs":          &docsCmd{},
 	}
 }
 
@@ -129,4 +130,51 @@ func run(args []string) int {
 		return code
 	}
 	return 0
+}
+
+// topLevel handles what comes before a verb: no arguments, --help,
+// --version, 'help [VERB]' and unknown verbs. done is false when args[0]
+// is a verb to run.
+func topLevel(args []string, vs map[string]verb) (code int, done bool) {
+	switch {
+	case len(args) == 0:
+		// Nothing asked: the usage, as an error (a script that lost its
+		// arguments must not carry on as if something was done).
+		usage(os.Stderr, vs)
+		return 2, true
+	case args[0] == "-h" || args[0] == "--help":
+		usage(os.Stdout, vs)
+		return 0, true
+	case args[0] == "--version" || args[0] == "version":
+		fmt.Println("airgap", Version)
+		return 0, true
+	case args[0] == "help" && len(args) == 1:
+		usage(os.Stdout, vs)
+		return 0, true
+	case args[0] == "help":
+		if v, ok := vs[args[1]]; ok {
+			fs := v.flags()
+			addLogFormat(fs)
+			printVerbHelp(os.Stdout, args[1], fs)
+			return 0, true
+		}
+		fmt.Fprintf(os.Stderr, "airgap help: no command %q%s\nhint: run 'airgap help' for the list\n", args[1], didYouMean(args[1], vs))
+		return 2, true
+	}
+	if _, ok := vs[args[0]]; !ok {
+		fmt.Fprintf(os.Stderr, "airgap: unknown command %q%s\nhint: run 'airgap help' for the list\n", args[0], didYouMean(args[0], vs))
+		return 2, true
+	}
+	return 0, false
+}
+
+func didYouMean(word string, vs map[string]verb) string {
+	names := make([]string, 0, len(vs))
+	for n := range vs {
+		names = append(names, n)
+	}
+	if s := dist.Suggest(word, names); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
 }

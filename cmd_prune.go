@@ -1,5 +1,8 @@
 package main
 
+// prune: removes versions from a store under a policy. Its flags, its
+// help text and the call into bundle/store, which does the work.
+
 import (
 	"fmt"
 	"os"
@@ -8,8 +11,6 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 )
-
-// --- prune --- (logic: bundle/store/prune.go)
 
 type pruneCmd struct {
 	storeD    string
@@ -76,41 +77,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// --- gc --- (logic: bundle/store/gc.go)
-
-type gcCmd struct {
-	storeD string
-	dryRun bool
-	wait   bool
-	asJSON bool
-}
-
-func (c *gcCmd) synopsis() string {
-	return "delete blobs no catalog entry references, and stale temporary files"
-}
-
-func (c *gcCmd) flags() *pflag.FlagSet {
-	fs := pflag.NewFlagSet("gc", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
-	fs.BoolVar(&c.dryRun, "dry-run", false, "only print what would be deleted")
-	fs.BoolVar(&c.wait, "wait", false, "wait for a running import or prune to finish instead of failing")
-	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
-	return fs
-}
-
-func (c *gcCmd) run(args []string) error {
-	if err := checkUsage("gc", args, nil, flagVal{"store", c.storeD}); err != nil {
-		return err
-	}
-	res, err := store.GC(c.storeD, store.GCOptions{DryRun: c.dryRun, Wait: c.wait})
-	if err != nil {
-		return err
-	}
-	if c.asJSON {
-		return printJSON(res)
-	}
-	res.WriteText(os.Stdout)
-	return nil
 }

@@ -1,5 +1,9 @@
 package main
 
+// mirror-dir: the store's providers as a filesystem_mirror directory.
+// Its flags, its help text and the call into bundle/store, which writes
+// it.
+
 import (
 	"fmt"
 
@@ -8,8 +12,6 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 )
-
-// --- mirror-dir --- (logic: bundle/store/mirrordir.go)
 
 type mirrorDirCmd struct {
 	storeD    string

@@ -1,0 +1,130 @@
+package main
+
+// client-config: the terraform/tofu CLI configuration that sends every
+// origin to the appliance. Its flags, its help text and the calls into
+// package server, which writes the configuration and checks the appliance.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/acl"
+)
+
+type clientConfigCmd struct {
+	url       string
+	storeD    string
+	tool      string
+	mode      string
+	tokenFile string
+	login     bool
+}
+
+func (c *clientConfigCmd) synopsis() string {
+	return "print a terraform/tofu CLI config that points every origin at the appliance"
+}
+
+func (c *clientConfigCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("client-config", pflag.ContinueOnError)
+	fs.StringVar(&c.url, "url", "", "the appliance's base URL, e.g. https://airgap.site:8443/ (required)")
+	fs.StringVar(&c.storeD, "store", "", "read the origins from this store instead of asking the server (--url is still checked; a failed check is a warning)")
+	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
+	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
+	fs.BoolVar(&c.login, "login", false, "the appliance signs people in (single sign-on): add login.v1 to every host block and list the 'terraform login' commands to run (the default when --url's discovery document offers login.v1)")
+	return fs
+}
+
+func (c *clientConfigCmd) run(args []string) error {
+	if err := checkUsage("client-config", args, nil, flagVal{"url", c.url}); err != nil {
+		return err
+	}
+	if c.tool != "terraform" && c.tool != "tofu" {
+		return usageError{"--tool must be terraform or tofu"}
+	}
+	opt := server.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
+	if c.tokenFile != "" {
+		tok, err := readTokenFile(c.tokenFile)
+		if err != nil {
+			return err
+		}
+		opt.Token = tok
+	}
+	// Every flag is checked before the network or the store is asked.
+	if err := server.WriteClientConfig(io.Discard, opt); err != nil {
+		return usageError{err.Error()}
+	}
+	opt.URL, _ = server.NormalizeBaseURL(c.url)
+	if c.storeD != "" {
+		st, err := store.Open(c.storeD)
+		if err != nil {
+			return err
+		}
+		opt.Origins = server.Origins(st.Catalog())
+		// The origins come from the store; the URL is checked all the same,
+		// and a failed check is said plainly (the config is still printed:
+		// the appliance may not be running yet, or be reachable only from
+		// the clients' network).
+		if len(opt.Origins) > 0 {
+			err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second)
+			switch {
+			case errors.Is(err, server.ErrSignInRequired):
+				opt.Login = true
+				fmt.Fprintf(os.Stderr, "checked: %s answers with a certificate this machine trusts, and signs people in (single sign-on; its origins are listed only to them)\n", dist.Printable(opt.URL))
+			case err != nil:
+				fmt.Fprintf(os.Stderr, "warning: could not confirm that %s is this store's appliance: %s\nthe configuration was printed anyway (its origins come from --store); check --url before you hand it out\n",
+					dist.Printable(opt.URL), dist.PrintableLines(err.Error()))
+			default:
+				fmt.Fprintf(os.Stderr, "checked: %s answers as the airgap appliance of this store, with a certificate this machine trusts\n", dist.Printable(opt.URL))
+			}
+		}
+	} else {
+		doc, err := server.FetchOrigins(opt.URL, opt.Token)
+		if err != nil {
+			return err
+		}
+		opt.Origins = doc.Origins
+	}
+	if len(opt.Origins) == 0 {
+		return errors.New("the appliance serves nothing yet, so the config would send terraform to the internet\nhint: import a bundle first: airgap import --keyring site.pub.asc --store DIR BUNDLE")
+	}
+	if c.login {
+		opt.Login = true
+	} else if !opt.Login {
+		opt.Login, _ = server.ApplianceLogin(opt.URL, 5*time.Second)
+	}
+	return server.WriteClientConfig(os.Stdout, opt)
+}
+
+// readTokenFile reads a token from a file ('-': stdin): its first line,
+// which must look like a token.
+func readTokenFile(path string) (string, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(line)
+	if !acl.LooksLikeSecret(tok) {
+		return "", fmt.Errorf("--token-file %s does not hold an airgap token (they start %q and are %d characters long)\nhint: save what 'airgap token create' printed, and nothing else", path, acl.SecretPrefix, len(acl.SecretPrefix)+43)
+	}
+	return tok, nil
+}

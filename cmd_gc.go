@@ -1,0 +1,47 @@
+package main
+
+// gc: deletes the blobs nothing references. Its flags, its help text
+// and the call into bundle/store, which does the work.
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle/store"
+)
+
+type gcCmd struct {
+	storeD string
+	dryRun bool
+	wait   bool
+	asJSON bool
+}
+
+func (c *gcCmd) synopsis() string {
+	return "delete blobs no catalog entry references, and stale temporary files"
+}
+
+func (c *gcCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("gc", pflag.ContinueOnError)
+	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "only print what would be deleted")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import or prune to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	return fs
+}
+
+func (c *gcCmd) run(args []string) error {
+	if err := checkUsage("gc", args, nil, flagVal{"store", c.storeD}); err != nil {
+		return err
+	}
+	res, err := store.GC(c.storeD, store.GCOptions{DryRun: c.dryRun, Wait: c.wait})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(res)
+	}
+	res.WriteText(os.Stdout)
+	return nil
+}

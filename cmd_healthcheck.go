@@ -1,0 +1,36 @@
+package main
+
+// healthcheck: asks a running appliance whether it is healthy. Its
+// flags, its help text and the call into package server.
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/server"
+)
+
+type healthcheckCmd struct{ opt server.HealthCheckOptions }
+
+func (c *healthcheckCmd) synopsis() string {
+	return "ask a running appliance's /healthz (container health checks; exit 0 when healthy)"
+}
+
+func (c *healthcheckCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
+	fs.StringVar(&c.opt.URL, "url", "https://127.0.0.1:8443/healthz", "the appliance's /healthz URL")
+	fs.StringVar(&c.opt.CAFile, "ca", "", "PEM CA to trust (e.g. STORE/tls/ca/ca.pem); default the system roots")
+	fs.StringVar(&c.opt.ServerName, "server-name", "", "verify the certificate for this name instead of the URL's host")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 5*time.Second, "give up on one request after this long")
+	fs.DurationVar(&c.opt.Wait, "wait", 0, "ask again until the appliance answers or this long has passed (for scripts that just started serve)")
+	return fs
+}
+
+func (c *healthcheckCmd) run(args []string) error {
+	if err := checkUsage("healthcheck", args, nil); err != nil {
+		return err
+	}
+	return server.HealthCheck(context.Background(), c.opt)
+}

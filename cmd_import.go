@@ -1,0 +1,151 @@
+package main
+
+// import: the offline side adds a bundle to its store, all or nothing.
+// Its flags, its help text and the calls into bundle/store, which checks
+// the bundle again under the store's own rules.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
+)
+
+type importCmd struct {
+	keyring    string
+	storeD     string
+	wait       bool
+	asJSON     bool
+	publishers bool
+	accept     []string
+	pins       string
+	gates      []string
+	approvals  []string
+}
+
+func (c *importCmd) synopsis() string {
+	return "check a bundle and add it to the content-addressed store, all or nothing"
+}
+
+func (c *importCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
+	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
+	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
+	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
+	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable; any spacing)")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
+	fs.StringArrayVar(&c.gates, "require-gate", nil, "refuse the bundle unless every entry has a passing or waived result of this gate: NAME, modules:NAME or providers:NAME (repeatable; adds to STORE/import.hcl)")
+	fs.StringArrayVar(&c.approvals, "approval", nil, "a transfer station's approval of the bundle (repeatable; BUNDLE.approval beside the bundle is read too)")
+	return fs
+}
+
+// rules are the import's rules: the store's import.hcl and the flags.
+func (c *importCmd) rules() (*store.StorePolicy, *store.RuleSet, error) {
+	sp, err := store.ReadStorePolicy(c.storeD)
+	if err != nil {
+		return nil, nil, err
+	}
+	x := store.Extra{RequirePublisherSignatures: c.publishers}
+	if x.Accept, err = parseAccept("--accept-publisher-key", c.accept); err != nil {
+		return nil, nil, err
+	}
+	for _, g := range c.gates {
+		r, err := store.ParseGateRequirement(g)
+		if err != nil {
+			return nil, nil, usageError{"--require-gate: " + err.Error()}
+		}
+		x.Gates = append(x.Gates, r)
+	}
+	if c.pins != "" {
+		if x.Pins, err = store.ReadPinsFile(c.pins); err != nil {
+			return nil, nil, err
+		}
+	}
+	rules, err := sp.Rules(x)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	if sp.Approvals == nil && len(c.approvals) > 0 {
+		return nil, nil, usageError{"--approval: this store requires no approvals (its " + store.ImportConfigName + " has no approvals block), so there is no station keyring to check one against"}
+	}
+	return sp, rules, nil
+}
+
+func (c *importCmd) run(args []string) error {
+	bundle.TightGC()
+	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
+		return err
+	}
+	sp, rules, err := c.rules()
+	if err != nil {
+		return err
+	}
+	var approvals []approval.File
+	ignored := 0
+	if sp.Approvals != nil {
+		if approvals, err = readApprovals(args[0], c.approvals); err != nil {
+			return err
+		}
+	} else if beside, _ := approval.Beside(args[0]); len(beside) > 0 {
+		ignored = len(beside)
+	}
+	kr, err := verify.ReadKeyringFile(c.keyring)
+	if err != nil {
+		return err
+	}
+	f, err := bundle.Open(args[0], kr)
+	if err != nil {
+		return fmt.Errorf("%s: %w\nthe store was not changed", args[0], err)
+	}
+	defer f.Close()
+	intr := catchInterrupt()
+	defer intr.Stop()
+	// Closing the bundle ends a read that waits on a pipe at once.
+	stopClose := context.AfterFunc(intr.ctx, func() { f.Close() })
+	defer stopClose()
+	var res *store.ImportResult
+	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals}
+		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
+		return err
+	})
+	if err != nil {
+		var re *store.RefusedError
+		if c.asJSON && errors.As(err, &re) {
+			printJSON(map[string]any{"ok": false, "error": fmt.Sprintf("%s: %v", args[0], err), "refused": re.Refusals})
+		}
+		// The error says whether the store changed.
+		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run the same command again")
+	}
+	if intr.Caught() {
+		fmt.Fprintln(os.Stderr, "airgap import: the interrupt came after the import had been committed; the import is complete")
+	}
+	if !res.Unchanged {
+		res.PinnedKeys = store.PinnedBy(rules.Keys.Decisions)
+	}
+	for _, r := range rules.Gates {
+		res.RequiredGates = append(res.RequiredGates, r.String())
+	}
+	if sp.Chain != nil {
+		res.ChainKeyring = sp.Chain.Keyring
+	}
+	if ignored > 0 {
+		fmt.Fprintf(os.Stderr, "airgap import: note: %d approval file(s) beside the bundle were not checked: this store requires no approvals (its %s has no approvals block)\n", ignored, store.ImportConfigName)
+	}
+	if c.asJSON {
+		return printJSON(res.Report(args[0]))
+	}
+	res.WriteText(os.Stdout, c.storeD)
+	return nil
+}

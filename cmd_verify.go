@@ -1,0 +1,183 @@
+package main
+
+// verify: the transfer station's check of a bundle, writing nothing. Its
+// flags, its help text, and the review verify and approve share: the
+// bundle's check (package bundle) and the offline side's view of it
+// (bundle/store) from the store's inventory.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/spf13/pflag"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
+)
+
+type verifyCmd struct {
+	keyring   string
+	sbom      string
+	asJSON    bool
+	against   string
+	pins      string
+	strict    bool
+	approvals []string
+}
+
+func (c *verifyCmd) synopsis() string {
+	return "check a bundle, show what it brings in and forecast the import (--against), writing nothing"
+}
+
+func (c *verifyCmd) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
+	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
+	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
+	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: docs/transfer-station.md)")
+	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds and changes, and forecast the import by the store's own rules")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
+	fs.BoolVar(&c.strict, "strict", false, "exit with status 3 when the bundle verifies but something needs attention")
+	fs.StringArrayVar(&c.approvals, "approval", nil, "a station approval of the bundle to count in the forecast (repeatable; BUNDLE.approval beside the bundle is read too)")
+	return fs
+}
+
+// Exit statuses of verify (and approve) besides 0, 1 and 2: a bundle that
+// verified but needs a person's attention (--strict), and one the import
+// will refuse (forecast by --against).
+const (
+	exitAttention = 3
+	exitRefuse    = 4
+)
+
+func (c *verifyCmd) run(args []string) error {
+	bundle.TightGC()
+	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
+		return err
+	}
+	if len(c.approvals) > 0 && c.against == "" {
+		return usageError{"--approval: give --against too: an approval is checked against the store's station keyring, which its inventory carries"}
+	}
+	rep := bundle.Report{File: args[0]}
+	rv := &reviewer{file: args[0], keyring: c.keyring, against: c.against, pins: c.pins, approvals: c.approvals, sbom: c.sbom}
+	err := rv.review(&rep, nil)
+	rep.Finish(err)
+	if c.asJSON {
+		printJSON(rep)
+		if err != nil {
+			return errors.New("verification failed")
+		}
+	} else if err != nil {
+		return err
+	} else {
+		fmt.Print(rep.Text())
+	}
+	return verdictExit(&rep, c.strict)
+}
+
+// verdictExit is the exit status of a verified review: 4 when the
+// forecast says the import will refuse (with or without --strict), 3 when
+// something needs attention and strict, else 0.
+func verdictExit(rep *bundle.Report, strict bool) error {
+	if rep.RefusesImport() {
+		return exitError{exitRefuse, fmt.Sprintf("verified, but the import will refuse it (the forecast lists why); exit status %d", exitRefuse)}
+	}
+	if strict && rep.Status == bundle.StatusNeedsAttention {
+		return exitError{exitAttention, fmt.Sprintf("verified, but %d item(s) need attention (listed first in the review); --strict makes that exit status %d", len(rep.Attention), exitAttention)}
+	}
+	return nil
+}
+
+// reviewer is what verify and approve share: check a bundle, read what
+// the offline side has, forecast the import.
+type reviewer struct {
+	file, keyring, against, pins, sbom string
+	approvals                          []string
+	extra                              store.Extra
+	kr                                 openpgp.EntityList
+	inv                                *store.Against
+}
+
+// review checks the bundle (bundle.Check) and adds the offline side's view
+// (store.Review) from --against, --publisher-pins and the approvals that
+// come with the bundle, which are read first; pending, if set, is an
+// approval being made of the checked bundle. It writes the checked SBOM
+// for --sbom.
+func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*approval.Statement, error)) error {
+	opt := store.ReviewOptions{Now: time.Now(), Extra: rv.extra}
+	var err error
+	if rv.pins != "" {
+		if opt.Pins, err = store.ReadPinsFile(rv.pins); err != nil {
+			return err
+		}
+	}
+	if rv.against != "" {
+		if rv.inv, err = store.ReadAgainst(rv.against); err != nil {
+			return err
+		}
+		opt.Against = rv.inv
+		if opt.Approvals, err = readApprovals(rv.file, rv.approvals); err != nil {
+			return err
+		}
+	}
+	if rv.kr, err = verify.ReadKeyringFile(rv.keyring); err != nil {
+		return err
+	}
+	opt.SiteKeys = rv.kr
+	f, err := bundle.Open(rv.file, rv.kr)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep.Parts = f.Parts
+	err = progress.Stream(os.Stderr, "verify "+filepath.Base(rv.file), f.Size, func(n *progress.Counter) error {
+		return bundle.CheckFor(n.Reader(f), rv.kr, rv.chainKeyring(), rep)
+	})
+	if err != nil {
+		return err
+	}
+	if pending != nil {
+		if opt.Pending, err = pending(rep); err != nil {
+			return err
+		}
+	}
+	if err := store.Review(rep, opt); err != nil {
+		return err
+	}
+	if rv.sbom != "" {
+		return writeBundleSBOM(rv.sbom, rep)
+	}
+	return nil
+}
+
+// chainKeyring is the chain keyring of the store --against describes, if
+// its import policy has one (the check then checks each hop with it, as
+// that store's import will).
+func (rv *reviewer) chainKeyring() openpgp.EntityList {
+	if rv.inv == nil || rv.inv.Policy == nil {
+		return nil
+	}
+	return rv.inv.Policy.ChainKeyring()
+}
+
+// writeBundleSBOM writes the SBOM the check built again and found equal to
+// the signed one (no file is left if that cannot be done).
+func writeBundleSBOM(path string, rep *bundle.Report) error {
+	switch {
+	case rep.SBOM == "":
+		return errors.New("--sbom: this bundle carries no SBOM (it was exported by an airgap that did not write one)\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	case rep.Checks == nil || rep.Checks.SBOM != "checked":
+		return errors.New("--sbom: this delta bundle omits packages its SBOM describes, so the SBOM cannot be checked here; nothing was written\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")
+	}
+	if err := bundle.CreateAtomic(path, func(f *os.File) error { return rep.Checks.WriteSBOM(f) }); err != nil {
+		return fmt.Errorf("--sbom: %w", err)
+	}
+	rep.SBOMFile = path
+	return nil
+}
