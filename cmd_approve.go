@@ -50,6 +50,28 @@ func (c *approveCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*approveCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--key STATION.key.asc --keyring SITE.pub.asc [--against INVENTORY.json] [--accept-publisher-key FINGERPRINT]... [--note TEXT] BUNDLE",
+		about: "The transfer station's signed approval (the two-person rule): runs the whole verify (the\n" +
+			"review is printed as verify prints it; --json as verify --json) and, only if the bundle\n" +
+			"verifies and — with --against — the store's import would accept it with this approval,\n" +
+			"writes BUNDLE.approval (a split set: NAME.approval beside NAME.000; BUNDLE.2.approval if\n" +
+			"taken), atomically: a statement binding the bundle's manifest digest, the station key, the\n" +
+			"time, the digests of the review printed (text and JSON), the note and the publisher keys\n" +
+			"approved here, signed by the station key. A store whose import.hcl has an approvals block\n" +
+			"requires such approvals; with publisher_key_approvals = \"station\" new publisher keys are\n" +
+			"approved only here. The station key may not be a key of --keyring, nor the bundle's signer.",
+		env: []string{"AIRGAP_PASSPHRASE  passphrase of --key when there is no terminal"},
+		examples: []string{"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json \\\n      --accept-publisher-key 'A6FD D72B E722 31CC 1407  5D12 B625 A360 C497 4D6F' --note 'CHG-1234: key checked with the publisher' site.bundle",
+			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json --json site.bundle.001 > review.json"},
+		exits: "  0    verified, and the approval was written\n" +
+			"  4    verified, but the import would refuse the bundle even with this approval: nothing was written\n" +
+			"  (1: a bundle that did not verify, or an approval that could not be made: nothing was written)\n",
+	}
+}
+
 func (c *approveCmd) run(args []string) error {
 	bundle.TightGC()
 	if err := checkUsage("approve", args, []string{"BUNDLE"}, flagVal{"key", c.key}, flagVal{"keyring", c.keyring}); err != nil {

@@ -43,6 +43,17 @@ func (c *auditCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*auditCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--log FILE [--since DURATION|DATE] [--token NAME]... [--user EMAIL]... [--store DIR] [--json]",
+		about: "Sums up the audit log 'airgap serve --audit-log FILE' writes (and its rotated files): per\ntoken, the downloads, bytes, client addresses, and the addresses and versions fetched; per\nperson or token, the logins, refused logins, token changes and refused requests; with\n--store, for each version fetched, the bundle that brought it and who approved it at the\ntransfer station.",
+		examples: []string{"airgap audit --log /var/log/airgap/audit.jsonl --since 30d",
+			"airgap audit --log /var/log/airgap/audit.jsonl --store /srv/airgap",
+			"airgap audit --log /var/log/airgap/audit.jsonl --token ci-net --json",
+			"airgap audit --log /var/log/airgap/audit.jsonl --user alice@site.example"},
+	}
+}
+
 func (c *auditCmd) run(args []string) error {
 	if err := checkUsage("audit", args, nil, flagVal{"log", c.log}); err != nil {
 		return err

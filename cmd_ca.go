@@ -25,6 +25,14 @@ func (c *caCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*caCmd) help() verbHelp {
+	return verbHelp{
+		usage:    "--store DIR",
+		about:    "Prints the built-in CA certificate (PEM) on stdout and its SHA-256 fingerprint on stderr,\nfor the clients to trust.",
+		examples: []string{"airgap ca --store /srv/airgap > airgap-ca.pem"},
+	}
+}
+
 func (c *caCmd) run(args []string) error {
 	if err := checkUsage("ca", args, nil, flagVal{"store", c.storeD}); err != nil {
 		return err

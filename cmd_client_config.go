@@ -45,6 +45,17 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*clientConfigCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--url https://HOST:PORT/ [--store DIR] [--tool terraform|tofu] [--mode registry|mirror|oci]",
+		about: "Prints a terraform/tofu CLI configuration that sends every origin registry to the\nappliance; set TF_CLI_CONFIG_FILE to the file (terraform and tofu both read it).",
+		env:   []string{"SSL_CERT_FILE  CA bundle used to reach --url (Linux)"},
+		examples: []string{"airgap client-config --url https://airgap.site.example:8443/ > terraform.rc",
+			"airgap client-config --url https://airgap.site.example:8443/ --store /srv/airgap --tool tofu > tofu.rc",
+			"airgap client-config --url https://airgap.site.example/ --token-file ci.token > terraform.rc   # with the token (keep it 0600)"},
+	}
+}
+
 func (c *clientConfigCmd) run(args []string) error {
 	if err := checkUsage("client-config", args, nil, flagVal{"url", c.url}); err != nil {
 		return err

@@ -129,7 +129,7 @@ func checkUsage(verb string, args, argNames []string, required ...flagVal) error
 	if len(problems) == 0 {
 		return nil
 	}
-	return usageError{strings.Join(problems, "; ") + "\nusage: airgap " + verb + " " + helps[verb].usage}
+	return usageError{strings.Join(problems, "; ") + "\nusage: airgap " + verb + " " + verbs()[verb].help().usage}
 }
 
 func usageFail(name string, err error) int {

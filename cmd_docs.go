@@ -30,6 +30,15 @@ func (c *docsCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*docsCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR ADDRESS[@VERSION] [NAME]",
+		about: "Prints documentation from a store, for engineers without a browser: with a provider\naddress, the pages of its newest documented version (or VERSION) by category, or with\nNAME one page (resources/s3_bucket, s3_bucket or aws_s3_bucket); with a module address,\nits README, inputs, outputs and required providers. Text from the bundle is escaped\nfor the terminal. The catalog page serves the same, rendered.",
+		examples: []string{"airgap docs --store /srv/airgap hashicorp/aws", "airgap docs --store /srv/airgap hashicorp/aws@5.80.0 s3_bucket | less",
+			"airgap docs --store /srv/airgap terraform-aws-modules/vpc/aws@5.8.1"},
+	}
+}
+
 func (c *docsCmd) run(args []string) error {
 	if len(args) == 1 {
 		args = append(args, "") // NAME is optional

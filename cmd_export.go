@@ -106,6 +106,30 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*exportCmd) help() verbHelp {
+	return verbHelp{
+		usage: "(--manifest FILE | --from DIR) --sign-key KEY --out BUNDLE [flags]\n       airgap export --from-store STORE [--manifest FILE | --from DIR | ADDRESS[@VERSION]...] --sign-key KEY --out BUNDLE [flags]",
+		about: "Connected side: resolves providers and modules against their registries, downloads and\nverifies them against the publishers' signatures, and writes one signed bundle.\nModules' git::, GitHub and https:// archive sources are vendored into the calling\nmodule (--no-vendor keeps them as written; --allow-unvendored only warns about the\nones that cannot be vendored). The manifest's gate blocks run scanners over every module\nand provider plugin (an entry that fails one fails the export unless waived); the\nbundle carries their results and reports and a CycloneDX SBOM of everything in it.\nEach provider version's documentation (the docs/ folder of its repository at the\nversion's tag, within --max-docs-size) and each module's README, inputs and outputs\nare carried too; a provider whose docs cannot be fetched is exported without them\n(--no-docs, or docs = false in a provider block, leaves them out).\n\nWith --from-store, the offline side exports what a store holds for the next network,\nwith no network: everything, or what a manifest, a project or addresses name. The\nbundle carries the store's blobs byte for byte, its withdrawals and publisher-key\napprovals, and a chain of custody: every earlier bundle's signed manifest, which the\nnext enclave checks again. Every blob is hashed from the store before a byte is\nwritten. --since the last bundle sent makes a delta over a one-way link.",
+		env: []string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
+			"SOURCE_DATE_EPOCH  bundle timestamp (same inputs give a byte-identical bundle)",
+			"TF_TOKEN_<host>, TF_CLI_CONFIG_FILE  the CLI configuration, as Terraform reads it: credentials,\n    credentials_helper, host blocks (proxy registries), provider_installation network mirrors",
+			"TF_REGISTRY_CLIENT_TIMEOUT  seconds for registry metadata and a credentials helper's answer (default 10)",
+			"TF_VAR_<name>  with --from: a root variable's value, as terraform init reads it",
+			"HTTPS_PROXY, NO_PROXY  proxy for registry requests"},
+		examples: []string{"airgap export --manifest airgap.hcl --dry-run --json",
+			"airgap export --manifest airgap.hcl --sign-key keys/site.key.asc --out site.bundle",
+			"airgap export --from ./infra --platform linux_amd64 --sign-key k.key.asc --out site.bundle --split dvd",
+			"airgap export --manifest airgap.hcl --provider-mirror https://artifactory.corp/api/terraform/mirror/ --sign-key k.key.asc --out site.bundle",
+			"airgap export --manifest airgap.hcl --allow-download-host github.com --sign-key k.key.asc --out site.bundle   # proxy registry + github.com",
+			"airgap export --manifest airgap.hcl --sign-key k.key.asc --out site.bundle --accept-new-publisher-key FINGERPRINT",
+			"airgap export --from ./infra --var-file prod.tfvars --var env=prod --dry-run   # module sources from const variables",
+			"airgap export --manifest gated.hcl --sign-key k.key.asc --out site.bundle --gate-reports reports/ --gate-jobs 4",
+			"airgap export --from-store /srv/airgap --sign-key enclave.key.asc --out next.bundle   # everything, for the next network",
+			"airgap export --from-store /srv/airgap --since next.bundle --sign-key enclave.key.asc --out next-2.bundle   # a diode: what changed",
+			"airgap export --from-store /srv/airgap hashicorp/aws@5.61.0 example/vpc/aws --sign-key enclave.key.asc --out some.bundle"},
+	}
+}
+
 // varFlag collects --var and --var-file into one list in command-line
 // order: as with terraform, a later one wins.
 type varFlag struct {
@@ -161,7 +185,7 @@ func (c *exportCmd) check(args []string) (p *exportPlan, err error) {
 	case len(args) != 0:
 		return nil, checkUsage("export", args, nil)
 	case (c.manifest == "") == (c.from == ""):
-		return nil, usageError{"give exactly one of --manifest FILE or --from DIR\nusage: airgap export " + helps["export"].usage}
+		return nil, usageError{"give exactly one of --manifest FILE or --from DIR\nusage: airgap export " + c.help().usage}
 	case !c.dryRun && (c.signKey == "" || c.out == ""):
 		err := checkUsage("export", nil, nil, flagVal{"sign-key", c.signKey}, flagVal{"out", c.out})
 		return nil, usageError{strings.Replace(err.Error(), " (required)", " (required unless --dry-run)", 1)}

@@ -31,6 +31,14 @@ func (c *gcCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*gcCmd) help() verbHelp {
+	return verbHelp{
+		usage:    "--store DIR [--dry-run]",
+		about:    "Deletes blobs no catalog entry references (after a withdrawal or a prune) and temporary\nfiles of interrupted imports; takes the store lock, safe while 'airgap serve' runs.",
+		examples: []string{"airgap gc --store /srv/airgap --dry-run", "airgap gc --store /srv/airgap"},
+	}
+}
+
 func (c *gcCmd) run(args []string) error {
 	if err := checkUsage("gc", args, nil, flagVal{"store", c.storeD}); err != nil {
 		return err

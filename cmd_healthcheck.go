@@ -28,6 +28,16 @@ func (c *healthcheckCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*healthcheckCmd) help() verbHelp {
+	return verbHelp{
+		usage: "[--url https://HOST:PORT/healthz] [--ca FILE] [--wait DURATION]",
+		about: "Asks a running appliance's /healthz and exits 0 when it answers 200 in time: the\ncontainer's HEALTHCHECK and a probe for load balancers and scripts.",
+		examples: []string{"airgap healthcheck --url https://127.0.0.1:8443/healthz --ca /store/tls/ca/ca.pem",
+			"airgap healthcheck --url https://airgap.site.example/healthz",
+			"airgap serve --store store --listen 127.0.0.1:8443 & airgap healthcheck --url https://localhost:8443/healthz --ca airgap-ca.pem --wait 30s"},
+	}
+}
+
 func (c *healthcheckCmd) run(args []string) error {
 	if err := checkUsage("healthcheck", args, nil); err != nil {
 		return err

@@ -50,6 +50,41 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*importCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--keyring FILE --store DIR BUNDLE [--approval FILE]... [--accept-publisher-key FINGERPRINT]... [--publisher-pins FILE] [--require-gate GATE]...",
+		about: "Offline side: checks a bundle (or split set) and adds it to the content-addressed store,\n" +
+			"all or nothing; a running 'airgap serve' picks it up within 2 s. Publisher keys are\n" +
+			"pinned per namespace: the first key of a namespace is recorded (trust on first use), and\n" +
+			"a provider signed by another key is refused unless the bundle declares it (export\n" +
+			"--accept-new-publisher-key) or --accept-publisher-key names it. A pins file decides for\n" +
+			"the namespaces it lists, from the first import on:\n" +
+			"  namespace \"registry.terraform.io/hashicorp\" {\n" +
+			"    keys = [\"C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F\"]\n" +
+			"  }\n" +
+			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused\n" +
+			"--require-gate (and STORE/import.hcl: require_gate = [...]) refuses a bundle whose entries\n" +
+			"lack a passing or waived result of a gate. STORE/import.hcl is the store's policy:\n" +
+			"  require_gate = [\"modules:trivy\"]           require_publisher_signatures = true\n" +
+			"  publisher_pins = \"pins.hcl\"                 publisher_key_approvals = \"station\"\n" +
+			"  approvals {\n" +
+			"    keyring  = \"stations.pub.asc\"   # the transfer stations' public keys\n" +
+			"    required = 1                     # approvals by distinct keys, per bundle\n" +
+			"  }\n" +
+			"  chain {                            # a bundle exported from an offline store:\n" +
+			"    keyring = \"upstream.pub.asc\"   # every hop of its chain signed by one of these\n" +
+			"  }\n" +
+			"An approval ('airgap approve') is read beside the bundle (BUNDLE.approval) or given with\n" +
+			"--approval. A refused import names every entry refused and why; nothing changes.",
+		examples: []string{"airgap import --keyring site.pub.asc --store /srv/airgap site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --require-publisher-signatures site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --json site.bundle.001",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --accept-publisher-key 'ABCD 1234 …' site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --approval station2.approval site.bundle",
+			"airgap import --keyring site.pub.asc --store /srv/airgap --require-gate modules:trivy --require-gate providers:govulncheck site.bundle"},
+	}
+}
+
 // rules are the import's rules: the store's import.hcl and the flags.
 func (c *importCmd) rules() (*store.StorePolicy, *store.RuleSet, error) {
 	sp, err := store.ReadStorePolicy(c.storeD)

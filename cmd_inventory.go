@@ -33,6 +33,16 @@ func (c *inventoryCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*inventoryCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR [--json] [--sbom FILE] [--usage]",
+		about: "Lists the provider and module versions a store serves (with their gate results and reports)\nand the bundles imported into it; --json is what 'airgap export --have' reads to make a\ndelta; --sbom writes a CycloneDX SBOM of everything the store serves; --usage lists instead\nhow often each version (and platform) was downloaded through 'airgap serve', and when last.",
+		examples: []string{"airgap inventory --store /srv/airgap", "airgap inventory --store /srv/airgap --json > have.json",
+			"airgap inventory --store /srv/airgap --sbom store.cdx.json",
+			"airgap inventory --store /srv/airgap --usage --json"},
+	}
+}
+
 func (c *inventoryCmd) run(args []string) error {
 	if err := checkUsage("inventory", args, nil, flagVal{"store", c.storeD}); err != nil {
 		return err

@@ -34,6 +34,14 @@ func (c *joinCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*joinCmd) help() verbHelp {
+	return verbHelp{
+		usage:    "--keyring FILE --out BUNDLE PART",
+		about:    "Checks every part of a split set against its signed index and joins them into one\nbundle file (written atomically; the parts are not changed).",
+		examples: []string{"airgap join --keyring site.pub.asc --out site.bundle site.bundle.000"},
+	}
+}
+
 func (c *joinCmd) run(args []string) error {
 	if err := checkUsage("join", args, []string{"PART"}, flagVal{"keyring", c.keyring}, flagVal{"out", c.out}); err != nil {
 		return err

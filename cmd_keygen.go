@@ -29,6 +29,17 @@ func (c *keygenCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*keygenCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--out PREFIX [--name \"NAME <EMAIL>\"] [--no-passphrase]",
+		about: "Creates the site's OpenPGP signing key (RSA): PREFIX.key.asc stays on the connected\nside and signs bundles; PREFIX.pub.asc goes into the offline side's keyring.",
+		env:   []string{"AIRGAP_PASSPHRASE  passphrase for the private key when there is no terminal"},
+		examples: []string{"airgap keygen --out keys/site --name \"Site Ops <ops@site.example>\"",
+			"AIRGAP_PASSPHRASE=$(cat pass.txt) airgap keygen --out keys/site   # no terminal",
+			"airgap keygen --out keys/test --no-passphrase                    # unprotected, for tests"},
+	}
+}
+
 func (c *keygenCmd) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "path prefix of the key files (required)")
 	fs.StringVar(&c.name, "name", "", `user ID, e.g. "Site Ops <ops@site>"`)

@@ -37,6 +37,20 @@ func (c *keysCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*keysCmd) help() verbHelp {
+	return verbHelp{
+		usage: "generate --out PREFIX | retire --store DIR NAMESPACE FINGERPRINT | revoke --store DIR --keyring REVOCATION.asc",
+		about: "generate: a signing key, as keygen (a site key, or a transfer station's key for 'airgap approve').\n" +
+			"retire: the store's publisher key for a namespace signs nothing new there from now on (what\nit serves signed by the key stays); recorded in the store's history.\n" +
+			"revoke: the store remembers a key's revocation (the key as 'gpg --export' writes it revoked):\n" +
+			"it signs nothing new, and nothing dated at or after the revocation, even when a later bundle\ncarries the key with its revocation stripped. Imports remember revocations their bundles carry.",
+		env: []string{"AIRGAP_PASSPHRASE  generate: passphrase for the private key when there is no terminal"},
+		examples: []string{"airgap keys generate --out keys/station --name \"Transfer station 1 <station1@site.example>\"",
+			"airgap keys retire --store /srv/airgap registry.terraform.io/hashicorp '3436 5D94 72D7 468F …' --reason 'replaced in 2021'",
+			"airgap keys revoke --store /srv/airgap --keyring old-publisher-revoked.asc"},
+	}
+}
+
 const keysUsage = `usage: airgap keys generate --out PREFIX [--name "NAME <EMAIL>"] [--bits N] [--no-passphrase]
        airgap keys retire --store DIR [--reason TEXT] NAMESPACE FINGERPRINT
        airgap keys revoke --store DIR --keyring REVOCATION.asc`

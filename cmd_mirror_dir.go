@@ -35,6 +35,15 @@ func (c *mirrorDirCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*mirrorDirCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR --out PATH [--layout packed|unpacked] [--platform OS_ARCH]... [ADDRESS[@VERSION]...]",
+		about: "Writes the store's providers as a filesystem_mirror directory (terraform providers\nmirror's layout) for hosts with no server, atomically, and prints the provider_installation block.",
+		examples: []string{"airgap mirror-dir --store /srv/airgap --out /opt/terraform/mirror --platform linux_amd64",
+			"airgap mirror-dir --store /srv/airgap --out ./mirror --layout unpacked hashicorp/aws@5.61.0"},
+	}
+}
+
 func (c *mirrorDirCmd) run(args []string) error {
 	if err := checkUsage("mirror-dir", nil, nil, flagVal{"store", c.storeD}, flagVal{"out", c.out}); err != nil {
 		return err

@@ -38,6 +38,17 @@ func (c *pruneCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*pruneCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR (--keep N | --older-than DURATION | --unused-for DURATION | ADDRESS@VERSION...) [--dry-run]",
+		about: "Removes provider and module versions from the catalog (newest N per address kept, last\nimported before a time, neither imported nor downloaded through 'airgap serve' for a time,\nor named) and deletes the blobs only they used; recorded in the history.",
+		examples: []string{"airgap prune --store /srv/airgap --keep 3 --dry-run",
+			"airgap prune --store /srv/airgap --older-than 180d",
+			"airgap prune --store /srv/airgap --unused-for 90d --dry-run",
+			"airgap prune --store /srv/airgap hashicorp/aws@5.61.0 example/vpc/aws@1.0.0"},
+	}
+}
+
 func (c *pruneCmd) run(args []string) error {
 	const usage = "give exactly one of --keep N, --older-than DURATION, --unused-for DURATION or ADDRESS@VERSION arguments\nusage: airgap prune --store DIR (--keep N | --older-than DURATION | --unused-for DURATION | ADDRESS@VERSION...) [--dry-run]"
 	if c.storeD == "" {

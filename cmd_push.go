@@ -32,6 +32,18 @@ func (c *pushCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*pushCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR --to REGISTRY[/PREFIX] [--username USER (--password-stdin | $AIRGAP_REGISTRY_PASSWORD)]",
+		about: "Publishes the store's providers and modules into an existing OCI registry in OpenTofu's\nlayout (oci_mirror, oci:// modules); idempotent: what is there already is skipped.",
+		env: []string{"AIRGAP_REGISTRY_PASSWORD  password for --username (or use --password-stdin)",
+			"DOCKER_CONFIG  where Docker's config.json with registry credentials lives (default ~/.docker)",
+			"SSL_CERT_FILE  CA bundle used to reach the registry (Linux)"},
+		examples: []string{"airgap push --store /srv/airgap --to registry.site.example/airgap",
+			"airgap push --store /srv/airgap --to harbor.site.example/tofu --username robot --password-stdin < pass.txt"},
+	}
+}
+
 func (c *pushCmd) run(args []string) error {
 	if err := checkUsage("push", args, nil, flagVal{"store", c.storeD}, flagVal{"to", c.to}); err != nil {
 		return err

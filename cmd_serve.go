@@ -152,3 +152,35 @@ func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
 	}
 	return nil
 }
+
+func (*serveCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--store DIR [--listen ADDR] [--hostname NAME]... [--tls local|acme|files]",
+		about: "Serves the store to unmodified terraform/tofu: service discovery, provider and module\nregistries and a network mirror, over TLS (a built-in CA by default).",
+		envOf: func(fs *pflag.FlagSet) []string {
+			return append(serveEnv(fs), "GOGC  Go's collector setting (default here 400)",
+				"(a flag wins over its variable, a variable over the --config file)")
+		},
+		examples: []string{"airgap serve --store /srv/airgap --listen :8443 --hostname airgap.site.example",
+			"airgap serve --store /srv/airgap --tls files --cert chain.pem --key key.pem",
+			"airgap serve --store /srv/airgap --access /etc/airgap/access.hcl --audit-log /var/log/airgap/audit.jsonl"},
+	}
+}
+
+// serveEnv lists the AIRGAP_ variables serve reads, from the table its
+// configuration loader uses, each with its flag's description.
+func serveEnv(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range server.EnvSettings() {
+		usage := ""
+		if f := fs.Lookup(name); f != nil {
+			usage = f.Usage
+		}
+		line := fmt.Sprintf("%s  as --%s: %s", server.EnvName(name), name, usage)
+		if f := fs.Lookup(name); f != nil && f.Value.Type() == "stringSlice" {
+			line += " (comma-separated)"
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -37,6 +37,20 @@ func (c *showCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*showCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--keyring FILE BUNDLE SUBJECT [ARGS] [--platform OS_ARCH] [--raw]",
+		about: "For the transfer station: prints evidence a bundle carries, each piece checked against\n" +
+			"the bundle's signature and the digest its signed manifest gives it before it is shown.\n" +
+			"Subjects: report [ADDRESS@VERSION] [GATE]: the gate reports (without ADDRESS@VERSION, the\n" +
+			"list: entry, gate, result, findings, digest); a SARIF report as a table (rule, level,\n" +
+			"file:line, message), any other as escaped text; --raw prints one report's exact bytes.",
+		examples: []string{"airgap show --keyring site.pub.asc site.bundle report",
+			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
+			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"},
+	}
+}
+
 // showSubject is one thing 'airgap show' prints.
 type showSubject struct {
 	args  string // after the subject, for usage

@@ -32,6 +32,17 @@ func (c *splitCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*splitCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--size SIZE --sign-key KEY BUNDLE",
+		about: "Splits a bundle into volumes for media with a size limit: BUNDLE.000 (the signed index)\nand BUNDLE.001, .002, …; the bundle itself is kept.",
+		env: []string{"AIRGAP_PASSPHRASE  passphrase of --sign-key when there is no terminal",
+			"SOURCE_DATE_EPOCH  timestamp of the index"},
+		examples: []string{"airgap split --size dvd --sign-key keys/site.key.asc site.bundle",
+			"airgap split --size 700MB --sign-key keys/site.key.asc --json site.bundle"},
+	}
+}
+
 func (c *splitCmd) run(args []string) error {
 	if err := checkUsage("split", args, []string{"BUNDLE"}, flagVal{"sign-key", c.signKey}); err != nil {
 		return err

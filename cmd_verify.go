@@ -48,6 +48,36 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 	return fs
 }
 
+func (*verifyCmd) help() verbHelp {
+	return verbHelp{
+		usage: "--keyring FILE BUNDLE [--against INVENTORY.json] [--approval FILE]... [--publisher-pins FILE] [--sbom FILE] [--strict] [--json]",
+		about: "For the transfer station: checks a bundle's signature, every blob's digest and what it says,\n" +
+			"writing nothing (any part of a split set names the whole set) but what --sbom asks for, and\n" +
+			"shows what it brings in: what needs attention first (new publisher keys, keys the import\n" +
+			"would refuse, site re-signatures, keys expired since, gates failed but waived), then every\n" +
+			"provider version (platforms, sha256s, the publisher key, its trust and signature date,\n" +
+			"whether the key is new for the namespace, gate results), every module version (source,\n" +
+			"commit, vendored rewrites, gate results), withdrawals, each namespace's keys, and the\n" +
+			"SBOM. --against the offline store's 'airgap inventory --json' adds what the import would\n" +
+			"add, find present, withdraw and which keys change, and forecasts the import: the store's\n" +
+			"own rules (withdrawals, conflicts, key pins, retired and revoked keys, required gates,\n" +
+			"publisher signatures and station approvals: BUNDLE.approval beside the bundle and\n" +
+			"--approval count) run over the inventory, ending with \"import will accept\" or \"import\n" +
+			"will refuse: …\" and every entry refused and why. --sbom writes the bundle's SBOM once it\n" +
+			"is rebuilt from the bytes and found identical to the signed one. --json prints one\n" +
+			"document (its schema: docs/transfer-station.md).",
+		examples: []string{"airgap verify --keyring site.pub.asc site.bundle",
+			"airgap verify --keyring site.pub.asc --against have.json --publisher-pins pins.hcl site.bundle",
+			"airgap verify --keyring site.pub.asc --json --strict site.bundle.001   # 3: needs attention",
+			"airgap verify --keyring site.pub.asc --against have.json site.bundle   # 4: the import will refuse it",
+			"airgap verify --keyring site.pub.asc --sbom site.cdx.json site.bundle"},
+		exits: "  0    verified; with --against, and the import will accept it\n" +
+			"  3    verified, but something needs attention (--strict only; without it: 0)\n" +
+			"  4    verified, but the import will refuse it (--against's forecast; with or without --strict)\n" +
+			"  (1: a bundle that did not verify: nothing about it can be trusted)\n",
+	}
+}
+
 // Exit statuses of verify (and approve) besides 0, 1 and 2: a bundle that
 // verified but needs a person's attention (--strict), and one the import
 // will refuse (forecast by --against).

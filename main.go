@@ -25,7 +25,8 @@ var Version = "0.1.0-dev"
 // verb is one subcommand: its own flag set, its own Run.
 type verb interface {
 	flags() *pflag.FlagSet
-	synopsis() string
+	synopsis() string // its line in 'airgap help'
+	help() verbHelp   // 'airgap help VERB' besides the flags
 	run(args []string) error
 }
 
@@ -89,7 +90,7 @@ func run(args []string) int {
 	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			printVerbHelp(os.Stdout, args[0], fs)
+			printVerbHelp(os.Stdout, args[0], v, fs)
 			return 0
 		}
 		err = suggestFlag(err, fs)
@@ -155,7 +156,7 @@ func topLevel(args []string, vs map[string]verb) (code int, done bool) {
 		if v, ok := vs[args[1]]; ok {
 			fs := v.flags()
 			addLogFormat(fs)
-			printVerbHelp(os.Stdout, args[1], fs)
+			printVerbHelp(os.Stdout, args[1], v, fs)
 			return 0, true
 		}
 		fmt.Fprintf(os.Stderr, "airgap help: no command %q%s\nhint: run 'airgap help' for the list\n", args[1], didYouMean(args[1], vs))
