@@ -82,13 +82,13 @@ type ProviderVersion struct {
 	Mirror           string    `json:"mirror,omitempty"`
 	Packages         []Package `json:"packages"`
 	// Docs (bundle format 3) is the version's documentation, or why it
-	// is missing (docs.go); nil in bundles and stores made before airgap
+	// is missing (dist/docs); nil in bundles and stores made before airgap
 	// carried documentation, and when the export was told docs = false.
 	Docs *ProviderDocs `json:"docs,omitempty"`
 }
 
 // Trust says what vouches for p's packages: its trust tier, TrustPublisher,
-// TrustSite or TrustMirror (keypins.go).
+// TrustSite or TrustMirror (see NamespaceKeys).
 func (p ProviderVersion) Trust() string {
 	switch {
 	case p.MirrorHashesOnly:

@@ -1,6 +1,6 @@
 package dist
 
-// RealTokens is the count of tokens HCL's own scanner makes (hcltokens_test.go).
+// RealTokens is the count of tokens HCL's own scanner makes (what the token-count tests compare with).
 var RealTokens = realTokens
 
 // HCLParsingFree reports whether n tokens could be parsed now, without

@@ -33,7 +33,7 @@ func HCLTokens(src []byte, filename string) int {
 	return hclTokens(src, inExpr)
 }
 
-// jsonTokens counts the tokens of hcl/json's scanner (scanner.go's scan),
+// jsonTokens counts the tokens of hcl/json's scanner (its scan function),
 // step for step: white space skipped; one per punctuation byte, string
 // (to an unescaped quote, a control byte or the end, advancing by grapheme
 // clusters as the scanner does: a cluster can hold a quote), number run and

@@ -16,7 +16,7 @@ type ProviderDownload struct {
 	// Packages is OpenTofu 1.12's optional "packages" object: every
 	// platform's hashes ("zh:", "h1:") and size, keyed "os_arch", from
 	// which 'tofu init' records every platform's hashes in the lock file
-	// (internal/getproviders/registry_client.go; RFC
+	// (Terraform's internal/getproviders registry client; RFC
 	// 20251027-provider-registry-hashes). Terraform and older OpenTofu
 	// ignore it. airgap's registry client reads it but trusts none of it:
 	// export checks every package against the signed SHA256SUMS itself.

@@ -25,7 +25,7 @@ var (
 	// site's private key must never be).
 	ErrPrivateInKeyring = errors.New("the keyring holds a private key")
 	// ErrKeyRefused: a key document is outside the limits ReadKeyring
-	// accepts (keylimits.go): too large, too many keys or signatures, or
+	// accepts (checkKeyPackets): too large, too many keys or signatures, or
 	// key parameters too large (or, for RSA, too small) to check safely.
 	ErrKeyRefused = errors.New("key refused")
 	// ErrNoPassphrase: a private key would be written unprotected without

@@ -112,7 +112,7 @@ func splitUserID(s string) (name, comment, email string) {
 
 // ReadKeyring reads one or more public (or private) keys, armored or binary.
 // The input is untrusted: before any self-signature is verified, every key
-// is checked against the limits in keylimits.go (size and count of keys,
+// is checked against the limits (checkKeyPackets: size and count of keys,
 // count of signatures, RSA/DSA/ElGamal parameter sizes), and a document
 // outside them fails with ErrKeyRefused having cost time linear in its size.
 func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {

@@ -50,7 +50,7 @@ type Options struct {
 	// getter.MaxGitRepository); see getter.Options.
 	MaxGitSize int64
 	// GateReports is where gates keep their reports and output (see
-	// gates.go); required when the request has gates. GateJobs bounds the
+	// runGates); required when the request has gates. GateJobs bounds the
 	// gate runs at once (0: 2).
 	GateReports string
 	GateJobs    int
@@ -59,7 +59,7 @@ type Options struct {
 	// Progress, if set, is kept up to date for a live display.
 	Progress *Progress
 	// Methods say where providers come from (the CLI configuration's
-	// provider_installation, or --provider-mirror; see mirror.go); none:
+	// provider_installation, or --provider-mirror; see sourcesFor); none:
 	// every provider from its origin registry.
 	Methods []registry.InstallMethod
 	// TrustMirrorHashes lets a package from a network mirror whose origin
@@ -68,7 +68,7 @@ type Options struct {
 	TrustMirrorHashes bool
 	// MaxDocsSize bounds each provider version's documentation (0:
 	// dist.DefaultDocsBytes); over it the docs are left out and the
-	// bundle says why. NoDocs leaves every provider's docs out (docs.go).
+	// bundle says why. NoDocs leaves every provider's docs out (providerDocs).
 	MaxDocsSize int64
 	NoDocs      bool
 	// Offline is what the offline store's inventory (--have) says: the
@@ -148,7 +148,7 @@ type Result struct {
 	Bytes    int64 // downloaded this run
 	Cached   int   // packages found in the cache
 	// MirrorHashesOnly lists the provider versions carried with a network
-	// mirror's hashes only (mirror.go), with the mirror's URL.
+	// mirror's hashes only (mirrorPackage), with the mirror's URL.
 	MirrorHashesOnly []string
 	// LeftOut lists the versions a constraint matched that the offline
 	// store withdrew (Options.Offline), left out of the plan.
@@ -161,7 +161,7 @@ type Result struct {
 	GateFailures []GateFailure
 	GateReports  string
 	// DocsMissing lists the provider versions exported without their
-	// documentation, with why (docs.go).
+	// documentation, with why (docsReason).
 	DocsMissing []string
 	cacheDir    string
 	gates       []GateSpec
@@ -427,7 +427,7 @@ type pkgTask struct {
 	pv   *dist.ProviderVersion
 	plat string
 	// mirror is set for a package from a network mirror: the mirror's URL
-	// and what it lists for this platform (see mirror.go).
+	// and what it lists for this platform (see mirrorPackage).
 	mirror  *url.URL
 	archive registry.MirrorArchive
 }

@@ -108,7 +108,7 @@ func TestExportEverythingAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.NoVendor = true // example/legacy's source is unreachable: today's warning (vendor_test.go vendors)
+	req.NoVendor = true // example/legacy's source is unreachable: today's warning (the vendoring tests vendor it)
 	cache := t.TempDir()
 	res, err := export.Run(context.Background(), req, options(t, in, cache, site))
 	if err != nil {
@@ -335,7 +335,7 @@ func TestExportDeterministic(t *testing.T) {
 	var out [2][]byte
 	for i := range out {
 		req, _ := export.ParseSpec(writeSpec(t, fullSpec), nil)
-		req.NoVendor = true // see TestExportEverythingAndImport; vendor_test.go checks vendored archives
+		req.NoVendor = true // see TestExportEverythingAndImport; the vendoring tests check vendored archives
 		res, err := export.Run(context.Background(), req, options(t, in, t.TempDir(), site))
 		if err != nil {
 			t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 // rules as an export from the registries (a manifest's constraints,
 // latest and platforms; a project's lock file; or addresses), and
 // WriteFromStore writes it with the store's blobs as they are (see
-// bundle/store's carry.go), after hashing every one of them.
+// bundle/store's Carry), after hashing every one of them.
 
 // SelectFromStore picks from cat (a store's catalog) what req asks for,
 // or the versions addrs names ("ADDRESS" for every version,

@@ -30,7 +30,7 @@ import (
 //	  reason = "AVD-AWS-0178 accepted by the network team"
 //	}
 //
-// See gates.go for how they run.
+// runGates runs them.
 
 type specGate struct {
 	Name      string    `hcl:"name,label"`

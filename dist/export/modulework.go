@@ -56,7 +56,7 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 		}
 		rest, ok := strings.CutPrefix(ent.Name(), "module-")
 		if !ok {
-			rest, ok = strings.CutPrefix(ent.Name(), "gate-") // a gate's version command (gates.go)
+			rest, ok = strings.CutPrefix(ent.Name(), "gate-") // a gate's version command (toolVersion)
 		}
 		if !ok || !ent.IsDir() {
 			continue
@@ -81,7 +81,7 @@ func tidyModuleWork(cacheDir string, now time.Time) {
 const staleGateWork = MaxGateTimeout + time.Hour
 
 // tidyGateWork removes the gate work trees (<cache>/gates/GATE/KEY, see
-// gates.go) that a killed export left and no run has reused since: a
+// runGate) that a killed export left and no run has reused since: a
 // gate's next run on the same entry removes its own at once, this catches
 // the trees of gates or entries that do not come back.
 func tidyGateWork(cacheDir string, now time.Time) {

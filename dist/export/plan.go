@@ -72,7 +72,7 @@ type Summary struct {
 	// hashes only (--trust-mirror-hashes), each with the mirror's URL.
 	MirrorHashesOnly []string `json:"mirror_hashes_only"`
 	// DocsMissing: provider versions exported without their
-	// documentation, each with why (docs.go).
+	// documentation, each with why (docsReason).
 	DocsMissing []string          `json:"docs_missing"`
 	Reinstate   []dist.Withdrawal `json:"reinstate"`
 	Warnings    []string          `json:"warnings"`

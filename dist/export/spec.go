@@ -34,7 +34,7 @@ type Request struct {
 	NoDeps    bool
 	// NoVendor keeps non-registry module sources as written (warnings);
 	// AllowUnvendored makes sources that cannot be vendored warnings
-	// instead of errors. See vendor.go.
+	// instead of errors (package dist/vendoring).
 	NoVendor, AllowUnvendored bool
 	// Withdraw and Reinstate go into the bundle as they are (see
 	// bundle.Manifest): withdraw "ADDR" {...} and reinstate "ADDR" {...}.
@@ -55,7 +55,7 @@ type Request struct {
 	Warnings []string
 	// Gates are the scanners every module or provider plugin must pass,
 	// and Waivers the entries let through although they fail one
-	// (gate "NAME" {...} and waive "NAME" {...}; see gates.go).
+	// (gate "NAME" {...} and waive "NAME" {...}; see runGates).
 	Gates   []GateSpec
 	Waivers []Waiver
 	// PlatformsDefaulted: neither the manifest nor --platform named
@@ -79,7 +79,7 @@ type ProviderReq struct {
 	// of the manifest or project itself, whose Why says where it is.
 	At  string
 	Via []string
-	// Docs is the block's docs attribute (docs.go).
+	// Docs is the block's docs attribute (DocsSetting).
 	Docs DocsSetting
 	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
 	Block string
@@ -96,7 +96,7 @@ type ModuleReq struct {
 	Via         []string // as ProviderReq's
 	// Site is set for the site's own module (a manifest module block with
 	// source): its versions and sources come from the block, not from a
-	// registry (sitemodule.go).
+	// registry (SiteModule).
 	Site *SiteModule
 	// Block is its block in a manifest, FILE:LINE:COL ("" otherwise).
 	Block string
@@ -144,7 +144,7 @@ type specProvider struct {
 
 // specModule is a module block: a registry module (versions is a
 // constraint string), or, with source, the site's own module (versions is a
-// list, ref the git ref; see sitemodule.go). versions, source and ref are
+// list, ref the git ref; see SiteModule). versions, source and ref are
 // read as expressions because their type, and ${version} in source and ref,
 // depend on which it is.
 type specModule struct {

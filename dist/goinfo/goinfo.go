@@ -4,45 +4,27 @@
 // document (Info) that a bundle carries next to the package and that the
 // SBOM is built from.
 //
-// # Why a stream scan and not debug/buildinfo
+// Scanner rides on the one pass that export and the bundle check already
+// make over every file of a package (for its h1: hash): it finds the
+// build-information header that Go 1.18 and later write, at 16-byte-aligned
+// offsets as debug/buildinfo does, and hands the module string to
+// runtime/debug.ParseBuildInfo. Each byte is read once and memory is
+// constant, where debug/buildinfo would need the unpacked binary on disk or
+// in memory. No build information is not an error: Info.None says why there
+// is none.
 //
-// debug/buildinfo.Read needs an io.ReaderAt over the unpacked binary: a
-// provider package is a zip, and its plugin (the AWS provider's is about
-// 830 MB) would have to be spooled to disk, or held in memory, only to be
-// read again. Both export and the bundle check already inflate every file of
-// every package once, to compute its h1: hash (dist.H1Tap). Scanner rides on
-// that pass: it looks for the build-information header as the bytes go by
-// and parses the version and module strings that follow it, which Go 1.18
-// and later write inline after the header ("\xff Go buildinf:", pointer
-// size, flags with the inline bit, then two varint-prefixed strings), and
-// hands the module string to runtime/debug.ParseBuildInfo, the standard
-// library's own parser. Each byte is read once, memory is constant. The
-// tests compare it with debug/buildinfo.ReadFile on real binaries (ELF,
-// Mach-O, PE; with and without VCS stamps and -trimpath; stripped).
-//
-// Like debug/buildinfo, a header counts only at a 16-byte-aligned offset
-// (section and segment file offsets keep the linker's alignment). A
-// candidate header is checked (pointer size, flags, a version string that
-// starts with "go" or "devel", within bounds) before it is taken; one that
-// fails is dropped and the search goes on after it. Binaries built before
-// Go 1.18 keep the strings behind pointers: they are recorded as such, not
-// read. No build information is not an error: Info.None says why there is
-// none (not a Go binary, no plugin in the package, over a limit...).
-//
-// # Bounds
-//
-// Everything in the binary is untrusted. The version string is at most
-// MaxVersion bytes, the module information at most MaxModInfo, every path,
-// version, sum and setting at most MaxString bytes and printable (no control
-// or format characters, valid UTF-8), at most MaxModules modules. Anything
-// over a bound is recorded as Info.None, not read. A Scanner holds at most
-// MaxModInfo + 1 KiB (its buffer grows to what the header announced, never
-// past it), and ScanZip scans a package's plugins one at a time, dropping
-// each Scanner when its file ends: a package costs one Scanner whatever its
-// number of files. A hostile stream full of aligned fake headers costs at
-// most about 20 times the plain scan, and after MaxCandidates refused
-// headers the search stops (recorded). An encoded Info is at most
+// Everything in the binary is untrusted: strings are bounded (MaxVersion,
+// MaxModInfo, MaxString, MaxModules) and must be printable; anything over a
+// bound is recorded as Info.None, not read. A Scanner holds at most
+// MaxModInfo + 1 KiB, ScanZip holds one Scanner at a time, the search stops
+// after MaxCandidates refused headers, and an encoded Info is at most
 // MaxDocument bytes.
+//
+// Why a stream scan and not debug/buildinfo, how a candidate header is
+// checked, and what a hostile binary costs: docs/fetching.md, "Go build
+// information".
+//
+// It does not run the binary, unpack packages or decide what to carry.
 package goinfo
 
 import (

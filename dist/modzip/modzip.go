@@ -2,6 +2,8 @@
 // dist/getter writes) into the deterministic zip that OpenTofu's oci://
 // module packages must be. It imports nothing of airgap's, so fixtures
 // (bundle/bundletest) can use it without depending on the getter.
+//
+// It does not fetch, check or publish modules: it converts one archive.
 package modzip
 
 import (

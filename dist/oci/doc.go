@@ -2,8 +2,8 @@
 // 1.10+, `oci_mirror` and `oci://` module sources) and publishes it to an
 // existing OCI registry.
 //
-// Layout (layout.go), the same whether 'airgap serve' answers it or 'airgap
-// push' writes it into a registry:
+// The layout (Repositories), the same whether 'airgap serve' answers it or
+// 'airgap push' writes it into a registry:
 //
 //	<origin-host>/<namespace>/<type>                  a provider
 //	<origin-host>/modules/<namespace>/<name>/<system> a module (lowercased)
@@ -28,6 +28,6 @@
 // Names that are not valid OCI repository names (an origin host with a port,
 // a provider name with "___") are left out of the layout.
 //
-// Push (push.go) writes the layout into a registry with oras-go. This
+// Push writes the layout into a registry with oras-go. This
 // package does not serve HTTP (package server does) and never changes a store.
 package oci

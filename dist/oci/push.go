@@ -73,7 +73,7 @@ var ErrRejected = errors.New("the registry refused an OpenTofu OCI artifact")
 // ErrInsecureRedirect: the registry redirected push from https to plain http.
 var ErrInsecureRedirect = errors.New("the registry redirected from https to plain http; refused, so that no credential or content leaves TLS")
 
-// Push publishes cat's repositories (layout.go) under opt.Target. It is
+// Push publishes cat's repositories (Repositories) under opt.Target. It is
 // idempotent and resumable: a tag that already names the same digest is
 // skipped without sending anything, and every blob and manifest is checked
 // with HEAD before it is sent, so a rerun after an interruption sends only

@@ -2,51 +2,29 @@
 // same files on every file system Terraform and OpenTofu run on: Linux
 // (where airgap exports), macOS (APFS and HFS+, case-insensitive and
 // normalization-insensitive by default) and Windows (NTFS and the Win32
-// name rules). A module is configuration that engineers install on all
-// three; names that are distinct on the exporting Linux machine but one
-// file elsewhere let a module hide configuration from the review: an
+// name rules). Names that are distinct on the exporting Linux machine but
+// one file elsewhere let a module hide configuration from the review: an
 // "override.tf" in "modules/net" merges, on a Mac, into the "Modules/net"
 // that airgap read and vendored.
 //
 // It is the one place that rule lives. dist/getter applies it to every
-// entry of a module archive, every path of a git tree (from "git ls-tree",
-// before anything is checked out) and every file of the tree it archives
-// (which, after vendoring, holds the vendored packages too); dist/vendoring
-// uses Equal for its reserved folder.
+// entry of a module archive, every path of a git tree (before anything is
+// checked out) and every file of the tree it archives; dist/vendoring uses
+// Equal for its reserved folder.
 //
-// A name (a slash-separated path relative to the module root) is refused
-// when one of its components
+// A name is refused when one of its components holds a character Windows
+// cannot create or reads as a separator, ends in a dot or a space, is a
+// Windows device name or has the shape of an 8.3 short name; and a Set
+// refuses a name that collides with one added before under Unicode's
+// canonical caseless matching (Key), component by component. The rule is
+// deliberately wider than any one file system: a wider rule refuses names no
+// real module has; a narrower one lets a merge through on some engineer's
+// machine.
 //
-//   - contains a backslash (a directory separator on Windows), a colon (an
-//     NTFS alternate data stream; a separator in macOS's Carbon paths) or
-//     one of < > " | ? * (which Windows cannot create: the module would
-//     not install there);
-//   - ends in a dot or a space (Windows drops them: "evil.tf." is
-//     "evil.tf" there);
-//   - is a Windows device name, with or without an extension and trailing
-//     spaces: CON, PRN, AUX, NUL, COM0–COM9, LPT0–LPT9 (and COM¹²³,
-//     LPT¹²³, CONIN$, CONOUT$): "CON.tf" opens the console, not a file;
-//   - has the shape of an 8.3 short name ("OVERRI~1.TF"): with short
-//     names on, NTFS opens the file that owns that short name, so the two
-//     entries become one;
+// The full rule, its examples and why golang.org/x/text: docs/fetching.md,
+// "Names that are one file everywhere".
 //
-// and a Set refuses a name that collides with one added before: the same
-// path under Unicode's canonical caseless matching (NFD of the full case
-// folding of NFD, Unicode §3.13) after each rune's simple case mappings
-// (see Key), component by component. That catches "Modules" against
-// "modules" (every case-insensitive file system), "café" in NFC against
-// "café" in NFD (APFS and HFS+), "ß" against "ss", the Kelvin sign against
-// "k" and the dotless "ı" against "i" (NTFS's upcase table). It is deliberately wider than any one file
-// system (NTFS folds case by its own table and does not normalize): a
-// wider rule refuses names no real module has; a narrower one lets a
-// merge through on some engineer's machine.
-//
-// Why golang.org/x/text: case folding needs Unicode's full folding table
-// (CaseFolding.txt, C+F: "ß" folds to "ss", which unicode.SimpleFold's
-// one-rune orbits cannot express) and normalization needs the
-// decomposition tables; x/text's cases.Fold and norm.NFD are the Go
-// team's maintained implementations of exactly those, at the Unicode
-// version of the Go release.
+// It reads no files and touches no file system: it judges names.
 package portable
 
 import (

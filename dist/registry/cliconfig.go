@@ -29,7 +29,7 @@ import (
 //   - credentials "HOST" { token = "…" } blocks;
 //   - credentials_helper "NAME" { args = […] }: the terraform-credentials-NAME
 //     program in ~/.terraform.d/plugins (or its OS_ARCH subdirectory), asked
-//     for hosts no variable or block has a token for (credhelper.go);
+//     for hosts no variable or block has a token for (CredentialsHelper);
 //   - host "HOST" { services = { "providers.v1" = "…", "modules.v1" = "…" } }:
 //     that host's services, skipping its discovery (Client.UseHostBlock);
 //   - provider_installation { network_mirror {…} direct {…} … }: where

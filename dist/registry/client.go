@@ -50,7 +50,7 @@ type Client struct {
 	// by host: the proxies whose answers must stay on their own origins.
 	blocks map[string]hostBlock
 	// allowedHosts are further hosts the proxies' answers may point at
-	// (AllowDownloadHosts, proxy.go), and allowedSeen those noticed.
+	// (AllowDownloadHosts, CheckProxied), and allowedSeen those noticed.
 	allowedHosts, allowedSeen map[string]bool
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // The provider network mirror protocol, client side, as Terraform speaks
-// it (internal/getproviders/http_mirror_source.go): for a provider
+// it (in internal/getproviders, its HTTP mirror source): for a provider
 // HOST/NAMESPACE/TYPE, GET <base>HOST/NAMESPACE/TYPE/index.json lists its
 // versions and <base>HOST/NAMESPACE/TYPE/VERSION.json its archives, each
 // platform's URL (resolved against the version document's final URL) and

@@ -10,10 +10,13 @@
 // HTTPS_PROXY. Nothing here is mocked; it only plays the other side, and
 // it reaches nothing off loopback.
 //
-// GuardNetwork (guard.go) is the other half: run from each test package's
+// GuardNetwork is the other half: run from each test package's
 // TestMain (RunGuarded), it sends every client of the tests to a loopback
 // proxy that refuses and records any host the stand-in does not replace,
 // and fails the package's run if anything was asked.
+//
+// It is for tests only: nothing outside tests imports it, and it does not
+// stand in for the offline side (the tests run the real 'airgap serve').
 package registrytest
 
 import (
@@ -84,11 +87,11 @@ type Internet struct {
 	// RangeRequests counts zip downloads that asked for a byte range.
 	RangeRequests atomic.Int32
 	handlers      sync.Map // host+path -> http.Handler, see Handle
-	// Corp: switches of the company's proxy registry and mirror (corp.go).
+	// Corp: switches of the company's proxy registry and mirror.
 	Corp    Corp
 	blocked sync.Map // host -> true: unreachable (Block)
 	// sources: host/ns/type -> the source repository its version
-	// documents name (SetProviderSource, docs.go)
+	// documents name (SetProviderSource)
 	sources map[string]string
 }
 
@@ -331,7 +334,7 @@ func (in *Internet) registryAs(w http.ResponseWriter, r *http.Request, host stri
 		}
 		if len(parts) == 5 && !tofu && in.sources[key] != "" {
 			// registry.terraform.io's version document names the
-			// provider's source repository (docs.go).
+			// provider's source repository (SetProviderSource).
 			writeJSON(w, map[string]any{"id": key + "/" + parts[4], "version": parts[4], "source": in.sources[key]})
 			return
 		}

@@ -2,54 +2,27 @@
 // bundle carries, or what a store serves — as CycloneDX 1.6 JSON, built with
 // github.com/CycloneDX/cyclonedx-go.
 //
-// # What it lists
+// It lists one component per provider package (one platform of one provider
+// version) with its purl, the zip's SHA-256, its lock-file hashes, its
+// publisher keys, its trust tier and its plugin's Go build information, and
+// below it one component per Go module compiled into the plugin, so a
+// scanner on the offline side can match them against vulnerability
+// databases; and one component per module version, with one nested
+// component per vendored package.
 //
-// One component per provider package (one platform of one provider
-// version), of type "application":
-//
-//   - name: the provider address (host/namespace/type), version: its version;
-//   - purl: pkg:terraform/NAMESPACE/TYPE@VERSION?arch=..&os=..#providers,
-//     with repository_url=https://HOST when the host is not
-//     registry.terraform.io. The purl spec has no terraform type yet; this
-//     follows the one proposed (package-url/purl-spec#889: a "providers" or
-//     "modules" subpath, repository_url for other registries);
-//   - hashes: SHA-256 of the zip (the zh: hash);
-//   - properties (airgap:…): os, arch, filename, the h1: and zh: lock-file
-//     hashes, the fingerprint of every publisher key carried for it, its
-//     trust tier (dist.ProviderVersion.Trust: publisher_signed,
-//     site_resigned, mirror_hashes_only; with airgap:mirror, the network
-//     mirror whose hashes alone vouch for it), site-signed, the plugin file, its Go version, main package and build
-//     settings (vcs.revision, GOOS, -trimpath...), or why it has no Go build
-//     information;
-//   - components: one "library" per Go module compiled into the plugin
-//     binary (the main module, every dependency, and the Go standard library
-//     as pkg:golang/stdlib), each with its pkg:golang purl and go.sum hash
-//     (property airgap:go:sum), so a scanner on the offline side can match
-//     them against vulnerability databases.
-//
-// One component per module version, of type "library": its address and
-// version, pkg:terraform/NAMESPACE/NAME/SYSTEM@VERSION#modules, SHA-256 of
-// its archive, where it was fetched from, the commit and subdirectory, its
-// OCI zip; and one nested component per vendored package (the source as
-// written, the package's digest, the calling file and line, the local path
-// written instead).
-//
-// # Deterministic
-//
-// The same input gives the same bytes: components, nested components and
-// properties are sorted, nothing is random, the time (metadata.timestamp)
-// is the caller's (SOURCE_DATE_EPOCH for a bundle, the newest import for a
-// store) and absent without one. The serial number is a version-5 UUID
-// (SHA-1 name-based, in a fixed namespace) of the document's own SHA-256
-// without it: it names the content, so the same content has the same serial
-// number, which CycloneDX's advice of a fresh number per generation would
-// not allow for a reproducible bundle. The JSON is compact, without HTML
-// escaping.
+// The same input gives the same bytes: everything is sorted, nothing is
+// random, the time is the caller's (absent without one), and the serial
+// number is a name-based UUID of the document's own content.
 //
 // A bundle's SBOM is a function of its signed manifest and of the Go build
 // information of its packages (dist/goinfo documents, themselves checked
 // against the zips): the bundle check builds it again and compares bytes.
-// This package does no I/O beyond what Input's functions do.
+//
+// Every field, the purl form for Terraform (not yet in the purl spec) and
+// why the serial number is not random: docs/fetching.md, "The SBOM".
+//
+// It does no I/O beyond what Input's functions do, and does not read
+// bundles or stores itself.
 package sbom
 
 import (

@@ -6,9 +6,8 @@
 // sources and versions written as expressions, as 'terraform init' (1.15+,
 // const variables) and 'tofu init' (1.8+, early evaluation) do: variables
 // from --var, --var-file, tfvars files, TF_VAR_ and defaults, locals, and a
-// fixed set of pure functions, through HCL's own evaluation (eval.go,
-// funcs.go, vars.go); anything not known at init is an error naming
-// file:line:col and the expression. Const evaluation is bounded too
+// fixed set of pure functions, through HCL's own evaluation; anything not
+// known at init is an error naming file:line:col and the expression. Const evaluation is bounded too
 // (MaxValueBytes per value, MaxEvalBytes in all, MaxEvalDepth nesting; no
 // for expressions, splats or arithmetic).
 //

@@ -683,7 +683,7 @@ func LoadTreeIn(within, dir string) (*Config, error) { return loadTree(within, d
 // LoadProject reads the project in dir and every local module it calls as
 // 'terraform init' (1.15+) and 'tofu init' (1.8+) do: module sources and
 // versions that are expressions are evaluated from literals, variables
-// and locals (see eval.go). The root module's variables take their values
+// and locals (see evaluator). The root module's variables take their values
 // from in, the project's terraform.tfvars and *.auto.tfvars files and
 // their defaults, a local module's from the arguments of the module block
 // that calls it (one directory called with different values is walked once

@@ -7,6 +7,9 @@
 // Both the module getter (dist/getter) and the bundle consistency check
 // (bundle) call Check first. It imports nothing of airgap's. Written here
 // because archive/zip offers no hook before it parses the directory.
+//
+// It does not unpack anything: it reads the end record and walks the
+// directory's headers, then the caller hands the zip to archive/zip.
 package zipdir
 
 import (
@@ -28,7 +31,7 @@ func (e *Error) Error() string { return e.msg }
 // Check reads, with a fixed 64 KiB buffer:
 //
 //   - the end-of-central-directory record (and the zip64 one it points to),
-//     found exactly as archive/zip (Go 1.26, reader.go readDirectoryEnd)
+//     found exactly as archive/zip (Go 1.26, its readDirectoryEnd)
 //     finds it: the last signature in the final 65 KiB whose comment fits;
 //   - the record count, which must be at most maxEntries, and the directory
 //     size, at most maxDirBytes;

@@ -1,7 +1,8 @@
 // Package archivetest builds hand-made (possibly hostile) tar, tar.gz and
 // zip archives and snapshots directory trees, for tests of archive
 // extraction. It imports nothing of airgap's, so the getter's own tests can
-// use it (registrytest, which they cannot import, re-exports it).
+// use it (registrytest, which they cannot import, re-exports it). It does
+// not unpack or check archives: that is what the tests exercise.
 package archivetest
 
 import (
