@@ -52,10 +52,10 @@ func ParseProviderSource(s string) (Provider, error) {
 		return p, fmt.Errorf("provider source %q: want [HOST/]NAMESPACE/TYPE", s)
 	}
 	p.Namespace, p.Type = strings.ToLower(p.Namespace), strings.ToLower(p.Type)
-	if !ValidProviderNamespace(p.Namespace) {
+	if !validProviderNamespace(p.Namespace) {
 		return p, fmt.Errorf("provider source %q: invalid namespace %q (letters, digits, dashes and underscores, starting and ending with a letter or digit, at most 64)", s, p.Namespace)
 	}
-	if !ValidProviderType(p.Type) {
+	if !validProviderType(p.Type) {
 		why := "letters, digits and single dashes, starting and ending with a letter or digit, at most 64"
 		if strings.Contains(p.Type, "_") {
 			why = "underscores are allowed in provider namespaces (Terraform 1.16), never in types"
@@ -99,7 +99,7 @@ func ParseModuleSource(s string) (m Module, subdir string, ok bool, err error) {
 	if strings.HasPrefix(s, "github.com/") || strings.HasPrefix(s, "bitbucket.org/") {
 		return Module{}, "", false, nil
 	}
-	if !ValidModuleName(m.Namespace) || !ValidModuleName(m.Name) || !ValidModuleName(m.System) {
+	if !validModuleName(m.Namespace) || !validModuleName(m.Name) || !validModuleName(m.System) {
 		return m, "", false, fmt.Errorf("module source %q: invalid namespace, name or system", s)
 	}
 	return m, sub, true, nil

@@ -237,29 +237,29 @@ func ValidHost(s string) bool { return len(s) <= 253 && reHost.MatchString(s) }
 // first nor last, at most 64. It is the union of what the clients accept in
 // either part, so that every store and bundle an earlier airgap wrote still
 // reads; addresses users write go through ParseProviderSource, which holds
-// each part to its own rule (ValidProviderNamespace, ValidProviderType).
+// each part to its own rule (validProviderNamespace, validProviderType).
 func ValidProviderName(s string) bool { return len(s) <= 64 && reProvName.MatchString(s) }
 
-// ValidProviderNamespace reports whether s (lowercase) is a provider
+// validProviderNamespace reports whether s (lowercase) is a provider
 // namespace as Terraform 1.16 accepts it: letters, digits, dashes and
 // underscores, starting and ending with a letter or digit, at most 64
 // characters (terraform-registry-address's provider name pattern).
 // Terraform before 1.16 and OpenTofu (through 1.12) still refuse
 // underscores; they simply never ask for such a namespace.
-func ValidProviderNamespace(s string) bool { return ValidProviderName(s) }
+func validProviderNamespace(s string) bool { return ValidProviderName(s) }
 
-// ValidProviderType reports whether s (lowercase) is a provider type as
+// validProviderType reports whether s (lowercase) is a provider type as
 // every client accepts it: letters, digits and dashes, no dash first or
 // last and no two in a row, at most 64. Underscores stay out of types
 // (Terraform 1.16 allows them in namespaces only; a type also names the
 // package file, terraform-provider-TYPE_VERSION_OS_ARCH.zip, whose parts
 // "_" separates).
-func ValidProviderType(s string) bool {
+func validProviderType(s string) bool {
 	return len(s) <= 64 && reProvType.MatchString(s) && !strings.Contains(s, "--")
 }
 
-// ValidModuleName reports whether s is a valid module namespace, name or system.
-func ValidModuleName(s string) bool { return len(s) <= 64 && reModName.MatchString(s) }
+// validModuleName reports whether s is a valid module namespace, name or system.
+func validModuleName(s string) bool { return len(s) <= 64 && reModName.MatchString(s) }
 
 // ValidPlatformPart reports whether s is a valid os or arch.
 func ValidPlatformPart(s string) bool { return len(s) <= 32 && rePlatform.MatchString(s) }
@@ -381,7 +381,7 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 		}
 	}
 	for _, m := range c.Modules {
-		if !ValidHost(m.Host) || !ValidModuleName(m.Namespace) || !ValidModuleName(m.Name) || !ValidModuleName(m.System) || !ValidVersion(m.Version) {
+		if !ValidHost(m.Host) || !validModuleName(m.Namespace) || !validModuleName(m.Name) || !validModuleName(m.System) || !ValidVersion(m.Version) {
 			return fmt.Errorf("invalid module address or version %q", m.String())
 		}
 		if !reSubdir.MatchString(m.Subdir) || strings.HasPrefix(m.Subdir, "/") || strings.Contains("/"+m.Subdir+"/", "/../") {
@@ -616,7 +616,7 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 			if c.Modules[i].Archive != nm.Archive || c.Modules[i].Subdir != nm.Subdir {
 				added = append(added, "module "+nm.String()+" (replaced)")
 			} else {
-				nm.Gates = MergeGateResults(c.Modules[i].Gates, nm.Gates)
+				nm.Gates = mergeGateResults(c.Modules[i].Gates, nm.Gates)
 				if nm.Docs == "" {
 					nm.Docs = c.Modules[i].Docs
 				}
@@ -670,19 +670,19 @@ func (c *Catalog) Blobs() map[verify.Digest]string {
 // mergePackage is a package a store already had (prev), carried again by a
 // bundle (next, the same zip): next's record, keeping prev's build
 // information if next has none (a bundle from before it was recorded), and
-// the gate results of both (MergeGateResults).
+// the gate results of both (mergeGateResults).
 func mergePackage(prev, next Package) Package {
 	if next.BuildInfo == "" {
 		next.BuildInfo = prev.BuildInfo
 	}
-	next.Gates = MergeGateResults(prev.Gates, next.Gates)
+	next.Gates = mergeGateResults(prev.Gates, next.Gates)
 	return next
 }
 
-// MergeGateResults is the gate results of an entry after a bundle that
+// mergeGateResults is the gate results of an entry after a bundle that
 // carries it again is imported: the newer result of each gate, and the
 // older results of gates the bundle did not run. Sorted by gate name.
-func MergeGateResults(older, newer []GateResult) []GateResult {
+func mergeGateResults(older, newer []GateResult) []GateResult {
 	if len(older) == 0 {
 		return newer
 	}

@@ -53,7 +53,7 @@ var hclParsing = semaphore.NewWeighted(MaxHCLTokensParsing)
 // AdmitHCL is the step every reader of an HCL or HCL JSON file takes
 // before it parses one: the file must have at most MaxHCLTokens tokens
 // (CheckHCLTokens) and nest at most MaxHCLNesting levels
-// (CheckHCLNesting); its tokens are held on the process-wide semaphore
+// (checkHCLNesting); its tokens are held on the process-wide semaphore
 // until the caller calls release, after it is done with the parsed file.
 // A caller must not hold anything else of the semaphore while it waits
 // here (one file at a time per goroutine).
@@ -83,7 +83,7 @@ func admitHCL(src []byte, filename string, whole bool) (release func(), spare in
 	} else {
 		release = HoldHCLTokens(n)
 	}
-	if err := CheckHCLNesting(src, filename); err != nil {
+	if err := checkHCLNesting(src, filename); err != nil {
 		release()
 		return nil, 0, err
 	}

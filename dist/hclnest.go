@@ -17,7 +17,7 @@ const MaxHCLNesting = 512
 // ErrHCLTooDeep: a configuration nested deeper than MaxHCLNesting.
 var ErrHCLTooDeep = errors.New("configuration nested over the depth limit")
 
-// CheckHCLNesting refuses native-syntax HCL (or, for a name ending in
+// checkHCLNesting refuses native-syntax HCL (or, for a name ending in
 // .json, JSON) that would make HCL's parser descend more than
 // MaxHCLNesting levels. hashicorp/hcl parses recursively with no bound of
 // its own: 4 MiB of '[', of '!', of 'a?a:' or of '"${' in one .tf
@@ -26,9 +26,9 @@ var ErrHCLTooDeep = errors.New("configuration nested over the depth limit")
 // what the parser recurses on: brackets, braces, parentheses, quoted and
 // heredoc templates and their interpolations, template if/for blocks,
 // conditionals chained in one expression, and runs of unary operators.
-func CheckHCLNesting(src []byte, filename string) error {
+func checkHCLNesting(src []byte, filename string) error {
 	if len(filename) > 5 && filename[len(filename)-5:] == ".json" {
-		if err := CheckJSONDepth(src, MaxHCLNesting); err != nil {
+		if err := checkJSONDepth(src, MaxHCLNesting); err != nil {
 			return fmt.Errorf("%w of %d", ErrHCLTooDeep, MaxHCLNesting)
 		}
 		return nil

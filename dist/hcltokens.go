@@ -128,7 +128,7 @@ func hclTokens(src []byte, state int) int {
 	unclosed := false // no "*/" follows
 	for i < len(src) {
 		if len(stack) > MaxHCLNesting+1 {
-			// Deeper than CheckHCLNesting lets through: counted as a
+			// Deeper than checkHCLNesting lets through: counted as a
 			// token per byte rather than kept on a stack that grows
 			// with the file.
 			return n + len(src) - i

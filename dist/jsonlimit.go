@@ -22,7 +22,7 @@ import (
 // at the first level too deep, not decode ten thousand.
 //
 // How: a count of the brackets outside strings finds the depth
-// (CheckJSONDepth, about 1 GB/s), the standard library checks the syntax
+// (checkJSONDepth, about 1 GB/s), the standard library checks the syntax
 // (json.Valid: constant memory per level, no allocation), then
 // encoding/json decodes. A pre-pass with json.Decoder.Token would do the
 // same with an allocation per string and number token, several times the
@@ -66,7 +66,7 @@ func (l JSONLimit) Check(data []byte) error {
 	if int64(len(data)) > l.MaxBytes {
 		return fmt.Errorf("%w: %d bytes, over %d", ErrJSONTooLarge, len(data), l.MaxBytes)
 	}
-	if err := CheckJSONDepth(data, l.MaxDepth); err != nil {
+	if err := checkJSONDepth(data, l.MaxDepth); err != nil {
 		return err
 	}
 	if !json.Valid(data) {
@@ -92,13 +92,13 @@ func (l JSONLimit) Decode(r io.Reader, v any) error {
 	return l.Unmarshal(data, v)
 }
 
-// CheckJSONDepth returns ErrJSONTooDeep if an array or object of data, a
+// checkJSONDepth returns ErrJSONTooDeep if an array or object of data, a
 // well-formed JSON text (json.Valid), is nested deeper than max levels;
 // the top-level value is level 1. It counts the brackets outside strings:
 // on text that is not JSON it still finds how deeply a recursive parser of
 // that text would descend (tfconfig checks .tf.json so before HCL parses
 // it), in constant memory.
-func CheckJSONDepth(data []byte, max int) error {
+func checkJSONDepth(data []byte, max int) error {
 	depth := 0
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
@@ -193,7 +193,7 @@ func (s *JSONStream) Decode(v any) error {
 		}
 		return err
 	}
-	if err := CheckJSONDepth(raw, s.lim.MaxDepth-s.depth); err != nil {
+	if err := checkJSONDepth(raw, s.lim.MaxDepth-s.depth); err != nil {
 		return fmt.Errorf("%w of %d", ErrJSONTooDeep, s.lim.MaxDepth)
 	}
 	if !s.lim.Strict {

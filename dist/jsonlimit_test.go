@@ -12,7 +12,7 @@ import (
 )
 
 // tokenDepth is the depth of a valid JSON text by json.Decoder.Token: what
-// CheckJSONDepth must agree with.
+// checkJSONDepth must agree with.
 func tokenDepth(data []byte) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	depth, deepest := 0, 0
@@ -115,7 +115,7 @@ func TestJSONStream(t *testing.T) {
 	}
 }
 
-// FuzzJSONLimit: on any input, CheckJSONDepth agrees with json.Decoder's
+// FuzzJSONLimit: on any input, checkJSONDepth agrees with json.Decoder's
 // tokens on valid JSON, and Unmarshal within the limit decodes what
 // json.Unmarshal decodes.
 func FuzzJSONLimit(f *testing.F) {
@@ -133,12 +133,12 @@ func FuzzJSONLimit(f *testing.F) {
 			if err == nil {
 				t.Fatalf("accepted invalid JSON %q", data)
 			}
-			CheckJSONDepth(data, depth) // any bytes: no panic
+			checkJSONDepth(data, depth) // any bytes: no panic
 			return
 		}
 		d := tokenDepth(data)
-		if (CheckJSONDepth(data, depth) == nil) != (d <= depth) {
-			t.Fatalf("%q: depth %d by tokens, limit %d: %v", data, d, depth, CheckJSONDepth(data, depth))
+		if (checkJSONDepth(data, depth) == nil) != (d <= depth) {
+			t.Fatalf("%q: depth %d by tokens, limit %d: %v", data, d, depth, checkJSONDepth(data, depth))
 		}
 		if d > depth {
 			if !errors.Is(err, ErrJSONTooDeep) {
@@ -172,7 +172,7 @@ func BenchmarkJSONDepth(b *testing.B) {
 	b.Run("valid+count", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			if !json.Valid(data) || CheckJSONDepth(data, 32) != nil {
+			if !json.Valid(data) || checkJSONDepth(data, 32) != nil {
 				b.Fatal("refused")
 			}
 		}
@@ -180,7 +180,7 @@ func BenchmarkJSONDepth(b *testing.B) {
 	b.Run("count", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			if CheckJSONDepth(data, 32) != nil {
+			if checkJSONDepth(data, 32) != nil {
 				b.Fatal("refused")
 			}
 		}

@@ -7,11 +7,11 @@ import (
 	"github.com/agext/levenshtein"
 )
 
-// KnownPlatforms are the os_arch pairs Go can build for (the output of
+// knownPlatforms are the os_arch pairs Go can build for (the output of
 // `go tool dist list` of Go 1.26, with "/" as "_"). Terraform providers are
 // Go programs, so a platform outside this list cannot have a package: it is
 // a typo, and an export must refuse it rather than skip it.
-var KnownPlatforms = []string{
+var knownPlatforms = []string{
 	"aix_ppc64", "android_386", "android_amd64", "android_arm", "android_arm64",
 	"darwin_amd64", "darwin_arm64", "dragonfly_amd64", "freebsd_386", "freebsd_amd64",
 	"freebsd_arm", "freebsd_arm64", "illumos_amd64", "ios_amd64", "ios_arm64",
@@ -28,13 +28,13 @@ var KnownPlatforms = []string{
 // not a known os_arch pair. windows_arm (dropped in Go 1.24) is in the list
 // because older providers publish packages for it.
 func CheckPlatform(p string) error {
-	for _, k := range KnownPlatforms {
+	for _, k := range knownPlatforms {
 		if p == k {
 			return nil
 		}
 	}
 	msg := fmt.Sprintf("unknown platform %q: not an os_arch pair Go builds for", p)
-	if s := Suggest(strings.ToLower(strings.ReplaceAll(p, "/", "_")), KnownPlatforms); s != "" {
+	if s := Suggest(strings.ToLower(strings.ReplaceAll(p, "/", "_")), knownPlatforms); s != "" {
 		return fmt.Errorf("%s; did you mean %q?", msg, s)
 	}
 	return fmt.Errorf("%s (e.g. linux_amd64, darwin_arm64, windows_amd64)", msg)

@@ -77,7 +77,7 @@ func (w Withdrawal) Validate() error {
 			return fmt.Errorf("withdrawal of %q: not a provider address HOST/NAMESPACE/TYPE", w.Addr)
 		}
 	case KindModule:
-		if len(parts) != 4 || !ValidHost(parts[0]) || !ValidModuleName(parts[1]) || !ValidModuleName(parts[2]) || !ValidModuleName(parts[3]) {
+		if len(parts) != 4 || !ValidHost(parts[0]) || !validModuleName(parts[1]) || !validModuleName(parts[2]) || !validModuleName(parts[3]) {
 			return fmt.Errorf("withdrawal of %q: not a module address HOST/NAMESPACE/NAME/SYSTEM", w.Addr)
 		}
 	default:

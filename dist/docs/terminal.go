@@ -11,11 +11,11 @@ import (
 // MaxTerminalPage bounds the bytes of a page 'airgap docs' prints.
 const MaxTerminalPage = 4 << 20
 
-// Printable is text from a bundle made safe for a terminal: tabs become
+// printable is text from a bundle made safe for a terminal: tabs become
 // spaces, and every other control or format character, and invalid
 // UTF-8, is shown escaped (dist.PrintableLines), so a page cannot move
 // the cursor, set the title or hide text.
-func Printable(s string) string {
+func printable(s string) string {
 	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\t", "    ")
 	return dist.PrintableLines(s)
 }
@@ -30,31 +30,31 @@ func WriteList(w io.Writer, ix *Index) {
 		}
 		fmt.Fprintf(w, "%s (%d):\n", c.Title, len(pages))
 		for _, e := range pages {
-			fmt.Fprintf(w, "  %s/%s\n", c.Name, Printable(e.Name))
+			fmt.Fprintf(w, "  %s/%s\n", c.Name, printable(e.Name))
 		}
 	}
 }
 
 // WritePage writes a page for a terminal: its title and subcategory from
-// the front matter, then its markdown, escaped (Printable).
+// the front matter, then its markdown, escaped (printable).
 func WritePage(w io.Writer, src []byte) {
 	fm, body := SplitFrontMatter(src)
 	if fm.Title != "" {
-		fmt.Fprintf(w, "%s\n", Printable(fm.Title))
+		fmt.Fprintf(w, "%s\n", printable(fm.Title))
 	}
 	if fm.Subcategory != "" {
-		fmt.Fprintf(w, "(%s)\n", Printable(fm.Subcategory))
+		fmt.Fprintf(w, "(%s)\n", printable(fm.Subcategory))
 	}
 	if fm.Title != "" || fm.Subcategory != "" {
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, strings.TrimRight(Printable(string(body)), "\n"))
+	fmt.Fprintln(w, strings.TrimRight(printable(string(body)), "\n"))
 }
 
 // WriteModule writes a module's documentation for a terminal: README,
 // then inputs, outputs, required providers and submodules.
 func WriteModule(w io.Writer, md *dist.ModuleDocs) {
-	q := Printable
+	q := printable
 	if md.Readme != "" {
 		fmt.Fprintln(w, strings.TrimRight(q(md.Readme), "\n"))
 		fmt.Fprintln(w)
@@ -81,9 +81,9 @@ func writeInputs(w io.Writer, title string, ins []dist.ModuleInput) {
 		if !in.Required {
 			def = "default " + in.Default
 		}
-		fmt.Fprintf(w, "  %s  %s, %s\n", Printable(in.Name), Printable(cmpOr(in.Type, "any")), Printable(def))
+		fmt.Fprintf(w, "  %s  %s, %s\n", printable(in.Name), printable(cmpOr(in.Type, "any")), printable(def))
 		if in.Description != "" {
-			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(Printable(in.Description), "\n", "\n      "))
+			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(printable(in.Description), "\n", "\n      "))
 		}
 	}
 }
@@ -91,9 +91,9 @@ func writeInputs(w io.Writer, title string, ins []dist.ModuleInput) {
 func writeOutputs(w io.Writer, title string, outs []dist.ModuleOutput) {
 	fmt.Fprintf(w, "%s (%d):\n", title, len(outs))
 	for _, o := range outs {
-		fmt.Fprintf(w, "  %s\n", Printable(o.Name))
+		fmt.Fprintf(w, "  %s\n", printable(o.Name))
 		if o.Description != "" {
-			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(Printable(o.Description), "\n", "\n      "))
+			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(printable(o.Description), "\n", "\n      "))
 		}
 	}
 }

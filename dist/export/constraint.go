@@ -7,11 +7,11 @@ import (
 	version "github.com/hashicorp/go-version"
 )
 
-// ParseConstraints reads a version constraint list as Terraform writes it
+// parseConstraints reads a version constraint list as Terraform writes it
 // (">= 3.6, < 4.0"). go-version's own error for a bad part names only the
 // part ("malformed constraint: " and nothing, for ",,"); this says what is
 // wrong and what is expected.
-func ParseConstraints(s string) (version.Constraints, error) {
+func parseConstraints(s string) (version.Constraints, error) {
 	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {

@@ -1173,7 +1173,7 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 			e.opt.Log("warning: %s", w)
 		}
 		if c.Version != "" {
-			if r.Constraints, err = ParseConstraints(c.Version); err != nil {
+			if r.Constraints, err = parseConstraints(c.Version); err != nil {
 				return nil, nil, fmt.Errorf("module %s: %s: version %q: %w", mv, c.Pos, c.Version, err)
 			}
 		}
@@ -1187,7 +1187,7 @@ func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVe
 		}
 		r := ProviderReq{Addr: addr, Latest: 1, Why: "required by module " + mv.String()}
 		if p.Version != "" {
-			if r.Constraints, err = ParseConstraints(p.Version); err != nil {
+			if r.Constraints, err = parseConstraints(p.Version); err != nil {
 				return nil, nil, fmt.Errorf("module %s: provider %s: %w", mv, addr, err)
 			}
 		}

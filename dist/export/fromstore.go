@@ -198,7 +198,7 @@ func moduleDeps(ctx context.Context, root string, mv dist.ModuleVersion) ([]Modu
 			notes = append(notes, fmt.Sprintf("module %s calls %s with version = %s, which its callers set: carrying the newest version the store has", mv, addr, c.VersionExpr))
 		}
 		if c.Version != "" {
-			if r.Constraints, err = ParseConstraints(c.Version); err != nil {
+			if r.Constraints, err = parseConstraints(c.Version); err != nil {
 				return nil, nil, nil, fmt.Errorf("module %s: %s: version %q: %w", mv, c.Pos, c.Version, err)
 			}
 		}
@@ -212,7 +212,7 @@ func moduleDeps(ctx context.Context, root string, mv dist.ModuleVersion) ([]Modu
 		}
 		r := ProviderReq{Addr: addr, Latest: 1, Why: "required by module " + mv.String()}
 		if p.Version != "" {
-			if r.Constraints, err = ParseConstraints(p.Version); err != nil {
+			if r.Constraints, err = parseConstraints(p.Version); err != nil {
 				return nil, nil, nil, fmt.Errorf("module %s: provider %s: %w", mv, addr, err)
 			}
 		}

@@ -157,8 +157,8 @@ type specModule struct {
 	DefRange hcl.Range      `hcl:",def_range"`
 }
 
-// DefaultPlatform is this machine's os_arch.
-func DefaultPlatform() string { return runtime.GOOS + "_" + runtime.GOARCH }
+// defaultPlatform is this machine's os_arch.
+func defaultPlatform() string { return runtime.GOOS + "_" + runtime.GOARCH }
 
 // rangeAt is FILE:LINE:COL of r.
 func rangeAt(r hcl.Range) string {
@@ -276,7 +276,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		req.Platforms = cliPlatforms
 	}
 	if len(req.Platforms) == 0 {
-		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
+		req.Platforms, req.PlatformsDefaulted = []string{defaultPlatform()}, true
 	}
 	if len(cliPlatforms) > 0 {
 		if err := checkPlatforms(cliPlatforms, nil); err != nil {
@@ -295,7 +295,7 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 			return nil, err
 		}
 		if p.Versions != nil && *p.Versions != "" {
-			if pr.Constraints, err = ParseConstraints(*p.Versions); err != nil {
+			if pr.Constraints, err = parseConstraints(*p.Versions); err != nil {
 				return nil, rangeErr(p.DefRange, "provider %q: versions %q: %v", p.Source, *p.Versions, err)
 			}
 		}
@@ -377,7 +377,7 @@ func moduleRequest(m specModule, path string) (ModuleReq, error) {
 			return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions is a constraint string here (\"~> 5.0\"); a list of versions is for a module with source", m.Address)
 		}
 		if s := v.AsString(); s != "" {
-			if mr.Constraints, err = ParseConstraints(s); err != nil {
+			if mr.Constraints, err = parseConstraints(s); err != nil {
 				return ModuleReq{}, rangeErr(m.DefRange, "module %q: versions %q: %v", m.Address, s, err)
 			}
 		}
@@ -452,7 +452,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	}
 	req := &Request{Platforms: platforms, Warnings: cfg.Notes, Base: dir, From: dir}
 	if len(req.Platforms) == 0 {
-		req.Platforms, req.PlatformsDefaulted = []string{DefaultPlatform()}, true
+		req.Platforms, req.PlatformsDefaulted = []string{defaultPlatform()}, true
 	}
 	byAddr := map[string]*ProviderReq{}
 	var order []string
@@ -468,7 +468,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 			order = append(order, addr.String())
 		}
 		if p.Version != "" {
-			c, err := ParseConstraints(p.Version)
+			c, err := parseConstraints(p.Version)
 			if err != nil {
 				return nil, fmt.Errorf("%s: provider %s: version %q: %w", p.Pos, addr, p.Version, err)
 			}
@@ -491,7 +491,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 	for _, a := range order {
 		pr := byAddr[a]
 		if pr.Locked != nil {
-			c, err := ParseConstraints("= " + pr.Locked.Version)
+			c, err := parseConstraints("= " + pr.Locked.Version)
 			if err != nil {
 				return nil, fmt.Errorf(".terraform.lock.hcl: provider %s: version %q: %w", a, pr.Locked.Version, err)
 			}
@@ -509,7 +509,7 @@ func FromProject(dir string, platforms []string, in tfconfig.Inputs) (*Request, 
 		}
 		mr := ModuleReq{Addr: addr, Latest: 1, Why: m.Pos}
 		if m.Version != "" {
-			if mr.Constraints, err = ParseConstraints(m.Version); err != nil {
+			if mr.Constraints, err = parseConstraints(m.Version); err != nil {
 				return nil, fmt.Errorf("%s: module %q: version %q: %w", m.Pos, m.Name, m.Version, err)
 			}
 		}

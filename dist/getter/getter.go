@@ -151,13 +151,13 @@ type Options struct {
 	MaxGitSize int64
 }
 
-// Fetch fetches src into work (a fresh directory it may fill) and writes
+// fetch fetches src into work (a fresh directory it may fill) and writes
 // the normalized archive.
-func Fetch(ctx context.Context, src *Source, work string, download DownloadFunc) (*Result, error) {
+func fetch(ctx context.Context, src *Source, work string, download DownloadFunc) (*Result, error) {
 	return FetchWith(ctx, src, work, Options{Download: download})
 }
 
-// FetchWith is Fetch with options.
+// FetchWith is fetch with options.
 func FetchWith(ctx context.Context, src *Source, work string, opt Options) (*Result, error) {
 	root := filepath.Join(work, "src")
 	res := &Result{Root: root}

@@ -336,7 +336,7 @@ func TestHostileGitLocalRepository(t *testing.T) {
 	}
 	for _, u := range []string{"file://" + secret, secret} {
 		t.Run("git refuses "+u, func(t *testing.T) {
-			_, err := Fetch(context.Background(), &Source{Kind: "git", URL: u, Raw: u}, t.TempDir(), nil)
+			_, err := fetch(context.Background(), &Source{Kind: "git", URL: u, Raw: u}, t.TempDir(), nil)
 			if err == nil || !strings.Contains(err.Error(), "not allowed") {
 				t.Fatalf("Fetch of a local repository: %v, want git's refusal", err)
 			}
@@ -409,7 +409,7 @@ func TestHostileGitSubmodules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Fetch(context.Background(), src, t.TempDir(), nil)
+	res, err := fetch(context.Background(), src, t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("a submodule over https: %v", err)
 	}
@@ -434,7 +434,7 @@ func TestHostileGitSubmodules(t *testing.T) {
 				gitIn(t, w, "commit", "-q", "-m", "x")
 			})
 			src, _ := Parse("git::" + bad)
-			_, err := Fetch(context.Background(), src, t.TempDir(), nil)
+			_, err := fetch(context.Background(), src, t.TempDir(), nil)
 			if !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("a submodule at %s: %v, want %v", u, err, ErrUnsupported)
 			}
@@ -456,7 +456,7 @@ func TestHostileSubdirEscapes(t *testing.T) {
 				return
 			}
 			work := t.TempDir()
-			res, err := Fetch(context.Background(), src, work, downloader(in))
+			res, err := fetch(context.Background(), src, work, downloader(in))
 			if err != nil {
 				t.Logf("refused: %v", err)
 				return
@@ -565,7 +565,7 @@ func TestHostileGitTrees(t *testing.T) {
 			}
 			work := t.TempDir()
 			start := time.Now()
-			_, err = Fetch(context.Background(), src, work, nil)
+			_, err = fetch(context.Background(), src, work, nil)
 			var files int
 			filepath.WalkDir(filepath.Join(work, "src"), func(p string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && !strings.Contains(p, ".git") {
@@ -601,7 +601,7 @@ func TestHostileGitCloneSize(t *testing.T) {
 	defer func(old int64) { gitRepoLimit = old }(gitRepoLimit)
 	gitRepoLimit = 1 << 20
 	src, _ := Parse("git::" + u)
-	if _, err := Fetch(context.Background(), src, t.TempDir(), nil); !errors.Is(err, ErrArchiveLimit) {
+	if _, err := fetch(context.Background(), src, t.TempDir(), nil); !errors.Is(err, ErrArchiveLimit) {
 		t.Fatalf("error %v, want %v", err, ErrArchiveLimit)
 	}
 }
@@ -661,7 +661,7 @@ func TestHostileGitUnadvertisedCommitSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	_, err = Fetch(context.Background(), src, work, nil)
+	_, err = fetch(context.Background(), src, work, nil)
 	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), "git fetch") {
 		t.Fatalf("error %v, want %v naming git fetch", err, ErrArchiveLimit)
 	}
@@ -703,7 +703,7 @@ func TestHostileGitAttributes(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "attrs"), []byte("* eol=crlf\n"), 0o644)
 	t.Setenv("HOME", home)
 	src, _ := Parse("git::" + u)
-	res, err := Fetch(context.Background(), src, t.TempDir(), nil)
+	res, err := fetch(context.Background(), src, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,7 +730,7 @@ func TestHostileGitDeltaBomb(t *testing.T) {
 	}
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
-	_, err = Fetch(context.Background(), src, t.TempDir(), nil)
+	_, err = fetch(context.Background(), src, t.TempDir(), nil)
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 	if !errors.Is(err, ErrArchiveLimit) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes to unpack", MaxGitAllocation)) {
 		t.Errorf("error %v, want %v saying an object is too large to unpack", err, ErrArchiveLimit)

@@ -23,11 +23,11 @@ type Budget struct {
 // NewBudget returns a full budget.
 func NewBudget() *Budget { return &Budget{entries: MaxArchiveEntries, bytes: MaxArchiveBytes} }
 
-// Unpack extracts a normalized archive (one Fetch or Normalize wrote) into
+// Unpack extracts a normalized archive (one fetch or Normalize wrote) into
 // dir, a directory that must not exist yet, with the same checks and
 // limits as any downloaded archive, after taking its entries and bytes from
 // b (read from the tar headers first, so an archive over the budget writes
-// nothing). dist/vendor edits such a copy, never the tree Fetch left (which
+// nothing). dist/vendor edits such a copy, never the tree fetch left (which
 // may still hold links and .git).
 func Unpack(ctx context.Context, archive, dir string, b *Budget) error {
 	entries, bytes, err := b.take(archive)

@@ -46,11 +46,11 @@ var (
 // ValidRepoName reports whether s is a valid OCI repository name.
 func ValidRepoName(s string) bool { return len(s) <= 255 && reRepoName.MatchString(s) }
 
-// ValidTag reports whether s is a valid OCI tag.
-func ValidTag(s string) bool { return reTag.MatchString(s) }
+// validTag reports whether s is a valid OCI tag.
+func validTag(s string) bool { return reTag.MatchString(s) }
 
-// ProviderRepo is the repository name of a provider.
-func ProviderRepo(host, ns, typ string) string {
+// providerRepo is the repository name of a provider.
+func providerRepo(host, ns, typ string) string {
 	return strings.ToLower(host + "/" + ns + "/" + typ)
 }
 
@@ -85,7 +85,7 @@ func Repositories(cat *dist.Catalog) []*Repository {
 	}
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if name := ProviderRepo(p.Host, p.Namespace, p.Type); ValidRepoName(name) && ValidTag(Tag(p.Version)) {
+		if name := providerRepo(p.Host, p.Namespace, p.Type); ValidRepoName(name) && validTag(Tag(p.Version)) {
 			r := get(name)
 			r.Providers = append(r.Providers, p)
 		}
@@ -95,7 +95,7 @@ func Repositories(cat *dist.Catalog) []*Repository {
 		if m.Zip == "" {
 			continue
 		}
-		if name := ModuleRepo(m.Host, m.Namespace, m.Name, m.System); ValidRepoName(name) && ValidTag(Tag(m.Version)) {
+		if name := ModuleRepo(m.Host, m.Namespace, m.Name, m.System); ValidRepoName(name) && validTag(Tag(m.Version)) {
 			r := get(name)
 			r.Modules = append(r.Modules, m)
 		}
@@ -118,7 +118,7 @@ func Repositories(cat *dist.Catalog) []*Repository {
 func Left(cat *dist.Catalog) []string {
 	var out []string
 	for _, p := range cat.Providers {
-		if !ValidRepoName(ProviderRepo(p.Host, p.Namespace, p.Type)) || !ValidTag(Tag(p.Version)) {
+		if !ValidRepoName(providerRepo(p.Host, p.Namespace, p.Type)) || !validTag(Tag(p.Version)) {
 			out = append(out, "provider "+p.String()+": not a valid OCI repository name or tag (a host with a port?)")
 		}
 	}
@@ -126,7 +126,7 @@ func Left(cat *dist.Catalog) []string {
 		switch {
 		case m.Zip == "":
 			out = append(out, "module "+m.String()+": no zip (exported by an older airgap; export it again)")
-		case !ValidRepoName(ModuleRepo(m.Host, m.Namespace, m.Name, m.System)) || !ValidTag(Tag(m.Version)):
+		case !ValidRepoName(ModuleRepo(m.Host, m.Namespace, m.Name, m.System)) || !validTag(Tag(m.Version)):
 			out = append(out, "module "+m.String()+": not a valid OCI repository name or tag (a host with a port?)")
 		}
 	}

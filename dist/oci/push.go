@@ -167,14 +167,14 @@ func newAuthClient(reg string, opt PushOptions) (*auth.Client, error) {
 	return c, nil
 }
 
-// ResponseHeaderTimeout bounds how long push waits for a registry's answer
+// responseHeaderTimeout bounds how long push waits for a registry's answer
 // once a request is sent (a blob's upload included: registries check the
 // digest as they receive it), so a registry that accepts the connection and
 // never answers fails the push instead of hanging it.
-var ResponseHeaderTimeout = 5 * time.Minute
+var responseHeaderTimeout = 5 * time.Minute
 
 // pushHTTPClient is hc (default: oras-go's retrying client over a transport
-// with ResponseHeaderTimeout) with a redirect policy that refuses to leave
+// with responseHeaderTimeout) with a redirect policy that refuses to leave
 // https. net/http drops the Authorization header on a redirect to another
 // host, but keeps it on a redirect to the same host name over plain http
 // (it compares names only, not schemes or ports): a registry, token realm or
@@ -184,7 +184,7 @@ var ResponseHeaderTimeout = 5 * time.Minute
 func pushHTTPClient(hc *http.Client) *http.Client {
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.ResponseHeaderTimeout = ResponseHeaderTimeout
+		tr.ResponseHeaderTimeout = responseHeaderTimeout
 		hc = &http.Client{Transport: retry.NewTransport(tr)}
 	}
 	c := *hc

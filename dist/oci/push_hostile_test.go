@@ -66,9 +66,9 @@ func TestPushRegistryNeverAnswers(t *testing.T) {
 	}))
 	defer reg.Close()
 	defer close(release)
-	old := ResponseHeaderTimeout
-	ResponseHeaderTimeout = 100 * time.Millisecond
-	defer func() { ResponseHeaderTimeout = old }()
+	old := responseHeaderTimeout
+	responseHeaderTimeout = 100 * time.Millisecond
+	defer func() { responseHeaderTimeout = old }()
 	hc := pushHTTPClient(nil) // the default client, made to trust the test server
 	hc.Transport.(*retry.Transport).Base.(*http.Transport).TLSClientConfig = reg.Client().Transport.(*http.Transport).TLSClientConfig
 	set := bundletest.Standard(t, t.TempDir(), bundletest.Key(t, "site"))

@@ -70,15 +70,15 @@ func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w
 	fmt.Fprintf(w, "%d repositories, %d tags (%d pushed, %d up to date), %d blobs and %d bytes sent to %s\n",
 		res.Repositories, len(res.Tags), res.TagsPushed, len(res.Tags)-res.TagsPushed, res.BlobsPushed, res.BytesPushed, res.Target)
 	if res.Repositories > 0 {
-		fmt.Fprintf(w, "hint: OpenTofu installs from it with this block in its CLI configuration:\n%s\n", MirrorHint(res.Target))
+		fmt.Fprintf(w, "hint: OpenTofu installs from it with this block in its CLI configuration:\n%s\n", mirrorHint(res.Target))
 	}
 	return res, nil
 }
 
-// MirrorHint is the CLI configuration block (indented for a hint) that
+// mirrorHint is the CLI configuration block (indented for a hint) that
 // points OpenTofu at the providers pushed under target. The ${…} are
 // OpenTofu's template variables, written as they are.
-func MirrorHint(target string) string {
+func mirrorHint(target string) string {
 	return dist.Indent(fmt.Sprintf("provider_installation {\n  oci_mirror {\n    repository_template = %q\n  }\n}\n",
 		strings.TrimSuffix(target, "/")+"/${hostname}/${namespace}/${type}"), "  ")
 }

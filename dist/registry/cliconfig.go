@@ -119,8 +119,8 @@ func (m InstallMethod) Describe() string {
 // and a "*" namespace needs a "*" type, as in Terraform.
 type ProviderPattern struct{ Host, Namespace, Type string }
 
-// ParseProviderPattern reads an include or exclude pattern.
-func ParseProviderPattern(s string) (ProviderPattern, error) {
+// parseProviderPattern reads an include or exclude pattern.
+func parseProviderPattern(s string) (ProviderPattern, error) {
 	parts := strings.Split(s, "/")
 	var p ProviderPattern
 	switch len(parts) {
@@ -177,7 +177,7 @@ func cliConfigFiles() []string {
 		main = filepath.Join(os.Getenv("APPDATA"), "terraform.rc")
 	}
 	files := []string{main}
-	dir := ConfigDir()
+	dir := configDir()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return files
@@ -192,9 +192,9 @@ func cliConfigFiles() []string {
 	return append(files, more...)
 }
 
-// ConfigDir is Terraform's configuration directory: ~/.terraform.d
+// configDir is Terraform's configuration directory: ~/.terraform.d
 // (Windows: %APPDATA%\terraform.d).
-func ConfigDir() string {
+func configDir() string {
 	if runtime.GOOS == "windows" {
 		return filepath.Join(os.Getenv("APPDATA"), "terraform.d")
 	}
@@ -231,7 +231,7 @@ func LoadCLIConfig() (*CLIConfig, error) {
 		}
 	}
 	if helper != nil {
-		hp, err := FindCredentialsHelper(helper.name, helper.args, helper.at)
+		hp, err := findCredentialsHelper(helper.name, helper.args, helper.at)
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +422,7 @@ func readInstallation(body hcl.Body, at string) (*Installation, error) {
 				return nil, err
 			}
 			for _, s := range ss {
-				pat, err := ParseProviderPattern(s)
+				pat, err := parseProviderPattern(s)
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s: %s: %v", ErrCLIConfig, m.At, l.name, err)
 				}
@@ -434,7 +434,7 @@ func readInstallation(body hcl.Body, at string) (*Installation, error) {
 			if err != nil {
 				return nil, err
 			}
-			if m.URL, err = ParseMirrorURL(s); err != nil {
+			if m.URL, err = parseMirrorURL(s); err != nil {
 				return nil, fmt.Errorf("%w: %s: network_mirror: %v", ErrCLIConfig, m.At, err)
 			}
 		}
@@ -443,9 +443,9 @@ func readInstallation(body hcl.Body, at string) (*Installation, error) {
 	return inst, nil
 }
 
-// ParseMirrorURL checks a network mirror's base URL: https (Terraform
+// parseMirrorURL checks a network mirror's base URL: https (Terraform
 // accepts no other), and it gets the "/" the clients would not add.
-func ParseMirrorURL(s string) (*url.URL, error) {
+func parseMirrorURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || dist.Printable(s) != s {
 		return nil, fmt.Errorf("invalid mirror URL %q", dist.Printable(s))
@@ -517,7 +517,7 @@ func stringAttr(body hcl.Body, name string) (string, error) {
 // provider from its origin registry, Terraform's default).
 func (cfg *CLIConfig) Methods(providerMirror string) ([]InstallMethod, error) {
 	if providerMirror != "" {
-		u, err := ParseMirrorURL(providerMirror)
+		u, err := parseMirrorURL(providerMirror)
 		if err != nil {
 			return nil, fmt.Errorf("--provider-mirror: %w", err)
 		}

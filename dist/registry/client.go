@@ -350,7 +350,7 @@ func (c *Client) getJSONAs(ctx context.Context, u *url.URL, v any, host string, 
 		return nil, fmt.Errorf("GET %s: %w", u, ErrNotFound)
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
 		return nil, fmt.Errorf("GET %s: %w: %s\nhint: set TF_TOKEN_%s, or add this block to the CLI config (the file TF_CLI_CONFIG_FILE names, or ~/.terraformrc):\n%s",
-			u, ErrUnauthorized, status(resp), TokenEnvName(host), dist.HCLHint("credentials", []string{host}, dist.HCLAttr{Name: "token", Value: cty.StringVal("TOKEN")}))
+			u, ErrUnauthorized, status(resp), tokenEnvName(host), dist.HCLHint("credentials", []string{host}, dist.HCLAttr{Name: "token", Value: cty.StringVal("TOKEN")}))
 	case resp.StatusCode != 200:
 		return nil, fmt.Errorf("GET %s: %w: %s", u, ErrStatus, status(resp))
 	}
@@ -620,8 +620,8 @@ func (c *Client) DownloadResumable(ctx context.Context, u, partial string, limit
 
 var errResumable = errors.New("interrupted")
 
-// Resumed counts downloads that continued a partial file (for reports).
-var Resumed atomic.Int64
+// resumed counts downloads that continued a partial file (for reports).
+var resumed atomic.Int64
 
 // contentRangeTotal returns the complete length a Content-Range header
 // states ("bytes 0-99/1000" -> 1000), or -1 when it says "*" or is absent.
@@ -678,7 +678,7 @@ func (c *Client) downloadOnce(ctx context.Context, u, partial string, limit int6
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return "", 0, err
 		}
-		Resumed.Add(1)
+		resumed.Add(1)
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && off > 0:
 		// Already complete (or longer than the file): let the digest decide.
 		return dg.Digest(), off, nil

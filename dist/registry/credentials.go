@@ -15,16 +15,16 @@ type Credentials struct {
 	helper     *CredentialsHelper
 }
 
-// TokenEnvName is the TF_TOKEN_ variable suffix for host: "." becomes "_"
+// tokenEnvName is the TF_TOKEN_ variable suffix for host: "." becomes "_"
 // and "-" becomes "__".
-func TokenEnvName(host string) string {
+func tokenEnvName(host string) string {
 	return strings.NewReplacer("-", "__", ".", "_").Replace(host)
 }
 
 // Token returns the token for host, or "". Only the credentials helper can
 // fail (it is a program: see CredentialsHelper for its bounds).
 func (c Credentials) Token(ctx context.Context, host string) (string, error) {
-	if t := os.Getenv("TF_TOKEN_" + TokenEnvName(host)); t != "" {
+	if t := os.Getenv("TF_TOKEN_" + tokenEnvName(host)); t != "" {
 		return t, nil
 	}
 	if t, ok := c.fromConfig[strings.ToLower(host)]; ok {

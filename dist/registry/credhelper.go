@@ -65,18 +65,18 @@ type CredentialsHelper struct {
 
 var reHelperName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// FindCredentialsHelper locates terraform-credentials-NAME where Terraform
+// findCredentialsHelper locates terraform-credentials-NAME where Terraform
 // looks for it (pluginDiscovery.FindPlugins over its global plugin
-// directories): ConfigDir()/plugins and ConfigDir()/plugins/OS_ARCH, named
+// directories): configDir()/plugins and configDir()/plugins/OS_ARCH, named
 // terraform-credentials-NAME or terraform-credentials-NAME_vX.Y.Z (the
 // newest version wins; .exe on Windows). A helper that is not there is an
 // error (Terraform only logs it and sends no credentials: a silent 401 later
 // would be harder to understand).
-func FindCredentialsHelper(name string, args []string, at string) (*CredentialsHelper, error) {
+func findCredentialsHelper(name string, args []string, at string) (*CredentialsHelper, error) {
 	if !reHelperName.MatchString(name) {
 		return nil, fmt.Errorf("%w: %s: credentials_helper %q: not a plain program name", ErrCLIConfig, at, dist.Printable(name))
 	}
-	dirs := []string{filepath.Join(ConfigDir(), "plugins"), filepath.Join(ConfigDir(), "plugins", runtime.GOOS+"_"+runtime.GOARCH)}
+	dirs := []string{filepath.Join(configDir(), "plugins"), filepath.Join(configDir(), "plugins", runtime.GOOS+"_"+runtime.GOARCH)}
 	prefix := "terraform-credentials-" + name
 	best, bestV := "", (*version.Version)(nil)
 	for _, dir := range dirs {

@@ -21,11 +21,11 @@ var (
 	sourceAttr   = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "source"}}}
 )
 
-// Rewrite sets the source argument of the module blocks named in sources
+// rewrite sets the source argument of the module blocks named in sources
 // (block name -> new source) in one configuration file, .tf or (if name
 // ends in .json) .tf.json, and changes no other byte of it. Every named
 // block must exist and have a literal source.
-func Rewrite(src []byte, name string, sources map[string]string) ([]byte, error) {
+func rewrite(src []byte, name string, sources map[string]string) ([]byte, error) {
 	if strings.HasSuffix(name, ".json") {
 		return rewriteJSON(src, name, sources)
 	}

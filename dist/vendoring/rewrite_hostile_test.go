@@ -19,7 +19,7 @@ func TestRewriteLargeFileOnePass(t *testing.T) {
 	src := []byte(b.String() + strings.Repeat("# "+strings.Repeat("x", 100)+"\n", (8<<20-b.Len())/103))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	out, err := Rewrite(src, "a.tf", srcs)
+	out, err := rewrite(src, "a.tf", srcs)
 	runtime.ReadMemStats(&after)
 	if err != nil || strings.Count(string(out), "./.airgap/modules/") != MaxCalls {
 		t.Fatal(err)
@@ -41,14 +41,14 @@ func TestRewriteOddShapes(t *testing.T) {
 		{"a.tf.json", `{"//": {"module": {"x": {"source": "git::https://h/x"}}}, "module": [{"x": {"//": "source", "source": "git::https:\/\/h\/x"}}]}`,
 			`{"//": {"module": {"x": {"source": "git::https://h/x"}}}, "module": [{"x": {"//": "source", "source": "` + p + `"}}]}`},
 	} {
-		got, err := Rewrite([]byte(c.src), c.name, map[string]string{"x": p})
+		got, err := rewrite([]byte(c.src), c.name, map[string]string{"x": p})
 		if err != nil || string(got) != c.want {
 			t.Errorf("%q:\n%q\nwant\n%q (%v)", c.src, got, c.want, err)
 		}
 	}
 	// A name with ${ and %{ is escaped in .tf (the caller refuses such
 	// subdirectories before; this is the second wall).
-	got, err := Rewrite([]byte("module \"x\" {\n  source = \"git::https://h/x\"\n}\n"), "a.tf", map[string]string{"x": "./${a}%{b}"})
+	got, err := rewrite([]byte("module \"x\" {\n  source = \"git::https://h/x\"\n}\n"), "a.tf", map[string]string{"x": "./${a}%{b}"})
 	if err != nil || !strings.Contains(string(got), `"./$${a}%%{b}"`) {
 		t.Errorf("%s %v", got, err)
 	}
@@ -58,11 +58,11 @@ func TestRewriteOddShapes(t *testing.T) {
 		"module \"x\" {\n  source = (\"git::https://h/x\")\n}\n",
 		"module \"x\" {\n  source = \"a\"\n  source = \"b\"\n}\n",
 	} {
-		if out, err := Rewrite([]byte(src), "a.tf", map[string]string{"x": p}); err == nil {
+		if out, err := rewrite([]byte(src), "a.tf", map[string]string{"x": p}); err == nil {
 			t.Errorf("%q rewritten to %q", src, out)
 		}
 	}
-	if out, err := Rewrite([]byte(`{"module": {"x": {"source": "a", "source": "b"}}}`), "a.tf.json", map[string]string{"x": p}); err == nil {
+	if out, err := rewrite([]byte(`{"module": {"x": {"source": "a", "source": "b"}}}`), "a.tf.json", map[string]string{"x": p}); err == nil {
 		t.Errorf("duplicate JSON source rewritten to %q", out)
 	}
 }

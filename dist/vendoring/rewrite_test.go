@@ -46,7 +46,7 @@ module "app" {
   source = "../x/.airgap/modules/bb/app"
 }
 `
-	got, err := Rewrite([]byte(tf), "main.tf", map[string]string{"net": "./.airgap/modules/aa/sub", "app": "../x/.airgap/modules/bb/app"})
+	got, err := rewrite([]byte(tf), "main.tf", map[string]string{"net": "./.airgap/modules/aa/sub", "app": "../x/.airgap/modules/bb/app"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ module "app" {
 }
 `
 	jsWant := strings.Replace(js, `"https://archives.example.com/leaf.tar.gz"`, `"./.airgap/modules/cc"`, 1)
-	got, err = Rewrite([]byte(js), "calls.tf.json", map[string]string{"leaf": "./.airgap/modules/cc"})
+	got, err = rewrite([]byte(js), "calls.tf.json", map[string]string{"leaf": "./.airgap/modules/cc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ module "app" {
 	}
 	// The array form of blocks, two edits in one file.
 	const arr = `{"module": [{"a": {"source": "git::https://h/a.git"}}, {"b": [{"source": "git::https://h/b.git"}]}]}`
-	got, err = Rewrite([]byte(arr), "x.tf.json", map[string]string{"a": "./A", "b": "./B"})
+	got, err = rewrite([]byte(arr), "x.tf.json", map[string]string{"a": "./A", "b": "./B"})
 	if want := `{"module": [{"a": {"source": "./A"}}, {"b": [{"source": "./B"}]}]}`; err != nil || string(got) != want {
 		t.Errorf("array form: %s %v", got, err)
 	}
@@ -86,7 +86,7 @@ func TestRewriteRefuses(t *testing.T) {
 		{"x.tf.json", `{"module": {"m": {"source": 3}}}`, "not a quoted string"},
 		{"x.tf.json", `{"module": `, "cannot rewrite"},
 	} {
-		if _, err := Rewrite([]byte(c.src), c.name, map[string]string{"m": "./x"}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := rewrite([]byte(c.src), c.name, map[string]string{"m": "./x"}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %q: %v, want %q", c.name, c.src, err, c.want)
 		}
 	}
@@ -100,12 +100,12 @@ func FuzzRewrite(f *testing.F) {
 		if json {
 			name += ".json"
 		}
-		out, err := Rewrite(src, name, map[string]string{"m": "./.airgap/modules/x"})
+		out, err := rewrite(src, name, map[string]string{"m": "./.airgap/modules/x"})
 		if err != nil {
 			return
 		}
 		// The result must still parse and carry the new source.
-		if _, err := Rewrite(out, name, map[string]string{"m": "./y"}); err != nil {
+		if _, err := rewrite(out, name, map[string]string{"m": "./y"}); err != nil {
 			t.Fatalf("rewritten file no longer rewritable: %v\n%q", err, out)
 		}
 	})

@@ -36,7 +36,7 @@ const (
 	// read once), as much as export then scans of it (tfconfig.LoadTreeIn, which
 	// follows the rewritten local calls). Dense HCL parses at about 1.5 MiB/s:
 	// this bounds the time. Memory is bounded per file, as for every
-	// reader of HCL, by dist.AdmitHCL (tfconfig.LoadDir and Rewrite
+	// reader of HCL, by dist.AdmitHCL (tfconfig.LoadDir and rewrite
 	// both pass it).
 	MaxConfigBytes = tfconfig.MaxTreeBytes
 	// maxProblems: unvendorable sources listed in one error.
@@ -433,7 +433,7 @@ func (v *vendorer) rewriteFile(file string, sources map[string]string) error {
 	if len(src) > tfconfig.MaxFileSize { // tfconfig read it already: not reached
 		return fmt.Errorf("%w: %s: larger than %d bytes", ErrRewrite, dist.Printable(file), tfconfig.MaxFileSize)
 	}
-	out, err := Rewrite(src, file, sources)
+	out, err := rewrite(src, file, sources)
 	if err != nil {
 		return err
 	}
