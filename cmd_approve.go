@@ -1,7 +1,7 @@
 package main
 
 // approve: the transfer station's signed approval of a bundle (the
-// two-person rule). One struct, its flag set and the calls into
+// two-person rule). Its flags, its help text and the calls into
 // bundle/approval and bundle/store (the review is verify's).
 
 import (
