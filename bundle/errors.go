@@ -23,3 +23,8 @@ var (
 	// SHA256SUMS signature after the bundle's (see CheckOptions).
 	ErrSignatureTime = errors.New("a signature is dated impossibly")
 )
+
+// HintInconsistent is the hint of an ErrInconsistent (or ErrManifest) error:
+// what a signed bundle that contradicts itself means and what to do.
+const HintInconsistent = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
+	"Do not import it; export it again on the connected side, and tell whoever holds the site key"

@@ -80,7 +80,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 	if err != nil {
 		br2.Close()
 		if errors.Is(err, ErrManifest) {
-			err = fmt.Errorf("%w%s", err, checkHint)
+			err = fmt.Errorf("%w%s", err, HintInconsistent)
 		}
 		return nil, err
 	}

@@ -30,12 +30,12 @@
 //	                           read by inventory --usage and prune --unused-for
 //
 // Import is all or nothing. The bundle signature is checked before any blob is
-// accepted, and the manifest's consistency (bundle.CheckManifest) and its fit
+// accepted, and the manifest's consistency (check.Manifest) and its fit
 // with what the store already serves (dist.Catalog.CheckMerge: a version is
 // never changed, only new platforms added) before any blob is read. Every
 // blob is hashed while it is written into tmp/ (and fsynced there, off the
 // stream, by syncer.go: every staged blob is on disk before the commit
-// starts), and bundle.Checker checks SHA256SUMS signatures, SHA256SUMS
+// starts), and check.Checker checks SHA256SUMS signatures, SHA256SUMS
 // lines, each zip's h1 and each module's zip (from the staged file while
 // the stream goes on, on every core). A blob the store
 // already has (a regular file of its size; links are not followed) is not
@@ -54,7 +54,7 @@
 //
 // Gate results, reports and build information documents are catalog
 // entries' fields and blobs like any other (kept while an entry refers to
-// them); a bundle's SBOM is checked (bundle.Checker) but not kept: the
+// them); a bundle's SBOM is checked (check.Checker) but not kept: the
 // store's SBOM (sbom.go) is made from its catalog and build information.
 // RequireGates (gates.go) is an import policy: a bundle whose entries lack a
 // required gate's result is refused before anything is committed.

@@ -16,6 +16,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -102,10 +103,10 @@ func PinnedBy(ds []KeyDecision) []PinnedKey {
 //  1. open:   lay out the store, take its lock, clean what a killed import left;
 //  2. read:   the bundle's signature (bundle.NewReader) and the store's index;
 //  3. check:  before any blob is read, the manifest's consistency
-//     (bundle.NewChecker runs bundle.CheckManifest), that a delta's
+//     (check.New runs check.Manifest), that a delta's
 //     omitted blobs are here, and that the new blobs fit on the disk;
 //  4. stage:  every blob streamed into tmp/ and hashed while it is written;
-//     bundle.Checker checks every SHA256SUMS signature against the carried
+//     check.Checker checks every SHA256SUMS signature against the carried
 //     keys (none by a key of opt.Keyring unless marked as a site
 //     re-signature), every package against its SHA256SUMS, every h1
 //     against the zip and every module zip against its archive;
@@ -183,7 +184,7 @@ type importer struct {
 	m        *bundle.Manifest
 	ix       *Index
 	sizes    map[verify.Digest]int64 // every blob the manifest lists
-	ck       *bundle.Checker
+	ck       *check.Checker
 	need     int64 // bytes of new blobs, for a disk-full message
 	newBlobs int   // how many, for an interruption's message
 
@@ -191,7 +192,7 @@ type importer struct {
 	syncer    *syncer       // fsyncs staged blobs off the stream (syncer.go)
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
-	checked   *bundle.CheckReport
+	checked   *check.Result
 	policy    PolicyResult  // what the policies record in the new index
 	placed    []string      // blobs renamed into blobs/ by this import
 	custody   []bundle.Blob // the bundle's manifest, signature and key, staged (custody.go)
@@ -332,7 +333,7 @@ func (imp *importer) check() error {
 			known[pk.Digest] = pk
 		}
 	}
-	ck, err := bundle.NewChecker(m, bundle.CheckOptions{
+	ck, err := check.New(m, check.Options{
 		Signer:   imp.res.Signer,
 		SiteKeys: imp.opt.Keyring,
 		SignedAt: imp.br.SignedAt(),

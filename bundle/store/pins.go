@@ -9,6 +9,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -48,7 +49,7 @@ import (
 //     such a key.
 //
 // Site re-signed providers (the registry published no key; see
-// bundle.SiteResignHost) have no publisher key to pin. In a namespace that
+// check.SiteResignHost) have no publisher key to pin. In a namespace that
 // has no publisher key they are accepted and nothing is recorded. In a
 // namespace that has one, a site re-signature is a downgrade — exactly
 // what a registry that stopped listing keys would cause — and is refused
@@ -99,7 +100,7 @@ type KeyDecision struct {
 	Known     []dist.KeyPin // the namespace's keys before this bundle (nil: unknown)
 	Pin       *dist.KeyPin  // what the import records (nil: nothing new)
 	Expires   *time.Time    // the key's expiry as this bundle's copy says
-	Facts     *bundle.SignatureFacts
+	Facts     *check.SignatureFacts
 }
 
 // KeyReview decides a bundle's providers against what the offline side
@@ -130,7 +131,7 @@ type KeyReview struct {
 
 // Evaluate decides every provider version of m, in catalog order, from
 // the checker's facts.
-func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) []KeyDecision {
+func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDecision {
 	declared := map[string]bool{}
 	for _, d := range m.PublisherKeys {
 		declared[d.Namespace+" "+d.Fingerprint] = true
@@ -140,7 +141,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) [
 	added := map[string]*dist.NamespaceKeys{}
 	out := make([]KeyDecision, 0, len(m.Catalog.Providers))
 	for _, p := range m.Catalog.Providers {
-		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: bundle.Trust(p)}
+		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: check.Trust(p)}
 		f := checked.Facts(p.Key())
 		if f == nil {
 			d.Status, d.Note = KeyUnknown, "its SHA256SUMS signature is not in this delta bundle: import checks it"
@@ -563,7 +564,7 @@ func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err err
 		since = ix.Imports[len(ix.Imports)-1].Time
 	}
 	byNS := map[string]*dist.NamespaceKeys{}
-	keyrings := bundle.KeyringCache{}
+	keyrings := check.KeyringCache{}
 	for _, p := range ix.Catalog.Providers {
 		ns := p.NamespaceKey()
 		if rows[ns] {
@@ -580,7 +581,7 @@ func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err err
 		}
 		if n.Find(c.Signer.Fingerprint) == nil {
 			k := dist.KeyPin{Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity,
-				Tier: bundle.Trust(p), Accepted: since, How: dist.PinExisting}
+				Tier: check.Trust(p), Accepted: since, How: dist.PinExisting}
 			if !c.KeyExpires.IsZero() {
 				e := c.KeyExpires.UTC()
 				k.Expires = &e
@@ -602,7 +603,7 @@ func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err err
 }
 
 // storedSigner checks p's SHA256SUMS signature from the store's blobs.
-func storedSigner(root string, p dist.ProviderVersion, keyrings bundle.KeyringCache) (verify.Checked, bool) {
+func storedSigner(root string, p dist.ProviderVersion, keyrings check.KeyringCache) (verify.Checked, bool) {
 	sums, err1 := readBlob(root, p.Shasums, dist.MaxShasumsSize)
 	sig, err2 := readBlob(root, p.ShasumsSig, bundle.MaxSignatureSize)
 	if err1 != nil || err2 != nil {

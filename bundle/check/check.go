@@ -1,4 +1,4 @@
-package bundle
+package check
 
 import (
 	"archive/tar"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/modzip"
@@ -66,10 +67,7 @@ const (
 	MaxClockAhead = 24 * time.Hour
 )
 
-const checkHint = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
-	"Do not import it; export it again on the connected side, and tell whoever holds the site key"
-
-// timeNow is the clock of a Checker whose CheckOptions.Now is zero.
+// timeNow is the clock of a Checker whose Options.Now is zero.
 var timeNow = time.Now
 
 // stamp formats a signature time for messages.
@@ -85,7 +83,7 @@ func checkBundleTime(signed, now time.Time) error {
 	}
 	return fmt.Errorf("%w: the bundle's signature is dated %s, more than a day after this machine's clock (%s)\n"+
 		"hint: either this machine's clock is wrong (check it: date -u) or the signature's date was forged; do not import the bundle until you know which",
-		ErrSignatureTime, stamp(signed), stamp(now))
+		bundle.ErrSignatureTime, stamp(signed), stamp(now))
 }
 
 // checkSumsTime refuses a provider's SHA256SUMS signature dated where it
@@ -101,21 +99,21 @@ func checkSumsTime(entry string, created, bundleSigned, now time.Time, reproduci
 	if created.After(now.Add(MaxClockAhead)) {
 		return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, more than a day after this machine's clock (%s)\n"+
 			"hint: the publisher's signature carries a forged date (or this machine's clock is wrong: check it); do not import the bundle",
-			ErrSignatureTime, entry, stamp(created), stamp(now))
+			bundle.ErrSignatureTime, entry, stamp(created), stamp(now))
 	}
 	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, after the bundle itself was signed (%s): a bundle cannot carry a signature made after it\n"+
 		"hint: the date was forged, or the exporting machine's clock was far behind; do not import the bundle; export it again and check the publisher's signature",
-		ErrSignatureTime, entry, stamp(created), stamp(bundleSigned))
+		bundle.ErrSignatureTime, entry, stamp(created), stamp(bundleSigned))
 }
 
 func inconsistent(entry, format string, a ...any) error {
-	return fmt.Errorf("%w: %s: %s%s", ErrInconsistent, entry, fmt.Sprintf(format, a...), checkHint)
+	return fmt.Errorf("%w: %s: %s%s", bundle.ErrInconsistent, entry, fmt.Sprintf(format, a...), bundle.HintInconsistent)
 }
 
-// CheckManifest checks what a manifest says about itself, before any blob is
+// Manifest checks what a manifest says about itself, before any blob is
 // read: Validate (every blob listed once and used, every name in the registry
 // address grammar, every version semver), and then
 //
@@ -152,7 +150,7 @@ func inconsistent(entry, format string, a ...any) error {
 //     (checkBuildInfoTotal).
 //
 // What needs the blobs' bytes is checked by a Checker.
-func CheckManifest(m *Manifest) error {
+func Manifest(m *bundle.Manifest) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -187,8 +185,8 @@ func CheckManifest(m *Manifest) error {
 		if sizes[p.Shasums] > dist.MaxShasumsSize {
 			return inconsistent(entry, "its SHA256SUMS is %d bytes, over the %d-byte limit", sizes[p.Shasums], dist.MaxShasumsSize)
 		}
-		if sizes[p.ShasumsSig] > MaxSignatureSize {
-			return inconsistent(entry, "its SHA256SUMS signature is %d bytes, over the %d-byte limit", sizes[p.ShasumsSig], MaxSignatureSize)
+		if sizes[p.ShasumsSig] > bundle.MaxSignatureSize {
+			return inconsistent(entry, "its SHA256SUMS signature is %d bytes, over the %d-byte limit", sizes[p.ShasumsSig], bundle.MaxSignatureSize)
 		}
 		site := 0
 		for _, k := range p.SigningKeys {
@@ -286,16 +284,16 @@ func checkTier(p dist.ProviderVersion, site int) error {
 
 // checkSizes bounds the blobs the check reads whole: reports, build
 // information documents and the SBOM.
-func checkSizes(m *Manifest, sizes map[verify.Digest]int64) error {
+func checkSizes(m *bundle.Manifest, sizes map[verify.Digest]int64) error {
 	for _, b := range m.Blobs {
 		limit := int64(-1)
 		switch b.Role {
 		case dist.RoleGateReport:
-			limit = MaxReportSize
+			limit = bundle.MaxReportSize
 		case dist.RoleGoBuildInfo:
 			limit = goinfo.MaxDocument
 		case dist.RoleSBOM:
-			limit = MaxSBOMSize
+			limit = bundle.MaxSBOMSize
 		}
 		if limit >= 0 && sizes[b.Digest] > limit {
 			return inconsistent(m.Describe(b.Digest), "it is %d bytes, over the %d-byte limit", sizes[b.Digest], limit)
@@ -313,15 +311,15 @@ func checkSizes(m *Manifest, sizes map[verify.Digest]int64) error {
 // more. Without the bound, a bundle of many small zips whose plugins each
 // carry goinfo.MaxModInfo of module lines made the check hold about 4 MiB
 // per package, and build an SBOM of gigabytes, before it could say no.
-func checkBuildInfoTotal(m *Manifest, sizes map[verify.Digest]int64) error {
+func checkBuildInfoTotal(m *bundle.Manifest, sizes map[verify.Digest]int64) error {
 	if m.SBOM == "" {
 		return nil
 	}
 	var total int64
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
-			if total += sizes[pk.BuildInfo]; total > MaxSBOMSize {
-				return inconsistent("the bundle's SBOM", "the Go build information of its packages is over %d bytes in all, more than an SBOM within its %d-byte limit can describe", MaxSBOMSize, MaxSBOMSize)
+			if total += sizes[pk.BuildInfo]; total > bundle.MaxSBOMSize {
+				return inconsistent("the bundle's SBOM", "the Go build information of its packages is over %d bytes in all, more than an SBOM within its %d-byte limit can describe", bundle.MaxSBOMSize, bundle.MaxSBOMSize)
 			}
 		}
 	}
@@ -329,12 +327,12 @@ func checkBuildInfoTotal(m *Manifest, sizes map[verify.Digest]int64) error {
 }
 
 // checkGates holds the gate results on every entry to the gates the bundle
-// lists (see CheckManifest), and each result's report_bytes to the size of
+// lists (see Manifest), and each result's report_bytes to the size of
 // its report blob (what 'verify --json' shows is what was checked). A
 // bundle exported from a store lists no gates: each result it carries is
 // held to the definition in the hop that brought it (checkChain), so here
 // only its report's size is.
-func checkGates(m *Manifest, sizes map[verify.Digest]int64) error {
+func checkGates(m *bundle.Manifest, sizes map[verify.Digest]int64) error {
 	gates := make(map[string]dist.Gate, len(m.Gates))
 	for _, g := range m.Gates {
 		gates[g.Name] = g
@@ -400,8 +398,8 @@ func checkGateResult(entry, kind string, r dist.GateResult, g dist.Gate, ok bool
 	return nil
 }
 
-// CheckOptions configure a Checker.
-type CheckOptions struct {
+// Options configure a Checker.
+type Options struct {
 	// Signer signed the manifest; a site re-signature must be by this key.
 	Signer verify.Signer
 	// SiteKeys are the keys trusted to sign bundles (the import or verify
@@ -440,9 +438,9 @@ type CheckOptions struct {
 	ChainKeyring openpgp.EntityList
 }
 
-// CheckReport says what a Checker checked (the "checks" object of
+// Result says what a Checker checked (the "checks" object of
 // 'airgap verify --json').
-type CheckReport struct {
+type Result struct {
 	Signatures int `json:"sha256sums_signatures"`  // SHA256SUMS signatures checked against the carried keys
 	Packages   int `json:"packages_in_sha256sums"` // packages found with their sha256 in a signed SHA256SUMS
 	H1         int `json:"h1_hashes"`              // zips whose h1 was computed and compared
@@ -511,7 +509,7 @@ type SignatureFacts struct {
 
 // Facts returns the signature facts of the provider version with Key key,
 // or nil (not checked: a delta's omitted SHA256SUMS).
-func (r *CheckReport) Facts(key string) *SignatureFacts {
+func (r *Result) Facts(key string) *SignatureFacts {
 	if r.byKey == nil || len(r.byKey) != len(r.Signed) {
 		r.byKey = make(map[string]int, len(r.Signed))
 		for i := range r.Signed {
@@ -539,7 +537,7 @@ func Trust(p dist.ProviderVersion) string { return p.Trust() }
 // and its sha256 compared with the catalog's. It is how both 'verify' and
 // 'import' decide, in one place.
 //
-// Use: NewChecker (runs CheckManifest), then Add or Spool for every blob after
+// Use: New (runs Manifest), then Add or Spool for every blob after
 // the bundle reader has verified its digest, then Finish, then Close.
 //
 // Bounds: h1 hashes are computed by GOMAXPROCS goroutines, one zip each,
@@ -558,8 +556,8 @@ func Trust(p dist.ProviderVersion) string { return p.Trust() }
 // archive through modzip (at most 1 GiB of content, 200 000 entries) into a
 // hash: memory does not grow with the archive.
 type Checker struct {
-	m       *Manifest
-	opt     CheckOptions
+	m       *bundle.Manifest
+	opt     Options
 	spool   string
 	paths   map[verify.Digest]string // SHA256SUMS and signatures received
 	wantH1  map[verify.Digest]string
@@ -577,7 +575,7 @@ type Checker struct {
 	mu       sync.Mutex
 	err      error
 	n        int
-	rep      CheckReport
+	rep      Result
 	keyring  KeyringCache
 	chain    *chainState // set by checkChain (Finish)
 }
@@ -590,9 +588,9 @@ type h1Job struct {
 	docs   bool // d is documentation: checkDocs
 }
 
-// NewChecker runs CheckManifest on m and returns a Checker for its blobs.
-func NewChecker(m *Manifest, opt CheckOptions) (*Checker, error) {
-	if err := CheckManifest(m); err != nil {
+// New runs Manifest on m and returns a Checker for its blobs.
+func New(m *bundle.Manifest, opt Options) (*Checker, error) {
+	if err := Manifest(m); err != nil {
 		return nil, err
 	}
 	if opt.Now.IsZero() {
@@ -657,11 +655,11 @@ func (c *Checker) failed() error {
 // Add takes note of blob b, whose bytes (already verified against the
 // manifest) are in the file at path until Finish returns. Packages are
 // hashed in the background; Add returns the first failure found so far.
-func (c *Checker) Add(b Blob, path string) error {
+func (c *Checker) Add(b bundle.Blob, path string) error {
 	return c.add(b, path, false)
 }
 
-func (c *Checker) add(b Blob, path string, remove bool) error {
+func (c *Checker) add(b bundle.Blob, path string, remove bool) error {
 	err := c.failed()
 	if err == nil && c.jobs == nil {
 		err = errors.New("blob added to a finished check")
@@ -693,7 +691,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport,
 		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
-		c.paths[b.Digest] = path // read by Finish (bounded by CheckManifest)
+		c.paths[b.Digest] = path // read by Finish (bounded by Manifest)
 	default:
 		if remove {
 			os.Remove(path)
@@ -705,7 +703,7 @@ func (c *Checker) add(b Blob, path string, remove bool) error {
 // Spool copies a blob's bytes from r (a verifying blob reader) to a file of
 // its own under SpoolDir and adds it; zips and module archives are removed
 // once checked, the rest by Close. For 'verify', which keeps nothing.
-func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
+func (c *Checker) Spool(b bundle.Blob, r io.Reader) (int64, error) {
 	if b.Role == dist.RoleModuleZip {
 		return io.Copy(io.Discard, r)
 	}
@@ -725,7 +723,7 @@ func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := Copy(f, r)
+	n, err := bundle.Copy(f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -740,8 +738,8 @@ func (c *Checker) Spool(b Blob, r io.Reader) (int64, error) {
 // would go: the size is the signed manifest's (the reader holds the blob to
 // it), so a small bundle that states a huge, highly compressible blob
 // cannot fill the disk of the transfer station before it is refused.
-func roomToSpool(dir string, b Blob, what string) error {
-	free, ok := FreeBytes(dir)
+func roomToSpool(dir string, b bundle.Blob, what string) error {
+	free, ok := bundle.FreeBytes(dir)
 	if !ok || b.Size <= free {
 		return nil
 	}
@@ -752,7 +750,7 @@ func roomToSpool(dir string, b Blob, what string) error {
 // Finish waits for the zips in hand to be hashed, then checks every provider
 // version's SHA256SUMS and signature, and the h1 of zips that did not stream
 // by (through Have).
-func (c *Checker) Finish() (*CheckReport, error) {
+func (c *Checker) Finish() (*Result, error) {
 	c.stop()
 	if err := c.failed(); err != nil {
 		return nil, err
@@ -809,7 +807,7 @@ func (c *Checker) Finish() (*CheckReport, error) {
 }
 
 // known reports whether the caller already checked the package zip d
-// (CheckOptions.Known).
+// (Options.Known).
 func (c *Checker) known(d verify.Digest) bool {
 	return c.opt.Known != nil && c.opt.Known(d, c.wantH1[d], c.wantBI[d])
 }
@@ -877,7 +875,7 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading its SHA256SUMS: %w", entry, err)
 	}
-	sig, err := readLimited(sigPath, MaxSignatureSize)
+	sig, err := readLimited(sigPath, bundle.MaxSignatureSize)
 	if err != nil {
 		return fmt.Errorf("%s: reading its SHA256SUMS signature: %w", entry, err)
 	}
@@ -907,7 +905,7 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 		return inconsistent(entry, "marked as carrying mirror hashes only, but its SHA256SUMS lists %d files for %d packages", len(listed), len(p.Packages))
 	}
 	for _, pk := range p.Packages {
-		// The name every registry gives this package (CheckManifest has
+		// The name every registry gives this package (Manifest has
 		// required pk.Filename to be it): the signed line must be for this
 		// type, version and platform.
 		name := dist.ProviderPackageName(p.Type, p.Version, pk.OS, pk.Arch)
@@ -1050,10 +1048,10 @@ func ProviderKeyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
 	return kr, nil
 }
 
-// CheckProviderSignature checks a provider version's SHA256SUMS signature
+// ProviderSignature checks a provider version's SHA256SUMS signature
 // (the bytes of its two blobs) against the keys it carries, as of the
 // signature's creation. For reports on what is already in a store.
-func CheckProviderSignature(p dist.ProviderVersion, sums, sig []byte) (verify.Checked, error) {
+func ProviderSignature(p dist.ProviderVersion, sums, sig []byte) (verify.Checked, error) {
 	kr, err := ProviderKeyring(p)
 	if err != nil {
 		return verify.Checked{}, err
@@ -1248,20 +1246,20 @@ func TightGC() {
 	}
 }
 
-// CheckAll reads every blob of br through a Checker that spools what it needs
+// All reads every blob of br through a Checker that spools what it needs
 // under spoolDir and removes it again: what 'verify' does at the transfer
 // station, keeping nothing. It returns the report and the blobs and bytes
 // read. The checks that need the store (a delta's omitted blobs) are listed
 // as deferred.
-func CheckAll(br *Reader, spoolDir string) (rep *CheckReport, blobs int, bytes int64, err error) {
-	return checkAll(br, CheckOptions{SpoolDir: spoolDir})
+func All(br *bundle.Reader, spoolDir string) (rep *Result, blobs int, bytes int64, err error) {
+	return AllWith(br, Options{SpoolDir: spoolDir})
 }
 
-// checkAll is CheckAll with opt (its Signer, SiteKeys and SignedAt are
+// AllWith is All with opt (its Signer, SiteKeys and SignedAt are
 // the reader's).
-func checkAll(br *Reader, opt CheckOptions) (rep *CheckReport, blobs int, bytes int64, err error) {
+func AllWith(br *bundle.Reader, opt Options) (rep *Result, blobs int, bytes int64, err error) {
 	opt.Signer, opt.SiteKeys, opt.SignedAt = br.Signer(), br.Keyring(), br.SignedAt()
-	c, err := NewChecker(br.Manifest(), opt)
+	c, err := New(br.Manifest(), opt)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -1286,7 +1284,7 @@ func checkAll(br *Reader, opt CheckOptions) (rep *CheckReport, blobs int, bytes 
 }
 
 // Summary is the report as indented lines for a terminal ("" for nil).
-func (r *CheckReport) Summary(indent string) string {
+func (r *Result) Summary(indent string) string {
 	if r == nil {
 		return ""
 	}

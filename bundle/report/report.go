@@ -1,4 +1,4 @@
-package bundle
+package report
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
@@ -95,7 +97,7 @@ import (
 // build: [{platforms: [string], file (the plugin), none (why it has no Go
 // build information; the fields after it are then empty), go_version,
 // main, main_version, modules (how many), notable: [{path, version}] (the
-// bundle.NotableModules it was built with)}]: what the plugins were built
+// check.NotableModules it was built with)}]: what the plugins were built
 // from, one element per group of platforms that agree ([] when not
 // checked here: a delta's omitted packages)}.
 //
@@ -119,41 +121,41 @@ import (
 // (the export's gates) adds its results to it, and what a person must look
 // at (a waived gate) becomes an attention item.
 type Report struct {
-	OK               bool               `json:"ok"`
-	Error            string             `json:"error,omitempty"`
-	Status           string             `json:"status"`
-	File             string             `json:"file"`
-	Bundle           string             `json:"bundle,omitempty"`
-	Format           int                `json:"format,omitempty"`
-	Tool             string             `json:"tool,omitempty"`
-	Signer           *verify.Signer     `json:"signer,omitempty"`
-	SignedAt         *time.Time         `json:"signed_at,omitempty"`
-	Compressed       bool               `json:"compressed"`
-	Kind             string             `json:"kind,omitempty"`
-	Delta            *Delta             `json:"delta,omitempty"`
-	Parts            int                `json:"parts,omitempty"`
-	ProviderVersions int                `json:"provider_versions"`
-	Packages         int                `json:"provider_packages"`
-	ModuleVersions   int                `json:"module_versions"`
-	Blobs            int                `json:"blobs"`
-	Omitted          int                `json:"blobs_omitted"`
-	Bytes            int64              `json:"bytes"`
-	Attention        []Attention        `json:"attention"`
-	Providers        []ProviderEntry    `json:"providers"`
-	Modules          []ModuleEntry      `json:"modules"`
-	Withdraw         []dist.Withdrawal  `json:"withdraw"`
-	Reinstate        []dist.Withdrawal  `json:"reinstate"`
-	PublisherKeys    []NamespaceReview  `json:"publisher_keys"`
-	Declared         []PublisherKeyDecl `json:"declared_publisher_keys"`
-	Gates            []dist.Gate        `json:"gates"`
-	SBOM             verify.Digest      `json:"sbom,omitempty"`
-	SBOMFile         string             `json:"sbom_file,omitempty"` // set by the caller that wrote it
-	Against          *Against           `json:"against,omitempty"`
-	Forecast         *Forecast          `json:"forecast,omitempty"`
-	Checks           *CheckReport       `json:"checks,omitempty"`
-	Chain            []ChainHop         `json:"chain"` // report_chain.go
+	OK               bool                      `json:"ok"`
+	Error            string                    `json:"error,omitempty"`
+	Status           string                    `json:"status"`
+	File             string                    `json:"file"`
+	Bundle           string                    `json:"bundle,omitempty"`
+	Format           int                       `json:"format,omitempty"`
+	Tool             string                    `json:"tool,omitempty"`
+	Signer           *verify.Signer            `json:"signer,omitempty"`
+	SignedAt         *time.Time                `json:"signed_at,omitempty"`
+	Compressed       bool                      `json:"compressed"`
+	Kind             string                    `json:"kind,omitempty"`
+	Delta            *bundle.Delta             `json:"delta,omitempty"`
+	Parts            int                       `json:"parts,omitempty"`
+	ProviderVersions int                       `json:"provider_versions"`
+	Packages         int                       `json:"provider_packages"`
+	ModuleVersions   int                       `json:"module_versions"`
+	Blobs            int                       `json:"blobs"`
+	Omitted          int                       `json:"blobs_omitted"`
+	Bytes            int64                     `json:"bytes"`
+	Attention        []Attention               `json:"attention"`
+	Providers        []ProviderEntry           `json:"providers"`
+	Modules          []ModuleEntry             `json:"modules"`
+	Withdraw         []dist.Withdrawal         `json:"withdraw"`
+	Reinstate        []dist.Withdrawal         `json:"reinstate"`
+	PublisherKeys    []NamespaceReview         `json:"publisher_keys"`
+	Declared         []bundle.PublisherKeyDecl `json:"declared_publisher_keys"`
+	Gates            []dist.Gate               `json:"gates"`
+	SBOM             verify.Digest             `json:"sbom,omitempty"`
+	SBOMFile         string                    `json:"sbom_file,omitempty"` // set by the caller that wrote it
+	Against          *Against                  `json:"against,omitempty"`
+	Forecast         *Forecast                 `json:"forecast,omitempty"`
+	Checks           *check.Result             `json:"checks,omitempty"`
+	Chain            []ChainHop                `json:"chain"` // report_chain.go
 
-	manifest *Manifest
+	manifest *bundle.Manifest
 	seen     map[string]bool // attention kind + subject
 }
 
@@ -185,20 +187,20 @@ type Attention struct {
 
 // ProviderEntry is one provider version of the bundle.
 type ProviderEntry struct {
-	Address   string          `json:"address"`
-	Version   string          `json:"version"`
-	Protocols []string        `json:"protocols"`
-	Trust     string          `json:"trust"`
-	Mirror    string          `json:"mirror,omitempty"` // the network mirror, for trust "mirror_hashes_only"
-	Platforms []PackageEntry  `json:"platforms"`
-	Signature *SignatureFacts `json:"signature,omitempty"`
-	KeyStatus string          `json:"key_status"`
-	KeyNote   string          `json:"key_note,omitempty"`
-	InStore   string          `json:"in_store,omitempty"`
-	Gates     []GateEntry     `json:"gates"`
+	Address   string                `json:"address"`
+	Version   string                `json:"version"`
+	Protocols []string              `json:"protocols"`
+	Trust     string                `json:"trust"`
+	Mirror    string                `json:"mirror,omitempty"` // the network mirror, for trust "mirror_hashes_only"
+	Platforms []PackageEntry        `json:"platforms"`
+	Signature *check.SignatureFacts `json:"signature,omitempty"`
+	KeyStatus string                `json:"key_status"`
+	KeyNote   string                `json:"key_note,omitempty"`
+	InStore   string                `json:"in_store,omitempty"`
+	Gates     []GateEntry           `json:"gates"`
 	// RequestedBy and Build: evidence.go.
-	RequestedBy *Requested     `json:"requested_by,omitempty"`
-	Build       []BuildSummary `json:"build"`
+	RequestedBy *Requested           `json:"requested_by,omitempty"`
+	Build       []check.BuildSummary `json:"build"`
 	// Docs is the version's documentation record (format 3), or nil.
 	Docs     *dist.ProviderDocs `json:"docs,omitempty"`
 	CameWith verify.Digest      `json:"came_with,omitempty"` // report_chain.go
@@ -310,7 +312,7 @@ type KeyChange struct {
 }
 
 // Manifest is the checked manifest (nil before Check got that far).
-func (rep *Report) Manifest() *Manifest { return rep.manifest }
+func (rep *Report) Manifest() *bundle.Manifest { return rep.manifest }
 
 // AddAttention adds an attention item (once per kind and subject).
 func (rep *Report) AddAttention(kind, subject, message string) {
@@ -337,7 +339,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 // checked with that keyring's copy of its key (CheckOptions.ChainKeyring),
 // so that the forecast decides the chain policy as the import will.
 func CheckFor(r io.Reader, kr, chainKR openpgp.EntityList, rep *Report) error {
-	br, err := NewReader(r, kr)
+	br, err := bundle.NewReader(r, kr)
 	if err != nil {
 		return err
 	}
@@ -354,7 +356,7 @@ func CheckFor(r io.Reader, kr, chainKR openpgp.EntityList, rep *Report) error {
 	rep.Omitted = len(m.Blobs) - len(m.Carried())
 	rep.Withdraw, rep.Reinstate, rep.Declared = m.Withdraw, m.Reinstate, m.PublisherKeys
 	rep.Gates, rep.SBOM = m.Gates, m.SBOM
-	rep.Checks, rep.Blobs, rep.Bytes, err = checkAll(br, CheckOptions{ChainKeyring: chainKR})
+	rep.Checks, rep.Blobs, rep.Bytes, err = check.AllWith(br, check.Options{ChainKeyring: chainKR})
 	if err != nil {
 		return err
 	}
@@ -366,11 +368,11 @@ func CheckFor(r io.Reader, kr, chainKR openpgp.EntityList, rep *Report) error {
 // entries fills the provider and module sections, and the attention items
 // the bundle alone tells: site re-signatures, keys expired since, gates
 // failed but waived.
-func (rep *Report) entries(m *Manifest) {
+func (rep *Report) entries(m *bundle.Manifest) {
 	for _, p := range m.Catalog.Providers {
-		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: Trust(p),
+		e := ProviderEntry{Address: p.Addr(), Version: p.Version, Protocols: append([]string{}, p.Protocols...), Trust: check.Trust(p),
 			Mirror: p.Mirror, KeyStatus: "unknown", key: p.Key(), Signature: rep.Checks.Facts(p.Key()),
-			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.builds(p), Docs: p.Docs, CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
+			RequestedBy: requested(m, dist.KindProvider, p.Key()), Build: rep.Checks.Builds(p), Docs: p.Docs, CameWith: rep.Checks.CameWith(dist.KindProvider, p.Key())}
 		for _, pk := range p.Packages {
 			e.Platforms = append(e.Platforms, PackageEntry{Platform: pk.Platform(), Filename: pk.Filename, SHA256: pk.Digest.Hex(), SizeBytes: pk.Size, H1: pk.H1})
 			for _, r := range pk.Gates {
