@@ -287,7 +287,7 @@ func zipProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, plat
 // in a manifest). With an SBOM, 40 such packages made the check build an
 // SBOM of about 500 MB in memory before comparing it: 3 GiB. Now documents are kept only for a bundle
 // with an SBOM, and such a bundle's documents may total at most
-// bundle.MaxSBOMSize, which CheckManifest holds before any blob is read.
+// bundle.MaxSBOMSize, which check.Manifest holds before any blob is read.
 // Documents of many one-character modules stay under that (280 packages
 // of 5000: 46 MB) yet made the check build 1.4 million SBOM components;
 // now the modules an SBOM is built from are at most check.MaxSBOMModules,

@@ -20,7 +20,7 @@ import (
 // bundle that brought what it exports (and of their own chains), so the
 // next enclave checks each hop's signature again instead of taking the
 // exporting store's word for it, and ties every entry it carries to a hop
-// whose signed manifest lists the same bytes (Checker.checkChain).
+// whose signed manifest lists the same bytes (bundle/check's chain check).
 type Hop struct {
 	// Bundle is the hop's manifest digest, its identity. With Signature
 	// set, it is also the blob (role bundle-manifest) holding that

@@ -116,7 +116,7 @@ func FuzzCheckManifest(f *testing.F) {
 			},
 		})
 		if err != nil {
-			t.Fatalf("CheckManifest passed, NewChecker failed: %v", err)
+			t.Fatalf("Manifest passed, New failed: %v", err)
 		}
 		defer c.Close()
 		if _, err := c.Finish(); err != nil {

@@ -50,7 +50,7 @@ type Result struct {
 	Signed []SignatureFacts `json:"-"`
 	byKey  map[string]int   // Signed by provider key, built by Facts
 	// Hops counts the chain hops whose signatures were checked again
-	// (chain.go); Chain is every hop, oldest first, with what was found.
+	// (the chain check); Chain is every hop, oldest first, with what was found.
 	Hops  int        `json:"chain_hops"`
 	Chain []HopCheck `json:"-"`
 	// Untied lists the records of a bundle exported from a store that no

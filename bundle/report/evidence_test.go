@@ -21,7 +21,7 @@ func requestedManifest(t *testing.T, rs ...dist.Reason) *bundle.Manifest {
 }
 
 // TestRequestedByChecked: requested_by is a format-3 field, held to the
-// catalog and bounded before any blob is read (CheckManifest).
+// catalog and bounded before any blob is read (check.Manifest).
 func TestRequestedByChecked(t *testing.T) {
 	vpc := "registry.terraform.io/example/vpc/aws 1.0.0"
 	good := []dist.Reason{

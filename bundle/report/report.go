@@ -22,103 +22,10 @@ import (
 // (publisher-key pins, the difference to an inventory); Finish sets the
 // verdict.
 //
-// # JSON schema
-//
-// Keys are snake_case; lists are always present ([] when empty); optional
-// objects and fields are omitted, never null; times are RFC 3339 UTC;
-// sizes in bytes. New keys may be added; existing ones keep their meaning.
-//
-//	ok                 true when the bundle verified: signature, every digest, consistency
-//	error              why not (only with ok false)
-//	status             "verified", "needs_attention" (verified, and attention is not
-//	                   empty) or "failed"
-//	file               the path given
-//	bundle             the manifest digest "sha256:…": the bundle's identity
-//	format, tool       bundle format; the airgap that wrote it
-//	signer             {key_id, fingerprint, identity}: the site key that signed it
-//	signed_at          when its signature says it was made
-//	compressed         zstd or not
-//	kind               "full" or "delta"
-//	delta              {base, base_bundles} (delta only)
-//	parts              volumes of a split set (split only)
-//	provider_versions, provider_packages, module_versions, blobs, blobs_omitted, bytes
-//	attention          [{kind, subject, message}]: what a person must look at,
-//	                   first; kinds are the Attention* constants (more may come)
-//	providers          [provider]: every provider version, catalog order
-//	modules            [module]: every module version
-//	withdraw           [{kind, addr, versions, reason}]: versions it takes out
-//	reinstate          [{kind, addr, versions, reason}]: withdrawals it lifts
-//	publisher_keys     [{namespace, history, in_bundle}] per namespace of the
-//	                   bundle's providers: history is the offline side's keys
-//	                   (dist.KeyPin: fingerprint, key_id, identity, tier,
-//	                   accepted, bundle, how, expires; [] when unknown) and
-//	                   in_bundle the keys this bundle's providers are signed
-//	                   by ({fingerprint, key_id, identity, trust, status,
-//	                   providers})
-//	declared_publisher_keys [{namespace, fingerprint}]: keys the bundle's signed
-//	                   manifest approves as new (export --accept-new-publisher-key)
-//	gates              [{name, for ("modules", "providers"), command: [string],
-//	                   tool, fail_level}]: the scanners the export ran over every
-//	                   entry of their kind; each entry's results are in its gates
-//	sbom               the bundle's signed CycloneDX 1.6 SBOM, "sha256:…" (omitted
-//	                   when the bundle has none); checks.sbom says whether it was
-//	                   made again here and found identical
-//	sbom_file          where --sbom wrote it (with --sbom only)
-//	against            with --against only: {inventory, store_provider_versions,
-//	                   store_module_versions, added, already_present, withdrawn,
-//	                   reinstated, refused: [item], key_changes: [key change]};
-//	                   an entry the import would refuse is in refused only
-//	forecast           with --against only: what the import would decide, by its
-//	                   own rules over the inventory (Forecast, forecast.go)
-//	checks             {sha256sums_signatures, packages_in_sha256sums,
-//	                   h1_hashes, module_trees, module_zips, build_info,
-//	                   build_info_none (of build_info, those saying the
-//	                   plugin has none), gate_reports, sbom ("checked", "deferred": a delta
-//	                   omits zips it describes, "none"), mirror_hashes_only,
-//	                   deferred: [string]}
-//
-// provider: {address, version, protocols, trust ("publisher_signed",
-// "site_resigned", "mirror_hashes_only"; more tiers may come: treat unknown
-// ones as the weakest), mirror (the network mirror, for "mirror_hashes_only"),
-// platforms: [{platform, filename, sha256, size_bytes, h1}], signature
-// ({signer, created, key_expires, key_expired_since}; omitted when not
-// checked here, as for a delta's omitted SHA256SUMS), key_status (see
-// bundle/store: pinned, first_use, new_declared, new_accepted, pins_file,
-// new_refused, not_in_pins_file, site_resigned, unknown), key_note,
-// in_store ("new", "new_platforms", "present", "withdrawn"; with --against),
-// gates: [gate result], one per gate over providers and platform,
-// requested_by (why it is in the bundle, from the signed manifest; omitted
-// when the bundle does not say: one before format 3): {where ("FILE:LINE" of
-// the manifest block or project file that asked for it, relative to the
-// manifest's or project's directory, or ".terraform.lock.hcl"), via:
-// [string] (the chain of module calls from there that brought it,
-// outermost first, each "ADDRESS VERSION"; [] when asked for directly)},
-// build: [{platforms: [string], file (the plugin), none (why it has no Go
-// build information; the fields after it are then empty), go_version,
-// main, main_version, modules (how many), notable: [{path, version}] (the
-// check.NotableModules it was built with)}]: what the plugins were built
-// from, one element per group of platforms that agree ([] when not
-// checked here: a delta's omitted packages)}.
-//
-// module: {address, version, source, commit, subdir, sha256 (of the
-// archive), size_bytes, zip_sha256, vendored: [{file, line, module, source,
-// commit, sha256, path}], in_store, gates: [gate result], requested_by (as
-// a provider's)}.
-//
-// gate result: {platform (providers only), gate, tool, status ("passed",
-// "waived": failed, and let through by the export manifest's waiver),
-// exit_code, findings ({error, warning, note, none}: counted from the
-// report when it is SARIF; omitted otherwise), report ("sha256:…", a blob
-// of the bundle), report_bytes, waiver (the reason, "waived" only)}. Every
-// waived result is also an attention item (kind "gate_waived").
-//
-// item (of against): {kind ("provider", "module"), address, version,
-// platforms, note}. key change: {namespace, before: [dist.KeyPin], key:
-// {fingerprint, key_id, identity, trust, status, providers}}.
-//
-// Each provider and module is a section of its own: what judges entries
-// (the export's gates) adds its results to it, and what a person must look
-// at (a waived gate) becomes an attention item.
+// Its JSON is a published format: keys are snake_case, lists always
+// present, optional fields omitted, never null; new keys may be added and
+// existing ones keep their meaning. Each key is described in
+// docs/formats.md ("verify --json, field by field").
 type Report struct {
 	OK               bool                      `json:"ok"`
 	Error            string                    `json:"error,omitempty"`
@@ -152,7 +59,7 @@ type Report struct {
 	Against          *Against                  `json:"against,omitempty"`
 	Forecast         *Forecast                 `json:"forecast,omitempty"`
 	Checks           *check.Result             `json:"checks,omitempty"`
-	Chain            []ChainHop                `json:"chain"` // report_chain.go
+	Chain            []ChainHop                `json:"chain"` // the chain of custody, as verify shows it
 
 	manifest *bundle.Manifest
 	seen     map[string]bool // attention kind + subject
@@ -197,12 +104,12 @@ type ProviderEntry struct {
 	KeyNote   string                `json:"key_note,omitempty"`
 	InStore   string                `json:"in_store,omitempty"`
 	Gates     []GateEntry           `json:"gates"`
-	// RequestedBy and Build: evidence.go.
+	// RequestedBy and Build: the evidence.
 	RequestedBy *Requested           `json:"requested_by,omitempty"`
 	Build       []check.BuildSummary `json:"build"`
 	// Docs is the version's documentation record (format 3), or nil.
 	Docs     *dist.ProviderDocs `json:"docs,omitempty"`
-	CameWith verify.Digest      `json:"came_with,omitempty"` // report_chain.go
+	CameWith verify.Digest      `json:"came_with,omitempty"` // the chain of custody, as verify shows it
 	key      string             // dist.ProviderVersion.Key
 }
 
@@ -231,11 +138,11 @@ type ModuleEntry struct {
 	Vendored  []VendoredEntry `json:"vendored"`
 	InStore   string          `json:"in_store,omitempty"`
 	Gates     []GateEntry     `json:"gates"`
-	// RequestedBy: evidence.go.
+	// RequestedBy: the evidence.
 	RequestedBy *Requested `json:"requested_by,omitempty"`
 	// Docs is the digest of the module's documentation (format 3), or "".
 	Docs     verify.Digest `json:"docs,omitempty"`
-	CameWith verify.Digest `json:"came_with,omitempty"` // report_chain.go
+	CameWith verify.Digest `json:"came_with,omitempty"` // the chain of custody, as verify shows it
 	key      string
 }
 
@@ -326,7 +233,7 @@ func (rep *Report) AddAttention(kind, subject, message string) {
 
 // Check reads a whole bundle, checking the signature, every blob's digest
 // and what the signed manifest says against itself and its blobs
-// (CheckAll), and fills rep with what the bundle carries. It keeps
+// (check.All), and fills rep with what the bundle carries. It keeps
 // nothing: what the h1: check must spool goes to a temporary file that is
 // removed.
 func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
@@ -335,7 +242,7 @@ func Check(r io.Reader, kr openpgp.EntityList, rep *Report) error {
 
 // CheckFor is Check for a review against a store whose import policy has
 // a chain keyring (chainKR, nil for none): each hop's signature is also
-// checked with that keyring's copy of its key (CheckOptions.ChainKeyring),
+// checked with that keyring's copy of its key (check.Options.ChainKeyring),
 // so that the forecast decides the chain policy as the import will.
 func CheckFor(r io.Reader, kr, chainKR openpgp.EntityList, rep *Report) error {
 	br, err := bundle.NewReader(r, kr)

@@ -28,7 +28,7 @@ type ImportOptions struct {
 	Wait bool
 	// Now stamps the history entry; nil means time.Now.
 	Now func() time.Time
-	// Policies are the site's import-time rules (policy.go), run in order
+	// Policies are the site's import-time rules (Policy), run in order
 	// after the bundle has been checked and before anything is committed,
 	// after the import's own (CatalogRules).
 	Policies []Policy
@@ -55,7 +55,7 @@ type ImportResult struct {
 	// Created is true when this import created the store.
 	Created bool
 	// KeptCustody: the store had imported the bundle before airgap kept
-	// bundles' signed manifests; this import kept them (custody.go).
+	// bundles' signed manifests; this import kept them.
 	KeptCustody bool
 	Withdrew    []string
 	Reinstated  []string
@@ -189,13 +189,13 @@ type importer struct {
 	newBlobs int   // how many, for an interruption's message
 
 	stageDir  string
-	syncer    *syncer       // fsyncs staged blobs off the stream (syncer.go)
+	syncer    *syncer       // fsyncs staged blobs off the stream
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *check.Result
 	policy    PolicyResult  // what the policies record in the new index
 	placed    []string      // blobs renamed into blobs/ by this import
-	custody   []bundle.Blob // the bundle's manifest, signature and key, staged (custody.go)
+	custody   []bundle.Blob // the bundle's manifest, signature and key, staged
 	kept      ImportEntry   // what the history entry records of them
 }
 
@@ -415,7 +415,7 @@ func (imp *importer) checkOmitted() error {
 // (planted or damaged under the digest) is replaced by the bundle's
 // verified bytes at the commit (atomically), so it does not survive an
 // import that carries the blob. Staged blobs are fsynced in the
-// background (syncer.go) and all of them before stage returns.
+// background (the syncer) and all of them before stage returns.
 func (imp *importer) stage() (err error) {
 	root, m := imp.root, imp.m
 	if imp.stageDir, err = os.MkdirTemp(tmpPath(root), "import-"); err != nil {
@@ -684,7 +684,7 @@ func refresh(root, stage string, bs []bundle.Blob) error {
 	return nil
 }
 
-// Test hooks (set by export_test.go only): before the new index is written
+// Test hooks (set by the package's tests only): before the new index is written
 // to its temporary file (every blob staged and checked), and before it is
 // renamed into place (every new blob placed).
 var testHookBeforeIndex, testHookBeforeCommit func()

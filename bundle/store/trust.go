@@ -37,14 +37,15 @@ func (v VersionSigner) Signer() verify.Signer {
 }
 
 // ApprovalRecord is one station approval an import accepted
-// (ImportEntry.Approvals; the contract with 'airgap carry', issue 32).
+// (ImportEntry.Approvals; an export from the store carries it onwards in
+// the chain of custody, bundle.HopApproval).
 type ApprovalRecord struct {
 	Blob    verify.Digest `json:"blob"` // the approval file, a blob of role approval
 	Station verify.Signer `json:"station"`
 	// StationKey is the blob (role bundle-key) of the station's armored
 	// public key as the station keyring had it when the import accepted
 	// the approval: an export from the store carries it beside the
-	// approval, so the next enclave checks the approval again (custody.go).
+	// approval, so the next enclave checks the approval again.
 	StationKey    verify.Digest           `json:"station_key,omitempty"`
 	Time          time.Time               `json:"time"`
 	Note          string                  `json:"note,omitempty"`
