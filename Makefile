@@ -75,10 +75,10 @@ FUZZ = $(GO) test -run '^$$' -fuzzminimizetime 20x
 
 fuzz:
 	$(FUZZ) -fuzz '^FuzzReader$$' -fuzztime $(call fuzztime,30000) ./bundle
-	$(FUZZ) -fuzz '^FuzzChainCheck$$' -fuzztime $(call fuzztime,4000) ./bundle
+	$(FUZZ) -fuzz '^FuzzChainCheck$$' -fuzztime $(call fuzztime,4000) ./bundle/check
 	$(FUZZ) -fuzz '^FuzzFrames$$' -fuzztime $(call fuzztime,25000) ./bundle
 	$(FUZZ) -fuzz '^FuzzParseManifest$$' -fuzztime $(call fuzztime,60000) ./bundle
-	$(FUZZ) -fuzz '^FuzzCheckManifest$$' -fuzztime $(call fuzztime,40000) ./bundle
+	$(FUZZ) -fuzz '^FuzzCheckManifest$$' -fuzztime $(call fuzztime,40000) ./bundle/check
 	$(FUZZ) -fuzz '^FuzzParseShasums$$' -fuzztime $(call fuzztime,120000) ./dist
 	$(FUZZ) -fuzz '^FuzzReadKeyring$$' -fuzztime $(call fuzztime,100000) ./verify
 	$(FUZZ) -fuzz '^FuzzPrintable$$' -fuzztime $(call fuzztime,60000) ./dist

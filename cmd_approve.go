@@ -15,8 +15,9 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/spf13/pflag"
 
-	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
@@ -73,7 +74,7 @@ func (*approveCmd) help() verbHelp {
 }
 
 func (c *approveCmd) run(args []string) error {
-	bundle.TightGC()
+	check.TightGC()
 	if err := checkUsage("approve", args, []string{"BUNDLE"}, flagVal{"key", c.key}, flagVal{"keyring", c.keyring}); err != nil {
 		return err
 	}
@@ -100,11 +101,11 @@ func (c *approveCmd) run(args []string) error {
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("--out %s exists; an approval is never replaced\nhint: give another --out", out)
 	}
-	rep := bundle.Report{File: args[0]}
+	rep := report.Report{File: args[0]}
 	rv := &reviewer{file: args[0], keyring: c.keyring, against: c.against, approvals: c.approvals}
 	var st *approval.Statement
 	now := time.Now()
-	err = rv.review(&rep, func(rep *bundle.Report) (*approval.Statement, error) {
+	err = rv.review(&rep, func(rep *report.Report) (*approval.Statement, error) {
 		st, err = c.statement(rep, rv, key, accept, now)
 		return st, err
 	})
@@ -140,14 +141,14 @@ func (c *approveCmd) run(args []string) error {
 		fmt.Print(text)
 	}
 	fmt.Fprintf(os.Stderr, "approved bundle %s as %s: wrote %s (%s)\ncarry it with the bundle; the import reads it beside the bundle (or give it with --approval)\n",
-		verify.Digest(rep.Bundle).Short(), bundle.KeyName(st.Station), out, verify.DigestBytes(data).Short())
+		verify.Digest(rep.Bundle).Short(), report.KeyName(st.Station), out, verify.DigestBytes(data).Short())
 	return nil
 }
 
 // statement is the approval being made of the checked bundle: refused if
 // the station key is the bundle's signer or a site key, or an accepted
 // publisher key signs none of its providers.
-func (c *approveCmd) statement(rep *bundle.Report, rv *reviewer, key *openpgp.Entity, accept []string, now time.Time) (*approval.Statement, error) {
+func (c *approveCmd) statement(rep *report.Report, rv *reviewer, key *openpgp.Entity, accept []string, now time.Time) (*approval.Statement, error) {
 	fp := verify.Fingerprint(key)
 	if rep.Signer != nil && rep.Signer.Fingerprint == fp {
 		return nil, fmt.Errorf("--key %s is the key that signed this bundle: a bundle is approved by a second person's station key, never by the key that signed it", c.key)
@@ -185,7 +186,7 @@ func (c *approveCmd) statement(rep *bundle.Report, rv *reviewer, key *openpgp.En
 // forecast refuses the bundle for something this approval does not fix
 // (another approval missing is fine: the two-person rule may need more
 // stations), or the station key does not count for the store.
-func (c *approveCmd) approvable(rep *bundle.Report) error {
+func (c *approveCmd) approvable(rep *report.Report) error {
 	f := rep.Forecast
 	if f == nil {
 		fmt.Fprintln(os.Stderr, "airgap approve: note: no --against: the approval is not compared with the store's policy (whether its import will accept the bundle, and whether this station key counts there)")
@@ -207,7 +208,7 @@ func (c *approveCmd) approvable(rep *bundle.Report) error {
 	if len(other) > 0 {
 		return exitError{exitRefuse, fmt.Sprintf("not approved: the import would refuse the bundle even with this approval:\n  %s\nhint: a new publisher key you have checked with its publisher is accepted with --accept-publisher-key FINGERPRINT; anything else needs a new bundle\nnothing was written", strings.Join(other, "\n  "))}
 	}
-	if f.Verdict == bundle.VerdictRefuse {
+	if f.Verdict == report.VerdictRefuse {
 		fmt.Fprintf(os.Stderr, "airgap approve: note: the store requires %d approval(s); with this one the bundle has %d: another station must approve it too\n", f.Approvals.Required, len(f.Approvals.Valid))
 	}
 	return nil

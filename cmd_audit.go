@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
@@ -116,7 +116,7 @@ func (c *auditCmd) run(args []string) error {
 			if a.Note != "" {
 				note = fmt.Sprintf(": %q", dist.Printable(a.Note))
 			}
-			fmt.Printf("    approved at the transfer station by %s on %s%s\n", bundle.KeyName(a.Station), a.Time.UTC().Format("2006-01-02 15:04Z"), note)
+			fmt.Printf("    approved at the transfer station by %s on %s%s\n", report.KeyName(a.Station), a.Time.UTC().Format("2006-01-02 15:04Z"), note)
 		}
 	}
 	if len(sum.Events) > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
@@ -118,7 +119,7 @@ func (c *importCmd) rules() (*store.StorePolicy, *store.RuleSet, error) {
 }
 
 func (c *importCmd) run(args []string) error {
-	bundle.TightGC()
+	check.TightGC()
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}

@@ -12,10 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
-	"github.com/spf13/pflag"
 )
 
 // --- serve ---

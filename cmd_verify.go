@@ -17,7 +17,9 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/progress"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
 )
@@ -87,14 +89,14 @@ const (
 )
 
 func (c *verifyCmd) run(args []string) error {
-	bundle.TightGC()
+	check.TightGC()
 	if err := checkUsage("verify", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}); err != nil {
 		return err
 	}
 	if len(c.approvals) > 0 && c.against == "" {
 		return usageError{"--approval: give --against too: an approval is checked against the store's station keyring, which its inventory carries"}
 	}
-	rep := bundle.Report{File: args[0]}
+	rep := report.Report{File: args[0]}
 	rv := &reviewer{file: args[0], keyring: c.keyring, against: c.against, pins: c.pins, approvals: c.approvals, sbom: c.sbom}
 	err := rv.review(&rep, nil)
 	rep.Finish(err)
@@ -114,11 +116,11 @@ func (c *verifyCmd) run(args []string) error {
 // verdictExit is the exit status of a verified review: 4 when the
 // forecast says the import will refuse (with or without --strict), 3 when
 // something needs attention and strict, else 0.
-func verdictExit(rep *bundle.Report, strict bool) error {
+func verdictExit(rep *report.Report, strict bool) error {
 	if rep.RefusesImport() {
 		return exitError{exitRefuse, fmt.Sprintf("verified, but the import will refuse it (the forecast lists why); exit status %d", exitRefuse)}
 	}
-	if strict && rep.Status == bundle.StatusNeedsAttention {
+	if strict && rep.Status == report.StatusNeedsAttention {
 		return exitError{exitAttention, fmt.Sprintf("verified, but %d item(s) need attention (listed first in the review); --strict makes that exit status %d", len(rep.Attention), exitAttention)}
 	}
 	return nil
@@ -134,12 +136,12 @@ type reviewer struct {
 	inv                                *store.Against
 }
 
-// review checks the bundle (bundle.Check) and adds the offline side's view
+// review checks the bundle (report.Check) and adds the offline side's view
 // (store.Review) from --against, --publisher-pins and the approvals that
 // come with the bundle, which are read first; pending, if set, is an
 // approval being made of the checked bundle. It writes the checked SBOM
 // for --sbom.
-func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*approval.Statement, error)) error {
+func (rv *reviewer) review(rep *report.Report, pending func(*report.Report) (*approval.Statement, error)) error {
 	opt := store.ReviewOptions{Now: time.Now(), Extra: rv.extra}
 	var err error
 	if rv.pins != "" {
@@ -167,7 +169,7 @@ func (rv *reviewer) review(rep *bundle.Report, pending func(*bundle.Report) (*ap
 	defer f.Close()
 	rep.Parts = f.Parts
 	err = progress.Stream(os.Stderr, "verify "+filepath.Base(rv.file), f.Size, func(n *progress.Counter) error {
-		return bundle.CheckFor(n.Reader(f), rv.kr, rv.chainKeyring(), rep)
+		return report.CheckFor(n.Reader(f), rv.kr, rv.chainKeyring(), rep)
 	})
 	if err != nil {
 		return err
@@ -198,7 +200,7 @@ func (rv *reviewer) chainKeyring() openpgp.EntityList {
 
 // writeBundleSBOM writes the SBOM the check built again and found equal to
 // the signed one (no file is left if that cannot be done).
-func writeBundleSBOM(path string, rep *bundle.Report) error {
+func writeBundleSBOM(path string, rep *report.Report) error {
 	switch {
 	case rep.SBOM == "":
 		return errors.New("--sbom: this bundle carries no SBOM (it was exported by an airgap that did not write one)\nhint: import it and write the store's with 'airgap inventory --store DIR --sbom FILE'")

@@ -29,8 +29,10 @@ import (
 	"time"
 
 	"encoding/json"
+
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registrytest"
@@ -244,7 +246,7 @@ const bombRSSLimit = 256 << 10
 // deflated: each starts a Go build-information header that announces a
 // module string of goinfo.MaxModInfo bytes and stops one byte short of it.
 // The first 48 KiB after the header are random, different in every file
-// (so 256 of them make a zip of about 13 MiB, within bundle.MaxZipRatio,
+// (so 256 of them make a zip of about 13 MiB, within check.MaxZipRatio,
 // that no compression of the bundle shrinks), the rest zeros: the zeros'
 // deflate stream is made once and appended to each file's flushed head.
 type bombPlugins struct {
@@ -299,7 +301,7 @@ func TestHostileBuildInfoPerFile(t *testing.T) {
 	plugins := newBombPlugins()
 	plats := []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"}
 	bp := zipProvider(t, filepath.Join(work, "bomb"), in.Publisher, "bomb", plats, func(zw *zip.Writer, plat string) {
-		for i := range bundle.MaxZipEntries {
+		for i := range check.MaxZipEntries {
 			rawFile(t, zw, fmt.Sprintf("terraform-provider-bomb_%s_%03d", plat, i), plugins.next())
 		}
 	})

@@ -11,8 +11,9 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
-	"github.com/airgap/airgap/bundle"
+
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -131,7 +132,7 @@ func TestHostileBundles(t *testing.T) {
 			c.Providers[0].SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(stranger), ASCIIArmor: bundletest.Armor(t, stranger)}}
 		}, []string{"provider registry.terraform.io/hashicorp/random 3.6.0", "does not verify against the keys the bundle carries"}, false},
 		{"unmarked re-signature by the site key", func(c *dist.Catalog) {
-			c.Providers[1].SigningKeys[0].Source = bundle.SiteKeySource
+			c.Providers[1].SigningKeys[0].Source = check.SiteKeySource
 		}, []string{"provider registry.opentofu.org/hashicorp/null 3.2.2", "without being marked as re-signed"}, false},
 		{"site re-signature claimed for a publisher's signature", func(c *dist.Catalog) {
 			c.Providers[1].SiteSigned = true

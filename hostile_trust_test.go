@@ -25,6 +25,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -286,10 +287,10 @@ func zipProvider(t *testing.T, dir string, pub *openpgp.Entity, typ string, plat
 // in a manifest). With an SBOM, 40 such packages made the check build an
 // SBOM of about 500 MB in memory before comparing it: 3 GiB. Now documents are kept only for a bundle
 // with an SBOM, and such a bundle's documents may total at most
-// bundle.MaxSBOMSize, which CheckManifest holds before any blob is read.
+// bundle.MaxSBOMSize, which check.Manifest holds before any blob is read.
 // Documents of many one-character modules stay under that (280 packages
 // of 5000: 46 MB) yet made the check build 1.4 million SBOM components;
-// now the modules an SBOM is built from are at most bundle.MaxSBOMModules,
+// now the modules an SBOM is built from are at most check.MaxSBOMModules,
 // counted as the zips stream by.
 func TestHostileBuildInfoMemory(t *testing.T) {
 	work := t.TempDir()
@@ -328,7 +329,7 @@ func TestHostileBuildInfoMemory(t *testing.T) {
 	t.Run("SBOM over the modules it may list: refused", func(t *testing.T) {
 		tiny := fatProvider(t, filepath.Join(work, "tiny"), pub, "tiny", 280, fatPlugin(4999, true))
 		path := sbomBundle(t, work, site, tiny)
-		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", fmt.Sprintf("lists over %d modules", bundle.MaxSBOMModules))
+		expectRefused(t, work, keyring, root, path, "the bundle's SBOM", fmt.Sprintf("lists over %d modules", check.MaxSBOMModules))
 	})
 }
 

@@ -59,16 +59,18 @@ var layers = []struct{ pkg, may string }{
 	{"bundle/progress", "dist"},
 	{"bundle", "bundle/progress dist dist/docs dist/goinfo dist/modzip dist/portable dist/sbom dist/zipdir verify"},
 	{"bundle/approval", "bundle dist verify"},
-	{"bundle/bundletest", "bundle dist dist/goinfo dist/modzip dist/sbom verify"},
+	{"bundle/check", "bundle bundle/approval dist dist/docs dist/goinfo dist/modzip dist/portable dist/sbom dist/zipdir verify"},
+	{"bundle/report", "bundle bundle/check bundle/progress dist verify"},
+	{"bundle/bundletest", "bundle bundle/check dist dist/goinfo dist/modzip dist/sbom verify"},
 
 	// The offline side's store.
-	{"bundle/store", "bundle bundle/approval bundle/progress dist dist/goinfo dist/osfile dist/sbom dist/zipdir verify"},
+	{"bundle/store", "bundle bundle/approval bundle/check bundle/progress bundle/report dist dist/goinfo dist/osfile dist/sbom dist/zipdir verify"},
 
 	// Against the layers: these live under dist/ but stand on bundle and
 	// bundle/store (export writes bundles and exports from a store, oci
 	// pushes a store, registrytest serves bundletest's fixtures), so they
 	// sit here, above the store, not with the rest of dist.
-	{"dist/export", "bundle bundle/store dist dist/docs dist/getter dist/goinfo dist/modzip dist/osfile dist/registry dist/sbom dist/tfconfig dist/vendoring verify"},
+	{"dist/export", "bundle bundle/check bundle/store dist dist/docs dist/getter dist/goinfo dist/modzip dist/osfile dist/registry dist/sbom dist/tfconfig dist/vendoring verify"},
 	{"dist/oci", "bundle/store dist verify"},
 	{"dist/registrytest", "bundle/bundletest dist dist/getter/archivetest"},
 
@@ -77,7 +79,7 @@ var layers = []struct{ pkg, may string }{
 	{"server", "bundle bundle/store dist dist/docs dist/oci dist/osfile dist/registry dist/sbom server/acl verify"},
 
 	// The CLI.
-	{".", "bundle bundle/approval bundle/progress bundle/store dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/acl verify"},
+	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/acl verify"},
 }
 
 func TestLayers(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -394,7 +395,7 @@ func TestForecastMirrorHashesTier(t *testing.T) {
 	// carried packages signed by the site key, marked.
 	mirror := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "mirror"), bundletest.Provider{Host: "registry.terraform.io", Namespace: "hashicorp",
 		Type: "random", Version: "3.6.5", Platforms: []string{"linux_amd64"}, Signer: w.site, PackageSize: 64 << 10})
-	mirror.SigningKeys[0].Source = bundle.SiteKeySource
+	mirror.SigningKeys[0].Source = check.SiteKeySource
 	mirror.MirrorHashesOnly, mirror.Mirror = true, "https://mirror.corp.example/tf/"
 	for i := range mirror.Packages {
 		mirror.Packages[i].MirrorHashes = []string{mirror.Packages[i].H1}

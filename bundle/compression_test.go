@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -87,7 +88,7 @@ func TestCompressionAuto(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
-		if _, n, _, err := bundle.CheckAll(br, t.TempDir()); err != nil || n != len(set.Files) {
+		if _, n, _, err := check.All(br, t.TempDir()); err != nil || n != len(set.Files) {
 			t.Fatalf("%s: read %d of %d blobs: %v", c, n, len(set.Files), err)
 		}
 		if br.Compressed() != (c != bundle.CompressionNone) {
@@ -123,7 +124,7 @@ func TestReadsBundleOfFormat1(t *testing.T) {
 	if br.Manifest().Format != 1 || !br.Compressed() {
 		t.Fatalf("fixture: format %d, compressed %v", br.Manifest().Format, br.Compressed())
 	}
-	rep, n, _, err := bundle.CheckAll(br, t.TempDir())
+	rep, n, _, err := check.All(br, t.TempDir())
 	if err != nil || n == 0 || rep.H1 == 0 {
 		t.Fatalf("format-1 bundle: %d blobs, %+v, %v", n, rep, err)
 	}

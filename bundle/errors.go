@@ -12,7 +12,7 @@ var (
 	// ErrManifest: the manifest is unreadable or inconsistent.
 	ErrManifest = errors.New("invalid manifest")
 	// ErrInconsistent: a validly signed manifest contradicts itself or the
-	// blobs it lists (see CheckManifest and Checker).
+	// blobs it lists (see check.Manifest and check.Checker).
 	ErrInconsistent = errors.New("the bundle contradicts itself")
 	// ErrTooNew: the bundle format is newer than this program.
 	ErrTooNew = errors.New("bundle format is newer than this airgap understands")
@@ -20,6 +20,11 @@ var (
 	ErrNotBundle = errors.New("not an airgap bundle")
 	// ErrSignatureTime: a signature is dated where it cannot be: the
 	// bundle's after this machine's clock allows, or a provider's
-	// SHA256SUMS signature after the bundle's (see CheckOptions).
+	// SHA256SUMS signature after the bundle's (see check.Options).
 	ErrSignatureTime = errors.New("a signature is dated impossibly")
 )
+
+// HintInconsistent is the hint of an ErrInconsistent (or ErrManifest) error:
+// what a signed bundle that contradicts itself means and what to do.
+const HintInconsistent = "\nhint: the bundle is signed by a key you trust, but what it says is wrong: it was built wrong or altered before it was signed. " +
+	"Do not import it; export it again on the connected side, and tell whoever holds the site key"

@@ -20,12 +20,12 @@ import (
 // airgap refuses a newer format with ErrTooNew ("upgrade airgap") rather than
 // ignore what it does not know.
 //
-// Format 1: the manifest, its signature and the blobs, as described in doc.go.
+// Format 1: the manifest, its signature and the blobs, as docs/formats.md describes them.
 // Format 2: format 1 plus optional manifest fields that format 1 could not
 // carry (each documented where it is declared); a format-1 manifest must not
 // have them (Validate).
 // Format 3: format 2 plus the fields format3Field lists (why each entry is
-// in the bundle; the documentation of providers and modules; see doc.go);
+// in the bundle; the documentation of providers and modules; see docs/formats.md);
 // a format-1 or -2 manifest must not have them.
 const FormatVersion = 3
 
@@ -66,11 +66,11 @@ type Manifest struct {
 	PublisherKeys []PublisherKeyDecl `json:"publisher_keys,omitempty"`
 	// Gates lists the gates the export ran (format 2): each entry of a
 	// gate's kind carries its result (dist.GateResult, on each package or
-	// module version), and CheckManifest holds the two together.
+	// module version), and check.Manifest holds the two together.
 	Gates []dist.Gate `json:"gates,omitempty"`
 	// SBOM is the bundle's CycloneDX SBOM, a blob of role dist.RoleSBOM
 	// (format 2). It is a function of this manifest and the blobs'
-	// bytes (BuildSBOM): the consistency check computes it again and
+	// bytes (check.BuildSBOM): the consistency check computes it again and
 	// compares the digest.
 	SBOM verify.Digest `json:"sbom,omitempty"`
 	// SBOMGenerator is the version of airgap's SBOM document (sbom.Generator)
@@ -85,7 +85,7 @@ type Manifest struct {
 	// catalog (dist.ValidateReasons). Optional: a bundle without them says
 	// nothing about why.
 	RequestedBy []dist.Reason `json:"requested_by,omitempty"`
-	// Chain is the bundle's chain of custody (format 3; chain.go): set
+	// Chain is the bundle's chain of custody (format 3; Hop): set
 	// only on a bundle exported from an offline store ('airgap export
 	// --from-store'), it lists every bundle whose content this one carries
 	// onwards, as the stores on the way imported them. Sorted by bundle.
@@ -100,7 +100,7 @@ type Manifest struct {
 // pins it from then on (bundle/store's publisher-key policy).
 //
 // A declaration is only as good as the providers it comes with: the
-// Checker refuses a bundle with a declaration that no provider of the
+// check.Checker refuses a bundle with a declaration that no provider of the
 // bundle needs (one of that namespace whose SHA256SUMS that key signed), so
 // a bundle cannot pre-approve a key for providers it does not carry, or
 // for another namespace.
@@ -366,7 +366,7 @@ func format3Field(m *Manifest) string {
 // validatePublisherKeys checks the form of the declarations (format 2:
 // format2Field): each a namespace in canonical form and a fingerprint,
 // sorted, none twice, at most one per provider version (each must be
-// needed by one; the Checker checks which).
+// needed by one; check.Checker checks which).
 func (m *Manifest) validatePublisherKeys() error {
 	if len(m.PublisherKeys) == 0 {
 		return nil

@@ -52,7 +52,7 @@ func Open(path string, kr openpgp.EntityList) (*Opened, error) {
 	}
 	var rc io.ReadCloser = f
 	if fi.Mode().IsRegular() {
-		rc = newReadAhead(f) // read ahead, and past the page cache (readahead.go)
+		rc = newReadAhead(f) // read ahead, and past the page cache
 	}
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(rc, head)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/report"
 )
 
 // Open accepts real bundles (compressed or not, from a file or a pipe),
@@ -28,8 +29,8 @@ func TestOpenSniffs(t *testing.T) {
 			return err
 		}
 		defer o.Close()
-		var rep bundle.Report
-		return bundle.Check(o, kr, &rep)
+		var rep report.Report
+		return report.Check(o, kr, &rep)
 	}
 	for _, c := range []bundle.Compression{bundle.CompressionNone, bundle.CompressionZstd} {
 		p := filepath.Join(dir, fmt.Sprintf("b%v.bundle", c))

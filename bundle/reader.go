@@ -80,7 +80,7 @@ func NewReader(r io.Reader, keyring openpgp.EntityList) (*Reader, error) {
 	if err != nil {
 		br2.Close()
 		if errors.Is(err, ErrManifest) {
-			err = fmt.Errorf("%w%s", err, checkHint)
+			err = fmt.Errorf("%w%s", err, HintInconsistent)
 		}
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (br *Reader) ID() verify.Digest { return verify.DigestBytes(br.manifestB) }
 func (br *Reader) Signer() verify.Signer { return br.signer }
 
 // SignedAt is the creation time of the manifest's signature, as the
-// signature says (the exporting machine's clock; see CheckOptions).
+// signature says (the exporting machine's clock; see check.Options).
 func (br *Reader) SignedAt() time.Time { return br.signedAt }
 
 // Keyring is the keyring the manifest's signature was checked against (the

@@ -22,7 +22,7 @@ const (
 	// CompressionAuto compresses what compresses (the manifest,
 	// SHA256SUMS, text: anything whose first MiB zstd shrinks by at least
 	// a 32nd) and stores the rest (zips, gzip tarballs) as raw zstd
-	// blocks: about zstd's size at the speed of a copy (frames.go).
+	// blocks: about zstd's size at the speed of a copy.
 	CompressionAuto Compression = "auto"
 	// CompressionZstd compresses the whole stream as one zstd frame.
 	CompressionZstd Compression = "zstd"
@@ -76,7 +76,7 @@ type WriterOptions struct {
 	// SignTime, if set, is the signature time instead of ModTime. Export
 	// sets it to the later of ModTime and the newest SHA256SUMS signature
 	// it carries: a bundle's signature may not predate what it carries
-	// (CheckOptions.SignedAt).
+	// (check.Options.SignedAt).
 	SignTime time.Time
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Trust tiers: how a provider version's packages are vouched for. A
-// bundle's providers are one of these (bundle.Trust decides which); the
+// bundle's providers are one of these (check.Trust decides which); the
 // list may grow (a tier whose packages are checked only against a
 // mirror's hashes, say), so readers treat an unknown tier as the weakest.
 const (

@@ -22,6 +22,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/modzip"
 	"github.com/airgap/airgap/verify"
@@ -134,7 +135,7 @@ func BuildProvider(t testing.TB, dir string, p Provider) *BuiltProvider {
 	pv.ShasumsSig = verify.DigestBytes(sig.Bytes())
 	pv.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(p.Signer), ASCIIArmor: Armor(t, p.Signer)}}
 	if p.SiteSigned {
-		pv.SiteSigned, pv.SigningKeys[0].Source = true, bundle.SiteKeySource
+		pv.SiteSigned, pv.SigningKeys[0].Source = true, check.SiteKeySource
 	}
 	bp.Files[pv.ShasumsName] = sumsPath
 	bp.Files[pv.ShasumsName+".sig"] = sigPath
@@ -371,7 +372,7 @@ func (s *Set) WriteBundleFile(t testing.TB, path string, signer *openpgp.Entity,
 // platforms each, and a module with a subdirectory. The providers are signed
 // by the fixture publisher key (Key(t, "publisher")), not by signer, the
 // key that will sign the bundle: a site key is never a publisher key
-// (bundle.Checker refuses that).
+// (check.Checker refuses that).
 func Standard(t testing.TB, dir string, signer *openpgp.Entity) *Set {
 	t.Helper()
 	pub := Key(t, "publisher")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
@@ -13,14 +14,14 @@ import (
 )
 
 // AddBuildInfo records every provider package's Go build information, as
-// export does: read from the zip (bundle.ScanPackage), written to dir as a
+// export does: read from the zip (check.ScanPackage), written to dir as a
 // blob of role dist.RoleGoBuildInfo, named by the package.
 func (s *Set) AddBuildInfo(t testing.TB, dir string) {
 	t.Helper()
 	for i := range s.Catalog.Providers {
 		for j := range s.Catalog.Providers[i].Packages {
 			pk := &s.Catalog.Providers[i].Packages[j]
-			_, info, err := bundle.ScanPackage(s.Files[pk.Digest])
+			_, info, err := check.ScanPackage(s.Files[pk.Digest])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,10 +65,10 @@ func (s *Set) addBytes(t testing.TB, dir string, b []byte, role string) verify.D
 }
 
 // addSBOM makes m's SBOM from the build information documents of the set
-// (bundle.BuildSBOM, as export does) and lists it.
+// (check.BuildSBOM, as export does) and lists it.
 func (s *Set) addSBOM(t testing.TB, m *bundle.Manifest) {
 	t.Helper()
-	b, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
+	b, err := check.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
 		doc, err := os.ReadFile(s.Files[pk.BuildInfo])
 		if err != nil {
 			return nil, false

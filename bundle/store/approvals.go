@@ -9,8 +9,8 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -150,7 +150,7 @@ func (ap *Approvals) judge(st *approval.Statement, in *PolicyInput) error {
 		return fmt.Errorf("it is signed by a site key of the import's keyring (%s): a station key is never a site key", keyName(st.Station))
 	case !isSiteKey(ap.Policy.keyring, st.Station.Fingerprint):
 		return fmt.Errorf("its key %s is not in the store's station keyring %s", keyName(st.Station), ap.Policy.Keyring)
-	case !in.Now.IsZero() && st.Time.After(in.Now.Add(bundle.MaxClockAhead)):
+	case !in.Now.IsZero() && st.Time.After(in.Now.Add(check.MaxClockAhead)):
 		return fmt.Errorf("it is dated %s, more than a day after this machine's clock", st.Time.Format(time.RFC3339))
 	}
 	return nil

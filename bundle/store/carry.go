@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 	"golang.org/x/sync/errgroup"
@@ -191,7 +192,7 @@ func (c *Carry) declarations(sel *dist.Catalog) ([]bundle.PublisherKeyDecl, erro
 	}
 	seen := map[bundle.PublisherKeyDecl]bool{}
 	var out []bundle.PublisherKeyDecl
-	keyrings := bundle.KeyringCache{}
+	keyrings := check.KeyringCache{}
 	for _, p := range sel.Providers {
 		n := pins[p.NamespaceKey()]
 		if n == nil {
@@ -216,7 +217,7 @@ func (c *Carry) declarations(sel *dist.Catalog) ([]bundle.PublisherKeyDecl, erro
 
 // chain adds the chain of custody to p: a hop for every import whose kept
 // manifest, oldest first, carries a record the bundle carries that no
-// earlier import's did (bundle.Ties: what the next enclave ties every
+// earlier import's did (check.Ties: what the next enclave ties every
 // record to; a later delta that lists the same catalog again adds no hop),
 // or withdrew a version it withdraws, each with the hops of its own chain (what the
 // store before recorded, Into set to the key that signed the bundle that
@@ -227,7 +228,7 @@ func (c *Carry) declarations(sel *dist.Catalog) ([]bundle.PublisherKeyDecl, erro
 // Every kept hop's signature is checked again with its kept key.
 func (c *Carry) chain(p *CarryPlan) error {
 	m := p.Manifest
-	ties := bundle.NewTies(m)
+	ties := check.NewTies(m)
 	withdrew := map[verify.Digest]bool{}
 	carried := map[string]bool{}
 	for _, w := range m.Withdraw {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -44,7 +45,7 @@ const RuleChain = "chain"
 //     revocation the keyring's copy carries counts, even when the copy the
 //     bundle carried lacks it).
 //
-// The bundle check (bundle.Checker) has already checked every hop against
+// The bundle check (check.Checker) has already checked every hop against
 // the key it came with, what earlier hops recorded, and that every entry
 // is tied to a hop's signed manifest. A bundle from the registries has no
 // chain: the policy has nothing to refuse in it. 'airgap inventory --json'
@@ -123,7 +124,7 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 // checkHop checks one hop's signer against the chain keyring and, where
 // the hop's blobs are at hand (an import), its signature with the
 // keyring's copy of the key.
-func (cp *ChainPolicy) checkHop(in *PolicyInput, h bundle.HopCheck) error {
+func (cp *ChainPolicy) checkHop(in *PolicyInput, h check.HopCheck) error {
 	var key openpgp.EntityList
 	for _, e := range cp.keyring {
 		if verify.Fingerprint(e) == h.Signer.Fingerprint {
@@ -135,7 +136,7 @@ func (cp *ChainPolicy) checkHop(in *PolicyInput, h bundle.HopCheck) error {
 	}
 	if in.BlobPath == nil {
 		// A forecast: the check tied the hop to the key it came with and,
-		// given the keyring (bundle.CheckFor), checked it with the
+		// given the keyring (report.CheckFor), checked it with the
 		// keyring's copy too.
 		if h.KeyringChecked && h.KeyringErr != "" {
 			return fmt.Errorf("its signature does not verify with the chain keyring's copy of that key: %s", h.KeyringErr)

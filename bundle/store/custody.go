@@ -19,7 +19,7 @@ import (
 // history entry (ImportEntry.Signature, SignerKey; the manifest is the blob
 // named by the bundle digest), with the chain blobs the bundle itself
 // carried (ImportEntry.Custody). A bundle exported from the store
-// (carry.go) carries them onwards, so that each enclave down the line
+// (Carry) carries them onwards, so that each enclave down the line
 // checks every hop's signature again and ties every entry to the signed
 // manifest of the bundle that brought it (bundle.Hop).
 //

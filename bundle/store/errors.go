@@ -16,13 +16,13 @@ var (
 	// and does not reinstate it.
 	ErrWithdrawn = errors.New("the bundle carries a withdrawn version")
 	// ErrPublisherKey: a provider is signed by a publisher key its
-	// namespace has not had, and nobody approved it (pins.go).
+	// namespace has not had, and nobody approved it (the publisher-key pins).
 	ErrPublisherKey = errors.New("publisher key not accepted")
 	// ErrInterrupted: the import was stopped (Ctrl-C, SIGTERM) before its
 	// commit; the store was not changed.
 	ErrInterrupted = errors.New("the import was stopped before its commit")
 	// ErrChainUntrusted: the bundle's chain of custody has a hop the
-	// store's chain policy does not trust (chainpolicy.go).
+	// store's chain policy does not trust (ChainPolicy).
 	ErrChainUntrusted = errors.New("the bundle's chain of custody is not trusted here")
 	// ErrCorrupt: the index is unreadable.
 	ErrCorrupt = errors.New("store index is corrupt")

@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -22,7 +22,7 @@ type forecastRun struct {
 // whose signature the import would replace. The decisions are the
 // import's own code; only the store is the inventory's description of it
 // (an altered inventory can mislead the review, never the import).
-func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
+func forecast(rep *report.Report, opt ReviewOptions) (*forecastRun, error) {
 	a, m := opt.Against, rep.Manifest()
 	sp := a.Policy
 	if sp == nil {
@@ -48,9 +48,9 @@ func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
 			return nil, err
 		}
 	}
-	f := &bundle.Forecast{Verdict: bundle.VerdictAccept, Refused: out.Refusals(), TrustChanges: trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, rep.Checks)}
+	f := &report.Forecast{Verdict: report.VerdictAccept, Refused: out.Refusals(), TrustChanges: trustChanges(&ix.Catalog, SignersByVersion(ix.Signers), m, rep.Checks)}
 	if len(f.Refused) > 0 {
-		f.Verdict = bundle.VerdictRefuse
+		f.Verdict = report.VerdictRefuse
 	}
 	if a.Policy == nil {
 		f.Policy = append(f.Policy, "unknown: the inventory was printed by an airgap that did not carry the store's import policy (the forecast applies withdrawals, conflicts and key pins only)")
@@ -77,17 +77,17 @@ func forecast(rep *bundle.Report, opt ReviewOptions) (*forecastRun, error) {
 }
 
 // approvalsForecast is what the approvals rule found, for the report.
-func approvalsForecast(ap *Approvals) *bundle.ApprovalsForecast {
-	af := &bundle.ApprovalsForecast{Required: ap.Policy.Required, Keyring: ap.Policy.Keyring}
+func approvalsForecast(ap *Approvals) *report.ApprovalsForecast {
+	af := &report.ApprovalsForecast{Required: ap.Policy.Required, Keyring: ap.Policy.Keyring}
 	for _, v := range ap.Valid {
-		seen := bundle.ApprovalSeen{File: v.File, Station: v.Station, Time: v.Time, Note: v.Note}
+		seen := report.ApprovalSeen{File: v.File, Station: v.Station, Time: v.Time, Note: v.Note}
 		for _, k := range v.Keys {
-			seen.PublisherKeys = append(seen.PublisherKeys, bundle.PublisherKey{Namespace: k.Namespace, Fingerprint: k.Fingerprint})
+			seen.PublisherKeys = append(seen.PublisherKeys, report.PublisherKey{Namespace: k.Namespace, Fingerprint: k.Fingerprint})
 		}
 		af.Valid = append(af.Valid, seen)
 	}
 	for _, v := range ap.Invalid {
-		af.Invalid = append(af.Invalid, bundle.ApprovalInvalid{File: v.File, Reason: v.Reason})
+		af.Invalid = append(af.Invalid, report.ApprovalInvalid{File: v.File, Reason: v.Reason})
 	}
 	return af
 }

@@ -26,8 +26,7 @@ import (
 // Format 3: format 2 plus the documentation of the catalog's entries (a
 // provider version's docs record and a module version's docs digest, see
 // dist.ProviderDocs; their blobs are kept by gc while referenced, like
-// every blob the catalog lists), and optional fields of trust (trust.go,
-// keys.go): each import's station approvals and trust changes
+// every blob the catalog lists), and optional fields of trust: each import's station approvals and trust changes
 // (ImportEntry.Approvals, ImportEntry.TrustChanges), who signed each
 // provider version's SHA256SUMS (Signers), the revocations the store has
 // seen (RevokedKeys), key retirements and revocations in the history
@@ -35,8 +34,8 @@ import (
 // of role approval (dist.RoleApproval) is referenced by an import's
 // approvals (Blobs).
 // Also in format 3: unreferenced (what blobs no entry references any more
-// were) and an import's updated (orphans.go); an import entry's
-// signature, signer_key and custody (custody.go).
+// were) and an import's updated; an import entry's
+// signature, signer_key and custody (the kept manifests).
 const IndexFormat = 3
 
 // MinIndexFormat is the oldest index.json format this package reads.
@@ -50,9 +49,9 @@ type Index struct {
 	// Withdrawn lists the versions bundles withdrew (and no later bundle
 	// reinstated), sorted by key; they are not in Catalog.
 	Withdrawn []Withdrawn `json:"withdrawn,omitempty"`
-	// Maintenance is the prune and gc history (gc.go), newest last.
+	// Maintenance is the prune and gc history (prune and gc), newest last.
 	Maintenance []MaintenanceEntry `json:"maintenance,omitempty"`
-	// PublisherKeys is the publisher-key pin table (pins.go): for each
+	// PublisherKeys is the publisher-key pin table: for each
 	// provider namespace, sorted, the keys its providers' SHA256SUMS have
 	// been accepted with, oldest first. Format 2; absent until an import
 	// by an airgap that pins.
@@ -74,7 +73,7 @@ type Index struct {
 	// Unreferenced says what each blob no catalog entry references any
 	// more was (format 3), so that gc can name what it deletes: recorded
 	// when a withdrawal or a prune drops the entries that used it; an
-	// entry goes when its blob is deleted or referenced again (orphans.go).
+	// entry goes when its blob is deleted or referenced again.
 	Unreferenced map[verify.Digest]string `json:"unreferenced,omitempty"`
 	// Keys holds each armored signing key once, by the digest of its text;
 	// in the file, a provider's ascii_armor is "@" + that digest. Read and
@@ -113,7 +112,7 @@ type ImportEntry struct {
 	// (bundle.Hop: upstream manifests, signatures and keys) it carried.
 	// All of them stay as long as the entry does (gc and prune keep them:
 	// Index.Blobs), so that 'airgap export --from-store' can carry
-	// the chain onwards (custody.go). Empty for imports by an airgap that
+	// the chain onwards. Empty for imports by an airgap that
 	// did not keep them.
 	Signature verify.Digest   `json:"signature,omitempty"`
 	SignerKey verify.Digest   `json:"signer_key,omitempty"`
@@ -122,7 +121,7 @@ type ImportEntry struct {
 
 // Blobs is every blob the index refers to: the catalog's, and of the
 // import history the approvals and the kept bundles and chains of custody
-// (custody.go; gc and prune keep these).
+// (gc and prune keep these).
 func (ix *Index) Blobs() map[verify.Digest]string {
 	used := ix.Catalog.Blobs()
 	for _, e := range ix.Imports {

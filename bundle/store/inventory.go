@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -400,4 +401,20 @@ func catalogChanges(added, withdrew, reinstated, updated int) string {
 		s += fmt.Sprintf("; %d updates to entries already present (gate results, docs)", updated)
 	}
 	return s
+}
+
+// ReadInventory reads the index and lists the blobs present.
+func ReadInventory(root string) (*Index, []verify.Digest, error) {
+	if _, err := os.Stat(indexPath(root)); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s has no %s\nhint: import a bundle first ('airgap import --keyring site.pub.asc --store %[2]s BUNDLE'), or check --store", ErrNoStore, root, indexName)
+	}
+	ix, err := readIndex(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds, err := listBlobs(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix, ds, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -22,7 +23,7 @@ func KeyNote(root string, p dist.ProviderVersion, now time.Time) string {
 	if err1 != nil || err2 != nil {
 		return "(SHA256SUMS or its signature is missing from the store)"
 	}
-	c, err := bundle.CheckProviderSignature(p, sums, sig)
+	c, err := check.ProviderSignature(p, sums, sig)
 	if err != nil {
 		return fmt.Sprintf("(SHA256SUMS signature no longer verifies: %v)", err)
 	}

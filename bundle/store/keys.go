@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -29,7 +30,7 @@ var ErrNoSuchKey = errors.New("the store has no such key for the namespace")
 // nothing.
 func newRevocations(ix *Index, m *bundle.Manifest, id verify.Digest, now time.Time) []RevokedKey {
 	seen := revokedByFingerprint(ix.RevokedKeys)
-	keyrings := bundle.KeyringCache{}
+	keyrings := check.KeyringCache{}
 	var out []RevokedKey
 	for _, p := range m.Catalog.Providers {
 		kr, err := keyrings.Keyring(p)

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/zipdir"
 	"github.com/airgap/airgap/verify"
@@ -38,7 +38,7 @@ import (
 // (no "..", no absolute path, no backslash, no control character, at most
 // 16 levels), a regular file or a directory (links and devices are
 // refused), listed once, within the consistency check's bounds
-// (bundle.MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio);
+// (check.MaxZipEntries, MaxZipDirectory, MaxZipUnpacked, MaxZipRatio);
 // files get 0755 if the zip marks them executable, else 0644. The
 // directory's h1 (dirhash.HashDir, what Terraform computes for an unpacked
 // package) is compared with the package's h1 (that of its zip); a package
@@ -361,7 +361,7 @@ func unpack(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *Mirror
 	if err != nil {
 		return err
 	}
-	if err := zipdir.Check(f, fi.Size(), bundle.MaxZipEntries, bundle.MaxZipDirectory); err != nil {
+	if err := zipdir.Check(f, fi.Size(), check.MaxZipEntries, check.MaxZipDirectory); err != nil {
 		return fmt.Errorf("its zip: %w", err)
 	}
 	zr, err := zip.NewReader(f, fi.Size())
@@ -372,8 +372,8 @@ func unpack(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *Mirror
 	for _, zf := range zr.File {
 		total += zf.UncompressedSize64
 	}
-	if limit := max(uint64(fi.Size())*bundle.MaxZipRatio, bundle.MinZipUnpackedLimit); total > bundle.MaxZipUnpacked || total > limit {
-		return fmt.Errorf("its zip unpacks to %d bytes, over the limits (%d bytes, or %d× its size)", total, uint64(bundle.MaxZipUnpacked), bundle.MaxZipRatio)
+	if limit := max(uint64(fi.Size())*check.MaxZipRatio, check.MinZipUnpackedLimit); total > check.MaxZipUnpacked || total > limit {
+		return fmt.Errorf("its zip unpacks to %d bytes, over the limits (%d bytes, or %d× its size)", total, uint64(check.MaxZipUnpacked), check.MaxZipRatio)
 	}
 	if err := r.MkdirAll(dir, 0o755); err != nil {
 		return err

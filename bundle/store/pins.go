@@ -1,14 +1,13 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -48,7 +47,7 @@ import (
 //     such a key.
 //
 // Site re-signed providers (the registry published no key; see
-// bundle.SiteResignHost) have no publisher key to pin. In a namespace that
+// check.SiteResignHost) have no publisher key to pin. In a namespace that
 // has no publisher key they are accepted and nothing is recorded. In a
 // namespace that has one, a site re-signature is a downgrade — exactly
 // what a registry that stopped listing keys would cause — and is refused
@@ -99,7 +98,7 @@ type KeyDecision struct {
 	Known     []dist.KeyPin // the namespace's keys before this bundle (nil: unknown)
 	Pin       *dist.KeyPin  // what the import records (nil: nothing new)
 	Expires   *time.Time    // the key's expiry as this bundle's copy says
-	Facts     *bundle.SignatureFacts
+	Facts     *check.SignatureFacts
 }
 
 // KeyReview decides a bundle's providers against what the offline side
@@ -130,7 +129,7 @@ type KeyReview struct {
 
 // Evaluate decides every provider version of m, in catalog order, from
 // the checker's facts.
-func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) []KeyDecision {
+func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDecision {
 	declared := map[string]bool{}
 	for _, d := range m.PublisherKeys {
 		declared[d.Namespace+" "+d.Fingerprint] = true
@@ -140,7 +139,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *bundle.CheckReport) [
 	added := map[string]*dist.NamespaceKeys{}
 	out := make([]KeyDecision, 0, len(m.Catalog.Providers))
 	for _, p := range m.Catalog.Providers {
-		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: bundle.Trust(p)}
+		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: check.Trust(p)}
 		f := checked.Facts(p.Key())
 		if f == nil {
 			d.Status, d.Note = KeyUnknown, "its SHA256SUMS signature is not in this delta bundle: import checks it"
@@ -488,130 +487,4 @@ func describePins(ks []dist.KeyPin) string {
 		parts = append(parts, line)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// newerExpiry reports whether a pinned key's copy in the bundle expires
-// later than the store recorded (a key re-published with a new expiry).
-func newerExpiry(hist []dist.NamespaceKeys, ds []KeyDecision) bool {
-	byNS := make(map[string]*dist.NamespaceKeys, len(hist))
-	for i := range hist {
-		byNS[hist[i].Namespace] = &hist[i]
-	}
-	for _, d := range ds {
-		if n := byNS[d.Namespace]; n != nil {
-			if k := n.Find(d.Signer.Fingerprint); k != nil && (k.Expires == nil || d.Expires.After(*k.Expires)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// mergePins adds the seeded rows and the decisions' new pins and later
-// expiries to the index's pins; namespaces stay sorted, keys in the order
-// they were accepted.
-func mergePins(have, seeded []dist.NamespaceKeys, ds []KeyDecision) []dist.NamespaceKeys {
-	byNS := map[string]*dist.NamespaceKeys{}
-	out := append([]dist.NamespaceKeys(nil), have...)
-	out = append(out, seeded...)
-	for i := range out {
-		out[i].Keys = append([]dist.KeyPin(nil), out[i].Keys...)
-	}
-	for i := range out {
-		byNS[out[i].Namespace] = &out[i]
-	}
-	for _, d := range ds {
-		n := byNS[d.Namespace]
-		switch {
-		case d.Pin != nil && n == nil:
-			out = append(out, dist.NamespaceKeys{Namespace: d.Namespace, Keys: []dist.KeyPin{*d.Pin}})
-			byNS = nil // out moved: rebuild
-		case d.Pin != nil && n.Find(d.Pin.Fingerprint) == nil:
-			n.Keys = append(n.Keys, *d.Pin)
-		case d.Status == KeyPinned && d.Expires != nil && n != nil:
-			if k := n.Find(d.Signer.Fingerprint); k != nil && (k.Expires == nil || d.Expires.After(*k.Expires)) {
-				e := *d.Expires
-				k.Expires = &e
-			}
-		}
-		if byNS == nil {
-			byNS = map[string]*dist.NamespaceKeys{}
-			for i := range out {
-				byNS[out[i].Namespace] = &out[i]
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
-	return out
-}
-
-// History is the publisher-key history of the store at root: the index's
-// rows, plus, for each namespace of the catalog that has none (a store
-// that predates pins), the keys its providers were signed by, read from
-// the store's SHA256SUMS and signatures (seeded, how: in_store_before_pins;
-// the import that records them is the first to pin). A provider whose
-// signature no longer checks out is left out of seeding ('airgap
-// inventory' says so). Cost: one signature check per provider version of
-// the unrecorded namespaces, each distinct key set parsed once.
-func History(root string, ix *Index) (hist, seeded []dist.NamespaceKeys, err error) {
-	rows := map[string]bool{}
-	for _, n := range ix.PublisherKeys {
-		rows[n.Namespace] = true
-	}
-	since := time.Time{}
-	if len(ix.Imports) > 0 {
-		since = ix.Imports[len(ix.Imports)-1].Time
-	}
-	byNS := map[string]*dist.NamespaceKeys{}
-	keyrings := bundle.KeyringCache{}
-	for _, p := range ix.Catalog.Providers {
-		ns := p.NamespaceKey()
-		if rows[ns] {
-			continue
-		}
-		c, ok := storedSigner(root, p, keyrings)
-		if !ok {
-			continue
-		}
-		n := byNS[ns]
-		if n == nil {
-			n = &dist.NamespaceKeys{Namespace: ns}
-			byNS[ns] = n
-		}
-		if n.Find(c.Signer.Fingerprint) == nil {
-			k := dist.KeyPin{Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity,
-				Tier: bundle.Trust(p), Accepted: since, How: dist.PinExisting}
-			if !c.KeyExpires.IsZero() {
-				e := c.KeyExpires.UTC()
-				k.Expires = &e
-			}
-			n.Keys = append(n.Keys, k)
-		}
-	}
-	for _, n := range byNS {
-		// A namespace whose only providers are site re-signed has no
-		// publisher key to pin (see the policy above).
-		if n.HasTier(dist.TrustPublisher) {
-			seeded = append(seeded, *n)
-		}
-	}
-	sort.Slice(seeded, func(i, j int) bool { return seeded[i].Namespace < seeded[j].Namespace })
-	hist = append(append([]dist.NamespaceKeys(nil), ix.PublisherKeys...), seeded...)
-	sort.Slice(hist, func(i, j int) bool { return hist[i].Namespace < hist[j].Namespace })
-	return hist, seeded, nil
-}
-
-// storedSigner checks p's SHA256SUMS signature from the store's blobs.
-func storedSigner(root string, p dist.ProviderVersion, keyrings bundle.KeyringCache) (verify.Checked, bool) {
-	sums, err1 := readBlob(root, p.Shasums, dist.MaxShasumsSize)
-	sig, err2 := readBlob(root, p.ShasumsSig, bundle.MaxSignatureSize)
-	if err1 != nil || err2 != nil {
-		return verify.Checked{}, false
-	}
-	kr, err := keyrings.Keyring(p)
-	if err != nil {
-		return verify.Checked{}, false
-	}
-	c, err := verify.CheckSignature(kr, bytes.NewReader(sums), sig)
-	return c, err == nil
 }

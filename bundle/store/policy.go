@@ -8,6 +8,8 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -16,7 +18,7 @@ import (
 // demands of a bundle beyond its signature and consistency (for example
 // pinned publisher keys, or scanner gates that must have passed). Import runs
 // every policy of ImportOptions.Policies, in order, after the bundle has
-// been read and checked in full (bundle.Checker) and before anything is
+// been read and checked in full (check.Checker) and before anything is
 // committed, after its own rules (CatalogRules: withdrawals, conflicts).
 //
 // A policy that refuses entries of the bundle says so with out.Refuse (the
@@ -52,7 +54,7 @@ type PolicyInput struct {
 	Bundle   verify.Digest // the manifest digest
 	Signer   verify.Signer // who signed the bundle
 	Index    *Index
-	Checked  *bundle.CheckReport
+	Checked  *check.Result
 	Now      time.Time
 	// History is the store's publisher-key history (History: the index's
 	// rows and, for a store that predates pins, the keys its providers
@@ -124,7 +126,7 @@ const (
 
 // Refusal is one entry an import refuses, and why (the same type a
 // forecast reports).
-type Refusal = bundle.Refusal
+type Refusal = report.Refusal
 
 func providerRefusal(rule string, p dist.ProviderVersion, reason string) Refusal {
 	return Refusal{Rule: rule, Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version, Reason: reason}

@@ -22,7 +22,7 @@ type PruneOptions struct {
 	ByAge     bool
 	OlderThan time.Duration
 	// ByUse removes versions nobody downloaded for UnusedFor: neither
-	// imported nor downloaded through serve (usage.go) since.
+	// imported nor downloaded through serve (the usage counts) since.
 	ByUse     bool
 	UnusedFor time.Duration
 	// Versions names versions to remove, as ADDRESS@VERSION (a provider

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -216,13 +217,13 @@ type ReviewOptions struct {
 	SiteKeys  openpgp.EntityList
 }
 
-// Review adds to a checked report (bundle.Check) what the offline side
+// Review adds to a checked report (report.Check) what the offline side
 // will make of the bundle: each provider's publisher-key status, the keys
 // per namespace, and, with an inventory, the import's forecast (Forecast:
 // the import's own rules over the inventory, whose key decisions are the
 // statuses shown) and the difference the import makes. What needs a
 // person's look becomes an attention item.
-func Review(rep *bundle.Report, opt ReviewOptions) error {
+func Review(rep *report.Report, opt ReviewOptions) error {
 	m := rep.Manifest()
 	if m == nil || rep.Checks == nil {
 		return nil
@@ -255,8 +256,8 @@ func Review(rep *bundle.Report, opt ReviewOptions) error {
 }
 
 // namespaceReviews groups the decisions by namespace and signing key.
-func namespaceReviews(ds []KeyDecision, kr *KeyReview) []bundle.NamespaceReview {
-	var out []bundle.NamespaceReview
+func namespaceReviews(ds []KeyDecision, kr *KeyReview) []report.NamespaceReview {
+	var out []report.NamespaceReview
 	idx := map[string]int{}
 	for _, d := range ds {
 		if d.Signer.Fingerprint == "" {
@@ -264,7 +265,7 @@ func namespaceReviews(ds []KeyDecision, kr *KeyReview) []bundle.NamespaceReview 
 		}
 		i, ok := idx[d.Namespace]
 		if !ok {
-			n := bundle.NamespaceReview{Namespace: d.Namespace}
+			n := report.NamespaceReview{Namespace: d.Namespace}
 			if h := kr.History[d.Namespace]; h != nil && !kr.Unknown[d.Namespace] {
 				n.History = append([]dist.KeyPin(nil), h.Keys...)
 			}
@@ -280,7 +281,7 @@ func namespaceReviews(ds []KeyDecision, kr *KeyReview) []bundle.NamespaceReview 
 			}
 		}
 		if j < 0 {
-			n.InBundle = append(n.InBundle, bundle.BundleKey{Fingerprint: d.Signer.Fingerprint, KeyID: d.Signer.KeyID, Identity: d.Signer.Identity, Trust: d.Trust, Status: d.Status})
+			n.InBundle = append(n.InBundle, report.BundleKey{Fingerprint: d.Signer.Fingerprint, KeyID: d.Signer.KeyID, Identity: d.Signer.Identity, Trust: d.Trust, Status: d.Status})
 			j = len(n.InBundle) - 1
 		}
 		n.InBundle[j].Providers = append(n.InBundle[j].Providers, d.Provider)
@@ -291,22 +292,22 @@ func namespaceReviews(ds []KeyDecision, kr *KeyReview) []bundle.NamespaceReview 
 
 // keyAttention makes attention items of new and refused keys, once per
 // namespace and key.
-func keyAttention(rep *bundle.Report, ds []KeyDecision) {
+func keyAttention(rep *report.Report, ds []KeyDecision) {
 	for _, d := range ds {
 		subject := d.Namespace + " " + d.Signer.Fingerprint
 		key := describeKey(d.Signer.Fingerprint, d.Signer.Identity)
 		switch d.Status {
 		case KeyRefused, KeyNotInPinsFile, KeyRetired, KeyRevoked:
-			rep.AddAttention(bundle.AttentionKeyRefused, subject, fmt.Sprintf("import will refuse %s: %s, which signs it, is not accepted for %s (%s); the namespace has %s",
+			rep.AddAttention(report.AttentionKeyRefused, subject, fmt.Sprintf("import will refuse %s: %s, which signs it, is not accepted for %s (%s); the namespace has %s",
 				d.Provider, key, d.Namespace, d.Note, describePins(d.Known)))
 		case KeyFirstUse:
-			rep.AddAttention(bundle.AttentionNewKey, subject, fmt.Sprintf("%s is the first publisher key of %s: the import will pin it (trust on first use); check its fingerprint with the publisher", key, d.Namespace))
+			rep.AddAttention(report.AttentionNewKey, subject, fmt.Sprintf("%s is the first publisher key of %s: the import will pin it (trust on first use); check its fingerprint with the publisher", key, d.Namespace))
 		case KeyDeclared, KeyAccepted, KeyStation:
 			had := ""
 			if d.Known != nil {
 				had = "; the namespace has " + describePins(d.Known)
 			}
-			rep.AddAttention(bundle.AttentionNewKey, subject, fmt.Sprintf("%s is a new publisher key for %s, approved by %s%s; check its fingerprint with the publisher", key, d.Namespace, approvedBy(d.Status), had))
+			rep.AddAttention(report.AttentionNewKey, subject, fmt.Sprintf("%s is a new publisher key for %s, approved by %s%s; check its fingerprint with the publisher", key, d.Namespace, approvedBy(d.Status), had))
 		}
 	}
 }
@@ -323,9 +324,9 @@ func approvedBy(status string) string {
 
 // diff is the difference the bundle makes to the inventory's store; an
 // entry the forecast refuses is listed as refused only, with every reason.
-func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal) *bundle.Against {
+func diff(rep *report.Report, m *bundle.Manifest, a *Against, refused []Refusal) *report.Against {
 	cat := &a.Catalog
-	out := &bundle.Against{Inventory: a.Path, StoreProviders: len(cat.Providers), StoreModules: len(cat.Modules)}
+	out := &report.Against{Inventory: a.Path, StoreProviders: len(cat.Providers), StoreModules: len(cat.Modules)}
 	provs, mods := versionMaps(cat)
 	d := &differ{rep: rep, out: out, withdrawn: withdrawnNotLifted(a.Withdrawn, m), reasons: map[string][]Refusal{}}
 	for _, r := range refused {
@@ -335,7 +336,7 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal)
 		}
 	}
 	for i, p := range m.Catalog.Providers {
-		item := bundle.DiffItem{Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version}
+		item := report.DiffItem{Kind: dist.KindProvider, Address: p.Addr(), Version: p.Version}
 		old := provs[p.Key()]
 		if st, refused := d.refused(item, "provider "+p.String(), p.Key(), old == nil); refused {
 			rep.Providers[i].InStore = st
@@ -344,7 +345,7 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal)
 		rep.Providers[i].InStore = d.provider(item, p, old)
 	}
 	for i, mv := range m.Catalog.Modules {
-		item := bundle.DiffItem{Kind: dist.KindModule, Address: mv.Addr(), Version: mv.Version}
+		item := report.DiffItem{Kind: dist.KindModule, Address: mv.Addr(), Version: mv.Version}
 		old := mods[mv.Key()]
 		if st, refused := d.refused(item, "module "+mv.String(), mv.Key(), old == nil); refused {
 			rep.Modules[i].InStore = st
@@ -374,8 +375,8 @@ func diff(rep *bundle.Report, m *bundle.Manifest, a *Against, refused []Refusal)
 
 // differ sorts the bundle's versions into the difference's lists.
 type differ struct {
-	rep       *bundle.Report
-	out       *bundle.Against
+	rep       *report.Report
+	out       *report.Against
 	withdrawn map[string]*Withdrawn // the store's, not lifted by the bundle
 	reasons   map[string][]Refusal  // the forecast's, by kind and version key
 }
@@ -384,7 +385,7 @@ type differ struct {
 // forecast), with every reason, and says so in the attention list when it
 // is withdrawn in the store or conflicts with it (a key refusal has its
 // own item); it returns the version's in_store status.
-func (d *differ) refused(item bundle.DiffItem, what, key string, isNew bool) (string, bool) {
+func (d *differ) refused(item report.DiffItem, what, key string, isNew bool) (string, bool) {
 	rs := d.reasons[item.Kind+" "+key]
 	if len(rs) == 0 {
 		return "", false
@@ -398,9 +399,9 @@ func (d *differ) refused(item bundle.DiffItem, what, key string, isNew bool) (st
 			if w := d.withdrawn[key]; w != nil {
 				reason = w.Reason
 			}
-			d.rep.AddAttention(bundle.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+reason)
+			d.rep.AddAttention(report.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+reason)
 		case RuleConflict:
-			d.rep.AddAttention(bundle.AttentionConflict, what, "import will refuse the bundle: "+r.Reason)
+			d.rep.AddAttention(report.AttentionConflict, what, "import will refuse the bundle: "+r.Reason)
 		}
 	}
 	item.Note = strings.Join(notes, "; ")
@@ -416,7 +417,7 @@ func (d *differ) refused(item bundle.DiffItem, what, key string, isNew bool) (st
 
 // provider files a provider version the import accepts: new, new
 // platforms of a version the store has, or present.
-func (d *differ) provider(item bundle.DiffItem, p dist.ProviderVersion, old *dist.ProviderVersion) string {
+func (d *differ) provider(item report.DiffItem, p dist.ProviderVersion, old *dist.ProviderVersion) string {
 	var newPlats, havePlats []string
 	for _, pk := range p.Packages {
 		have := false
@@ -465,7 +466,7 @@ func withdrawnNotLifted(ws []Withdrawn, m *bundle.Manifest) map[string]*Withdraw
 // withdrawalDiff lists what the bundle's withdraw list takes out of the
 // store (or keeps out, for versions it does not have), and which of the
 // store's withdrawals its reinstate list lifts.
-func withdrawalDiff(m *bundle.Manifest, provs map[string]*dist.ProviderVersion, mods map[string]*dist.ModuleVersion, ws []Withdrawn) (withdrawn, reinstated []bundle.DiffItem) {
+func withdrawalDiff(m *bundle.Manifest, provs map[string]*dist.ProviderVersion, mods map[string]*dist.ModuleVersion, ws []Withdrawn) (withdrawn, reinstated []report.DiffItem) {
 	for _, w := range m.Withdraw {
 		for _, v := range w.Versions {
 			k := dist.VersionKey(w.Addr, v)
@@ -473,7 +474,7 @@ func withdrawalDiff(m *bundle.Manifest, provs map[string]*dist.ProviderVersion, 
 			if provs[k] == nil && mods[k] == nil {
 				note = "not in the store: the import keeps it out"
 			}
-			withdrawn = append(withdrawn, bundle.DiffItem{Kind: w.Kind, Address: w.Addr, Version: v, Note: note + " (" + w.Reason + ")"})
+			withdrawn = append(withdrawn, report.DiffItem{Kind: w.Kind, Address: w.Addr, Version: v, Note: note + " (" + w.Reason + ")"})
 		}
 	}
 	had := map[string]bool{}
@@ -486,22 +487,22 @@ func withdrawalDiff(m *bundle.Manifest, provs map[string]*dist.ProviderVersion, 
 			if had[dist.VersionKey(r.Addr, v)] {
 				note = "lifts the store's withdrawal"
 			}
-			reinstated = append(reinstated, bundle.DiffItem{Kind: r.Kind, Address: r.Addr, Version: v, Note: note + " (" + r.Reason + ")"})
+			reinstated = append(reinstated, report.DiffItem{Kind: r.Kind, Address: r.Addr, Version: v, Note: note + " (" + r.Reason + ")"})
 		}
 	}
 	return withdrawn, reinstated
 }
 
 // keyChanges lists, per namespace, the bundle's keys that are new for it.
-func keyChanges(ns []bundle.NamespaceReview) []bundle.KeyChange {
-	var out []bundle.KeyChange
+func keyChanges(ns []report.NamespaceReview) []report.KeyChange {
+	var out []report.KeyChange
 	for _, n := range ns {
 		for _, k := range n.InBundle {
 			switch k.Status {
 			case KeyPinned, KeySiteResigned, KeyUnknown:
 				continue
 			}
-			out = append(out, bundle.KeyChange{Namespace: n.Namespace, Before: n.History, Key: k})
+			out = append(out, report.KeyChange{Namespace: n.Namespace, Before: n.History, Key: k})
 		}
 	}
 	return out

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
@@ -35,7 +35,7 @@ func IndexSBOM(ix *Index, read func(d verify.Digest, limit int64) ([]byte, error
 	}
 	var readErr error
 	b, err := sbom.Generate(sbom.Input{
-		Subject: "airgap store", Tool: tool, Time: at, Catalog: &ix.Catalog, Keys: bundle.FingerprintCache(),
+		Subject: "airgap store", Tool: tool, Time: at, Catalog: &ix.Catalog, Keys: check.FingerprintCache(),
 		BuildInfo: func(pk dist.Package) (*goinfo.Info, bool) {
 			if pk.BuildInfo == "" || readErr != nil {
 				return nil, false

@@ -41,7 +41,7 @@ type StorePolicy struct {
 	PublisherKeyApprovals      string          `json:"publisher_key_approvals"`
 	Approvals                  *ApprovalPolicy `json:"approvals,omitempty"`
 	Pins                       *PinsPolicy     `json:"publisher_pins,omitempty"`
-	// Chain is the chain-of-custody policy (chainpolicy.go).
+	// Chain is the chain-of-custody policy (ChainPolicy).
 	Chain *ChainPolicy `json:"chain,omitempty"`
 
 	gates []GateRequirement

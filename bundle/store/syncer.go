@@ -10,7 +10,7 @@ import (
 // read-only and closes it, one after the other, while the import goes on
 // with the next blob (and the disk writes one back while the CPU unpacks
 // another for its h1). wait returns once every file handed over is synced:
-// the import calls it before anything is committed, so what doc.go says
+// the import calls it before anything is committed, so what the package doc says
 // holds (every staged blob is on disk before the index that names it).
 // At most syncQueue files wait, so the open files stay bounded.
 type syncer struct {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
+	"github.com/airgap/airgap/bundle/check"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -35,14 +37,15 @@ func (v VersionSigner) Signer() verify.Signer {
 }
 
 // ApprovalRecord is one station approval an import accepted
-// (ImportEntry.Approvals; the contract with 'airgap carry', issue 32).
+// (ImportEntry.Approvals; an export from the store carries it onwards in
+// the chain of custody, bundle.HopApproval).
 type ApprovalRecord struct {
 	Blob    verify.Digest `json:"blob"` // the approval file, a blob of role approval
 	Station verify.Signer `json:"station"`
 	// StationKey is the blob (role bundle-key) of the station's armored
 	// public key as the station keyring had it when the import accepted
 	// the approval: an export from the store carries it beside the
-	// approval, so the next enclave checks the approval again (custody.go).
+	// approval, so the next enclave checks the approval again.
 	StationKey    verify.Digest           `json:"station_key,omitempty"`
 	Time          time.Time               `json:"time"`
 	Note          string                  `json:"note,omitempty"`
@@ -51,10 +54,10 @@ type ApprovalRecord struct {
 
 // TrustChange is a provider version the store already served whose
 // SHA256SUMS or signature an import replaces (ImportEntry.TrustChanges).
-type TrustChange = bundle.TrustChange
+type TrustChange = report.TrustChange
 
 // keyName is a key for people: grouped fingerprint and identity.
-func keyName(s verify.Signer) string { return bundle.KeyName(s) }
+func keyName(s verify.Signer) string { return report.KeyName(s) }
 
 // RevokedKey is a key revocation the store has seen.
 type RevokedKey struct {
@@ -132,7 +135,7 @@ func (ix *Index) setSigners(t SignerTable) {
 // SHA256SUMS or signature m replaces, with the key before (from signers)
 // and after (from the checker's facts). The import records them; verify
 // --against shows them from the inventory.
-func trustChanges(cat *dist.Catalog, signers SignerTable, m *bundle.Manifest, checked *bundle.CheckReport) []TrustChange {
+func trustChanges(cat *dist.Catalog, signers SignerTable, m *bundle.Manifest, checked *check.Result) []TrustChange {
 	have, _ := versionMaps(cat)
 	var out []TrustChange
 	for _, p := range m.Catalog.Providers {
@@ -161,7 +164,7 @@ func trustChanges(cat *dist.Catalog, signers SignerTable, m *bundle.Manifest, ch
 // facts, who signed the SHA256SUMS the store will serve (the bundle's:
 // Merge takes the bundle's signature), and drops entries of versions the
 // catalog no longer has.
-func recordSigners(ix *Index, m *bundle.Manifest, checked *bundle.CheckReport) {
+func recordSigners(ix *Index, m *bundle.Manifest, checked *check.Result) {
 	t := SignersByVersion(ix.Signers)
 	for _, p := range m.Catalog.Providers {
 		if f := checked.Facts(p.Key()); f != nil {
@@ -179,7 +182,7 @@ func recordSigners(ix *Index, m *bundle.Manifest, checked *bundle.CheckReport) {
 // longer checks out is left without one (inventory says why).
 func backfillSigners(root string, ix *Index) {
 	t := SignersByVersion(ix.Signers)
-	keyrings := bundle.KeyringCache{}
+	keyrings := check.KeyringCache{}
 	for i := range ix.Catalog.Providers {
 		p := &ix.Catalog.Providers[i]
 		if _, ok := t.Of(p); ok {

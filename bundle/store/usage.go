@@ -19,7 +19,7 @@ import (
 
 // Usage: how often each provider package and module version was downloaded
 // through 'airgap serve', and when last. serve counts in memory and adds
-// its counts to the file in batches (server/usage.go); every replica
+// its counts to the file in batches (the server's usage counter); every replica
 // serving the store adds to the same file, so the counts are the site's:
 //
 //	STATE/usage/usage.json   the counts, replaced whole (temp, fsync, rename, fsync dir)

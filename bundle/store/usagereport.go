@@ -11,7 +11,7 @@ import (
 )
 
 // UsageReport is 'airgap inventory --usage': every version the store
-// serves, with its downloads through 'airgap serve' (usage.go), the last
+// serves, with its downloads through 'airgap serve' (the usage counts), the last
 // one, and its last import.
 type UsageReport struct {
 	OK    bool   `json:"ok"`

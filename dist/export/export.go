@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/goinfo"
@@ -656,7 +657,7 @@ func (e *exporter) signedPackage(ctx context.Context, t pkgTask, meta *registry.
 }
 
 // recordBuildInfo keeps the Go build information of a package's plugin
-// (read with its h1, bundle.ScanPackage) as a blob of the bundle, and for
+// (read with its h1, check.ScanPackage) as a blob of the bundle, and for
 // the SBOM.
 func (e *exporter) recordBuildInfo(pk *dist.Package, info *goinfo.Info) error {
 	doc := goinfo.Encode(info)
@@ -793,7 +794,7 @@ func (e *exporter) siteSign(sums []byte) ([]byte, []dist.SigningKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.Bytes(), []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: bundle.SiteKeySource}}, nil
+	return b.Bytes(), []dist.SigningKey{{KeyID: verify.KeyID(e.opt.SiteKey), ASCIIArmor: armor, Source: check.SiteKeySource}}, nil
 }
 
 // Bounds on what modules' own calls add to an export. The requests of the

@@ -13,6 +13,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
@@ -562,7 +563,7 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// storeSBOM builds the bundle's SBOM (bundle.BuildSBOM) from the Go build
+// storeSBOM builds the bundle's SBOM (check.BuildSBOM) from the Go build
 // information the store keeps for every package, or returns a note saying
 // why there is none (a package without build information: brought by a
 // bundle written before airgap recorded it). Each document is read
@@ -593,7 +594,7 @@ func storeSBOM(root string, m *bundle.Manifest) ([]byte, string, error) {
 			infos[pk.Digest] = info
 		}
 	}
-	b, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
+	b, err := check.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
 		i, ok := infos[pk.Digest]
 		return i, ok
 	})

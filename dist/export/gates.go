@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/goinfo"
@@ -44,8 +45,8 @@ import (
 //   - What it scans is unpacked for the run through the same safe
 //     extraction as any module archive (dist/getter: os.Root, names and
 //     sizes checked): a module from its normalized archive (1 GiB, 100,000
-//     entries), a provider package from its zip (bundle.MaxZipEntries
-//     entries, bundle.MaxZipUnpacked bytes, no links).
+//     entries), a provider package from its zip (check.MaxZipEntries
+//     entries, check.MaxZipUnpacked bytes, no links).
 //   - A clean environment: exactly PATH (airgap's), HOME and TMPDIR (empty
 //     directories of the run's own), and the variables the gate's env
 //     lists, when airgap's environment has them. The working directory is
@@ -405,7 +406,7 @@ func unpackTarget(ctx context.Context, t gateTarget, work string) (string, error
 		}
 		return filepath.Join(tree, filepath.FromSlash(t.subdir)), nil
 	}
-	if err := getter.UnpackPackage(ctx, t.zip, tree, bundle.MaxZipEntries, bundle.MaxZipUnpacked); err != nil {
+	if err := getter.UnpackPackage(ctx, t.zip, tree, check.MaxZipEntries, check.MaxZipUnpacked); err != nil {
 		return "", err
 	}
 	ents, err := os.ReadDir(tree)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registrytest"
@@ -141,7 +141,7 @@ gate "provscan" {
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.CheckManifest(m); err != nil {
+	if err := check.Manifest(m); err != nil {
 		t.Fatalf("the export's own manifest fails the consistency check: %v", err)
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/verify"
 )
 
 // The cache keeps what the one pass over a package's zip computes
-// (bundle.ScanPackage) — its h1: hash and its plugin's Go build
+// (check.ScanPackage) — its h1: hash and its plugin's Go build
 // information — in h1/<hex> beside blobs/sha256/<hex>: the pass unpacks the
 // whole zip (4-5 times its size, at about 400 MB/s of output per core), so
 // without it a re-export with a warm cache spent 80% of its time computing
@@ -27,7 +27,7 @@ import (
 // information in goinfo's canonical form (goinfo.Encode); anything else (a
 // torn, older or damaged file) is computed again and rewritten. A damaged
 // or planted file cannot reach a site unnoticed: 'airgap verify' and
-// 'airgap import' (bundle.Checker) compute both again from the zips and
+// 'airgap import' (check.Checker) compute both again from the zips and
 // refuse a bundle whose catalog or build-information blob disagrees; they
 // never read this cache.
 
@@ -41,14 +41,14 @@ const scanLine = "goinfo-scan 1"
 const maxScanFile = 128 + goinfo.MaxDocument
 
 // scan returns the h1: hash of the cached package d at path and its
-// plugin's Go build information: what the cache kept, or bundle.ScanPackage
+// plugin's Go build information: what the cache kept, or check.ScanPackage
 // (within the bundle check's bounds on zips), then kept.
 func (e *exporter) scan(d verify.Digest, path string) (string, *goinfo.Info, error) {
 	kept := filepath.Join(e.opt.CacheDir, "h1", d.Hex())
 	if h1, info, ok := readScan(kept); ok {
 		return h1, info, nil
 	}
-	h1, info, err := bundle.ScanPackage(path)
+	h1, info, err := check.ScanPackage(path)
 	if err != nil {
 		return "", nil, err
 	}

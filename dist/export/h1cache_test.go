@@ -15,6 +15,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/goinfo"
@@ -46,7 +47,7 @@ func TestExportKeepsScanInCache(t *testing.T) {
 	}
 	sbomOf := func(res *export.Result) []byte {
 		t.Helper()
-		b, err := bundle.BuildSBOM(res.Manifest, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := res.BuildInfo[pk.Digest]; return i, ok })
+		b, err := check.BuildSBOM(res.Manifest, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := res.BuildInfo[pk.Digest]; return i, ok })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestExportKeepsScanInCache(t *testing.T) {
 	pks := cold.Manifest.Catalog.Providers[0].Packages
 	for _, pk := range pks {
 		b, err := os.ReadFile(filepath.Join(cache, "h1", pk.Digest.Hex()))
-		h1, info, serr := bundle.ScanPackage(filepath.Join(cache, "blobs", "sha256", pk.Digest.Hex()))
+		h1, info, serr := check.ScanPackage(filepath.Join(cache, "blobs", "sha256", pk.Digest.Hex()))
 		if err != nil || serr != nil || !bytes.Equal(b, keptFile(h1, info)) || pk.H1 != h1 {
 			t.Fatalf("kept for %s: %q, %v; catalog %s; want %s and %s (%v)", pk.Platform(), b, err, pk.H1, h1, goinfo.Encode(info), serr)
 		}
@@ -87,14 +88,14 @@ func TestExportKeepsScanInCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := bundle.CheckAll(br, t.TempDir()); !errors.Is(err, bundle.ErrInconsistent) || !strings.Contains(err.Error(), want) {
+		if _, _, _, err := check.All(br, t.TempDir()); !errors.Is(err, bundle.ErrInconsistent) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("verify of a bundle with a planted %s: %v", want, err)
 		}
 	}
 	// Planted: the other package's (valid) h1. Taken, so not computed
 	// again; verify computes it and refuses.
 	kept := filepath.Join(cache, "h1", pks[0].Digest.Hex())
-	_, info0, _ := bundle.ScanPackage(filepath.Join(cache, "blobs", "sha256", pks[0].Digest.Hex()))
+	_, info0, _ := check.ScanPackage(filepath.Join(cache, "blobs", "sha256", pks[0].Digest.Hex()))
 	os.WriteFile(kept, keptFile(pks[1].H1, info0), 0o644)
 	res := run()
 	if got := res.Manifest.Catalog.Providers[0].Packages[0].H1; got != pks[1].H1 {

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registry"
@@ -42,7 +42,7 @@ import (
 // do: the export refuses, unless Options.TrustMirrorHashes
 // (--trust-mirror-hashes); then each package must match a hash the mirror
 // lists for it (a zh: is checked while downloading, an h1: over the zip
-// within the consistency check's bounds: bundle.ScanPackage), the provider
+// within the consistency check's bounds: check.ScanPackage), the provider
 // version is marked "mirror hashes only" in the bundle
 // (dist.ProviderVersion.MirrorHashesOnly) with the mirror's URL and hashes,
 // and the site writes a SHA256SUMS of exactly the packages it carried and
@@ -276,7 +276,7 @@ func (e *exporter) mirrorOnlyPackage(ctx context.Context, t pkgTask, what string
 	// and build information kept there; a fresh whole download is scanned.
 	scan := e.scan
 	if tmp != "" {
-		scan = func(_ verify.Digest, path string) (string, *goinfo.Info, error) { return bundle.ScanPackage(path) }
+		scan = func(_ verify.Digest, path string) (string, *goinfo.Info, error) { return check.ScanPackage(path) }
 	}
 	h1, info, herr := scan(d, path)
 	pk := dist.Package{OS: osName, Arch: arch, Filename: filename, Digest: d, Size: size, H1: h1, MirrorHashes: append([]string(nil), hashes...)}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -31,7 +32,7 @@ type PublisherKey struct {
 // declarations to write: the bundle is signed no earlier than modTime and
 // no earlier than the newest SHA256SUMS signature (deterministic, like
 // modTime itself; zero modTime means now); a SHA256SUMS signature dated
-// more than bundle.MaxClockAhead after now is refused (this side's clock
+// more than check.MaxClockAhead after now is refused (this side's clock
 // is the one with the internet); each fingerprint of accept must sign a
 // provider of the export, and is declared for each namespace it signs.
 func signatures(m *bundle.Manifest, files map[verify.Digest]string, modTime, now time.Time, accept []string) ([]PublisherKey, time.Time, []bundle.PublisherKeyDecl, error) {
@@ -42,7 +43,7 @@ func signatures(m *bundle.Manifest, files map[verify.Digest]string, modTime, now
 		if err != nil {
 			return nil, time.Time{}, nil, err
 		}
-		if c.Created.After(now.Add(bundle.MaxClockAhead)) {
+		if c.Created.After(now.Add(check.MaxClockAhead)) {
 			return nil, time.Time{}, nil, fmt.Errorf("provider %s: its SHA256SUMS signature is dated %s, in the future\nhint: the publisher's signature carries a forged date, or this machine's clock is wrong; nothing was written",
 				p, c.Created.UTC().Format(time.RFC3339))
 		}
@@ -52,7 +53,7 @@ func signatures(m *bundle.Manifest, files map[verify.Digest]string, modTime, now
 		k := p.NamespaceKey() + " " + c.Signer.Fingerprint
 		pk := byKey[k]
 		if pk == nil {
-			pk = &PublisherKey{Namespace: p.NamespaceKey(), Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity, Trust: bundle.Trust(p)}
+			pk = &PublisherKey{Namespace: p.NamespaceKey(), Fingerprint: c.Signer.Fingerprint, KeyID: c.Signer.KeyID, Identity: c.Signer.Identity, Trust: check.Trust(p)}
 			byKey[k] = pk
 		}
 		pk.Providers = append(pk.Providers, p.String())
@@ -92,7 +93,7 @@ func checkSums(p dist.ProviderVersion, files map[verify.Digest]string) (verify.C
 	if err != nil {
 		return verify.Checked{}, fmt.Errorf("provider %s: %w", p, err)
 	}
-	c, err := bundle.CheckProviderSignature(p, sums, sig)
+	c, err := check.ProviderSignature(p, sums, sig)
 	if err != nil {
 		return c, fmt.Errorf("provider %s: SHA256SUMS signature: %w", p, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
@@ -89,13 +90,13 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 	return ix, os.Remove(opt.Out)
 }
 
-// addSBOM writes the SBOM of the finished manifest (bundle.BuildSBOM, from
+// addSBOM writes the SBOM of the finished manifest (check.BuildSBOM, from
 // the build information read while each package was hashed) into the
 // cache and lists it in the manifest. It must come after the tool and
 // creation time are set: the SBOM records them.
 func (res *Result) addSBOM() error {
 	m := res.Manifest
-	b, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
+	b, err := check.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) {
 		i, ok := res.BuildInfo[pk.Digest]
 		return i, ok
 	})

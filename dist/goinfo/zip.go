@@ -20,7 +20,7 @@ func IsPlugin(name string) bool {
 // Go build information of its plugin binary. A package with several plugin
 // files records the first, by name, that has build information (or, when
 // none has, why the first has none). It applies no limits on the zip:
-// callers check its directory and sizes first (bundle.ScanPackage does).
+// callers check its directory and sizes first (check.ScanPackage does).
 //
 // Memory: one plugin is scanned at a time, by one Scanner that is reset
 // (keeping its buffer) when a file ends (dist.H1Tap closes the tap's

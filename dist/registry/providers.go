@@ -97,7 +97,7 @@ func (c *Client) ProviderPackage(ctx context.Context, host, ns, typ, version, os
 	if want := dist.ProviderPackageName(typ, version, osName, arch); m.Filename != want {
 		// Every registry names packages so; the name is what ties the
 		// publisher's signed SHA256SUMS line to this type, version and
-		// platform (bundle.CheckManifest requires it again offline).
+		// platform (check.Manifest requires it again offline).
 		return nil, fmt.Errorf("%s: the registry names the package %s, not %q", what, quote(m.Filename), want)
 	}
 	if len(m.Protocols) > 0 {

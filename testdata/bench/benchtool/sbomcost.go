@@ -8,6 +8,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/verify"
@@ -15,8 +16,8 @@ import (
 
 // sbomCost measures what the SBOM costs on a bundle's packages, one after
 // the other on one core: the h1 hash alone (dist.H1), the h1 with the Go
-// build information read in the same pass (bundle.ScanPackage: what export
-// and the bundle check compute), and building the SBOM (bundle.BuildSBOM)
+// build information read in the same pass (check.ScanPackage: what export
+// and the bundle check compute), and building the SBOM (check.BuildSBOM)
 // from the build information the bundle carries. It prints
 // "H1_S SCAN_S SBOM_S PACKAGES BYTES", the hash times for all the
 // catalog's packages.
@@ -78,7 +79,7 @@ func sbomCost(t *bundletest.Standalone, bundlePath, keyring, blobs string, sampl
 			}
 			bestH1 = min(bestH1, time.Since(start))
 			start = time.Now()
-			if _, _, err := bundle.ScanPackage(path(pk.Digest)); err != nil {
+			if _, _, err := check.ScanPackage(path(pk.Digest)); err != nil {
 				t.Fatal(err)
 			}
 			bestScan = min(bestScan, time.Since(start))
@@ -93,7 +94,7 @@ func sbomCost(t *bundletest.Standalone, bundlePath, keyring, blobs string, sampl
 	tSBOM := time.Duration(1 << 62)
 	for range 3 {
 		start := time.Now()
-		if _, err := bundle.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok }); err != nil {
+		if _, err := check.BuildSBOM(m, func(pk dist.Package) (*goinfo.Info, bool) { i, ok := infos[pk.Digest]; return i, ok }); err != nil {
 			t.Fatal(err)
 		}
 		tSBOM = min(tSBOM, time.Since(start))

@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -19,7 +20,7 @@ func mirrorOnly(t *testing.T, signer *openpgp.Entity, plats ...string) *bundlete
 	bp := bundletest.BuildProvider(t, t.TempDir(), bundletest.Provider{
 		Host: "registry.terraform.io", Namespace: "hashicorp", Type: "random", Version: "3.6.0", Platforms: plats, Signer: signer,
 	})
-	bp.SigningKeys[0].Source = bundle.SiteKeySource
+	bp.SigningKeys[0].Source = check.SiteKeySource
 	bp.MirrorHashesOnly, bp.Mirror = true, "https://mirror.corp.example/tf/"
 	bp.Packages = append([]dist.Package(nil), bp.Packages...)
 	for i := range bp.Packages {

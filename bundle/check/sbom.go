@@ -1,4 +1,4 @@
-package bundle
+package check
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
@@ -22,7 +23,7 @@ import (
 // false for a package whose build information is not at hand). Export
 // writes it and the consistency check builds it again: both get the same
 // bytes from the same manifest and zips.
-func BuildSBOM(m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
+func BuildSBOM(m *bundle.Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
 	var b bytes.Buffer
 	if err := WriteSBOM(&b, m, info); err != nil {
 		return nil, err
@@ -114,14 +115,14 @@ func (c *Checker) checkReports() error {
 }
 
 // countReport is dist.CountSARIF of the report at path (at most
-// MaxReportSize bytes, as CheckManifest required).
+// MaxReportSize bytes, as Manifest required).
 func countReport(path string) (*dist.GateFindings, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	fs, ok := dist.CountSARIF(io.LimitReader(f, MaxReportSize))
+	fs, ok := dist.CountSARIF(io.LimitReader(f, bundle.MaxReportSize))
 	return fs, ok, nil
 }
 
@@ -135,10 +136,10 @@ func countReport(path string) (*dist.GateFindings, bool, error) {
 // SBOM of 1.4 million components before the comparison could refuse it.
 // checkH1 counts the modules of the zips it reads (refusing while the
 // stream goes on), checkSBOM those of every package before it builds.
-const MaxSBOMModules = MaxSBOMSize / 100
+const MaxSBOMModules = bundle.MaxSBOMSize / 100
 
 func tooManyModules() error {
-	return inconsistent("the bundle's SBOM", "the Go build information of its packages lists over %d modules, more than an SBOM within its %d-byte limit can describe", MaxSBOMModules, MaxSBOMSize)
+	return inconsistent("the bundle's SBOM", "the Go build information of its packages lists over %d modules, more than an SBOM within its %d-byte limit can describe", MaxSBOMModules, bundle.MaxSBOMSize)
 }
 
 // checkSBOM builds the bundle's SBOM again from the manifest and the build
@@ -198,21 +199,21 @@ func (c *Checker) checkSBOM() error {
 // component at a time (sbom.Write): the check hashes the SBOM of a bundle
 // of thousands of packages without holding it. It fails once more than
 // MaxSBOMSize bytes were written.
-func WriteSBOM(w io.Writer, m *Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) error {
-	lw := &limitedWriter{w: w, left: MaxSBOMSize}
+func WriteSBOM(w io.Writer, m *bundle.Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) error {
+	lw := &limitedWriter{w: w, left: bundle.MaxSBOMSize}
 	_, err := sbom.Write(lw, sbom.Input{
 		Generator: m.SBOMGenerator, Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,
 		BuildInfo: info, Keys: FingerprintCache(),
 	})
 	if lw.over {
-		return fmt.Errorf("the SBOM is over the %d-byte limit\nhint: export fewer provider versions per bundle", MaxSBOMSize)
+		return fmt.Errorf("the SBOM is over the %d-byte limit\nhint: export fewer provider versions per bundle", bundle.MaxSBOMSize)
 	}
 	return err
 }
 
 // WriteSBOM writes the bundle's SBOM as the check found it (SBOM
 // "checked"): the signed bytes, made again.
-func (r *CheckReport) WriteSBOM(w io.Writer) error {
+func (r *Result) WriteSBOM(w io.Writer) error {
 	if r.sbom == nil {
 		return errors.New("the SBOM was not checked")
 	}

@@ -1,4 +1,4 @@
-package bundle
+package report
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -18,7 +20,7 @@ func TestReportTextEscapes(t *testing.T) {
 	rep := &Report{File: "b" + evil, Bundle: "sha256:" + strings.Repeat("a", 64), Tool: evil, Format: 2,
 		Signer: &verify.Signer{KeyID: "K", Fingerprint: "F", Identity: evil}, SignedAt: &now,
 		Providers: []ProviderEntry{{Address: "registry.terraform.io/h/" + evil, Version: evil, Trust: dist.TrustPublisher,
-			Signature: &SignatureFacts{Signer: verify.Signer{Identity: evil, Fingerprint: evil}, Created: now}, KeyStatus: "pinned", KeyNote: evil,
+			Signature: &check.SignatureFacts{Signer: verify.Signer{Identity: evil, Fingerprint: evil}, Created: now}, KeyStatus: "pinned", KeyNote: evil,
 			Platforms: []PackageEntry{{Platform: evil, Filename: evil, SHA256: strings.Repeat("b", 64)}},
 			Gates:     []GateEntry{{Platform: evil, GateResult: dist.GateResult{Gate: evil, Tool: evil, Status: evil, Waiver: evil, Report: evil}}}}},
 		Modules: []ModuleEntry{{Address: evil, Version: "1.0.0", Source: evil, Commit: evil, SHA256: strings.Repeat("c", 64), Vendored: []VendoredEntry{{File: evil, Module: evil, Source: evil, Path: evil, SHA256: strings.Repeat("d", 64)}},
@@ -28,9 +30,9 @@ func TestReportTextEscapes(t *testing.T) {
 		SBOMFile:      evil,
 		Withdraw:      []dist.Withdrawal{{Kind: "provider", Addr: evil, Versions: []string{evil}, Reason: evil}},
 		PublisherKeys: []NamespaceReview{{Namespace: evil, History: []dist.KeyPin{{Fingerprint: evil, Identity: evil, How: evil}}, InBundle: []BundleKey{{Fingerprint: evil, Identity: evil, Providers: []string{evil}}}}},
-		Declared:      []PublisherKeyDecl{{Namespace: evil, Fingerprint: evil}},
+		Declared:      []bundle.PublisherKeyDecl{{Namespace: evil, Fingerprint: evil}},
 		Against:       &Against{Inventory: evil, Added: []DiffItem{{Kind: evil, Address: evil, Version: evil, Platforms: []string{evil}, Note: evil}}, KeyChanges: []KeyChange{{Namespace: evil, Before: []dist.KeyPin{{Fingerprint: evil, Identity: evil}}, Key: BundleKey{Fingerprint: evil, Identity: evil}}}},
-		Checks:        &CheckReport{},
+		Checks:        &check.Result{},
 	}
 	rep.AddAttention(AttentionNewKey, evil, evil)
 	rep.waived("module "+evil, rep.Modules[0].Gates)
@@ -53,7 +55,7 @@ func TestReportTextEscapes(t *testing.T) {
 // error, lists empty, never null.
 func TestReportFailedJSON(t *testing.T) {
 	rep := &Report{File: "x.bundle"}
-	rep.Finish(ErrNotBundle)
+	rep.Finish(bundle.ErrNotBundle)
 	b, _ := json.Marshal(rep)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil || m["ok"] != false || m["status"] != StatusFailed || m["error"] == "" || strings.Contains(string(b), "null") {

@@ -1,4 +1,4 @@
-package bundle
+package check
 
 import (
 	"archive/zip"

@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 // The consistency check against a hostile signer: whoever holds the site key
 // (or the exporting laptop), but not the publisher keys.
@@ -12,6 +12,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/modzip"
 )
@@ -35,7 +36,7 @@ func checkCatalog(t *testing.T, set *bundletest.Set, cat dist.Catalog, site *ope
 		t.Fatal(err)
 	}
 	defer br.Close()
-	_, _, _, err = bundle.CheckAll(br, t.TempDir())
+	_, _, _, err = check.All(br, t.TempDir())
 	return err
 }
 

@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 // Gate results, build information and the SBOM against a hostile signer:
 // a manifest signed by the site key that says something its blobs do not.
@@ -16,6 +16,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/sbom"
@@ -45,7 +46,7 @@ func gatedSet(t *testing.T, site *openpgp.Entity) (*bundletest.Set, string) {
 
 // checkManifest writes m (signed by site, whatever it says) with files and
 // runs verify's check.
-func checkManifest(t *testing.T, m *bundle.Manifest, files map[verify.Digest]string, site *openpgp.Entity) (*bundle.Report, error) {
+func checkManifest(t *testing.T, m *bundle.Manifest, files map[verify.Digest]string, site *openpgp.Entity) (*report.Report, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "b.bundle")
 	bundletest.WriteSignedManifest(t, path, m, files, site)
@@ -54,8 +55,8 @@ func checkManifest(t *testing.T, m *bundle.Manifest, files map[verify.Digest]str
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep := &bundle.Report{}
-	return rep, bundle.Check(f, openpgp.EntityList{site}, rep)
+	rep := &report.Report{}
+	return rep, report.Check(f, openpgp.EntityList{site}, rep)
 }
 
 // clone deep-copies a manifest through its JSON.

@@ -1,10 +1,11 @@
-package bundle
+package report
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -67,7 +68,7 @@ const (
 const AttentionCustody = "custody_unproven"
 
 // chain fills the review's chain from the check, ending with the bundle.
-func (rep *Report) chain(m *Manifest) {
+func (rep *Report) chain(m *bundle.Manifest) {
 	rep.Chain = []ChainHop{}
 	if rep.Checks == nil || len(rep.Checks.Chain) == 0 {
 		return

@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 // The chain of custody against a hostile enclave: whoever holds an
 // enclave's signing key (so its bundles verify) but not the keys of the
@@ -16,6 +16,8 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
@@ -35,7 +37,7 @@ func newChainWorld(t testing.TB) *chainWorld {
 	set := bundletest.Standard(t, w.dir, w.site)
 	// A provider its registry published no key for, re-signed by the
 	// internet side's key, as export does.
-	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(w.dir, "local"), bundletest.Provider{Host: bundle.SiteResignHost, Namespace: "hashicorp", Type: "local",
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(w.dir, "local"), bundletest.Provider{Host: check.SiteResignHost, Namespace: "hashicorp", Type: "local",
 		Version: "2.5.1", Platforms: []string{"linux_amd64"}, Signer: w.site, PackageSize: 16 << 10, SiteSigned: true}))
 	var buf bytes.Buffer
 	set.WriteBundle(t, &buf, w.site, bundle.CompressionAuto)
@@ -76,15 +78,15 @@ func writeChain(t *testing.T, p *store.CarryPlan, signer *openpgp.Entity, mutate
 }
 
 // checkChainBundle runs verify's check on path, trusting signer.
-func checkChainBundle(t *testing.T, path string, signer *openpgp.Entity) (*bundle.Report, error) {
+func checkChainBundle(t *testing.T, path string, signer *openpgp.Entity) (*report.Report, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rep := &bundle.Report{File: path}
-	err = bundle.Check(f, openpgp.EntityList{signer}, rep)
+	rep := &report.Report{File: path}
+	err = report.Check(f, openpgp.EntityList{signer}, rep)
 	return rep, err
 }
 
@@ -106,7 +108,7 @@ func TestChainGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Chain) != 2 || rep.Chain[0].Status != bundle.HopChecked || rep.Chain[0].Signer.Fingerprint != verify.Fingerprint(w.site) ||
+	if len(rep.Chain) != 2 || rep.Chain[0].Status != report.HopChecked || rep.Chain[0].Signer.Fingerprint != verify.Fingerprint(w.site) ||
 		rep.Chain[0].Brought != 4 || !rep.Chain[1].ThisBundle || rep.Checks.Hops != 1 {
 		t.Fatalf("chain: %+v", rep.Chain)
 	}
@@ -208,7 +210,7 @@ func TestChainRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Chain[0].Status != bundle.HopRecorded || len(rep.Checks.Untied) == 0 || len(rep.Attention) == 0 || rep.Attention[0].Kind != bundle.AttentionCustody {
+	if rep.Chain[0].Status != report.HopRecorded || len(rep.Checks.Untied) == 0 || len(rep.Attention) == 0 || rep.Attention[0].Kind != report.AttentionCustody {
 		t.Fatalf("recorded hop: %+v %v %+v", rep.Chain, rep.Checks.Untied, rep.Attention)
 	}
 }
@@ -296,7 +298,7 @@ func FuzzChainCheck(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c, err := bundle.NewChecker(m, bundle.CheckOptions{Signer: signer, Have: func(d verify.Digest) (string, bool) {
+		c, err := check.New(m, check.Options{Signer: signer, Have: func(d verify.Digest) (string, bool) {
 			path, ok := p.Files[d]
 			return path, ok
 		}})
@@ -345,7 +347,7 @@ func TestChainReSignature(t *testing.T) {
 			}
 			removeBlob(m, files, p.ShasumsSig)
 			p.ShasumsSig = addBlob(t, m, files, sig.Bytes(), dist.RoleShasumsSig)
-			p.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(w.a), ASCIIArmor: bundletest.Armor(t, w.a), Source: bundle.SiteKeySource}}
+			p.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(w.a), ASCIIArmor: bundletest.Armor(t, w.a), Source: check.SiteKeySource}}
 		}
 	})
 	if _, err := checkChainBundle(t, path, w.a); err == nil || !strings.Contains(err.Error(), "re-signs nothing") {

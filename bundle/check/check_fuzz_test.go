@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -50,7 +51,7 @@ func FuzzCheckManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := bundle.CheckManifest(m); err != nil {
+		if err := check.Manifest(m); err != nil {
 			return
 		}
 		keys := map[string]bool{}
@@ -64,7 +65,7 @@ func FuzzCheckManifest(f *testing.F) {
 					t.Fatalf("%s %s: package %s passed", p, pk.Platform(), pk.Filename)
 				}
 			}
-			if p.SiteSigned && p.Host != bundle.SiteResignHost {
+			if p.SiteSigned && p.Host != check.SiteResignHost {
 				t.Fatalf("site re-signature for %s passed", p)
 			}
 		}
@@ -98,7 +99,7 @@ func FuzzCheckManifest(f *testing.F) {
 		if err := os.WriteFile(sigPath, sig, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := bundle.NewChecker(m, bundle.CheckOptions{
+		c, err := check.New(m, check.Options{
 			// The zips' h1 is not what is fuzzed here, and hashing them
 			// would dominate; the real values are known.
 			Known:  func(d verify.Digest, h1 string, _ verify.Digest) bool { return h1s[d] == h1 },
@@ -115,7 +116,7 @@ func FuzzCheckManifest(f *testing.F) {
 			},
 		})
 		if err != nil {
-			t.Fatalf("CheckManifest passed, NewChecker failed: %v", err)
+			t.Fatalf("Manifest passed, New failed: %v", err)
 		}
 		defer c.Close()
 		if _, err := c.Finish(); err != nil {

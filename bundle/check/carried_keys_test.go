@@ -1,4 +1,4 @@
-package bundle_test
+package check_test
 
 // Finding C of the bundle review (issue 11): the keys a bundle carries for a
 // provider are parsed on the offline side with unbounded DSA parameters.
@@ -16,8 +16,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
-	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -80,7 +80,7 @@ func TestAttackHugeDSAKeyCPU(t *testing.T) {
 	armored := hostileDSAKeys(t, n, bits, pub)
 	pv := dist.ProviderVersion{SigningKeys: []dist.SigningKey{{KeyID: verify.KeyID(pub), ASCIIArmor: armored}}}
 	start := time.Now()
-	kr, err := bundle.ProviderKeyring(pv)
+	kr, err := check.ProviderKeyring(pv)
 	took := time.Since(start)
 	t.Logf("%d carried DSA keys of %d bits (%d bytes armored): parsed in %v, %d usable key(s), err %v", n, bits, len(armored), took, len(kr), err)
 	if took > time.Second {

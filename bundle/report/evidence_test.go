@@ -1,4 +1,4 @@
-package bundle_test
+package report_test
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/bundle/check"
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
 )
 
@@ -19,7 +21,7 @@ func requestedManifest(t *testing.T, rs ...dist.Reason) *bundle.Manifest {
 }
 
 // TestRequestedByChecked: requested_by is a format-3 field, held to the
-// catalog and bounded before any blob is read (CheckManifest).
+// catalog and bounded before any blob is read (check.Manifest).
 func TestRequestedByChecked(t *testing.T) {
 	vpc := "registry.terraform.io/example/vpc/aws 1.0.0"
 	good := []dist.Reason{
@@ -27,12 +29,12 @@ func TestRequestedByChecked(t *testing.T) {
 		{Kind: "provider", Address: "registry.opentofu.org/hashicorp/null", Version: "3.2.2", Where: "airgap.hcl:9", Via: []string{vpc}},
 		{Kind: "provider", Address: "registry.terraform.io/hashicorp/random", Version: "3.6.0", Where: "airgap.hcl:2"},
 	}
-	if err := bundle.CheckManifest(requestedManifest(t, good...)); err != nil {
+	if err := check.Manifest(requestedManifest(t, good...)); err != nil {
 		t.Fatalf("a manifest with good reasons: %v", err)
 	}
 	m := requestedManifest(t, good...)
 	m.Format = 2
-	if err := bundle.CheckManifest(m); err == nil || !strings.Contains(err.Error(), "requested_by, which only format 3 has") {
+	if err := check.Manifest(m); err == nil || !strings.Contains(err.Error(), "requested_by, which only format 3 has") {
 		t.Errorf("a format-2 manifest with requested_by: %v", err)
 	}
 	with := func(mod func(r []dist.Reason) []dist.Reason) []dist.Reason {
@@ -61,7 +63,7 @@ func TestRequestedByChecked(t *testing.T) {
 			return r
 		}), "module calls, over"},
 	} {
-		if err := bundle.CheckManifest(requestedManifest(t, c.rs...)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := check.Manifest(requestedManifest(t, c.rs...)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
@@ -71,13 +73,13 @@ func TestRequestedByChecked(t *testing.T) {
 // of platforms (its packages' digests are in --json), not one a platform;
 // a bundle without gates says no scanner gate ran.
 func TestReportTextGroups(t *testing.T) {
-	rep := bundle.Report{File: "b", Status: bundle.StatusVerified, ProviderVersions: 1, Packages: 5}
-	p := bundle.ProviderEntry{Address: "registry.terraform.io/hashicorp/aws", Version: "5.0.0", Trust: dist.TrustPublisher, KeyStatus: "pinned",
-		RequestedBy: &bundle.Requested{Where: "airgap.hcl:3", Via: []string{}}}
+	rep := report.Report{File: "b", Status: report.StatusVerified, ProviderVersions: 1, Packages: 5}
+	p := report.ProviderEntry{Address: "registry.terraform.io/hashicorp/aws", Version: "5.0.0", Trust: dist.TrustPublisher, KeyStatus: "pinned",
+		RequestedBy: &report.Requested{Where: "airgap.hcl:3", Via: []string{}}}
 	for _, plat := range []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64", "windows_amd64"} {
-		p.Platforms = append(p.Platforms, bundle.PackageEntry{Platform: plat, SHA256: strings.Repeat("a", 64), SizeBytes: 1 << 20})
+		p.Platforms = append(p.Platforms, report.PackageEntry{Platform: plat, SHA256: strings.Repeat("a", 64), SizeBytes: 1 << 20})
 	}
-	rep.Providers = []bundle.ProviderEntry{p}
+	rep.Providers = []report.ProviderEntry{p}
 	rep.Finish(nil)
 	text := rep.Text()
 	for _, want := range []string{"    5 packages, 5.0 MiB: darwin_amd64, darwin_arm64, linux_amd64, linux_arm64, windows_amd64\n",
