@@ -562,18 +562,6 @@ func writeStatusJSON(w http.ResponseWriter, r *http.Request, code int, msg strin
 
 func isUIPath(p string) bool { return p == "/" || strings.HasPrefix(p, "/ui/") }
 
-// openPath reports whether a path is answered without a principal: it
-// carries no catalog data.
-func openPath(p string) bool {
-	return p == "/healthz" || p == "/ca.pem" || p == "/.well-known/terraform.json" || p == "/v2/token"
-}
-
-// isDownloadPath reports whether a path is a package or archive download
-// (signed URLs).
-func isDownloadPath(p string) bool {
-	return strings.HasPrefix(p, "/blobs/sha256/") || strings.HasPrefix(p, "/archives/sha256/")
-}
-
 // reqAuth is how a request was admitted: as whom (ServeHTTP puts it in the
 // request's context for handlers). A signed download URL admits as the
 // token it was issued to, with that token's rules as they are now.
@@ -603,10 +591,11 @@ func authOf(r *http.Request) *reqAuth {
 // token or anonymous.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAuth {
 	a, path := s.access, r.URL.Path
-	if openPath(path) {
+	access := s.rt.accessOf(path) // the route table's
+	if access == accessOpen {
 		return openAuth
 	}
-	if isDownloadPath(path) {
+	if access == accessSigned {
 		p, present, fail := a.checkSigned(r, st.access)
 		if fail != nil {
 			a.refuse(w, r, fail)
@@ -626,7 +615,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 			return p.admitted
 		}
 	}
-	if strings.HasPrefix(path, "/v2/") {
+	if access == accessOCI {
 		// OCI clients send credentials only after a challenge, so /v2/
 		// always challenges a request without any; anonymous OCI clients
 		// get an anonymous bearer from /v2/token (oci_auth.go).

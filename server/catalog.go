@@ -89,14 +89,10 @@ type catalogUI struct {
 	caFP  string
 }
 
-// catalogRoutes registers the HTML pages. "/{$}" matches only "/" itself,
-// so no protocol path is shadowed, and /ui/ is a prefix no protocol uses.
-func (s *Server) catalogRoutes(m *http.ServeMux) {
-	ui := &catalogUI{s: s, caFP: caFingerprintPEM(s.caPEM)}
-	m.HandleFunc("GET /{$}", ui.index)
-	m.HandleFunc("GET /ui/providers/{host}/{ns}/{type}", ui.provider)
-	m.HandleFunc("GET /ui/modules/{host}/{ns}/{name}/{system}", ui.module)
-	m.HandleFunc("GET "+SBOMPath, ui.sbom)
+// newCatalogUI makes the HTML pages' handlers (their routes are in the
+// route table).
+func newCatalogUI(s *Server) *catalogUI {
+	return &catalogUI{s: s, caFP: caFingerprintPEM(s.caPEM)}
 }
 
 func caFingerprintPEM(p []byte) string {

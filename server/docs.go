@@ -81,14 +81,13 @@ type renderedPage struct {
 	FM   docs.FrontMatter
 }
 
-func (s *Server) docsRoutes(m *http.ServeMux) {
-	d := &docsUI{s: s, slots: make(chan struct{}, docsRenders), ixSlots: make(chan struct{}, docsRenders),
+// newDocsUI makes the documentation pages' handlers (their routes are in
+// the route table).
+func newDocsUI(s *Server) *docsUI {
+	return &docsUI{s: s, slots: make(chan struct{}, docsRenders), ixSlots: make(chan struct{}, docsRenders),
 		indexes: newLRU[verify.Digest, *docs.Index](maxIndexEntries),
 		metas:   newLRU[verify.Digest, map[string]docs.FrontMatter](maxMetaTrees),
 		full:    newLRU[string, []byte](maxRenderedBytes)}
-	m.HandleFunc("GET /ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", d.provider)
-	m.HandleFunc("GET /ui/modules/{host}/{ns}/{name}/{system}/{version}", d.module)
-	m.HandleFunc("GET /ui/docs/search", d.search)
 }
 
 // providerVersion is the version the path names, if the request's scope

@@ -141,33 +141,23 @@ func (l *loginService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.s.writeError(w, r, notFound("this appliance has no single sign-on (its access file has no login block)"))
 		return
 	}
-	want := http.MethodGet
-	if r.URL.Path == oauthTokenPath || r.URL.Path == signOutPath {
-		want = http.MethodPost
-	}
-	switch r.URL.Path {
-	case oauthAuthzPath, oauthTokenPath, oauthCallbackPath, signInPath, signOutPath:
-	default:
+	rt, ok := l.s.rt.signIn[r.URL.Path] // the route table's accessSignIn rows
+	if !ok {
 		l.s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
 		return
 	}
+	want := rt.method
 	if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", want)
 		l.s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
 		return
 	}
-	switch r.URL.Path {
-	case oauthAuthzPath:
-		l.authorize(w, r, cfg, ls)
-	case oauthCallbackPath:
-		l.callback(w, r, cfg, ls)
-	case oauthTokenPath:
-		l.token(w, r, cfg, ls)
-	case signInPath:
-		l.signIn(w, r, cfg, ls)
-	case signOutPath:
-		l.signOut(w, r, ls)
-	}
+	rt.signIn(w, r, cfg, ls)
+}
+
+// signOutHandler is signOut as a route's handler (it needs no login block).
+func (l *loginService) signOutHandler(w http.ResponseWriter, r *http.Request, _ *acl.Login, ls *loginState) {
+	l.signOut(w, r, ls)
 }
 
 // pendingLogin is a sign-in in progress, sealed into the state parameter

@@ -108,18 +108,23 @@ func writeOCIError(w http.ResponseWriter, status int, code, msg string) {
 	json.NewEncoder(w).Encode(map[string][]ociError{"errors": {{code, msg}}})
 }
 
-// ociHandler answers everything under /v2/.
+// ociBase answers /v2/ itself: the API version check.
+func (s *Server) ociBase(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	writeJSONBytes(w, r, "application/json", []byte("{}"))
+}
+
+// ociTokenHandler answers /v2/token (ociToken).
+func (s *Server) ociTokenHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	s.ociToken(w, r)
+}
+
+// ociHandler answers everything else under /v2/: tags/list, manifests and
+// blobs of a repository.
 func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	rest := strings.TrimPrefix(r.URL.Path, "/v2/")
-	switch rest {
-	case "":
-		writeJSONBytes(w, r, "application/json", []byte("{}"))
-		return
-	case "token":
-		s.ociToken(w, r) // oci_auth.go
-		return
-	}
 	var name, op, ref string
 	if n, ok := strings.CutSuffix(rest, "/tags/list"); ok {
 		name, op = n, "tags"

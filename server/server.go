@@ -35,7 +35,7 @@ type Server struct {
 	store Store
 	log   *slog.Logger
 	caPEM []byte
-	mux   *http.ServeMux
+	rt    *routing // the route table, compiled (routes.go)
 	// cacheBytes bounds the rendered answers of one snapshot.
 	cacheBytes int64
 	tool       string // for the SBOM
@@ -219,7 +219,7 @@ type Options struct {
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool, usage: opt.Usage}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool, usage: opt.Usage}
 	if s.cacheBytes <= 0 {
 		s.cacheBytes = DefaultCacheBytes
 	}
@@ -229,7 +229,7 @@ func New(st Store, opt Options) *Server {
 	if s.access != nil {
 		s.login = newLoginService(s)
 	}
-	s.routes()
+	s.rt = newRouting(s.routeTable())
 	s.Warm()
 	return s
 }
@@ -273,38 +273,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ra != nil {
 		r = r.WithContext(context.WithValue(r.Context(), reqAuthKey{}, ra))
 	}
-	s.mux.ServeHTTP(w, r)
+	s.rt.mux.ServeHTTP(w, r)
 }
 
 // fresh reports whether a cached answer may still be sent: its signed URLs
 // (if any) carry the current bucket's expiry.
 func (s *Server) fresh(a *answer) bool {
 	return a.exp == 0 || s.access == nil || a.exp == s.access.expiry()
-}
-
-func (s *Server) routes() {
-	m := s.mux
-	for _, p := range []string{"", "/origin/{origin}"} {
-		m.HandleFunc("GET "+p+"/.well-known/terraform.json", s.jsonHandler(s.discovery))
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/versions", s.jsonHandler(s.providerVersions))
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.jsonHandler(s.providerDownload))
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/versions", s.jsonHandler(s.moduleVersions))
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/{version}/download", s.jsonHandler(s.moduleDownload))
-	}
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/index.json", s.jsonHandler(s.mirrorIndex))
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/{file}", s.jsonHandler(s.mirrorVersion))
-	m.HandleFunc("GET /blobs/sha256/{hex}", s.blob)
-	m.HandleFunc("GET /blobs/sha256/{hex}/{filename}", s.blob)
-	m.HandleFunc("GET /archives/sha256/{file}", s.archive)
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /ca.pem", s.caCert)
-	m.HandleFunc("GET /airgap/v1/origins", s.jsonHandler(s.originsDoc))
-	m.HandleFunc("GET /v2/", s.ociHandler) // OCI distribution API (oci.go)
-	s.catalogRoutes(m)                     // HTML catalog: GET /{$} and /ui/ (catalog.go)
-	s.docsRoutes(m)                        // documentation pages under /ui/ (docs.go)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
-	})
 }
 
 // current returns the state of the store's current catalog, building it
