@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -99,13 +98,6 @@ type ServeConfig struct {
 	getenv func(string) string // for Reload
 }
 
-// envSettings are the settings AIRGAP_ variables may carry (the loader
-// reads them; 'airgap help serve' lists them from here).
-var envSettings = []string{"hostname", "listen", "metrics-listen"}
-
-// EnvSettings lists the settings an AIRGAP_ variable (EnvName) may carry.
-func EnvSettings() []string { return append([]string(nil), envSettings...) }
-
 // maxConfigSize bounds the --config file read.
 const maxConfigSize = 1 << 20
 
@@ -115,9 +107,11 @@ func EnvName(setting string) string {
 	return "AIRGAP_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
 }
 
-// settingField maps setting names to ServeConfig fields.
+func settingsType() reflect.Type { return reflect.TypeFor[ServeConfig]() }
+
+// settingFields maps setting names to ServeConfig fields.
 func settingFields() map[string]int {
-	t := reflect.TypeFor[ServeConfig]()
+	t := settingsType()
 	out := map[string]int{}
 	for i := 0; i < t.NumField(); i++ {
 		tag := t.Field(i).Tag.Get("hcl")
@@ -129,14 +123,12 @@ func settingFields() map[string]int {
 	return out
 }
 
-// SettingNames lists the settings in declaration order.
+// SettingNames lists the settings in the order of their table.
 func SettingNames() []string {
-	f := settingFields()
-	names := make([]string, 0, len(f))
-	for n := range f {
-		names = append(names, n)
+	names := make([]string, 0, len(serveSettings))
+	for _, s := range serveSettings {
+		names = append(names, s.name)
 	}
-	sort.Slice(names, func(i, j int) bool { return f[names[i]] < f[names[j]] })
 	return names
 }
 
@@ -189,7 +181,7 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 		}
 	}
 	if c.getenv != nil {
-		for _, name := range envSettings {
+		for _, name := range EnvSettings() {
 			ev := EnvName(name)
 			s := c.getenv(ev)
 			if s == "" || c.cli[name] {

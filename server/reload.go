@@ -59,9 +59,6 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 	}()
 }
 
-// reloadable are the settings Reload applies.
-var reloadable = []string{"log-level", "log-file", "trusted-proxy", "passthrough-proxy", "hostname", "cert", "key"}
-
 // Reload re-reads the configuration (file and environment over the same
 // flags) and applies what can change. A configuration that does not
 // validate changes nothing. It logs what it did.
@@ -78,9 +75,15 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 	changed := Changed(r.Config, next)
 	var applied, restart []string
 	for _, name := range changed {
-		if !slices.Contains(reloadable, name) && !(name == "access" && r.Access != nil && next.Access != "") {
-			restart = append(restart, name)
+		switch settingNamed(name).reload { // the settings table's
+		case reloadApplied:
+			continue
+		case reloadWhileOn: // access
+			if r.Access != nil && next.Access != "" {
+				continue
+			}
 		}
+		restart = append(restart, name)
 	}
 	if r.Access != nil {
 		if next.Access == "" {
