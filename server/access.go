@@ -31,7 +31,7 @@ type ObserveOptions struct {
 	// itself (noteDownload) when it is the handler; this is the fallback.
 	Catalog func() *dist.Catalog
 	// Audit receives one record per package or archive download that
-	// completed (audit.go).
+	// completed (AuditLog).
 	Audit *AuditLog
 }
 

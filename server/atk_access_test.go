@@ -18,7 +18,7 @@ import (
 
 // Regression tests of the reviewer findings on serve's access control
 // that need a controlled clock or file reloads (the end-to-end attacks on
-// the real binary are in the root package's access_attack_test.go).
+// the real binary are in the root package's access attack tests).
 
 // TestSameNameGetsNoCachedAnswer: the answer cache was keyed by the
 // token's name. A token revoked and created again under its name (with

@@ -22,7 +22,7 @@ import (
 
 // Access control: with an access file (serve --access FILE, package acl)
 // every request but a few needs a principal, a token the file lists or the
-// anonymous rule, and sees only the scope its rules allow (scope.go).
+// anonymous rule, and sees only the scope its rules allow (scope).
 //
 // What the clients send, read from their sources (Terraform 1.11
 // internal/getproviders, internal/registry, terraform-svchost; OpenTofu
@@ -34,7 +34,7 @@ import (
 //     or, for a network mirror, the mirror URL's host; on the provider and
 //     module registry APIs and the mirror's index.json / <version>.json.
 //   - Nothing on package downloads and module archives (go-getter): those
-//     URLs are signed (signing.go). OpenTofu ≥ 1.12 sends the token on a
+//     URLs are signed (URLKeys). OpenTofu ≥ 1.12 sends the token on a
 //     module archive when the download answer says use_registry_credentials.
 //   - OCI (OpenTofu's oci_mirror and oci:// sources): nothing until a 401
 //     with a WWW-Authenticate challenge; then, for a Bearer challenge, it
@@ -56,7 +56,7 @@ import (
 // (never a quiet fall back to anonymous), an expired token a 401 whose
 // body says it expired. 401 answers do not depend on the path, so they say
 // nothing about what exists; a principal's request for an address outside
-// its rules is answered as for one that does not exist (scope.go).
+// its rules is answered as for one that does not exist (scope).
 //
 // Failed attempts (a credential that is not a valid token, a forged URL
 // signature) are limited per client address (failLimiter), so the
@@ -72,7 +72,7 @@ const DefaultURLTTL = 15 * time.Minute
 type AccessOptions struct {
 	File   string // the access file
 	TLSDir string // STORE/tls: the URL signing keys live there
-	// StateDir is STORE/state: login tokens live there (loginstate.go);
+	// StateDir is STORE/state: login tokens live there (loginState);
 	// "" refuses an access file with a login block.
 	StateDir string
 	URLTTL   time.Duration // zero: DefaultURLTTL
@@ -96,7 +96,7 @@ type AccessControl struct {
 	mu    sync.Mutex // serializes reloads
 	stamp string
 
-	// Single sign-on (login.go): the state of login tokens (nil until the
+	// Single sign-on (loginService): the state of login tokens (nil until the
 	// file has a login block), and their principals for the current
 	// access set.
 	stateDir string
@@ -321,7 +321,7 @@ type authFail struct {
 // credential returns the secret a request presents: a Bearer token, or the
 // password of Basic credentials (the user name is ignored: OCI clients and
 // browsers insist on one), or without either the catalog's session cookie
-// (a login token, login.go).
+// (a login token, loginService).
 func credential(r *http.Request) (secret string, present bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -508,14 +508,14 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 		writeOCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
 	case isUIPath(r.URL.Path) && r.Header.Get("Authorization") == "" && a.loginConfig() != nil:
 		// With single sign-on a browser signs in through the IdP
-		// (login.go); a session cookie that stopped working is dropped.
+		// (loginService); a session cookie that stopped working is dropped.
 		if _, err := r.Cookie(sessionCookie); err == nil {
 			clearCookie(w, sessionCookie)
 		}
 		h.Set("Location", signInPath+"?next="+url.QueryEscape(safeNext(r.URL.RequestURI())))
 		w.WriteHeader(http.StatusSeeOther)
 	case isUIPath(r.URL.Path):
-		refuseCatalog(w, r, f, msg) // signin.go
+		refuseCatalog(w, r, f, msg)
 	default:
 		h.Set("Www-Authenticate", `Bearer realm="airgap"`)
 		writeStatusJSON(w, r, http.StatusUnauthorized, msg)
@@ -618,7 +618,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 	if access == accessOCI {
 		// OCI clients send credentials only after a challenge, so /v2/
 		// always challenges a request without any; anonymous OCI clients
-		// get an anonymous bearer from /v2/token (oci_auth.go).
+		// get an anonymous bearer from /v2/token (ociToken).
 		if _, present := credential(r); !present {
 			a.refuse(w, r, &authFail{reason: authMissing})
 			return nil

@@ -611,7 +611,7 @@ type providerVersionRow struct {
 	Signer   string
 	SignedBy *store.VersionSigner // the key that signed the SHA256SUMS served (nil: not recorded)
 	Snippet  string
-	// Usage and Fetched (per platform): download counts (usage.go), with
+	// Usage and Fetched (per platform): download counts (Usage), with
 	// counting on.
 	Usage   usageCell
 	Fetched map[string]usageCell
@@ -648,7 +648,7 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 type moduleVersionRow struct {
 	*dist.ModuleVersion
 	Snippet string
-	Usage   usageCell // with counting on (usage.go)
+	Usage   usageCell // with counting on (Usage)
 }
 
 func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {

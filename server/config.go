@@ -82,7 +82,7 @@ type ServeConfig struct {
 	AuditLogMaxSize  string   `hcl:"audit-log-max-size,optional"`
 	AuditLogKeep     int      `hcl:"audit-log-keep,optional"`
 	DownloadURLTTL   string   `hcl:"download-url-ttl,optional"`
-	// Usage turns download counting (usage.go) on or off; UsageFlush is
+	// Usage turns download counting (Usage) on or off; UsageFlush is
 	// how often the counts are written to the store's state.
 	Usage      string `hcl:"usage,optional"`
 	UsageFlush string `hcl:"usage-flush,optional"`

@@ -33,7 +33,7 @@ import (
 //
 // Access rules apply as to everything: an address outside the request's
 // scope is answered as missing. Pages are rendered by renderMarkdown
-// (docsrender.go: goldmark, bluemonday, bounded work per page) under the
+// (renderMarkdown: goldmark, bluemonday, bounded work per page) under the
 // catalog's CSP with images allowed from the appliance itself
 // (docsCSP). Bounds on what serve holds: docsRenders renders at once
 // (a request waits for a slot while its client waits), the tables of

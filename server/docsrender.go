@@ -29,7 +29,7 @@ import (
 // table cells is shown as source too. Measured worst cases just under the
 // bounds (TestRenderHostileMarkdown, 2-core machine): about 300 ms and
 // 40 MiB allocated per page; 10,000-deep nesting and a 50 MiB table are
-// refused in microseconds. docsRenders pages render at once (docs.go), so
+// refused in microseconds. docsRenders pages render at once (docsUI), so
 // serve's worst case is twice that, and rendered pages are cached.
 const (
 	maxRenderSource = 1 << 20

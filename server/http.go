@@ -91,7 +91,7 @@ func noBodies(h http.Handler) http.Handler {
 // formPOST reports whether r is one of the two requests that carry a body:
 // the login service's token request and sign-out, a form of a declared
 // length of at most 16 KiB, which they read under a 10 s deadline
-// (login.go: readForm).
+// (readForm).
 func formPOST(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= maxForm &&
 		(r.URL.Path == oauthTokenPath || r.URL.Path == signOutPath)

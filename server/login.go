@@ -55,11 +55,11 @@ import (
 // → who and which groups), finishCLI / finishBrowser, and exchangeCode
 // (step 4: single use, 60 s, the same redirect URI, the PKCE verifier).
 //
-// Bounds: nothing is stored for a sign-in in progress (loginstate.go); a
+// Bounds: nothing is stored for a sign-in in progress (loginState); a
 // request's parameters are cut at 512 bytes each; at most loginExchanges
 // requests to the IdP are in flight at once (others are told to try again);
 // every answer from the IdP is read to at most 1 MiB, with a 15 s timeout
-// (idp.go); a client address that presents bad states, codes or verifiers
+// (idpCache); a client address that presents bad states, codes or verifiers
 // is limited like one that presents bad tokens (failLimiter).
 
 // Paths of the login service.
@@ -693,7 +693,7 @@ func (l *loginService) page(w http.ResponseWriter, r *http.Request, code int, he
 		"Link": link, "LinkText": linkText}, l.s.writeError)
 }
 
-// Audit notes (Observe writes them, audit.go).
+// Audit notes (Observe writes them to the AuditLog).
 func (l *loginService) noteLogin(w http.ResponseWriter, rec *LoginToken, via string) {
 	l.log.Info("login token issued", "user", rec.Who(), "token", rec.Name, "groups", strings.Join(rec.Groups, ","), "via", via, "expires", rec.Expires.Format(time.RFC3339))
 	noteEvent(w, &AuditEvent{Event: EventLogin, Token: rec.Name, User: rec.Who(), Groups: rec.Groups, Via: via, Expires: rec.Expires.UTC().Format(time.RFC3339)})

@@ -51,7 +51,7 @@ import (
 //
 // A pending sign-in is not stored: it travels sealed (AES-256-GCM under
 // the key) in the OAuth state parameter through the identity provider and
-// back, bound to the browser that started it by a cookie (login.go). So
+// back, bound to the browser that started it by a cookie (loginService). So
 // /oauth/authorization costs serve no memory and no disk, however many are
 // sent; only a sign-in the identity provider completed writes a file here.
 //

@@ -139,7 +139,7 @@ func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl 
 	}
 }
 
-// authFailure counts a refusal; reason is one of the fixed set in auth.go.
+// authFailure counts a refusal; reason is one of the fixed set of auth failures (authMissing …).
 func (m *Metrics) authFailure(reason string) { m.authFails.WithLabelValues(reason).Inc() }
 
 // codeLabel keeps the code label to three digits whatever a handler does.

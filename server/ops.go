@@ -21,8 +21,8 @@ type OpsOptions struct {
 	Log     *slog.Logger
 	LogOut  *LogWriter // reopened by SIGHUP (nil: nothing to reopen)
 	Version string
-	Access  *AccessControl // the access file, if any (auth.go)
-	Audit   *AuditLog      // the audit log, if any (audit.go)
+	Access  *AccessControl // the access file, if any
+	Audit   *AuditLog      // the audit log, if any
 	// MetricsListener, if set, is the --metrics-listen listener, opened
 	// already (Run opens every listener before anything else).
 	MetricsListener net.Listener

@@ -26,7 +26,7 @@ type scope struct {
 	v       *view
 	rules   *acl.Rules // nil: everything
 	origins []string   // origins with something the rules allow, default-view order
-	sbom    sbomCache  // the SBOM of what it sees (sbom.go)
+	sbom    sbomCache  // the SBOM of what it sees
 }
 
 func newScope(v *view, rules *acl.Rules) *scope {

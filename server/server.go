@@ -35,23 +35,23 @@ type Server struct {
 	store Store
 	log   *slog.Logger
 	caPEM []byte
-	rt    *routing // the route table, compiled (routes.go)
+	rt    *routing // the route table, compiled
 	// cacheBytes bounds the rendered answers of one snapshot.
 	cacheBytes int64
 	tool       string // for the SBOM
 
-	// access enforces the access file (auth.go); nil: everyone may read
+	// access enforces the access file; nil: everyone may read
 	// everything.
 	access *AccessControl
-	// login answers /oauth/… (login.go): single sign-on, when the access
+	// login answers /oauth/…: single sign-on, when the access
 	// file has a login block.
 	login *loginService
-	// usage counts completed downloads (usage.go); nil: not counted.
+	// usage counts completed downloads; nil: not counted.
 	usage *Usage
 
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
-	oci   ociHolder // the OCI API's state (oci.go)
+	oci   ociHolder // the OCI API's state
 }
 
 // state is everything derived from one catalog snapshot and one version of
@@ -130,7 +130,7 @@ func (st *state) ownerIndex() map[verify.Digest][]*Download {
 // entries, times the principals that asked (tokens in the access file, and
 // anonymous) when there is an access file: each principal's answers carry
 // URLs signed for it, and are rendered again when their expiry bucket
-// passes (signing.go), replacing the old entry. Each holds its key (a path of at most a few hundred bytes) and
+// passes (urlExpiry), replacing the old entry. Each holds its key (a path of at most a few hundred bytes) and
 // an answer made of catalog data plus fixed-length relative URLs: a
 // versions list (~40 bytes a version and ~35 a platform), a download
 // answer (~600 bytes plus its version's signing keys, ~1.7–3.5 KiB of
@@ -213,7 +213,7 @@ type Options struct {
 	Access *AccessControl
 	// Tool names the airgap serving, e.g. "airgap 1.2.3" (in the SBOM).
 	Tool string
-	// Usage counts package and archive downloads (usage.go); nil: none.
+	// Usage counts package and archive downloads; nil: none.
 	Usage *Usage
 }
 
@@ -551,7 +551,7 @@ func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string,
 		"modules.v1":   prefix + "/v1/modules/",
 	}
 	if rc.ac.loginConfig() != nil {
-		// 'terraform login HOST' (login.go); the answer is cached per
+		// 'terraform login HOST' (loginService); the answer is cached per
 		// access-file version, which decides whether there is a login block.
 		doc["login.v1"] = LoginDiscovery("")
 	}

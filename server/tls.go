@@ -60,7 +60,7 @@ type TLSSetup struct {
 	Config *tls.Config
 	CAPEM  []byte // the local CA certificate (local mode only)
 	stop   func()
-	// for reloads (reload.go)
+	// for reloads (Reloadable)
 	magic *certmagic.Config
 	cache *certmagic.Cache
 	names []string

@@ -52,7 +52,7 @@ import (
 // request for anything not in the catalog is answered before counting. The
 // counts shown (the file as last read, plus what is pending) are as many
 // entries as the file has, which is bounded by what was ever imported
-// (store/usage.go).
+// (store.Usage).
 //
 // Failure: a flush that cannot write (a read-only or full disk, another
 // replica holding the lock for more than the lock wait) keeps its counts
@@ -290,7 +290,7 @@ func (s *Server) countBlob(st *state, d verify.Digest) {
 
 // serveCounted serves a package or archive like http.ServeContent and
 // counts it if its last byte went out (see the rules above). The status
-// and body bytes are noted by a recorder of its own (access.go), which
+// and body bytes are noted by a recorder of its own (Observe's), which
 // nothing inside ServeContent asks for notes.
 func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest, f *os.File) {
 	rec := &recorder{ResponseWriter: w}
