@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/filestamp"
 )
 
 // Access control: with an access file (serve --access FILE, package acl)
@@ -191,7 +192,7 @@ func (a *AccessControl) SetProxies(p *TrustedProxies) { a.proxies.Store(p) }
 func (a *AccessControl) Reload() (changed bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st, err := fileStamp(a.file)
+	st, err := filestamp.Of(a.file)
 	if err != nil {
 		return false, fmt.Errorf("the access file: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -104,7 +105,7 @@ func caFingerprintPEM(p []byte) string {
 	if err != nil {
 		return ""
 	}
-	return CAFingerprint(c)
+	return certs.CAFingerprint(c)
 }
 
 // catalogModel is everything the pages need from one snapshot.

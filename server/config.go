@@ -23,6 +23,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // ServeConfig is the effective configuration of 'airgap serve'. Each field
@@ -315,14 +316,14 @@ func (c *ServeConfig) Validate() error {
 		}
 	}
 	switch c.TLS {
-	case TLSLocal, TLSFiles, TLSACME:
+	case certs.ModeLocal, certs.ModeFiles, certs.ModeACME:
 	default:
 		return c.bad("tls", "%q: want local, acme or files", c.TLS)
 	}
-	if c.TLS == TLSFiles && (c.Cert == "" || c.Key == "") {
+	if c.TLS == certs.ModeFiles && (c.Cert == "" || c.Key == "") {
 		return c.bad("tls", "files needs cert and key")
 	}
-	if c.TLS == TLSACME && c.ACMECA == "" {
+	if c.TLS == certs.ModeACME && c.ACMECA == "" {
 		return c.bad("tls", "acme needs acme-ca (your internal ACME directory URL)")
 	}
 	for _, p := range []struct {
@@ -446,8 +447,8 @@ func (c *ServeConfig) Level() (slog.Level, error) {
 
 // TLSOptions are the TLS settings (Dir and Names still to fill; see
 // CertNames).
-func (c *ServeConfig) TLSOptions(log *slog.Logger) TLSOptions {
-	return TLSOptions{Mode: c.TLS, ACMECA: c.ACMECA, ACMECARoot: c.ACMECARoot, ACMEEmail: c.ACMEEmail,
+func (c *ServeConfig) TLSOptions(log *slog.Logger) certs.Options {
+	return certs.Options{Mode: c.TLS, ACMECA: c.ACMECA, ACMECARoot: c.ACMECARoot, ACMEEmail: c.ACMEEmail,
 		ACMEHTTPPort: c.ACMEHTTPPort, ACMETLSALPNPort: c.ACMETLSALPNPort, CertFile: c.Cert, KeyFile: c.Key, Logger: log}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/filestamp"
 )
 
 // Serve's state of single sign-on, under STORE/state/logins/ (mode 0700),
@@ -349,7 +350,7 @@ func (ls *loginState) scan(force bool) (bool, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	dir := ls.sub("tokens")
-	st, err := fileStamp(dir)
+	st, err := filestamp.Of(dir)
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}

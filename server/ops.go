@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // OpsOptions configure StartOps.
 type OpsOptions struct {
 	Config  *ServeConfig
 	Store   *store.Store
-	TLS     *TLSSetup
+	TLS     *certs.Setup
 	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
 	Log     *slog.Logger
 	LogOut  *LogWriter // reopened by SIGHUP (nil: nothing to reopen)
@@ -57,7 +58,7 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
 		}
 		if opt.TLS != nil {
-			mo.Certificate = CertificateFunc(opt.TLS.Config, firstDNSName(opt.Config.CertNames()))
+			mo.Certificate = CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.CertNames()))
 		}
 		o.Metrics = NewMetrics(mo)
 		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // RunOptions configure Run: what 'airgap serve' resolved from its flags,
@@ -20,7 +21,7 @@ type RunOptions struct {
 	Store     string
 	Listen    string
 	Hostnames []string
-	TLS       TLSOptions
+	TLS       certs.Options
 	Log       *slog.Logger
 	Ready     func(addr string) // called once listening (tests)
 	Config    *ServeConfig
@@ -56,7 +57,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// is set up or logged; but with ACME after the certificates, whose
 	// TLS-ALPN challenge may need the same port.
 	var ln, metricsLn net.Listener
-	if cfg.TLS.Mode != TLSACME {
+	if cfg.TLS.Mode != certs.ModeACME {
 		if ln, err = listen("the main HTTPS listener", "listen", cfg.Config, cfg.Listen); err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	} else {
 		cfg.Log.Debug("cannot mark the store as served", "err", err)
 	}
-	tlsSetup, err := SetupTLS(ctx, cfg.TLS)
+	tlsSetup, err := certs.New(ctx, cfg.TLS)
 	if err != nil {
 		return err
 	}

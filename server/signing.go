@@ -21,6 +21,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/server/internal/filestamp"
 )
 
 // Signed download URLs. Terraform and OpenTofu send no token when they
@@ -172,7 +173,7 @@ func newURLKey(now time.Time) (urlKey, error) {
 func (k *URLKeys) reload() (bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st, err := fileStamp(k.path)
+	st, err := filestamp.Of(k.path)
 	if err != nil {
 		return false, err
 	}

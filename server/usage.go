@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/internal/filestamp"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -244,7 +245,7 @@ func (u *Usage) flush() {
 
 // reread loads the file again when another replica has replaced it.
 func (u *Usage) reread() {
-	st, err := fileStamp(store.UsageFile(u.root))
+	st, err := filestamp.Of(store.UsageFile(u.root))
 	if err != nil || st == u.stamp {
 		return
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -172,7 +173,7 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 		}
 		writeJSON(t, filepath.Join(d, bp.Version+".json"), map[string]any{"archives": archives})
 	}
-	ca, err := server.LoadOrCreateCA(filepath.Join(dir, "tls"))
+	ca, err := certs.LoadOrCreateCA(filepath.Join(dir, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server_test
+package certs_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/letsencrypt/pebble/v2/wfe"
 
 	"github.com/airgap/airgap/dist/registrytest"
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // syncLog is a log.Logger sink safe for Pebble's goroutines.
@@ -86,15 +86,15 @@ func acmeReplicas(t *testing.T, challenge string) {
 	defer cancel()
 	shared := t.TempDir() // STORE/tls on the shared filesystem
 	const name = "airgap.site.test"
-	setups := make([]*server.TLSSetup, 2)
+	setups := make([]*certs.Setup, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range setups {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			setups[i], errs[i] = server.SetupTLS(ctx, server.TLSOptions{
-				Mode: server.TLSACME, Dir: shared, Names: []string{name},
+			setups[i], errs[i] = certs.New(ctx, certs.Options{
+				Mode: certs.ModeACME, Dir: shared, Names: []string{name},
 				ACMECA: acme.URL + wfe.DirectoryPath, ACMECARoot: rootFile, ACMEEmail: "ops@site.test",
 				ACMEHTTPPort: httpPort, ACMETLSALPNPort: alpnPort,
 				ACMENoHTTP01: challenge != "http-01", ACMENoTLSALPN01: challenge != "tls-alpn-01",
@@ -108,7 +108,7 @@ func acmeReplicas(t *testing.T, challenge string) {
 		}
 		defer setups[i].Stop()
 	}
-	leaf := func(s *server.TLSSetup) string {
+	leaf := func(s *certs.Setup) string {
 		c, err := s.Config.GetCertificate(&tls.ClientHelloInfo{ServerName: name})
 		if err != nil || c == nil || c.Leaf == nil {
 			t.Fatalf("no certificate for %s: %v", name, err)

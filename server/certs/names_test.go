@@ -1,4 +1,4 @@
-package server_test
+package certs_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // In local TLS mode the certificates cover the machine's own name and
@@ -20,7 +20,7 @@ import (
 func TestLocalTLSCoversMachineNames(t *testing.T) {
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
-	st, err := server.SetupTLS(context.Background(), server.TLSOptions{Mode: server.TLSLocal, Dir: t.TempDir(), Names: []string{"localhost", "127.0.0.1"}, Logger: log})
+	st, err := certs.New(context.Background(), certs.Options{Mode: certs.ModeLocal, Dir: t.TempDir(), Names: []string{"localhost", "127.0.0.1"}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package certs
 
 import (
 	"context"
@@ -19,25 +19,26 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/server/internal/filestamp"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 )
 
 // TLS modes.
 const (
-	TLSLocal = "local"
-	TLSACME  = "acme"
-	TLSFiles = "files"
+	ModeLocal = "local"
+	ModeACME  = "acme"
+	ModeFiles = "files"
 )
 
-// TLSOptions configure SetupTLS.
-type TLSOptions struct {
+// Options configure New.
+type Options struct {
 	Mode  string
 	Dir   string   // where certificates and the local CA live (STORE/tls)
 	Names []string // DNS names and IP addresses the certificate must cover
@@ -55,12 +56,12 @@ type TLSOptions struct {
 	Logger            *slog.Logger
 }
 
-// TLSSetup is the result of SetupTLS.
-type TLSSetup struct {
+// Setup is the result of New.
+type Setup struct {
 	Config *tls.Config
 	CAPEM  []byte // the local CA certificate (local mode only)
 	stop   func()
-	// for reloads (Reloadable)
+	// for reloads (SetNames, ReloadFiles)
 	magic *certmagic.Config
 	cache *certmagic.Cache
 	names []string
@@ -75,7 +76,7 @@ type TLSSetup struct {
 }
 
 // setCovered records names as the ones certificates are maintained for.
-func (t *TLSSetup) setCovered(names []string) {
+func (t *Setup) setCovered(names []string) {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
 		m[strings.ToLower(n)] = true
@@ -83,9 +84,9 @@ func (t *TLSSetup) setCovered(names []string) {
 	t.covered.Store(&m)
 }
 
-// certNames are the names a certificate must cover for the configured
+// CertNames are the names a certificate must cover for the configured
 // names: with the local CA, the machine's own names too.
-func (t *TLSSetup) certNames(names []string) []string {
+func (t *Setup) CertNames(names []string) []string {
 	if t.local {
 		return withMachineNames(names)
 	}
@@ -93,20 +94,20 @@ func (t *TLSSetup) certNames(names []string) []string {
 }
 
 // Stop ends certificate maintenance.
-func (t *TLSSetup) Stop() {
+func (t *Setup) Stop() {
 	if t.stop != nil {
 		t.stop()
 	}
 }
 
-// SetupTLS obtains certificates for opt.Names and returns a TLS config that
+// New obtains certificates for opt.Names and returns a TLS config that
 // keeps them renewed. Local and ACME certificates are managed by certmagic
 // (with a custom issuer for the built-in CA); files are reloaded on change.
-func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
+func New(ctx context.Context, opt Options) (*Setup, error) {
 	switch opt.Mode {
-	case TLSFiles:
+	case ModeFiles:
 		return filesTLS(opt)
-	case TLSLocal, "":
+	case ModeLocal, "":
 		ca, err := LoadOrCreateCA(opt.Dir)
 		if err != nil {
 			return nil, err
@@ -123,7 +124,7 @@ func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
 		st.setCovered(opt.Names)
 		st.Config.GetCertificate = sniWatch(st.Config.GetCertificate, st, opt.Logger)
 		return st, nil
-	case TLSACME:
+	case ModeACME:
 		if opt.ACMECA == "" {
 			return nil, errors.New("--tls acme needs --acme-ca URL (your internal ACME directory, e.g. step-ca or Vault)")
 		}
@@ -132,7 +133,7 @@ func SetupTLS(ctx context.Context, opt TLSOptions) (*TLSSetup, error) {
 	return nil, fmt.Errorf("unknown TLS mode %q (want local, acme or files)", opt.Mode)
 }
 
-func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, error) {
+func certmagicTLS(ctx context.Context, opt Options, ca *LocalCA) (*Setup, error) {
 	var cfg *certmagic.Config
 	nop := zap.NewNop()
 	cache := certmagic.NewCache(certmagic.CacheOptions{
@@ -142,7 +143,7 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 	cfg = certmagic.New(cache, certmagic.Config{
 		Storage:           &certmagic.FileStorage{Path: filepath.Join(opt.Dir, "certmagic")},
 		Logger:            nop,
-		DefaultServerName: firstDNSName(opt.Names),
+		DefaultServerName: FirstDNSName(opt.Names),
 		OCSP:              certmagic.OCSPConfig{DisableStapling: true},
 	})
 	if ca != nil {
@@ -170,10 +171,12 @@ func certmagicTLS(ctx context.Context, opt TLSOptions, ca *LocalCA) (*TLSSetup, 
 	}
 	tc := cfg.TLSConfig()
 	tc.MinVersion = tls.VersionTLS12
-	return &TLSSetup{Config: tc, stop: cache.Stop, magic: cfg, cache: cache, names: opt.Names}, nil
+	return &Setup{Config: tc, stop: cache.Stop, magic: cfg, cache: cache, names: opt.Names}, nil
 }
 
-func firstDNSName(names []string) string {
+// FirstDNSName is the first of names that is not an IP address (or the
+// first name).
+func FirstDNSName(names []string) string {
 	for _, n := range names {
 		if net.ParseIP(n) == nil {
 			return n
@@ -344,7 +347,7 @@ func (ca *LocalCA) Issue(_ context.Context, csr *x509.CertificateRequest) (*cert
 
 // Sign issues a server certificate for pub.
 func (ca *LocalCA) Sign(pub any, dns []string, ips []net.IP, life time.Duration) ([]byte, error) {
-	cn := firstDNSName(dns)
+	cn := FirstDNSName(dns)
 	if cn == "" && len(ips) > 0 {
 		cn = ips[0].String()
 	}
@@ -362,7 +365,7 @@ func (ca *LocalCA) Sign(pub any, dns []string, ips []net.IP, life time.Duration)
 }
 
 // filesTLS serves --cert/--key, reloading them when either file changes.
-func filesTLS(opt TLSOptions) (*TLSSetup, error) {
+func filesTLS(opt Options) (*Setup, error) {
 	if opt.CertFile == "" || opt.KeyFile == "" {
 		return nil, errors.New("--tls files needs --cert and --key")
 	}
@@ -370,7 +373,7 @@ func filesTLS(opt TLSOptions) (*TLSSetup, error) {
 	if _, err := r.get(); err != nil {
 		return nil, err
 	}
-	return &TLSSetup{files: r, Config: &tls.Config{
+	return &Setup{files: r, Config: &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get() },
@@ -393,7 +396,7 @@ func (r *reloader) get() (*tls.Certificate, error) {
 		return r.cur, nil
 	}
 	r.checked = time.Now()
-	stamp, err := fileStamp(r.cert, r.key)
+	stamp, err := filestamp.Of(r.cert, r.key)
 	if err != nil {
 		if r.cur != nil {
 			return r.cur, nil
@@ -420,18 +423,72 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	return r.cur, nil
 }
 
-// fileStamp identifies the versions of files by modification time, size
-// and inode.
-func fileStamp(paths ...string) (string, error) {
-	stamp := ""
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return "", err
+// SetNames makes certmagic maintain certificates for exactly names.
+func (t *Setup) SetNames(ctx context.Context, names []string) (added, removed []string, err error) {
+	for _, n := range names {
+		if !slices.Contains(t.names, n) {
+			added = append(added, n)
 		}
-		// The inode too: an atomic replace (temp + rename) may keep size
-		// and modification time.
-		stamp += fmt.Sprint(fi.ModTime().UnixNano(), fi.Size(), osfile.Inode(fi), ";")
 	}
-	return stamp, nil
+	var gone []certmagic.SubjectIssuer
+	for _, n := range t.names {
+		if !slices.Contains(names, n) {
+			removed = append(removed, n)
+			gone = append(gone, certmagic.SubjectIssuer{Subject: n})
+		}
+	}
+	if len(added) > 0 {
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := t.magic.ManageSync(mctx, added); err != nil {
+			return nil, nil, fmt.Errorf("obtaining certificates for %s: %w", strings.Join(added, ", "), err)
+		}
+	}
+	if len(gone) > 0 {
+		t.cache.RemoveManaged(gone)
+	}
+	t.names = append([]string(nil), names...)
+	if t.covered.Load() != nil {
+		t.setCovered(t.names)
+	}
+	return added, removed, nil
 }
+
+// force loads cert and key now and serves them from the next handshake.
+func (r *reloader) force(cert, key string) error {
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return fmt.Errorf("loading %s and %s: %w", cert, key, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cert, r.key, r.cur = cert, key, &c
+	r.stamp, r.checked = "", time.Time{}
+	if st, err := filestamp.Of(cert, key); err == nil {
+		r.stamp, r.checked = st, time.Now()
+	}
+	return nil
+}
+
+func (r *reloader) notAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil || r.cur.Leaf == nil {
+		return time.Time{}
+	}
+	return r.cur.Leaf.NotAfter
+}
+
+// FromFiles reports whether the certificate comes from files (ModeFiles).
+func (t *Setup) FromFiles() bool { return t.files != nil }
+
+// Managed reports whether certmagic maintains the certificates (ModeLocal
+// and ModeACME), whose names SetNames changes.
+func (t *Setup) Managed() bool { return t.magic != nil }
+
+// ReloadFiles loads the certificate files now (SIGHUP) and serves them from
+// the next handshake.
+func (t *Setup) ReloadFiles(cert, key string) error { return t.files.force(cert, key) }
+
+// NotAfter is the expiry of the certificate loaded from files.
+func (t *Setup) NotAfter() time.Time { return t.files.notAfter() }

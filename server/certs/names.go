@@ -1,4 +1,4 @@
-package server
+package certs
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func withMachineNames(names []string) []string {
 // handshake fails on the client side, where the server operator cannot
 // see it. At most 256 names are remembered; names are logged quoted (they
 // come from the network).
-func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), st *TLSSetup, log *slog.Logger) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), st *Setup, log *slog.Logger) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if log == nil || getCert == nil {
 		return getCert
 	}
@@ -99,7 +99,7 @@ func sniWatch(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), st *
 }
 
 // coveredNames lists the names certificates are maintained for, sorted.
-func (t *TLSSetup) coveredNames() []string {
+func (t *Setup) coveredNames() []string {
 	m := *t.covered.Load()
 	out := make([]string, 0, len(m))
 	for n := range m {

@@ -1,4 +1,4 @@
-package server_test
+package certs_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // TestACMEWithPebble obtains a certificate through certmagic's ACME issuer
@@ -46,8 +46,8 @@ func TestACMEWithPebble(t *testing.T) {
 		defer ln.Close()
 		return ln.Addr().(*net.TCPAddr).Port
 	}
-	st, err := server.SetupTLS(ctx, server.TLSOptions{
-		Mode: server.TLSACME, Dir: t.TempDir(), Names: []string{"airgap.site.test"},
+	st, err := certs.New(ctx, certs.Options{
+		Mode: certs.ModeACME, Dir: t.TempDir(), Names: []string{"airgap.site.test"},
 		ACMECA: acme.URL + wfe.DirectoryPath, ACMECARoot: rootFile, ACMEEmail: "ops@site.test",
 		ACMEHTTPPort: port(), ACMETLSALPNPort: port(),
 	})

@@ -1,4 +1,4 @@
-package server_test
+package certs_test
 
 import (
 	"crypto/ecdsa"
