@@ -21,6 +21,7 @@ import (
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/spf13/pflag"
 )
 
@@ -73,14 +74,14 @@ func (c *serveCmd) run(args []string) error {
 	level := new(slog.LevelVar)
 	lv, _ := cfg.Level()
 	level.Set(lv)
-	// Buffered (server.LogWriter): written out every 100 ms and in full
+	// Buffered (ops.LogWriter): written out every 100 ms and in full
 	// before serve exits.
-	out, err := server.OpenLogWriter(cfg.LogFile)
+	out, err := ops.OpenLogWriter(cfg.LogFile)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	log, _ := server.NewLogger(out, cfg.LogFormat, level)
+	log, _ := ops.NewLogger(out, cfg.LogFormat, level)
 	out.SetNotice(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -117,7 +118,7 @@ func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
 
 // --- healthcheck ---
 
-type healthcheckCmd struct{ opt server.HealthCheckOptions }
+type healthcheckCmd struct{ opt ops.HealthCheckOptions }
 
 func (c *healthcheckCmd) synopsis() string {
 	return "ask a running appliance's /healthz (container health checks; exit 0 when healthy)"
@@ -137,7 +138,7 @@ func (c *healthcheckCmd) run(args []string) error {
 	if err := checkUsage("healthcheck", args, nil); err != nil {
 		return err
 	}
-	return server.HealthCheck(context.Background(), c.opt)
+	return ops.HealthCheck(context.Background(), c.opt)
 }
 
 // --- ca ---

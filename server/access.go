@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -164,27 +164,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
-	logRecord(l, end, "request", attrs)
-}
-
-// logRecord is l.LogAttrs at info level, stamped at (the end of the
-// request: one clock read less), without the caller's program counter,
-// which no handler of serve's prints (no AddSource) and which costs a
-// stack walk per line. Like LogAttrs it checks the level (which SIGHUP may
-// have changed since the request arrived).
-func logRecord(l *slog.Logger, at time.Time, msg string, attrs []slog.Attr) {
-	ctx := context.Background()
-	h := l.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	if lh, ok := h.(*lineHandler); ok {
-		lh.logAttrs(ctx, at, slog.LevelInfo, msg, attrs)
-		return
-	}
-	r := slog.NewRecord(at, slog.LevelInfo, msg, 0)
-	r.AddAttrs(attrs...)
-	h.Handle(ctx, r)
+	ops.LogRecord(l, end, "request", attrs)
 }
 
 func cut(s string, n int) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server/ops"
 )
 
 var (
@@ -70,4 +71,4 @@ func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 
 // ErrConfig marks an invalid serve configuration (a flag, the --config
 // file, an AIRGAP_ variable); the message names the setting.
-var ErrConfig = errors.New("invalid configuration")
+var ErrConfig = ops.ErrConfig

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // BenchmarkObserve measures what Observe adds to one small JSON answer:
 // metrics only (access lines off, as at --log-level warn), and metrics
-// plus an access line as serve writes it (server.NewLogger, text and JSON)
+// plus an access line as serve writes it (ops.NewLogger, text and JSON)
 // or as slog's own JSON handler would, each written to io.Discard (serve's
 // LogWriter turns the write(2) per line into an append).
 func BenchmarkObserve(b *testing.B) {
@@ -22,8 +23,8 @@ func BenchmarkObserve(b *testing.B) {
 	req.Header.Set("User-Agent", "Terraform/1.11.0 (+https://www.terraform.io)")
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	slogJSON := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	text, _ := server.NewLogger(io.Discard, "text", slog.LevelInfo)
-	json, _ := server.NewLogger(io.Discard, "json", slog.LevelInfo)
+	text, _ := ops.NewLogger(io.Discard, "text", slog.LevelInfo)
+	json, _ := ops.NewLogger(io.Discard, "json", slog.LevelInfo)
 	for _, c := range []struct {
 		name string
 		h    http.Handler

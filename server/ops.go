@@ -11,6 +11,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // OpsOptions configure StartOps.
@@ -20,7 +21,7 @@ type OpsOptions struct {
 	TLS     *certs.Setup
 	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
 	Log     *slog.Logger
-	LogOut  *LogWriter // reopened by SIGHUP (nil: nothing to reopen)
+	LogOut  *ops.LogWriter // reopened by SIGHUP (nil: nothing to reopen)
 	Version string
 	Access  *AccessControl // the access file, if any
 	Audit   *AuditLog      // the audit log, if any
@@ -101,10 +102,10 @@ func (o *Ops) Listener(ln net.Listener) net.Listener {
 }
 
 // Ready tells systemd the service is up (call once listening).
-func (o *Ops) Ready() { Notify(NotifyReady) }
+func (o *Ops) Ready() { ops.Notify(ops.NotifyReady) }
 
 // Stopping tells systemd the service is shutting down.
-func (o *Ops) Stopping() { Notify(NotifyStopping) }
+func (o *Ops) Stopping() { ops.Notify(ops.NotifyStopping) }
 
 // LastImport returns the time of a store's newest import.
 func LastImport(st *store.Store) func() time.Time {

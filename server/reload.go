@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // Reloadable is what SIGHUP may change in a running serve without dropping
@@ -32,7 +33,7 @@ type Reloadable struct {
 	TLS     *certs.Setup
 	Log     *slog.Logger
 	Access  *AccessControl
-	LogOut  *LogWriter
+	LogOut  *ops.LogWriter
 
 	mu sync.Mutex
 }
@@ -64,8 +65,8 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 func (r *Reloadable) Reload(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	Notify(NotifyReloading)
-	defer Notify(NotifyReady)
+	ops.Notify(ops.NotifyReloading)
+	defer ops.Notify(ops.NotifyReady)
 	next, err := r.Config.Reload()
 	if err != nil {
 		r.Log.Error("SIGHUP: configuration not reloaded; still running the previous one", "err", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // RunOptions configure Run: what 'airgap serve' resolved from its flags,
@@ -26,8 +27,8 @@ type RunOptions struct {
 	Ready     func(addr string) // called once listening (tests)
 	Config    *ServeConfig
 	Level     *slog.LevelVar
-	LogOut    *LogWriter // where Log writes, reopened by SIGHUP (nil: nothing to reopen)
-	Version   string     // airgap's, for metrics
+	LogOut    *ops.LogWriter // where Log writes, reopened by SIGHUP (nil: nothing to reopen)
+	Version   string         // airgap's, for metrics
 }
 
 // Run serves the store at cfg.Store until ctx is done: it opens the store,

@@ -1,7 +1,8 @@
-package server
+package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,10 @@ import (
 	"sync"
 	"time"
 )
+
+// ErrConfig marks an invalid serve configuration (a flag, the --config
+// file, an AIRGAP_ variable); the message names the setting.
+var ErrConfig = errors.New("invalid configuration")
 
 // NewLogger returns a logger writing format ("text" or "json", as
 // --log-format) to w at level. Pass a *slog.LevelVar to change the level
@@ -233,4 +238,24 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+}
+
+// LogRecord is l.LogAttrs at info level, stamped at (the end of the
+// request: one clock read less), without the caller's program counter,
+// which no handler of serve's prints (no AddSource) and which costs a
+// stack walk per line. Like LogAttrs it checks the level (which SIGHUP may
+// have changed since the request arrived).
+func LogRecord(l *slog.Logger, at time.Time, msg string, attrs []slog.Attr) {
+	ctx := context.Background()
+	h := l.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	if lh, ok := h.(*lineHandler); ok {
+		lh.logAttrs(ctx, at, slog.LevelInfo, msg, attrs)
+		return
+	}
+	r := slog.NewRecord(at, slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	h.Handle(ctx, r)
 }

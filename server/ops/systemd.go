@@ -1,4 +1,4 @@
-package server
+package ops
 
 import "github.com/coreos/go-systemd/v22/daemon"
 
