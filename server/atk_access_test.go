@@ -14,6 +14,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // Regression tests of the reviewer findings on serve's access control
@@ -102,7 +103,7 @@ func TestCatalogHistoryScoped(t *testing.T) {
 // such import showed in every token's SBOM.
 func TestSBOMTimeScoped(t *testing.T) {
 	seen, hidden, get := historyFixture(t, store.ImportEntry{Bundle: fakeDigest("later"), Added: []string{"provider registry.terraform.io/ns0000/type00001 1.0.0 (linux_amd64)"}})
-	code, doc := get(server.SBOMPath)
+	code, doc := get(ui.SBOMPath)
 	if code != 200 || !strings.Contains(doc, seen.Addr()) || strings.Contains(doc, hidden.Addr()) {
 		t.Fatalf("the SBOM for ci: %d\n%s", code, doc)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // Single sign-on: with a login block in the access file the appliance is
@@ -689,7 +690,7 @@ func (l *loginService) refuse(w http.ResponseWriter, r *http.Request, f *loginFa
 
 func (l *loginService) page(w http.ResponseWriter, r *http.Request, code int, heading, msg, hint, link, linkText string) {
 	w.Header().Set("Cache-Control", "no-store")
-	renderHTML(w, r, code, "login.html", map[string]any{"Title": heading + " - airgap", "Heading": heading, "Message": msg, "Hint": hint,
+	ui.RenderHTML(w, r, code, "login.html", map[string]any{"Title": heading + " - airgap", "Heading": heading, "Message": msg, "Hint": hint,
 		"Link": link, "LinkText": linkText}, l.s.writeError)
 }
 

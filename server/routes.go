@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // The route table: every path the appliance answers, the handler that
@@ -75,8 +76,7 @@ type route struct {
 // /v2/{name...}/manifests/{ref} is not a pattern it accepts (distribution
 // matches them with regular expressions).
 func (s *Server) routeTable() []route {
-	ui := newCatalogUI(s)
-	d := newDocsUI(s)
+	pages := ui.New(uiApp{s})
 	l := s.login
 	rs := []route{
 		// The registry protocols, in the view the Host chooses.
@@ -118,13 +118,13 @@ func (s *Server) routeTable() []route {
 		// The HTML catalog and documentation for people. "/{$}" matches
 		// only "/" itself, so no protocol path is shadowed, and /ui/ is a
 		// prefix no protocol uses.
-		{method: "GET", pattern: "/{$}", handler: ui.index},
-		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}", handler: ui.provider},
-		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}", handler: ui.module},
-		{method: "GET", pattern: SBOMPath, handler: ui.sbom},
-		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", handler: d.provider},
-		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}/{version}", handler: d.module},
-		{method: "GET", pattern: "/ui/docs/search", handler: d.search},
+		{method: "GET", pattern: "/{$}", handler: pages.Index},
+		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}", handler: pages.Provider},
+		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}", handler: pages.Module},
+		{method: "GET", pattern: ui.SBOMPath, handler: pages.SBOM},
+		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", handler: pages.ProviderDocs},
+		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}/{version}", handler: pages.ModuleDocs},
+		{method: "GET", pattern: "/ui/docs/search", handler: pages.DocsSearch},
 		// Anything else: 404 with a JSON body, after the access check.
 		{pattern: "/", handler: s.noEndpoint},
 	}

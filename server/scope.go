@@ -5,6 +5,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // scope is what one set of access rules sees of a catalog snapshot: the
@@ -24,9 +25,9 @@ import (
 // O(addresses × patterns), and hold O(origins).
 type scope struct {
 	v       *view
-	rules   *acl.Rules // nil: everything
-	origins []string   // origins with something the rules allow, default-view order
-	sbom    sbomCache  // the SBOM of what it sees
+	rules   *acl.Rules   // nil: everything
+	origins []string     // origins with something the rules allow, default-view order
+	sbom    ui.SBOMCache // the SBOM of what it sees
 }
 
 func newScope(v *view, rules *acl.Rules) *scope {

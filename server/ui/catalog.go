@@ -1,4 +1,4 @@
-package server
+package ui
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ const (
 
 // catalogUI renders the pages from a model of the current snapshot.
 type catalogUI struct {
-	s     *Server
+	app   App
 	mu    sync.Mutex
 	model atomic.Pointer[catalogModel]
 	caFP  string
@@ -92,8 +92,8 @@ type catalogUI struct {
 
 // newCatalogUI makes the HTML pages' handlers (their routes are in the
 // route table).
-func newCatalogUI(s *Server) *catalogUI {
-	return &catalogUI{s: s, caFP: caFingerprintPEM(s.caPEM)}
+func newCatalogUI(app App) *catalogUI {
+	return &catalogUI{app: app, caFP: caFingerprintPEM(app.CAPEM())}
 }
 
 func caFingerprintPEM(p []byte) string {
@@ -203,7 +203,7 @@ func shortSource(addr string) string { return strings.TrimPrefix(addr, dist.Defa
 // current returns the model of the store's current snapshot, building it
 // once per snapshot.
 func (ui *catalogUI) current() *catalogModel {
-	cat := ui.s.store.Catalog()
+	cat := ui.app.Store().Catalog()
 	if m := ui.model.Load(); m != nil && m.cat == cat {
 		return m
 	}
@@ -212,42 +212,42 @@ func (ui *catalogUI) current() *catalogModel {
 	if m := ui.model.Load(); m != nil && m.cat == cat {
 		return m
 	}
-	m := buildCatalogModel(cat, ui.s.store, ui.s.current().view.origins)
+	m := buildCatalogModel(cat, ui.app.Store(), ui.app.Origins())
 	ui.model.Store(m)
 	return m
 }
 
 // viewFor returns what sc sees of the model.
-func (m *catalogModel) viewFor(sc *scope) *modelView {
-	if sc.rules == nil {
+func (m *catalogModel) viewFor(sc Scope) *modelView {
+	if !sc.Restricted() {
 		return m.all
 	}
-	if v, ok := m.scoped.Load(sc.rules.Key()); ok {
+	if v, ok := m.scoped.Load(sc.RulesKey()); ok {
 		return v.(*modelView)
 	}
-	v, _ := m.scoped.LoadOrStore(sc.rules.Key(), m.filter(sc))
+	v, _ := m.scoped.LoadOrStore(sc.RulesKey(), m.filter(sc))
 	return v.(*modelView)
 }
 
 // filter builds the modelView of a scope.
-func (m *catalogModel) filter(sc *scope) *modelView {
+func (m *catalogModel) filter(sc Scope) *modelView {
 	all := m.all
-	v := &modelView{origins: sc.origins}
+	v := &modelView{origins: sc.Origins()}
 	for _, g := range all.providers {
-		if sc.allows(g.Addr) {
+		if sc.Allows(g.Addr) {
 			v.providers = append(v.providers, g)
 			v.provVers += len(g.Versions)
 			v.packages += g.packages
 		}
 	}
 	for _, g := range all.modules {
-		if sc.allows(g.Addr) {
+		if sc.Allows(g.Addr) {
 			v.modules = append(v.modules, g)
 			v.modVers += len(g.Versions)
 			v.packages += len(g.Versions)
 		}
 	}
-	v.imports, v.withdrawn, v.nWithdraw = historyRows(m.imports, m.withdrawn, sc.allows)
+	v.imports, v.withdrawn, v.nWithdraw = historyRows(m.imports, m.withdrawn, sc.Allows)
 	v.keys, v.nKeys = keyRows(visibleNamespaces(m.pubKeys, v.providers))
 	return v
 }
@@ -398,7 +398,7 @@ type clientConfigText struct {
 
 // clientConfigs is what 'airgap client-config' prints for each tool and
 // mode, for this base URL.
-func clientConfigs(base string, origins []string, login bool) []clientConfigText {
+func clientConfigs(app App, base string, origins []string, login bool) []clientConfigText {
 	var out []clientConfigText
 	if len(origins) == 0 {
 		return nil
@@ -407,7 +407,7 @@ func clientConfigs(base string, origins []string, login bool) []clientConfigText
 		{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"},
 	} {
 		var b strings.Builder
-		if err := WriteClientConfig(&b, ClientConfigOptions{URL: base, Origins: origins, Tool: c.tool, Mode: c.mode, Login: login}); err != nil {
+		if err := app.WriteClientConfig(&b, base, origins, c.tool, c.mode, login); err != nil {
 			continue
 		}
 		out = append(out, clientConfigText{c.tool, c.mode, b.String()})
@@ -487,15 +487,12 @@ func gateBadges(rss ...[]dist.GateResult) []gateBadge {
 	return out
 }
 
-// scope is the request's scope and principal (the whole catalog without
-// an access file).
-func (ui *catalogUI) scope(r *http.Request) (*scope, *principal) {
-	p := authOf(r).principal()
-	return ui.s.current().scopeFor(p), p
-}
+// scope is the request's scope (the whole catalog without an access
+// file).
+func (ui *catalogUI) scope(r *http.Request) Scope { return ui.app.Scope(r) }
 
 func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
-	sc, p := ui.scope(r)
+	sc := ui.scope(r)
 	m := ui.current().viewFor(sc)
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
 	if len(q) > maxQuery {
@@ -564,25 +561,17 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		mods = append(mods, row)
 	}
 	base := baseURL(r)
-	who := ""
-	if p != nil {
-		who = p.name
-	}
-	login := ui.s.access.loginConfig() != nil
-	var groups []string
-	var until time.Time
-	if p != nil && p.login != nil {
-		groups, until = p.login.Groups, p.login.Expires
-	}
+	who := ui.app.Viewer(r)
+	login := ui.app.SignIn()
 	ui.render(w, r, "index.html", map[string]any{
-		"Access":         ui.s.access != nil,
+		"Access":         ui.app.AccessControl(),
 		"Login":          login,
-		"Who":            who,
-		"Person":         p.user(),
-		"SignOut":        ui.s.login.signOutMAC(p),
-		"Groups":         groups,
-		"Until":          until,
-		"Anonymous":      who == acl.AnonymousName,
+		"Who":            who.Name,
+		"Person":         who.Person,
+		"SignOut":        who.SignOut,
+		"Groups":         who.Groups,
+		"Until":          who.Until,
+		"Anonymous":      who.Name == acl.AnonymousName,
 		"Title":          "airgap catalog",
 		"Q":              q,
 		"Providers":      provs,
@@ -596,9 +585,9 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"ModuleVers":     m.modVers,
 		"Pager":          pg,
 		"Base":           base,
-		"Configs":        clientConfigs(base, m.origins, login),
+		"Configs":        clientConfigs(ui.app, base, m.origins, login),
 		"CAFingerprint":  ui.caFP,
-		"HasCA":          ui.s.caPEM != nil,
+		"HasCA":          ui.app.CAPEM() != nil,
 		"Imports":        m.imports,
 		"Withdrawn":      m.withdrawn,
 		"NWithdrawn":     m.nWithdraw,
@@ -614,18 +603,18 @@ type providerVersionRow struct {
 	Snippet  string
 	// Usage and Fetched (per platform): download counts (Usage), with
 	// counting on.
-	Usage   usageCell
-	Fetched map[string]usageCell
+	Usage   UsageCell
+	Fetched map[string]UsageCell
 }
 
 func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	m := ui.current()
-	sc, _ := ui.scope(r)
+	sc := ui.scope(r)
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("type"))
 	g := m.provBy[addr]
-	if g == nil || !sc.allows(g.Addr) {
+	if g == nil || !sc.Allows(g.Addr) {
 		if g != nil {
-			noteDenied(w, g.Addr)
+			ui.app.NoteDenied(w, g.Addr)
 		}
 		ui.notFound(w, r, "provider "+addr)
 		return
@@ -638,8 +627,8 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 		if s, ok := m.signers.Of(v); ok {
 			row.SignedBy = &s
 		}
-		if u := ui.s.usage; u != nil {
-			row.Usage, row.Fetched = u.providerUsage(v)
+		if u := ui.app.Counts(); u != nil {
+			row.Usage, row.Fetched = providerUsage(u, v)
 		}
 		rows = append(rows, row)
 	}
@@ -649,17 +638,17 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 type moduleVersionRow struct {
 	*dist.ModuleVersion
 	Snippet string
-	Usage   usageCell // with counting on (Usage)
+	Usage   UsageCell // with counting on (Usage)
 }
 
 func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	m := ui.current()
-	sc, _ := ui.scope(r)
+	sc := ui.scope(r)
 	addr := strings.ToLower(r.PathValue("host") + "/" + r.PathValue("ns") + "/" + r.PathValue("name") + "/" + r.PathValue("system"))
 	g := m.modBy[addr]
-	if g == nil || !sc.allows(g.Addr) {
+	if g == nil || !sc.Allows(g.Addr) {
 		if g != nil {
-			noteDenied(w, g.Addr)
+			ui.app.NoteDenied(w, g.Addr)
 		}
 		ui.notFound(w, r, "module "+addr)
 		return
@@ -668,8 +657,8 @@ func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 	var rows []moduleVersionRow
 	for _, v := range g.Versions[lo:hi] {
 		row := moduleVersionRow{ModuleVersion: v, Snippet: fmt.Sprintf("module %q {\n  source  = %q\n  version = %q\n}\n", g.Name, g.Source, v.Version)}
-		if u := ui.s.usage; u != nil {
-			row.Usage = u.moduleUsage(v)
+		if u := ui.app.Counts(); u != nil {
+			row.Usage = moduleUsage(u, v)
 		}
 		rows = append(rows, row)
 	}
@@ -679,10 +668,11 @@ func (ui *catalogUI) module(w http.ResponseWriter, r *http.Request) {
 // usageSince is the pages' note on the download counts ("" when serve
 // does not count).
 func (ui *catalogUI) usageSince() string {
-	if ui.s.usage == nil {
+	u := ui.app.Counts()
+	if u == nil {
 		return ""
 	}
-	return ui.s.usage.sinceText()
+	return sinceText(u)
 }
 
 func (ui *catalogUI) notFound(w http.ResponseWriter, r *http.Request, what string) {
@@ -694,13 +684,13 @@ func (ui *catalogUI) render(w http.ResponseWriter, r *http.Request, name string,
 }
 
 func (ui *catalogUI) renderStatus(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
-	renderHTML(w, r, code, name, data, ui.s.writeError)
+	RenderHTML(w, r, code, name, data, ui.app.WriteError)
 }
 
-// renderHTML renders a page of the templates with the catalog's headers
+// RenderHTML renders a page of the templates with the catalog's headers
 // (its CSP: no external resource, only the page's own script); onErr
 // answers a template that fails.
-func renderHTML(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any, onErr func(http.ResponseWriter, *http.Request, error)) {
+func RenderHTML(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any, onErr func(http.ResponseWriter, *http.Request, error)) {
 	data["Script"] = template.JS(filterScript)
 	var b bytes.Buffer
 	if err := catalogTmpl.ExecuteTemplate(&b, name, data); err != nil {

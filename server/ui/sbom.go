@@ -1,4 +1,4 @@
-package server
+package ui
 
 import (
 	"net/http"
@@ -15,14 +15,14 @@ import (
 // serves (under /ui/, which no protocol uses).
 const SBOMPath = "/ui/sbom.cdx.json"
 
-// sbomCache holds the SBOM of what one scope (the whole catalog, or what a
+// SBOMCache holds the SBOM of what one scope (the whole catalog, or what a
 // principal of the access file may read) sees of one catalog snapshot. It
 // is built on the first request (store.IndexSBOM: the catalog, and each
 // package's build information document read from the store), once, while
 // concurrent requests wait for it; it then costs its own size in memory
 // for as long as the scope (one per snapshot and access rule set): about
 // 1 KiB per package and 300 bytes per Go module compiled into a plugin.
-type sbomCache struct {
+type SBOMCache struct {
 	mu  sync.Mutex
 	doc *sbomDoc
 }
@@ -33,10 +33,10 @@ type sbomDoc struct {
 }
 
 func (ui *catalogUI) sbom(w http.ResponseWriter, r *http.Request) {
-	sc, _ := ui.scope(r)
-	doc := sc.sbom.get(ui.s, sc)
+	sc := ui.scope(r)
+	doc := sc.SBOM().get(ui.app, sc)
 	if doc.err != nil {
-		ui.s.writeError(w, r, doc.err)
+		ui.app.WriteError(w, r, doc.err)
 		return
 	}
 	h := w.Header()
@@ -53,48 +53,48 @@ func (ui *catalogUI) sbom(w http.ResponseWriter, r *http.Request) {
 }
 
 // get builds the scope's SBOM once.
-func (c *sbomCache) get(s *Server, sc *scope) *sbomDoc {
+func (c *SBOMCache) get(app App, sc Scope) *sbomDoc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.doc != nil {
 		return c.doc
 	}
-	cat := sc.v.cat
+	cat := sc.Catalog()
 	ix := &store.Index{Catalog: *cat}
-	if ixr, ok := s.store.(interface{ Index() *store.Index }); ok {
+	if ixr, ok := app.Store().(interface{ Index() *store.Index }); ok {
 		if full := ixr.Index(); full != nil && &full.Catalog == cat {
 			ix = &store.Index{Catalog: full.Catalog, Imports: full.Imports} // the newest import is the SBOM's time
-			if sc.rules != nil {
+			if sc.Restricted() {
 				// The newest import the principal sees on the catalog page:
 				// one that changed only what it may not read says nothing.
 				ix.Imports = nil
-				if rows, _, _ := historyRows(full.Imports, nil, sc.allows); len(rows) > 0 {
+				if rows, _, _ := historyRows(full.Imports, nil, sc.Allows); len(rows) > 0 {
 					ix.Imports = []store.ImportEntry{rows[0].ImportEntry}
 				}
 			}
 		}
 	}
-	if sc.rules != nil { // only what the principal may read
+	if sc.Restricted() { // only what the principal may read
 		ix.Catalog = dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
 		for _, p := range cat.Providers {
-			if sc.allows(p.Addr()) {
+			if sc.Allows(p.Addr()) {
 				ix.Catalog.Providers = append(ix.Catalog.Providers, p)
 			}
 		}
 		for _, m := range cat.Modules {
-			if sc.allows(m.Addr()) {
+			if sc.Allows(m.Addr()) {
 				ix.Catalog.Modules = append(ix.Catalog.Modules, m)
 			}
 		}
 	}
 	body, err := store.IndexSBOM(ix, func(d verify.Digest, limit int64) ([]byte, error) {
-		f, err := s.store.OpenBlob(d)
+		f, err := app.Store().OpenBlob(d)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
 		return store.ReadVerified(f, d, limit)
-	}, s.tool)
+	}, app.Tool())
 	c.doc = &sbomDoc{body: body, err: err}
 	return c.doc
 }

@@ -1,4 +1,4 @@
-package server
+package ui
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ var docsCSP = strings.Replace(catalogCSP, "img-src 'none'", "img-src 'self'", 1)
 
 // docsUI serves the documentation pages.
 type docsUI struct {
-	s       *Server
+	app     App
 	slots   chan struct{}
 	indexes *lru[verify.Digest, *docs.Index]
 	metas   *lru[verify.Digest, map[string]docs.FrontMatter]
@@ -83,8 +83,8 @@ type renderedPage struct {
 
 // newDocsUI makes the documentation pages' handlers (their routes are in
 // the route table).
-func newDocsUI(s *Server) *docsUI {
-	return &docsUI{s: s, slots: make(chan struct{}, docsRenders), ixSlots: make(chan struct{}, docsRenders),
+func newDocsUI(app App) *docsUI {
+	return &docsUI{app: app, slots: make(chan struct{}, docsRenders), ixSlots: make(chan struct{}, docsRenders),
 		indexes: newLRU[verify.Digest, *docs.Index](maxIndexEntries),
 		metas:   newLRU[verify.Digest, map[string]docs.FrontMatter](maxMetaTrees),
 		full:    newLRU[string, []byte](maxRenderedBytes)}
@@ -93,12 +93,12 @@ func newDocsUI(s *Server) *docsUI {
 // providerVersion is the version the path names, if the request's scope
 // allows its address.
 func (d *docsUI) providerVersion(r *http.Request) *dist.ProviderVersion {
-	sc := d.s.current().scopeFor(authOf(r).principal())
+	sc := d.app.Scope(r)
 	host := strings.ToLower(r.PathValue("host"))
-	if _, ok := sc.isOrigin(host); !ok {
+	if _, ok := sc.IsOrigin(host); !ok {
 		return nil
 	}
-	for _, pv := range sc.providerVersions(host, r.PathValue("ns"), r.PathValue("type")) {
+	for _, pv := range sc.ProviderVersions(host, r.PathValue("ns"), r.PathValue("type")) {
 		if pv.Version == r.PathValue("version") {
 			return pv
 		}
@@ -123,15 +123,15 @@ func (d *docsUI) provider(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusNotFound, "docs-missing.html", data)
 		return
 	}
-	f, err := d.s.store.OpenBlob(pv.Docs.Archive)
+	f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
 	if err != nil {
-		d.s.writeError(w, r, err)
+		d.app.WriteError(w, r, err)
 		return
 	}
 	defer f.Close()
 	ix, err := d.index(r.Context(), pv.Docs.Archive, f)
 	if err != nil {
-		d.s.writeError(w, r, err)
+		d.app.WriteError(w, r, err)
 		return
 	}
 	rest := r.PathValue("rest")
@@ -164,7 +164,7 @@ type listCategory struct {
 func (d *docsUI) list(w http.ResponseWriter, r *http.Request, pv *dist.ProviderVersion, f *os.File, ix *docs.Index, data map[string]any) {
 	meta, err := d.meta(r.Context(), pv.Docs.Archive, f, ix)
 	if err != nil {
-		d.s.writeError(w, r, err)
+		d.app.WriteError(w, r, err)
 		return
 	}
 	// Up to 20,000 rows: built in a slot and cached as the pages are.
@@ -266,7 +266,7 @@ func (d *docsUI) cachedPage(w http.ResponseWriter, r *http.Request, key string, 
 			}
 			if err != nil {
 				d.release()
-				d.s.writeError(w, r, err)
+				d.app.WriteError(w, r, err)
 				return
 			}
 		}
@@ -473,11 +473,11 @@ func (d *docsUI) release() { <-d.slots }
 
 // module renders a module version's documentation.
 func (d *docsUI) module(w http.ResponseWriter, r *http.Request) {
-	sc := d.s.current().scopeFor(authOf(r).principal())
+	sc := d.app.Scope(r)
 	host := strings.ToLower(r.PathValue("host"))
 	var mv *dist.ModuleVersion
-	if _, ok := sc.isOrigin(host); ok {
-		for _, v := range sc.moduleVersions(host, r.PathValue("ns"), r.PathValue("name"), r.PathValue("system")) {
+	if _, ok := sc.IsOrigin(host); ok {
+		for _, v := range sc.ModuleVersions(host, r.PathValue("ns"), r.PathValue("name"), r.PathValue("system")) {
 			if v.Version == r.PathValue("version") {
 				mv = v
 			}
@@ -494,7 +494,7 @@ func (d *docsUI) module(w http.ResponseWriter, r *http.Request) {
 	}
 	key := "module\x00" + mv.Addr() + "\x00" + mv.Version + "\x00" + string(mv.Docs)
 	d.cachedPage(w, r, key, func() ([]byte, bool, error) {
-		f, err := d.s.store.OpenBlob(mv.Docs)
+		f, err := d.app.Store().OpenBlob(mv.Docs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -546,7 +546,7 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusOK, "docs-search.html", data)
 		return
 	}
-	sc := d.s.current().scopeFor(authOf(r).principal())
+	sc := d.app.Scope(r)
 	// A search may read the tables of contents of 500 providers' docs
 	// (325 ms for one of 20,000 files; the cache holds 200,000 entries,
 	// so a store whose newest docs have more rereads them for every
@@ -557,15 +557,12 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 	defer d.release()
 	var hits []searchHit
 	considered, more := 0, false
-	for _, origin := range sc.origins {
-		keys := make([]string, 0, len(sc.v.providers[origin]))
-		for k := range sc.v.providers[origin] {
-			keys = append(keys, k)
-		}
+	for _, origin := range sc.Origins() {
+		keys := sc.ProviderKeys(origin)
 		sort.Strings(keys)
 		for _, k := range keys {
 			ns, typ, _ := strings.Cut(k, "/")
-			pv := newestDocumented(sc.providerVersions(origin, ns, typ))
+			pv := newestDocumented(sc.ProviderVersions(origin, ns, typ))
 			if pv == nil {
 				continue
 			}
@@ -573,7 +570,7 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 				more = true
 				break
 			}
-			f, err := d.s.store.OpenBlob(pv.Docs.Archive)
+			f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
 			if err != nil {
 				continue
 			}
@@ -619,7 +616,7 @@ func (d *docsUI) notFound(w http.ResponseWriter, r *http.Request, what string) {
 func (d *docsUI) render(w http.ResponseWriter, r *http.Request, code int, name string, data map[string]any) {
 	b, err := d.execute(name, data)
 	if err != nil {
-		d.s.writeError(w, r, err)
+		d.app.WriteError(w, r, err)
 		return
 	}
 	writeHTML(w, r, code, docsCSP, b)
