@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
@@ -127,9 +128,9 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 		attrs = append(attrs, slog.String("peer", peer))
 	}
 	attrs = append(attrs,
-		slog.String("method", cut(r.Method, 16)),
-		slog.String("host", cut(r.Host, 512)),
-		slog.String("path", cut(r.URL.Path, 512)),
+		slog.String("method", reply.Cut(r.Method, 16)),
+		slog.String("host", reply.Cut(r.Host, 512)),
+		slog.String("path", reply.Cut(r.URL.Path, 512)),
 		slog.Int("status", code),
 		slog.Int64("bytes", n),
 		slog.Int64("dur_us", dur.Microseconds()),
@@ -153,7 +154,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 	if name, ver := ClientFromUserAgent(ua); name != "" {
 		attrs = append(attrs, slog.String("client_name", name), slog.String("client_version", ver))
 	} else if ua != "" {
-		attrs = append(attrs, slog.String("user_agent", cut(ua, 256)))
+		attrs = append(attrs, slog.String("user_agent", reply.Cut(ua, 256)))
 	}
 	if dl != nil {
 		attrs = append(attrs, slog.String(dl.Kind, dl.Address), slog.String("version", dl.Version))
@@ -165,13 +166,6 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 		}
 	}
 	ops.LogRecord(l, end, "request", attrs)
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // Endpoint kinds: the values of the "kind" label and of EndpointKind. The

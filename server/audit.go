@@ -22,6 +22,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -124,7 +125,7 @@ type AuditEvent struct {
 const maxAuditGroups = 50
 
 // auditDetail makes a message fit an audit line: printable, 300 bytes.
-func auditDetail(s string) string { return dist.Printable(cut(s, 300)) }
+func auditDetail(s string) string { return dist.Printable(reply.Cut(s, 300)) }
 
 // AuditTime is the audit log's time format.
 func AuditTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/filestamp"
+	"github.com/airgap/airgap/server/internal/reply"
 )
 
 // Access control: with an access file (serve --access FILE, package acl)
@@ -506,7 +507,7 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 	case strings.HasPrefix(r.URL.Path, "/v2/"):
 		h.Set("Www-Authenticate", ociChallenge(r))
 		h.Set("Docker-Distribution-API-Version", "registry/2.0")
-		writeOCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
+		reply.OCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
 	case isUIPath(r.URL.Path) && r.Header.Get("Authorization") == "" && a.loginConfig() != nil:
 		// With single sign-on a browser signs in through the IdP
 		// (loginService); a session cookie that stopped working is dropped.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/reply"
 )
 
 // The appliance as an OpenID Connect relying party of the site's identity
@@ -149,12 +150,12 @@ func readCAFile(path string) (*x509.CertPool, error) {
 func checkIDPURL(s string, loopHTTP bool) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", dist.Printable(cut(s, 200)))
+		return fmt.Errorf("%q is not an absolute URL", dist.Printable(reply.Cut(s, 200)))
 	}
 	if u.Scheme == "https" || u.Scheme == "http" && loopHTTP && acl.CheckIssuer("http://"+u.Host) == nil {
 		return nil
 	}
-	return fmt.Errorf("%q is not https", dist.Printable(cut(s, 200)))
+	return fmt.Errorf("%q is not https", dist.Printable(reply.Cut(s, 200)))
 }
 
 // discover fetches the discovery document when it is older than an hour
@@ -273,7 +274,7 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // unreachable is the refusal when the IdP cannot be asked.
 func unreachable(cfg *acl.Login, err error) *loginFail {
 	return &loginFail{code: http.StatusBadGateway, reason: "idp_unreachable", heading: "The identity provider cannot be reached",
-		msg:  fmt.Sprintf("The appliance could not reach the identity provider at %s: %s.", dist.Printable(cfg.Issuer), dist.Printable(cut(err.Error(), 400))),
+		msg:  fmt.Sprintf("The appliance could not reach the identity provider at %s: %s.", dist.Printable(cfg.Issuer), dist.Printable(reply.Cut(err.Error(), 400))),
 		hint: "Try again later; tokens you already have keep working. If it persists, tell the appliance's operator.", err: err, issuer: cfg.Issuer}
 }
 
@@ -321,13 +322,13 @@ func (l *loginService) completeSignIn(r *http.Request, cfg *acl.Login, pl *pendi
 		switch {
 		case errors.As(err, &re):
 			return nil, &loginFail{code: http.StatusBadGateway, reason: "code", heading: "The identity provider refused the sign-in",
-				msg:  "It did not accept the authorization code: " + dist.Printable(cut(re.Error(), 300)) + ".",
+				msg:  "It did not accept the authorization code: " + dist.Printable(reply.Cut(re.Error(), 300)) + ".",
 				hint: "Start again. If it keeps failing, the appliance's client registration at the identity provider (its secret, its redirect URI) may be wrong: tell its operator.", err: err}
 		case errors.As(err, &ue):
 			return nil, unreachable(cfg, err)
 		}
 		return nil, &loginFail{code: http.StatusBadGateway, reason: "idp_answer", heading: "The identity provider's answer was refused",
-			msg:  "Its answer to the authorization code could not be read: " + dist.Printable(cut(err.Error(), 300)) + ".",
+			msg:  "Its answer to the authorization code could not be read: " + dist.Printable(reply.Cut(err.Error(), 300)) + ".",
 			hint: "Tell the appliance's operator; serve's log has the details.", err: err}
 	}
 	raw, _ := tok.Extra("id_token").(string)
@@ -352,7 +353,7 @@ func (l *loginService) completeSignIn(r *http.Request, cfg *acl.Login, pl *pendi
 // read from the message; the message itself is shown as it is.
 func idTokenFail(err error) *loginFail {
 	f := &loginFail{code: http.StatusBadGateway, reason: "id_token", heading: "The identity provider's ID token was refused",
-		msg: "The appliance could not verify it: " + dist.Printable(cut(err.Error(), 300)) + ".", hint: "Tell the appliance's operator; serve's log has the details.", err: err}
+		msg: "The appliance could not verify it: " + dist.Printable(reply.Cut(err.Error(), 300)) + ".", hint: "Tell the appliance's operator; serve's log has the details.", err: err}
 	var exp *oidc.TokenExpiredError
 	switch s := err.Error(); {
 	case errors.As(err, &exp):

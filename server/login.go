@@ -22,6 +22,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/server/ui"
 )
 
@@ -208,7 +209,7 @@ func checkAuthorization(q url.Values) (*pendingLogin, *loginFail) {
 	}
 	for k, vs := range q {
 		if len(vs) != 1 || len(vs[0]) > maxParam {
-			return bad(fmt.Sprintf("The parameter %q is repeated or too long.", dist.Printable(cut(k, 64))))
+			return bad(fmt.Sprintf("The parameter %q is repeated or too long.", dist.Printable(reply.Cut(k, 64))))
 		}
 	}
 	if q.Get("response_type") != "code" {
@@ -425,9 +426,9 @@ func (l *loginService) idpError(q url.Values, cfg *acl.Login) *loginFail {
 	if e == "" {
 		return nil
 	}
-	msg := "The identity provider answered " + dist.Printable(cut(e, 64))
+	msg := "The identity provider answered " + dist.Printable(reply.Cut(e, 64))
 	if d := q.Get("error_description"); d != "" {
-		msg += ": " + dist.Printable(cut(d, 300))
+		msg += ": " + dist.Printable(reply.Cut(d, 300))
 	}
 	return &loginFail{code: http.StatusForbidden, reason: "idp_refused", heading: "The identity provider did not sign you in",
 		msg: msg + ".", hint: "Try again; if it says you may not use this appliance, ask the identity provider's administrators (its client is " + dist.Printable(cfg.ClientID) + ")."}
@@ -521,7 +522,7 @@ func (l *loginService) token(w http.ResponseWriter, r *http.Request, cfg *acl.Lo
 		return
 	}
 	if id := clientIDOf(r, form); id != "" && id != LoginClientID {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", fmt.Sprintf("client %q is not this appliance's CLI client %q", dist.Printable(cut(id, 64)), LoginClientID))
+		oauthError(w, http.StatusUnauthorized, "invalid_client", fmt.Sprintf("client %q is not this appliance's CLI client %q", dist.Printable(reply.Cut(id, 64)), LoginClientID))
 		return
 	}
 	c, err := exchangeCode(ls, form, l.a.now())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/internal/reply"
 )
 
 // OCI authentication, as distribution does it and oras-go (OpenTofu's OCI
@@ -62,7 +63,7 @@ func ociChallenge(r *http.Request) string {
 // credentials (or their absence) name.
 func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 	if s.access == nil {
-		writeOCIError(w, http.StatusNotFound, ociUnsupported, "this appliance asks for no credentials")
+		reply.OCIError(w, http.StatusNotFound, ociUnsupported, "this appliance asks for no credentials")
 		return
 	}
 	a := s.access
@@ -82,7 +83,7 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 		"token": tok, "access_token": tok, "expires_in": int(a.ttl / time.Second), "issued_at": now.UTC().Format(time.RFC3339),
 	})
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSONBytes(w, r, "application/json", b)
+	reply.JSONBytes(w, r, "application/json", b)
 }
 
 // checkBearer verifies a bearer ociToken issued.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -529,7 +530,7 @@ func (s *Server) origin(r *http.Request, v *scope) (string, error) {
 	if o := r.PathValue("origin"); o != "" {
 		canon, ok := v.isOrigin(strings.ToLower(o))
 		if !ok {
-			return "", notFound("this appliance serves nothing from origin %q", cut(o, 256))
+			return "", notFound("this appliance serves nothing from origin %q", reply.Cut(o, 256))
 		}
 		return canon, nil
 	}
@@ -715,7 +716,7 @@ func (s *Server) mirrorVersions(r *http.Request, v *scope) ([]*dist.ProviderVers
 	} else if !dist.ValidHost(host) {
 		// A name that is no origin gets the default view (answered, not
 		// cached); one that is not even a host name is no provider source.
-		return nil, notFound("%q is not a host name", cut(host, 256))
+		return nil, notFound("%q is not a host name", reply.Cut(host, 256))
 	}
 	ns, typ := r.PathValue("ns"), r.PathValue("type")
 	vs := v.providerVersions(origin, ns, typ)
