@@ -19,6 +19,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/oci"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
@@ -100,12 +101,12 @@ func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
 		names = []string{"localhost"}
 	}
 	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name clients use for the appliance):\n", l.ClientID)
-	for _, u := range server.LoginRedirectURIs(names, cfg.Listen) {
+	for _, u := range access.LoginRedirectURIs(names, cfg.Listen) {
 		fmt.Fprintf(os.Stderr, "  %s\n", u)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	chk, err := server.CheckLogin(ctx, l)
+	chk, err := access.CheckLogin(ctx, l)
 	if err != nil {
 		return fmt.Errorf("login: %w\nhint: check the login block's issuer (its discovery document is ISSUER/.well-known/openid-configuration), ca_file and client_secret_file; serve still starts without the identity provider, but nobody can sign in", err)
 	}

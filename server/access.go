@@ -1,12 +1,9 @@
 package server
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
@@ -26,14 +24,14 @@ type ObserveOptions struct {
 	// Metrics counts requests, durations, bytes and downloads.
 	Metrics *Metrics
 	// Proxies are the peers whose X-Forwarded-For is believed.
-	Proxies *TrustedProxies
+	Proxies *access.TrustedProxies
 	// Catalog names downloads (which provider or module version a blob
 	// is); usually the store's Catalog method. The Server names them
 	// itself (noteDownload) when it is the handler; this is the fallback.
 	Catalog func() *dist.Catalog
 	// Audit receives one record per package or archive download that
 	// completed (AuditLog).
-	Audit *AuditLog
+	Audit *access.AuditLog
 }
 
 // Observe wraps h with access logs and metrics. It depends only on the
@@ -87,9 +85,9 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusOK
 	}
 	kind := EndpointKind(r.URL.Path)
-	var dl *Download
+	var dl *access.Download
 	if (code == http.StatusOK || code == http.StatusPartialContent) && r.Method == http.MethodGet {
-		if dl = rec.note.dl; dl == nil && (kind == KindBlob || kind == KindArchive) {
+		if dl = rec.note.Download; dl == nil && (kind == KindBlob || kind == KindArchive) {
 			dl = o.download(r.URL.Path)
 		}
 	}
@@ -105,12 +103,12 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			whole = nil // (OCI blobs: not counted here, as before)
 		}
 		m.observe(kind, code, dur, rec.bytes, whole)
-		if rec.note.auth != "" {
-			m.authFailure(rec.note.auth)
+		if rec.note.Auth != "" {
+			m.authFailure(rec.note.Auth)
 		}
 	}
 	if o.opt.Audit != nil {
-		if dl != nil && complete && dl.audited() {
+		if dl != nil && complete && dl.Audited() {
 			o.audit(r, code, rec, dl)
 		}
 		o.auditEvents(r, code, &rec.note)
@@ -120,7 +118,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end time.Time, dur time.Duration, dl *Download, note *reqNote) {
+func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end time.Time, dur time.Duration, dl *access.Download, note *access.Note) {
 	client, peer := o.opt.Proxies.ClientAddr(r)
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs, slog.String("client", client))
@@ -135,20 +133,20 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 		slog.Int64("bytes", n),
 		slog.Int64("dur_us", dur.Microseconds()),
 	)
-	if note.token != "" {
-		attrs = append(attrs, slog.String("token", note.token))
+	if note.Token != "" {
+		attrs = append(attrs, slog.String("token", note.Token))
 	}
-	if note.user != "" {
-		attrs = append(attrs, slog.String("user", note.user))
+	if note.User != "" {
+		attrs = append(attrs, slog.String("user", note.User))
 	}
-	if note.denied != "" {
-		attrs = append(attrs, slog.String("denied", note.denied))
+	if note.Denied != "" {
+		attrs = append(attrs, slog.String("denied", note.Denied))
 	}
-	if note.by != "" {
-		attrs = append(attrs, slog.String("auth_by", note.by))
+	if note.By != "" {
+		attrs = append(attrs, slog.String("auth_by", note.By))
 	}
-	if note.auth != "" {
-		attrs = append(attrs, slog.String("auth", note.auth))
+	if note.Auth != "" {
+		attrs = append(attrs, slog.String("auth", note.Auth))
 	}
 	ua := r.UserAgent()
 	if name, ver := ClientFromUserAgent(ua); name != "" {
@@ -268,212 +266,51 @@ func ClientFromUserAgent(ua string) (name, version string) {
 	return name, v
 }
 
-// TrustedProxies is the set of peers whose X-Forwarded-For header is
-// believed (--trusted-proxy: balancers that terminate HTTP and append the
-// client to it), and of load balancers that pass TLS through
-// (--passthrough-proxy), whose X-Forwarded-For is never believed: it
-// reaches serve as the client wrote it. Both carry many clients on one
-// address, so both are exempt from the per-address limits. The zero value
-// and nil trust nobody. Set and SetPassthrough may be called at any time
-// (SIGHUP).
-type TrustedProxies struct {
-	p    atomic.Pointer[[]netip.Prefix]
-	pass atomic.Pointer[[]netip.Prefix]
-}
-
-// ParseTrustedProxies parses addresses ("10.0.0.5") and CIDR prefixes
-// ("10.0.0.0/8", "fd00::/8").
-func ParseTrustedProxies(list []string) (*TrustedProxies, error) {
-	t := &TrustedProxies{}
-	return t, t.Set(list)
-}
-
-// Set replaces the list of trusted proxies.
-func (t *TrustedProxies) Set(list []string) error {
-	ps, err := parsePrefixes(list)
-	if err == nil {
-		t.p.Store(&ps)
-	}
-	return err
-}
-
-// SetPassthrough replaces the list of passthrough balancers.
-func (t *TrustedProxies) SetPassthrough(list []string) error {
-	ps, err := parsePrefixes(list)
-	if err == nil {
-		t.pass.Store(&ps)
-	}
-	return err
-}
-
-func parsePrefixes(list []string) ([]netip.Prefix, error) {
-	var ps []netip.Prefix
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if strings.Contains(s, "/") {
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return nil, fmt.Errorf("%q: %v", s, err)
-			}
-			ps = append(ps, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
-		}
-		a = a.Unmap()
-		ps = append(ps, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return ps, nil
-}
-
-func (t *TrustedProxies) trusts(a netip.Addr) bool {
-	return t != nil && inPrefixes(t.p.Load(), a)
-}
-
-// carriesMany reports whether a is a trusted proxy or a passthrough
-// balancer: an address many clients share, exempt from the per-address
-// connection cap and failed-attempt limit.
-func (t *TrustedProxies) carriesMany(a netip.Addr) bool {
-	return t != nil && (inPrefixes(t.p.Load(), a) || inPrefixes(t.pass.Load(), a))
-}
-
-func inPrefixes(ps *[]netip.Prefix, a netip.Addr) bool {
-	if ps == nil {
-		return false
-	}
-	a = a.Unmap()
-	for _, p := range *ps {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// maxForwardHops bounds how many X-Forwarded-For entries are examined.
-const maxForwardHops = 16
-
-// ClientAddr returns the client's IP address and the connection peer's.
-// When the peer is trusted, X-Forwarded-For is walked from the right (the
-// last entry of the last header line: a proxy appends its client there,
-// HAProxy as a line of its own, nginx at the end of the one line),
-// skipping trusted proxies, and the first other address is the client; an
-// entry that is not an IP address stops the walk (the last trusted hop is
-// then the client), and so do maxForwardHops trusted entries. Entries left
-// of the client are the client's own text and are never read, however many
-// it sends. Both results are parsed IP addresses, never client text. Cost:
-// at most maxForwardHops address parses, no allocation.
-func (t *TrustedProxies) ClientAddr(r *http.Request) (client, peer string) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	pa, err := netip.ParseAddr(host)
-	if err != nil {
-		return "unknown", "unknown"
-	}
-	if pa.Is4() {
-		peer = host // already canonical: ParseAddr takes no other IPv4 form
-	} else {
-		pa = pa.Unmap()
-		peer = pa.String()
-	}
-	if !t.trusts(pa) {
-		return peer, peer
-	}
-	lines := r.Header.Values("X-Forwarded-For")
-	cur, n := pa, 0
-	for i := len(lines) - 1; i >= 0; i-- {
-		rest := lines[i]
-		for {
-			if n == maxForwardHops {
-				return cur.String(), peer
-			}
-			j := strings.LastIndexByte(rest, ',')
-			a, err := netip.ParseAddr(strings.TrimSpace(rest[j+1:]))
-			if err != nil {
-				return cur.String(), peer
-			}
-			cur, n = a.Unmap(), n+1
-			if !t.trusts(cur) {
-				return cur.String(), peer
-			}
-			if j < 0 {
-				break
-			}
-			rest = rest[:j]
-		}
-	}
-	return cur.String(), peer
-}
-
-// Download is what a blob is in the catalog.
-type Download struct {
-	Kind     string // "provider" or "module"
-	Address  string // host/namespace/type or host/namespace/name/system
-	Version  string
-	Platform string // os_arch for provider packages
-	Role     string // dist.Role*
-	Digest   verify.Digest
-}
-
-// audited reports whether a download of this blob goes into the audit
-// log: provider packages and module archives (tar.gz, or the zip OCI
-// clients fetch), not SHA256SUMS and signatures.
-func (d *Download) audited() bool {
-	return d.Role == dist.RoleProviderPackage || d.Role == dist.RoleModuleArchive || d.Role == dist.RoleModuleZip
-}
-
 // downloadIndex maps a catalog's blobs to what they are (every owner, in
 // catalog order: a package can be listed under several addresses), built
 // once per catalog snapshot.
 type downloadIndex struct {
 	cat *dist.Catalog
-	m   map[verify.Digest][]*Download
+	m   map[verify.Digest][]*access.Download
 }
 
 func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
-	ix := &downloadIndex{cat: cat, m: map[verify.Digest][]*Download{}}
+	ix := &downloadIndex{cat: cat, m: map[verify.Digest][]*access.Download{}}
 	if cat == nil {
 		return ix
 	}
-	add := func(d verify.Digest, dl *Download) {
+	add := func(d verify.Digest, dl *access.Download) {
 		dl.Digest = d
 		ix.m[d] = append(ix.m[d], dl)
 	}
 	for _, p := range cat.Providers {
 		for _, pk := range p.Packages {
-			add(pk.Digest, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleProviderPackage})
+			add(pk.Digest, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleProviderPackage})
 			// Its Go build information and gate reports belong to it: a
 			// principal that may not read the package may not read them.
 			if pk.BuildInfo != "" {
-				add(pk.BuildInfo, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGoBuildInfo})
+				add(pk.BuildInfo, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGoBuildInfo})
 			}
 			for _, r := range pk.Gates {
-				add(r.Report, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGateReport})
+				add(r.Report, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Platform: pk.Platform(), Role: dist.RoleGateReport})
 			}
 		}
-		add(p.Shasums, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasums})
-		add(p.ShasumsSig, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasumsSig})
+		add(p.Shasums, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasums})
+		add(p.ShasumsSig, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleShasumsSig})
 		if p.Docs != nil && p.Docs.Archive != "" {
-			add(p.Docs.Archive, &Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleProviderDocs})
+			add(p.Docs.Archive, &access.Download{Kind: "provider", Address: p.Addr(), Version: p.Version, Role: dist.RoleProviderDocs})
 		}
 	}
 	for _, m := range cat.Modules {
-		add(m.Archive, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
+		add(m.Archive, &access.Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleArchive})
 		if m.Zip != "" {
-			add(m.Zip, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleZip})
+			add(m.Zip, &access.Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleZip})
 		}
 		for _, r := range m.Gates {
-			add(r.Report, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleGateReport})
+			add(r.Report, &access.Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleGateReport})
 		}
 		if m.Docs != "" {
-			add(m.Docs, &Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleDocs})
+			add(m.Docs, &access.Download{Kind: "module", Address: m.Addr(), Version: m.Version, Role: dist.RoleModuleDocs})
 		}
 	}
 	return ix
@@ -481,7 +318,7 @@ func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
 
 // download names the blob a /blobs/ or /archives/ path asks for, from the
 // catalog (nil when there is no catalog or the blob is not in it).
-func (o *observer) download(p string) *Download {
+func (o *observer) download(p string) *access.Download {
 	if o.opt.Catalog == nil {
 		return nil
 	}
@@ -518,63 +355,12 @@ type recorder struct {
 	http.ResponseWriter
 	code  int
 	bytes int64
-	note  reqNote
+	note  access.Note
 }
 
-// reqNote is what the protocol handler tells Observe about a request that
-// the response does not show: which token it acted as (never the secret),
-// why credentials were refused, and which download it was.
-type reqNote struct {
-	token  string // a token's name, or "anonymous"
-	user   string // a login token's person
-	by     string // how it was shown: token, oci_bearer, signed_url, signed_url+token, session, anonymous
-	auth   string // a refusal: authMissing, authInvalid, …
-	denied string // an address the catalog has and the token may not read (answered as missing)
-	dl     *Download
-	event  *AuditEvent // an event of the request itself (a login), for the audit log
-}
-
-// noteOf finds the recorder under w, if Observe wraps the handler.
-func noteOf(w http.ResponseWriter) *reqNote {
-	for i := 0; i < 8; i++ {
-		if rec, ok := w.(*recorder); ok {
-			return &rec.note
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
-	}
-	return nil
-}
-
-func noteAuth(w http.ResponseWriter, token, refused string) {
-	if n := noteOf(w); n != nil {
-		n.token, n.auth = token, refused
-	}
-}
-
-// noteEvent hands Observe an audit event of the request (a login).
-func noteEvent(w http.ResponseWriter, ev *AuditEvent) {
-	if n := noteOf(w); n != nil {
-		n.event = ev
-	}
-}
-
-// noteDenied tells Observe that the request asked for addr, which its
-// token may not read (the answer is the one for a missing address).
-func noteDenied(w http.ResponseWriter, addr string) {
-	if n := noteOf(w); n != nil && n.denied == "" {
-		n.denied = addr
-	}
-}
-
-func noteDownload(w http.ResponseWriter, dl *Download) {
-	if n := noteOf(w); n != nil {
-		n.dl = dl
-	}
-}
+// Note is the request's note (access.Noter): access control and the
+// handlers fill it in, the access log reads it.
+func (r *recorder) Note() *access.Note { return &r.note }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.code == 0 && code >= 200 {
@@ -614,3 +400,40 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// audit writes the record of a completed download.
+func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *access.Download) {
+	client, _ := o.opt.Proxies.ClientAddr(r)
+	ar := &access.AuditRecord{
+		Time: access.AuditTime(time.Now()), Token: rec.note.Token, User: rec.note.User, Client: client,
+		Kind: dl.Kind, Address: dl.Address, Version: dl.Version, Platform: dl.Platform, Digest: string(dl.Digest),
+		Bytes: rec.bytes, Status: code, Via: "registry",
+	}
+	if EndpointKind(r.URL.Path) == KindOther {
+		ar.Via = "oci"
+	}
+	ar.ClientName, ar.ClientVersion = ClientFromUserAgent(r.UserAgent())
+	o.opt.Audit.Write(ar)
+}
+
+// auditEvents writes the events a request noted: its own (a login), and
+// its refusal when the audit keeps that kind.
+func (o *observer) auditEvents(r *http.Request, code int, note *access.Note) {
+	evs := make([]*access.AuditEvent, 0, 2)
+	if note.Event != nil {
+		evs = append(evs, note.Event)
+	}
+	if reason := access.AuditedRefusal(note); reason != "" {
+		evs = append(evs, &access.AuditEvent{Event: access.EventRefused, Token: note.Token, User: note.User, Reason: reason,
+			Endpoint: EndpointKind(r.URL.Path), Address: note.Denied, Status: code})
+	}
+	if len(evs) == 0 {
+		return
+	}
+	client, _ := o.opt.Proxies.ClientAddr(r)
+	name, ver := ClientFromUserAgent(r.UserAgent())
+	for _, ev := range evs {
+		ev.Client, ev.ClientName, ev.ClientVersion = client, name, ver
+		o.opt.Audit.WriteEvent(ev)
+	}
+}

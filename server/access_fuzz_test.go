@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 )
 
 // FuzzAccessFields feeds hostile User-Agent, X-Forwarded-For, peer
@@ -19,7 +20,7 @@ func FuzzAccessFields(f *testing.F) {
 	f.Add("Terraform/\x00\n", strings.Repeat("1.1.1.1,", 100), "nonsense", "/origin/")
 	f.Add("", "", "[::ffff:10.0.0.3]:5", "/")
 	f.Add("", "", "[2001:DB8::1]:5", "/")
-	tp, err := server.ParseTrustedProxies([]string{"10.0.0.0/8", "::1"})
+	tp, err := access.ParseTrustedProxies([]string{"10.0.0.0/8", "::1"})
 	if err != nil {
 		f.Fatal(err)
 	}

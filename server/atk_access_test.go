@@ -13,6 +13,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/ui"
 )
@@ -57,12 +58,12 @@ func historyFixture(t *testing.T, later store.ImportEntry) (seen, hidden dist.Pr
 	later.Time = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	ix.Imports = []store.ImportEntry{first, later}
 	dir := t.TempDir()
-	access := filepath.Join(dir, "access.hcl")
-	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
+	accessFile := filepath.Join(dir, "access.hcl")
+	sec, err := acl.AddToken(accessFile, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac, err := server.NewAccessControl(server.AccessOptions{File: access, TLSDir: filepath.Join(dir, "tls")})
+	ac, err := access.NewAccessControl(access.AccessOptions{File: accessFile, TLSDir: filepath.Join(dir, "tls")})
 	if err != nil {
 		t.Fatal(err)
 	}

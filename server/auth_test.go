@@ -23,6 +23,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/verify"
 )
@@ -45,7 +46,7 @@ func (c *clock) add(d time.Duration) {
 type accessEnv struct {
 	root, access string
 	st           *store.Store
-	ac           *server.AccessControl
+	ac           *access.AccessControl
 	ts           *httptest.Server
 	clock        *clock
 	tokens       map[string]string // name -> secret
@@ -88,14 +89,14 @@ func setupAccessSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity, t
 	if len(tokens) == 0 && anonymous == nil {
 		os.WriteFile(e.access, []byte("# nobody\n"), 0o600)
 	}
-	e.ac, err = server.NewAccessControl(server.AccessOptions{File: e.access, TLSDir: store.TLSDir(root), Now: e.clock.now})
+	e.ac, err = access.NewAccessControl(access.AccessOptions{File: e.access, TLSDir: store.TLSDir(root), Now: e.clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: e.logs}, nil))
 	e.metrics = server.NewMetrics(server.MetricsOptions{Version: "test", Catalog: st.Catalog})
 	e.audit = filepath.Join(t.TempDir(), "audit.jsonl")
-	al, err := server.OpenAuditLog(e.audit, 0, 0, nil)
+	al, err := access.OpenAuditLog(e.audit, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestSignedDownloadURLs(t *testing.T) {
 		t.Errorf("a stretched expiry: %s", resp.Status)
 	}
 	// After its expiry: refused, saying so; a fresh answer has a new URL.
-	e.clock.add(server.DefaultURLTTL + 2*time.Minute)
+	e.clock.add(access.DefaultURLTTL + 2*time.Minute)
 	resp, b := get(u)
 	if resp.StatusCode != 403 || !strings.Contains(string(b), "expired at") {
 		t.Errorf("an expired URL: %s %s", resp.Status, b)
@@ -551,7 +552,7 @@ func TestOCIAuthentication(t *testing.T) {
 		}
 	}
 	// The bearer expires with the URL TTL; then 401 and a new one.
-	e.clock.add(server.DefaultURLTTL + time.Second)
+	e.clock.add(access.DefaultURLTTL + time.Second)
 	if resp, _ := e.do(t, "/v2/", "", "Authorization", "Bearer "+tf); resp.StatusCode != 401 {
 		t.Errorf("an expired bearer: %s", resp.Status)
 	}
@@ -616,7 +617,7 @@ func TestAuditLogRecords(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("audit log has %d lines:\n%s", len(lines), b)
 	}
-	var rec server.AuditRecord
+	var rec access.AuditRecord
 	json.Unmarshal([]byte(lines[0]), &rec)
 	p := providerOf(t, e.st, "random")
 	if rec.Token != "ci" || rec.Address != "registry.terraform.io/hashicorp/random" || rec.Version != "3.6.0" || rec.Platform != "linux_amd64" ||
@@ -636,7 +637,7 @@ func TestAuditLogReplicas(t *testing.T) {
 	const writers, each = 4, 300
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		al, err := server.OpenAuditLog(path, 16<<10, 50, nil)
+		al, err := access.OpenAuditLog(path, 16<<10, 50, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -645,7 +646,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				rec := &server.AuditRecord{Time: time.Now().UTC().Format(time.RFC3339), Token: fmt.Sprintf("w%d", w), Client: "10.0.0.1", Kind: "provider",
+				rec := &access.AuditRecord{Time: time.Now().UTC().Format(time.RFC3339), Token: fmt.Sprintf("w%d", w), Client: "10.0.0.1", Kind: "provider",
 					Address: "registry.terraform.io/hashicorp/aws", Version: fmt.Sprint(i), Digest: "sha256:" + strings.Repeat("a", 64), Bytes: 1, Status: 200, Via: "registry"}
 				if err := al.Write(rec); err != nil {
 					t.Error(err)
@@ -654,7 +655,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	sum, err := server.SummarizeAudit(path, server.AuditFilter{})
+	sum, err := access.SummarizeAudit(path, access.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 )
 
@@ -340,10 +341,10 @@ func (c *ServeConfig) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c.bad("log-format", "%q: want text or json", c.LogFormat)
 	}
-	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
+	if _, err := access.ParseTrustedProxies(c.TrustedProxy); err != nil {
 		return c.bad("trusted-proxy", "%v", err)
 	}
-	if _, err := parsePrefixes(c.PassthroughProxy); err != nil {
+	if _, err := access.ParsePrefixes(c.PassthroughProxy); err != nil {
 		return c.bad("passthrough-proxy", "%v", err)
 	}
 	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
@@ -402,7 +403,7 @@ func (c *ServeConfig) UsageInterval() (time.Duration, error) {
 // DefaultAuditMaxSize).
 func (c *ServeConfig) AuditMaxSize() (int64, error) {
 	if c.AuditLogMaxSize == "" {
-		return DefaultAuditMaxSize, nil
+		return access.DefaultAuditMaxSize, nil
 	}
 	return bundle.ParseSize(c.AuditLogMaxSize)
 }
@@ -410,7 +411,7 @@ func (c *ServeConfig) AuditMaxSize() (int64, error) {
 // URLTTL is the parsed download-url-ttl (default DefaultURLTTL).
 func (c *ServeConfig) URLTTL() (time.Duration, error) {
 	if c.DownloadURLTTL == "" {
-		return DefaultURLTTL, nil
+		return access.DefaultURLTTL, nil
 	}
 	return time.ParseDuration(c.DownloadURLTTL)
 }
@@ -433,9 +434,9 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 // ConnLimits are the connection limits of the main listener, with the
 // trusted proxies exempt from the per-address cap (a load balancer carries
 // every client on its own address).
-func (c *ServeConfig) ConnLimits(proxies *TrustedProxies) ConnLimits {
+func (c *ServeConfig) ConnLimits(proxies *access.TrustedProxies) ConnLimits {
 	d, _ := c.sendTimeout()
-	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.carriesMany}
+	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.CarriesMany}
 }
 
 // Level is the parsed log-level.

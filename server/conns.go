@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/airgap/airgap/server/access"
 )
 
 // Defaults of the connection limits (serve's max-conns, max-conns-per-ip
@@ -108,18 +110,7 @@ func (l *limitListener) key(a net.Addr) (netip.Addr, bool) {
 	if l.lim.Exempt != nil && ip.IsValid() && l.lim.Exempt(ip) {
 		return ip, true
 	}
-	return addrKey(ip), false
-}
-
-// addrKey is the address a client counts under for per-address limits:
-// itself, or for IPv6 its /64, the block one host usually holds.
-func addrKey(ip netip.Addr) netip.Addr {
-	if ip.Is6() {
-		if p, err := ip.Prefix(64); err == nil {
-			return p.Addr()
-		}
-	}
-	return ip
+	return access.AddrKey(ip), false
 }
 
 func (l *limitListener) admit(key netip.Addr, exempt bool) string {

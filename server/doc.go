@@ -13,11 +13,13 @@
 //   - Run, the serve loop: TLS, listeners, reloads, metrics, access log;
 //   - the answers themselves, rendered from the checked catalog and
 //     cached per catalog snapshot under a bound the catalog sets;
-//   - access control over an access file (package acl): tokens, the
-//     anonymous rule, signed download URLs, OCI bearers and login tokens,
-//     each principal seeing its scope of the catalog, a denied address
-//     answered byte for byte as a missing one.
+//   - each principal's scope of the catalog (package access says who the
+//     principal is), a denied address answered byte for byte as a
+//     missing one.
 //
+// Its concerns live in sub-packages that never import it: access (access
+// control and single sign-on), certs (TLS), ops (logging, systemd, health
+// checks), ui (the pages for people); see the README for the layout.
 // What it does not do: it never writes to the store's content, only to
 // its tls/ directory (certificates, URL signing keys) and its state/
 // (download counts, login tokens); it imports and verifies nothing (that

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 )
 
 // MetricsOptions configure NewMetrics. Every function is optional and is
@@ -117,7 +118,7 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 }
 
 // observe records one answered request.
-func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl *Download) {
+func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl *access.Download) {
 	ks := m.kinds[kind]
 	if ks == nil {
 		ks = m.kinds[KindOther]

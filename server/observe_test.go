@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 )
 
 // syncBuffer is a log sink the server goroutines and the test share.
@@ -72,7 +73,7 @@ func setupObserved(t *testing.T, trust bool, format string) *observed {
 	if trust {
 		proxies = []string{"127.0.0.0/8"}
 	}
-	tp, err := server.ParseTrustedProxies(proxies)
+	tp, err := access.ParseTrustedProxies(proxies)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/oci"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
 )
@@ -104,7 +105,7 @@ func (s *Server) ociBase(w http.ResponseWriter, r *http.Request) {
 // ociTokenHandler answers /v2/token (ociToken).
 func (s *Server) ociTokenHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
-	s.ociToken(w, r)
+	s.access.OCIToken(w, r)
 }
 
 // ociHandler answers everything else under /v2/: tags/list, manifests and
@@ -137,8 +138,8 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	repo, ok := s.ociState().repos[name]
 	if ok && s.access != nil {
 		// Outside the principal's rules: as if it did not exist.
-		if ok = s.current().scopeFor(authOf(r).principal()).allows(repo.addr()); !ok {
-			noteDenied(w, repo.addr())
+		if ok = s.current().scopeFor(access.Of(r).Principal()).allows(repo.addr()); !ok {
+			access.NoteDenied(w, repo.addr())
 		}
 	}
 	if !ok {

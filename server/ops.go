@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
 )
@@ -23,8 +24,8 @@ type OpsOptions struct {
 	Log     *slog.Logger
 	LogOut  *ops.LogWriter // reopened by SIGHUP (nil: nothing to reopen)
 	Version string
-	Access  *AccessControl // the access file, if any
-	Audit   *AuditLog      // the audit log, if any
+	Access  *access.AccessControl // the access file, if any
+	Audit   *access.AuditLog      // the audit log, if any
 	// MetricsListener, if set, is the --metrics-listen listener, opened
 	// already (Run opens every listener before anything else).
 	MetricsListener net.Listener
@@ -35,14 +36,14 @@ type OpsOptions struct {
 // listener or --metrics-listen), SIGHUP reloads and systemd notifications.
 type Ops struct {
 	Metrics *Metrics // nil with metrics-listen "" or "off"
-	Proxies *TrustedProxies
+	Proxies *access.TrustedProxies
 	opt     OpsOptions
 }
 
 // StartOps sets up metrics, starts the --metrics-listen listener if one is
 // configured, and handles SIGHUP until ctx ends.
 func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
-	proxies, err := ParseTrustedProxies(opt.Config.TrustedProxy)
+	proxies, err := access.ParseTrustedProxies(opt.Config.TrustedProxy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/ui"
 )
 
@@ -15,23 +16,23 @@ func (a uiApp) Store() ui.Store   { return a.s.store }
 func (a uiApp) Origins() []string { return a.s.current().view.origins }
 
 func (a uiApp) Scope(r *http.Request) ui.Scope {
-	return a.s.current().scopeFor(authOf(r).principal())
+	return a.s.current().scopeFor(access.Of(r).Principal())
 }
 
 func (a uiApp) Viewer(r *http.Request) ui.Viewer {
-	p := authOf(r).principal()
-	v := ui.Viewer{Person: p.user(), SignOut: a.s.login.signOutMAC(p)}
+	p := access.Of(r).Principal()
+	v := ui.Viewer{Person: p.User(), SignOut: a.s.login.SignOutMAC(p)}
 	if p != nil {
-		v.Name = p.name
-		if p.login != nil {
-			v.Groups, v.Until = p.login.Groups, p.login.Expires
+		v.Name = p.Name()
+		if l := p.Login(); l != nil {
+			v.Groups, v.Until = l.Groups, l.Expires
 		}
 	}
 	return v
 }
 
 func (a uiApp) AccessControl() bool { return a.s.access != nil }
-func (a uiApp) SignIn() bool        { return a.s.access.loginConfig() != nil }
+func (a uiApp) SignIn() bool        { return a.s.access.LoginConfig() != nil }
 func (a uiApp) CAPEM() []byte       { return a.s.caPEM }
 func (a uiApp) Tool() string        { return a.s.tool }
 
@@ -49,7 +50,7 @@ func (a uiApp) WriteClientConfig(w io.Writer, base string, origins []string, too
 func (a uiApp) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	a.s.writeError(w, r, err)
 }
-func (a uiApp) NoteDenied(w http.ResponseWriter, addr string) { noteDenied(w, addr) }
+func (a uiApp) NoteDenied(w http.ResponseWriter, addr string) { access.NoteDenied(w, addr) }
 
 // The scope as the pages see it (ui.Scope).
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
 )
@@ -29,10 +30,10 @@ import (
 type Reloadable struct {
 	Config  *ServeConfig
 	Level   *slog.LevelVar
-	Proxies *TrustedProxies
+	Proxies *access.TrustedProxies
 	TLS     *certs.Setup
 	Log     *slog.Logger
-	Access  *AccessControl
+	Access  *access.AccessControl
 	LogOut  *ops.LogWriter
 
 	mu sync.Mutex
@@ -89,7 +90,7 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 		if next.Access == "" {
 			next.Access = r.Config.Access // still enforced until a restart
 		}
-		if msg, err := r.Access.reloadFrom(next.Access); err != nil {
+		if msg, err := r.Access.ReloadFrom(next.Access); err != nil {
 			r.Log.Error("SIGHUP: access file not reloaded; still enforcing the previous one", "err", err)
 			next.Access = r.Config.Access
 		} else {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/ui"
 )
@@ -67,7 +69,7 @@ type route struct {
 	handler http.HandlerFunc
 	// signIn answers an accessSignIn row with the current login block
 	// and login state.
-	signIn func(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState)
+	signIn func(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *access.LoginState)
 }
 
 // routeTable is the table of s. The OCI API's routes under /v2/ are
@@ -110,11 +112,11 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/v2/", access: accessOCI, handler: s.ociHandler},
 		// Single sign-on: 'terraform login' (login.v1), the identity
 		// provider's return, the catalog's sign-in and sign-out.
-		{method: "GET", pattern: oauthAuthzPath, access: accessSignIn, signIn: l.authorize},
-		{method: "POST", pattern: oauthTokenPath, access: accessSignIn, signIn: l.token},
-		{method: "GET", pattern: oauthCallbackPath, access: accessSignIn, signIn: l.callback},
-		{method: "GET", pattern: signInPath, access: accessSignIn, signIn: l.signIn},
-		{method: "POST", pattern: signOutPath, access: accessSignIn, signIn: l.signOutHandler},
+		{method: "GET", pattern: access.AuthorizePath, access: accessSignIn, signIn: l.Authorize},
+		{method: "POST", pattern: access.TokenPath, access: accessSignIn, signIn: l.Token},
+		{method: "GET", pattern: access.CallbackPath, access: accessSignIn, signIn: l.Callback},
+		{method: "GET", pattern: access.SignInPath, access: accessSignIn, signIn: l.SignIn},
+		{method: "POST", pattern: access.SignOutPath, access: accessSignIn, signIn: l.SignOut},
 		// The HTML catalog and documentation for people. "/{$}" matches
 		// only "/" itself, so no protocol path is shadowed, and /ui/ is a
 		// prefix no protocol uses.
@@ -198,4 +200,43 @@ func (rt *routing) accessOf(path string) routeAccess {
 
 func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
+}
+
+// serveSignIn answers the single sign-on endpoints (the accessSignIn rows),
+// before any other check and with their own methods (the token endpoint
+// and sign-out are POSTs): 404 without a login block or for a path no row
+// names, 405 for another method.
+func (s *Server) serveSignIn(w http.ResponseWriter, r *http.Request) {
+	cfg, ls := s.login.Current()
+	if cfg == nil || ls == nil {
+		s.writeError(w, r, notFound("this appliance has no single sign-on (its access file has no login block)"))
+		return
+	}
+	rt, ok := s.rt.signIn[r.URL.Path]
+	if !ok {
+		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
+		return
+	}
+	want := rt.method
+	if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", want)
+		s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
+		return
+	}
+	rt.signIn(w, r, cfg, ls)
+}
+
+// need is what admission a route's access asks of access control (the
+// sign-in endpoints never reach it, nor a mounted /metrics: as any path
+// no row names, they would need a principal).
+func need(a routeAccess) access.Need {
+	switch a {
+	case accessOpen:
+		return access.NeedNothing
+	case accessSigned:
+		return access.NeedSignedURL
+	case accessOCI:
+		return access.NeedCredentials
+	}
+	return access.NeedPrincipal
 }

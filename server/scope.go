@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/ui"
 )
@@ -127,7 +128,7 @@ func scoped[T any](sc *scope, byOrigin map[string]map[string][]*T, origin, key s
 
 // owner returns, of a blob's owners (in catalog order), the first whose
 // address the scope allows, or nil.
-func (sc *scope) owner(owners []*Download) *Download {
+func (sc *scope) owner(owners []*access.Download) *access.Download {
 	for _, o := range owners {
 		if sc.allows(o.Address) {
 			return o

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
@@ -43,10 +43,10 @@ type Server struct {
 
 	// access enforces the access file; nil: everyone may read
 	// everything.
-	access *AccessControl
+	access *access.AccessControl
 	// login answers /oauth/…: single sign-on, when the access
 	// file has a login block.
-	login *loginService
+	login *access.LoginService
 	// usage counts completed downloads; nil: not counted.
 	usage *Usage
 
@@ -60,7 +60,7 @@ type Server struct {
 // blobs, and rendered JSON answers.
 type state struct {
 	cat      *dist.Catalog
-	access   *accessSet // nil without access control
+	access   *access.Set // nil without access control
 	view     *view
 	full     *scope   // the whole view (no access control)
 	scopes   sync.Map // acl.Rules.Key() -> *scope
@@ -70,20 +70,20 @@ type state struct {
 	nBytes   atomic.Int64 // their cost (entryCost), at most Server.cacheBytes
 
 	ownersOnce sync.Once
-	owners     map[verify.Digest][]*Download // what each blob is (ownerIndex)
+	owners     map[verify.Digest][]*access.Download // what each blob is (ownerIndex)
 }
 
 // scopeFor returns the scope of a principal: the whole view without
 // access control; with it, the view filtered by the principal's rules (no
 // principal: nothing, a safeguard, since only open paths get that far
 // without one).
-func (st *state) scopeFor(p *principal) *scope {
+func (st *state) scopeFor(p *access.Principal) *scope {
 	if st.access == nil {
 		return st.full
 	}
 	var rules *acl.Rules = noRules
 	if p != nil {
-		rules = p.rules
+		rules = p.Rules()
 	}
 	k := rules.Key()
 	if sc, ok := st.scopes.Load(k); ok {
@@ -99,7 +99,7 @@ var noRules, _ = acl.CompileRules(nil)
 // ownerIndex maps each blob to what it is in the catalog, built on first
 // use per snapshot (audit lines and unsigned downloads under access
 // control need it).
-func (st *state) ownerIndex() map[verify.Digest][]*Download {
+func (st *state) ownerIndex() map[verify.Digest][]*access.Download {
 	st.ownersOnce.Do(func() { st.owners = newDownloadIndex(st.cat).m })
 	return st.owners
 }
@@ -157,7 +157,7 @@ type renderKey struct {
 	// control and on open paths): the object of one version of the access
 	// file, never its name, so that a token created again under the name
 	// of another never gets what was rendered for that one.
-	who  *principal
+	who  *access.Principal
 	view string // an origin, or defaultOrigin
 	path string
 }
@@ -211,7 +211,7 @@ type Options struct {
 	// zero means DefaultCacheBytes.
 	CacheBytes int64
 	// Access enforces an access file (NewAccessControl); nil: none.
-	Access *AccessControl
+	Access *access.AccessControl
 	// Tool names the airgap serving, e.g. "airgap 1.2.3" (in the SBOM).
 	Tool string
 	// Usage counts package and archive downloads; nil: none.
@@ -228,7 +228,7 @@ func New(st Store, opt Options) *Server {
 		s.log = slog.Default()
 	}
 	if s.access != nil {
-		s.login = newLoginService(s)
+		s.login = access.NewLoginService(s.access, s.log)
 	}
 	s.rt = newRouting(s.routeTable())
 	s.Warm()
@@ -242,7 +242,7 @@ func (s *Server) Warm() { s.current() }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.login != nil && strings.HasPrefix(r.URL.Path, "/oauth/") {
-		s.login.ServeHTTP(w, r) // its own methods (the token endpoint is a POST)
+		s.serveSignIn(w, r) // its own methods (the token endpoint is a POST)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -251,9 +251,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := s.current()
-	var ra *reqAuth
+	var ra *access.Admission
 	if s.access != nil {
-		if ra = s.admit(w, r, st); ra == nil {
+		if ra = s.access.Admit(w, r, st.access, need(s.rt.accessOf(r.URL.Path))); ra == nil {
 			return // refused
 		}
 	}
@@ -262,9 +262,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		k := renderKey{who: ra.principal(), path: r.URL.Path}
+		k := renderKey{who: ra.Principal(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
-			k.view = st.scopeFor(ra.principal()).hostOrigin(r.Host)
+			k.view = st.scopeFor(ra.Principal()).hostOrigin(r.Host)
 		}
 		if a, ok := st.rendered.Load(k); ok && s.fresh(a.(*answer)) {
 			writeAnswer(w, r, a.(*answer))
@@ -272,7 +272,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ra != nil {
-		r = r.WithContext(context.WithValue(r.Context(), reqAuthKey{}, ra))
+		r = access.WithAdmission(r, ra)
 	}
 	s.rt.mux.ServeHTTP(w, r)
 }
@@ -280,16 +280,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fresh reports whether a cached answer may still be sent: its signed URLs
 // (if any) carry the current bucket's expiry.
 func (s *Server) fresh(a *answer) bool {
-	return a.exp == 0 || s.access == nil || a.exp == s.access.expiry()
+	return a.exp == 0 || s.access == nil || a.exp == s.access.Expiry()
 }
 
 // current returns the state of the store's current catalog, building it
 // once per catalog snapshot. The common path is two atomic loads.
 func (s *Server) current() *state {
 	cat := s.store.Catalog()
-	var acc *accessSet
+	var acc *access.Set
 	if s.access != nil {
-		acc = s.access.set.Load()
+		acc = s.access.Current()
 	}
 	if st := s.state.Load(); st != nil && st.cat == cat && st.access == acc {
 		return st
@@ -350,10 +350,10 @@ func (st *state) deniedAddr(r *http.Request) string {
 // principal and how to write download URLs for it.
 type reqCtx struct {
 	sc     *scope
-	p      *principal
-	ac     *AccessControl // nil without access control
-	exp    int64          // expiry of URLs signed for this answer
-	signed bool           // a URL was signed: the answer expires with exp's bucket
+	p      *access.Principal
+	ac     *access.AccessControl // nil without access control
+	exp    int64                 // expiry of URLs signed for this answer
+	signed bool                  // a URL was signed: the answer expires with exp's bucket
 }
 
 // url returns a download URL for path (module archives: with subdir):
@@ -366,7 +366,7 @@ func (rc *reqCtx) url(path, subdir string) string {
 		return path
 	}
 	rc.signed = true
-	return rc.ac.signURL(path, subdir, rc.p, rc.exp)
+	return rc.ac.SignURL(path, subdir, rc.p, rc.exp)
 }
 
 // jsonHandler renders a JSON answer with fn and caches it for the catalog
@@ -375,10 +375,10 @@ func (rc *reqCtx) url(path, subdir string) string {
 func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := s.current()
-		ra := authOf(r)
-		rc := &reqCtx{sc: st.scopeFor(ra.principal()), p: ra.principal(), ac: s.access}
+		ra := access.Of(r)
+		rc := &reqCtx{sc: st.scopeFor(ra.Principal()), p: ra.Principal(), ac: s.access}
 		key, cacheable := canonicalKey(r, rc.sc)
-		key.who = ra.principal()
+		key.who = ra.Principal()
 		if cacheable {
 			if a, ok := st.rendered.Load(key); ok && s.fresh(a.(*answer)) {
 				writeAnswer(w, r, a.(*answer))
@@ -386,13 +386,13 @@ func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[stri
 			}
 		}
 		if rc.ac != nil {
-			rc.exp = rc.ac.expiry()
+			rc.exp = rc.ac.Expiry()
 		}
 		v, hdr, err := fn(r, rc)
 		if err != nil {
 			if rc.sc.rules != nil && errors.Is(err, errNotFound) {
 				if addr := st.deniedAddr(r); addr != "" && !rc.sc.allows(addr) {
-					noteDenied(w, addr)
+					access.NoteDenied(w, addr)
 				}
 			}
 			s.writeError(w, r, err)
@@ -551,10 +551,10 @@ func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string,
 		"providers.v1": prefix + "/v1/providers/",
 		"modules.v1":   prefix + "/v1/modules/",
 	}
-	if rc.ac.loginConfig() != nil {
+	if rc.ac.LoginConfig() != nil {
 		// 'terraform login HOST' (loginService); the answer is cached per
 		// access-file version, which decides whether there is a login block.
-		doc["login.v1"] = LoginDiscovery("")
+		doc["login.v1"] = access.LoginDiscovery("")
 	}
 	return doc, nil, nil
 }
@@ -781,7 +781,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	d := verify.Digest("sha256:" + hex)
 	st := s.current()
 	info, ok := st.blobs[d]
-	var dl *Download
+	var dl *access.Download
 	if ok {
 		dl, ok = s.whatBlob(w, r, st, d)
 	}
@@ -789,7 +789,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
 		return
 	}
-	noteDownload(w, dl)
+	access.NoteDownload(w, dl)
 	f, err := s.store.OpenBlob(d)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -831,17 +831,17 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 // it (a URL issued before its token's rules were narrowed stops working
 // at once, as one of a revoked token does); else it is answered as a
 // missing blob.
-func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*Download, bool) {
-	if s.access == nil && noteOf(w) == nil {
+func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*access.Download, bool) {
+	if s.access == nil && access.NoteOf(w) == nil {
 		return nil, true // nothing to name it for, nothing to check
 	}
 	owners := st.ownerIndex()[d]
-	if dl := st.scopeFor(authOf(r).principal()).owner(owners); dl != nil {
+	if dl := st.scopeFor(access.Of(r).Principal()).owner(owners); dl != nil {
 		return dl, true
 	}
 	if s.access != nil {
 		if len(owners) > 0 {
-			noteDenied(w, owners[0].Address)
+			access.NoteDenied(w, owners[0].Address)
 		}
 		return nil, false
 	}

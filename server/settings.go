@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/airgap/airgap/server/access"
 	"github.com/spf13/pflag"
 )
 
@@ -44,7 +45,7 @@ var serveSettings = []setting{
 	{name: "access", usage: "access file: tokens and what each may fetch ('airgap token' edits it; reloaded when it changes)", reload: reloadWhileOn},
 	{name: "audit-log", usage: "append one JSON line per package or archive download to this file (shared by replicas)"},
 	{name: "audit-log-max-size", def: "100MiB", usage: "rotate the audit log past this size"},
-	{name: "audit-log-keep", def: strconv.Itoa(DefaultAuditKeep), usage: "rotated audit logs kept (FILE.1 … FILE.N)"},
+	{name: "audit-log-keep", def: strconv.Itoa(access.DefaultAuditKeep), usage: "rotated audit logs kept (FILE.1 … FILE.N)"},
 	{name: "download-url-ttl", def: "15m", usage: "with --access: how long the signed package and archive URLs in answers stay valid"},
 	{name: "usage", def: UsageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
 	{name: "usage-flush", def: DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},

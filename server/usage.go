@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/internal/filestamp"
 	"github.com/airgap/airgap/verify"
 )
@@ -266,7 +267,7 @@ func countedRole(role string) bool {
 }
 
 // usageKey names what a download of one owner of a blob counts for.
-func usageKey(dl *Download) store.UsageKey {
+func usageKey(dl *access.Download) store.UsageKey {
 	k := store.UsageKey{Kind: store.UsageModule, Address: dl.Address, Version: dl.Version}
 	if dl.Kind == "provider" {
 		k.Kind, k.Platform = store.UsageProvider, dl.Platform

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"net/http/httptest"

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"errors"
@@ -23,10 +23,10 @@ import (
 // does not make everyone's cached answers unreachable. Principals with the
 // same patterns share one *acl.Rules (and so one scope).
 type loginSet struct {
-	acc    *accessSet
+	acc    *Set
 	recs   *loginRecs
-	byHash map[[32]byte]*principal
-	byName map[string]*principal
+	byHash map[[32]byte]*Principal
+	byName map[string]*Principal
 	rules  map[string]*acl.Rules // the patterns, joined, -> their rules
 }
 
@@ -49,7 +49,7 @@ func (a *AccessControl) openLogins(f *acl.File) error {
 
 // loginSetFor returns the login principals for set, building them when the
 // records or the access file changed.
-func (a *AccessControl) loginSetFor(set *accessSet, ls *loginState) *loginSet {
+func (a *AccessControl) loginSetFor(set *Set, ls *LoginState) *loginSet {
 	recs := ls.current()
 	if cur := a.lset.Load(); cur != nil && cur.acc == set && cur.recs == recs {
 		return cur
@@ -66,15 +66,15 @@ func (a *AccessControl) loginSetFor(set *accessSet, ls *loginState) *loginSet {
 	return next
 }
 
-func buildLoginSet(set *accessSet, recs *loginRecs, prev *loginSet) *loginSet {
-	ls := &loginSet{acc: set, recs: recs, byHash: make(map[[32]byte]*principal, len(recs.byHash)),
-		byName: make(map[string]*principal, len(recs.byHash)), rules: map[string]*acl.Rules{}}
+func buildLoginSet(set *Set, recs *loginRecs, prev *loginSet) *loginSet {
+	ls := &loginSet{acc: set, recs: recs, byHash: make(map[[32]byte]*Principal, len(recs.byHash)),
+		byName: make(map[string]*Principal, len(recs.byHash)), rules: map[string]*acl.Rules{}}
 	same := prev != nil && prev.acc == set
 	if same {
 		ls.rules = prev.rules
 	}
 	for h, rec := range recs.byHash {
-		var p *principal
+		var p *Principal
 		if same {
 			if old := prev.byHash[h]; old != nil && old.login == rec {
 				p = old
@@ -111,22 +111,22 @@ func (ls *loginSet) rulesFor(f *acl.File, rec *LoginToken) *acl.Rules {
 // incident, or by a new policy) shortens the tokens already issued, as a
 // narrowed group narrows them ('token list' shows the expiry the token
 // was issued with).
-func newLoginPrincipal(h [32]byte, rec *LoginToken, rules *acl.Rules, l *acl.Login) *principal {
+func newLoginPrincipal(h [32]byte, rec *LoginToken, rules *acl.Rules, l *acl.Login) *Principal {
 	exp := rec.Expires
 	if l != nil && l.TokenLifetime > 0 && !rec.Created.IsZero() {
 		if e := rec.Created.Add(l.TokenLifetime); e.Before(exp) {
 			exp = e
 		}
 	}
-	p := &principal{name: rec.Name, hash: h, rules: rules, expires: exp, id: rec.SHA256, revoked: rec.Revoked, login: rec}
-	p.admitted = &reqAuth{p: p}
+	p := &Principal{name: rec.Name, hash: h, rules: rules, expires: exp, id: rec.SHA256, revoked: rec.Revoked, login: rec}
+	p.admitted = &Admission{p: p}
 	return p
 }
 
 // loginPrincipal finds a login token by the hash of its secret: in memory,
 // or in the state when another replica issued it since the last scan.
 // Without a login block in the access file there are none.
-func (a *AccessControl) loginPrincipal(h [32]byte, set *accessSet) *principal {
+func (a *AccessControl) loginPrincipal(h [32]byte, set *Set) *Principal {
 	ls := a.logins.Load()
 	if ls == nil || set.file == nil || set.file.Login == nil {
 		return nil
@@ -142,7 +142,7 @@ func (a *AccessControl) loginPrincipal(h [32]byte, set *accessSet) *principal {
 
 // loginByName finds a login token by name (signed URLs, OCI bearers); a
 // miss re-reads the directory if it changed, at most ten times a second.
-func (a *AccessControl) loginByName(set *accessSet, name string) *principal {
+func (a *AccessControl) loginByName(set *Set, name string) *Principal {
 	ls := a.logins.Load()
 	if ls == nil || set.file == nil || set.file.Login == nil {
 		return nil

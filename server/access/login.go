@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"crypto/rand"
@@ -57,7 +57,7 @@ import (
 // → who and which groups), finishCLI / finishBrowser, and exchangeCode
 // (step 4: single use, 60 s, the same redirect URI, the PKCE verifier).
 //
-// Bounds: nothing is stored for a sign-in in progress (loginState); a
+// Bounds: nothing is stored for a sign-in in progress (LoginState); a
 // request's parameters are cut at 512 bytes each; at most loginExchanges
 // requests to the IdP are in flight at once (others are told to try again);
 // every answer from the IdP is read to at most 1 MiB, with a 15 s timeout
@@ -66,11 +66,11 @@ import (
 
 // Paths of the login service.
 const (
-	oauthAuthzPath    = "/oauth/authorization"
-	oauthTokenPath    = "/oauth/token"
-	oauthCallbackPath = "/oauth/callback"
-	signInPath        = "/oauth/signin"
-	signOutPath       = "/oauth/signout"
+	AuthorizePath = "/oauth/authorization"
+	TokenPath     = "/oauth/token"
+	CallbackPath  = "/oauth/callback"
+	SignInPath    = "/oauth/signin"
+	SignOutPath   = "/oauth/signout"
 )
 
 // Cookies. The __Host- prefix makes browsers insist on Secure, Path=/ and
@@ -95,17 +95,20 @@ const (
 	maxParam    = 512
 )
 
-// loginService answers /oauth/….
-type loginService struct {
-	s     *Server
+// LoginService answers the single sign-on endpoints (/oauth/…): the
+// server's route table says which path goes to which of Authorize, Token,
+// Callback, SignIn and SignOut, each called with the current login block
+// and login state (Current).
+type LoginService struct {
 	a     *AccessControl
 	log   *slog.Logger
 	idps  idpCache
 	slots chan struct{}
 }
 
-func newLoginService(s *Server) *loginService {
-	return &loginService{s: s, a: s.access, log: s.log, slots: make(chan struct{}, loginExchanges)}
+// NewLoginService returns the login service of a.
+func NewLoginService(a *AccessControl, log *slog.Logger) *LoginService {
+	return &LoginService{a: a, log: log, slots: make(chan struct{}, loginExchanges)}
 }
 
 // LoginDiscovery is the login.v1 object of the discovery document; base
@@ -119,14 +122,15 @@ func LoginDiscovery(base string) map[string]any {
 	return map[string]any{
 		"client":      LoginClientID,
 		"grant_types": []string{"authz_code"},
-		"authz":       base + oauthAuthzPath,
-		"token":       base + oauthTokenPath,
+		"authz":       base + AuthorizePath,
+		"token":       base + TokenPath,
 		"ports":       []int{LoginPorts[0], LoginPorts[1]},
 	}
 }
 
-// loginConfig is the current access file's login block (nil: none).
-func (a *AccessControl) loginConfig() *acl.Login {
+// LoginConfig is the current access file's login block (nil: none, or no
+// access control).
+func (a *AccessControl) LoginConfig() *acl.Login {
 	if a == nil {
 		return nil
 	}
@@ -136,29 +140,14 @@ func (a *AccessControl) loginConfig() *acl.Login {
 	return nil
 }
 
-func (l *loginService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	cfg := l.a.loginConfig()
-	ls := l.a.logins.Load()
-	if cfg == nil || ls == nil {
-		l.s.writeError(w, r, notFound("this appliance has no single sign-on (its access file has no login block)"))
-		return
-	}
-	rt, ok := l.s.rt.signIn[r.URL.Path] // the route table's accessSignIn rows
-	if !ok {
-		l.s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
-		return
-	}
-	want := rt.method
-	if r.Method != want && !(want == http.MethodGet && r.Method == http.MethodHead) {
-		w.Header().Set("Allow", want)
-		l.s.writeError(w, r, fmt.Errorf("%w: %s", errMethod, r.Method))
-		return
-	}
-	rt.signIn(w, r, cfg, ls)
+// Current is the current login block and login state; either nil: the
+// access file has no login block, and the sign-in endpoints answer 404.
+func (l *LoginService) Current() (*acl.Login, *LoginState) {
+	return l.a.LoginConfig(), l.a.logins.Load()
 }
 
-// signOutHandler is signOut as a route's handler (it needs no login block).
-func (l *loginService) signOutHandler(w http.ResponseWriter, r *http.Request, _ *acl.Login, ls *loginState) {
+// SignOut answers the catalog's sign-out (it needs no login block).
+func (l *LoginService) SignOut(w http.ResponseWriter, r *http.Request, _ *acl.Login, ls *LoginState) {
 	l.signOut(w, r, ls)
 }
 
@@ -245,7 +234,7 @@ func isBase64URL(s string, n int) bool {
 }
 
 // authorize answers step 2.
-func (l *loginService) authorize(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState) {
+func (l *LoginService) Authorize(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *LoginState) {
 	pl, fail := checkAuthorization(r.URL.Query())
 	if fail != nil {
 		l.refuse(w, r, fail, "cli")
@@ -255,7 +244,7 @@ func (l *loginService) authorize(w http.ResponseWriter, r *http.Request, cfg *ac
 }
 
 // signIn starts the catalog's sign-in; next is the page to return to.
-func (l *loginService) signIn(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState) {
+func (l *LoginService) SignIn(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *LoginState) {
 	l.beginSignIn(w, r, cfg, ls, &pendingLogin{Kind: "browser", Next: safeNext(r.URL.Query().Get("next"))})
 }
 
@@ -272,7 +261,7 @@ func safeNext(p string) string {
 // beginSignIn sends the browser to the IdP: pl is completed (id, nonce,
 // our PKCE verifier, expiry, the browser binding, our callback URL) and
 // sealed into the state parameter.
-func (l *loginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState, pl *pendingLogin) {
+func (l *LoginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *LoginState, pl *pendingLogin) {
 	callback, ok := callbackURL(r)
 	if !ok {
 		l.refuse(w, r, &loginFail{code: http.StatusBadRequest, reason: "bad_request", heading: "This login request is not valid",
@@ -312,7 +301,7 @@ func callbackURL(r *http.Request) (string, bool) {
 	if !dist.ValidHost(name) && net.ParseIP(name) == nil {
 		return "", false
 	}
-	return "https://" + h + oauthCallbackPath, true
+	return "https://" + h + CallbackPath, true
 }
 
 // bindValue is the browser's bind cookie, kept when it has one (two
@@ -340,7 +329,7 @@ func randomHex(n int) string {
 // openPending opens the callback's state: sealed by this appliance (under
 // the store's key), not expired, started in this browser, and not used
 // before.
-func (l *loginService) openPending(r *http.Request, ls *loginState) (*pendingLogin, *loginFail) {
+func (l *LoginService) openPending(r *http.Request, ls *LoginState) (*pendingLogin, *loginFail) {
 	again := "Start again: run 'terraform login' (or 'tofu login'), or use Sign in on the catalog page."
 	var pl pendingLogin
 	if err := ls.unseal(domainState, r.URL.Query().Get("state"), &pl); err != nil {
@@ -364,7 +353,7 @@ func (l *loginService) openPending(r *http.Request, ls *loginState) (*pendingLog
 }
 
 // callback answers step 3.
-func (l *loginService) callback(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState) {
+func (l *LoginService) Callback(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *LoginState) {
 	if f := l.a.throttled(r); f != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(f.retry))
 		l.refuse(w, r, &loginFail{code: http.StatusTooManyRequests, reason: "throttled", heading: "Too many failed sign-ins from this address",
@@ -421,7 +410,7 @@ func (l *loginService) callback(w http.ResponseWriter, r *http.Request, cfg *acl
 
 // idpError is the IdP's own refusal (error=access_denied, …), shown as it
 // said it (printable, cut).
-func (l *loginService) idpError(q url.Values, cfg *acl.Login) *loginFail {
+func (l *LoginService) idpError(q url.Values, cfg *acl.Login) *loginFail {
 	e := q.Get("error")
 	if e == "" {
 		return nil
@@ -436,7 +425,7 @@ func (l *loginService) idpError(q url.Values, cfg *acl.Login) *loginFail {
 
 // finishCLI issues the one-time code for the CLI and sends the browser to
 // the CLI's listener.
-func (l *loginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *loginState, pl *pendingLogin, rec *LoginToken) {
+func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *LoginState, pl *pendingLogin, rec *LoginToken) {
 	code, err := ls.newCode(&loginCode{Token: *rec, RedirectURI: pl.Redirect, Challenge: pl.Chall, Expires: l.a.now().Add(loginCodeTTL)})
 	if err != nil {
 		l.refuse(w, r, stateFail(err, rec), pl.Kind)
@@ -451,7 +440,7 @@ func (l *loginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *log
 
 // finishBrowser issues the login token of a catalog sign-in into the
 // session cookie and returns to the page the person came from.
-func (l *loginService) finishBrowser(w http.ResponseWriter, r *http.Request, ls *loginState, pl *pendingLogin, rec *LoginToken) {
+func (l *LoginService) finishBrowser(w http.ResponseWriter, r *http.Request, ls *LoginState, pl *pendingLogin, rec *LoginToken) {
 	secret, err := ls.issue(rec, l.a.now())
 	if err != nil {
 		l.refuse(w, r, stateFail(err, rec), pl.Kind)
@@ -506,7 +495,7 @@ func noRulesFail(who *person) *loginFail {
 // token answers step 4: the CLI's code, redirect URI and PKCE verifier
 // for a login token (RFC 6749 §4.1.3, RFC 7636 §4.6). Errors are the JSON
 // RFC 6749 §5.2 defines, which x/oauth2 shows the CLI's user.
-func (l *loginService) token(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *loginState) {
+func (l *LoginService) Token(w http.ResponseWriter, r *http.Request, cfg *acl.Login, ls *LoginState) {
 	if fail := l.a.throttled(r); fail != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(fail.retry))
 		oauthError(w, http.StatusTooManyRequests, "slow_down", fail.message(0))
@@ -558,7 +547,7 @@ func (l *loginService) token(w http.ResponseWriter, r *http.Request, cfg *acl.Lo
 // exchangeCode takes the form's code out of the state and checks it
 // against the form: the same redirect URI, and a verifier whose S256 is
 // the challenge (constant time). The code is gone either way.
-func exchangeCode(ls *loginState, form url.Values, now time.Time) (*loginCode, error) {
+func exchangeCode(ls *LoginState, form url.Values, now time.Time) (*loginCode, error) {
 	c, err := ls.claimCode(form.Get("code"), now)
 	if err != nil {
 		return nil, err
@@ -577,16 +566,16 @@ func exchangeCode(ls *loginState, form url.Values, now time.Time) (*loginCode, e
 	return c, nil
 }
 
-// maxForm bounds the token request's body.
-const maxForm = 16 << 10
+// MaxForm bounds the token request's body.
+const MaxForm = 16 << 10
 
-// readForm reads a POST form of at most maxForm bytes within 10 s.
+// readForm reads a POST form of at most MaxForm bytes within 10 s.
 func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded") {
 		return nil, errors.New("the body must be application/x-www-form-urlencoded")
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(10 * time.Second))
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxForm)
 	if err := r.ParseForm(); err != nil {
 		return nil, errors.New("the body is not a form of at most 16 KiB")
 	}
@@ -614,11 +603,11 @@ func oauthError(w http.ResponseWriter, code int, e, desc string) {
 	w.Write(b)
 }
 
-// signOutMAC is the value the catalog's sign-out form carries for the
+// SignOutMAC is the value the catalog's sign-out form carries for the
 // session of p: a page of another site cannot know it, so it cannot sign
 // the person out (the catalog sends no Referer, so browsers send such forms
 // with "Origin: null", which proves nothing).
-func (l *loginService) signOutMAC(p *principal) string {
+func (l *LoginService) SignOutMAC(p *Principal) string {
 	if l == nil {
 		return ""
 	}
@@ -631,7 +620,7 @@ func (l *loginService) signOutMAC(p *principal) string {
 
 // signOut revokes the session's login token and clears the cookie; the
 // form must carry signOutMAC of the session.
-func (l *loginService) signOut(w http.ResponseWriter, r *http.Request, ls *loginState) {
+func (l *LoginService) signOut(w http.ResponseWriter, r *http.Request, ls *LoginState) {
 	refused := &loginFail{code: http.StatusForbidden, reason: "bad_request", heading: "Sign-out refused",
 		msg: "The request did not come from this appliance's catalog page.", hint: "Use the Sign out button of the catalog page."}
 	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, "https://"+r.Host) {
@@ -645,7 +634,7 @@ func (l *loginService) signOut(w http.ResponseWriter, r *http.Request, ls *login
 	if c, err := r.Cookie(sessionCookie); err == nil && acl.LooksLikeSecret(c.Value) {
 		h := acl.HashSecret(c.Value)
 		if p := l.a.loginPrincipal(h, l.a.set.Load()); p != nil && p.revoked.IsZero() {
-			if subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(l.signOutMAC(p))) != 1 {
+			if subtle.ConstantTimeCompare([]byte(form.Get("csrf")), []byte(l.SignOutMAC(p))) != 1 {
 				l.refuse(w, r, refused, "browser")
 				return
 			}
@@ -662,7 +651,7 @@ func (l *loginService) signOut(w http.ResponseWriter, r *http.Request, ls *login
 
 // refuse answers a refused sign-in with a page (or, for the CLI's token
 // request, never: that answers JSON), logs it and notes it for the audit.
-func (l *loginService) refuse(w http.ResponseWriter, r *http.Request, f *loginFail, via string) {
+func (l *LoginService) refuse(w http.ResponseWriter, r *http.Request, f *loginFail, via string) {
 	attrs := []any{"reason", f.reason}
 	if f.issuer != "" {
 		attrs = append(attrs, "issuer", f.issuer)
@@ -689,22 +678,27 @@ func (l *loginService) refuse(w http.ResponseWriter, r *http.Request, f *loginFa
 	l.page(w, r, f.code, f.heading, f.msg, f.hint, "", "")
 }
 
-func (l *loginService) page(w http.ResponseWriter, r *http.Request, code int, heading, msg, hint, link, linkText string) {
+func (l *LoginService) page(w http.ResponseWriter, r *http.Request, code int, heading, msg, hint, link, linkText string) {
 	w.Header().Set("Cache-Control", "no-store")
 	ui.RenderHTML(w, r, code, "login.html", map[string]any{"Title": heading + " - airgap", "Heading": heading, "Message": msg, "Hint": hint,
-		"Link": link, "LinkText": linkText}, l.s.writeError)
+		"Link": link, "LinkText": linkText}, l.writeError)
 }
 
 // Audit notes (Observe writes them to the AuditLog).
-func (l *loginService) noteLogin(w http.ResponseWriter, rec *LoginToken, via string) {
+func (l *LoginService) noteLogin(w http.ResponseWriter, rec *LoginToken, via string) {
 	l.log.Info("login token issued", "user", rec.Who(), "token", rec.Name, "groups", strings.Join(rec.Groups, ","), "via", via, "expires", rec.Expires.Format(time.RFC3339))
 	noteEvent(w, &AuditEvent{Event: EventLogin, Token: rec.Name, User: rec.Who(), Groups: rec.Groups, Via: via, Expires: rec.Expires.UTC().Format(time.RFC3339)})
 }
 
-func (l *loginService) noteRefused(w http.ResponseWriter, reason, user, via, detail string) {
+func (l *LoginService) noteRefused(w http.ResponseWriter, reason, user, via, detail string) {
 	noteEvent(w, &AuditEvent{Event: EventLoginRefused, User: user, Reason: reason, Via: via, Detail: auditDetail(detail)})
 }
 
-func (l *loginService) noteRevoked(w http.ResponseWriter, rec *LoginToken, by string) {
+func (l *LoginService) noteRevoked(w http.ResponseWriter, rec *LoginToken, by string) {
 	noteEvent(w, &AuditEvent{Event: EventTokenRevoked, Token: rec.Name, User: rec.Who(), By: by})
+}
+
+// writeError answers an error as every endpoint does.
+func (l *LoginService) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	reply.Error(w, r, err, l.log)
 }

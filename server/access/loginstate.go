@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"crypto/aes"
@@ -52,7 +52,7 @@ import (
 //
 // A pending sign-in is not stored: it travels sealed (AES-256-GCM under
 // the key) in the OAuth state parameter through the identity provider and
-// back, bound to the browser that started it by a cookie (loginService). So
+// back, bound to the browser that started it by a cookie (LoginService). So
 // /oauth/authorization costs serve no memory and no disk, however many are
 // sent; only a sign-in the identity provider completed writes a file here.
 //
@@ -139,8 +139,8 @@ type loginRecs struct {
 	byHash map[[32]byte]*LoginToken
 }
 
-// loginState is the state directory of one store.
-type loginState struct {
+// LoginState is the state directory of one store.
+type LoginState struct {
 	dir  string
 	aead cipher.AEAD
 	key  []byte // the sealing key; also keys MACs (mac), another domain
@@ -154,8 +154,8 @@ type loginState struct {
 
 // openLoginState opens (creating) STATE/logins and its key, and reads the
 // tokens.
-func openLoginState(stateDir string) (*loginState, error) {
-	ls := &loginState{dir: filepath.Join(stateDir, loginsDir)}
+func openLoginState(stateDir string) (*LoginState, error) {
+	ls := &LoginState{dir: filepath.Join(stateDir, loginsDir)}
 	for _, d := range []string{ls.dir, ls.sub("tokens"), ls.sub("codes"), ls.sub("used")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("the login state: %w", err)
@@ -175,12 +175,12 @@ func openLoginState(stateDir string) (*loginState, error) {
 	return ls, nil
 }
 
-func (ls *loginState) sub(name string) string { return filepath.Join(ls.dir, name) }
+func (ls *LoginState) sub(name string) string { return filepath.Join(ls.dir, name) }
 
 // loadKey reads the sealing key, creating it if there is none: written to
 // a temporary file, then linked into place, which fails if another replica
 // was first (its key is then read).
-func (ls *loginState) loadKey() ([]byte, error) {
+func (ls *LoginState) loadKey() ([]byte, error) {
 	path := ls.sub("key")
 	for range 2 {
 		b, err := readStateFile(path)
@@ -243,7 +243,7 @@ func readStateFile(path string) ([]byte, error) {
 // sealing: what travels through the browser and the identity provider is
 // AES-256-GCM under the key, with a random nonce, as base64url; domain
 // separates the uses (a sealed state is never a cookie).
-func (ls *loginState) seal(domain string, v any) string {
+func (ls *LoginState) seal(domain string, v any) string {
 	plain, _ := json.Marshal(v)
 	nonce := make([]byte, ls.aead.NonceSize(), ls.aead.NonceSize()+len(plain)+ls.aead.Overhead())
 	rand.Read(nonce)
@@ -252,7 +252,7 @@ func (ls *loginState) seal(domain string, v any) string {
 
 // mac is an HMAC-SHA256 under the key, base64url, for domain and data
 // (the catalog's sign-out form carries one for its session).
-func (ls *loginState) mac(domain, data string) string {
+func (ls *LoginState) mac(domain, data string) string {
 	h := hmac.New(sha256.New, ls.key)
 	io.WriteString(h, domain)
 	h.Write([]byte{0})
@@ -263,7 +263,7 @@ func (ls *loginState) mac(domain, data string) string {
 // maxSealed bounds what unseal decodes.
 const maxSealed = 4096
 
-func (ls *loginState) unseal(domain, s string, v any) error {
+func (ls *LoginState) unseal(domain, s string, v any) error {
 	if len(s) > maxSealed {
 		return errors.New("too long")
 	}
@@ -280,10 +280,10 @@ func (ls *loginState) unseal(domain, s string, v any) error {
 }
 
 // current is the records as last read.
-func (ls *loginState) current() *loginRecs { return ls.recs.Load() }
+func (ls *LoginState) current() *loginRecs { return ls.recs.Load() }
 
 // tokenPath is the file of a token hash, live or revoked.
-func (ls *loginState) tokenPath(h [32]byte, revoked bool) string {
+func (ls *LoginState) tokenPath(h [32]byte, revoked bool) string {
 	ext := ".json"
 	if revoked {
 		ext = ".revoked"
@@ -312,7 +312,7 @@ func readRecord(path string) *LoginToken {
 // loadOne reads the record of hash h from the directory (a token another
 // replica issued or revoked since the last scan) and adds it to the
 // records; nil when there is none. Cost: at most two opens.
-func (ls *loginState) loadOne(h [32]byte) *LoginToken {
+func (ls *LoginState) loadOne(h [32]byte) *LoginToken {
 	rec := readRecord(ls.tokenPath(h, true))
 	if rec == nil {
 		rec = readRecord(ls.tokenPath(h, false))
@@ -327,7 +327,7 @@ func (ls *loginState) loadOne(h [32]byte) *LoginToken {
 }
 
 // put replaces the record of h (ls.mu held).
-func (ls *loginState) put(h [32]byte, rec *LoginToken) {
+func (ls *LoginState) put(h [32]byte, rec *LoginToken) {
 	old := ls.recs.Load().byHash
 	m := make(map[[32]byte]*LoginToken, len(old)+1)
 	for k, v := range old {
@@ -346,7 +346,7 @@ func (ls *loginState) put(h [32]byte, rec *LoginToken) {
 // of removed files dropped, a token whose .revoked file appeared is
 // revoked. At most maxLoginRecords files are read. It reports whether the
 // records changed.
-func (ls *loginState) scan(force bool) (bool, error) {
+func (ls *LoginState) scan(force bool) (bool, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	dir := ls.sub("tokens")
@@ -420,7 +420,7 @@ func readDirNames(dir string, max int) ([]string, error) {
 }
 
 // writeRecord writes a token's record atomically.
-func (ls *loginState) writeRecord(h [32]byte, rec *LoginToken) error {
+func (ls *LoginState) writeRecord(h [32]byte, rec *LoginToken) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -435,7 +435,7 @@ func (ls *loginState) writeRecord(h [32]byte, rec *LoginToken) error {
 // keepOwner gives a file root wrote (an operator's 'airgap token revoke')
 // to the owner of the tokens directory, the user serve runs as, who must
 // be able to read it (mode 0600).
-func (ls *loginState) keepOwner(path string) error {
+func (ls *LoginState) keepOwner(path string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
@@ -459,7 +459,7 @@ var ErrLoginFull = errors.New("the appliance holds as many login tokens as it ma
 // writes it before it returns (so every replica accepts it) and returns its
 // secret. A person's live tokens beyond maxTokensPerUser - 1 are revoked,
 // oldest first.
-func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
+func (ls *LoginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	var secret string
 	var h [32]byte
 	for {
@@ -512,7 +512,7 @@ func (ls *loginState) issue(rec *LoginToken, now time.Time) (string, error) {
 // out of signing in for the 30 days those records are kept. A forgotten
 // token is refused as unknown instead of as revoked (its attempts lose
 // its name in the audit); never accepted: the live file goes first.
-func (ls *loginState) forgetOldest(ended []*LoginToken, keep int) {
+func (ls *LoginState) forgetOldest(ended []*LoginToken, keep int) {
 	if len(ended) <= keep {
 		return
 	}
@@ -533,7 +533,7 @@ func (ls *loginState) forgetOldest(ended []*LoginToken, keep int) {
 	osfile.SyncDir(ls.sub("tokens"))
 }
 
-func (ls *loginState) nameTaken(name string) bool {
+func (ls *LoginState) nameTaken(name string) bool {
 	for _, t := range ls.current().byHash {
 		if t.Name == name {
 			return true
@@ -544,7 +544,7 @@ func (ls *loginState) nameTaken(name string) bool {
 
 // revoke revokes a token: its record is written as .revoked, then the live
 // file removed (a reader that finds both takes .revoked).
-func (ls *loginState) revoke(rec *LoginToken, by string, now time.Time) error {
+func (ls *LoginState) revoke(rec *LoginToken, by string, now time.Time) error {
 	h, ok := rec.hash()
 	if !ok {
 		return errors.New("a malformed login record")
@@ -582,7 +582,7 @@ type loginCode struct {
 // are removed first, so one scripted person cannot keep everyone's
 // 'terraform login' refused (with the sweep's 11 minutes, 15 sign-ins a
 // second did; now it takes 10,000 within loginCodeTTL plus a minute).
-func (ls *loginState) newCode(c *loginCode) (string, error) {
+func (ls *LoginState) newCode(c *loginCode) (string, error) {
 	if n, _ := readDirNames(ls.sub("codes"), maxLoginCodes+1); len(n) > maxLoginCodes {
 		if ls.removeOld("codes", codeFileAge, time.Now()); ls.countNames("codes") > maxLoginCodes {
 			return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
@@ -608,7 +608,7 @@ var (
 
 // claimCode takes a code out of the state: exactly one caller, on any
 // replica, gets it (the one whose remove succeeds).
-func (ls *loginState) claimCode(code string, now time.Time) (*loginCode, error) {
+func (ls *LoginState) claimCode(code string, now time.Time) (*loginCode, error) {
 	if len(code) == 0 || len(code) > 128 {
 		return nil, errCodeUnknown
 	}
@@ -630,7 +630,7 @@ func (ls *loginState) claimCode(code string, now time.Time) (*loginCode, error) 
 
 // markUsed records that the sign-in id completed; false when it was
 // already (a replayed state).
-func (ls *loginState) markUsed(id string, until time.Time) (bool, error) {
+func (ls *LoginState) markUsed(id string, until time.Time) (bool, error) {
 	if !isHex(id, 32) {
 		return false, nil
 	}
@@ -642,7 +642,7 @@ func (ls *loginState) markUsed(id string, until time.Time) (bool, error) {
 }
 
 // wasUsed reports whether the sign-in id completed already.
-func (ls *loginState) wasUsed(id string) bool {
+func (ls *LoginState) wasUsed(id string) bool {
 	if !isHex(id, 32) {
 		return true
 	}
@@ -654,7 +654,7 @@ func (ls *loginState) wasUsed(id string) bool {
 // or were revoked more than loginRetention ago, and codes and used
 // sign-ins past their expiry. Replicas may sweep at once: a file another
 // removed first is skipped.
-func (ls *loginState) sweep(now time.Time) {
+func (ls *LoginState) sweep(now time.Time) {
 	ls.mu.Lock()
 	if now.Sub(ls.lastSwp) < loginSweepEvery {
 		ls.mu.Unlock()
@@ -683,7 +683,7 @@ const codeFileAge = loginCodeTTL + time.Minute
 
 // removeOld removes the files of sub (codes, used) modified more than age
 // before now (at most 2 × maxLoginCodes are looked at).
-func (ls *loginState) removeOld(sub string, age time.Duration, now time.Time) {
+func (ls *LoginState) removeOld(sub string, age time.Duration, now time.Time) {
 	names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
 	for _, n := range names {
 		p := filepath.Join(ls.sub(sub), n)
@@ -693,7 +693,7 @@ func (ls *loginState) removeOld(sub string, age time.Duration, now time.Time) {
 	}
 }
 
-func (ls *loginState) countNames(sub string) int {
+func (ls *LoginState) countNames(sub string) int {
 	n, _ := readDirNames(ls.sub(sub), maxLoginCodes+1)
 	return len(n)
 }
@@ -703,8 +703,8 @@ var ErrNoLoginState = errors.New("no login tokens")
 
 // readLoginState opens a store's login state to read or revoke tokens
 // ('airgap token'), creating nothing.
-func readLoginState(storeDir string) (*loginState, error) {
-	ls := &loginState{dir: filepath.Join(store.StateDir(storeDir), loginsDir)}
+func readLoginState(storeDir string) (*LoginState, error) {
+	ls := &LoginState{dir: filepath.Join(store.StateDir(storeDir), loginsDir)}
 	if _, err := os.Stat(ls.sub("tokens")); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s: its serve has not signed anyone in (the access file needs a login block)", ErrNoLoginState, storeDir)
 	} else if err != nil {

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"encoding/json"
@@ -59,21 +59,25 @@ func ociChallenge(r *http.Request) string {
 	return `Bearer realm="https://` + host + `/v2/token",service="airgap"`
 }
 
-// ociToken answers GET /v2/token: a bearer for the principal the request's
-// credentials (or their absence) name.
-func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
-	if s.access == nil {
+// ociUnsupported is the distribution spec's error code for what the
+// registry does not do.
+const ociUnsupported = "UNSUPPORTED"
+
+// OCIToken answers GET /v2/token: a bearer for the principal the request's
+// credentials (or their absence) name; without access control (a nil a),
+// that there is nothing to ask for.
+func (a *AccessControl) OCIToken(w http.ResponseWriter, r *http.Request) {
+	if a == nil {
 		reply.OCIError(w, http.StatusNotFound, ociUnsupported, "this appliance asks for no credentials")
 		return
 	}
-	a := s.access
 	p, fail := a.authenticate(r, a.set.Load())
 	if fail != nil {
 		a.refuse(w, r, fail)
 		return
 	}
-	if n := noteOf(w); n != nil {
-		n.token, n.by = p.name, authBy(r)
+	if n := NoteOf(w); n != nil {
+		n.Token, n.By = p.name, authBy(r)
 	}
 	now := a.now()
 	exp := now.Add(a.ttl).Unix()
@@ -87,7 +91,7 @@ func (s *Server) ociToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkBearer verifies a bearer ociToken issued.
-func (a *AccessControl) checkBearer(r *http.Request, b string, set *accessSet) (*principal, *authFail) {
+func (a *AccessControl) checkBearer(r *http.Request, b string, set *Set) (*Principal, *authFail) {
 	parts := strings.Split(strings.TrimPrefix(b, ociBearerPrefix), ":")
 	if len(parts) != 3 {
 		a.failed(r)

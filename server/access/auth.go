@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"context"
@@ -74,7 +74,7 @@ const DefaultURLTTL = 15 * time.Minute
 type AccessOptions struct {
 	File   string // the access file
 	TLSDir string // STORE/tls: the URL signing keys live there
-	// StateDir is STORE/state: login tokens live there (loginState);
+	// StateDir is STORE/state: login tokens live there (LoginState);
 	// "" refuses an access file with a login block.
 	StateDir string
 	URLTTL   time.Duration // zero: DefaultURLTTL
@@ -91,18 +91,18 @@ type AccessControl struct {
 	ttl     time.Duration
 	log     *slog.Logger
 	now     func() time.Time
-	set     atomic.Pointer[accessSet]
+	set     atomic.Pointer[Set]
 	proxies atomic.Pointer[TrustedProxies]
 	fails   *failLimiter
 
 	mu    sync.Mutex // serializes reloads
 	stamp string
 
-	// Single sign-on (loginService): the state of login tokens (nil until the
+	// Single sign-on (LoginService): the state of login tokens (nil until the
 	// file has a login block), and their principals for the current
 	// access set.
 	stateDir string
-	logins   atomic.Pointer[loginState]
+	logins   atomic.Pointer[LoginState]
 	lset     atomic.Pointer[loginSet]
 	lmu      sync.Mutex
 	lastScan atomic.Int64 // Unix ns of the last scan a name miss asked for
@@ -111,22 +111,22 @@ type AccessControl struct {
 	lastMiss atomic.Int64
 }
 
-// accessSet is one version of the access file, compiled for lookups.
-type accessSet struct {
+// Set is one version of the access file, compiled for lookups.
+type Set struct {
 	file   *acl.File
-	byHash map[[32]byte]*principal
-	byName map[string]*principal // lower-case name
-	anon   *principal
+	byHash map[[32]byte]*Principal
+	byName map[string]*Principal // lower-case name
+	anon   *Principal
 	tokens int
 }
 
 // principal is who a request acts as.
-type principal struct {
+type Principal struct {
 	name     string // the token's name, or acl.AnonymousName
 	hash     [32]byte
 	rules    *acl.Rules
 	expires  time.Time
-	admitted *reqAuth // {p: itself}, made once
+	admitted *Admission // {p: itself}, made once
 	// id is what the MACs of the signed URLs and OCI bearers issued to
 	// the principal bind besides its name: the token's hash (hex), "" for
 	// anonymous. A token revoked and created again under the same name
@@ -139,8 +139,20 @@ type principal struct {
 	login *LoginToken
 }
 
+// Name is the token's name, or acl.AnonymousName.
+func (p *Principal) Name() string { return p.name }
+
+// Rules are what the principal may read.
+func (p *Principal) Rules() *acl.Rules { return p.rules }
+
+// Login is the record of a login token (nil for the access file's tokens).
+func (p *Principal) Login() *LoginToken { return p.login }
+
+// User is the person of a login token ("" for the access file's tokens, and for no principal).
+func (p *Principal) User() string { return p.user() }
+
 // user is the person of a login token ("" for the access file's tokens).
-func (p *principal) user() string {
+func (p *Principal) user() string {
 	if p == nil || p.login == nil {
 		return ""
 	}
@@ -150,7 +162,7 @@ func (p *principal) user() string {
 // macID is p's id, or "" for no principal (a name the file lacks: no
 // token's MAC verifies with it, so a URL or bearer of a revoked token is
 // refused as invalid, at the same cost as any other).
-func (p *principal) macID() string {
+func (p *Principal) macID() string {
 	if p == nil {
 		return ""
 	}
@@ -158,7 +170,7 @@ func (p *principal) macID() string {
 }
 
 // expired reports whether p's token has expired at now.
-func (p *principal) expired(now time.Time) bool { return !p.expires.IsZero() && !now.Before(p.expires) }
+func (p *Principal) expired(now time.Time) bool { return !p.expires.IsZero() && !now.Before(p.expires) }
 
 // NewAccessControl loads the access file and the store's URL keys
 // (creating them on first use).
@@ -183,6 +195,14 @@ func NewAccessControl(opt AccessOptions) (*AccessControl, error) {
 	}
 	return a, nil
 }
+
+// Current is the version of the access file in force.
+func (a *AccessControl) Current() *Set { return a.set.Load() }
+
+// Tokens is how many tokens the version lists; Anonymous whether it has an
+// anonymous rule.
+func (s *Set) Tokens() int     { return s.tokens }
+func (s *Set) Anonymous() bool { return s.anon != nil }
 
 // SetProxies makes failed-attempt limits count per client address as
 // X-Forwarded-For from these proxies says.
@@ -212,9 +232,9 @@ func (a *AccessControl) Reload() (changed bool, err error) {
 	return true, nil
 }
 
-// reloadFrom switches to the access file at path (SIGHUP) and re-reads it;
+// ReloadFrom switches to the access file at path (SIGHUP) and re-reads it;
 // on failure the previous file and rules stay.
-func (a *AccessControl) reloadFrom(path string) (string, error) {
+func (a *AccessControl) ReloadFrom(path string) (string, error) {
 	a.mu.Lock()
 	prev, prevStamp := a.file, a.stamp
 	a.file, a.stamp = path, ""
@@ -228,21 +248,24 @@ func (a *AccessControl) reloadFrom(path string) (string, error) {
 	return fmt.Sprintf("access=%s (%d tokens)", path, a.set.Load().tokens), nil
 }
 
-func compileAccess(f *acl.File) *accessSet {
-	s := &accessSet{file: f, byHash: map[[32]byte]*principal{}, byName: map[string]*principal{}, tokens: len(f.Tokens)}
+// noRules allows nothing.
+var noRules, _ = acl.CompileRules(nil)
+
+func compileAccess(f *acl.File) *Set {
+	s := &Set{file: f, byHash: map[[32]byte]*Principal{}, byName: map[string]*Principal{}, tokens: len(f.Tokens)}
 	for _, r := range f.Revoked {
 		// Only by hash: the name may belong to a new token.
-		s.byHash[r.Hash] = &principal{name: r.Name, hash: r.Hash, revoked: r.Revoked, rules: noRules, id: hex.EncodeToString(r.Hash[:])}
+		s.byHash[r.Hash] = &Principal{name: r.Name, hash: r.Hash, revoked: r.Revoked, rules: noRules, id: hex.EncodeToString(r.Hash[:])}
 	}
 	for _, t := range f.Tokens {
-		p := &principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires, id: hex.EncodeToString(t.Hash[:])}
-		p.admitted = &reqAuth{p: p}
+		p := &Principal{name: t.Name, hash: t.Hash, rules: t.Rules, expires: t.Expires, id: hex.EncodeToString(t.Hash[:])}
+		p.admitted = &Admission{p: p}
 		s.byHash[t.Hash] = p
 		s.byName[strings.ToLower(t.Name)] = p
 	}
 	if f.Anonymous != nil {
-		s.anon = &principal{name: acl.AnonymousName, rules: f.Anonymous}
-		s.anon.admitted = &reqAuth{p: s.anon}
+		s.anon = &Principal{name: acl.AnonymousName, rules: f.Anonymous}
+		s.anon.admitted = &Admission{p: s.anon}
 		s.byName[acl.AnonymousName] = s.anon
 	}
 	return s
@@ -323,7 +346,7 @@ type authFail struct {
 // credential returns the secret a request presents: a Bearer token, or the
 // password of Basic credentials (the user name is ignored: OCI clients and
 // browsers insist on one), or without either the catalog's session cookie
-// (a login token, loginService).
+// (a login token, LoginService).
 func credential(r *http.Request) (secret string, present bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -349,7 +372,7 @@ func credential(r *http.Request) (secret string, present bool) {
 
 // authenticate finds the principal of a request in set. fail is nil on
 // success.
-func (a *AccessControl) authenticate(r *http.Request, set *accessSet) (*principal, *authFail) {
+func (a *AccessControl) authenticate(r *http.Request, set *Set) (*Principal, *authFail) {
 	secret, present := credential(r)
 	if !present {
 		if set.anon != nil {
@@ -426,10 +449,10 @@ func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 	tp := a.proxies.Load()
 	client, _ := tp.ClientAddr(r)
 	if ip, err := netip.ParseAddr(client); err == nil {
-		if tp.carriesMany(ip) {
+		if tp.CarriesMany(ip) {
 			return "", false
 		}
-		return addrKey(ip).String(), true
+		return AddrKey(ip).String(), true
 	}
 	return client, true
 }
@@ -437,7 +460,7 @@ func (a *AccessControl) clientKey(r *http.Request) (string, bool) {
 // principalByName is the principal a signed URL or bearer names, expired
 // or revoked or not, or nil when there is none of that name (a login token
 // another replica issued a moment ago is looked for in the state).
-func (a *AccessControl) principalByName(set *accessSet, name string) *principal {
+func (a *AccessControl) principalByName(set *Set, name string) *Principal {
 	if p := set.byName[strings.ToLower(name)]; p != nil || !strings.HasPrefix(name, LoginNamePrefix) {
 		return p
 	}
@@ -446,7 +469,7 @@ func (a *AccessControl) principalByName(set *accessSet, name string) *principal 
 
 // checkSigned verifies the signed-URL query of a download. present is
 // false when the URL carries no signature.
-func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *principal, present bool, fail *authFail) {
+func (a *AccessControl) checkSigned(r *http.Request, set *Set) (p *Principal, present bool, fail *authFail) {
 	if !strings.Contains(r.URL.RawQuery, "sig=") {
 		return nil, false, nil
 	}
@@ -470,13 +493,13 @@ func (a *AccessControl) checkSigned(r *http.Request, set *accessSet) (p *princip
 	return p, true, nil
 }
 
-// expiry is the expiry of URLs signed now.
-func (a *AccessControl) expiry() int64 { return urlExpiry(a.now(), a.ttl) }
+// Expiry is the expiry of URLs signed now.
+func (a *AccessControl) Expiry() int64 { return urlExpiry(a.now(), a.ttl) }
 
-// signURL returns path with a signed query for principal p, expiring at
+// SignURL returns path with a signed query for principal p, expiring at
 // exp; subdir, if any, goes between them (go-getter's //subdir comes
 // before the query, and the client strips it before it asks).
-func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) string {
+func (a *AccessControl) SignURL(path, subdir string, p *Principal, exp int64) string {
 	u := path
 	if subdir != "" {
 		u += "//" + subdir
@@ -488,8 +511,8 @@ func (a *AccessControl) signURL(path, subdir string, p *principal, exp int64) st
 // download URL, else 401 with the challenge the kind of client expects.
 func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFail) {
 	noteAuth(w, f.token, f.reason)
-	if n := noteOf(w); n != nil {
-		n.user = f.user
+	if n := NoteOf(w); n != nil {
+		n.User = f.user
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -508,13 +531,13 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 		h.Set("Www-Authenticate", ociChallenge(r))
 		h.Set("Docker-Distribution-API-Version", "registry/2.0")
 		reply.OCIError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
-	case isUIPath(r.URL.Path) && r.Header.Get("Authorization") == "" && a.loginConfig() != nil:
+	case isUIPath(r.URL.Path) && r.Header.Get("Authorization") == "" && a.LoginConfig() != nil:
 		// With single sign-on a browser signs in through the IdP
-		// (loginService); a session cookie that stopped working is dropped.
+		// (LoginService); a session cookie that stopped working is dropped.
 		if _, err := r.Cookie(sessionCookie); err == nil {
 			clearCookie(w, sessionCookie)
 		}
-		h.Set("Location", signInPath+"?next="+url.QueryEscape(safeNext(r.URL.RequestURI())))
+		h.Set("Location", SignInPath+"?next="+url.QueryEscape(safeNext(r.URL.RequestURI())))
 		w.WriteHeader(http.StatusSeeOther)
 	case isUIPath(r.URL.Path):
 		refuseCatalog(w, r, f, msg)
@@ -564,60 +587,86 @@ func writeStatusJSON(w http.ResponseWriter, r *http.Request, code int, msg strin
 
 func isUIPath(p string) bool { return p == "/" || strings.HasPrefix(p, "/ui/") }
 
-// reqAuth is how a request was admitted: as whom (ServeHTTP puts it in the
-// request's context for handlers). A signed download URL admits as the
-// token it was issued to, with that token's rules as they are now.
-type reqAuth struct {
-	p *principal
+// Admission is how a request was admitted: as whom (WithAdmission puts it
+// in the request's context for handlers). A signed download URL admits as
+// the token it was issued to, with that token's rules as they are now.
+type Admission struct {
+	p *Principal
 }
 
 type reqAuthKey struct{}
 
 // openAuth admits requests to open paths.
-var openAuth = &reqAuth{}
+var openAuth = &Admission{}
 
-func (ra *reqAuth) principal() *principal {
+// Principal is who the request acts as (nil: an open path, or no access
+// control).
+func (ra *Admission) Principal() *Principal {
 	if ra == nil {
 		return nil
 	}
 	return ra.p
 }
 
-func authOf(r *http.Request) *reqAuth {
-	ra, _ := r.Context().Value(reqAuthKey{}).(*reqAuth)
+// Of is how r was admitted (nil without access control).
+func Of(r *http.Request) *Admission {
+	ra, _ := r.Context().Value(reqAuthKey{}).(*Admission)
 	return ra
 }
 
-// admit decides whether a request may go on and as whom; nil: it was
-// refused (and answered). It allocates nothing for a request with a
-// token or anonymous.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAuth {
-	a, path := s.access, r.URL.Path
-	access := s.rt.accessOf(path) // the route table's
-	if access == accessOpen {
+// WithAdmission is r carrying how it was admitted, for its handlers.
+func WithAdmission(r *http.Request, ra *Admission) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), reqAuthKey{}, ra))
+}
+
+// Need is what a route needs of a request before its handler runs (the
+// server's route table says which).
+type Need int
+
+const (
+	// NeedPrincipal: a token (Bearer, Basic, or the catalog's session
+	// cookie) or the anonymous rule.
+	NeedPrincipal Need = iota
+	// NeedNothing: anyone (the answer carries no catalog data).
+	NeedNothing
+	// NeedSignedURL: a valid signed URL, else as NeedPrincipal.
+	NeedSignedURL
+	// NeedCredentials: as NeedPrincipal, but credentials are required even
+	// with an anonymous rule (the OCI API: clients send none before a
+	// challenge).
+	NeedCredentials
+)
+
+// Admit decides whether a request may go on and as whom, under set (the
+// version of the access file the request is answered with) and what its
+// route needs; nil: it was refused (and answered). It allocates nothing
+// for a request with a token or anonymous.
+func (a *AccessControl) Admit(w http.ResponseWriter, r *http.Request, set *Set, need Need) *Admission {
+	path := r.URL.Path
+	if need == NeedNothing {
 		return openAuth
 	}
-	if access == accessSigned {
-		p, present, fail := a.checkSigned(r, st.access)
+	if need == NeedSignedURL {
+		p, present, fail := a.checkSigned(r, set)
 		if fail != nil {
 			a.refuse(w, r, fail)
 			return nil
 		}
 		if present {
-			if n := noteOf(w); n != nil {
-				n.token, n.user, n.by = p.name, p.user(), "signed_url"
+			if n := NoteOf(w); n != nil {
+				n.Token, n.User, n.By = p.name, p.user(), "signed_url"
 				if _, withToken := credential(r); withToken {
 					// OpenTofu >= 1.12 sends the token to a module
 					// location that says use_registry_credentials.
-					if p2, fail := a.authenticate(r, st.access); fail == nil && p2 == p {
-						n.by = "signed_url+token"
+					if p2, fail := a.authenticate(r, set); fail == nil && p2 == p {
+						n.By = "signed_url+token"
 					}
 				}
 			}
 			return p.admitted
 		}
 	}
-	if access == accessOCI {
+	if need == NeedCredentials {
 		// OCI clients send credentials only after a challenge, so /v2/
 		// always challenges a request without any; anonymous OCI clients
 		// get an anonymous bearer from /v2/token (ociToken).
@@ -626,10 +675,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 			return nil
 		}
 	}
-	if path == "/" && r.URL.RawQuery == "signin" && a.loginConfig() != nil {
+	if path == "/" && r.URL.RawQuery == "signin" && a.LoginConfig() != nil {
 		// With single sign-on the catalog signs in through the IdP.
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, signInPath+"?next=%2F", http.StatusSeeOther)
+		http.Redirect(w, r, SignInPath+"?next=%2F", http.StatusSeeOther)
 		return nil
 	}
 	if path == "/" && r.URL.RawQuery == "signin" {
@@ -641,13 +690,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, st *state) *reqAu
 			return nil
 		}
 	}
-	p, fail := a.authenticate(r, st.access)
+	p, fail := a.authenticate(r, set)
 	if fail != nil {
 		a.refuse(w, r, fail)
 		return nil
 	}
-	if n := noteOf(w); n != nil {
-		n.token, n.user, n.by = p.name, p.user(), authBy(r)
+	if n := NoteOf(w); n != nil {
+		n.Token, n.User, n.By = p.name, p.user(), authBy(r)
 	}
 	return p.admitted
 }

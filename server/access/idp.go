@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"context"
@@ -296,7 +296,7 @@ func (p *person) Who() string {
 // verifies the ID token it returns: signature by the IdP's published keys,
 // issuer, audience (our client id), expiry (go-oidc), and the nonce we
 // sealed into the state.
-func (l *loginService) completeSignIn(r *http.Request, cfg *acl.Login, pl *pendingLogin) (*person, *loginFail) {
+func (l *LoginService) completeSignIn(r *http.Request, cfg *acl.Login, pl *pendingLogin) (*person, *loginFail) {
 	code := r.URL.Query().Get("code")
 	if code == "" || len(code) > 2048 {
 		return nil, &loginFail{code: http.StatusBadRequest, reason: "code", heading: "The identity provider sent no code",
@@ -493,7 +493,7 @@ func LoginRedirectURIs(hostnames []string, listen string) []string {
 		if port != "" && port != "443" {
 			hp = net.JoinHostPort(h, port)
 		}
-		out = append(out, "https://"+hp+oauthCallbackPath)
+		out = append(out, "https://"+hp+CallbackPath)
 	}
 	return out
 }

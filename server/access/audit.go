@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,51 +272,14 @@ func (a *AuditLog) Close() error {
 	return a.f.Close()
 }
 
-// audit writes the record of a completed download.
-func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *Download) {
-	client, _ := o.opt.Proxies.ClientAddr(r)
-	ar := &AuditRecord{
-		Time: AuditTime(time.Now()), Token: rec.note.token, User: rec.note.user, Client: client,
-		Kind: dl.Kind, Address: dl.Address, Version: dl.Version, Platform: dl.Platform, Digest: string(dl.Digest),
-		Bytes: rec.bytes, Status: code, Via: "registry",
-	}
-	if EndpointKind(r.URL.Path) == KindOther {
-		ar.Via = "oci"
-	}
-	ar.ClientName, ar.ClientVersion = ClientFromUserAgent(r.UserAgent())
-	o.opt.Audit.Write(ar)
-}
-
-// auditEvents writes the events a request noted: its own (a login), and
-// its refusal when the audit keeps that kind.
-func (o *observer) auditEvents(r *http.Request, code int, note *reqNote) {
-	evs := make([]*AuditEvent, 0, 2)
-	if note.event != nil {
-		evs = append(evs, note.event)
-	}
-	if reason := auditedRefusal(note); reason != "" {
-		evs = append(evs, &AuditEvent{Event: EventRefused, Token: note.token, User: note.user, Reason: reason,
-			Endpoint: EndpointKind(r.URL.Path), Address: note.denied, Status: code})
-	}
-	if len(evs) == 0 {
-		return
-	}
-	client, _ := o.opt.Proxies.ClientAddr(r)
-	name, ver := ClientFromUserAgent(r.UserAgent())
-	for _, ev := range evs {
-		ev.Client, ev.ClientName, ev.ClientVersion = client, name, ver
-		o.opt.Audit.WriteEvent(ev)
-	}
-}
-
-// auditedRefusal is the reason a refused request goes into the audit log
+// AuditedRefusal is the reason a refused request goes into the audit log
 // with, or "" for none.
-func auditedRefusal(n *reqNote) string {
-	switch n.auth {
+func AuditedRefusal(n *Note) string {
+	switch n.Auth {
 	case authInvalid, authExpired, authRevoked, urlInvalid, urlExpired:
-		return n.auth
+		return n.Auth
 	}
-	if n.denied != "" {
+	if n.Denied != "" {
 		return "out_of_scope"
 	}
 	return ""
