@@ -13,8 +13,8 @@ import (
 
 // The route table: every path the appliance answers, the handler that
 // answers it, and who may reach it. The ServeMux is built from it and
-// nothing else, and admit decides a request's access from it, so a new
-// endpoint is one row here (and a row in TestRouteTable).
+// nothing else, and AccessControl.Admit is told each request's access from
+// it, so a new endpoint is one row here (and a row in TestRouteTable).
 //
 // Access is decided before routing and from the path alone, because a
 // refusal must not depend on what exists (a 401 says nothing about the

@@ -552,7 +552,7 @@ func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string,
 		"modules.v1":   prefix + "/v1/modules/",
 	}
 	if rc.ac.LoginConfig() != nil {
-		// 'terraform login HOST' (loginService); the answer is cached per
+		// 'terraform login HOST' (access.LoginService); the answer is cached per
 		// access-file version, which decides whether there is a login block.
 		doc["login.v1"] = access.LoginDiscovery("")
 	}
