@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -51,7 +52,7 @@ type accessEnv struct {
 	clock        *clock
 	tokens       map[string]string // name -> secret
 	logs         *bytes.Buffer
-	metrics      *server.Metrics
+	metrics      *ops.Metrics
 	audit        string
 }
 
@@ -94,7 +95,7 @@ func setupAccessSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity, t
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: e.logs}, nil))
-	e.metrics = server.NewMetrics(server.MetricsOptions{Version: "test", Catalog: st.Catalog})
+	e.metrics = ops.NewMetrics(ops.MetricsOptions{Version: "test", Catalog: st.Catalog})
 	e.audit = filepath.Join(t.TempDir(), "audit.jsonl")
 	al, err := access.OpenAuditLog(e.audit, 0, 0, nil)
 	if err != nil {
@@ -102,7 +103,7 @@ func setupAccessSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity, t
 	}
 	t.Cleanup(func() { al.Close() })
 	srv := server.New(st, server.Options{Logger: log, Access: e.ac})
-	h := server.Observe(srv, server.ObserveOptions{Log: log, Metrics: e.metrics, Catalog: st.Catalog, Audit: al})
+	h := ops.Observe(srv, ops.ObserveOptions{Log: log, Metrics: e.metrics, Catalog: st.Catalog, Audit: al})
 	e.ts = httptest.NewTLSServer(h)
 	t.Cleanup(e.ts.Close)
 	return e

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // ServeConfig is the effective configuration of 'airgap serve'. Each field
@@ -434,9 +435,9 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 // ConnLimits are the connection limits of the main listener, with the
 // trusted proxies exempt from the per-address cap (a load balancer carries
 // every client on its own address).
-func (c *ServeConfig) ConnLimits(proxies *access.TrustedProxies) ConnLimits {
+func (c *ServeConfig) ConnLimits(proxies *access.TrustedProxies) ops.ConnLimits {
 	d, _ := c.sendTimeout()
-	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.CarriesMany}
+	return ops.ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.CarriesMany}
 }
 
 // Level is the parsed log-level.
@@ -522,4 +523,14 @@ func Changed(a, b *ServeConfig) []string {
 		}
 	}
 	return out
+}
+
+// listen opens one of serve's listeners (ops.Listen), naming in its errors
+// where the setting that chose addr came from.
+func listen(what, setting string, cfg *ServeConfig, addr string) (net.Listener, error) {
+	where := "--" + setting
+	if cfg != nil {
+		where = cfg.where(setting)
+	}
+	return ops.Listen(what, where, addr)
 }

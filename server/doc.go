@@ -10,7 +10,8 @@
 //     are built from it and nothing else;
 //   - the serve settings (serveSettings): each one's flag, config-file
 //     key, AIRGAP_ variable and SIGHUP behaviour, declared once;
-//   - Run, the serve loop: TLS, listeners, reloads, metrics, access log;
+//   - Run, the serve loop: TLS, listeners, reloads, metrics, access log
+//     (wired from the sub-packages);
 //   - the answers themselves, rendered from the checked catalog and
 //     cached per catalog snapshot under a bound the catalog sets;
 //   - each principal's scope of the catalog (package access says who the
@@ -18,8 +19,9 @@
 //     missing one.
 //
 // Its concerns live in sub-packages that never import it: access (access
-// control and single sign-on), certs (TLS), ops (logging, systemd, health
-// checks), ui (the pages for people); see the README for the layout.
+// control and single sign-on), certs (TLS), ops (access log, metrics,
+// connection limits, logging, systemd), ui (the pages for people); the
+// README has the layout.
 // What it does not do: it never writes to the store's content, only to
 // its tls/ directory (certificates, URL signing keys) and its state/
 // (download counts, login tokens); it imports and verifies nothing (that

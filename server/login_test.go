@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // loginEnv is an appliance with a login block whose identity provider is a
@@ -76,7 +77,7 @@ func setupLogin(t testing.TB) *loginEnv {
 	t.Cleanup(func() { al.Close() })
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: e.logs}, nil))
 	srv := server.New(e.st, server.Options{Logger: log, Access: e.ac})
-	e.ts = httptest.NewTLSServer(server.Observe(srv, server.ObserveOptions{Log: log, Catalog: e.st.Catalog, Audit: al}))
+	e.ts = httptest.NewTLSServer(ops.Observe(srv, ops.ObserveOptions{Log: log, Catalog: e.st.Catalog, Audit: al}))
 	t.Cleanup(e.ts.Close)
 	e.pool = x509.NewCertPool()
 	e.pool.AddCert(e.ts.Certificate())

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
@@ -35,7 +34,7 @@ type OpsOptions struct {
 // of the HTTP server that carries it: access logs, metrics (on the main
 // listener or --metrics-listen), SIGHUP reloads and systemd notifications.
 type Ops struct {
-	Metrics *Metrics // nil with metrics-listen "" or "off"
+	Metrics *ops.Metrics // nil with metrics-listen "" or "off"
 	Proxies *access.TrustedProxies
 	opt     OpsOptions
 }
@@ -55,14 +54,14 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 		opt.Access.SetProxies(proxies)
 	}
 	if m := opt.Config.MetricsListen; m != "off" && m != "" {
-		mo := MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
+		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
 		if a := opt.Audit; a != nil {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
 		}
 		if opt.TLS != nil {
-			mo.Certificate = CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.CertNames()))
+			mo.Certificate = ops.CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.CertNames()))
 		}
-		o.Metrics = NewMetrics(mo)
+		o.Metrics = ops.NewMetrics(mo)
 		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {
 			ln := opt.MetricsListener
 			if ln == nil {
@@ -84,7 +83,7 @@ func (o *Ops) Handler(h http.Handler) http.Handler {
 	if o.Metrics != nil && o.opt.Config.MetricsListen == MetricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
-	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
+	return ops.Observe(h, ops.ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
 }
 
 // Listener applies the connection limits (max-conns, max-conns-per-ip,
@@ -93,13 +92,13 @@ func (o *Ops) Handler(h http.Handler) http.Handler {
 func (o *Ops) Listener(ln net.Listener) net.Listener {
 	lim := o.opt.Config.ConnLimits(o.Proxies)
 	if o.Metrics != nil {
-		lim.Refused = func(reason string) { o.Metrics.refused.WithLabelValues(reason).Inc() }
+		lim.Refused = o.Metrics.RefusedConn
 	}
-	ln = LimitConns(ln, lim)
+	ln = ops.LimitConns(ln, lim)
 	if o.Metrics == nil {
 		return ln
 	}
-	return &countingListener{Listener: ln, m: o.Metrics}
+	return o.Metrics.CountConns(ln)
 }
 
 // Ready tells systemd the service is up (call once listening).
@@ -119,30 +118,4 @@ func LastImport(st *store.Store) func() time.Time {
 		}
 		return t
 	}
-}
-
-type countingListener struct {
-	net.Listener
-	m *Metrics
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return c, err
-	}
-	l.m.accepted.Inc()
-	l.m.open.Inc()
-	return &countedConn{Conn: c, m: l.m}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	m    *Metrics
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.m.open.Dec() })
-	return c.Conn.Close()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/reply"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -100,7 +101,7 @@ var noRules, _ = acl.CompileRules(nil)
 // use per snapshot (audit lines and unsigned downloads under access
 // control need it).
 func (st *state) ownerIndex() map[verify.Digest][]*access.Download {
-	st.ownersOnce.Do(func() { st.owners = newDownloadIndex(st.cat).m })
+	st.ownersOnce.Do(func() { st.owners = ops.DownloadOwners(st.cat) })
 	return st.owners
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/spf13/pflag"
 )
 
@@ -37,8 +38,8 @@ var serveSettings = []setting{
 	{name: "trusted-proxy", usage: "believe X-Forwarded-For from these addresses or CIDR prefixes: balancers that terminate HTTP and append the client to it (repeatable)", reload: reloadApplied},
 	{name: "passthrough-proxy", usage: "load balancers that pass TLS through (TCP mode): exempt from the per-address limits, their X-Forwarded-For not believed (repeatable)", reload: reloadApplied},
 	{name: "metrics-listen", usage: "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client, not with --access; default: none)", env: true},
-	{name: "max-conns", def: strconv.Itoa(DefaultMaxConns), usage: "client connections open at once; more are closed at accept (0: no cap)"},
-	{name: "max-conns-per-ip", def: strconv.Itoa(DefaultMaxConnsPerIP), usage: "connections one client address (IPv6: /64) holds at once; --trusted-proxy and --passthrough-proxy addresses are exempt (0: no cap)"},
+	{name: "max-conns", def: strconv.Itoa(ops.DefaultMaxConns), usage: "client connections open at once; more are closed at accept (0: no cap)"},
+	{name: "max-conns-per-ip", def: strconv.Itoa(ops.DefaultMaxConnsPerIP), usage: "connections one client address (IPv6: /64) holds at once; --trusted-proxy and --passthrough-proxy addresses are exempt (0: no cap)"},
 	{name: "send-timeout", def: "60s", usage: "close a connection whose client reads nothing for this long (0: never)"},
 	// Turning access control on or off needs a restart: a signal should
 	// never open the appliance to everyone.

@@ -15,6 +15,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/internal/filestamp"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -295,7 +296,7 @@ func (s *Server) countBlob(st *state, d verify.Digest) {
 // and body bytes are noted by a recorder of its own (Observe's), which
 // nothing inside ServeContent asks for notes.
 func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest, f *os.File) {
-	rec := &recorder{ResponseWriter: w}
+	rec := ops.NewRecorder(w)
 	http.ServeContent(rec, r, "", time.Time{}, f)
 	if completed(rec) {
 		s.countBlob(st, d)
@@ -306,15 +307,15 @@ func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state,
 // whose body is its Content-Length, or a 206 of one range ending at the
 // last byte, sent whole (a multipart answer has no Content-Range of its
 // own and does not count).
-func completed(rec *recorder) bool {
+func completed(rec *ops.Recorder) bool {
 	h := rec.Header()
-	switch rec.code {
+	switch rec.Status() {
 	case http.StatusOK:
 		n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-		return err == nil && n == rec.bytes
+		return err == nil && n == rec.Written()
 	case http.StatusPartialContent:
 		first, last, size, ok := parseContentRange(h.Get("Content-Range"))
-		return ok && last == size-1 && rec.bytes == last-first+1
+		return ok && last == size-1 && rec.Written() == last-first+1
 	}
 	return false
 }

@@ -1,4 +1,4 @@
-package server_test
+package ops_test
 
 import (
 	"io"
@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/ops"
 )
 
@@ -30,10 +29,10 @@ func BenchmarkObserve(b *testing.B) {
 		h    http.Handler
 	}{
 		{"bare", h},
-		{"metrics", server.Observe(h, server.ObserveOptions{Log: quiet, Metrics: server.NewMetrics(server.MetricsOptions{})})},
-		{"metrics+accesslog-text", server.Observe(h, server.ObserveOptions{Log: text, Metrics: server.NewMetrics(server.MetricsOptions{})})},
-		{"metrics+accesslog-json", server.Observe(h, server.ObserveOptions{Log: json, Metrics: server.NewMetrics(server.MetricsOptions{})})},
-		{"metrics+accesslog-slogjson", server.Observe(h, server.ObserveOptions{Log: slogJSON, Metrics: server.NewMetrics(server.MetricsOptions{})})},
+		{"metrics", ops.Observe(h, ops.ObserveOptions{Log: quiet, Metrics: ops.NewMetrics(ops.MetricsOptions{})})},
+		{"metrics+accesslog-text", ops.Observe(h, ops.ObserveOptions{Log: text, Metrics: ops.NewMetrics(ops.MetricsOptions{})})},
+		{"metrics+accesslog-json", ops.Observe(h, ops.ObserveOptions{Log: json, Metrics: ops.NewMetrics(ops.MetricsOptions{})})},
+		{"metrics+accesslog-slogjson", ops.Observe(h, ops.ObserveOptions{Log: slogJSON, Metrics: ops.NewMetrics(ops.MetricsOptions{})})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			w := httptest.NewRecorder()

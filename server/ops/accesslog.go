@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"io"
@@ -13,7 +13,6 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/internal/reply"
-	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -163,7 +162,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
-	ops.LogRecord(l, end, "request", attrs)
+	LogRecord(l, end, "request", attrs)
 }
 
 // Endpoint kinds: the values of the "kind" label and of EndpointKind. The
@@ -272,6 +271,12 @@ func ClientFromUserAgent(ua string) (name, version string) {
 type downloadIndex struct {
 	cat *dist.Catalog
 	m   map[verify.Digest][]*access.Download
+}
+
+// DownloadOwners maps each blob of cat to what it is, every owner in
+// catalog order.
+func DownloadOwners(cat *dist.Catalog) map[verify.Digest][]*access.Download {
+	return newDownloadIndex(cat).m
 }
 
 func newDownloadIndex(cat *dist.Catalog) *downloadIndex {
@@ -437,3 +442,15 @@ func (o *observer) auditEvents(r *http.Request, code int, note *access.Note) {
 		o.opt.Audit.WriteEvent(ev)
 	}
 }
+
+// Recorder is a recorder of its own for a handler that must know how its
+// answer went (the download counts: whether the last byte went out),
+// whatever wraps it.
+type Recorder = recorder
+
+// NewRecorder records what is written to w.
+func NewRecorder(w http.ResponseWriter) *Recorder { return &recorder{ResponseWriter: w} }
+
+// Status is the status written (0: none yet), Written the body bytes.
+func (r *recorder) Status() int    { return r.code }
+func (r *recorder) Written() int64 { return r.bytes }

@@ -1,4 +1,4 @@
-package server_test
+package ops_test
 
 import (
 	"net/http"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // FuzzAccessFields feeds hostile User-Agent, X-Forwarded-For, peer
@@ -25,13 +25,13 @@ func FuzzAccessFields(f *testing.F) {
 		f.Fatal(err)
 	}
 	kinds := map[string]bool{}
-	for _, k := range []string{server.KindDiscovery, server.KindProviderVersions, server.KindProviderDownload, server.KindModuleVersions,
-		server.KindModuleDownload, server.KindMirrorIndex, server.KindMirrorVersion, server.KindBlob, server.KindArchive,
-		server.KindHealthz, server.KindCA, server.KindOrigins, server.KindMetrics, server.KindOther} {
+	for _, k := range []string{ops.KindDiscovery, ops.KindProviderVersions, ops.KindProviderDownload, ops.KindModuleVersions,
+		ops.KindModuleDownload, ops.KindMirrorIndex, ops.KindMirrorVersion, ops.KindBlob, ops.KindArchive,
+		ops.KindHealthz, ops.KindCA, ops.KindOrigins, ops.KindMetrics, ops.KindOther} {
 		kinds[k] = true
 	}
 	f.Fuzz(func(t *testing.T, ua, xff, remote, path string) {
-		name, ver := server.ClientFromUserAgent(ua)
+		name, ver := ops.ClientFromUserAgent(ua)
 		if name != "" && name != "terraform" && name != "tofu" {
 			t.Fatalf("client name %q", name)
 		}
@@ -51,8 +51,8 @@ func FuzzAccessFields(f *testing.F) {
 				t.Fatalf("address %q is not in canonical form (%s)", a, ip.Unmap())
 			}
 		}
-		if !kinds[server.EndpointKind(path)] {
-			t.Fatalf("kind %q", server.EndpointKind(path))
+		if !kinds[ops.EndpointKind(path)] {
+			t.Fatalf("kind %q", ops.EndpointKind(path))
 		}
 	})
 }

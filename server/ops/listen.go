@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"errors"
@@ -7,19 +7,16 @@ import (
 	"syscall"
 )
 
-// listen opens one of serve's listeners: what it is for ("the main HTTPS
-// listener") and the setting that chose addr, so that a port in use, a
-// privileged port or an address this machine does not have fails with a
-// message that names the listener and what to change, not Go's bare
-// "bind: address already in use".
-func listen(what, setting string, cfg *ServeConfig, addr string) (net.Listener, error) {
+// Listen opens one of serve's listeners: what it is for ("the main HTTPS
+// listener") and where the address was set ("--listen", or the config
+// file's FILE:LINE:COL), so that a port in use, a privileged port or an
+// address this machine does not have fails with a message that names the
+// listener and what to change, not Go's bare "bind: address already in
+// use".
+func Listen(what, where, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err == nil {
 		return ln, nil
-	}
-	where := "--" + setting
-	if cfg != nil {
-		where = cfg.where(setting)
 	}
 	var hint string
 	switch {

@@ -1,4 +1,4 @@
-package server_test
+package ops_test
 
 import (
 	"errors"
@@ -11,19 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // limited listens on loopback through LimitConns and accepts in the
 // background; accepted connections are sent on the returned channel.
-func limited(t *testing.T, lim server.ConnLimits) (string, chan net.Conn) {
+func limited(t *testing.T, lim ops.ConnLimits) (string, chan net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	l := server.LimitConns(ln, lim)
+	l := ops.LimitConns(ln, lim)
 	ch := make(chan net.Conn, 1024)
 	go func() {
 		for {
@@ -58,7 +58,7 @@ func kept(t *testing.T, src, addr string, n int) (held []net.Conn) {
 
 func TestLimitConns(t *testing.T) {
 	var refused atomic.Int32
-	addr, _ := limited(t, server.ConnLimits{Max: 12, PerIP: 5,
+	addr, _ := limited(t, ops.ConnLimits{Max: 12, PerIP: 5,
 		Exempt:  func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.3") },
 		Refused: func(string) { refused.Add(1) }})
 	a := kept(t, "127.0.0.1", addr, 8)
@@ -70,7 +70,7 @@ func TestLimitConns(t *testing.T) {
 }
 
 func TestLimitConnsReleases(t *testing.T) {
-	addr, accepted := limited(t, server.ConnLimits{Max: 100, PerIP: 2})
+	addr, accepted := limited(t, ops.ConnLimits{Max: 100, PerIP: 2})
 	held := kept(t, "127.0.0.1", addr, 3)
 	if len(held) != 2 {
 		t.Fatalf("kept %d, want 2", len(held))
@@ -91,7 +91,7 @@ func TestSendTimeout(t *testing.T) {
 	// reader must move about 2 MiB per SendTimeout to count as moving: at
 	// the default 60 s, about 35 KiB/s.
 	const timeout = time.Second
-	addr, accepted := limited(t, server.ConnLimits{SendTimeout: timeout})
+	addr, accepted := limited(t, ops.ConnLimits{SendTimeout: timeout})
 	dial := func() (client, srv net.Conn) {
 		c, err := smallWindow.Dial("tcp", addr)
 		if err != nil {
@@ -169,7 +169,7 @@ var smallWindow = &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) err
 // after each answer never turns the send timeout off.
 func TestSendTimeoutAndCallerDeadlines(t *testing.T) {
 	const timeout = 600 * time.Millisecond
-	addr, accepted := limited(t, server.ConnLimits{SendTimeout: timeout})
+	addr, accepted := limited(t, ops.ConnLimits{SendTimeout: timeout})
 	stalled := func() net.Conn {
 		c, err := smallWindow.Dial("tcp", addr)
 		if err != nil {

@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"context"
@@ -189,7 +189,7 @@ func (m *Metrics) Mount(h http.Handler) http.Handler {
 // until ctx ends, with read and write timeouts and a 16 KiB header limit.
 // It returns once listening, with the bound address.
 func (m *Metrics) ListenAndServe(ctx context.Context, addr string, log *slog.Logger) (net.Addr, error) {
-	ln, err := listen("the metrics listener", "metrics-listen", nil, addr)
+	ln, err := Listen("the metrics listener", "--metrics-listen", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -324,4 +324,39 @@ func (c *stateCollector) catalogSizes(cat *dist.Catalog) catalogSizes {
 	}
 	c.cat, c.sizes = cat, s
 	return s
+}
+
+// RefusedConn counts a connection the main listener's limits refused, by
+// reason (LimitConns' ConnLimits.Refused).
+func (m *Metrics) RefusedConn(reason string) { m.refused.WithLabelValues(reason).Inc() }
+
+// CountConns counts the connections accepted from ln and those open.
+func (m *Metrics) CountConns(ln net.Listener) net.Listener {
+	return &countingListener{Listener: ln, m: m}
+}
+
+type countingListener struct {
+	net.Listener
+	m *Metrics
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	l.m.accepted.Inc()
+	l.m.open.Inc()
+	return &countedConn{Conn: c, m: l.m}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	m    *Metrics
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.m.open.Dec() })
+	return c.Conn.Close()
 }
