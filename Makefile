@@ -94,16 +94,17 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzReadUsage$$' -fuzztime $(call fuzztime,20000) ./bundle/store
 	$(FUZZ) -fuzz '^FuzzRewrite$$' -fuzztime $(call fuzztime,60000) ./dist/vendoring
 	$(FUZZ) -fuzz '^FuzzCheck$$' -fuzztime $(call fuzztime,200000) ./dist/zipdir
-	$(FUZZ) -fuzz '^FuzzAccessFields$$' -fuzztime $(call fuzztime,20000) ./server
-	$(FUZZ) -fuzz '^FuzzLineHandler$$' -fuzztime $(call fuzztime,8000) ./server
+	$(FUZZ) -fuzz '^FuzzAccessFields$$' -fuzztime $(call fuzztime,20000) ./server/ops
+	$(FUZZ) -fuzz '^FuzzLineHandler$$' -fuzztime $(call fuzztime,8000) ./server/ops
 	$(FUZZ) -fuzz '^FuzzHelperOutput$$' -fuzztime $(call fuzztime,50000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzMirrorArchives$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzDocsTar$$' -fuzztime $(call fuzztime,12000) ./dist/docs
 	$(FUZZ) -fuzz '^FuzzFrontMatter$$' -fuzztime $(call fuzztime,25000) ./dist/docs
-	$(FUZZ) -fuzz '^FuzzRenderMarkdown$$' -fuzztime $(call fuzztime,6000) ./server
+	$(FUZZ) -fuzz '^FuzzRenderMarkdown$$' -fuzztime $(call fuzztime,6000) ./server/ui
 	$(FUZZ) -fuzz '^FuzzCLIConfig$$' -fuzztime $(call fuzztime,20000) ./dist/registry
 	$(FUZZ) -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzztime,15000) ./server
 	$(FUZZ) -fuzz '^FuzzLoginRequests$$' -fuzztime $(call fuzztime,3000) ./server
+	$(FUZZ) -fuzz '^FuzzRouteAccess$$' -fuzztime $(call fuzztime,20000) ./server
 	$(FUZZ) -fuzz '^FuzzParse$$' -fuzztime $(call fuzztime,20000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzPattern$$' -fuzztime $(call fuzztime,60000) ./server/acl
 	$(FUZZ) -fuzz '^FuzzParsePinsFile$$' -fuzztime $(call fuzztime,30000) ./bundle/store

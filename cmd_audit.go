@@ -15,7 +15,7 @@ import (
 	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -62,11 +62,11 @@ func (c *auditCmd) run(args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	sum, err := server.SummarizeAudit(c.log, server.AuditFilter{Since: since, Tokens: c.tokens, Users: c.users})
+	sum, err := access.SummarizeAudit(c.log, access.AuditFilter{Since: since, Tokens: c.tokens, Users: c.users})
 	if err == nil && c.storeD != "" {
 		var ix *store.Index
 		if ix, _, err = store.ReadInventory(c.storeD); err == nil {
-			server.AddProvenance(sum, ix)
+			access.AddProvenance(sum, ix)
 		}
 	}
 	if c.asJSON {
@@ -132,7 +132,7 @@ func (c *auditCmd) run(args []string) error {
 // countList writes "2 login, 1 refused" in a fixed order.
 func countList(m map[string]int) string {
 	var parts []string
-	for _, k := range []string{server.EventLogin, server.EventLoginRefused, server.EventTokenCreated, server.EventTokenRevoked, server.EventRefused} {
+	for _, k := range []string{access.EventLogin, access.EventLoginRefused, access.EventTokenCreated, access.EventTokenRevoked, access.EventRefused} {
 		if m[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", m[k], strings.ReplaceAll(k, "_", " ")))
 		}

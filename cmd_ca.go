@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/airgap/airgap/bundle/store"
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 )
 
 type caCmd struct{ storeD string }
@@ -40,11 +40,11 @@ func (c *caCmd) run(args []string) error {
 	if _, err := os.Stat(c.storeD); err != nil {
 		return fmt.Errorf("%w\nhint: give the store 'airgap serve' uses; 'airgap import --keyring KEYRING --store DIR BUNDLE' creates one", err)
 	}
-	ca, err := server.LoadOrCreateCA(store.TLSDir(c.storeD))
+	ca, err := certs.LoadOrCreateCA(store.TLSDir(c.storeD))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "SHA-256 fingerprint: %s\n", server.CAFingerprint(ca.Cert))
+	fmt.Fprintf(os.Stderr, "SHA-256 fingerprint: %s\n", certs.CAFingerprint(ca.Cert))
 	os.Stdout.Write(ca.PEM)
 	return nil
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/ops"
 )
 
-type healthcheckCmd struct{ opt server.HealthCheckOptions }
+type healthcheckCmd struct{ opt ops.HealthCheckOptions }
 
 func (c *healthcheckCmd) synopsis() string {
 	return "ask a running appliance's /healthz (container health checks; exit 0 when healthy)"
@@ -42,5 +42,5 @@ func (c *healthcheckCmd) run(args []string) error {
 	if err := checkUsage("healthcheck", args, nil); err != nil {
 		return err
 	}
-	return server.HealthCheck(context.Background(), c.opt)
+	return ops.HealthCheck(context.Background(), c.opt)
 }

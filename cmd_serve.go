@@ -16,36 +16,20 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // --- serve ---
 
 type serveCmd struct {
-	storeD    string
-	listen    string
-	hostnames []string
-	tlsMode   string
-	acmeCA    string
-	acmeRoot  string
-	acmeEmail string
-	acmeHTTP  int
-	acmeALPN  int
-	certFile  string
-	keyFile   string
-	logLevel  string
-	logFile   string
-	// operations (issue 13): see server/config.go and server/ops.go
-	configFile, logFormat, metricsListen string
-	trustedProxies, passthroughProxies   []string
-	maxConns, maxConnsPerIP              int // server/conns.go
-	sendTimeout                          string
-	access, auditLog, auditMaxSize       string
-	auditKeep                            int
-	urlTTL                               string
-	usage, usageFlush                    string
-	checkConfig                          bool
-	fs                                   *pflag.FlagSet
+	// The settings' flags are made from the server's settings table
+	// (server.ServeFlags) and read back by server.LoadServeConfig; these
+	// two are the verb's own.
+	configFile  string
+	checkConfig bool
+	fs          *pflag.FlagSet
 }
 
 func (c *serveCmd) synopsis() string {
@@ -54,33 +38,7 @@ func (c *serveCmd) synopsis() string {
 
 func (c *serveCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
-	fs.StringVar(&c.listen, "listen", ":8443", "address to listen on")
-	fs.StringSliceVar(&c.hostnames, "hostname", nil, "name clients use for the appliance (repeatable); add registry.terraform.io etc. if DNS points them here")
-	fs.StringVar(&c.tlsMode, "tls", "local", "certificates: local (built-in CA), acme, or files")
-	fs.StringVar(&c.acmeCA, "acme-ca", "", "ACME directory URL (--tls acme)")
-	fs.StringVar(&c.acmeRoot, "acme-ca-root", "", "PEM root of a private ACME server (--tls acme)")
-	fs.StringVar(&c.acmeEmail, "acme-email", "", "ACME account e-mail (--tls acme)")
-	fs.IntVar(&c.acmeHTTP, "acme-http-port", 0, "port for the HTTP-01 challenge listener if not 80 (--tls acme)")
-	fs.IntVar(&c.acmeALPN, "acme-tls-alpn-port", 0, "port for the TLS-ALPN-01 challenge listener if not 443 (--tls acme)")
-	fs.StringVar(&c.certFile, "cert", "", "certificate chain PEM (--tls files; reloaded on change)")
-	fs.StringVar(&c.keyFile, "key", "", "private key PEM (--tls files)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info (one access line per request), warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&c.logFile, "log-file", "", "append the log to this file, reopened on SIGHUP (for logrotate); default stderr")
-	fs.StringSliceVar(&c.trustedProxies, "trusted-proxy", nil, "believe X-Forwarded-For from these addresses or CIDR prefixes: balancers that terminate HTTP and append the client to it (repeatable)")
-	fs.StringSliceVar(&c.passthroughProxies, "passthrough-proxy", nil, "load balancers that pass TLS through (TCP mode): exempt from the per-address limits, their X-Forwarded-For not believed (repeatable)")
-	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics over plain HTTP on this address (main: on the main TLS listener, to any client, not with --access; default: none)")
-	fs.IntVar(&c.maxConns, "max-conns", server.DefaultMaxConns, "client connections open at once; more are closed at accept (0: no cap)")
-	fs.IntVar(&c.maxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "connections one client address (IPv6: /64) holds at once; --trusted-proxy and --passthrough-proxy addresses are exempt (0: no cap)")
-	fs.StringVar(&c.sendTimeout, "send-timeout", "60s", "close a connection whose client reads nothing for this long (0: never)")
-	fs.StringVar(&c.access, "access", "", "access file: tokens and what each may fetch ('airgap token' edits it; reloaded when it changes)")
-	fs.StringVar(&c.auditLog, "audit-log", "", "append one JSON line per package or archive download to this file (shared by replicas)")
-	fs.StringVar(&c.auditMaxSize, "audit-log-max-size", "100MiB", "rotate the audit log past this size")
-	fs.IntVar(&c.auditKeep, "audit-log-keep", server.DefaultAuditKeep, "rotated audit logs kept (FILE.1 … FILE.N)")
-	fs.StringVar(&c.urlTTL, "download-url-ttl", "15m", "with --access: how long the signed package and archive URLs in answers stay valid")
-	fs.StringVar(&c.usage, "usage", server.UsageOn, "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)")
-	fs.StringVar(&c.usageFlush, "usage-flush", server.DefaultUsageInterval.String(), "how often the download counts are written to STORE/state/usage (1s to 1h)")
+	server.ServeFlags(fs)
 	fs.StringVar(&c.configFile, "config", "", "HCL file with the same settings as these flags (flags win; see docs/operations.md)")
 	fs.BoolVar(&c.checkConfig, "check-config", false, "validate the configuration, print the effective settings and exit")
 	c.fs = fs
@@ -112,14 +70,14 @@ func (c *serveCmd) run(args []string) error {
 	level := new(slog.LevelVar)
 	lv, _ := cfg.Level()
 	level.Set(lv)
-	// Buffered (server.LogWriter): written out every 100 ms and in full
+	// Buffered (ops.LogWriter): written out every 100 ms and in full
 	// before serve exits.
-	out, err := server.OpenLogWriter(cfg.LogFile)
+	out, err := ops.OpenLogWriter(cfg.LogFile)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	log, _ := server.NewLogger(out, cfg.LogFormat, level)
+	log, _ := ops.NewLogger(out, cfg.LogFormat, level)
 	out.SetNotice(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -138,12 +96,12 @@ func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
 		names = []string{"localhost"}
 	}
 	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name clients use for the appliance):\n", l.ClientID)
-	for _, u := range server.LoginRedirectURIs(names, cfg.Listen) {
+	for _, u := range access.LoginRedirectURIs(names, cfg.Listen) {
 		fmt.Fprintf(os.Stderr, "  %s\n", u)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	chk, err := server.CheckLogin(ctx, l)
+	chk, err := access.CheckLogin(ctx, l)
 	if err != nil {
 		return fmt.Errorf("login: %w\nhint: check the login block's issuer (its discovery document is ISSUER/.well-known/openid-configuration), ca_file and client_secret_file; serve still starts without the identity provider, but nobody can sign in", err)
 	}

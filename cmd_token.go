@@ -21,7 +21,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 )
 
@@ -171,7 +171,7 @@ func (c *tokenCmd) create() error {
 		}
 	}
 	if err == nil {
-		c.audit(&server.AuditEvent{Event: server.EventTokenCreated, Token: c.name, Allow: c.allow, Expires: timeOrEmpty(exp)})
+		c.audit(&access.AuditEvent{Event: access.EventTokenCreated, Token: c.name, Allow: c.allow, Expires: timeOrEmpty(exp)})
 	}
 	if c.asJSON {
 		doc := map[string]any{"ok": true, "name": c.name, "allow": c.allow, "created": now.Format(time.RFC3339), "warnings": warnings}
@@ -305,7 +305,7 @@ func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
 // every login token of a person (--user), and audits it.
 func (c *tokenCmd) revoke(args []string) error {
 	switch {
-	case c.user != "" && len(args) == 0 || len(args) == 1 && strings.HasPrefix(args[0], server.LoginNamePrefix):
+	case c.user != "" && len(args) == 0 || len(args) == 1 && strings.HasPrefix(args[0], access.LoginNamePrefix):
 		if c.storeD == "" {
 			return usageError{"login tokens live in the store: add --store DIR (the store 'airgap serve' serves)\n" + tokenUsage}
 		}
@@ -313,9 +313,9 @@ func (c *tokenCmd) revoke(args []string) error {
 		if len(args) == 1 {
 			name = args[0]
 		}
-		revoked, err := server.RevokeLoginTokens(c.storeD, c.user, name, whoAmI(), time.Now())
+		revoked, err := access.RevokeLoginTokens(c.storeD, c.user, name, whoAmI(), time.Now())
 		for _, t := range revoked {
-			c.audit(&server.AuditEvent{Event: server.EventTokenRevoked, Token: t.Name, User: t.Who()})
+			c.audit(&access.AuditEvent{Event: access.EventTokenRevoked, Token: t.Name, User: t.Who()})
 		}
 		if err == nil && len(revoked) == 0 {
 			err = fmt.Errorf("%w: no live login token of %s in %s\nhint: 'airgap token list --store %s' lists them", acl.ErrNoToken, orStr(c.user, name), c.storeD, c.storeD)
@@ -331,7 +331,7 @@ func (c *tokenCmd) revoke(args []string) error {
 		}
 		err := acl.RemoveToken(c.access, args[0])
 		if err == nil {
-			c.audit(&server.AuditEvent{Event: server.EventTokenRevoked, Token: args[0]})
+			c.audit(&access.AuditEvent{Event: access.EventTokenRevoked, Token: args[0]})
 		}
 		return c.result(map[string]any{"ok": true, "revoked": args[0]}, err)
 	}
@@ -356,14 +356,14 @@ func whoAmI() string {
 
 // audit writes ev to --audit-log, if given (a failure is a warning: the
 // change is made).
-func (c *tokenCmd) audit(ev *server.AuditEvent) {
+func (c *tokenCmd) audit(ev *access.AuditEvent) {
 	if c.auditLog == "" {
 		return
 	}
 	if ev.By == "" {
 		ev.By = whoAmI()
 	}
-	a, err := server.OpenAuditLog(c.auditLog, 0, 0, nil)
+	a, err := access.OpenAuditLog(c.auditLog, 0, 0, nil)
 	if err == nil {
 		err = a.WriteEvent(ev)
 		a.Close()
@@ -406,14 +406,14 @@ func (c *tokenCmd) list() error {
 			doc["anonymous"] = map[string]any{"allow": append([]string{}, f.AnonymousPatterns...)}
 		}
 	}
-	var logins []*server.LoginToken
+	var logins []*access.LoginToken
 	if c.storeD != "" {
 		var err error
-		if logins, err = server.LoginTokens(c.storeD); err != nil && !errors.Is(err, server.ErrNoLoginState) {
+		if logins, err = access.LoginTokens(c.storeD); err != nil && !errors.Is(err, access.ErrNoLoginState) {
 			return c.result(nil, err)
 		}
 		if logins == nil {
-			logins = []*server.LoginToken{}
+			logins = []*access.LoginToken{}
 		}
 		doc["login_tokens"] = logins
 	}
@@ -473,7 +473,7 @@ func (c *tokenCmd) rotate() (map[string]any, error) {
 	if _, err := os.Stat(c.storeD); err != nil {
 		return nil, fmt.Errorf("%w\nhint: give the store 'airgap serve' uses", err)
 	}
-	id, err := server.RotateURLKeys(store.TLSDir(c.storeD), time.Now())
+	id, err := access.RotateURLKeys(store.TLSDir(c.storeD), time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -147,10 +148,10 @@ func TestHostileServeConnections(t *testing.T) {
 		fd1 := openFDs(t, proc.Pid)
 		t.Logf("one client asked for 600 connections: %d kept, serve fds %d -> %d (%v)", len(held), fd0, fd1, time.Since(start).Round(time.Millisecond))
 		// The start-up health check may still hold one idle connection.
-		if len(held) > server.DefaultMaxConnsPerIP || len(held) < server.DefaultMaxConnsPerIP-2 {
-			t.Errorf("one client holds %d connections, want max-conns-per-ip's default %d", len(held), server.DefaultMaxConnsPerIP)
+		if len(held) > ops.DefaultMaxConnsPerIP || len(held) < ops.DefaultMaxConnsPerIP-2 {
+			t.Errorf("one client holds %d connections, want max-conns-per-ip's default %d", len(held), ops.DefaultMaxConnsPerIP)
 		}
-		if fd1-fd0 > server.DefaultMaxConnsPerIP+8 {
+		if fd1-fd0 > ops.DefaultMaxConnsPerIP+8 {
 			t.Errorf("one client holds %d of serve's file descriptors", fd1-fd0)
 		}
 	})

@@ -76,10 +76,16 @@ var layers = []struct{ pkg, may string }{
 
 	// The appliance.
 	{"server/acl", "bundle/store dist dist/osfile"},
-	{"server", "bundle bundle/store dist dist/docs dist/oci dist/osfile dist/registry dist/sbom server/acl verify"},
+	{"server/internal/filestamp", "dist/osfile"},
+	{"server/internal/reply", "bundle/store"},
+	{"server/certs", "server/internal/filestamp"},
+	{"server/ui", "bundle/store dist dist/docs dist/sbom server/acl server/certs verify"},
+	{"server/access", "bundle/store dist dist/osfile server/acl server/internal/filestamp server/internal/reply server/ui verify"},
+	{"server/ops", "dist server/access server/internal/reply verify"},
+	{"server", "bundle bundle/store dist dist/oci dist/registry server/access server/acl server/certs server/internal/filestamp server/internal/reply server/ops server/ui verify"},
 
 	// The CLI.
-	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/acl verify"},
+	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/access server/acl server/certs server/ops verify"},
 }
 
 func TestLayers(t *testing.T) {

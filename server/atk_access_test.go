@@ -13,12 +13,14 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // Regression tests of the reviewer findings on serve's access control
 // that need a controlled clock or file reloads (the end-to-end attacks on
-// the real binary are in the root package's access_attack_test.go).
+// the real binary are in the root package's access attack tests).
 
 // TestSameNameGetsNoCachedAnswer: the answer cache was keyed by the
 // token's name. A token revoked and created again under its name (with
@@ -56,12 +58,12 @@ func historyFixture(t *testing.T, later store.ImportEntry) (seen, hidden dist.Pr
 	later.Time = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 	ix.Imports = []store.ImportEntry{first, later}
 	dir := t.TempDir()
-	access := filepath.Join(dir, "access.hcl")
-	sec, err := acl.AddToken(access, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
+	accessFile := filepath.Join(dir, "access.hcl")
+	sec, err := acl.AddToken(accessFile, "ci", []string{seen.Addr()}, time.Time{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac, err := server.NewAccessControl(server.AccessOptions{File: access, TLSDir: filepath.Join(dir, "tls")})
+	ac, err := access.NewAccessControl(access.AccessOptions{File: accessFile, TLSDir: filepath.Join(dir, "tls")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestCatalogHistoryScoped(t *testing.T) {
 // such import showed in every token's SBOM.
 func TestSBOMTimeScoped(t *testing.T) {
 	seen, hidden, get := historyFixture(t, store.ImportEntry{Bundle: fakeDigest("later"), Added: []string{"provider registry.terraform.io/ns0000/type00001 1.0.0 (linux_amd64)"}})
-	code, doc := get(server.SBOMPath)
+	code, doc := get(ui.SBOMPath)
 	if code != 200 || !strings.Contains(doc, seen.Addr()) || strings.Contains(doc, hidden.Addr()) {
 		t.Fatalf("the SBOM for ci: %d\n%s", code, doc)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkCachedAnswer(b *testing.B) {
 func BenchmarkLoginToken(b *testing.B) {
 	e := setupLogin(b)
 	now := time.Now().UTC().Truncate(time.Second)
-	login, err := server.IssueLoginToken(e.root, &server.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: e.idp.issuer,
+	login, err := access.IssueLoginToken(e.root, &access.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: e.idp.issuer,
 		Groups: []string{"platform"}, Via: "cli", Created: now, Expires: now.Add(24 * time.Hour)})
 	if err != nil {
 		b.Fatal(err)

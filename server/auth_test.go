@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/ProtonMail/go-crypto/openpgp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,11 +17,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -44,12 +47,12 @@ func (c *clock) add(d time.Duration) {
 type accessEnv struct {
 	root, access string
 	st           *store.Store
-	ac           *server.AccessControl
+	ac           *access.AccessControl
 	ts           *httptest.Server
 	clock        *clock
 	tokens       map[string]string // name -> secret
 	logs         *bytes.Buffer
-	metrics      *server.Metrics
+	metrics      *ops.Metrics
 	audit        string
 }
 
@@ -87,20 +90,20 @@ func setupAccessSet(t testing.TB, set *bundletest.Set, signer *openpgp.Entity, t
 	if len(tokens) == 0 && anonymous == nil {
 		os.WriteFile(e.access, []byte("# nobody\n"), 0o600)
 	}
-	e.ac, err = server.NewAccessControl(server.AccessOptions{File: e.access, TLSDir: store.TLSDir(root), Now: e.clock.now})
+	e.ac, err = access.NewAccessControl(access.AccessOptions{File: e.access, TLSDir: store.TLSDir(root), Now: e.clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: e.logs}, nil))
-	e.metrics = server.NewMetrics(server.MetricsOptions{Version: "test", Catalog: st.Catalog})
+	e.metrics = ops.NewMetrics(ops.MetricsOptions{Version: "test", Catalog: st.Catalog})
 	e.audit = filepath.Join(t.TempDir(), "audit.jsonl")
-	al, err := server.OpenAuditLog(e.audit, 0, 0, nil)
+	al, err := access.OpenAuditLog(e.audit, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { al.Close() })
 	srv := server.New(st, server.Options{Logger: log, Access: e.ac})
-	h := server.Observe(srv, server.ObserveOptions{Log: log, Metrics: e.metrics, Catalog: st.Catalog, Audit: al})
+	h := ops.Observe(srv, ops.ObserveOptions{Log: log, Metrics: e.metrics, Catalog: st.Catalog, Audit: al})
 	e.ts = httptest.NewTLSServer(h)
 	t.Cleanup(e.ts.Close)
 	return e
@@ -382,7 +385,7 @@ func TestSignedDownloadURLs(t *testing.T) {
 		t.Errorf("a stretched expiry: %s", resp.Status)
 	}
 	// After its expiry: refused, saying so; a fresh answer has a new URL.
-	e.clock.add(server.DefaultURLTTL + 2*time.Minute)
+	e.clock.add(access.DefaultURLTTL + 2*time.Minute)
 	resp, b := get(u)
 	if resp.StatusCode != 403 || !strings.Contains(string(b), "expired at") {
 		t.Errorf("an expired URL: %s %s", resp.Status, b)
@@ -550,7 +553,7 @@ func TestOCIAuthentication(t *testing.T) {
 		}
 	}
 	// The bearer expires with the URL TTL; then 401 and a new one.
-	e.clock.add(server.DefaultURLTTL + time.Second)
+	e.clock.add(access.DefaultURLTTL + time.Second)
 	if resp, _ := e.do(t, "/v2/", "", "Authorization", "Bearer "+tf); resp.StatusCode != 401 {
 		t.Errorf("an expired bearer: %s", resp.Status)
 	}
@@ -615,7 +618,7 @@ func TestAuditLogRecords(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("audit log has %d lines:\n%s", len(lines), b)
 	}
-	var rec server.AuditRecord
+	var rec access.AuditRecord
 	json.Unmarshal([]byte(lines[0]), &rec)
 	p := providerOf(t, e.st, "random")
 	if rec.Token != "ci" || rec.Address != "registry.terraform.io/hashicorp/random" || rec.Version != "3.6.0" || rec.Platform != "linux_amd64" ||
@@ -635,7 +638,7 @@ func TestAuditLogReplicas(t *testing.T) {
 	const writers, each = 4, 300
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		al, err := server.OpenAuditLog(path, 16<<10, 50, nil)
+		al, err := access.OpenAuditLog(path, 16<<10, 50, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -644,7 +647,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				rec := &server.AuditRecord{Time: time.Now().UTC().Format(time.RFC3339), Token: fmt.Sprintf("w%d", w), Client: "10.0.0.1", Kind: "provider",
+				rec := &access.AuditRecord{Time: time.Now().UTC().Format(time.RFC3339), Token: fmt.Sprintf("w%d", w), Client: "10.0.0.1", Kind: "provider",
 					Address: "registry.terraform.io/hashicorp/aws", Version: fmt.Sprint(i), Digest: "sha256:" + strings.Repeat("a", 64), Bytes: 1, Status: 200, Via: "registry"}
 				if err := al.Write(rec); err != nil {
 					t.Error(err)
@@ -653,7 +656,7 @@ func TestAuditLogReplicas(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	sum, err := server.SummarizeAudit(path, server.AuditFilter{})
+	sum, err := access.SummarizeAudit(path, access.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

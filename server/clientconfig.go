@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 )
 
 // ClientConfigOptions configure WriteClientConfig.
@@ -210,9 +211,9 @@ func loginHostService(base string) string {
 	if base == "" {
 		return ""
 	}
-	d := LoginDiscovery(base)
+	d := access.LoginDiscovery(base)
 	return fmt.Sprintf("    \"login.v1\"     = {\n      client      = %q\n      grant_types = [\"authz_code\"]\n      authz       = %q\n      token       = %q\n      ports       = [%d, %d]\n    }\n",
-		d["client"], d["authz"], d["token"], LoginPorts[0], LoginPorts[1])
+		d["client"], d["authz"], d["token"], access.LoginPorts[0], access.LoginPorts[1])
 }
 
 // loginHosts are the hosts a person logs in to, with this configuration:

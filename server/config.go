@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +23,9 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // ServeConfig is the effective configuration of 'airgap serve'. Each field
@@ -83,7 +85,7 @@ type ServeConfig struct {
 	AuditLogMaxSize  string   `hcl:"audit-log-max-size,optional"`
 	AuditLogKeep     int      `hcl:"audit-log-keep,optional"`
 	DownloadURLTTL   string   `hcl:"download-url-ttl,optional"`
-	// Usage turns download counting (usage.go) on or off; UsageFlush is
+	// Usage turns download counting (Usage) on or off; UsageFlush is
 	// how often the counts are written to the store's state.
 	Usage      string `hcl:"usage,optional"`
 	UsageFlush string `hcl:"usage-flush,optional"`
@@ -99,13 +101,6 @@ type ServeConfig struct {
 	getenv func(string) string // for Reload
 }
 
-// envSettings are the settings AIRGAP_ variables may carry (the loader
-// reads them; 'airgap help serve' lists them from here).
-var envSettings = []string{"hostname", "listen", "metrics-listen"}
-
-// EnvSettings lists the settings an AIRGAP_ variable (EnvName) may carry.
-func EnvSettings() []string { return append([]string(nil), envSettings...) }
-
 // maxConfigSize bounds the --config file read.
 const maxConfigSize = 1 << 20
 
@@ -115,9 +110,11 @@ func EnvName(setting string) string {
 	return "AIRGAP_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
 }
 
-// settingField maps setting names to ServeConfig fields.
+func settingsType() reflect.Type { return reflect.TypeFor[ServeConfig]() }
+
+// settingFields maps setting names to ServeConfig fields.
 func settingFields() map[string]int {
-	t := reflect.TypeFor[ServeConfig]()
+	t := settingsType()
 	out := map[string]int{}
 	for i := 0; i < t.NumField(); i++ {
 		tag := t.Field(i).Tag.Get("hcl")
@@ -129,14 +126,12 @@ func settingFields() map[string]int {
 	return out
 }
 
-// SettingNames lists the settings in declaration order.
+// SettingNames lists the settings in the order of their table.
 func SettingNames() []string {
-	f := settingFields()
-	names := make([]string, 0, len(f))
-	for n := range f {
-		names = append(names, n)
+	names := make([]string, 0, len(serveSettings))
+	for _, s := range serveSettings {
+		names = append(names, s.name)
 	}
-	sort.Slice(names, func(i, j int) bool { return f[names[i]] < f[names[j]] })
 	return names
 }
 
@@ -189,7 +184,7 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 		}
 	}
 	if c.getenv != nil {
-		for _, name := range envSettings {
+		for _, name := range EnvSettings() {
 			ev := EnvName(name)
 			s := c.getenv(ev)
 			if s == "" || c.cli[name] {
@@ -323,14 +318,14 @@ func (c *ServeConfig) Validate() error {
 		}
 	}
 	switch c.TLS {
-	case TLSLocal, TLSFiles, TLSACME:
+	case certs.ModeLocal, certs.ModeFiles, certs.ModeACME:
 	default:
 		return c.bad("tls", "%q: want local, acme or files", c.TLS)
 	}
-	if c.TLS == TLSFiles && (c.Cert == "" || c.Key == "") {
+	if c.TLS == certs.ModeFiles && (c.Cert == "" || c.Key == "") {
 		return c.bad("tls", "files needs cert and key")
 	}
-	if c.TLS == TLSACME && c.ACMECA == "" {
+	if c.TLS == certs.ModeACME && c.ACMECA == "" {
 		return c.bad("tls", "acme needs acme-ca (your internal ACME directory URL)")
 	}
 	for _, p := range []struct {
@@ -347,10 +342,10 @@ func (c *ServeConfig) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return c.bad("log-format", "%q: want text or json", c.LogFormat)
 	}
-	if _, err := ParseTrustedProxies(c.TrustedProxy); err != nil {
+	if _, err := access.ParseTrustedProxies(c.TrustedProxy); err != nil {
 		return c.bad("trusted-proxy", "%v", err)
 	}
-	if _, err := parsePrefixes(c.PassthroughProxy); err != nil {
+	if _, err := access.ParsePrefixes(c.PassthroughProxy); err != nil {
 		return c.bad("passthrough-proxy", "%v", err)
 	}
 	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
@@ -409,7 +404,7 @@ func (c *ServeConfig) UsageInterval() (time.Duration, error) {
 // DefaultAuditMaxSize).
 func (c *ServeConfig) AuditMaxSize() (int64, error) {
 	if c.AuditLogMaxSize == "" {
-		return DefaultAuditMaxSize, nil
+		return access.DefaultAuditMaxSize, nil
 	}
 	return bundle.ParseSize(c.AuditLogMaxSize)
 }
@@ -417,7 +412,7 @@ func (c *ServeConfig) AuditMaxSize() (int64, error) {
 // URLTTL is the parsed download-url-ttl (default DefaultURLTTL).
 func (c *ServeConfig) URLTTL() (time.Duration, error) {
 	if c.DownloadURLTTL == "" {
-		return DefaultURLTTL, nil
+		return access.DefaultURLTTL, nil
 	}
 	return time.ParseDuration(c.DownloadURLTTL)
 }
@@ -440,9 +435,9 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 // ConnLimits are the connection limits of the main listener, with the
 // trusted proxies exempt from the per-address cap (a load balancer carries
 // every client on its own address).
-func (c *ServeConfig) ConnLimits(proxies *TrustedProxies) ConnLimits {
+func (c *ServeConfig) ConnLimits(proxies *access.TrustedProxies) ops.ConnLimits {
 	d, _ := c.sendTimeout()
-	return ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.carriesMany}
+	return ops.ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.CarriesMany}
 }
 
 // Level is the parsed log-level.
@@ -454,8 +449,8 @@ func (c *ServeConfig) Level() (slog.Level, error) {
 
 // TLSOptions are the TLS settings (Dir and Names still to fill; see
 // CertNames).
-func (c *ServeConfig) TLSOptions(log *slog.Logger) TLSOptions {
-	return TLSOptions{Mode: c.TLS, ACMECA: c.ACMECA, ACMECARoot: c.ACMECARoot, ACMEEmail: c.ACMEEmail,
+func (c *ServeConfig) TLSOptions(log *slog.Logger) certs.Options {
+	return certs.Options{Mode: c.TLS, ACMECA: c.ACMECA, ACMECARoot: c.ACMECARoot, ACMEEmail: c.ACMEEmail,
 		ACMEHTTPPort: c.ACMEHTTPPort, ACMETLSALPNPort: c.ACMETLSALPNPort, CertFile: c.Cert, KeyFile: c.Key, Logger: log}
 }
 
@@ -528,4 +523,14 @@ func Changed(a, b *ServeConfig) []string {
 		}
 	}
 	return out
+}
+
+// listen opens one of serve's listeners (ops.Listen), naming in its errors
+// where the setting that chose addr came from.
+func listen(what, setting string, cfg *ServeConfig, addr string) (net.Listener, error) {
+	where := "--" + setting
+	if cfg != nil {
+		where = cfg.where(setting)
+	}
+	return ops.Listen(what, where, addr)
 }

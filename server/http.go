@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/airgap/airgap/server/access"
 )
 
 // The limits NewHTTPServer sets.
@@ -91,10 +93,10 @@ func noBodies(h http.Handler) http.Handler {
 // formPOST reports whether r is one of the two requests that carry a body:
 // the login service's token request and sign-out, a form of a declared
 // length of at most 16 KiB, which they read under a 10 s deadline
-// (login.go: readForm).
+// (readForm).
 func formPOST(r *http.Request) bool {
-	return r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= maxForm &&
-		(r.URL.Path == oauthTokenPath || r.URL.Path == signOutPath)
+	return r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= access.MaxForm &&
+		(r.URL.Path == access.TokenPath || r.URL.Path == access.SignOutPath)
 }
 
 // HTTP1Only makes a TLS config's ALPN list match NewHTTPServer: "http/1.1"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/certs"
 )
 
 // stdServer is the appliance's HTTP server (server.NewHTTPServer) serving h
@@ -29,7 +30,7 @@ type stdServer struct {
 
 func startStd(t *testing.T, h http.Handler, tweak func(*http.Server)) *stdServer {
 	t.Helper()
-	st, err := server.SetupTLS(context.Background(), server.TLSOptions{Mode: server.TLSLocal, Dir: t.TempDir(), Names: []string{"127.0.0.1"}})
+	st, err := certs.New(context.Background(), certs.Options{Mode: certs.ModeLocal, Dir: t.TempDir(), Names: []string{"127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

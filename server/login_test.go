@@ -24,6 +24,8 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // loginEnv is an appliance with a login block whose identity provider is a
@@ -31,7 +33,7 @@ import (
 type loginEnv struct {
 	root, access, audit, state string
 	st                         *store.Store
-	ac                         *server.AccessControl
+	ac                         *access.AccessControl
 	ts                         *httptest.Server
 	idp                        *fakeIdP
 	clock                      *clock
@@ -63,19 +65,19 @@ func setupLogin(t testing.TB) *loginEnv {
 	os.WriteFile(e.access, fmt.Appendf(nil, "login {\n  issuer = %q\n  client_id = \"airgap\"\n  client_secret_file = %q\n  ca_file = %q\n  token_lifetime = \"1h\"\n}\n%s",
 		e.idp.issuer, secret, e.idp.caFile, loginGroups), 0o600)
 	var err error
-	e.ac, err = server.NewAccessControl(server.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state, Now: e.clock.now})
+	e.ac, err = access.NewAccessControl(access.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state, Now: e.clock.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.audit = filepath.Join(dir, "audit.jsonl")
-	al, err := server.OpenAuditLog(e.audit, 0, 0, nil)
+	al, err := access.OpenAuditLog(e.audit, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { al.Close() })
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: e.logs}, nil))
 	srv := server.New(e.st, server.Options{Logger: log, Access: e.ac})
-	e.ts = httptest.NewTLSServer(server.Observe(srv, server.ObserveOptions{Log: log, Catalog: e.st.Catalog, Audit: al}))
+	e.ts = httptest.NewTLSServer(ops.Observe(srv, ops.ObserveOptions{Log: log, Catalog: e.st.Catalog, Audit: al}))
 	t.Cleanup(e.ts.Close)
 	e.pool = x509.NewCertPool()
 	e.pool.AddCert(e.ts.Certificate())
@@ -109,7 +111,7 @@ const (
 
 // authorizeURL is what 'terraform login' opens.
 func (e *loginEnv) authorizeURL(mod func(url.Values)) string {
-	q := url.Values{"response_type": {"code"}, "client_id": {server.LoginClientID}, "redirect_uri": {cliRedirect},
+	q := url.Values{"response_type": {"code"}, "client_id": {access.LoginClientID}, "redirect_uri": {cliRedirect},
 		"state": {"cli-state-1"}, "code_challenge": {challenge(cliVerifier)}, "code_challenge_method": {"S256"}}
 	if mod != nil {
 		mod(q)
@@ -144,7 +146,7 @@ func (e *loginEnv) cliCode(t *testing.T, br *http.Client) string {
 // exchange is the CLI's token request.
 func (e *loginEnv) exchange(t *testing.T, code, verifier, redirect string) (int, map[string]any) {
 	t.Helper()
-	return e.tokenRequest(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {redirect}, "client_id": {server.LoginClientID}})
+	return e.tokenRequest(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {redirect}, "client_id": {access.LoginClientID}})
 }
 
 // tokenRequest posts a form to the token endpoint.
@@ -243,7 +245,7 @@ func TestLoginFlow(t *testing.T) {
 	var disco map[string]any
 	json.Unmarshal([]byte(body), &disco)
 	lv1, _ := disco["login.v1"].(map[string]any)
-	if resp.StatusCode != 200 || lv1["client"] != server.LoginClientID || lv1["authz"] != "/oauth/authorization" || lv1["token"] != "/oauth/token" ||
+	if resp.StatusCode != 200 || lv1["client"] != access.LoginClientID || lv1["authz"] != "/oauth/authorization" || lv1["token"] != "/oauth/token" ||
 		fmt.Sprint(lv1["ports"]) != "[10000 10010]" || fmt.Sprint(lv1["grant_types"]) != "[authz_code]" {
 		t.Fatalf("discovery: %s %s", resp.Status, body)
 	}
@@ -508,11 +510,11 @@ func TestLoginTokenLifetime(t *testing.T) {
 	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 200 {
 		t.Fatalf("before it expires: %s", r.Status)
 	}
-	list, err := server.LoginTokens(e.root)
+	list, err := access.LoginTokens(e.root)
 	if err != nil || len(list) != 1 || list[0].User != "carol@site.example" || list[0].Via != "cli" || fmt.Sprint(list[0].Groups) != "[platform]" {
 		t.Fatalf("LoginTokens: %v %+v", err, list)
 	}
-	revoked, err := server.RevokeLoginTokens(e.root, "CAROL@site.example", "", "tester", time.Now())
+	revoked, err := access.RevokeLoginTokens(e.root, "CAROL@site.example", "", "tester", time.Now())
 	if err != nil || len(revoked) != 1 {
 		t.Fatalf("RevokeLoginTokens: %v %v", err, revoked)
 	}
@@ -549,7 +551,7 @@ func TestLoginTokenLifetime(t *testing.T) {
 // login token either issued, at once, and a new process (a restart) too.
 func TestLoginReplicasAndRestart(t *testing.T) {
 	e := setupLogin(t)
-	other, err := server.NewAccessControl(server.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state})
+	other, err := access.NewAccessControl(access.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +602,7 @@ func TestLoginIdPUnreachable(t *testing.T) {
 		}
 	}
 	// A restarted appliance (the discovery document not cached).
-	ac, err := server.NewAccessControl(server.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state})
+	ac, err := access.NewAccessControl(access.AccessOptions{File: e.access, TLSDir: store.TLSDir(e.root), StateDir: e.state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,7 +740,7 @@ func TestLoginRevokeKeepsOwner(t *testing.T) {
 	if err := os.Chown(tokens, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	revoked, err := server.RevokeLoginTokens(e.root, "carol@site.example", "", "root", time.Now())
+	revoked, err := access.RevokeLoginTokens(e.root, "carol@site.example", "", "root", time.Now())
 	if err != nil || len(revoked) != 1 {
 		t.Fatalf("RevokeLoginTokens: %v %v", err, revoked)
 	}

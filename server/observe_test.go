@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // syncBuffer is a log sink the server goroutines and the test share.
@@ -54,7 +56,7 @@ func (s *syncBuffer) waitLines(t *testing.T, n int) []string {
 type observed struct {
 	*env
 	logs    *syncBuffer
-	metrics *server.Metrics
+	metrics *ops.Metrics
 }
 
 // setupObserved serves the standard store through Observe (JSON access
@@ -72,14 +74,14 @@ func setupObserved(t *testing.T, trust bool, format string) *observed {
 	if trust {
 		proxies = []string{"127.0.0.0/8"}
 	}
-	tp, err := server.ParseTrustedProxies(proxies)
+	tp, err := access.ParseTrustedProxies(proxies)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := server.NewMetrics(server.MetricsOptions{Version: "test", Catalog: e.st.Catalog,
+	m := ops.NewMetrics(ops.MetricsOptions{Version: "test", Catalog: e.st.Catalog,
 		LastImport: func() time.Time { ix := e.st.Index(); return ix.Imports[len(ix.Imports)-1].Time }})
 	srv := server.New(e.st, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ts := httptest.NewUnstartedServer(server.Observe(m.Mount(srv), server.ObserveOptions{
+	ts := httptest.NewUnstartedServer(ops.Observe(m.Mount(srv), ops.ObserveOptions{
 		Log: slog.New(h), Metrics: m, Proxies: tp, Catalog: e.st.Catalog}))
 	ts.Config.ConnState = m.ConnState
 	ts.StartTLS()
@@ -192,7 +194,7 @@ func TestClientFromUserAgent(t *testing.T) {
 		"Go-http-client/1.1":                    {"", ""},
 		"":                                      {"", ""},
 	} {
-		n, v := server.ClientFromUserAgent(ua)
+		n, v := ops.ClientFromUserAgent(ua)
 		if n != want[0] || v != want[1] {
 			t.Errorf("%q: %q %q, want %q", ua, n, v, want)
 		}
@@ -201,22 +203,22 @@ func TestClientFromUserAgent(t *testing.T) {
 
 func TestEndpointKind(t *testing.T) {
 	for p, want := range map[string]string{
-		"/.well-known/terraform.json":                                     server.KindDiscovery,
-		"/origin/registry.opentofu.org/.well-known/terraform.json":        server.KindDiscovery,
-		"/v1/providers/hashicorp/aws/versions":                            server.KindProviderVersions,
-		"/origin/x/v1/providers/hashicorp/aws/5.0.0/download/linux/amd64": server.KindProviderDownload,
-		"/v1/modules/a/b/c/versions":                                      server.KindModuleVersions,
-		"/v1/modules/a/b/c/1.0.0/download":                                server.KindModuleDownload,
-		"/mirror/registry.terraform.io/hashicorp/aws/index.json":          server.KindMirrorIndex,
-		"/mirror/registry.terraform.io/hashicorp/aws/5.0.0.json":          server.KindMirrorVersion,
-		"/blobs/sha256/00/x.zip":                                          server.KindBlob,
-		"/archives/sha256/00.tar.gz":                                      server.KindArchive,
-		"/healthz":                                                        server.KindHealthz,
-		"/metrics":                                                        server.KindMetrics,
-		"/origin/":                                                        server.KindOther,
-		"/../../etc/passwd":                                               server.KindOther,
+		"/.well-known/terraform.json":                                     ops.KindDiscovery,
+		"/origin/registry.opentofu.org/.well-known/terraform.json":        ops.KindDiscovery,
+		"/v1/providers/hashicorp/aws/versions":                            ops.KindProviderVersions,
+		"/origin/x/v1/providers/hashicorp/aws/5.0.0/download/linux/amd64": ops.KindProviderDownload,
+		"/v1/modules/a/b/c/versions":                                      ops.KindModuleVersions,
+		"/v1/modules/a/b/c/1.0.0/download":                                ops.KindModuleDownload,
+		"/mirror/registry.terraform.io/hashicorp/aws/index.json":          ops.KindMirrorIndex,
+		"/mirror/registry.terraform.io/hashicorp/aws/5.0.0.json":          ops.KindMirrorVersion,
+		"/blobs/sha256/00/x.zip":                                          ops.KindBlob,
+		"/archives/sha256/00.tar.gz":                                      ops.KindArchive,
+		"/healthz":                                                        ops.KindHealthz,
+		"/metrics":                                                        ops.KindMetrics,
+		"/origin/":                                                        ops.KindOther,
+		"/../../etc/passwd":                                               ops.KindOther,
 	} {
-		if got := server.EndpointKind(p); got != want {
+		if got := ops.EndpointKind(p); got != want {
 			t.Errorf("%s: %s, want %s", p, got, want)
 		}
 	}
@@ -366,7 +368,7 @@ func TestAccessLogLevelChange(t *testing.T) {
 		}
 		srv.ServeHTTP(w, r)
 	})
-	ts := httptest.NewTLSServer(server.Observe(h, server.ObserveOptions{
+	ts := httptest.NewTLSServer(ops.Observe(h, ops.ObserveOptions{
 		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), Catalog: e.st.Catalog}))
 	t.Cleanup(ts.Close)
 	e.ts, e.cl = ts, ts.Client()

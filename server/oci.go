@@ -12,6 +12,8 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/oci"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -94,32 +96,23 @@ const (
 	ociUnsupported     = "UNSUPPORTED"
 )
 
-func writeOCIError(w http.ResponseWriter, status int, code, msg string) {
-	h := w.Header()
-	h.Del("ETag")
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	type ociError struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	json.NewEncoder(w).Encode(map[string][]ociError{"errors": {{code, msg}}})
+// ociBase answers /v2/ itself: the API version check.
+func (s *Server) ociBase(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	reply.JSONBytes(w, r, "application/json", []byte("{}"))
 }
 
-// ociHandler answers everything under /v2/.
+// ociTokenHandler answers /v2/token (ociToken).
+func (s *Server) ociTokenHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	s.access.OCIToken(w, r)
+}
+
+// ociHandler answers everything else under /v2/: tags/list, manifests and
+// blobs of a repository.
 func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	rest := strings.TrimPrefix(r.URL.Path, "/v2/")
-	switch rest {
-	case "":
-		writeJSONBytes(w, r, "application/json", []byte("{}"))
-		return
-	case "token":
-		s.ociToken(w, r) // oci_auth.go
-		return
-	}
 	var name, op, ref string
 	if n, ok := strings.CutSuffix(rest, "/tags/list"); ok {
 		name, op = n, "tags"
@@ -128,29 +121,29 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	} else if i := strings.LastIndex(rest, "/blobs/"); i > 0 {
 		name, op, ref = rest[:i], "blobs", rest[i+len("/blobs/"):]
 	} else {
-		writeOCIError(w, http.StatusNotFound, ociUnsupported, "no such endpoint: this appliance serves tags/list, manifests and blobs")
+		reply.OCIError(w, http.StatusNotFound, ociUnsupported, "no such endpoint: this appliance serves tags/list, manifests and blobs")
 		return
 	}
 	if !oci.ValidRepoName(name) {
-		writeOCIError(w, http.StatusNotFound, ociNameInvalid, "invalid repository name")
+		reply.OCIError(w, http.StatusNotFound, ociNameInvalid, "invalid repository name")
 		return
 	}
 	if op == "blobs" && verify.Digest(ref) == oci.EmptyDigest {
 		// The config of every manifest; any repository may be asked for it.
 		w.Header().Set("Docker-Content-Digest", ref)
 		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-		writeJSONBytes(w, r, oci.EmptyDescriptor.MediaType, oci.EmptyConfig)
+		reply.JSONBytes(w, r, oci.EmptyDescriptor.MediaType, oci.EmptyConfig)
 		return
 	}
 	repo, ok := s.ociState().repos[name]
 	if ok && s.access != nil {
 		// Outside the principal's rules: as if it did not exist.
-		if ok = s.current().scopeFor(authOf(r).principal()).allows(repo.addr()); !ok {
-			noteDenied(w, repo.addr())
+		if ok = s.current().scopeFor(access.Of(r).Principal()).allows(repo.addr()); !ok {
+			access.NoteDenied(w, repo.addr())
 		}
 	}
 	if !ok {
-		writeOCIError(w, http.StatusNotFound, ociNameUnknown, "repository "+name+" is not on this appliance")
+		reply.OCIError(w, http.StatusNotFound, ociNameUnknown, "repository "+name+" is not on this appliance")
 		return
 	}
 	c := repo.get()
@@ -164,27 +157,13 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func writeJSONBytes(w http.ResponseWriter, r *http.Request, contentType string, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	if h.Get("Cache-Control") == "" {
-		h.Set("Cache-Control", "no-cache")
-	}
-	if r.Method == http.MethodHead {
-		return
-	}
-	w.Write(b)
-}
-
 func (s *Server) ociTags(w http.ResponseWriter, r *http.Request, name string, c *oci.Content) {
 	q := r.URL.Query()
 	n := maxTagsPage
 	if v := q.Get("n"); v != "" {
 		k, err := strconv.Atoi(v)
 		if err != nil || k < 0 {
-			writeOCIError(w, http.StatusBadRequest, ociPagination, "n must be a non-negative integer")
+			reply.OCIError(w, http.StatusBadRequest, ociPagination, "n must be a non-negative integer")
 			return
 		}
 		n = min(k, maxTagsPage)
@@ -203,7 +182,7 @@ func (s *Server) ociTags(w http.ResponseWriter, r *http.Request, name string, c 
 		Name string   `json:"name"`
 		Tags []string `json:"tags"`
 	}{name, tags})
-	writeJSONBytes(w, r, "application/json", b)
+	reply.JSONBytes(w, r, "application/json", b)
 }
 
 func (s *Server) ociManifest(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
@@ -215,7 +194,7 @@ func (s *Server) ociManifest(w http.ResponseWriter, r *http.Request, ref string,
 		m = t.Root
 	}
 	if m == nil {
-		writeOCIError(w, http.StatusNotFound, ociManifestUnknown, "manifest unknown")
+		reply.OCIError(w, http.StatusNotFound, ociManifestUnknown, "manifest unknown")
 		return
 	}
 	h := w.Header()
@@ -224,18 +203,18 @@ func (s *Server) ociManifest(w http.ResponseWriter, r *http.Request, ref string,
 	if byDigest {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	}
-	writeJSONBytes(w, r, m.MediaType, m.Body)
+	reply.JSONBytes(w, r, m.MediaType, m.Body)
 }
 
 func (s *Server) ociBlob(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
 	d, err := verify.ParseDigest(ref)
 	if err != nil {
-		writeOCIError(w, http.StatusBadRequest, ociDigestInvalid, "invalid digest")
+		reply.OCIError(w, http.StatusBadRequest, ociDigestInvalid, "invalid digest")
 		return
 	}
 	b, ok := c.Layer(d)
 	if !ok {
-		writeOCIError(w, http.StatusNotFound, ociBlobUnknown, "blob unknown to this repository")
+		reply.OCIError(w, http.StatusNotFound, ociBlobUnknown, "blob unknown to this repository")
 		return
 	}
 	w.Header().Set("Docker-Content-Digest", string(b.Digest))

@@ -6,23 +6,25 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // OpsOptions configure StartOps.
 type OpsOptions struct {
 	Config  *ServeConfig
 	Store   *store.Store
-	TLS     *TLSSetup
+	TLS     *certs.Setup
 	Level   *slog.LevelVar // the logger's level, changed by SIGHUP
 	Log     *slog.Logger
-	LogOut  *LogWriter // reopened by SIGHUP (nil: nothing to reopen)
+	LogOut  *ops.LogWriter // reopened by SIGHUP (nil: nothing to reopen)
 	Version string
-	Access  *AccessControl // the access file, if any (auth.go)
-	Audit   *AuditLog      // the audit log, if any (audit.go)
+	Access  *access.AccessControl // the access file, if any
+	Audit   *access.AuditLog      // the audit log, if any
 	// MetricsListener, if set, is the --metrics-listen listener, opened
 	// already (Run opens every listener before anything else).
 	MetricsListener net.Listener
@@ -32,15 +34,15 @@ type OpsOptions struct {
 // of the HTTP server that carries it: access logs, metrics (on the main
 // listener or --metrics-listen), SIGHUP reloads and systemd notifications.
 type Ops struct {
-	Metrics *Metrics // nil with metrics-listen "" or "off"
-	Proxies *TrustedProxies
+	Metrics *ops.Metrics // nil with metrics-listen "" or "off"
+	Proxies *access.TrustedProxies
 	opt     OpsOptions
 }
 
 // StartOps sets up metrics, starts the --metrics-listen listener if one is
 // configured, and handles SIGHUP until ctx ends.
 func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
-	proxies, err := ParseTrustedProxies(opt.Config.TrustedProxy)
+	proxies, err := access.ParseTrustedProxies(opt.Config.TrustedProxy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
 	}
@@ -52,14 +54,14 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 		opt.Access.SetProxies(proxies)
 	}
 	if m := opt.Config.MetricsListen; m != "off" && m != "" {
-		mo := MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
+		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
 		if a := opt.Audit; a != nil {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
 		}
 		if opt.TLS != nil {
-			mo.Certificate = CertificateFunc(opt.TLS.Config, firstDNSName(opt.Config.CertNames()))
+			mo.Certificate = ops.CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.CertNames()))
 		}
-		o.Metrics = NewMetrics(mo)
+		o.Metrics = ops.NewMetrics(mo)
 		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {
 			ln := opt.MetricsListener
 			if ln == nil {
@@ -81,7 +83,7 @@ func (o *Ops) Handler(h http.Handler) http.Handler {
 	if o.Metrics != nil && o.opt.Config.MetricsListen == MetricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
-	return Observe(h, ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
+	return ops.Observe(h, ops.ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
 }
 
 // Listener applies the connection limits (max-conns, max-conns-per-ip,
@@ -90,20 +92,20 @@ func (o *Ops) Handler(h http.Handler) http.Handler {
 func (o *Ops) Listener(ln net.Listener) net.Listener {
 	lim := o.opt.Config.ConnLimits(o.Proxies)
 	if o.Metrics != nil {
-		lim.Refused = func(reason string) { o.Metrics.refused.WithLabelValues(reason).Inc() }
+		lim.Refused = o.Metrics.RefusedConn
 	}
-	ln = LimitConns(ln, lim)
+	ln = ops.LimitConns(ln, lim)
 	if o.Metrics == nil {
 		return ln
 	}
-	return &countingListener{Listener: ln, m: o.Metrics}
+	return o.Metrics.CountConns(ln)
 }
 
 // Ready tells systemd the service is up (call once listening).
-func (o *Ops) Ready() { Notify(NotifyReady) }
+func (o *Ops) Ready() { ops.Notify(ops.NotifyReady) }
 
 // Stopping tells systemd the service is shutting down.
-func (o *Ops) Stopping() { Notify(NotifyStopping) }
+func (o *Ops) Stopping() { ops.Notify(ops.NotifyStopping) }
 
 // LastImport returns the time of a store's newest import.
 func LastImport(st *store.Store) func() time.Time {
@@ -116,30 +118,4 @@ func LastImport(st *store.Store) func() time.Time {
 		}
 		return t
 	}
-}
-
-type countingListener struct {
-	net.Listener
-	m *Metrics
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return c, err
-	}
-	l.m.accepted.Inc()
-	l.m.open.Inc()
-	return &countedConn{Conn: c, m: l.m}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	m    *Metrics
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.m.open.Dec() })
-	return c.Conn.Close()
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddyserver/certmagic"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // Reloadable is what SIGHUP may change in a running serve without dropping
@@ -29,11 +30,11 @@ import (
 type Reloadable struct {
 	Config  *ServeConfig
 	Level   *slog.LevelVar
-	Proxies *TrustedProxies
-	TLS     *TLSSetup
+	Proxies *access.TrustedProxies
+	TLS     *certs.Setup
 	Log     *slog.Logger
-	Access  *AccessControl
-	LogOut  *LogWriter
+	Access  *access.AccessControl
+	LogOut  *ops.LogWriter
 
 	mu sync.Mutex
 }
@@ -59,17 +60,14 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 	}()
 }
 
-// reloadable are the settings Reload applies.
-var reloadable = []string{"log-level", "log-file", "trusted-proxy", "passthrough-proxy", "hostname", "cert", "key"}
-
 // Reload re-reads the configuration (file and environment over the same
 // flags) and applies what can change. A configuration that does not
 // validate changes nothing. It logs what it did.
 func (r *Reloadable) Reload(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	Notify(NotifyReloading)
-	defer Notify(NotifyReady)
+	ops.Notify(ops.NotifyReloading)
+	defer ops.Notify(ops.NotifyReady)
 	next, err := r.Config.Reload()
 	if err != nil {
 		r.Log.Error("SIGHUP: configuration not reloaded; still running the previous one", "err", err)
@@ -78,15 +76,21 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 	changed := Changed(r.Config, next)
 	var applied, restart []string
 	for _, name := range changed {
-		if !slices.Contains(reloadable, name) && !(name == "access" && r.Access != nil && next.Access != "") {
-			restart = append(restart, name)
+		switch settingNamed(name).reload { // the settings table's
+		case reloadApplied:
+			continue
+		case reloadWhileOn: // access
+			if r.Access != nil && next.Access != "" {
+				continue
+			}
 		}
+		restart = append(restart, name)
 	}
 	if r.Access != nil {
 		if next.Access == "" {
 			next.Access = r.Config.Access // still enforced until a restart
 		}
-		if msg, err := r.Access.reloadFrom(next.Access); err != nil {
+		if msg, err := r.Access.ReloadFrom(next.Access); err != nil {
 			r.Log.Error("SIGHUP: access file not reloaded; still enforcing the previous one", "err", err)
 			next.Access = r.Config.Access
 		} else {
@@ -130,22 +134,22 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 	attrs := []any{}
 	if r.TLS != nil {
 		switch {
-		case r.TLS.files != nil:
-			if err := r.TLS.files.force(next.Cert, next.Key); err != nil {
+		case r.TLS.FromFiles():
+			if err := r.TLS.ReloadFiles(next.Cert, next.Key); err != nil {
 				r.Log.Error("SIGHUP: keeping the previous certificate", "err", err)
 				next.Cert, next.Key = r.Config.Cert, r.Config.Key
 			} else {
 				applied = append(applied, "certificate re-read from "+next.Cert)
-				attrs = append(attrs, "cert_expires", r.TLS.files.notAfter().Format(time.RFC3339))
+				attrs = append(attrs, "cert_expires", r.TLS.NotAfter().Format(time.RFC3339))
 			}
 			if slices.Contains(changed, "hostname") {
 				applied = append(applied, "hostname="+strings.Join(next.Hostname, ",")+" (with tls files the names are the certificate's)")
 			}
-		case r.TLS.magic != nil && slices.Contains(changed, "hostname"):
+		case r.TLS.Managed() && slices.Contains(changed, "hostname"):
 			// With the local CA the machine's own names stay covered, as
 			// at start: dropping them would fail every client that
 			// reaches the appliance by its host name or address.
-			added, removed, err := r.TLS.setNames(ctx, r.TLS.certNames(next.CertNames()))
+			added, removed, err := r.TLS.SetNames(ctx, r.TLS.CertNames(next.CertNames()))
 			if err != nil {
 				r.Log.Error("SIGHUP: certificate names not changed", "err", err)
 				next.Hostname = r.Config.Hostname
@@ -164,60 +168,4 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 		r.Log.Info("SIGHUP: configuration reloaded", attrs...)
 	}
 	return nil
-}
-
-// setNames makes certmagic maintain certificates for exactly names.
-func (t *TLSSetup) setNames(ctx context.Context, names []string) (added, removed []string, err error) {
-	for _, n := range names {
-		if !slices.Contains(t.names, n) {
-			added = append(added, n)
-		}
-	}
-	var gone []certmagic.SubjectIssuer
-	for _, n := range t.names {
-		if !slices.Contains(names, n) {
-			removed = append(removed, n)
-			gone = append(gone, certmagic.SubjectIssuer{Subject: n})
-		}
-	}
-	if len(added) > 0 {
-		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		if err := t.magic.ManageSync(mctx, added); err != nil {
-			return nil, nil, fmt.Errorf("obtaining certificates for %s: %w", strings.Join(added, ", "), err)
-		}
-	}
-	if len(gone) > 0 {
-		t.cache.RemoveManaged(gone)
-	}
-	t.names = append([]string(nil), names...)
-	if t.covered.Load() != nil {
-		t.setCovered(t.names)
-	}
-	return added, removed, nil
-}
-
-// force loads cert and key now and serves them from the next handshake.
-func (r *reloader) force(cert, key string) error {
-	c, err := tls.LoadX509KeyPair(cert, key)
-	if err != nil {
-		return fmt.Errorf("loading %s and %s: %w", cert, key, err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cert, r.key, r.cur = cert, key, &c
-	r.stamp, r.checked = "", time.Time{}
-	if st, err := fileStamp(cert, key); err == nil {
-		r.stamp, r.checked = st, time.Now()
-	}
-	return nil
-}
-
-func (r *reloader) notAfter() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cur == nil || r.cur.Leaf == nil {
-		return time.Time{}
-	}
-	return r.cur.Leaf.NotAfter
 }

@@ -12,6 +12,9 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/certs"
+	"github.com/airgap/airgap/server/ops"
 )
 
 // RunOptions configure Run: what 'airgap serve' resolved from its flags,
@@ -20,13 +23,13 @@ type RunOptions struct {
 	Store     string
 	Listen    string
 	Hostnames []string
-	TLS       TLSOptions
+	TLS       certs.Options
 	Log       *slog.Logger
 	Ready     func(addr string) // called once listening (tests)
 	Config    *ServeConfig
 	Level     *slog.LevelVar
-	LogOut    *LogWriter // where Log writes, reopened by SIGHUP (nil: nothing to reopen)
-	Version   string     // airgap's, for metrics
+	LogOut    *ops.LogWriter // where Log writes, reopened by SIGHUP (nil: nothing to reopen)
+	Version   string         // airgap's, for metrics
 }
 
 // Run serves the store at cfg.Store until ctx is done: it opens the store,
@@ -56,7 +59,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// is set up or logged; but with ACME after the certificates, whose
 	// TLS-ALPN challenge may need the same port.
 	var ln, metricsLn net.Listener
-	if cfg.TLS.Mode != TLSACME {
+	if cfg.TLS.Mode != certs.ModeACME {
 		if ln, err = listen("the main HTTPS listener", "listen", cfg.Config, cfg.Listen); err != nil {
 			return err
 		}
@@ -74,12 +77,12 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	} else {
 		cfg.Log.Debug("cannot mark the store as served", "err", err)
 	}
-	tlsSetup, err := SetupTLS(ctx, cfg.TLS)
+	tlsSetup, err := certs.New(ctx, cfg.TLS)
 	if err != nil {
 		return err
 	}
 	defer tlsSetup.Stop()
-	access, audit, err := openAccess(cfg)
+	ac, audit, err := openAccess(cfg)
 	if err != nil {
 		return err
 	}
@@ -90,14 +93,14 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// have drained (defers run after serveUntil returns).
 	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
 	defer usage.Close()
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: access, Tool: "airgap " + cfg.Version, Usage: usage})
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
-		Version: cfg.Version, Access: access, Audit: audit, MetricsListener: metricsLn})
+		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
 		return err
 	}
-	if access != nil {
-		go access.Watch(ctx)
+	if ac != nil {
+		go ac.Watch(ctx)
 	}
 	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
@@ -123,34 +126,34 @@ func Run(ctx context.Context, cfg RunOptions) error {
 
 // openAccess loads the access file and opens the audit log the
 // configuration names (either may be nil).
-func openAccess(cfg RunOptions) (*AccessControl, *AuditLog, error) {
+func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error) {
 	c := cfg.Config
 	if c == nil {
 		return nil, nil, nil
 	}
-	var access *AccessControl
+	var ac *access.AccessControl
 	if c.Access != "" {
 		ttl, _ := c.URLTTL()
 		var err error
-		access, err = NewAccessControl(AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
+		ac, err = access.NewAccessControl(access.AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.Log.Info("access control on", "access", c.Access, "tokens", access.set.Load().tokens, "anonymous", access.set.Load().anon != nil)
-		if l := access.loginConfig(); l != nil {
+		cfg.Log.Info("access control on", "access", c.Access, "tokens", ac.Current().Tokens(), "anonymous", ac.Current().Anonymous())
+		if l := ac.LoginConfig(); l != nil {
 			cfg.Log.Info("single sign-on on", "issuer", l.Issuer, "client_id", l.ClientID, "token_lifetime", l.TokenLifetime.String(),
-				"redirect_uris", strings.Join(LoginRedirectURIs(cfg.TLS.Names, cfg.Listen), " "))
+				"redirect_uris", strings.Join(access.LoginRedirectURIs(cfg.TLS.Names, cfg.Listen), " "))
 		}
 	}
 	if c.AuditLog == "" {
-		return access, nil, nil
+		return ac, nil, nil
 	}
 	max, _ := c.AuditMaxSize()
 	log := cfg.Log
-	audit, err := OpenAuditLog(c.AuditLog, max, c.AuditLogKeep, func(err error) {
+	audit, err := access.OpenAuditLog(c.AuditLog, max, c.AuditLogKeep, func(err error) {
 		log.Error("writing the audit log; the download was served", "err", err)
 	})
-	return access, audit, err
+	return ac, audit, err
 }
 
 // metricsAddr is the address of the separate metrics listener, or "".

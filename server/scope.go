@@ -4,7 +4,9 @@ import (
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/ui"
 )
 
 // scope is what one set of access rules sees of a catalog snapshot: the
@@ -24,9 +26,9 @@ import (
 // O(addresses × patterns), and hold O(origins).
 type scope struct {
 	v       *view
-	rules   *acl.Rules // nil: everything
-	origins []string   // origins with something the rules allow, default-view order
-	sbom    sbomCache  // the SBOM of what it sees (sbom.go)
+	rules   *acl.Rules   // nil: everything
+	origins []string     // origins with something the rules allow, default-view order
+	sbom    ui.SBOMCache // the SBOM of what it sees
 }
 
 func newScope(v *view, rules *acl.Rules) *scope {
@@ -126,7 +128,7 @@ func scoped[T any](sc *scope, byOrigin map[string]map[string][]*T, origin, key s
 
 // owner returns, of a blob's owners (in catalog order), the first whose
 // address the scope allows, or nil.
-func (sc *scope) owner(owners []*Download) *Download {
+func (sc *scope) owner(owners []*access.Download) *access.Download {
 	for _, o := range owners {
 		if sc.allows(o.Address) {
 			return o

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,10 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/internal/reply"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -35,23 +37,23 @@ type Server struct {
 	store Store
 	log   *slog.Logger
 	caPEM []byte
-	mux   *http.ServeMux
+	rt    *routing // the route table, compiled
 	// cacheBytes bounds the rendered answers of one snapshot.
 	cacheBytes int64
 	tool       string // for the SBOM
 
-	// access enforces the access file (auth.go); nil: everyone may read
+	// access enforces the access file; nil: everyone may read
 	// everything.
-	access *AccessControl
-	// login answers /oauth/… (login.go): single sign-on, when the access
+	access *access.AccessControl
+	// login answers /oauth/…: single sign-on, when the access
 	// file has a login block.
-	login *loginService
-	// usage counts completed downloads (usage.go); nil: not counted.
+	login *access.LoginService
+	// usage counts completed downloads; nil: not counted.
 	usage *Usage
 
 	mu    sync.Mutex // serializes rebuilding the state
 	state atomic.Pointer[state]
-	oci   ociHolder // the OCI API's state (oci.go)
+	oci   ociHolder // the OCI API's state
 }
 
 // state is everything derived from one catalog snapshot and one version of
@@ -59,7 +61,7 @@ type Server struct {
 // blobs, and rendered JSON answers.
 type state struct {
 	cat      *dist.Catalog
-	access   *accessSet // nil without access control
+	access   *access.Set // nil without access control
 	view     *view
 	full     *scope   // the whole view (no access control)
 	scopes   sync.Map // acl.Rules.Key() -> *scope
@@ -69,20 +71,20 @@ type state struct {
 	nBytes   atomic.Int64 // their cost (entryCost), at most Server.cacheBytes
 
 	ownersOnce sync.Once
-	owners     map[verify.Digest][]*Download // what each blob is (ownerIndex)
+	owners     map[verify.Digest][]*access.Download // what each blob is (ownerIndex)
 }
 
 // scopeFor returns the scope of a principal: the whole view without
 // access control; with it, the view filtered by the principal's rules (no
 // principal: nothing, a safeguard, since only open paths get that far
 // without one).
-func (st *state) scopeFor(p *principal) *scope {
+func (st *state) scopeFor(p *access.Principal) *scope {
 	if st.access == nil {
 		return st.full
 	}
 	var rules *acl.Rules = noRules
 	if p != nil {
-		rules = p.rules
+		rules = p.Rules()
 	}
 	k := rules.Key()
 	if sc, ok := st.scopes.Load(k); ok {
@@ -98,8 +100,8 @@ var noRules, _ = acl.CompileRules(nil)
 // ownerIndex maps each blob to what it is in the catalog, built on first
 // use per snapshot (audit lines and unsigned downloads under access
 // control need it).
-func (st *state) ownerIndex() map[verify.Digest][]*Download {
-	st.ownersOnce.Do(func() { st.owners = newDownloadIndex(st.cat).m })
+func (st *state) ownerIndex() map[verify.Digest][]*access.Download {
+	st.ownersOnce.Do(func() { st.owners = ops.DownloadOwners(st.cat) })
 	return st.owners
 }
 
@@ -130,7 +132,7 @@ func (st *state) ownerIndex() map[verify.Digest][]*Download {
 // entries, times the principals that asked (tokens in the access file, and
 // anonymous) when there is an access file: each principal's answers carry
 // URLs signed for it, and are rendered again when their expiry bucket
-// passes (signing.go), replacing the old entry. Each holds its key (a path of at most a few hundred bytes) and
+// passes (urlExpiry), replacing the old entry. Each holds its key (a path of at most a few hundred bytes) and
 // an answer made of catalog data plus fixed-length relative URLs: a
 // versions list (~40 bytes a version and ~35 a platform), a download
 // answer (~600 bytes plus its version's signing keys, ~1.7–3.5 KiB of
@@ -156,7 +158,7 @@ type renderKey struct {
 	// control and on open paths): the object of one version of the access
 	// file, never its name, so that a token created again under the name
 	// of another never gets what was rendered for that one.
-	who  *principal
+	who  *access.Principal
 	view string // an origin, or defaultOrigin
 	path string
 }
@@ -210,16 +212,16 @@ type Options struct {
 	// zero means DefaultCacheBytes.
 	CacheBytes int64
 	// Access enforces an access file (NewAccessControl); nil: none.
-	Access *AccessControl
+	Access *access.AccessControl
 	// Tool names the airgap serving, e.g. "airgap 1.2.3" (in the SBOM).
 	Tool string
-	// Usage counts package and archive downloads (usage.go); nil: none.
+	// Usage counts package and archive downloads; nil: none.
 	Usage *Usage
 }
 
 // New returns a Server reading st.
 func New(st Store, opt Options) *Server {
-	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, mux: http.NewServeMux(), cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool, usage: opt.Usage}
+	s := &Server{store: st, log: opt.Logger, caPEM: opt.CAPEM, cacheBytes: opt.CacheBytes, access: opt.Access, tool: opt.Tool, usage: opt.Usage}
 	if s.cacheBytes <= 0 {
 		s.cacheBytes = DefaultCacheBytes
 	}
@@ -227,9 +229,9 @@ func New(st Store, opt Options) *Server {
 		s.log = slog.Default()
 	}
 	if s.access != nil {
-		s.login = newLoginService(s)
+		s.login = access.NewLoginService(s.access, s.log)
 	}
-	s.routes()
+	s.rt = newRouting(s.routeTable())
 	s.Warm()
 	return s
 }
@@ -241,7 +243,7 @@ func (s *Server) Warm() { s.current() }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.login != nil && strings.HasPrefix(r.URL.Path, "/oauth/") {
-		s.login.ServeHTTP(w, r) // its own methods (the token endpoint is a POST)
+		s.serveSignIn(w, r) // its own methods (the token endpoint is a POST)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -250,9 +252,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := s.current()
-	var ra *reqAuth
+	var ra *access.Admission
 	if s.access != nil {
-		if ra = s.admit(w, r, st); ra == nil {
+		if ra = s.access.Admit(w, r, st.access, need(s.rt.accessOf(r.URL.Path))); ra == nil {
 			return // refused
 		}
 	}
@@ -261,9 +263,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// variant goes through the mux to the handler, which looks it up under
 	// its canonical key.
 	if r.URL.RawPath == "" {
-		k := renderKey{who: ra.principal(), path: r.URL.Path}
+		k := renderKey{who: ra.Principal(), path: r.URL.Path}
 		if strings.HasPrefix(k.path, "/v1/") {
-			k.view = st.scopeFor(ra.principal()).hostOrigin(r.Host)
+			k.view = st.scopeFor(ra.Principal()).hostOrigin(r.Host)
 		}
 		if a, ok := st.rendered.Load(k); ok && s.fresh(a.(*answer)) {
 			writeAnswer(w, r, a.(*answer))
@@ -271,49 +273,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ra != nil {
-		r = r.WithContext(context.WithValue(r.Context(), reqAuthKey{}, ra))
+		r = access.WithAdmission(r, ra)
 	}
-	s.mux.ServeHTTP(w, r)
+	s.rt.mux.ServeHTTP(w, r)
 }
 
 // fresh reports whether a cached answer may still be sent: its signed URLs
 // (if any) carry the current bucket's expiry.
 func (s *Server) fresh(a *answer) bool {
-	return a.exp == 0 || s.access == nil || a.exp == s.access.expiry()
-}
-
-func (s *Server) routes() {
-	m := s.mux
-	for _, p := range []string{"", "/origin/{origin}"} {
-		m.HandleFunc("GET "+p+"/.well-known/terraform.json", s.jsonHandler(s.discovery))
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/versions", s.jsonHandler(s.providerVersions))
-		m.HandleFunc("GET "+p+"/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", s.jsonHandler(s.providerDownload))
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/versions", s.jsonHandler(s.moduleVersions))
-		m.HandleFunc("GET "+p+"/v1/modules/{ns}/{name}/{system}/{version}/download", s.jsonHandler(s.moduleDownload))
-	}
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/index.json", s.jsonHandler(s.mirrorIndex))
-	m.HandleFunc("GET /mirror/{hostname}/{ns}/{type}/{file}", s.jsonHandler(s.mirrorVersion))
-	m.HandleFunc("GET /blobs/sha256/{hex}", s.blob)
-	m.HandleFunc("GET /blobs/sha256/{hex}/{filename}", s.blob)
-	m.HandleFunc("GET /archives/sha256/{file}", s.archive)
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /ca.pem", s.caCert)
-	m.HandleFunc("GET /airgap/v1/origins", s.jsonHandler(s.originsDoc))
-	m.HandleFunc("GET /v2/", s.ociHandler) // OCI distribution API (oci.go)
-	s.catalogRoutes(m)                     // HTML catalog: GET /{$} and /ui/ (catalog.go)
-	s.docsRoutes(m)                        // documentation pages under /ui/ (docs.go)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, notFound("no such endpoint %s", r.URL.Path))
-	})
+	return a.exp == 0 || s.access == nil || a.exp == s.access.Expiry()
 }
 
 // current returns the state of the store's current catalog, building it
 // once per catalog snapshot. The common path is two atomic loads.
 func (s *Server) current() *state {
 	cat := s.store.Catalog()
-	var acc *accessSet
+	var acc *access.Set
 	if s.access != nil {
-		acc = s.access.set.Load()
+		acc = s.access.Current()
 	}
 	if st := s.state.Load(); st != nil && st.cat == cat && st.access == acc {
 		return st
@@ -374,10 +351,10 @@ func (st *state) deniedAddr(r *http.Request) string {
 // principal and how to write download URLs for it.
 type reqCtx struct {
 	sc     *scope
-	p      *principal
-	ac     *AccessControl // nil without access control
-	exp    int64          // expiry of URLs signed for this answer
-	signed bool           // a URL was signed: the answer expires with exp's bucket
+	p      *access.Principal
+	ac     *access.AccessControl // nil without access control
+	exp    int64                 // expiry of URLs signed for this answer
+	signed bool                  // a URL was signed: the answer expires with exp's bucket
 }
 
 // url returns a download URL for path (module archives: with subdir):
@@ -390,7 +367,7 @@ func (rc *reqCtx) url(path, subdir string) string {
 		return path
 	}
 	rc.signed = true
-	return rc.ac.signURL(path, subdir, rc.p, rc.exp)
+	return rc.ac.SignURL(path, subdir, rc.p, rc.exp)
 }
 
 // jsonHandler renders a JSON answer with fn and caches it for the catalog
@@ -399,10 +376,10 @@ func (rc *reqCtx) url(path, subdir string) string {
 func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := s.current()
-		ra := authOf(r)
-		rc := &reqCtx{sc: st.scopeFor(ra.principal()), p: ra.principal(), ac: s.access}
+		ra := access.Of(r)
+		rc := &reqCtx{sc: st.scopeFor(ra.Principal()), p: ra.Principal(), ac: s.access}
 		key, cacheable := canonicalKey(r, rc.sc)
-		key.who = ra.principal()
+		key.who = ra.Principal()
 		if cacheable {
 			if a, ok := st.rendered.Load(key); ok && s.fresh(a.(*answer)) {
 				writeAnswer(w, r, a.(*answer))
@@ -410,13 +387,13 @@ func (s *Server) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[stri
 			}
 		}
 		if rc.ac != nil {
-			rc.exp = rc.ac.expiry()
+			rc.exp = rc.ac.Expiry()
 		}
 		v, hdr, err := fn(r, rc)
 		if err != nil {
 			if rc.sc.rules != nil && errors.Is(err, errNotFound) {
 				if addr := st.deniedAddr(r); addr != "" && !rc.sc.allows(addr) {
-					noteDenied(w, addr)
+					access.NoteDenied(w, addr)
 				}
 			}
 			s.writeError(w, r, err)
@@ -554,7 +531,7 @@ func (s *Server) origin(r *http.Request, v *scope) (string, error) {
 	if o := r.PathValue("origin"); o != "" {
 		canon, ok := v.isOrigin(strings.ToLower(o))
 		if !ok {
-			return "", notFound("this appliance serves nothing from origin %q", cut(o, 256))
+			return "", notFound("this appliance serves nothing from origin %q", reply.Cut(o, 256))
 		}
 		return canon, nil
 	}
@@ -575,10 +552,10 @@ func (s *Server) discovery(r *http.Request, rc *reqCtx) (any, map[string]string,
 		"providers.v1": prefix + "/v1/providers/",
 		"modules.v1":   prefix + "/v1/modules/",
 	}
-	if rc.ac.loginConfig() != nil {
-		// 'terraform login HOST' (login.go); the answer is cached per
+	if rc.ac.LoginConfig() != nil {
+		// 'terraform login HOST' (access.LoginService); the answer is cached per
 		// access-file version, which decides whether there is a login block.
-		doc["login.v1"] = LoginDiscovery("")
+		doc["login.v1"] = access.LoginDiscovery("")
 	}
 	return doc, nil, nil
 }
@@ -740,7 +717,7 @@ func (s *Server) mirrorVersions(r *http.Request, v *scope) ([]*dist.ProviderVers
 	} else if !dist.ValidHost(host) {
 		// A name that is no origin gets the default view (answered, not
 		// cached); one that is not even a host name is no provider source.
-		return nil, notFound("%q is not a host name", cut(host, 256))
+		return nil, notFound("%q is not a host name", reply.Cut(host, 256))
 	}
 	ns, typ := r.PathValue("ns"), r.PathValue("type")
 	vs := v.providerVersions(origin, ns, typ)
@@ -805,7 +782,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 	d := verify.Digest("sha256:" + hex)
 	st := s.current()
 	info, ok := st.blobs[d]
-	var dl *Download
+	var dl *access.Download
 	if ok {
 		dl, ok = s.whatBlob(w, r, st, d)
 	}
@@ -813,7 +790,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 		s.writeError(w, r, notFound("blob %s is not served by this appliance", d.Short()))
 		return
 	}
-	noteDownload(w, dl)
+	access.NoteDownload(w, dl)
 	f, err := s.store.OpenBlob(d)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -855,17 +832,17 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRole
 // it (a URL issued before its token's rules were narrowed stops working
 // at once, as one of a revoked token does); else it is answered as a
 // missing blob.
-func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*Download, bool) {
-	if s.access == nil && noteOf(w) == nil {
+func (s *Server) whatBlob(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest) (*access.Download, bool) {
+	if s.access == nil && access.NoteOf(w) == nil {
 		return nil, true // nothing to name it for, nothing to check
 	}
 	owners := st.ownerIndex()[d]
-	if dl := st.scopeFor(authOf(r).principal()).owner(owners); dl != nil {
+	if dl := st.scopeFor(access.Of(r).Principal()).owner(owners); dl != nil {
 		return dl, true
 	}
 	if s.access != nil {
 		if len(owners) > 0 {
-			noteDenied(w, owners[0].Address)
+			access.NoteDenied(w, owners[0].Address)
 		}
 		return nil, false
 	}

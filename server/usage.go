@@ -13,6 +13,9 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/internal/filestamp"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -52,7 +55,7 @@ import (
 // request for anything not in the catalog is answered before counting. The
 // counts shown (the file as last read, plus what is pending) are as many
 // entries as the file has, which is bounded by what was ever imported
-// (store/usage.go).
+// (store.Usage).
 //
 // Failure: a flush that cannot write (a read-only or full disk, another
 // replica holding the lock for more than the lock wait) keeps its counts
@@ -244,7 +247,7 @@ func (u *Usage) flush() {
 
 // reread loads the file again when another replica has replaced it.
 func (u *Usage) reread() {
-	st, err := fileStamp(store.UsageFile(u.root))
+	st, err := filestamp.Of(store.UsageFile(u.root))
 	if err != nil || st == u.stamp {
 		return
 	}
@@ -265,7 +268,7 @@ func countedRole(role string) bool {
 }
 
 // usageKey names what a download of one owner of a blob counts for.
-func usageKey(dl *Download) store.UsageKey {
+func usageKey(dl *access.Download) store.UsageKey {
 	k := store.UsageKey{Kind: store.UsageModule, Address: dl.Address, Version: dl.Version}
 	if dl.Kind == "provider" {
 		k.Kind, k.Platform = store.UsageProvider, dl.Platform
@@ -290,10 +293,10 @@ func (s *Server) countBlob(st *state, d verify.Digest) {
 
 // serveCounted serves a package or archive like http.ServeContent and
 // counts it if its last byte went out (see the rules above). The status
-// and body bytes are noted by a recorder of its own (access.go), which
+// and body bytes are noted by a recorder of its own (Observe's), which
 // nothing inside ServeContent asks for notes.
 func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest, f *os.File) {
-	rec := &recorder{ResponseWriter: w}
+	rec := ops.NewRecorder(w)
 	http.ServeContent(rec, r, "", time.Time{}, f)
 	if completed(rec) {
 		s.countBlob(st, d)
@@ -304,15 +307,15 @@ func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state,
 // whose body is its Content-Length, or a 206 of one range ending at the
 // last byte, sent whole (a multipart answer has no Content-Range of its
 // own and does not count).
-func completed(rec *recorder) bool {
+func completed(rec *ops.Recorder) bool {
 	h := rec.Header()
-	switch rec.code {
+	switch rec.Status() {
 	case http.StatusOK:
 		n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-		return err == nil && n == rec.bytes
+		return err == nil && n == rec.Written()
 	case http.StatusPartialContent:
 		first, last, size, ok := parseContentRange(h.Get("Content-Range"))
-		return ok && last == size-1 && rec.bytes == last-first+1
+		return ok && last == size-1 && rec.Written() == last-first+1
 	}
 	return false
 }
@@ -352,54 +355,4 @@ func usageFor(root string, c *ServeConfig, log *slog.Logger) *Usage {
 		iv, _ = c.UsageInterval()
 	}
 	return StartUsage(root, UsageOptions{Interval: iv, Log: log})
-}
-
-// usageCell is what the catalog pages show of a count.
-type usageCell struct {
-	Downloads int64
-	Last      string // "2006-01-02 15:04 UTC", "" when never
-}
-
-func (c usageCell) String() string {
-	switch {
-	case c.Downloads == 0:
-		return "never downloaded"
-	case c.Downloads == 1:
-		return "1 download, last " + c.Last
-	}
-	return strconv.FormatInt(c.Downloads, 10) + " downloads, last " + c.Last
-}
-
-func cellOf(c store.UsageCount) usageCell {
-	out := usageCell{Downloads: c.Downloads}
-	if !c.Last.IsZero() {
-		out.Last = c.Last.UTC().Format("2006-01-02 15:04 UTC")
-	}
-	return out
-}
-
-// providerUsage is a provider version's counts for its page: the whole
-// version's, and each platform's.
-func (u *Usage) providerUsage(p *dist.ProviderVersion) (usageCell, map[string]usageCell) {
-	var all store.UsageCount
-	per := make(map[string]usageCell, len(p.Packages))
-	for _, pk := range p.Packages {
-		c := u.Of(store.UsageKey{Kind: store.UsageProvider, Address: p.Addr(), Version: p.Version, Platform: pk.Platform()})
-		all.Add(c)
-		per[pk.Platform()] = cellOf(c)
-	}
-	return cellOf(all), per
-}
-
-// moduleUsage is a module version's count for its page.
-func (u *Usage) moduleUsage(m *dist.ModuleVersion) usageCell {
-	return cellOf(u.Of(store.UsageKey{Kind: store.UsageModule, Address: m.Addr(), Version: m.Version}))
-}
-
-// sinceText says from when the pages' counts run.
-func (u *Usage) sinceText() string {
-	if t := u.Since(); !t.IsZero() {
-		return "Downloads counted since " + t.UTC().Format("2006-01-02 15:04 UTC") + ", by every replica serving this store."
-	}
-	return "Downloads counted since this server started: the store's download counts could not be read or written (serve's log says why), so these are not kept."
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
 )
 
 // BenchmarkUsageCount is what counting one completed download costs the
@@ -18,7 +19,7 @@ import (
 func BenchmarkUsageCount(b *testing.B) {
 	u := StartUsage(b.TempDir(), UsageOptions{Interval: time.Hour, Log: slog.New(slog.DiscardHandler)})
 	defer u.Close()
-	dl := &Download{Kind: "provider", Address: "registry.terraform.io/hashicorp/random", Version: "3.6.0", Platform: "linux_amd64", Role: dist.RoleProviderPackage}
+	dl := &access.Download{Kind: "provider", Address: "registry.terraform.io/hashicorp/random", Version: "3.6.0", Platform: "linux_amd64", Role: dist.RoleProviderPackage}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var keys [1]store.UsageKey

@@ -31,7 +31,7 @@ type File struct {
 	AnonymousPatterns []string
 	// Login is single sign-on through the site's identity provider (nil:
 	// none); Groups and Users give the people who sign in their rules,
-	// keyed by lower-cased name (login.go).
+	// keyed by lower-cased name (serve's login service).
 	Login  *Login
 	Groups map[string]*Rules
 	Users  map[string]*Rules

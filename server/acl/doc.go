@@ -15,7 +15,7 @@
 //	  expires = "2027-02-22T22:31:07Z"
 //	}
 //
-// With single sign-on (login.go) the file also has a login block (the
+// With single sign-on (serve's login service) the file also has a login block (the
 // site's OpenID Connect identity provider) and group and user blocks, the
 // rules of the people who sign in there:
 //
@@ -75,5 +75,5 @@
 // let anyone grant themselves everything.
 //
 // The package does no HTTP; the server's enforcement is in package server
-// (auth.go, scope.go), and so is single sign-on (login.go).
+// (serve's AccessControl and scopes), and so is single sign-on.
 package acl

@@ -17,7 +17,7 @@ import (
 	"github.com/airgap/airgap/dist"
 )
 
-// Single sign-on (serve's login.go does the protocol): the access file's
+// Single sign-on (serve's login service does the protocol): the access file's
 // login block names the site's OpenID Connect identity provider, and its
 // group and user blocks say what a person who signed in there may read:
 //

@@ -34,6 +34,8 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -96,7 +98,7 @@ var plats = []string{"linux_amd64", "darwin_arm64", "windows_amd64"}
 // cost on every request).
 func loginToken(t *bundletest.Standalone, storeDir, group string) {
 	now := time.Now().UTC().Truncate(time.Second)
-	secret, err := server.IssueLoginToken(storeDir, &server.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: "https://idp.invalid",
+	secret, err := access.IssueLoginToken(storeDir, &access.LoginToken{User: "bench@site.example", Subject: "bench", Issuer: "https://idp.invalid",
 		Groups: []string{group}, Via: "cli", Created: now, Expires: now.Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatalf("login-token: %v", err)
@@ -172,7 +174,7 @@ func serveFixtures(t *bundletest.Standalone, dir string, size int) {
 		}
 		writeJSON(t, filepath.Join(d, bp.Version+".json"), map[string]any{"archives": archives})
 	}
-	ca, err := server.LoadOrCreateCA(filepath.Join(dir, "tls"))
+	ca, err := certs.LoadOrCreateCA(filepath.Join(dir, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,617 @@
+package access
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/server/internal/reply"
+	"github.com/airgap/airgap/verify"
+)
+
+// The audit log (serve --audit-log FILE): one JSON line per provider
+// package or module archive whose download completed (a 200 or a 206 whose
+// body went out whole), for "who fetched which provider, when":
+//
+//	{"time":"2026-11-24T22:31:07.123Z","token":"ci","client":"10.1.2.3","kind":"provider",
+//	 "address":"registry.terraform.io/hashicorp/aws","version":"5.61.0","platform":"linux_amd64",
+//	 "digest":"sha256:…","bytes":123456,"status":200,"via":"registry","client_name":"terraform","client_version":"1.11.4"}
+//
+// "token" is the token's name, "anonymous", or absent without an access
+// file; never a secret. "via" is "registry" (a download URL or mirror
+// archive) or "oci" (/v2/ blobs). Fields come from the catalog, the access
+// file, the parsed client address and the parsed User-Agent, so a line is
+// bounded (under 2 KiB) and holds no client text.
+//
+// Several replicas may append to one file on a shared filesystem: each
+// line is one write(2) on an O_APPEND descriptor, made while holding an
+// exclusive flock(2) on FILE.lock (NFSv4 maps it to a byte-range lock, and
+// O_APPEND alone is not atomic over NFS). Under the same lock a writer
+// that finds the file over the size limit rotates it (FILE → FILE.1 →
+// FILE.2 …, keeping Keep old files), and a writer whose descriptor no
+// longer names FILE (another replica rotated) reopens it first. Cost per
+// line: two flock calls, a stat, an fstat and the write, a few µs, paid
+// only for package downloads.
+//
+// A write that fails (a full disk) does not fail the download: it is
+// logged and counted (airgap_audit_write_errors_total), what it wrote of
+// the line is truncated away, and the next line tries again.
+
+// AuditRecord is one download line of the audit log.
+type AuditRecord struct {
+	Time          string `json:"time"` // RFC 3339, UTC, milliseconds
+	Token         string `json:"token,omitempty"`
+	User          string `json:"user,omitempty"` // a login token's person
+	Client        string `json:"client"`
+	Kind          string `json:"kind"` // provider or module
+	Address       string `json:"address"`
+	Version       string `json:"version"`
+	Platform      string `json:"platform,omitempty"`
+	Digest        string `json:"digest"`
+	Bytes         int64  `json:"bytes"`
+	Status        int    `json:"status"` // 200, or 206 for a range
+	Via           string `json:"via"`    // registry or oci
+	ClientName    string `json:"client_name,omitempty"`
+	ClientVersion string `json:"client_version,omitempty"`
+}
+
+// The audit log's other lines are events: who signed in or was refused,
+// which tokens were created or revoked, and every request refused for its
+// credentials or for asking outside its token's rules:
+//
+//	{"time":"…","event":"login","token":"login~3f5c…","user":"alice@site.example","groups":["platform"],"client":"10.1.2.3","via":"cli","expires":"…"}
+//	{"time":"…","event":"login_refused","user":"bob@site.example","client":"10.1.2.4","reason":"no_rules","via":"browser","detail":"…"}
+//	{"time":"…","event":"token_created","token":"ci-network","allow":["**"],"by":"root","expires":"…"}
+//	{"time":"…","event":"token_revoked","token":"login~3f5c…","user":"alice@site.example","by":"root"}
+//	{"time":"…","event":"refused","token":"ci-network","client":"10.1.2.3","reason":"revoked","endpoint":"provider_versions","status":401}
+//	{"time":"…","event":"refused","token":"login~…","user":"alice@site.example","reason":"out_of_scope","endpoint":"provider_versions","address":"registry.terraform.io/hashicorp/aws","status":404}
+//
+// Refusals audited: invalid, expired and revoked tokens, download URLs
+// that are not valid or expired, and out_of_scope (an address the catalog
+// has and the token may not read, answered as missing); not requests
+// without credentials, nor those refused while their address is throttled
+// (so a client guessing tokens writes at most ten lines, then one per 6 s).
+// Fields come from the access file, the login state, the catalog and
+// fixed sets; detail is serve's own message (cut to 300 bytes, printable).
+
+// Audit events.
+const (
+	EventLogin        = "login"
+	EventLoginRefused = "login_refused"
+	EventTokenCreated = "token_created"
+	EventTokenRevoked = "token_revoked"
+	EventRefused      = "refused"
+)
+
+// AuditEvent is one event line of the audit log.
+type AuditEvent struct {
+	Time          string   `json:"time"`
+	Event         string   `json:"event"`
+	Token         string   `json:"token,omitempty"`
+	User          string   `json:"user,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
+	Client        string   `json:"client,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	Via           string   `json:"via,omitempty"`
+	Endpoint      string   `json:"endpoint,omitempty"`
+	Address       string   `json:"address,omitempty"`
+	Status        int      `json:"status,omitempty"`
+	Allow         []string `json:"allow,omitempty"`
+	By            string   `json:"by,omitempty"`
+	Expires       string   `json:"expires,omitempty"`
+	Detail        string   `json:"detail,omitempty"`
+	ClientName    string   `json:"client_name,omitempty"`
+	ClientVersion string   `json:"client_version,omitempty"`
+}
+
+// maxAuditGroups bounds the groups an event line lists.
+const maxAuditGroups = 50
+
+// auditDetail makes a message fit an audit line: printable, 300 bytes.
+func auditDetail(s string) string { return dist.Printable(reply.Cut(s, 300)) }
+
+// AuditTime is the audit log's time format.
+func AuditTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// AuditLog appends records to an audit file shared by replicas.
+type AuditLog struct {
+	path    string
+	maxSize int64
+	keep    int
+
+	mu     sync.Mutex
+	f      *os.File
+	lockf  *os.File
+	Errors atomic.Int64 // failed writes (metrics)
+	onErr  func(error)
+}
+
+// Audit log defaults.
+const (
+	DefaultAuditMaxSize = 100 << 20
+	DefaultAuditKeep    = 9
+)
+
+// OpenAuditLog opens (creating, mode 0600) the audit log at path; it
+// rotates past maxSize bytes keeping keep old files (zero: the defaults).
+// onErr, if set, hears about failed writes.
+func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*AuditLog, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultAuditMaxSize
+	}
+	if keep <= 0 {
+		keep = DefaultAuditKeep
+	}
+	a := &AuditLog{path: path, maxSize: maxSize, keep: keep, onErr: onErr}
+	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the audit log: %w", err)
+	}
+	a.lockf = lf
+	if err := a.reopen(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("the audit log: %w", err)
+	}
+	return a, nil
+}
+
+func (a *AuditLog) reopen() error {
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if a.f != nil {
+		a.f.Close()
+	}
+	a.f = f
+	return nil
+}
+
+// Write appends one record as one line.
+func (a *AuditLog) Write(rec *AuditRecord) error { return a.writeJSON(rec) }
+
+// WriteEvent appends one event as one line (Time is set when empty).
+func (a *AuditLog) WriteEvent(ev *AuditEvent) error {
+	if ev.Time == "" {
+		ev.Time = AuditTime(time.Now())
+	}
+	if len(ev.Groups) > maxAuditGroups {
+		ev.Groups = ev.Groups[:maxAuditGroups]
+	}
+	return a.writeJSON(ev)
+}
+
+func (a *AuditLog) writeJSON(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.writeLocked(line); err != nil {
+		a.Errors.Add(1)
+		if a.onErr != nil {
+			a.onErr(err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (a *AuditLog) writeLocked(line []byte) error {
+	if err := osfile.Lock(a.lockf); err != nil {
+		return fmt.Errorf("locking %s.lock: %w", a.path, err)
+	}
+	defer osfile.Unlock(a.lockf)
+	cur, err := a.f.Stat()
+	if err != nil {
+		return err
+	}
+	if named, err := os.Stat(a.path); err != nil || !os.SameFile(named, cur) {
+		// Another replica rotated (or someone removed the file).
+		if err := a.reopen(); err != nil {
+			return err
+		}
+		if cur, err = a.f.Stat(); err != nil {
+			return err
+		}
+	}
+	size := cur.Size()
+	if size > 0 && size+int64(len(line)) > a.maxSize {
+		if err := a.rotate(); err != nil {
+			return fmt.Errorf("rotating %s: %w", a.path, err)
+		}
+		size = 0
+	}
+	if _, err := a.f.Write(line); err != nil {
+		// A write cut short (a full disk) leaves part of the line, and the
+		// next line would be glued to it and lost too: take the part back
+		// (under the lock nobody appended since).
+		a.f.Truncate(size)
+		return err
+	}
+	return nil
+}
+
+// rotate shifts FILE.N-1 → FILE.N … FILE → FILE.1 and starts a new FILE
+// (the lock is held).
+func (a *AuditLog) rotate() error {
+	for i := a.keep - 1; i >= 1; i-- {
+		if err := os.Rename(fmt.Sprintf("%s.%d", a.path, i), fmt.Sprintf("%s.%d", a.path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(a.path, a.path+".1"); err != nil {
+		return err
+	}
+	return a.reopen()
+}
+
+// Close closes the log.
+func (a *AuditLog) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lockf.Close()
+	return a.f.Close()
+}
+
+// AuditedRefusal is the reason a refused request goes into the audit log
+// with, or "" for none.
+func AuditedRefusal(n *Note) string {
+	switch n.Auth {
+	case authInvalid, authExpired, authRevoked, urlInvalid, urlExpired:
+		return n.Auth
+	}
+	if n.Denied != "" {
+		return "out_of_scope"
+	}
+	return ""
+}
+
+// AuditSummary is what 'airgap audit' prints: downloads per token, and per
+// token the addresses and versions fetched.
+type AuditSummary struct {
+	OK      bool           `json:"ok"`
+	Files   []string       `json:"files"`
+	Since   string         `json:"since,omitempty"`
+	First   string         `json:"first,omitempty"`
+	Last    string         `json:"last,omitempty"`
+	Records int            `json:"records"`
+	Skipped int            `json:"skipped_lines"`
+	Tokens  []AuditByToken `json:"tokens"`
+	// Provenance (with 'audit --store') says, for each version downloaded,
+	// which import brought it into the store and who approved that import
+	// at the transfer station (AddProvenance).
+	Provenance []AuditProvenance `json:"provenance,omitempty"`
+	// Events sums the event lines per person (or token): logins, refused
+	// logins, token changes and refused requests.
+	EventLines int          `json:"event_lines"`
+	Events     []AuditByWho `json:"events"`
+}
+
+// AuditProvenance is where one downloaded version came from.
+type AuditProvenance struct {
+	Address   string                 `json:"address"`
+	Version   string                 `json:"version"`
+	Bundle    string                 `json:"bundle,omitempty"` // "" when the history does not say (pruned, or older)
+	Signer    verify.Signer          `json:"signer"`
+	Imported  string                 `json:"imported,omitempty"`
+	Approvals []store.ApprovalRecord `json:"approvals"`
+}
+
+// AddProvenance fills sum.Provenance from the store's import history:
+// each downloaded address and version, the newest import that added it,
+// and that import's station approvals.
+func AddProvenance(sum *AuditSummary, ix *store.Index) {
+	prov := store.Provenance(ix)
+	seen := map[string]bool{}
+	for _, t := range sum.Tokens {
+		for _, a := range t.Addresses {
+			for _, v := range a.Versions {
+				ver, _, _ := strings.Cut(v, " ") // "3.7.0 linux_amd64"
+				k := a.Address + " " + ver
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				p := AuditProvenance{Address: a.Address, Version: ver, Approvals: []store.ApprovalRecord{}}
+				if e := prov[dist.VersionKey(a.Address, ver)]; e != nil {
+					p.Bundle, p.Signer, p.Imported = string(e.Bundle), e.Signer, e.Time.UTC().Format(time.RFC3339)
+					p.Approvals = append(p.Approvals, e.Approvals...)
+				}
+				sum.Provenance = append(sum.Provenance, p)
+			}
+		}
+	}
+	sort.Slice(sum.Provenance, func(i, j int) bool {
+		a, b := sum.Provenance[i], sum.Provenance[j]
+		return a.Address < b.Address || a.Address == b.Address && a.Version < b.Version
+	})
+}
+
+// AuditFilter picks the lines SummarizeAudit reads.
+type AuditFilter struct {
+	Since  time.Time // zero: all
+	Tokens []string  // token names (empty: all)
+	Users  []string  // login tokens' people, by e-mail (empty: all)
+}
+
+func (f *AuditFilter) keeps(token, user string, tm time.Time) bool {
+	if tm.Before(f.Since) {
+		return false
+	}
+	if len(f.Tokens) > 0 && !slices.Contains(f.Tokens, token) {
+		return false
+	}
+	return len(f.Users) == 0 || slices.ContainsFunc(f.Users, func(u string) bool { return strings.EqualFold(u, user) })
+}
+
+// AuditByWho sums the events of one person or token.
+type AuditByWho struct {
+	Who     string         `json:"who"` // the user, or "token NAME"
+	Events  map[string]int `json:"events"`
+	Reasons map[string]int `json:"reasons,omitempty"` // of refusals
+	Clients []string       `json:"clients"`
+	First   string         `json:"first"`
+	Last    string         `json:"last"`
+	clients map[string]bool
+}
+
+// AuditByToken sums one token's downloads.
+type AuditByToken struct {
+	Token     string           `json:"token"`
+	User      string           `json:"user,omitempty"`
+	Downloads int              `json:"downloads"`
+	Bytes     int64            `json:"bytes"`
+	Clients   []string         `json:"clients"`
+	First     string           `json:"first"`
+	Last      string           `json:"last"`
+	Addresses []AuditByAddress `json:"addresses"`
+}
+
+// AuditByAddress sums one token's downloads of one address.
+type AuditByAddress struct {
+	Address   string   `json:"address"`
+	Versions  []string `json:"versions"`
+	Downloads int      `json:"downloads"`
+	Bytes     int64    `json:"bytes"`
+	Last      string   `json:"last"`
+}
+
+// maxAuditLine bounds a line read back (the writer's are under 2 KiB);
+// longer lines are skipped.
+const maxAuditLine = 64 << 10
+
+// SummarizeAudit reads the audit log at path and its rotated files (oldest
+// first) and sums the records the filter keeps. Lines that are not audit
+// records are counted and skipped. Memory is bounded by the distinct
+// (token, client, address, version) tuples and (person, event, reason,
+// client) tuples, not by the log's length.
+func SummarizeAudit(path string, filter AuditFilter) (*AuditSummary, error) {
+	since := filter.Since
+	files := auditFiles(path)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no audit log at %s\nhint: serve writes it with --audit-log %s (or audit-log = \"%s\" in its --config file)", path, path, path)
+	}
+	sum := &AuditSummary{OK: true, Files: files, Tokens: []AuditByToken{}}
+	if !since.IsZero() {
+		sum.Since = since.UTC().Format(time.RFC3339)
+	}
+	whos := map[string]*AuditByWho{}
+	type addrAgg struct {
+		a        AuditByAddress
+		versions map[string]bool
+	}
+	type tokAgg struct {
+		t       AuditByToken
+		clients map[string]bool
+		addrs   map[string]*addrAgg
+	}
+	toks := map[string]*tokAgg{}
+	for _, f := range files {
+		if err := readAuditFile(f, func(rec *AuditRecord, ev *AuditEvent, tm time.Time) {
+			if ev != nil {
+				if filter.keeps(ev.Token, ev.User, tm) {
+					sum.EventLines++
+					countEvent(whos, ev)
+				}
+				return
+			}
+			if !filter.keeps(rec.Token, rec.User, tm) {
+				return
+			}
+			sum.Records++
+			if sum.First == "" || rec.Time < sum.First {
+				sum.First = rec.Time
+			}
+			if rec.Time > sum.Last {
+				sum.Last = rec.Time
+			}
+			name := rec.Token
+			if name == "" {
+				name = "-"
+			}
+			ta := toks[name]
+			if ta == nil {
+				ta = &tokAgg{t: AuditByToken{Token: name, User: rec.User, First: rec.Time}, clients: map[string]bool{}, addrs: map[string]*addrAgg{}}
+				toks[name] = ta
+			}
+			ta.t.Downloads++
+			ta.t.Bytes += rec.Bytes
+			ta.clients[rec.Client] = true
+			ta.t.First, ta.t.Last = minStr(ta.t.First, rec.Time), maxStr(ta.t.Last, rec.Time)
+			aa := ta.addrs[rec.Address]
+			if aa == nil {
+				aa = &addrAgg{a: AuditByAddress{Address: rec.Address}, versions: map[string]bool{}}
+				ta.addrs[rec.Address] = aa
+			}
+			aa.a.Downloads++
+			aa.a.Bytes += rec.Bytes
+			aa.a.Last = maxStr(aa.a.Last, rec.Time)
+			v := rec.Version
+			if rec.Platform != "" {
+				v += " " + rec.Platform
+			}
+			aa.versions[v] = true
+		}, &sum.Skipped); err != nil {
+			return nil, err
+		}
+	}
+	for _, ta := range toks {
+		ta.t.Clients = sortedKeys(ta.clients)
+		ta.t.Addresses = []AuditByAddress{}
+		for _, aa := range ta.addrs {
+			aa.a.Versions = sortedKeys(aa.versions)
+			ta.t.Addresses = append(ta.t.Addresses, aa.a)
+		}
+		sort.Slice(ta.t.Addresses, func(i, j int) bool { return ta.t.Addresses[i].Address < ta.t.Addresses[j].Address })
+		sum.Tokens = append(sum.Tokens, ta.t)
+	}
+	sort.Slice(sum.Tokens, func(i, j int) bool { return sum.Tokens[i].Token < sum.Tokens[j].Token })
+	sum.Events = []AuditByWho{}
+	for _, w := range whos {
+		w.Clients = sortedKeys(w.clients)
+		sum.Events = append(sum.Events, *w)
+	}
+	sort.Slice(sum.Events, func(i, j int) bool { return sum.Events[i].Who < sum.Events[j].Who })
+	return sum, nil
+}
+
+// countEvent adds an event line to its person's (or token's) sums.
+func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
+	who := ev.User
+	switch {
+	case who == "" && ev.Token != "":
+		who = "token " + ev.Token
+	case who == "":
+		who = "unknown"
+	}
+	w := whos[who]
+	if w == nil {
+		w = &AuditByWho{Who: who, Events: map[string]int{}, Reasons: map[string]int{}, First: ev.Time, clients: map[string]bool{}}
+		whos[who] = w
+	}
+	w.Events[ev.Event]++
+	if ev.Reason != "" {
+		w.Reasons[ev.Reason]++
+	}
+	if ev.Client != "" {
+		w.clients[ev.Client] = true
+	}
+	w.First, w.Last = minStr(w.First, ev.Time), maxStr(w.Last, ev.Time)
+}
+
+// auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first).
+func auditFiles(path string) []string {
+	var out []string
+	for i := 1000; i >= 1; i-- {
+		p := path + "." + strconv.Itoa(i)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		out = append(out, path)
+	}
+	return out
+}
+
+func readAuditFile(path string, fn func(*AuditRecord, *AuditEvent, time.Time), skipped *int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, tooLong, err := readLine(br, maxAuditLine)
+		var rec AuditRecord
+		var ev AuditEvent
+		switch {
+		case tooLong:
+			*skipped++
+		case len(line) == 0:
+		case json.Unmarshal(line, &ev) == nil && ev.Event != "":
+			tm, terr := time.Parse(time.RFC3339, ev.Time)
+			if terr != nil {
+				*skipped++
+				break
+			}
+			fn(nil, &ev, tm)
+		case json.Unmarshal(line, &rec) != nil || rec.Address == "":
+			*skipped++
+		default:
+			tm, terr := time.Parse(time.RFC3339, rec.Time)
+			if terr != nil {
+				*skipped++
+				break
+			}
+			fn(&rec, nil, tm)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+		}
+	}
+}
+
+// readLine returns the next line without its newline, or tooLong (and
+// no bytes) for a line over max bytes, which it consumes.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func minStr(a, b string) string {
+	if a == "" || b < a {
+		return b
+	}
+	return a
+}
+
+func maxStr(a, b string) string {
+	if b > a {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,297 @@
+package access
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/dist/osfile"
+	"github.com/airgap/airgap/server/internal/filestamp"
+)
+
+// Signed download URLs. Terraform and OpenTofu send no token when they
+// download a provider package (the registry's download_url, a mirror's
+// url, SHA256SUMS and its signature) or a module archive (X-Terraform-Get):
+// those go through go-getter with only .netrc. So with an access file, every
+// such URL in an answer is signed for the token that asked:
+//
+//	/blobs/sha256/<hex>/<file>?tok=<token name>&exp=<unix time>&sig=<key id>.<mac>
+//
+// mac is HMAC-SHA256 under the appliance's URL key over "airgap-url-v1",
+// the token name, the expiry, the request path (without the query, and for
+// module archives without the //subdir, which the client strips before it
+// asks) and the token's hash (not in the URL), so a URL is bound to one
+// path, one token and one expiry: changing any of them breaks the MAC, and
+// a token revoked and created again under the same name does not inherit
+// the old one's URLs. A download with a valid signature needs no
+// Authorization header; it is refused (403, body says why) once expired,
+// when its token has since been revoked or has expired, or when any part
+// was altered; and answered as a missing blob when its token's rules no
+// longer allow the address (whatBlob).
+//
+// Expiry is bucketed so answers stay cacheable: every answer rendered in
+// the same bucket of time (a minute, or a quarter of the TTL when that is
+// shorter) carries the same expiry, the end of its bucket plus the TTL, so
+// a URL is valid for between TTL and TTL + bucket after it was issued and
+// all requests in a bucket get identical bytes (the answer cache keeps one
+// entry per token and path and renders it again in the next bucket).
+//
+// The keys live in STORE/tls/url-keys.json (mode 0600, next to the TLS
+// keys, shared by replicas like the certificates): the first key signs,
+// every listed key verifies. 'airgap token rotate-url-key' puts a new key
+// first and keeps the previous one, so URLs issued just before a rotation
+// stay valid; a second rotation drops the oldest. Replicas notice a changed
+// file within a second (Watch) and immediately when asked to verify a key
+// id they do not know.
+
+// urlKeysFile is the key file's name in the store's tls directory.
+const urlKeysFile = "url-keys.json"
+
+// maxURLKeys is how many keys the file keeps (the signing key and the one
+// before it).
+const maxURLKeys = 2
+
+type urlKey struct {
+	ID      string    `json:"id"`
+	Secret  []byte    `json:"secret"` // 32 random bytes (base64 in JSON)
+	Created time.Time `json:"created"`
+}
+
+type urlKeyFile struct {
+	Keys []urlKey `json:"keys"`
+}
+
+// URLKeys holds the signing keys of a store, reloaded when the file
+// changes.
+type URLKeys struct {
+	path  string
+	cur   atomic.Pointer[urlKeyFile]
+	mu    sync.Mutex // serializes reloads
+	stamp string
+	last  time.Time // of the last stat for an unknown key id
+}
+
+// OpenURLKeys loads the store's URL keys from tlsDir, creating the file with
+// one new key if there is none. Replicas starting at once agree on one
+// file: it is created under the key file's lock by the first of them.
+func OpenURLKeys(tlsDir string) (*URLKeys, error) {
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return nil, err
+	}
+	k := &URLKeys{path: filepath.Join(tlsDir, urlKeysFile)}
+	if _, err := os.Stat(k.path); errors.Is(err, fs.ErrNotExist) {
+		if err := editURLKeys(k.path, func(f *urlKeyFile) (bool, error) {
+			if len(f.Keys) > 0 {
+				return false, nil // another replica was first
+			}
+			key, err := newURLKey(time.Now())
+			f.Keys = []urlKey{key}
+			return true, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := k.reload(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// RotateURLKeys puts a new signing key first in the store's key file and
+// keeps the one before it (URLs it signed stay valid until they expire);
+// running serves pick it up within a second. It returns the new key's id.
+func RotateURLKeys(tlsDir string, now time.Time) (string, error) {
+	var id string
+	err := editURLKeys(filepath.Join(tlsDir, urlKeysFile), func(f *urlKeyFile) (bool, error) {
+		key, err := newURLKey(now)
+		f.Keys = append([]urlKey{key}, f.Keys...)
+		if len(f.Keys) > maxURLKeys {
+			f.Keys = f.Keys[:maxURLKeys]
+		}
+		id = key.ID
+		return true, err
+	})
+	return id, err
+}
+
+// editURLKeys applies fn to the key file at path under its lock
+// (path.lock) and, when fn says so, writes it back atomically (mode 0600).
+func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
+	unlock, err := osfile.LockPath(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("locking the URL keys: %w", err)
+	}
+	defer unlock()
+	var f urlKeyFile
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &f); err != nil {
+			return fmt.Errorf("%s: %v\nhint: remove it; serve creates a new one (download URLs issued before stop working)", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	write, err := fn(&f)
+	if err != nil || !write {
+		return err
+	}
+	b, err := json.MarshalIndent(&f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+func newURLKey(now time.Time) (urlKey, error) {
+	k := urlKey{Secret: make([]byte, 32), Created: now.UTC().Truncate(time.Second)}
+	var id [4]byte
+	if _, err := rand.Read(k.Secret); err != nil {
+		return k, err
+	}
+	if _, err := rand.Read(id[:]); err != nil {
+		return k, err
+	}
+	k.ID = hex.EncodeToString(id[:])
+	return k, nil
+}
+
+// reload re-reads the key file when its stamp (size, time, inode) changed.
+func (k *URLKeys) reload() (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, err := filestamp.Of(k.path)
+	if err != nil {
+		return false, err
+	}
+	if st == k.stamp && k.cur.Load() != nil {
+		return false, nil
+	}
+	fi, err := os.Stat(k.path)
+	if err != nil {
+		return false, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return false, fmt.Errorf("%s has mode %04o: it signs download URLs, so only its owner may read it\nhint: chmod 600 %s", k.path, fi.Mode().Perm(), k.path)
+	}
+	b, err := os.ReadFile(k.path)
+	if err != nil {
+		return false, err
+	}
+	var f urlKeyFile
+	if err := json.Unmarshal(b, &f); err != nil || len(f.Keys) == 0 {
+		return false, fmt.Errorf("%s holds no usable key (%v)\nhint: remove it and restart serve; a new key is made (URLs issued before stop working)", k.path, err)
+	}
+	for _, key := range f.Keys {
+		if len(key.Secret) < 32 || key.ID == "" || strings.ContainsAny(key.ID, ".&=") {
+			return false, fmt.Errorf("%s: key %q is malformed", k.path, key.ID)
+		}
+	}
+	k.cur.Store(&f)
+	k.stamp = st
+	return true, nil
+}
+
+// refreshForUnknown re-reads the file (at most once a second) when a URL
+// names a key id this process does not hold: another replica may have
+// rotated a moment ago.
+func (k *URLKeys) refreshForUnknown() {
+	k.mu.Lock()
+	if time.Since(k.last) < time.Second {
+		k.mu.Unlock()
+		return
+	}
+	k.last = time.Now()
+	k.mu.Unlock()
+	k.reload()
+}
+
+func (k *URLKeys) find(id string) *urlKey {
+	f := k.cur.Load()
+	for i := range f.Keys {
+		if f.Keys[i].ID == id {
+			return &f.Keys[i]
+		}
+	}
+	return nil
+}
+
+// mac computes the MAC of a URL or bearer: domain separates the uses.
+func mac(key *urlKey, domain string, fields ...string) []byte {
+	h := hmac.New(sha256.New, key.Secret)
+	io.WriteString(h, domain)
+	for _, f := range fields {
+		h.Write([]byte{0})
+		io.WriteString(h, f)
+	}
+	return h.Sum(nil)
+}
+
+// sign returns "<key id>.<base64url mac>" under the current signing key.
+func (k *URLKeys) sign(domain string, fields ...string) string {
+	key := &k.cur.Load().Keys[0]
+	return key.ID + "." + base64.RawURLEncoding.EncodeToString(mac(key, domain, fields...))
+}
+
+// verify checks a signature made by sign (constant time), under any listed
+// key.
+func (k *URLKeys) verify(sig, domain string, fields ...string) bool {
+	id, m, ok := strings.Cut(sig, ".")
+	if !ok || len(m) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(m)
+	if err != nil {
+		return false
+	}
+	key := k.find(id)
+	if key == nil {
+		k.refreshForUnknown()
+		if key = k.find(id); key == nil {
+			return false
+		}
+	}
+	return hmac.Equal(got, mac(key, domain, fields...))
+}
+
+// Domains of the MACs (a URL signature is never a valid bearer, and the
+// other way round).
+const (
+	macURL    = "airgap-url-v1"
+	macBearer = "airgap-oci-bearer-v1"
+)
+
+// urlExpiry is the expiry written into URLs issued at now: the end of
+// now's bucket plus ttl.
+func urlExpiry(now time.Time, ttl time.Duration) int64 {
+	b := urlBucket(ttl)
+	t := now.Unix()
+	return t - t%b + b + int64(ttl/time.Second)
+}
+
+// urlBucket is the bucket length in seconds: a minute, or a quarter of the
+// TTL when that is shorter, at least a second.
+func urlBucket(ttl time.Duration) int64 {
+	b := int64(min(time.Minute, ttl/4) / time.Second)
+	return max(b, 1)
+}
+
+// signedQuery is the query of a signed URL for path, issued to the token
+// named who whose id (principal.id) is id.
+func (k *URLKeys) signedQuery(path, who, id string, exp int64) string {
+	e := strconv.FormatInt(exp, 10)
+	return "tok=" + who + "&exp=" + e + "&sig=" + k.sign(macURL, who, e, path, id)
+}
