@@ -107,6 +107,7 @@ func clientFrom(ip string) *http.Client {
 // the access log, dodge the failed-attempt limit, and lock any other client
 // (a CI runner) out with 429s by failing in its name.
 func TestAccessForwardedForSpoofing(t *testing.T) {
+	t.Parallel()
 	a := newAttackTarget(t, "--trusted-proxy", "127.0.0.1")
 	ci := a.ci
 	proxy := startHTTPProxy(t, a.caFile, a.port)
@@ -168,6 +169,7 @@ func TestAccessForwardedForSpoofing(t *testing.T) {
 // credentials, so one bearer renewed itself for ever. The holder of a
 // leaked token kept OCI access after its revocation, indefinitely.
 func TestAccessRevokedTokenLeavesNothing(t *testing.T) {
+	t.Parallel()
 	a := newAttackTarget(t)
 	leaked, base, logs := a.ci, a.base, a.logs
 	cl, _, _ := harness.CAClient(t, a.root)
@@ -223,6 +225,7 @@ func basicAuth(secret string) string {
 // download-url-ttl, at most a week), while revoking the token ended it at
 // once. Narrowing a team's need-to-know must take effect as revoking does.
 func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
+	t.Parallel()
 	a := newAttackTarget(t, "--download-url-ttl", "168h")
 	ci, base, logs, access := a.ci, a.base, a.logs, a.access
 	cl, _, _ := harness.CAClient(t, a.root)
@@ -257,6 +260,7 @@ func TestAccessNarrowedRulesEndSignedURLs(t *testing.T) {
 // downloaded (airgap_downloads_total) and the catalog's size, which the
 // access file hides everywhere else. serve now refuses the combination.
 func TestAccessRefusesMetricsOnMain(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	dir := t.TempDir()
 	access := filepath.Join(dir, "access.hcl")
@@ -293,6 +297,7 @@ func TestAccessRefusesMetricsOnMain(t *testing.T) {
 // counted as an error. The disk is made full with a file size limit
 // (RLIMIT_FSIZE, prlimit) on the running serve.
 func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
+	t.Parallel()
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
 		t.Fatal("prlimit is not on PATH: it is in Debian's util-linux package")
@@ -346,6 +351,7 @@ func TestAccessAuditLogSurvivesFullDisk(t *testing.T) {
 // A passthrough balancer now goes in passthrough-proxy: exempt from the
 // per-address limits, its X-Forwarded-For never believed.
 func TestAccessPassthroughBalancer(t *testing.T) {
+	t.Parallel()
 	haproxy := harness.HAProxyBin(t)
 	a := newAttackTarget(t, "--passthrough-proxy", "127.0.0.1", "--max-conns-per-ip", "2")
 	lb, _ := harness.StartHAProxy(t, haproxy, a.caFile, []*harness.Replica{{Port: a.port}})

@@ -110,6 +110,7 @@ const (
 // the messages docs/access-control.md documents. Nothing they did leaks a secret into
 // the logs or the audit log, which names the token of every package.
 func TestAccessControlWithClients(t *testing.T) {
+	t.Parallel()
 	tf, tofu := harness.TerraformBin(t), harness.TofuBin(t)
 	f := newAccessFixture(t, harness.E2EManifest, map[string][]string{
 		"full":    {"**"},
@@ -245,6 +246,7 @@ func TestAccessControlWithClients(t *testing.T) {
 // oci:// modules; without it, tofu fails with the message docs/access-control.md
 // documents.
 func TestAccessOCIWithTofu(t *testing.T) {
+	t.Parallel()
 	tofu := harness.TofuBin(t)
 	f := newAccessFixture(t, harness.E2EManifest, map[string][]string{"full": {"**"}})
 	project := strings.ReplaceAll(harness.OCIProject, "HOST", f.host)
@@ -275,6 +277,7 @@ func TestAccessOCIWithTofu(t *testing.T) {
 // download answer says use_registry_credentials with its token (and the
 // signed URL), older clients with the signed URL alone.
 func TestAccessUseRegistryCredentials(t *testing.T) {
+	t.Parallel()
 	tofu12 := tofu112Bin(t)
 	f := newAccessFixture(t, harness.E2EManifest, map[string][]string{"full": {"**"}})
 	_, out, err := initProject(t, tofu12, harness.E2ETofuProject, f.clientConfig(t, "tofu", "registry", "", tokenEnv(f.tokens["full"])...))
@@ -443,6 +446,7 @@ func TestCatalogInBrowserWithToken(t *testing.T) {
 // whole line in the shared audit log (rotation between writers:
 // TestAuditLogReplicas in server/).
 func TestReplicasShareAccess(t *testing.T) {
+	t.Parallel()
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		t.Fatal("haproxy is not on PATH: install Debian's haproxy package (.ci/run does)")
@@ -578,6 +582,7 @@ func TestReplicasShareAccess(t *testing.T) {
 // (429) after 10 failures, valid token or not; nothing it sent, and no
 // token, reaches the log.
 func TestAccessHostile(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	dir := t.TempDir()
 	access := filepath.Join(dir, "access.hcl")
@@ -656,6 +661,7 @@ func writeAtomically(t *testing.T, path, text string) {
 
 // TestTokenVerbs: the token verbs' output, JSON and mistakes.
 func TestTokenVerbs(t *testing.T) {
+	t.Parallel()
 	access := filepath.Join(t.TempDir(), "access.hcl")
 	out, err := harness.CmdRunSplit(t, harness.Bin, "token", "create", "--access", access, "--name", "ci", "--allow", "registry.terraform.io/hashicorp/*", "--expires", "90d")
 	if err != nil || !strings.HasPrefix(out, "airgap_") || strings.Count(out, "\n") != 1 || len(strings.TrimSpace(out)) != 50 {
@@ -717,6 +723,7 @@ func TestTokenVerbs(t *testing.T) {
 // --config file; removing the setting keeps access control on (turning it
 // off takes a restart) and says so.
 func TestAccessReloadOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "first.hcl"), filepath.Join(dir, "second.hcl")

@@ -345,6 +345,7 @@ func (f *loginFixture) clientEnv(t *testing.T, tool, mode, home string) (env []s
 // the token, and 'init' installs what the person's group allows and
 // answers the rest as missing.
 func TestLoginWithClients(t *testing.T) {
+	t.Parallel()
 	clients := harness.MatrixClients(t)
 	f := newLoginFixture(t, loginOptions{})
 	for _, c := range clients {
@@ -437,6 +438,7 @@ func waitAudit(t *testing.T, path, what string, ok func(map[string]any) bool) ma
 // --user' ends a person's tokens on every replica, whose refusals the audit
 // log keeps under the token's name; 'audit --user' sums up a person.
 func TestLoginPeople(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	f := newLoginFixture(t, loginOptions{})
 	login := func(t *testing.T, env []string, host string, who *dexUser, finish bool) (string, string) {

@@ -105,6 +105,7 @@ func TestTokenCreateFrictions(t *testing.T) {
 // prints the redirect URIs to register at the IdP and checks its discovery
 // document (a real Dex), and fails with a hint when it cannot be read.
 func TestServeCheckConfigLogin(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	dir, tlsDir := t.TempDir(), t.TempDir()
 	port := harness.FreePort(t)

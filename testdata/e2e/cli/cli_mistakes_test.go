@@ -35,6 +35,7 @@ func listFiles(t *testing.T, dir string) map[string]bool {
 // and checks each is refused with its own message, the right exit code, no
 // stdout document and no file left behind.
 func TestCLIMistakes(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.World(t)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
@@ -183,6 +184,7 @@ func TestCLIMistakes(t *testing.T) {
 // TestDryRunIsThePlan: the dry run lists what the export writes, module
 // dependencies included, as JSON too; platform gaps are listed.
 func TestDryRunIsThePlan(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.World(t)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))
@@ -260,6 +262,7 @@ func TestDryRunIsThePlan(t *testing.T) {
 // TestServeWarnsOnEmptyStore: serving an empty store is allowed (the
 // import can come later) but says so at start.
 func TestServeWarnsOnEmptyStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "store"), 0o755)
 	cmd := exec.Command(harness.Bin, "serve", "--store", "store", "--listen", "127.0.0.1:0")
@@ -285,6 +288,7 @@ func TestServeWarnsOnEmptyStore(t *testing.T) {
 // TF_CLI_CONFIG_FILE, and the real tofu, pointed at it that way, installs a
 // provider from the appliance with the internet unreachable.
 func TestTofuClientConfig(t *testing.T) {
+	t.Parallel()
 	tofu := harness.TofuBin(t)
 	work := t.TempDir()
 	in := registrytest.World(t)
@@ -317,6 +321,7 @@ func TestTofuClientConfig(t *testing.T) {
 // user to add to "the manifest": the note about a module that calls
 // another without a host, and a fetch that fails.
 func TestFromMessagesNameTheCall(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	work := t.TempDir()
 	os.MkdirAll(filepath.Join(work, "infra"), 0o755)

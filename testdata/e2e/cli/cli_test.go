@@ -12,6 +12,7 @@ import (
 )
 
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	if out := harness.MustRun(t, work, nil, harness.Bin, "--version"); !strings.HasPrefix(out, "airgap ") {
 		t.Errorf("--version: %q", out)

@@ -21,6 +21,7 @@ import (
 // nothing on stdout and leaves nothing behind; 'airgap' alone is a usage
 // error too (exit 2, the usage on stderr), while 'airgap --help' is not.
 func TestUsageNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	cases := []struct {
 		args []string
@@ -89,6 +90,7 @@ func TestUsageNamesWhatIsMissing(t *testing.T) {
 // failed import into a new directory leaves nothing behind, not even the
 // directory.
 func TestImportCreatesStoreVisibly(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)
@@ -139,6 +141,7 @@ func TestImportCreatesStoreVisibly(t *testing.T) {
 // appliance serving something else, prints the configuration with a plain
 // warning on stderr; the store's own appliance is confirmed.
 func TestClientConfigChecksURL(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)
@@ -173,6 +176,7 @@ func TestClientConfigChecksURL(t *testing.T) {
 // variables the configuration loader reads, and each one listed does what
 // it says ('serve --check-config' shows the setting taken from it).
 func TestServeHelpEnvironment(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	help, _, _ := harness.RunSplit(t, work, nil, "help", "serve")
 	_, envPart, _ := strings.Cut(help, "\nEnvironment:\n")
@@ -203,6 +207,7 @@ func TestServeHelpEnvironment(t *testing.T) {
 // with it; a private key given as --keyring is refused by every verb that
 // reads a keyring, before anything is read or written.
 func TestSmallUntruths(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", "k/site", "--no-passphrase")
 	for name, c := range map[string]struct{ versions, want string }{

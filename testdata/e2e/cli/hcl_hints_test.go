@@ -136,6 +136,7 @@ func TestHCLHintsParse(t *testing.T) {
 // ("Invalid single-argument block definition"); blocks go through
 // dist.HCLHint.
 func TestNoOneLineBlocks(t *testing.T) {
+	t.Parallel()
 	// (A comma makes it an object, which is valid: { a = 1, b = 2 }.)
 	// A block inside a one-line block is refused too.
 	oneLine := regexp.MustCompile(`\{ *[a-z_]+ = [^},\n]* [a-z_]+ = |\{ *[a-z_]+ \{`)

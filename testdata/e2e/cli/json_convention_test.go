@@ -10,6 +10,7 @@ import (
 
 // TestJSONViolations: the checker itself finds what it must.
 func TestJSONViolations(t *testing.T) {
+	t.Parallel()
 	var doc any
 	json.Unmarshal([]byte(`{"ok":true,"Checks":{"KeysExpired":null},"blobs_removed":null,"startup":4000000,"took_ms":1.5,"time":"2026-01-01T00:00:00+02:00","list":[{"x":null}]}`), &doc)
 	got := strings.Join(harness.JSONViolations("$", doc), "\n")

@@ -12,6 +12,7 @@ import (
 // its final error into slog JSON records on stderr, one per line, for log
 // collectors; a wrong value is a usage error.
 func TestLogFormatJSONEveryVerb(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	stdout, stderr, code := harness.RunSplit(t, dir, nil, "inventory", "--store", "missing-store", "--log-format", "json")
 	if code != 1 || stdout != "" {

@@ -23,6 +23,7 @@ import (
 // SHA256SUMS), in text and JSON, and its dry run says the same; prune
 // names each blob of the version it removes.
 func TestReportsSpeakInAddresses(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)

@@ -18,6 +18,7 @@ import (
 // without chromiumResolverRules (lines from a run without them, in a
 // network namespace with only loopback), and passes a run with them.
 func TestChromiumNetLogCheck(t *testing.T) {
+	t.Parallel()
 	consts := `{"constants":{"logEventTypes":{"HOST_RESOLVER_MANAGER_REQUEST":10,"HOST_RESOLVER_MANAGER_JOB":11,"TCP_CONNECT_ATTEMPT":20,"UDP_CONNECT":21,"SOCKET_CONNECT":22,"UDP_LOCAL_ADDRESS":23},"logSourceType":{"SOCKET":1,"UDP_SOCKET":2,"UDP_CLIENT_SOCKET":3}},
 "events": [
 `

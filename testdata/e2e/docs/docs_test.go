@@ -226,6 +226,7 @@ func lineOf(src []byte, off int) int {
 // GitHub makes heading ids. Every page in docs/ opens, under its title,
 // with one line saying whom it is for, and docs/README.md lists it.
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	pages := docPages(t)
 	byPath := map[string]*docPage{}
 	for _, p := range pages {
@@ -293,6 +294,7 @@ func checkDocLink(p *docPage, dest string, byPath map[string]*docPage) error {
 // on the first block of a page that exits non-zero. What a page left
 // running in the background is stopped with it, and must be gone.
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -411,6 +413,7 @@ func stopGroup(t *testing.T, pgid int) {
 // TestGithubAnchor: heading ids as GitHub makes them, and a link to an id
 // no heading has is an error.
 func TestGithubAnchor(t *testing.T) {
+	t.Parallel()
 	seen := map[string]int{}
 	for _, c := range []struct{ title, want string }{
 		{"Exporting from a project: --from DIR", "exporting-from-a-project---from-dir"},

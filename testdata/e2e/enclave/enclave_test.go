@@ -108,6 +108,7 @@ func inventoryJSON(t *testing.T, store string) map[string]any {
 // file made on the internet unchanged; the version A withdrew arrives
 // withdrawn on C.
 func TestEnclaveChain(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	e := newEnclaves(t)
 
@@ -232,6 +233,7 @@ withdraw "hashicorp/random" {
 // inventory, a hop signed by a key C's chain policy does not trust, a
 // publisher key C's pins do not have, and a version C withdrew.
 func TestEnclaveRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnclaves(t)
 	storeA, storeB, storeC := e.path("storeA"), e.path("storeB"), e.path("storeC")
 	b0 := e.internetExport(t, "internet", `
@@ -340,6 +342,7 @@ module "example/sub/aws" {}
 // alone makes terraform init work on the next network with the lock file
 // made on the internet.
 func TestEnclaveSelect(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	e := newEnclaves(t)
 	ref := e.path("reference")
@@ -452,6 +455,7 @@ func rewriteBundle(t *testing.T, path, keyring, keyFile string, mutate func(m *b
 // recorded as by another station, or an approval of another bundle put in
 // its place. Nothing changes in the next store.
 func TestEnclaveForgedApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnclaves(t)
 	storeA, storeB := e.path("storeA"), e.path("storeB")
 	os.MkdirAll(storeA, 0o755)
@@ -501,6 +505,7 @@ func TestEnclaveForgedApproval(t *testing.T) {
 // random, so verify refused an honest bundle as "contradicts itself" most
 // of the time).
 func TestEnclaveKeyWithSeveralUserIDs(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	cfg := &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048, DefaultHash: crypto.SHA256}
 	site, err := openpgp.NewEntity("Site Ops", "", "ops@site.test", cfg)

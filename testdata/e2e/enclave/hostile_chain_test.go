@@ -149,6 +149,7 @@ func TestHostileChainMemory(t *testing.T) {
 // checks each hop with the keyring's copy and refuses; verify --against
 // must forecast that refusal, not say "import will accept" (exit 0).
 func TestHostileChainRevokedHopForecast(t *testing.T) {
+	t.Parallel()
 	e := newEnclaves(t)
 	storeA, storeB := e.path("storeA"), e.path("storeB")
 	e.importInto(t, storeA, e.pub("internet"), e.internetExport(t, "first", "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" { versions = \"3.6.2\" }\n"))

@@ -23,6 +23,14 @@
 //   - the repository: Root, for what tests read from it (README.md,
 //     docs/, server/deploy/, testdata/).
 //
+// Tests call t.Parallel when they use only their own ports (FreePort) and
+// directories. A test stays serial when it measures: a child's peak
+// memory (CmdRunMeasured's figure, RunBounded, VMRSS: Linux charges this
+// process's peak to a vforked child, and parallel tests grow it), a
+// duration or a deadline that load would stretch (token and URL lifetimes,
+// timeouts, kills at a moment); and when it sets the environment, drives a
+// terminal (tmux) or a Chromium.
+//
 // What it does not hold: a helper only one area uses stays in that area;
 // nothing here knows package main's internals (the few tests that do stay
 // beside the CLI).

@@ -40,6 +40,7 @@ func outsideChanges(t *testing.T, top string, before map[string]string, allowed 
 // fail with a clear message, and no file appears anywhere outside the cache
 // — with --cache, and with the default cache under a fake $HOME.
 func TestHostileModuleArchive(t *testing.T) {
+	t.Parallel()
 	in := registrytest.New(t)
 	chain := registrytest.LinkChain(6, "pwned", "owned by a module archive")
 	in.AddModule("registry.terraform.io", "evil", "chain", "aws", "1.0.0", in.AddRawArchive(t, "chain-1.0.0.tar.gz", registrytest.TarGz(t, chain)))

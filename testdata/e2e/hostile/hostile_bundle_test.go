@@ -34,6 +34,7 @@ func clone(t *testing.T, c dist.Catalog) dist.Catalog {
 // both refuse each, naming the entry, and leave the store byte for byte as
 // it was. Before the consistency check, each of these verified and imported.
 func TestHostileBundles(t *testing.T) {
+	t.Parallel()
 	w := harness.NewHostileWorld(t)
 	pub := bundletest.Key(t, "publisher")
 	stranger := bundletest.Key(t, "stranger")
@@ -174,6 +175,7 @@ func expiringKey(t *testing.T, name string, made time.Time, life time.Duration) 
 // the signature is judged as of its creation — and inventory says the key
 // has expired since.
 func TestExpiredPublisherKey(t *testing.T) {
+	t.Parallel()
 	w := harness.NewHostileWorld(t)
 	made := time.Now().Add(-60 * 24 * time.Hour).Truncate(time.Second)
 	old := expiringKey(t, "old publisher", made, 30*24*time.Hour) // expired thirty days ago

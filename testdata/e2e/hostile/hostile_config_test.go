@@ -16,6 +16,7 @@ import (
 // module calls are not followed out of the project — nor out of a
 // downloaded module's package.
 func TestHostileConfiguration(t *testing.T) {
+	t.Parallel()
 	in := registrytest.New(t)
 	in.AddModule("registry.terraform.io", "evil", "climb", "aws", "1.0.0", in.AddArchive(t, "climb-1.0.0.tar.gz", map[string]string{
 		"main.tf": "module \"up\" {\n  source = \"../../../../outside\"\n}\n",

@@ -158,6 +158,7 @@ func TestHostileExportGitDeltaBomb(t *testing.T) {
 // the installed module's git directory, whose config git runs
 // (core.fsmonitor) on the first "git status" there.
 func TestHostileExportNamesThatFold(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	f.in.AddModule("registry.terraform.io", "evil", "dotless", "aws", "1.0.0", f.in.AddArchive(t, "dotless.tar.gz", map[string]string{
 		"main.tf":                        "module \"infra\" {\n  source = \"./modules/infra\"\n}\n",
@@ -228,6 +229,7 @@ func TestHostileExportConstEvalTime(t *testing.T) {
 // fetched for every platform. Now a chain ends at 32 modules deep, and
 // modules may add at most 2,000 module versions and 1,000 providers.
 func TestHostileExportDependencyBounds(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	const chain = 40
 	for i := 0; i < chain; i++ {
@@ -268,6 +270,7 @@ func lastLines(s string, n int) string {
 // AIRGAP_PASSPHRASE. Now they get the environment without airgap's own
 // secrets (dist.ChildEnv).
 func TestHostileExportChildrenGetNoSecrets(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{verify.PassphraseEnv, oci.PasswordEnv} {
 		if !slices.Contains(dist.SecretEnv, s) {
 			t.Errorf("dist.SecretEnv lacks %s", s)
@@ -306,6 +309,7 @@ func TestHostileExportChildrenGetNoSecrets(t *testing.T) {
 // engineer there. The source is fetched as written and recorded, logged
 // and shown without its user information.
 func TestHostileExportSourceCredentialsNotRecorded(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	f.in.AddGitRepo(t, "example/net", "v1.0.0", map[string]string{"main.tf": "module \"sub\" {\n  source = \"git::https://deploy:SUB-TOKEN@github.com/example/sub.git?ref=v1.0.0\"\n}\n"})
 	f.in.AddGitRepo(t, "example/sub", "v1.0.0", map[string]string{"main.tf": "# sub\n"})
@@ -336,6 +340,7 @@ func TestHostileExportSourceCredentialsNotRecorded(t *testing.T) {
 // checked); nothing removed them. The next export removes those untouched
 // for an hour.
 func TestHostileExportRemovesAbandonedTmp(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	f.in.AddModule("registry.terraform.io", "example", "tiny", "aws", "1.0.0", f.in.AddArchive(t, "tiny.tar.gz", map[string]string{"main.tf": "# tiny\n"}))
 	cache := t.TempDir()
@@ -361,6 +366,7 @@ func TestHostileExportRemovesAbandonedTmp(t *testing.T) {
 // (and fetched again if it does not match), and a module archive, zip or
 // document made afresh replaces the cache's copy.
 func TestHostileExportDamagedCache(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	f.in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", []string{"linux_amd64"}, 4096)
 	f.in.AddModule("registry.terraform.io", "example", "tiny", "aws", "1.0.0", f.in.AddArchive(t, "tiny.tar.gz", map[string]string{"main.tf": "# tiny\n"}))
@@ -389,6 +395,7 @@ func TestHostileExportDamagedCache(t *testing.T) {
 // contributor's tarball can hold one) made 'export --from' wait for a
 // writer for ever. It is refused at once as not a regular file.
 func TestHostileExportNamedPipeInProject(t *testing.T) {
+	t.Parallel()
 	f := newExportFixture(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = { source = \"hashicorp/random\" }\n  }\n}\n"), 0o644)

@@ -22,6 +22,7 @@ import (
 // silence before; now verify (against the store's inventory) and import
 // refuse each, naming what is wrong, and the store stays as it was.
 func TestHostilePublisherKeys(t *testing.T) {
+	t.Parallel()
 	w := harness.NewHostileWorld(t)
 	const tf = "registry.terraform.io"
 	pub := bundletest.Key(t, "publisher")

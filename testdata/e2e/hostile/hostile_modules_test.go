@@ -18,6 +18,7 @@ import (
 )
 
 func TestHostileExportModules(t *testing.T) {
+	t.Parallel()
 	in := registrytest.New(t)
 	// A repository on the exporting laptop, at a path the attacker guesses.
 	secret := t.TempDir()

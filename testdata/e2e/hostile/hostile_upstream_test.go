@@ -28,6 +28,7 @@ func hostileEnv(in *registrytest.Internet, work string) []string {
 // 8 of 10 cold exports failed; now every cold export succeeds and each package
 // is fetched once per export.
 func TestColdExportsIdenticalBytes(t *testing.T) {
+	t.Parallel()
 	const runs = 10
 	work := t.TempDir()
 	in := registrytest.New(t)
@@ -73,6 +74,7 @@ provider "registry.opentofu.org/mirror/null" {}
 // fails at --max-package-size with a message naming the URL, the limit and
 // the flag, does not retry, and leaves no partial file to grow on a re-run.
 func TestEndlessDownload(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.New(t)
 	bp := in.AddProvider(t, "registry.terraform.io", "evil", "endless", "1.0.0", []string{"linux_amd64"}, 4<<10)
@@ -111,6 +113,7 @@ func TestEndlessDownload(t *testing.T) {
 // TestRedirectLoopDownload: a package URL that redirects to itself fails at
 // once (one attempt: the first request and 10 redirects), naming the loop.
 func TestRedirectLoopDownload(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.New(t)
 	bp := in.AddProvider(t, "registry.terraform.io", "evil", "loop", "1.0.0", []string{"linux_amd64"}, 4<<10)
@@ -145,6 +148,7 @@ const evil = "\x1b]0;pwned\x07\x1b[2J\u202e"
 // terminal escapes reach export --dry-run, export errors, import and
 // inventory escaped.
 func TestHostileStringsAreEscaped(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.New(t)
 	// A module location (opentofu-style JSON, so any bytes get through).

@@ -17,6 +17,7 @@ import (
 // TestDeltaBundles: a delta carries only what the base lacks, refuses a
 // store without its base, and applies on top of it.
 func TestDeltaBundles(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.World(t)
 	in.AddProvider(t, "registry.terraform.io", "example", "big", "1.0.0", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
@@ -79,6 +80,7 @@ func TestDeltaBundles(t *testing.T) {
 // anything is imported; a missing, truncated, corrupt or foreign part is
 // named; the parts are never changed.
 func TestSplitVolumes(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.World(t)
 	in.AddProvider(t, "registry.terraform.io", "example", "big", "1.0.0", []string{"linux_amd64", "darwin_arm64"}, 2<<20)
@@ -180,6 +182,7 @@ func TestSplitVolumes(t *testing.T) {
 // TestResumableExport: Ctrl-C mid-export, then a re-run fetches only what is
 // missing, resuming the interrupted download with a Range request.
 func TestResumableExport(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := registrytest.World(t)
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {

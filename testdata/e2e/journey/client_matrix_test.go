@@ -61,6 +61,7 @@ type matrixResult struct {
 // compatPage is what this test measured: it fails when the page says
 // anything else.
 func TestClientMatrix(t *testing.T) {
+	t.Parallel()
 	clients := harness.MatrixClients(t)
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	_, base, caFile := exportImportServe(t, in, harness.E2EManifest, "--hostname", "registry.terraform.io", "--hostname", "registry.opentofu.org")

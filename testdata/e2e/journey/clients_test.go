@@ -17,6 +17,7 @@ import (
 // variable to set. (Stand-in binaries that print a version: the lookup,
 // not Terraform, is under test.)
 func TestFindTerraformNew(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	fake := func(name, version string) string {
 		p := filepath.Join(work, name)

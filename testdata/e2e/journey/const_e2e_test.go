@@ -81,6 +81,7 @@ module "subnet" {
 // their modules are those they install online. Without the value export
 // fails the way terraform does, at the line, naming the variable.
 func TestConstModuleSourcesJourney(t *testing.T) {
+	t.Parallel()
 	clients := []harness.MatrixClient{
 		{Tool: "terraform", Version: harness.TerraformNewVersion, Bin: harness.TerraformNewBin(t)},
 		{Tool: "tofu", Version: harness.TofuNewVersion, Bin: harness.TofuBinVersion(t, harness.TofuNewVersion)},

@@ -149,6 +149,7 @@ func TestExportThroughProxyRegistry(t *testing.T) {
 // refuses it, and the real terraform installs it from the appliance. A
 // later publisher-signed bundle of the same version upgrades it.
 func TestExportFromNetworkMirror(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	work := t.TempDir()
@@ -288,6 +289,7 @@ func TestExportFromNetworkMirror(t *testing.T) {
 // the output, still within the git size bound — and no other host is let
 // through. Bad values are refused before anything is fetched.
 func TestProxyAllowDownloadHost(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	for _, h := range []string{"registry.terraform.io", "releases.hashicorp.com", "archives.example.com"} {
 		in.Block(h)

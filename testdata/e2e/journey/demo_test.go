@@ -29,6 +29,7 @@ import (
 //   - Ctrl-C (SIGINT) ends the first with one line and exit status 0, and
 //     nothing of it answers any more.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}

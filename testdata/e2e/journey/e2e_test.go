@@ -33,6 +33,7 @@ func zhHashes(t *testing.T, lock string) []string {
 // export (manifest and --from) -> verify -> import -> serve -> client-config
 // -> offline terraform init / providers lock in both client-config modes.
 func TestJourney(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))

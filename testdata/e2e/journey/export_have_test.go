@@ -21,6 +21,7 @@ import (
 // and a dry run finds a withdraw block that the same manifest carries,
 // FILE:LINE:COL, as the real export does.
 func TestExportHaveHonoursOffline(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	s := harness.NewStation(t, in)
 	const plat = "platforms = [\"linux_amd64\"]\n"

@@ -46,6 +46,7 @@ const mirrorTofuProject = `terraform {
 `
 
 func TestMirrorDirOffline(t *testing.T) {
+	t.Parallel()
 	tf, tofu := harness.TerraformBin(t), harness.TofuBin(t)
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	work := t.TempDir()

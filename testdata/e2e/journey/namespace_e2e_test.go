@@ -19,6 +19,7 @@ import (
 // released here; 1.15 and OpenTofu 1.12 refuse it), so the answers are
 // checked directly.
 func TestProviderNamespaceUnderscore(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	in.AddProvider(t, "registry.terraform.io", "my_org", "tool", "1.0.0", []string{"linux_amd64", "darwin_arm64"}, 4<<10)
 	_, base, caFile := exportImportServe(t, in, "platforms = [\"linux_amd64\", \"darwin_arm64\"]\nprovider \"My_Org/tool\" {}\n")

@@ -47,6 +47,7 @@ func registryShasum(t *testing.T, base, caFile, path string) string {
 // registry and mirror modes work with tofu too. The zh: hashes OCI mode records
 // are those of the registry protocol.
 func TestOpenTofuOCI(t *testing.T) {
+	t.Parallel()
 	tofu := harness.TofuBin(t)
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	_, base, caFile := exportImportServe(t, in, harness.E2EManifest)

@@ -63,6 +63,7 @@ output "vpc" {
 `
 
 func TestSiteModulesOffline(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	in.AddGitRelease(t, "net/vpc", "v1.0.0", map[string]string{"main.tf": siteVPCv1})

@@ -11,6 +11,7 @@ import (
 // TestTofuBuilds makes sure the OpenTofu client is there for the
 // end-to-end tests (and builds it once for them).
 func TestTofuBuilds(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(harness.TofuBin(t), "version")
 	cmd.Env = harness.BaseEnv() // a TF_CLI_CONFIG_FILE naming a missing file makes tofu print a warning first
 	out, err := cmd.CombinedOutput()

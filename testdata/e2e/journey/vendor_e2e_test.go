@@ -19,6 +19,7 @@ import (
 // real terraform runs init, validate and plan in both client modes, and
 // the innermost module's output reaches the root.
 func TestVendoredModulesOffline(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	in.AddVendorModules(t)

@@ -112,6 +112,7 @@ func promtoolCheck(t *testing.T, metrics []byte) {
 // file, with NOTIFY_SOCKET, JSON logs and metrics; then reloads it with
 // SIGHUP and stops it with SIGTERM.
 func TestServeOperations(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	port, mport := harness.FreePort(t), harness.FreePort(t)
 	cfgPath := filepath.Join(t.TempDir(), "serve.hcl")
@@ -288,6 +289,7 @@ func waitExited(t *testing.T, exited chan error) {
 // TestServeConfigFile: --check-config over a file, flags and AIRGAP_
 // variables, and the errors an operator sees.
 func TestServeConfigFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	os.Mkdir(store, 0o755)
@@ -366,6 +368,7 @@ trusted-proxy = ["10.0.0.0/8", "192.0.2.1"]
 // systemd-analyze: it must verify, and its exposure score must stay at or
 // below 2.0 (docs/operations.md records the figure).
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Fatal("systemd-analyze is not on PATH: install Debian's systemd package (.ci/run does)")
@@ -464,6 +467,7 @@ func execForm(t *testing.T, what, s string) []string {
 // CMD, ENV and HEALTHCHECK that work together, run with the real binary
 // (paths mapped to a test store, the port to a free one).
 func TestContainerfile(t *testing.T) {
+	t.Parallel()
 	stages, final := containerfile(t)
 	if len(stages) != 2 || !strings.Contains(stages[0], " AS build") || stages[1] != "scratch" {
 		t.Fatalf("want a build stage and a scratch stage, got %q", stages)
@@ -567,6 +571,7 @@ func selfSigned(t *testing.T, cn, certPath, keyPath string) *x509.Certificate {
 // TestReloadCertificateFiles: with --tls files, SIGHUP serves the new
 // certificate at once, and a broken pair keeps the old one.
 func TestReloadCertificateFiles(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	dir := t.TempDir()
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -618,6 +623,7 @@ func TestReloadCertificateFiles(t *testing.T) {
 // (the keyring in /store, the bundle in /store/in): a documented command
 // that lacks a flag fails here.
 func TestContainerfileExamples(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(harness.Root(), "server", "deploy", "Containerfile"))
 	if err != nil {
 		t.Fatal(err)

@@ -97,6 +97,7 @@ func startImport(t *testing.T, f bigImportFixture, root, bundlePath string, minS
 // so the signal lands while the import waits for input; the SIGTERM case
 // reads the file at full speed.
 func TestImportInterrupted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -169,6 +170,7 @@ func TestImportInterrupted(t *testing.T) {
 // and JSON, and the store untouched by the dry run); after a second kill the
 // next import removes the leftovers itself, says how much, and completes.
 func TestKilledImportLeftovers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short")
 	}

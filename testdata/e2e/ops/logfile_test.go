@@ -18,6 +18,7 @@ import (
 // every request made before the rotation is in the rotated file, every one
 // after in the new file, each line whole.
 func TestServeLogFile(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	port := harness.FreePort(t)
 	logPath := filepath.Join(t.TempDir(), "serve.log")

@@ -75,6 +75,7 @@ func unreferenced(t *testing.T, root string) int {
 }
 
 func TestPruneAndGC(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	root := pruneFixture(t, work, 5)
 	before := bundletest.Snapshot(t, root)
@@ -218,6 +219,7 @@ func TestPruneGCSurviveKill(t *testing.T) {
 // the newest and collected still serves real terraform init, while a
 // project locked to a pruned version fails.
 func TestPruneGCTerraform(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))

@@ -21,6 +21,7 @@ import (
 // that left blobs/ and its bytes, and say which were unreferenced already.
 // The dry run announces the same.
 func TestPruneCountsWhatItDeletes(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	signer := bundletest.Key(t, "site")
 	pub, _ := verify.PublicArmor(signer)

@@ -19,6 +19,7 @@ import (
 // changes the hostnames keeps it covered; it used to be dropped, failing
 // every client that reached the appliance by host name until a restart.
 func TestReloadKeepsMachineNames(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	host, err := os.Hostname()
 	if err != nil {

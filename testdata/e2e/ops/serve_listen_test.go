@@ -16,6 +16,7 @@ import (
 // metrics), the setting that chose the address (flag or variable) and what
 // to do; the store is left as it was.
 func TestServePortInUse(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t)
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

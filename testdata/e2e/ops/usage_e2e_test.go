@@ -85,6 +85,7 @@ func stopReplica(t *testing.T, r *harness.Replica) {
 // counts within a few seconds; 'inventory --usage' lists them; a restart
 // keeps them.
 func TestUsageReplicasTerraformInit(t *testing.T) {
+	t.Parallel()
 	tf, tfNew, haproxy := harness.TerraformBin(t), harness.TerraformNewBin(t), harness.HAProxyBin(t)
 	fixture, _ := filepath.Abs(filepath.Join(harness.Root(), "testdata", "formats", "v2"))
 	work := t.TempDir()

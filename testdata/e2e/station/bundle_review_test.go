@@ -19,6 +19,7 @@ import (
 // 'airgap import' refuse each, naming what is wrong, and the store is byte
 // for byte as it was.
 func TestHostileBundlesRelabelled(t *testing.T) {
+	t.Parallel()
 	w := harness.NewHostileWorld(t)
 	pub := bundletest.Key(t, "publisher")
 	const tf = "registry.terraform.io"

@@ -48,6 +48,7 @@ import (
 // import that added what it may read, counting only that, and a token
 // that may read nothing of it still sees none.
 func TestCatalogHistoryWithAccessFile(t *testing.T) {
+	t.Parallel()
 	root, _, _ := harness.OpsStore(t) // one import: a terraform.io provider, an opentofu.org provider, a module
 	access := filepath.Join(t.TempDir(), "access.hcl")
 	all := harness.CreateToken(t, access, "all", "**")
@@ -102,6 +103,7 @@ func TestCatalogHistoryWithAccessFile(t *testing.T) {
 // before any request is made there, and one to another origin goes
 // without the token.
 func TestClientConfigRedirectKeepsToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cert, caFile := selfSignedTLS(t, dir, "appliance.test", "sub.appliance.test", "127.0.0.1")
 	tokenFile := filepath.Join(dir, "token")
@@ -393,6 +395,7 @@ func TestHostileNestedInventory(t *testing.T) {
 // signed digest first: a bundle whose report bytes were altered, or signed
 // by a key not in the keyring, prints nothing of it.
 func TestShowReport(t *testing.T) {
+	t.Parallel()
 	work, site, keyring, _, set := harness.TrustWorld(t)
 	sarif := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"trivy"}},"results":[` +
 		`{"ruleId":"AVD-AWS-0086","level":"error","message":{"text":"S3 bucket has no public access block \u001b[2J"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"modules/vpc/main.tf"},"region":{"startLine":12}}}]},` +
@@ -476,6 +479,7 @@ func TestShowReport(t *testing.T) {
 // "N Go build information documents read again" when none of them had any.
 // The why is recorded by export in the signed manifest (format 3).
 func TestVerifyEvidence(t *testing.T) {
+	t.Parallel()
 	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, t.TempDir()))
 	work := t.TempDir()
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"), "SOURCE_DATE_EPOCH=1767225600")

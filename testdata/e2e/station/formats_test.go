@@ -20,8 +20,9 @@ import (
 //
 // To add the fixture of a new format (before the format changes again):
 //
-//	AIRGAP_WRITE_FORMAT_FIXTURE=testdata/formats/vN go test -run TestWriteFormatFixture .
+//	AIRGAP_WRITE_FORMAT_FIXTURE=testdata/formats/vN go test -run TestWriteFormatFixture ./testdata/e2e/station
 func TestFormatFixtures(t *testing.T) {
+	t.Parallel()
 	dirs, _ := filepath.Glob(filepath.Join(harness.Root(), "testdata", "formats", "v*"))
 	if len(dirs) == 0 {
 		t.Fatal("no format fixtures in testdata/formats")
@@ -153,7 +154,9 @@ func TestWriteFormatFixture(t *testing.T) {
 	if out == "" {
 		t.Skip("writes a fixture only when AIRGAP_WRITE_FORMAT_FIXTURE is set")
 	}
-	out, _ = filepath.Abs(out) // the verbs run in a temporary directory
+	if !filepath.IsAbs(out) { // relative to the repository, where the command above runs
+		out = filepath.Join(harness.Root(), out)
+	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatalf("%s exists: a fixture is never rewritten", out)
 	}

@@ -120,6 +120,7 @@ const (
 // import.hcl refuse a bundle exported without the gate; the same inputs
 // give the same bundle.
 func TestGatesAndSBOM(t *testing.T) {
+	t.Parallel()
 	trivy, govulncheck, db := trivyBin(t), govulncheckBin(t), vulnDB(t)
 	in := registrytest.New(t)
 	in.ProviderBinary = registrytest.BuildFixtureProvider(t, t.TempDir())
@@ -426,6 +427,7 @@ func get(t *testing.T, cl *http.Client, url, ctype string) string {
 // is cut off at its bound, with its process group, the export fails saying
 // so and leaves no bundle.
 func TestGateHostileScannerCLI(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	work := t.TempDir()
 	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "none.tfrc"))

@@ -88,6 +88,7 @@ func buildGoTool(pkg, v, name string, env ...string) (string, string) {
 // TestScannersBuild makes sure the scanners are there for the gate tests
 // (and builds them once for them).
 func TestScannersBuild(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ bin, arg string }{{trivyBin(t), "--version"}, {govulncheckBin(t), "-version"}} {
 		cmd := exec.Command(c.bin, c.arg)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}

@@ -41,6 +41,7 @@ publisher_key_approvals = "station"
 // with one signed by the bundle's own key is refused, the store byte for
 // byte as it was.
 func TestTwoPersonJourney(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	s := harness.NewStation(t, in)

@@ -45,6 +45,7 @@ withdraw "hashicorp/random" {
 // refusing the undeclared new key, naming both keys, while the store stays
 // as it was.
 func TestTransferStationReview(t *testing.T) {
+	t.Parallel()
 	in := registrytest.World(t)
 	in.AddVendorModules(t)
 	s := harness.NewStation(t, in)
@@ -196,6 +197,7 @@ func TestTransferStationReview(t *testing.T) {
 // installs the new version from the appliance, checking its signature
 // against the new key.
 func TestRotatedKeyTerraformInstall(t *testing.T) {
+	t.Parallel()
 	tf := harness.TerraformBin(t)
 	in := registrytest.World(t)
 	s := harness.NewStation(t, in)

@@ -165,6 +165,7 @@ func forecastAndImport(t *testing.T, work, keyring, store, path string) (forecas
 // store's policy (finding 1: a required gate forecast OK, then refused)
 // and counted one refused entry where the import refused five (finding 2).
 func TestForecastAgreesWithImport(t *testing.T) {
+	t.Parallel()
 	w := newPolicyWorld(t)
 	rotated36, rotated37 := w.random(t, "3.6.0", w.rotated, 64<<10), w.random(t, "3.7.0", w.rotated, 64<<10)
 	decl := []bundle.PublisherKeyDecl{{Namespace: "registry.terraform.io/hashicorp", Fingerprint: verify.Fingerprint(w.rotated)}}
@@ -241,6 +242,7 @@ func TestForecastAgreesWithImport(t *testing.T) {
 // before and after, and the provider page and inventory show each
 // version's signing key.
 func TestTrustChangesListed(t *testing.T) {
+	t.Parallel()
 	w := newPolicyWorld(t)
 	st := w.storeFor(t, "trust", "")
 	decl := []bundle.PublisherKeyDecl{{Namespace: "registry.terraform.io/hashicorp", Fingerprint: verify.Fingerprint(w.rotated)}}
@@ -292,6 +294,7 @@ func revocableKey(t *testing.T, name string) *openpgp.Entity {
 // key with its revocation stripped is refused (finding 9: such a bundle
 // was accepted), by the import and by verify's forecast alike.
 func TestRetiredAndRevokedKeys(t *testing.T) {
+	t.Parallel()
 	w := newPolicyWorld(t)
 	pubG := verify.GroupFingerprint(verify.Fingerprint(w.pub))
 
@@ -383,6 +386,7 @@ func TestRetiredAndRevokedKeys(t *testing.T) {
 // mirror_hashes_only), so it said "import will refuse" (a conflict) where
 // the import accepts.
 func TestForecastMirrorHashesTier(t *testing.T) {
+	t.Parallel()
 	w := newPolicyWorld(t)
 	// As export writes one on --trust-mirror-hashes: a SHA256SUMS of the
 	// carried packages signed by the site key, marked.
