@@ -40,7 +40,8 @@ func newAttackTarget(t *testing.T, extra ...string) *attackTarget {
 	dir := t.TempDir()
 	a.access, a.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
 	a.ci = harness.CreateToken(t, a.access, "ci", "**")
-	a.base, a.caFile, a.proc, a.logs = harness.StartServeLogged(t, a.root, append([]string{"--access", a.access, "--audit-log", a.audit, "--log-format", "json"}, extra...)...)
+	srv := harness.StartServe(t, a.root, append([]string{"--access", a.access, "--audit-log", a.audit, "--log-format", "json"}, extra...)...)
+	a.base, a.caFile, a.proc, a.logs = srv.Base, srv.CAFile, srv.Proc, srv.Logs
 	fmt.Sscan(strings.TrimSuffix(a.base[strings.LastIndex(a.base, ":")+1:], "/"), &a.port)
 	return a
 }
@@ -283,7 +284,8 @@ func TestAccessRefusesMetricsOnMain(t *testing.T) {
 		}
 	}
 	// Metrics on a listener of their own stay possible.
-	base, _ := harness.StartServe(t, root, "--access", access, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
+	srv := harness.StartServe(t, root, "--access", access, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
+	base := srv.Base
 	cl, _, _ := harness.CAClient(t, root)
 	if resp, _ := harness.HTTPGet(t, cl, base+"metrics"); resp.StatusCode != 401 {
 		t.Errorf("/metrics on the main listener without a token: %s (want 401, as any path)", resp.Status)
@@ -354,7 +356,7 @@ func TestAccessPassthroughBalancer(t *testing.T) {
 	t.Parallel()
 	haproxy := harness.HAProxyBin(t)
 	a := newAttackTarget(t, "--passthrough-proxy", "127.0.0.1", "--max-conns-per-ip", "2")
-	lb, _ := harness.StartHAProxy(t, haproxy, a.caFile, []*harness.Replica{{Port: a.port}})
+	lb, _ := harness.StartHAProxy(t, haproxy, a.caFile, []*harness.Served{{Port: a.port}})
 	_, pool, _ := harness.CAClient(t, a.root)
 	from := func(ip string) *http.Client {
 		cl := clientFrom(ip)

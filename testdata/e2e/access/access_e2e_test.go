@@ -53,7 +53,8 @@ func newAccessFixture(t *testing.T, manifest string, tokens map[string][]string,
 		f.tokenFiles[name] = filepath.Join(dir, name+".token")
 		os.WriteFile(f.tokenFiles[name], []byte(out), 0o600)
 	}
-	f.base, f.caFile, _, f.logs = harness.StartServeLogged(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, extra...)...)
+	srv := harness.StartServe(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, extra...)...)
+	f.base, f.caFile, f.logs = srv.Base, srv.CAFile, srv.Logs
 	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
 	return f
 }
@@ -360,7 +361,8 @@ func TestCatalogInBrowserWithToken(t *testing.T) {
 	access := filepath.Join(work, "access.hcl")
 	sec := strings.TrimSpace(harness.MustRun(t, "", nil, harness.Bin, "token", "create", "--access", access, "--name", "tofu-team", "--allow", "registry.opentofu.org/**"))
 	sec = sec[:strings.Index(sec, "\n")]
-	base, caFile := harness.StartServe(t, root, "--access", access)
+	srv := harness.StartServe(t, root, "--access", access)
+	base, caFile := srv.Base, srv.CAFile
 	ctx, cancel := harness.NewChromium(t, base, caFile, work)
 	defer cancel()
 	eval := harness.JSEval(t, ctx)
@@ -456,7 +458,7 @@ func TestReplicasShareAccess(t *testing.T) {
 	access, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
 	create := func(name string) string { return harness.CreateToken(t, access, name, "**") }
 	ci := create("ci")
-	var reps []*harness.Replica
+	var reps []*harness.Served
 	for i := 0; i < 3; i++ {
 		reps = append(reps, harness.StartReplica(t, root, harness.FreePort(t), "--access", access, "--audit-log", audit))
 	}
@@ -480,7 +482,7 @@ func TestReplicasShareAccess(t *testing.T) {
 		json.Unmarshal(body, &d)
 		return resp.StatusCode, harness.ResolveRef(b+dl, d.DownloadURL)
 	}
-	replicaURL := func(r *harness.Replica) string { return fmt.Sprintf("https://localhost:%d", r.Port) }
+	replicaURL := func(r *harness.Served) string { return fmt.Sprintf("https://localhost:%d", r.Port) }
 
 	downloads := 0
 	// A URL signed by each replica downloads from every replica.
@@ -606,7 +608,8 @@ func TestAccessHostile(t *testing.T) {
 		t.Errorf("--check-config: %v\n%s", err, out)
 	}
 
-	base, _, _, logs := harness.StartServeLogged(t, root, "--access", access, "--log-format", "json")
+	srv := harness.StartServe(t, root, "--access", access, "--log-format", "json")
+	base, logs := srv.Base, srv.Logs
 	cl, _, _ := harness.CAClient(t, root)
 	versions := base + "v1/providers/hashicorp/random/versions"
 	if resp, _ := harness.HTTPGet(t, cl, versions, "Authorization", "Bearer "+ci); resp.StatusCode != 200 {
@@ -737,7 +740,8 @@ func TestAccessReloadOnSIGHUP(t *testing.T) {
 	a, b := tok(first, "a"), tok(second, "b")
 	cfg := filepath.Join(dir, "serve.hcl")
 	harness.WriteConfig(t, cfg, "access = \""+first+"\"\nlog-format = \"json\"\n")
-	base, _, proc, logs := harness.StartServeLogged(t, root, "--config", cfg)
+	srv := harness.StartServe(t, root, "--config", cfg)
+	base, proc, logs := srv.Base, srv.Proc, srv.Logs
 	cl, _, _ := harness.CAClient(t, root)
 	code := func(secret string) int {
 		resp, _ := harness.HTTPGet(t, cl, base+"v1/providers/hashicorp/random/versions", "Authorization", "Bearer "+secret)

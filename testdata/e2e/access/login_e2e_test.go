@@ -103,7 +103,8 @@ func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
 	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
 	f.access, f.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
 	os.WriteFile(f.access, []byte(loginAccess(dexIssuer(dexPort, !opt.plainIdP), secretFile, dexCA, opt.lifetime)), 0o600)
-	f.base, f.caFile, f.serve, f.logs = harness.StartServeLogged(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	srv := harness.StartServe(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	f.base, f.caFile, f.serve, f.logs = srv.Base, srv.CAFile, srv.Proc, srv.Logs
 	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
 	f.dex = startDex(t, dexOptions{port: dexPort, tlsDir: tlsDir, secret: secret, redirectURIs: []string{f.base + "oauth/callback"},
 		users: []dexUser{alice, outsider}, onlyMock: opt.onlyMock})
@@ -488,7 +489,8 @@ func TestLoginPeople(t *testing.T) {
 	})
 
 	// A second serve over the same store accepts kilgore's token.
-	base2, _, _, logs2 := harness.StartServeLogged(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	srv := harness.StartServe(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	base2, logs2 := srv.Base, srv.Logs
 	home2 := t.TempDir()
 	env2, _ := f.clientEnvAt(t, base2, "terraform", "mirror", home2)
 	creds, _ := credentialsFile(t, home)

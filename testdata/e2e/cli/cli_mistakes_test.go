@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,14 +264,7 @@ func TestServeWarnsOnEmptyStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "store"), 0o755)
-	cmd := exec.Command(harness.Bin, "serve", "--store", "store", "--listen", "127.0.0.1:0")
-	cmd.Dir, cmd.Env = dir, harness.BaseEnv()
-	var logs harness.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	logs := harness.Serve(t, harness.ServeOptions{Raw: true, Dir: dir, Args: []string{"--store", "store", "--listen", "127.0.0.1:0"}}).Logs
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if s := logs.String(); strings.Contains(s, "level=WARN") && strings.Contains(s, "the store is empty") {
 			if !strings.Contains(s, "airgap import --keyring") {
@@ -298,7 +290,8 @@ func TestTofuClientConfig(t *testing.T) {
 	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", "m.hcl", "--sign-key", "k/site.key.asc", "--out", "b.bundle", "--cache", "cache")
 	storeDir := filepath.Join(work, "store")
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", storeDir, "b.bundle")
-	base, caFile := harness.StartServe(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base, caFile := srv.Base, srv.CAFile
 	cfg := harness.MustRunStdout(t, work, "client-config", "--url", base, "--store", storeDir, "--tool", "tofu")
 	if !strings.Contains(cfg, "TF_CLI_CONFIG_FILE") || strings.Contains(cfg, "TOFU_CLI_CONFIG_FILE") {
 		t.Errorf("the tofu config names the wrong variable:\n%s", cfg)

@@ -160,12 +160,14 @@ func TestClientConfigChecksURL(t *testing.T) {
 		!strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "check --url") {
 		t.Errorf("nothing at --url: exit %d\nstderr: %s", code, stderr)
 	}
-	base, caFile := harness.StartServe(t, filepath.Join(work, "store"))
+	srv := harness.StartServe(t, filepath.Join(work, "store"))
+	base, caFile := srv.Base, srv.CAFile
 	_, stderr, code = harness.RunSplit(t, work, []string{"SSL_CERT_FILE=" + caFile}, "client-config", "--url", base, "--store", "store")
 	if code != 0 || !strings.Contains(stderr, "checked: "+base+" answers as the airgap appliance of this store") {
 		t.Errorf("the store's own appliance: exit %d\nstderr: %s", code, stderr)
 	}
-	otherBase, otherCA := harness.StartServe(t, filepath.Join(work, "other-store"))
+	srv2 := harness.StartServe(t, filepath.Join(work, "other-store"))
+	otherBase, otherCA := srv2.Base, srv2.CAFile
 	_, stderr, code = harness.RunSplit(t, work, []string{"SSL_CERT_FILE=" + otherCA}, "client-config", "--url", otherBase, "--store", "store")
 	if code != 0 || !strings.Contains(stderr, "serves other origins") || !strings.Contains(stderr, "warning:") {
 		t.Errorf("another appliance at --url: exit %d\nstderr: %s", code, stderr)

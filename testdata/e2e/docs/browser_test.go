@@ -49,7 +49,8 @@ func TestCatalogInBrowser(t *testing.T) {
 	for _, b := range []string{b1, b2} {
 		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keyring, "--store", root, b)
 	}
-	base, caFile := harness.StartServe(t, root)
+	srv := harness.StartServe(t, root)
+	base, caFile := srv.Base, srv.CAFile
 	wantCfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", base, "--mode", "registry")
 
 	ctx, cancel := harness.NewChromium(t, base, caFile, work)

@@ -299,7 +299,8 @@ func TestDocsOffline(t *testing.T) {
 	access := filepath.Join(work, "access.hcl")
 	widget := token(t, access, "widget", "registry.terraform.io/acme/widget")
 	all := token(t, access, "all", "**")
-	base, caFile, proc := harness.StartServeProc(t, store, "--hostname", "registry.terraform.io", "--access", access)
+	srv := harness.StartServe(t, store, "--hostname", "registry.terraform.io", "--access", access)
+	base, caFile, proc := srv.Base, srv.CAFile, srv.Proc
 	get := docsClient(t, caFile)
 	ui := base + "ui/providers/registry.terraform.io/acme/widget/"
 	for v, want := range map[string]string{"1.0.0": "Version one&#39;s thing.", "2.0.0": "Version two&#39;s thing.", "3.0.0": "Version two&#39;s thing."} {
@@ -466,7 +467,8 @@ func fatPageMemory(t *testing.T, u, caFile, tok string, pid int) int64 {
 // axe-core at zero violations on the docs list, a page, the search and
 // the module page.
 func docsInBrowser(t *testing.T, store, work string) {
-	base, caFile := harness.StartServe(t, store, "--hostname", "registry.terraform.io")
+	srv := harness.StartServe(t, store, "--hostname", "registry.terraform.io")
+	base, caFile := srv.Base, srv.CAFile
 	ctx, cancel := harness.NewChromium(t, base, caFile, work)
 	defer cancel()
 	eval := harness.JSEval(t, ctx)

@@ -177,7 +177,8 @@ func TestDocsLargeProvider(t *testing.T) {
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", store, filepath.Join(work, "docs.bundle"))
 	t.Logf("import: %v; store blobs %s", time.Since(start), mib(dirSize(t, filepath.Join(store, "blobs"))))
 
-	srv, caFile := harness.StartServe(t, store)
+	srv2 := harness.StartServe(t, store)
+	srv, caFile := srv2.Base, srv2.CAFile
 	get := docsClient(t, caFile)
 	timed := func(what, u string) {
 		start := time.Now()

@@ -209,7 +209,8 @@ withdraw "hashicorp/random" {
 	}
 
 	// Clients install from C with the lock made on the internet.
-	base, caFile := harness.StartServe(t, storeC)
+	srv := harness.StartServe(t, storeC)
+	base, caFile := srv.Base, srv.CAFile
 	cfg := harness.MustRun(t, e.work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
 	rc := e.path("c.tfrc")
 	os.WriteFile(rc, []byte(cfg), 0o644)
@@ -402,7 +403,8 @@ func TestEnclaveSelect(t *testing.T) {
 	})
 
 	e.importInto(t, storeB, e.pub("a"), proj)
-	base, caFile := harness.StartServe(t, storeB)
+	srv := harness.StartServe(t, storeB)
+	base, caFile := srv.Base, srv.CAFile
 	cfg := harness.MustRun(t, e.work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
 	rc := e.path("b.tfrc")
 	os.WriteFile(rc, []byte(cfg), 0o644)

@@ -14,10 +14,10 @@ import (
 // RunningDemo is the program behind 'make demo', started by startDemo and
 // serving.
 type RunningDemo struct {
-	Bin    string      // the demo program, built
-	Dir    string      // its -dir
-	Listen string      // its -listen
-	Out    *SyncBuffer // what it printed
+	Bin    string        // the demo program, built
+	Dir    string        // its -dir
+	Listen string        // its -listen
+	Out    *LockedBuffer // what it printed
 	Cmd    *exec.Cmd
 	Done   chan error // its exit
 }
@@ -29,7 +29,7 @@ func StartDemo(t *testing.T, work string) *RunningDemo {
 	t.Helper()
 	TerraformBin(t) // the demo runs terraform init: it must be there
 	d := &RunningDemo{Bin: filepath.Join(work, "demo-bin"), Dir: filepath.Join(work, "demo"),
-		Listen: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Out: &SyncBuffer{}, Done: make(chan error, 1)}
+		Listen: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Out: &LockedBuffer{}, Done: make(chan error, 1)}
 	build := exec.Command("go", "build", "-o", d.Bin, "./testdata/demo")
 	build.Dir = Root()
 	if out, err := build.CombinedOutput(); err != nil {

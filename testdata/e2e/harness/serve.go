@@ -181,62 +181,110 @@ func ResolveRef(request, ref string) string {
 	return b.ResolveReference(r).String()
 }
 
-// StartServe runs 'airgap serve' and waits for it to answer /healthz.
-func StartServe(t *testing.T, storeDir string, extra ...string) (base string, caFile string) {
-	t.Helper()
-	base, caFile, _ = StartServeProc(t, storeDir, extra...)
-	return base, caFile
+// ServeOptions says how Serve starts 'airgap serve'.
+type ServeOptions struct {
+	Store string   // --store, followed by --listen 127.0.0.1:Port and --hostname localhost
+	Port  int      // the port it listens on; 0 is a free one (FreePort)
+	Args  []string // its other flags; with Raw, its whole command line after "serve"
+	Raw   bool     // no --store, --listen or --hostname added (a --config, a flag under test)
+	Env   []string // added to BaseEnv
+	Dir   string   // its working directory
+	// Wait: return once it answers /healthz and offers the CA 'airgap ca'
+	// prints at /ca.pem (CAFile is then that CA).
+	Wait bool
+	// Interrupt: at the test's end stop it with SIGINT and fail the test
+	// if it takes over 10 s; else it is killed.
+	Interrupt bool
 }
 
-// StartServeProc is startServe that also returns the serve process.
-func StartServeProc(t *testing.T, storeDir string, extra ...string) (base string, caFile string, proc *os.Process) {
-	t.Helper()
-	base, caFile, proc, _ = StartServeLogged(t, storeDir, extra...)
-	return base, caFile, proc
+// Served is a running 'airgap serve'.
+type Served struct {
+	Base   string // https://localhost:Port/
+	CAFile string // with Wait: its CA, for clients
+	Port   int
+	Cmd    *exec.Cmd
+	Proc   *os.Process
+	Logs   *LockedBuffer // its output as it grows
+	Done   chan struct{} // closed when it has exited, Err then its exit
+	Err    error
 }
 
-// StartServeLogged is startServeProc that also returns serve's output as
-// it grows.
-func StartServeLogged(t *testing.T, storeDir string, extra ...string) (base string, caFile string, proc *os.Process, logs *LockedBuffer) {
+// Serve starts 'airgap serve' as o says; the test's end stops it and, if
+// the test failed, shows its output. It is the one way the end-to-end
+// tests start serve: StartServe and StartReplica are its common options.
+func Serve(t *testing.T, o ServeOptions) *Served {
 	t.Helper()
-	port := FreePort(t)
-	args := append([]string{"serve", "--store", storeDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost"}, extra...)
-	cmd := exec.Command(Bin, args...)
-	cmd.Env = BaseEnv()
-	logs = &LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	if o.Port == 0 && !o.Raw {
+		o.Port = FreePort(t)
+	}
+	args := o.Args
+	if !o.Raw {
+		args = append([]string{"--store", o.Store, "--listen", fmt.Sprintf("127.0.0.1:%d", o.Port), "--hostname", "localhost"}, o.Args...)
+	}
+	s := &Served{Port: o.Port, Base: fmt.Sprintf("https://localhost:%d/", o.Port), Logs: &LockedBuffer{}, Done: make(chan struct{})}
+	s.Cmd = exec.Command(Bin, append([]string{"serve"}, args...)...)
+	s.Cmd.Dir, s.Cmd.Env = o.Dir, append(BaseEnv(), o.Env...)
+	s.Cmd.Stdout, s.Cmd.Stderr = s.Logs, s.Logs
+	if err := s.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.Proc = s.Cmd.Process
+	go func() { s.Err = s.Cmd.Wait(); close(s.Done) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("serve did not shut down on SIGINT")
+		if o.Interrupt {
+			s.Proc.Signal(os.Interrupt)
+			select {
+			case <-s.Done:
+			case <-time.After(10 * time.Second):
+				s.Proc.Kill()
+				t.Errorf("serve did not shut down on SIGINT")
+			}
+		} else {
+			s.Proc.Kill()
+			<-s.Done
 		}
 		if t.Failed() {
-			t.Logf("serve log:\n%s", logs.String())
+			t.Logf("serve :%d log:\n%s", o.Port, s.Logs.String())
 		}
 	})
-	caFile = filepath.Join(t.TempDir(), "airgap-ca.pem")
-	base = fmt.Sprintf("https://localhost:%d/", port)
+	if o.Wait {
+		s.CAFile = filepath.Join(t.TempDir(), "airgap-ca.pem")
+		s.waitHealthy(t, o.Store)
+	}
+	return s
+}
+
+// StartServe runs 'airgap serve' over storeDir with extra flags and waits
+// for it to answer /healthz; the test's end interrupts it.
+func StartServe(t *testing.T, storeDir string, extra ...string) *Served {
+	t.Helper()
+	return Serve(t, ServeOptions{Store: storeDir, Args: extra, Wait: true, Interrupt: true})
+}
+
+// StartReplica runs one replica over a shared store: quiet logs, no
+// metrics listener, not waited for (WaitHealthy, or HAProxy's checks).
+func StartReplica(t *testing.T, root string, port int, extra ...string) *Served {
+	t.Helper()
+	return Serve(t, ServeOptions{Store: root, Port: port, Args: append([]string{"--log-level", "warn", "--metrics-listen", "off"}, extra...)})
+}
+
+// waitHealthy waits up to 20 s for serve to answer /healthz, writing its CA
+// ('airgap ca') to CAFile, and checks /ca.pem offers the same CA.
+func (s *Served) waitHealthy(t *testing.T, storeDir string) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		pemOut, err := exec.Command(Bin, "ca", "--store", storeDir).Output()
 		if err == nil && len(pemOut) > 0 {
-			os.WriteFile(caFile, pemOut, 0o644)
+			os.WriteFile(s.CAFile, pemOut, 0o644)
 			pool := x509.NewCertPool()
 			pool.AppendCertsFromPEM(pemOut)
 			cl := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-			if resp, err := cl.Get(base + "healthz"); err == nil {
+			if resp, err := cl.Get(s.Base + "healthz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
 					// The appliance offers the same CA at /ca.pem.
-					if r2, err := cl.Get(base + "ca.pem"); err != nil || r2.StatusCode != 200 {
+					if r2, err := cl.Get(s.Base + "ca.pem"); err != nil || r2.StatusCode != 200 {
 						t.Fatalf("/ca.pem: %v %v", r2, err)
 					} else {
 						served, _ := io.ReadAll(r2.Body)
@@ -245,14 +293,13 @@ func StartServeLogged(t *testing.T, storeDir string, extra ...string) (base stri
 							t.Fatal("/ca.pem differs from 'airgap ca'")
 						}
 					}
-					return base, caFile, cmd.Process, logs
+					return
 				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("serve did not come up:\n%s", logs.String())
-	return
+	t.Fatalf("serve did not come up:\n%s", s.Logs.String())
 }
 
 // CheckConsistent: the index parses and every blob it refers to is present,
@@ -285,40 +332,10 @@ func CheckConsistent(t *testing.T, root string) int {
 	return n
 }
 
-// Replica is one 'airgap serve' process over the shared store.
-type Replica struct {
-	Port int
-	Cmd  *exec.Cmd
-	logs *LockedBuffer
-	Done chan struct{}
-}
-
-func StartReplica(t *testing.T, root string, port int, extra ...string) *Replica {
-	t.Helper()
-	r := &Replica{Port: port, logs: &LockedBuffer{}, Done: make(chan struct{})}
-	args := append([]string{"serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--hostname", "localhost", "--log-level", "warn", "--metrics-listen", "off"}, extra...)
-	r.Cmd = exec.Command(Bin, args...)
-	r.Cmd.Env = BaseEnv()
-	r.Cmd.Stdout, r.Cmd.Stderr = r.logs, r.logs
-	if err := r.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.Cmd.Wait(); close(r.Done) }()
-	t.Cleanup(func() {
-		r.Cmd.Process.Kill()
-		<-r.Done
-		if t.Failed() {
-			t.Logf("replica :%d log:\n%s", port, r.logs.String())
-		}
-	})
-	return r
-}
-
 // StartHAProxy runs HAProxy in front of the replicas (TCP passthrough,
 // round robin, check-ssl health checks on /healthz every 200 ms) and
 // returns its base URL (no trailing slash) and its log.
-func StartHAProxy(t *testing.T, haproxy, caFile string, reps []*Replica) (string, *LockedBuffer) {
+func StartHAProxy(t *testing.T, haproxy, caFile string, reps []*Served) (string, *LockedBuffer) {
 	t.Helper()
 	front := FreePort(t)
 	cfg := fmt.Sprintf(`global

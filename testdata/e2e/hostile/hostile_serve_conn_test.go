@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,7 +25,8 @@ import (
 func hostileServe(t *testing.T, extra ...string) (addr string, tc *tls.Config, proc *os.Process, cat *dist.Catalog) {
 	t.Helper()
 	storeDir, set := harness.ImportStandard(t)
-	base, caFile, proc := harness.StartServeProc(t, storeDir, extra...)
+	srv := harness.StartServe(t, storeDir, extra...)
+	base, caFile, proc := srv.Base, srv.CAFile, srv.Proc
 	pemData, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
@@ -406,14 +406,8 @@ func TestHostileServeSNIFlood(t *testing.T) {
 	storeDir, _ := harness.ImportStandard(t)
 	port := harness.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(harness.Bin, "serve", "--store", storeDir, "--listen", addr, "--hostname", "localhost")
-	cmd.Env = harness.BaseEnv()
-	logs := &harness.LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	srv := harness.Serve(t, harness.ServeOptions{Store: storeDir, Port: port, Interrupt: true})
+	cmd, logs := srv.Cmd, srv.Logs
 	insecure := &tls.Config{InsecureSkipVerify: true}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

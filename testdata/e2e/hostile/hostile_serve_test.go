@@ -41,7 +41,8 @@ func encodeSome(path string, n int) string {
 // (the old cache, keyed by Host and raw path, grew from 13 to 883 MB).
 func TestHostileServeMemory(t *testing.T) {
 	storeDir, _ := harness.ImportStandard(t)
-	base, caFile, proc := harness.StartServeProc(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base, caFile, proc := srv.Base, srv.CAFile, srv.Proc
 
 	pemData, err := os.ReadFile(caFile)
 	if err != nil {

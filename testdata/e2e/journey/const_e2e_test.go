@@ -136,7 +136,8 @@ func TestConstModuleSourcesJourney(t *testing.T) {
 	}
 	store := filepath.Join(work, "store")
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", store, b)
-	base, caFile := harness.StartServe(t, store)
+	srv := harness.StartServe(t, store)
+	base, caFile := srv.Base, srv.CAFile
 
 	for _, c := range clients {
 		t.Run(c.String(), func(t *testing.T) {

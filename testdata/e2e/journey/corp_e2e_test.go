@@ -244,7 +244,8 @@ func TestExportFromNetworkMirror(t *testing.T) {
 	if inv := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", storeDir); !strings.Contains(inv, "(mirror hashes only, from "+registrytest.MirrorURL) {
 		t.Errorf("inventory does not show the tier:\n%s", inv)
 	}
-	base, caFile := harness.StartServe(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base, caFile := srv.Base, srv.CAFile
 	cl, _, _ := harness.CAClient(t, storeDir)
 	if _, page := harness.HTTPGet(t, cl, base+"ui/providers/registry.terraform.io/hashicorp/random"); !bytes.Contains(page, []byte("mirror hashes only")) || !bytes.Contains(page, []byte(registrytest.MirrorURL)) {
 		t.Errorf("the catalog page does not show the tier:\n%s", page)

@@ -61,7 +61,8 @@ func TestDemo(t *testing.T) {
 		t.Errorf("verify of the export made by hand:\n%s", v)
 	}
 	harness.MustRun(t, hand, nil, harness.Bin, "import", "--keyring", "keys/site.pub.asc", "--store", "store", "site.bundle")
-	base, caFile := harness.StartServe(t, filepath.Join(hand, "store"))
+	srv := harness.StartServe(t, filepath.Join(hand, "store"))
+	base, caFile := srv.Base, srv.CAFile
 	rc := harness.MustRunStdout(t, hand, "client-config", "--url", base, "--store", "store")
 	os.WriteFile(filepath.Join(hand, "terraform.rc"), []byte(rc), 0o644)
 	proj := filepath.Join(hand, "project")

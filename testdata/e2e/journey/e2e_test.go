@@ -87,7 +87,8 @@ func TestJourney(t *testing.T) {
 	if !strings.Contains(out, "already imported") {
 		t.Errorf("re-import: %s", out)
 	}
-	base, caFile := harness.StartServe(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base, caFile := srv.Base, srv.CAFile
 
 	for _, mode := range []string{"registry", "mirror"} {
 		t.Run(mode, func(t *testing.T) {

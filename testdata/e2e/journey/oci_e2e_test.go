@@ -22,7 +22,8 @@ import (
 func exportImportServe(t *testing.T, in *registrytest.Internet, manifest string, serveArgs ...string) (storeDir, base, caFile string) {
 	t.Helper()
 	storeDir = harness.ExportImport(t, in, manifest)
-	base, caFile = harness.StartServe(t, storeDir, serveArgs...)
+	srv := harness.StartServe(t, storeDir, serveArgs...)
+	base, caFile = srv.Base, srv.CAFile
 	return storeDir, base, caFile
 }
 

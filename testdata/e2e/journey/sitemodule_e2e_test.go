@@ -137,7 +137,8 @@ hint: bad.hcl:3 publishes version 1.2.0 from git ref "v1.2.0"; create that tag o
 	os.WriteFile(filepath.Join(work, "both.asc"), append(pub1, pub2...), 0o644)
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "both.asc", "--store", storeDir, "offline.bundle")
 
-	base, caFile := harness.StartServe(t, storeDir, "--hostname", "site.example")
+	srv := harness.StartServe(t, storeDir, "--hostname", "site.example")
+	base, caFile := srv.Base, srv.CAFile
 	plan := func(t *testing.T, env []string, version, want string) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "main.tf"), []byte(strings.Replace(siteProject, "1.1.0", version, 1)), 0o644)

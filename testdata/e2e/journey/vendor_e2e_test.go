@@ -60,7 +60,8 @@ func TestVendoredModulesOffline(t *testing.T) {
 	if !strings.Contains(inv, "vendored main.tf:4 git::https://github.com/example/net.git//sub?ref=v1 -> ./.airgap/modules/") {
 		t.Errorf("inventory does not show the rewrites:\n%s", inv)
 	}
-	base, caFile := harness.StartServe(t, store, "--hostname", "registry.terraform.io", "--hostname", "registry.opentofu.org")
+	srv := harness.StartServe(t, store, "--hostname", "registry.terraform.io", "--hostname", "registry.opentofu.org")
+	base, caFile := srv.Base, srv.CAFile
 
 	project := "module \"wrap\" {\n  source  = \"example/wrap/aws\"\n  version = \"1.0.0\"\n}\n\n" +
 		"output \"leaf\" {\n  value = module.wrap.leaf\n}\n\noutput \"net\" {\n  value = module.wrap.net\n}\n\noutput \"direct\" {\n  value = module.wrap.direct\n}\n"
@@ -120,7 +121,8 @@ func TestVendoredModulesOffline(t *testing.T) {
 		}
 		store2 := filepath.Join(t.TempDir(), "store")
 		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", store2, plain)
-		base2, ca2 := harness.StartServe(t, store2)
+		srv2 := harness.StartServe(t, store2)
+		base2, ca2 := srv2.Base, srv2.CAFile
 		env, dir := offline(t, base2, ca2, "registry")
 		if out, err := harness.CmdRun(t, dir, env, tf, "init", "-input=false", "-no-color"); err == nil || !strings.Contains(out, "github.com") {
 			t.Errorf("init without vendoring succeeded offline (err %v):\n%s", err, out)

@@ -73,28 +73,6 @@ func (ns *notifySocket) expect(t *testing.T, want string, within time.Duration) 
 	}
 }
 
-// startLogged starts the airgap binary with args (env added to the base
-// environment), its output in a lockedBuffer; the test's cleanup kills it
-// and, if the test failed, logs the output.
-func startLogged(t *testing.T, env []string, args ...string) (*exec.Cmd, *harness.LockedBuffer) {
-	t.Helper()
-	cmd := exec.Command(harness.Bin, args...)
-	cmd.Env = append(harness.BaseEnv(), env...)
-	logs := &harness.LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s log:\n%s", args[0], logs.String())
-		}
-	})
-	return cmd, logs
-}
-
 func promtoolCheck(t *testing.T, metrics []byte) {
 	t.Helper()
 	promtool, err := exec.LookPath("promtool")
@@ -124,7 +102,9 @@ trusted-proxy = ["127.0.0.1"]
 `, root, port)
 	harness.WriteConfig(t, cfgPath, cfgText)
 	ns := newNotifySocket(t)
-	cmd, logs, exited := runServe(t, []string{"NOTIFY_SOCKET=" + ns.path}, "--config", cfgPath, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport))
+	srv := harness.Serve(t, harness.ServeOptions{Raw: true, Env: []string{"NOTIFY_SOCKET=" + ns.path},
+		Args: []string{"--config", cfgPath, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport)}})
+	cmd, logs := srv.Cmd, srv.Logs
 	ns.expect(t, "READY=1", 30*time.Second)
 
 	// Ready means answering: no polling needed.
@@ -246,39 +226,15 @@ trusted-proxy = ["127.0.0.1"]
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	ns.expect(t, "STOPPING=1", 10*time.Second)
-	waitExited(t, exited)
+	waitExited(t, srv)
 }
 
-// runServe starts 'airgap serve args...' with env added to the test
-// environment, its output in logs; exited receives its exit. The test's
-// end kills it and, if the test failed, shows the output.
-func runServe(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, logs *harness.LockedBuffer, exited chan error) {
-	t.Helper()
-	cmd = exec.Command(harness.Bin, append([]string{"serve"}, args...)...)
-	cmd.Env = append(harness.BaseEnv(), env...)
-	logs = &harness.LockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited = make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("serve output:\n%s", logs.String())
-		}
-	})
-	return cmd, logs, exited
-}
-
-// waitExited waits up to 40 s for serve (runServe) to exit cleanly after
-// SIGTERM.
-func waitExited(t *testing.T, exited chan error) {
+// waitExited waits up to 40 s for serve to exit cleanly after SIGTERM.
+func waitExited(t *testing.T, srv *harness.Served) {
 	t.Helper()
 	select {
-	case err := <-exited:
-		if err != nil {
+	case <-srv.Done:
+		if err := srv.Err; err != nil {
 			t.Fatalf("serve exited with %v after SIGTERM", err)
 		}
 	case <-time.After(40 * time.Second):
@@ -578,8 +534,9 @@ func TestReloadCertificateFiles(t *testing.T) {
 	old := selfSigned(t, "first", certPath, keyPath)
 	port := harness.FreePort(t)
 	ns := newNotifySocket(t)
-	cmd, logs := startLogged(t, []string{"NOTIFY_SOCKET=" + ns.path}, "serve", "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--tls", "files", "--cert", certPath, "--key", keyPath, "--log-format", "json")
+	srv := harness.Serve(t, harness.ServeOptions{Raw: true, Env: []string{"NOTIFY_SOCKET=" + ns.path}, Args: []string{"--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls", "files", "--cert", certPath, "--key", keyPath, "--log-format", "json"}})
+	cmd, logs := srv.Cmd, srv.Logs
 	ns.expect(t, "READY=1", 30*time.Second)
 	served := func() *x509.Certificate {
 		t.Helper()
@@ -681,7 +638,7 @@ func TestHealthcheckWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond) // it has asked a few times by now
-	runServe(t, nil, "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost")
+	harness.Serve(t, harness.ServeOptions{Store: root, Port: port})
 	done := make(chan error, 1)
 	go func() { done <- hc.Wait() }()
 	select {

@@ -62,11 +62,11 @@ func tmpFiles(t *testing.T, root string) (n int, size int64) {
 // startImport starts 'airgap import' of bundle into root and waits until
 // it has staged at least one blob of at least minStaged bytes in
 // STORE/tmp.
-func startImport(t *testing.T, f bigImportFixture, root, bundlePath string, minStaged int64) (*exec.Cmd, *harness.SyncBuffer, chan error) {
+func startImport(t *testing.T, f bigImportFixture, root, bundlePath string, minStaged int64) (*exec.Cmd, *harness.LockedBuffer, chan error) {
 	t.Helper()
 	cmd := exec.Command(harness.Bin, "import", "--keyring", f.keyring, "--store", root, bundlePath)
 	cmd.Env = harness.BaseEnv()
-	var out harness.SyncBuffer
+	var out harness.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestImportInterrupted(t *testing.T) {
 		io.CopyN(w, src, fi.Size()/2)
 		<-stopWriter // hold the pipe open, delivering nothing more
 	}()
-	signal := func(sig syscall.Signal, name string, code int, cmd *exec.Cmd, out *harness.SyncBuffer, done chan error) {
+	signal := func(sig syscall.Signal, name string, code int, cmd *exec.Cmd, out *harness.LockedBuffer, done chan error) {
 		t.Helper()
 		cmd.Process.Signal(sig)
 		select {

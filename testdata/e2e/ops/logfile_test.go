@@ -22,7 +22,8 @@ func TestServeLogFile(t *testing.T) {
 	root, _, _ := harness.OpsStore(t)
 	port := harness.FreePort(t)
 	logPath := filepath.Join(t.TempDir(), "serve.log")
-	cmd, stderr, exited := runServe(t, nil, "--store", root, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--hostname", "localhost", "--log-file", logPath)
+	srv := harness.Serve(t, harness.ServeOptions{Store: root, Port: port, Args: []string{"--log-file", logPath}})
+	cmd, stderr := srv.Cmd, srv.Logs
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
@@ -73,7 +74,7 @@ func TestServeLogFile(t *testing.T) {
 	}
 	requests("after", n)
 	cmd.Process.Signal(syscall.SIGTERM)
-	waitExited(t, exited)
+	waitExited(t, srv)
 	for _, c := range []struct {
 		file, tag, other string
 	}{{logPath + ".1", "before", "after"}, {logPath, "after", "before"}} {

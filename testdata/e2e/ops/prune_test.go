@@ -232,7 +232,8 @@ func TestPruneGCTerraform(t *testing.T) {
 	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
 	root := filepath.Join(work, "store")
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keys+".pub.asc", "--store", root, b)
-	base, caFile := harness.StartServe(t, root)
+	srv := harness.StartServe(t, root)
+	base, caFile := srv.Base, srv.CAFile
 	out := harness.MustRun(t, work, nil, harness.Bin, "prune", "--store", root, "--keep", "1")
 	if !strings.Contains(out, "3.5.1") || !strings.Contains(out, "3.6.0") || strings.Contains(out, "3.6.2") {
 		t.Fatalf("prune --keep 1:\n%s", out)

@@ -30,7 +30,8 @@ func TestReloadKeepsMachineNames(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "serve.hcl")
 	cfgText := fmt.Sprintf("store = %q\nlisten = \"127.0.0.1:%d\"\nhostname = [\"localhost\"]\nlog-format = \"json\"\n", root, port)
 	harness.WriteConfig(t, cfgPath, cfgText)
-	cmd, logs := startLogged(t, nil, "serve", "--config", cfgPath)
+	srv := harness.Serve(t, harness.ServeOptions{Raw: true, Args: []string{"--config", cfgPath}})
+	cmd, logs := srv.Cmd, srv.Logs
 	harness.WaitLog(t, logs, "serving", func(r map[string]any) bool { return r["msg"] == "serving" })
 	_, pool, _ := harness.CAClient(t, root)
 	handshake := func(name string) error {

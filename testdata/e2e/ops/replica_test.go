@@ -41,7 +41,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 
 	// Three replicas started at once over one store: they must agree on
 	// one CA and share certificates through STORE/tls.
-	var reps []*harness.Replica
+	var reps []*harness.Served
 	for i := 0; i < 3; i++ {
 		reps = append(reps, harness.StartReplica(t, root, harness.FreePort(t)))
 	}

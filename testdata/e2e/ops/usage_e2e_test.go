@@ -68,7 +68,7 @@ func inventoryUsage(t *testing.T, root string) *usageDoc {
 
 // stopReplica ends a replica with SIGTERM (serve writes its counts then)
 // and waits for it.
-func stopReplica(t *testing.T, r *harness.Replica) {
+func stopReplica(t *testing.T, r *harness.Served) {
 	t.Helper()
 	r.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -94,10 +94,10 @@ func TestUsageReplicasTerraformInit(t *testing.T) {
 	a := harness.StartReplica(t, root, harness.FreePort(t), "--usage-flush", "1s")
 	b := harness.StartReplica(t, root, harness.FreePort(t), "--usage-flush", "1s")
 	cl, _, caFile := harness.CAClient(t, root)
-	for _, r := range []*harness.Replica{a, b} {
+	for _, r := range []*harness.Served{a, b} {
 		harness.WaitHealthy(t, cl, fmt.Sprintf("https://localhost:%d/healthz", r.Port))
 	}
-	base, _ := harness.StartHAProxy(t, haproxy, caFile, []*harness.Replica{a, b})
+	base, _ := harness.StartHAProxy(t, haproxy, caFile, []*harness.Served{a, b})
 	harness.WaitHealthy(t, cl, base+"/healthz")
 
 	n := 0
@@ -133,7 +133,7 @@ func TestUsageReplicasTerraformInit(t *testing.T) {
 	// Each replica's page shows every init's downloads, the other
 	// replica's included, once that one has written them (1 s) and this
 	// one has read them (1 s).
-	for _, r := range []*harness.Replica{a, b} {
+	for _, r := range []*harness.Served{a, b} {
 		u := fmt.Sprintf("https://localhost:%d/ui/providers/registry.terraform.io/hashicorp/random", r.Port)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -193,7 +193,8 @@ func TestUsageReplicasTerraformInit(t *testing.T) {
 func TestPruneUnusedForCLI(t *testing.T) {
 	work := t.TempDir()
 	root := pruneFixture(t, work, 4) // example/many 1.0.0 … 1.3.0
-	base, _, proc, _ := harness.StartServeLogged(t, root, "--usage-flush", "1s")
+	srv := harness.StartServe(t, root, "--usage-flush", "1s")
+	base, proc := srv.Base, srv.Proc
 	cl, _, _ := harness.CAClient(t, root)
 	before := readIndexFile(t, root)
 
@@ -265,7 +266,8 @@ func TestPruneUnusedForCLI(t *testing.T) {
 // few real downloads among them are counted exactly.
 func TestHostileUsageFlood(t *testing.T) {
 	storeDir, set := harness.ImportStandard(t)
-	base, _, proc, _ := harness.StartServeLogged(t, storeDir, "--usage-flush", "1s", "--log-level", "warn")
+	srv := harness.StartServe(t, storeDir, "--usage-flush", "1s", "--log-level", "warn")
+	base, proc := srv.Base, srv.Proc
 	base = strings.TrimSuffix(base, "/")
 	cl, _, _ := harness.CAClient(t, storeDir)
 	const workers = 8
@@ -398,7 +400,8 @@ func TestHostileUsageFile(t *testing.T) {
 	if err := os.WriteFile(store.UsageFile(storeDir), big, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base, _, proc, logs := harness.StartServeLogged(t, storeDir, "--usage-flush", "1s")
+	srv := harness.StartServe(t, storeDir, "--usage-flush", "1s")
+	base, proc, logs := srv.Base, srv.Proc, srv.Logs
 	cl, _, _ := harness.CAClient(t, storeDir)
 	var url string
 	for _, p := range set.Catalog.Providers {

@@ -54,7 +54,8 @@ func TestCatalogHistoryWithAccessFile(t *testing.T) {
 	all := harness.CreateToken(t, access, "all", "**")
 	tofu := harness.CreateToken(t, access, "tofu", "registry.opentofu.org/**")
 	nobody := harness.CreateToken(t, access, "nobody", "example.invalid/**")
-	base, _ := harness.StartServe(t, root, "--access", access)
+	srv := harness.StartServe(t, root, "--access", access)
+	base := srv.Base
 	cl, _, _ := harness.CAClient(t, root)
 	// The rows of the bundle table: the "Added" cell of each.
 	added := func(token string) []string {

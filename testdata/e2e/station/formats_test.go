@@ -69,7 +69,8 @@ func checkFormatFixture(t *testing.T, fixture string) {
 	} else {
 		checkFormat3(t, work, abs, old, keyring, enclave)
 	}
-	base, caFile := harness.StartServe(t, old)
+	srv := harness.StartServe(t, old)
+	base, caFile := srv.Base, srv.CAFile
 	rc := filepath.Join(work, "airgap.tfrc")
 	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")
 	os.WriteFile(rc, []byte(cfg), 0o644)

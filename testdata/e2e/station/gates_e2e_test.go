@@ -360,7 +360,8 @@ func TestGatesAndSBOM(t *testing.T) {
 	}
 
 	// 7. The catalog page: results with links to the reports, the SBOM.
-	base, _ := harness.StartServe(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base := srv.Base
 	cl, _, _ := harness.CAClient(t, storeDir)
 	page := get(t, cl, base+"ui/providers/registry.terraform.io/example/fixture", "text/html")
 	if !strings.Contains(page, "govulncheck: waived") || !strings.Contains(page, "waived: GO-2099-0001 does not apply") {

@@ -213,7 +213,8 @@ func TestTwoPersonJourney(t *testing.T) {
 
 	// terraform init installs it offline, the reference lock unchanged.
 	auditLog := filepath.Join(s.Work, "audit.jsonl")
-	base, caFile := harness.StartServe(t, s.Store, "--audit-log", auditLog)
+	srv := harness.StartServe(t, s.Store, "--audit-log", auditLog)
+	base, caFile := srv.Base, srv.CAFile
 	rc := filepath.Join(t.TempDir(), "airgap.tfrc")
 	os.WriteFile(rc, []byte(harness.MustRun(t, s.Work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")), 0o644)
 	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}

@@ -212,7 +212,8 @@ func TestRotatedKeyTerraformInstall(t *testing.T) {
 	}
 	harness.MustRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", s.Store, "--accept-publisher-key", spacedFingerprint(newKey), second)
 
-	base, caFile := harness.StartServe(t, s.Store)
+	srv := harness.StartServe(t, s.Store)
+	base, caFile := srv.Base, srv.CAFile
 	rc := filepath.Join(t.TempDir(), "airgap.tfrc")
 	os.WriteFile(rc, []byte(harness.MustRun(t, s.Work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"), "--mode", "registry")), 0o644)
 	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile, "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}

@@ -268,7 +268,8 @@ func TestTrustChangesListed(t *testing.T) {
 	if !strings.Contains(inv, "by "+newG+" (rotated publisher") || !strings.Contains(inv, "by "+verify.GroupFingerprint(verify.Fingerprint(w.pub))+" (publisher") {
 		t.Errorf("inventory does not show each version's signing key:\n%s", inv)
 	}
-	base, caFile := harness.StartServe(t, st)
+	srv := harness.StartServe(t, st)
+	base, caFile := srv.Base, srv.CAFile
 	if page := httpsGet(t, base, caFile, "/"); !strings.Contains(page, "its SHA256SUMS signature changes from "+oldG) {
 		t.Errorf("the catalog page does not show the trust change")
 	}

@@ -91,7 +91,8 @@ withdraw "example/vpc/aws" {
 	if out, err := imp(b1); err != nil {
 		t.Fatal(out)
 	}
-	base, caFile := harness.StartServe(t, storeDir)
+	srv := harness.StartServe(t, storeDir)
+	base, caFile := srv.Base, srv.CAFile
 	pem, _ := os.ReadFile(caFile)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
