@@ -201,7 +201,7 @@ withdraw "hashicorp/random" {
 	port := harness.FreePort(t)
 	cmd := exec.Command(harness.Bin, "serve", "--store", "store", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-format", "json")
 	cmd.Dir, cmd.Env = work, harness.BaseEnv()
-	var logs harness.SyncBuffer
+	var logs harness.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
