@@ -45,10 +45,7 @@ func newAccessFixture(t *testing.T, manifest string, tokens map[string][]string,
 		for _, a := range allow {
 			args = append(args, "--allow", a)
 		}
-		out, err := harness.CmdRunSplit(t, harness.Bin, args...)
-		if err != nil {
-			t.Fatalf("token create: %v", err)
-		}
+		out := harness.MustRunStdout(t, "", args...)
 		f.tokens[name] = strings.TrimSpace(out)
 		f.tokenFiles[name] = filepath.Join(dir, name+".token")
 		os.WriteFile(f.tokenFiles[name], []byte(out), 0o600)
@@ -588,14 +585,11 @@ func TestAccessHostile(t *testing.T) {
 	root, _, _ := harness.OpsStore(t)
 	dir := t.TempDir()
 	access := filepath.Join(dir, "access.hcl")
-	out, err := harness.CmdRunSplit(t, harness.Bin, "token", "create", "--access", access, "--name", "ci", "--allow", "**")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := harness.MustRunStdout(t, "", "token", "create", "--access", access, "--name", "ci", "--allow", "**")
 	ci := strings.TrimSpace(out)
 	// Group-readable: refused, with the fix in the message.
 	os.Chmod(access, 0o640)
-	out, err = harness.CmdRun(t, "", nil, harness.Bin, "serve", "--store", root, "--listen", "127.0.0.1:0", "--access", access)
+	out, err := harness.CmdRun(t, "", nil, harness.Bin, "serve", "--store", root, "--listen", "127.0.0.1:0", "--access", access)
 	if err == nil || !strings.Contains(out, "has mode 0640") || !strings.Contains(out, "chmod 600 "+access) {
 		t.Errorf("serve with a group-readable access file: %v\n%s", err, out)
 	}
@@ -666,9 +660,9 @@ func writeAtomically(t *testing.T, path, text string) {
 func TestTokenVerbs(t *testing.T) {
 	t.Parallel()
 	access := filepath.Join(t.TempDir(), "access.hcl")
-	out, err := harness.CmdRunSplit(t, harness.Bin, "token", "create", "--access", access, "--name", "ci", "--allow", "registry.terraform.io/hashicorp/*", "--expires", "90d")
-	if err != nil || !strings.HasPrefix(out, "airgap_") || strings.Count(out, "\n") != 1 || len(strings.TrimSpace(out)) != 50 {
-		t.Fatalf("token create must print the secret alone on stdout: %v %q", err, out)
+	out := harness.MustRunStdout(t, "", "token", "create", "--access", access, "--name", "ci", "--allow", "registry.terraform.io/hashicorp/*", "--expires", "90d")
+	if !strings.HasPrefix(out, "airgap_") || strings.Count(out, "\n") != 1 || len(strings.TrimSpace(out)) != 50 {
+		t.Fatalf("token create must print the secret alone on stdout: %q", out)
 	}
 	if fi, _ := os.Stat(access); fi.Mode().Perm() != 0o600 {
 		t.Errorf("the access file was created with mode %v", fi.Mode())
@@ -731,10 +725,7 @@ func TestAccessReloadOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "first.hcl"), filepath.Join(dir, "second.hcl")
 	tok := func(file, name string) string {
-		out, err := harness.CmdRunSplit(t, harness.Bin, "token", "create", "--access", file, "--name", name, "--allow", "**")
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := harness.MustRunStdout(t, "", "token", "create", "--access", file, "--name", name, "--allow", "**")
 		return strings.TrimSpace(out)
 	}
 	a, b := tok(first, "a"), tok(second, "b")

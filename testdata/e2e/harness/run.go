@@ -18,20 +18,8 @@ import (
 	"github.com/airgap/airgap/dist/registrytest"
 )
 
-// CmdRunSplit runs the airgap binary and returns its stdout alone.
-func CmdRunSplit(t *testing.T, name string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = BaseEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Logf("%s %s: %s", name, strings.Join(args, " "), stderr.String())
-	}
-	return string(out), err
-}
-
+// ExitCode is the exit status in err from running a command: 0 without
+// an error, -1 when it did not run or exit.
 func ExitCode(err error) int {
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
@@ -55,6 +43,8 @@ func RunSplit(t *testing.T, dir string, env []string, args ...string) (stdout, s
 	return o.String(), e.String(), ExitCode(err)
 }
 
+// MustRunStdout runs airgap with args in dir and returns its stdout alone;
+// a non-zero exit fails the test with its stderr.
 func MustRunStdout(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	stdout, stderr, code := RunSplit(t, dir, nil, args...)

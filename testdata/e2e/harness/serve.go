@@ -32,10 +32,7 @@ func CreateToken(t *testing.T, access, name string, allow ...string) string {
 	for _, a := range allow {
 		args = append(args, "--allow", a)
 	}
-	out, err := CmdRunSplit(t, Bin, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := MustRunStdout(t, "", args...)
 	return strings.TrimSpace(out)
 }
 
