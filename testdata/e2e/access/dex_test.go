@@ -87,7 +87,7 @@ type dexIdP struct {
 
 // dexOptions configure startDex.
 type dexOptions struct {
-	port         int      // its port (freePort when 0)
+	port         int      // its port (harness.FreePort when 0)
 	tlsDir       string   // serve TLS with the test CA testCA wrote there (the login block's ca_file)
 	secret       string   // the airgap client's secret ("" for a new one)
 	redirectURIs []string // of the airgap client

@@ -50,7 +50,7 @@ func TestChromiumNetLogCheck(t *testing.T) {
 	}
 }
 
-// TestChromiumStaysOnLoopback: the tests' Chromium (newChromium) loads a
+// TestChromiumStaysOnLoopback: the tests' Chromium (harness.NewChromium) loads a
 // page that asks for public hosts (a script, an image, a fetch); each
 // fails inside Chromium, the page itself loads, and its net log, which
 // recorded the page's own request, shows nothing off this machine.

@@ -65,7 +65,7 @@ func (w *hostileWorld) Write(t *testing.T, name string, cat dist.Catalog) string
 	return w.WriteAt(t, name, cat, nil, time.Time{})
 }
 
-// writeAt writes m's catalog as a bundle signed by the site key at `at`
+// WriteAt writes m's catalog as a bundle signed by the site key at `at`
 // (zero: now), with the publisher-key declarations decls.
 func (w *hostileWorld) WriteAt(t *testing.T, name string, cat dist.Catalog, decls []bundle.PublisherKeyDecl, at time.Time) string {
 	t.Helper()
@@ -140,7 +140,7 @@ func TrustWorld(t *testing.T) (work string, site *openpgp.Entity, keyring, root 
 }
 
 // RawDeflated is a file's bytes deflated once, to be written into many
-// zips (rawFile).
+// zips (RawFile).
 type RawDeflated struct {
 	Packed []byte
 	CRC    uint32
@@ -233,7 +233,7 @@ func WriteCurationBundle(t *testing.T, path string, signer *openpgp.Entity, ws, 
 	}
 }
 
-// withStation gives the station a key of its own and the store the
+// WithStation gives the station a key of its own and the store the
 // policy: its import.hcl and the stations' keyring beside it.
 func (s *station) WithStation(t *testing.T, policy string) string {
 	t.Helper()
@@ -290,7 +290,7 @@ func (s *station) Verify(t *testing.T, args ...string) (string, int) {
 	return out, ExitCode(err)
 }
 
-// verifyJSON runs 'airgap verify --json' and decodes its one document,
+// VerifyJSON runs 'airgap verify --json' and decodes its one document,
 // checking the JSON conventions on the way: snake_case keys, no nulls.
 func (s *station) VerifyJSON(t *testing.T, args ...string) (Review, map[string]any, int) {
 	t.Helper()
@@ -308,7 +308,7 @@ func (s *station) VerifyJSON(t *testing.T, args ...string) (Review, map[string]a
 }
 
 // CheckJSONConventions fails on what breaks the JSON convention
-// (jsonViolations, json_convention_test.go).
+// (JSONViolations, the convention TestJSONConvention checks).
 func CheckJSONConventions(t *testing.T, at string, v any) {
 	t.Helper()
 	for _, bad := range JSONViolations("verify --json"+at, v) {

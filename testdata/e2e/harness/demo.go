@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// RunningDemo is the program behind 'make demo', started by startDemo and
+// RunningDemo is the program behind 'make demo', started by StartDemo and
 // serving.
 type RunningDemo struct {
 	Bin    string        // the demo program, built

@@ -61,7 +61,7 @@ func CmdRun(t *testing.T, dir string, env []string, name string, args ...string)
 	return out, err
 }
 
-// CmdRunMeasured is cmdRun that also returns the peak resident memory, in
+// CmdRunMeasured is CmdRun that also returns the peak resident memory, in
 // KiB, of the program and every process it waited for (git, helpers).
 func CmdRunMeasured(t *testing.T, dir string, env []string, name string, args ...string) (string, int64, error) {
 	t.Helper()
@@ -199,7 +199,7 @@ func RunBounded(t *testing.T, dir string, args ...string) (string, int) {
 	return RunBoundedEnv(t, dir, BaseEnv(), trustRSSLimit, args...)
 }
 
-// RunBoundedEnv is runBounded with an environment and a limit (KiB) of
+// RunBoundedEnv is RunBounded with an environment and a limit (KiB) of
 // its own.
 func RunBoundedEnv(t *testing.T, dir string, env []string, limit int64, args ...string) (string, int) {
 	t.Helper()
@@ -287,7 +287,7 @@ func OnTerminal(t *testing.T, width, height int, script string) (screen func() s
 	return screen
 }
 
-// OnTerminalKeys is onTerminal that also returns a function typing keys
+// OnTerminalKeys is OnTerminal that also returns a function typing keys
 // (tmux send-keys names: "C-c", "q", "Enter") into the terminal.
 func OnTerminalKeys(t *testing.T, width, height int, script string) (screen func() string, keys func(...string)) {
 	t.Helper()

@@ -39,7 +39,7 @@ var (
 	tfNewPath, tfNewErr string
 )
 
-// TerraformNewBin returns Terraform 1.15.9 (findTerraformNew). A missing or
+// TerraformNewBin returns Terraform 1.15.9 (FindTerraformNew). A missing or
 // wrong binary fails the test: the newer Terraform must not go untested.
 func TerraformNewBin(t *testing.T) string {
 	t.Helper()
@@ -50,7 +50,7 @@ func TerraformNewBin(t *testing.T) string {
 	return tfNewPath
 }
 
-// lookTerraformNew runs findTerraformNew once per test binary.
+// lookTerraformNew runs FindTerraformNew once per test binary.
 func lookTerraformNew() {
 	tfNewOnce.Do(func() {
 		cache, err := CacheDir()
@@ -261,13 +261,13 @@ const (
 )
 
 // What the test suite needs, said before it runs: 'make test' runs the
-// test binary with AIRGAP_TEST_PREFLIGHT=1 first (TestMain), which prints
+// test binary with AIRGAP_TEST_PREFLIGHT=1 first (TestMain, which is Main), which prints
 // the tools it found, what the first run builds or installs into the test
 // cache and about how long that takes, and stops with what to install when
 // something is missing — rather than failing one test after another
 // minutes later.
 
-// preflightEnv, set to 1, makes TestMain run preflight instead of tests.
+// preflightEnv, set to 1, makes Main run preflight instead of tests.
 const preflightEnv = "AIRGAP_TEST_PREFLIGHT"
 
 // systemTools are the programs the tests run from PATH, and where they
@@ -375,7 +375,7 @@ func aboutMinutes(m float64) string {
 }
 
 // TofuVersion is the OpenTofu release most end-to-end tests drive; the
-// client matrix (client_matrix_test.go) adds tofuNewVersion.
+// client matrix (TestClientMatrix) adds TofuNewVersion.
 const (
 	TofuVersion    = "1.11.14"
 	TofuNewVersion = "1.12.6"
@@ -388,7 +388,7 @@ type tofuBuild struct {
 	path, err string
 }
 
-// TofuBin returns the path of a real tofu binary (tofuVersion), building it
+// TofuBin returns the path of a real tofu binary (TofuVersion), building it
 // from the OpenTofu Go module on first use and caching it in
 // $AIRGAP_TEST_CACHE (default ~/.cache/airgap). OpenTofu's go.mod has a
 // replace directive, so 'go install …@version' cannot build it: the module
@@ -396,7 +396,7 @@ type tofuBuild struct {
 // test: the OpenTofu client must not go untested.
 func TofuBin(t *testing.T) string { return TofuBinVersion(t, TofuVersion) }
 
-// TofuBinVersion is tofuBin for OpenTofu version v.
+// TofuBinVersion is TofuBin for OpenTofu version v.
 func TofuBinVersion(t *testing.T, v string) string {
 	t.Helper()
 	path, errText := buildTofu(v)
@@ -488,7 +488,7 @@ func BuildFromModule(module, v, pkg, name, mainSrc string) (string, string) {
 	return bin, ""
 }
 
-// CacheBin is where the test tool name is cached (testCacheDir,
+// CacheBin is where the test tool name is cached (CacheDir,
 // created if need be) and whether it is there already (an executable
 // file).
 func CacheBin(name string) (bin string, cached bool, errText string) {
