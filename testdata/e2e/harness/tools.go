@@ -261,7 +261,7 @@ const (
 )
 
 // What the test suite needs, said before it runs: 'make test' runs the
-// test binary with AIRGAP_TEST_PREFLIGHT=1 first (TestMain, which is Main), which prints
+// test binary with AIRGAP_TEST_PREFLIGHT=1 first (Main), which prints
 // the tools it found, what the first run builds or installs into the test
 // cache and about how long that takes, and stops with what to install when
 // something is missing — rather than failing one test after another
