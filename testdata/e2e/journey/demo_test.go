@@ -138,7 +138,7 @@ func TestDemoOnTerminal(t *testing.T) {
 	}
 	harness.TerraformBin(t)
 	work := t.TempDir()
-	wd, _ := os.Getwd()
+	wd := harness.Root() // where the Makefile is
 	// What make prints goes to a file too (tee), and its exit status
 	// after it: the screen keeps only its last rows.
 	script := fmt.Sprintf("cd %s && { make -s demo BIN=%s DEMO_DIR=%s DEMO_PORT=%d; echo MAKE=$?; } 2>&1 | tee %s",
