@@ -13,13 +13,15 @@ build:
 # The whole suite, end-to-end with the real terraform included, then a short
 # run of every fuzz target. First it says which tools it found, what the
 # first run builds into the test cache and how long that takes, and stops
-# with what to install when something is missing (testtools_test.go). The
-# timeout is per package: on a fresh machine the root package also builds
-# tofu, the registry, trivy and govulncheck (about 15 minutes on 2 cores)
-# before its tests.
+# with what to install when something is missing (the preflight, in
+# testdata/e2e/harness). The end-to-end tests are packages by area under
+# testdata/e2e (./... does not reach into testdata); two packages run at
+# once. The timeout is per package: on a fresh machine the first package
+# to need them also builds tofu, the registry, trivy and govulncheck (about
+# 15 minutes on 2 cores) before its tests.
 test: vet
-	AIRGAP_TEST_PREFLIGHT=1 $(GO) test -count=1 -run '^$$'
-	$(GO) test -count=1 -timeout 40m ./... ./testdata/testclients
+	AIRGAP_TEST_PREFLIGHT=1 $(GO) test -count=1 -run '^$$' ./testdata/e2e/harness
+	$(GO) test -count=1 -p 2 -timeout 40m ./... ./testdata/e2e/... ./testdata/testclients
 	$(MAKE) fuzz FUZZTIME=
 
 # Terraform 1.15.9 for a clone that has no ../shared/clients beside it:
@@ -32,13 +34,13 @@ test-clients:
 
 # Rewrites the client compatibility table in docs/offline.md ("Which
 # clients, which lock files") from a run of the client matrix (every
-# terraform and tofu version in every mode; see client_matrix_test.go).
+# terraform and tofu version in every mode; see testdata/e2e/journey).
 # make test fails while the page disagrees.
 compat-table:
-	AIRGAP_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestClientMatrix$$' -timeout 20m .
+	AIRGAP_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestClientMatrix$$' -timeout 20m ./testdata/e2e/journey
 
 test-short:
-	$(GO) test -count=1 -short ./...
+	$(GO) test -count=1 -short ./... ./testdata/e2e/...
 
 vet:
 	$(GO) vet ./...
@@ -126,7 +128,7 @@ bench-smoke:
 # of its size and page count on the loopback git server): export time
 # against --no-docs, sizes, serve's page times (docs/documentation.md).
 bench-docs:
-	AIRGAP_BENCH_DOCS=1 $(GO) test -count=1 -timeout 30m -run '^TestDocsLargeProvider$$' -v . 2>&1 | grep -E 'docs_measure_test|^(ok|FAIL|---)'
+	AIRGAP_BENCH_DOCS=1 $(GO) test -count=1 -timeout 30m -run '^TestDocsLargeProvider$$' -v ./testdata/e2e/docs 2>&1 | grep -E 'docs_measure_test|^(ok|FAIL|---)'
 
 # The whole journey on loopback from built-in fixtures; leaves
 # 'airgap serve' running on https://localhost:$(DEMO_PORT) and the stand-in

@@ -1,0 +1,5 @@
+package harness
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }
