@@ -26,6 +26,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // ServeConfig is the effective configuration of 'airgap serve'. Each field
@@ -392,10 +393,10 @@ const (
 	UsageOff = "off"
 )
 
-// UsageInterval is the parsed usage-flush (default DefaultUsageInterval).
+// UsageInterval is the parsed usage-flush (default protocol.DefaultUsageInterval).
 func (c *ServeConfig) UsageInterval() (time.Duration, error) {
 	if c.UsageFlush == "" {
-		return DefaultUsageInterval, nil
+		return protocol.DefaultUsageInterval, nil
 	}
 	return time.ParseDuration(c.UsageFlush)
 }
@@ -461,7 +462,7 @@ func (c *ServeConfig) CertNames() []string {
 	if len(names) == 0 {
 		names = append(names, "localhost")
 	}
-	names = append(names, ListenAddrs(c.Listen)...)
+	names = append(names, listenAddrs(c.Listen)...)
 	seen := map[string]bool{}
 	out := names[:0]
 	for _, n := range names {

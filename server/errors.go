@@ -7,11 +7,7 @@ import (
 	"github.com/airgap/airgap/server/ops"
 )
 
-var (
-	errNotFound   = reply.ErrNotFound
-	errBadRequest = reply.ErrBadRequest
-	errMethod     = reply.ErrMethod
-)
+var errMethod = reply.ErrMethod
 
 func notFound(format string, a ...any) error { return reply.NotFound(format, a...) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // RunOptions configure Run: what 'airgap serve' resolved from its flags,
@@ -53,7 +54,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if len(names) == 0 {
 		names = append(names, "localhost")
 	}
-	names = append(names, ListenAddrs(cfg.Listen)...)
+	names = append(names, listenAddrs(cfg.Listen)...)
 	cfg.TLS.Dir, cfg.TLS.Names = store.TLSDir(cfg.Store), dedupe(names)
 	// The main listener first, so that a port in use fails before anything
 	// is set up or logged; but with ACME after the certificates, whose
@@ -171,7 +172,7 @@ func watchCatalog(ctx context.Context, st *store.Store, srv *Server, log *slog.L
 			log.Error("reloading the store index; still serving the previous catalog", "err", err)
 			return
 		}
-		srv.Warm()
+		srv.warm()
 		log.Info("catalog reloaded", "provider_versions", len(ix.Catalog.Providers), "module_versions", len(ix.Catalog.Modules))
 	})
 }
@@ -211,4 +212,17 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// usageFor starts counting for serve unless the configuration turns it
+// off (nil then). Close stops it, once the downloads have drained.
+func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
+	if c != nil && c.Usage == UsageOff {
+		return nil
+	}
+	iv := protocol.DefaultUsageInterval
+	if c != nil {
+		iv, _ = c.UsageInterval()
+	}
+	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/spf13/pflag"
 )
 
@@ -49,7 +50,7 @@ var serveSettings = []setting{
 	{name: "audit-log-keep", def: strconv.Itoa(access.DefaultAuditKeep), usage: "rotated audit logs kept (FILE.1 … FILE.N)"},
 	{name: "download-url-ttl", def: "15m", usage: "with --access: how long the signed package and archive URLs in answers stay valid"},
 	{name: "usage", def: UsageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
-	{name: "usage-flush", def: DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
+	{name: "usage-flush", def: protocol.DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
 }
 
 type setting struct {

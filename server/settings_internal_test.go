@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/spf13/pflag"
 )
 
@@ -49,7 +50,7 @@ func TestSettingsTable(t *testing.T) {
 	if c, err = LoadServeConfig(fs, "", func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != ":8443" || c.MaxConns != ops.DefaultMaxConns || c.UsageFlush != DefaultUsageInterval.String() || c.Sources["store"] != "flag" || c.Sources["listen"] != "default" {
+	if c.Listen != ":8443" || c.MaxConns != ops.DefaultMaxConns || c.UsageFlush != protocol.DefaultUsageInterval.String() || c.Sources["store"] != "flag" || c.Sources["listen"] != "default" {
 		t.Errorf("defaults: %+v", c)
 	}
 }

@@ -1,11 +1,11 @@
-package server_test
+package protocol_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // TestClientConfigCredentials: the hosts a client looks a token up for
@@ -18,12 +18,12 @@ func TestClientConfigCredentials(t *testing.T) {
 	const tok = "airgap_0123456789012345678901234567890123456789abc"
 	for _, mode := range []string{"registry", "mirror", "oci"} {
 		var with, without bytes.Buffer
-		opt := server.ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
-		if err := server.WriteClientConfig(&with, opt); err != nil {
+		opt := protocol.ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
+		if err := protocol.WriteClientConfig(&with, opt); err != nil {
 			t.Fatal(err)
 		}
 		opt.Token = ""
-		if err := server.WriteClientConfig(&without, opt); err != nil {
+		if err := protocol.WriteClientConfig(&without, opt); err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range append([]string{"airgap.site:8443"}, origins...) {
@@ -45,7 +45,7 @@ func TestClientConfigCredentials(t *testing.T) {
 			t.Errorf("%s mode: oci_credentials block present = %v:\n%s", mode, got, with.String())
 		}
 	}
-	if server.TokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || server.TokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || server.TokenEnvName("h:1") != "" {
+	if protocol.TokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || protocol.TokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || protocol.TokenEnvName("h:1") != "" {
 		t.Error("TokenEnvName")
 	}
 }
