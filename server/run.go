@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
 	defer usage.Close()
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
-	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
+	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
 		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 	}
 	var ac *access.AccessControl
 	if c.Access != "" {
-		ttl, _ := c.URLTTL()
+		ttl, _ := c.urlTTL()
 		var err error
 		ac, err = access.NewAccessControl(access.AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
 		if err != nil {
@@ -149,7 +149,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 	if c.AuditLog == "" {
 		return ac, nil, nil
 	}
-	max, _ := c.AuditMaxSize()
+	max, _ := c.auditMaxSize()
 	log := cfg.Log
 	audit, err := access.OpenAuditLog(c.AuditLog, max, c.AuditLogKeep, func(err error) {
 		log.Error("writing the audit log; the download was served", "err", err)
@@ -159,7 +159,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 
 // metricsAddr is the address of the separate metrics listener, or "".
 func metricsAddr(c *ServeConfig) string {
-	if c == nil || c.MetricsListen == "" || c.MetricsListen == "off" || c.MetricsListen == MetricsOnMain {
+	if c == nil || c.MetricsListen == "" || c.MetricsListen == "off" || c.MetricsListen == metricsOnMain {
 		return ""
 	}
 	return c.MetricsListen
@@ -179,7 +179,7 @@ func watchCatalog(ctx context.Context, st *store.Store, srv *Server, log *slog.L
 
 // serveUntil serves ln until ctx is done, then drains downloads in flight
 // for up to 30 s.
-func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *Ops, log *slog.Logger) error {
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *opsLayer, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
@@ -217,12 +217,12 @@ func dedupe(in []string) []string {
 // usageFor starts counting for serve unless the configuration turns it
 // off (nil then). Close stops it, once the downloads have drained.
 func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
-	if c != nil && c.Usage == UsageOff {
+	if c != nil && c.Usage == usageOff {
 		return nil
 	}
 	iv := protocol.DefaultUsageInterval
 	if c != nil {
-		iv, _ = c.UsageInterval()
+		iv, _ = c.usageInterval()
 	}
 	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
 }

@@ -21,7 +21,7 @@ func TestSettingsTable(t *testing.T) {
 			fields = append(fields, name)
 		}
 	}
-	if names := SettingNames(); !slices.Equal(names, fields) {
+	if names := settingNames(); !slices.Equal(names, fields) {
 		t.Errorf("the settings table names\n%v\nServeConfig's fields\n%v", names, fields)
 	}
 	if got, want := EnvSettings(), []string{"hostname", "listen", "metrics-listen"}; !slices.Equal(got, want) {

@@ -1,11 +1,9 @@
-package protocol_test
+package protocol
 
 import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/airgap/airgap/server/protocol"
 )
 
 // TestClientConfigCredentials: the hosts a client looks a token up for
@@ -18,12 +16,12 @@ func TestClientConfigCredentials(t *testing.T) {
 	const tok = "airgap_0123456789012345678901234567890123456789abc"
 	for _, mode := range []string{"registry", "mirror", "oci"} {
 		var with, without bytes.Buffer
-		opt := protocol.ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
-		if err := protocol.WriteClientConfig(&with, opt); err != nil {
+		opt := ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
+		if err := WriteClientConfig(&with, opt); err != nil {
 			t.Fatal(err)
 		}
 		opt.Token = ""
-		if err := protocol.WriteClientConfig(&without, opt); err != nil {
+		if err := WriteClientConfig(&without, opt); err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range append([]string{"airgap.site:8443"}, origins...) {
@@ -45,7 +43,7 @@ func TestClientConfigCredentials(t *testing.T) {
 			t.Errorf("%s mode: oci_credentials block present = %v:\n%s", mode, got, with.String())
 		}
 	}
-	if protocol.TokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || protocol.TokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || protocol.TokenEnvName("h:1") != "" {
-		t.Error("TokenEnvName")
+	if tokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || tokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || tokenEnvName("h:1") != "" {
+		t.Error("tokenEnvName")
 	}
 }
