@@ -20,7 +20,7 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// Store is what the server needs of a store: read-only access to the current
+// Store is what the answers need of a store: read-only access to the current
 // catalog and to blobs. Catalog returns an immutable snapshot; a new pointer
 // means a new catalog. OpenBlob returns an error wrapping store.ErrBlobMissing
 // or os.ErrNotExist for an absent blob. Implementations must be safe for
@@ -357,7 +357,7 @@ func (rc *reqCtx) url(path, subdir string) string {
 }
 
 // jsonHandler renders a JSON answer with fn and caches it for the catalog
-// snapshot under the request's canonical key (ServeHTTP serves it from
+// snapshot under the request's canonical key (ServeCached serves it from
 // there after that). Errors are never cached.
 func (s *Answers) jsonHandler(fn func(r *http.Request, rc *reqCtx) (any, map[string]string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -425,7 +425,7 @@ func (s *Answers) keep(st *Snapshot, k renderKey, a *answer) {
 // foldedValues are the route values the protocols match case-insensitively.
 var foldedValues = map[string]bool{"origin": true, "hostname": true, "ns": true, "type": true, "name": true, "system": true}
 
-// canonicalKey returns the cache key of a request the mux routed to a JSON
+// canonicalKey returns the cache key of a request the app's ServeMux routed to a JSON
 // handler: the path rebuilt from the route's pattern and matched values,
 // lower-cased where the protocols fold case and as sent elsewhere
 // (versions, os, arch), and the view its Host chose for /v1/… routes. ok is
