@@ -77,19 +77,19 @@ func startOps(ctx context.Context, opt opsOptions) (*opsLayer, error) {
 	return o, nil
 }
 
-// Handler wraps the protocol handler with access logs and metrics (and
+// handler wraps the protocol handler with access logs and metrics (and
 // serves /metrics with metrics-listen = "main").
-func (o *opsLayer) Handler(h http.Handler) http.Handler {
+func (o *opsLayer) handler(h http.Handler) http.Handler {
 	if o.Metrics != nil && o.opt.Config.MetricsListen == metricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
 	return ops.Observe(h, ops.ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
 }
 
-// Listener applies the connection limits (max-conns, max-conns-per-ip,
+// listener applies the connection limits (max-conns, max-conns-per-ip,
 // send-timeout; see LimitConns) to the main listener and counts its
 // connections for the metrics, whatever server accepts from it.
-func (o *opsLayer) Listener(ln net.Listener) net.Listener {
+func (o *opsLayer) listener(ln net.Listener) net.Listener {
 	lim := o.opt.Config.connLimits(o.Proxies)
 	if o.Metrics != nil {
 		lim.Refused = o.Metrics.RefusedConn
@@ -101,11 +101,11 @@ func (o *opsLayer) Listener(ln net.Listener) net.Listener {
 	return o.Metrics.CountConns(ln)
 }
 
-// Ready tells systemd the service is up (call once listening).
-func (o *opsLayer) Ready() { ops.Notify(ops.NotifyReady) }
+// ready tells systemd the service is up (call once listening).
+func (o *opsLayer) ready() { ops.Notify(ops.NotifyReady) }
 
-// Stopping tells systemd the service is shutting down.
-func (o *opsLayer) Stopping() { ops.Notify(ops.NotifyStopping) }
+// stopping tells systemd the service is shutting down.
+func (o *opsLayer) stopping() { ops.Notify(ops.NotifyStopping) }
 
 // lastImport returns the time of a store's newest import.
 func lastImport(st *store.Store) func() time.Time {

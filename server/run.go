@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if ac != nil {
 		go ac.Watch(ctx)
 	}
-	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
+	hs := NewHTTPServer(ops.handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
 	HTTP1Only(hs.TLSConfig)
 	if ln == nil {
@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		}
 		defer ln.Close()
 	}
-	ln = ops.Listener(ln)
+	ln = ops.listener(ln)
 	go watchCatalog(ctx, st, srv, cfg.Log)
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
-	ops.Ready()
+	ops.ready()
 	return serveUntil(ctx, hs, ln, ops, cfg.Log)
 }
 
@@ -187,7 +187,7 @@ func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *opsL
 		return err
 	case <-ctx.Done():
 	}
-	ops.Stopping()
+	ops.stopping()
 	log.Info("shutting down; waiting up to 30s for downloads in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
