@@ -17,8 +17,8 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/acl"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 type clientConfigCmd struct {
@@ -63,7 +63,7 @@ func (c *clientConfigCmd) run(args []string) error {
 	if c.tool != "terraform" && c.tool != "tofu" {
 		return usageError{"--tool must be terraform or tofu"}
 	}
-	opt := server.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
+	opt := protocol.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
 	if c.tokenFile != "" {
 		tok, err := readTokenFile(c.tokenFile)
 		if err != nil {
@@ -72,24 +72,24 @@ func (c *clientConfigCmd) run(args []string) error {
 		opt.Token = tok
 	}
 	// Every flag is checked before the network or the store is asked.
-	if err := server.WriteClientConfig(io.Discard, opt); err != nil {
+	if err := protocol.WriteClientConfig(io.Discard, opt); err != nil {
 		return usageError{err.Error()}
 	}
-	opt.URL, _ = server.NormalizeBaseURL(c.url)
+	opt.URL, _ = protocol.NormalizeBaseURL(c.url)
 	if c.storeD != "" {
 		st, err := store.Open(c.storeD)
 		if err != nil {
 			return err
 		}
-		opt.Origins = server.Origins(st.Catalog())
+		opt.Origins = protocol.Origins(st.Catalog())
 		// The origins come from the store; the URL is checked all the same,
 		// and a failed check is said plainly (the config is still printed:
 		// the appliance may not be running yet, or be reachable only from
 		// the clients' network).
 		if len(opt.Origins) > 0 {
-			err := server.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second)
+			err := protocol.CheckAppliance(opt.URL, opt.Token, opt.Origins, 5*time.Second)
 			switch {
-			case errors.Is(err, server.ErrSignInRequired):
+			case errors.Is(err, protocol.ErrSignInRequired):
 				opt.Login = true
 				fmt.Fprintf(os.Stderr, "checked: %s answers with a certificate this machine trusts, and signs people in (single sign-on; its origins are listed only to them)\n", dist.Printable(opt.URL))
 			case err != nil:
@@ -100,7 +100,7 @@ func (c *clientConfigCmd) run(args []string) error {
 			}
 		}
 	} else {
-		doc, err := server.FetchOrigins(opt.URL, opt.Token)
+		doc, err := protocol.FetchOrigins(opt.URL, opt.Token)
 		if err != nil {
 			return err
 		}
@@ -112,9 +112,9 @@ func (c *clientConfigCmd) run(args []string) error {
 	if c.login {
 		opt.Login = true
 	} else if !opt.Login {
-		opt.Login, _ = server.ApplianceLogin(opt.URL, 5*time.Second)
+		opt.Login, _ = protocol.ApplianceLogin(opt.URL, 5*time.Second)
 	}
-	return server.WriteClientConfig(os.Stdout, opt)
+	return protocol.WriteClientConfig(os.Stdout, opt)
 }
 
 // readTokenFile reads a token from a file ('-': stdin): its first line,

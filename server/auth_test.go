@@ -26,6 +26,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -321,7 +322,7 @@ func TestDefaultViewFallsThroughDenied(t *testing.T) {
 	if resp, _ := e.do(t, "/v1/providers/hashicorp/random/versions", "tofu", "Host", "registry.terraform.io"); resp.StatusCode != 404 {
 		t.Errorf("terraform.io's random under its own Host: %s", resp.Status)
 	}
-	var od server.OriginsDoc
+	var od protocol.OriginsDoc
 	_, b = e.do(t, "/airgap/v1/origins", "tofu")
 	json.Unmarshal(b, &od)
 	if fmt.Sprint(od.Origins) != "[registry.opentofu.org]" || od.Providers != 1 || od.Modules != 0 {

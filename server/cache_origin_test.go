@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // TestCacheOriginPortVariants (finding 3 of the review):
@@ -44,7 +45,7 @@ func TestCacheOriginPortVariants(t *testing.T) {
 		serveRaw(srv, "x", fmt.Sprintf("/mirror/%s:%d/%s/%s/index.json", p.Host, i, p.Namespace, p.Type))
 	}
 	n, b := srv.RenderedEntries(), srv.RenderedBytes()
-	t.Logf("after 4,800 requests with distinct :port suffixes: %d entries, %d bytes (catalog bound %d entries, budget %d bytes)", n, b, bound, server.DefaultCacheBytes)
+	t.Logf("after 4,800 requests with distinct :port suffixes: %d entries, %d bytes (catalog bound %d entries, budget %d bytes)", n, b, bound, protocol.DefaultCacheBytes)
 	if n > bound {
 		t.Errorf("cache holds %d entries, more than the catalog bound %d: origin:port variants are distinct keys", n, bound)
 	}
@@ -54,7 +55,7 @@ func TestCacheOriginPortVariants(t *testing.T) {
 		serveRaw(srv, "appliance.site.test", path)
 	}
 	if kept := srv.RenderedEntries() - before; kept < int64(len(canonicalPaths(e))/2) {
-		t.Errorf("only %d of %d legitimate answers were cached: one client spent the budget (%d of %d bytes)", kept, len(canonicalPaths(e)), srv.RenderedBytes(), server.DefaultCacheBytes)
+		t.Errorf("only %d of %d legitimate answers were cached: one client spent the budget (%d of %d bytes)", kept, len(canonicalPaths(e)), srv.RenderedBytes(), protocol.DefaultCacheBytes)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -64,7 +65,7 @@ func TestCatalogPage(t *testing.T) {
 	base := e.ts.URL + "/"
 	for _, c := range [][2]string{{"terraform", "registry"}, {"terraform", "mirror"}, {"tofu", "registry"}, {"tofu", "mirror"}, {"tofu", "oci"}} {
 		var want strings.Builder
-		server.WriteClientConfig(&want, server.ClientConfigOptions{URL: base, Origins: server.Origins(e.st.Catalog()), Tool: c[0], Mode: c[1]})
+		protocol.WriteClientConfig(&want, protocol.ClientConfigOptions{URL: base, Origins: protocol.Origins(e.st.Catalog()), Tool: c[0], Mode: c[1]})
 		re := regexp.MustCompile(`(?s)<pre class="client-config" data-tool="` + c[0] + `" data-mode="` + c[1] + `"[^>]*>(.*?)</pre>`)
 		got := re.FindStringSubmatch(page)
 		if got == nil || html.UnescapeString(got[1]) != want.String() {

@@ -26,6 +26,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // ServeConfig is the effective configuration of 'airgap serve'. Each field
@@ -126,8 +127,8 @@ func settingFields() map[string]int {
 	return out
 }
 
-// SettingNames lists the settings in the order of their table.
-func SettingNames() []string {
+// settingNames lists the settings in the order of their table.
+func settingNames() []string {
 	names := make([]string, 0, len(serveSettings))
 	for _, s := range serveSettings {
 		names = append(names, s.name)
@@ -162,8 +163,8 @@ func LoadServeConfig(fs *pflag.FlagSet, path string, getenv func(string) string)
 	return base.layer()
 }
 
-// Reload re-reads the file and the environment over the same flags.
-func (c *ServeConfig) Reload() (*ServeConfig, error) { return c.base.layer() }
+// reload re-reads the file and the environment over the same flags.
+func (c *ServeConfig) reload() (*ServeConfig, error) { return c.base.layer() }
 
 // layer applies the file and the environment to a copy of the flag values.
 func (base *ServeConfig) layer() (*ServeConfig, error) {
@@ -191,12 +192,12 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 				continue
 			}
 			if err := setFromString(v.Field(fields[name]), s); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrConfig, ev, err)
+				return nil, fmt.Errorf("%w: %s: %v", errConfig, ev, err)
 			}
 			c.Sources[name] = "env " + ev
 		}
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -205,19 +206,19 @@ func (base *ServeConfig) layer() (*ServeConfig, error) {
 func (c *ServeConfig) readFile(v reflect.Value, fields map[string]int) error {
 	f, err := os.Open(c.File)
 	if err != nil {
-		return fmt.Errorf("%w: --config: %v", ErrConfig, err)
+		return fmt.Errorf("%w: --config: %v", errConfig, err)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("%w: --config: %v", ErrConfig, err)
+		return fmt.Errorf("%w: --config: %v", errConfig, err)
 	}
 	if len(src) > maxConfigSize {
-		return fmt.Errorf("%w: %s is larger than %d bytes; it is not an airgap configuration", ErrConfig, c.File, maxConfigSize)
+		return fmt.Errorf("%w: %s is larger than %d bytes; it is not an airgap configuration", errConfig, c.File, maxConfigSize)
 	}
 	release, err := dist.AdmitHCL(src, c.File)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", errConfig, err)
 	}
 	defer release()
 	hf, diags := hclparse.NewParser().ParseHCL(src, c.File)
@@ -248,7 +249,7 @@ func (c *ServeConfig) readFile(v reflect.Value, fields map[string]int) error {
 // diagError turns HCL diagnostics into one error per line, each starting
 // FILE:LINE:COL (hcl's own suggestions, "Did you mean …?", included).
 func diagError(diags hcl.Diagnostics) error {
-	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(dist.DiagLines(diags), "\n"))
+	return fmt.Errorf("%w: %s", errConfig, strings.Join(dist.DiagLines(diags), "\n"))
 }
 
 func flagValue(fl *pflag.Flag) string {
@@ -300,14 +301,14 @@ func (c *ServeConfig) where(name string) string {
 }
 
 func (c *ServeConfig) bad(name, format string, a ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrConfig, c.where(name), fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s: %s", errConfig, c.where(name), fmt.Sprintf(format, a...))
 }
 
-// Validate checks every setting and names the first bad one with its
+// validate checks every setting and names the first bad one with its
 // source (flag, variable, or FILE:LINE:COL).
-func (c *ServeConfig) Validate() error {
+func (c *ServeConfig) validate() error {
 	if c.Store == "" {
-		return fmt.Errorf("%w: no store: give --store DIR or store = \"DIR\" in the --config file", ErrConfig)
+		return fmt.Errorf("%w: no store: give --store DIR or store = \"DIR\" in the --config file", errConfig)
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return c.bad("listen", "%q: %v (want HOST:PORT or :PORT)", c.Listen, err)
@@ -348,12 +349,12 @@ func (c *ServeConfig) Validate() error {
 	if _, err := access.ParsePrefixes(c.PassthroughProxy); err != nil {
 		return c.bad("passthrough-proxy", "%v", err)
 	}
-	if m := c.MetricsListen; m != "" && m != "off" && m != MetricsOnMain {
+	if m := c.MetricsListen; m != "" && m != "off" && m != metricsOnMain {
 		if _, _, err := net.SplitHostPort(m); err != nil {
 			return c.bad("metrics-listen", "%q: %v (want HOST:PORT, \"main\" for /metrics on the main listener, or off)", m, err)
 		}
 	}
-	if c.MetricsListen == MetricsOnMain && c.Access != "" {
+	if c.MetricsListen == metricsOnMain && c.Access != "" {
 		// /metrics answers without a token: on the main listener it would
 		// show every client the addresses and versions downloaded and the
 		// catalog's size, which the access file hides.
@@ -368,19 +369,19 @@ func (c *ServeConfig) Validate() error {
 	if _, err := c.sendTimeout(); err != nil {
 		return c.bad("send-timeout", "%q: want a duration such as 60s (0: none)", c.SendTimeout)
 	}
-	if _, err := c.AuditMaxSize(); err != nil {
+	if _, err := c.auditMaxSize(); err != nil {
 		return c.bad("audit-log-max-size", "%q: want a size such as 100MiB", c.AuditLogMaxSize)
 	}
 	if c.AuditLogKeep < 0 || c.AuditLogKeep > 1000 {
 		return c.bad("audit-log-keep", "%d: want a number of rotated files, 1 to 1000", c.AuditLogKeep)
 	}
-	if d, err := c.URLTTL(); err != nil || d < time.Second || d > 7*24*time.Hour {
+	if d, err := c.urlTTL(); err != nil || d < time.Second || d > 7*24*time.Hour {
 		return c.bad("download-url-ttl", "%q: want a duration from 1s to 168h, such as 15m", c.DownloadURLTTL)
 	}
-	if c.Usage != "" && c.Usage != UsageOn && c.Usage != UsageOff {
+	if c.Usage != "" && c.Usage != usageOn && c.Usage != usageOff {
 		return c.bad("usage", "%q: want on or off", c.Usage)
 	}
-	if d, err := c.UsageInterval(); err != nil || d < time.Second || d > time.Hour {
+	if d, err := c.usageInterval(); err != nil || d < time.Second || d > time.Hour {
 		return c.bad("usage-flush", "%q: want a duration from 1s to 1h, such as 10s", c.UsageFlush)
 	}
 	return nil
@@ -388,38 +389,38 @@ func (c *ServeConfig) Validate() error {
 
 // The values of the usage setting.
 const (
-	UsageOn  = "on"
-	UsageOff = "off"
+	usageOn  = "on"
+	usageOff = "off"
 )
 
-// UsageInterval is the parsed usage-flush (default DefaultUsageInterval).
-func (c *ServeConfig) UsageInterval() (time.Duration, error) {
+// usageInterval is the parsed usage-flush (default protocol.DefaultUsageInterval).
+func (c *ServeConfig) usageInterval() (time.Duration, error) {
 	if c.UsageFlush == "" {
-		return DefaultUsageInterval, nil
+		return protocol.DefaultUsageInterval, nil
 	}
 	return time.ParseDuration(c.UsageFlush)
 }
 
-// AuditMaxSize is the parsed audit-log-max-size (default
+// auditMaxSize is the parsed audit-log-max-size (default
 // DefaultAuditMaxSize).
-func (c *ServeConfig) AuditMaxSize() (int64, error) {
+func (c *ServeConfig) auditMaxSize() (int64, error) {
 	if c.AuditLogMaxSize == "" {
 		return access.DefaultAuditMaxSize, nil
 	}
 	return bundle.ParseSize(c.AuditLogMaxSize)
 }
 
-// URLTTL is the parsed download-url-ttl (default DefaultURLTTL).
-func (c *ServeConfig) URLTTL() (time.Duration, error) {
+// urlTTL is the parsed download-url-ttl (default DefaultURLTTL).
+func (c *ServeConfig) urlTTL() (time.Duration, error) {
 	if c.DownloadURLTTL == "" {
 		return access.DefaultURLTTL, nil
 	}
 	return time.ParseDuration(c.DownloadURLTTL)
 }
 
-// MetricsOnMain is the metrics-listen value that serves /metrics on the
+// metricsOnMain is the metrics-listen value that serves /metrics on the
 // main TLS listener, to every client that can reach it.
-const MetricsOnMain = "main"
+const metricsOnMain = "main"
 
 func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 	if c.SendTimeout == "" || c.SendTimeout == "0" {
@@ -432,10 +433,10 @@ func (c *ServeConfig) sendTimeout() (time.Duration, error) {
 	return d, err
 }
 
-// ConnLimits are the connection limits of the main listener, with the
+// connLimits are the connection limits of the main listener, with the
 // trusted proxies exempt from the per-address cap (a load balancer carries
 // every client on its own address).
-func (c *ServeConfig) ConnLimits(proxies *access.TrustedProxies) ops.ConnLimits {
+func (c *ServeConfig) connLimits(proxies *access.TrustedProxies) ops.ConnLimits {
 	d, _ := c.sendTimeout()
 	return ops.ConnLimits{Max: c.MaxConns, PerIP: c.MaxConnsPerIP, SendTimeout: d, Exempt: proxies.CarriesMany}
 }
@@ -454,14 +455,14 @@ func (c *ServeConfig) TLSOptions(log *slog.Logger) certs.Options {
 		ACMEHTTPPort: c.ACMEHTTPPort, ACMETLSALPNPort: c.ACMETLSALPNPort, CertFile: c.Cert, KeyFile: c.Key, Logger: log}
 }
 
-// CertNames are the names the certificate must cover: the hostnames (or
+// certNames are the names the certificate must cover: the hostnames (or
 // localhost) and the listen address's IPs.
-func (c *ServeConfig) CertNames() []string {
+func (c *ServeConfig) certNames() []string {
 	names := append([]string{}, c.Hostname...)
 	if len(names) == 0 {
 		names = append(names, "localhost")
 	}
-	names = append(names, ListenAddrs(c.Listen)...)
+	names = append(names, listenAddrs(c.Listen)...)
 	seen := map[string]bool{}
 	out := names[:0]
 	for _, n := range names {
@@ -480,7 +481,7 @@ func (c *ServeConfig) WriteHCL(w io.Writer) error {
 	b.WriteString("# airgap serve: effective configuration\n")
 	v := reflect.ValueOf(c).Elem()
 	fields := settingFields()
-	names := SettingNames()
+	names := settingNames()
 	width := 0
 	for _, n := range names {
 		width = max(width, len(n))
@@ -507,13 +508,13 @@ func (c *ServeConfig) WriteHCL(w io.Writer) error {
 	return err
 }
 
-// Changed lists the settings whose values differ between two
+// changedSettings lists the settings whose values differ between two
 // configurations.
-func Changed(a, b *ServeConfig) []string {
+func changedSettings(a, b *ServeConfig) []string {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	fields := settingFields()
 	var out []string
-	for _, name := range SettingNames() {
+	for _, name := range settingNames() {
 		fa, fb := va.Field(fields[name]), vb.Field(fields[name])
 		if fa.Kind() == reflect.Slice && fa.Len() == 0 && fb.Len() == 0 {
 			continue

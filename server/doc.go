@@ -4,24 +4,23 @@
 // distribution API), the HTML catalog and documentation for people, and
 // the single sign-on of 'terraform login', from a store it can only read.
 //
-// What it holds:
+// This package is the app that puts them together:
 //   - the route table (routeTable): every path, its handler and who may
 //     reach it; the ServeMux, the sign-in dispatch and the access check
-//     are built from it and nothing else;
+//     are built from it and nothing else, and access is decided from the
+//     path alone, before routing;
 //   - the serve settings (serveSettings): each one's flag, config-file
 //     key, AIRGAP_ variable and SIGHUP behaviour, declared once;
-//   - Run, the serve loop: TLS, listeners, reloads, metrics, access log
-//     (wired from the sub-packages);
-//   - the answers themselves, rendered from the checked catalog and
-//     cached per catalog snapshot under a bound the catalog sets;
-//   - each principal's scope of the catalog (package access says who the
-//     principal is), a denied address answered byte for byte as a
-//     missing one.
+//   - Run, the serve loop: TLS, listeners, reloads, metrics, access log,
+//     the HTTP server (NewHTTPServer) and its limits.
 //
-// Its concerns live in sub-packages that never import it: access (access
-// control and single sign-on), certs (TLS), ops (access log, metrics,
-// connection limits, logging, systemd), ui (the pages for people); the
-// README has the layout.
+// The answers live in sub-packages that never import it: protocol (the
+// registry, mirror, download and OCI answers, their cache, each
+// principal's scope of the catalog, download counts, client
+// configuration), access (access control and single sign-on), ui (the
+// pages for people), certs (TLS), ops (access log, metrics, connection
+// limits, logging, systemd). The README has the layout and the design.
+//
 // What it does not do: it never writes to the store's content, only to
 // its tls/ directory (certificates, URL signing keys) and its state/
 // (download counts, login tokens); it imports and verifies nothing (that
@@ -32,7 +31,7 @@
 //
 // Whichever origin a /v1/… request sees depends on its Host; answers never
 // repeat the Host (their URLs are relative); blobs are content-addressed
-// and immutable; whatever the store lacks is a 404 with a JSON body.
-// The design behind each of these, and the bounds, are in the package's
-// README and in docs/architecture.md and docs/access-control.md.
+// and immutable; whatever the store lacks is a 404 with a JSON body; a
+// denied address is answered byte for byte as a missing one. The bounds
+// are in package protocol, docs/architecture.md and docs/access-control.md.
 package server

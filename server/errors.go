@@ -7,11 +7,7 @@ import (
 	"github.com/airgap/airgap/server/ops"
 )
 
-var (
-	errNotFound   = reply.ErrNotFound
-	errBadRequest = reply.ErrBadRequest
-	errMethod     = reply.ErrMethod
-)
+var errMethod = reply.ErrMethod
 
 func notFound(format string, a ...any) error { return reply.NotFound(format, a...) }
 
@@ -22,6 +18,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeJSON(w http.ResponseWriter, r *http.Request, v any) { reply.JSON(w, r, v) }
 
-// ErrConfig marks an invalid serve configuration (a flag, the --config
+// errConfig marks an invalid serve configuration (a flag, the --config
 // file, an AIRGAP_ variable); the message names the setting.
-var ErrConfig = ops.ErrConfig
+var errConfig = ops.ErrConfig

@@ -14,8 +14,8 @@ import (
 	"github.com/airgap/airgap/server/ops"
 )
 
-// OpsOptions configure StartOps.
-type OpsOptions struct {
+// opsOptions configure startOps.
+type opsOptions struct {
 	Config  *ServeConfig
 	Store   *store.Store
 	TLS     *certs.Setup
@@ -30,39 +30,39 @@ type OpsOptions struct {
 	MetricsListener net.Listener
 }
 
-// Ops is the operational layer around the protocol handler, independent
+// opsLayer is the operational layer around the protocol handler, independent
 // of the HTTP server that carries it: access logs, metrics (on the main
 // listener or --metrics-listen), SIGHUP reloads and systemd notifications.
-type Ops struct {
+type opsLayer struct {
 	Metrics *ops.Metrics // nil with metrics-listen "" or "off"
 	Proxies *access.TrustedProxies
-	opt     OpsOptions
+	opt     opsOptions
 }
 
-// StartOps sets up metrics, starts the --metrics-listen listener if one is
+// startOps sets up metrics, starts the --metrics-listen listener if one is
 // configured, and handles SIGHUP until ctx ends.
-func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
+func startOps(ctx context.Context, opt opsOptions) (*opsLayer, error) {
 	proxies, err := access.ParseTrustedProxies(opt.Config.TrustedProxy)
 	if err != nil {
-		return nil, fmt.Errorf("%w: trusted-proxy %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: trusted-proxy %v", errConfig, err)
 	}
 	if err := proxies.SetPassthrough(opt.Config.PassthroughProxy); err != nil {
-		return nil, fmt.Errorf("%w: passthrough-proxy %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: passthrough-proxy %v", errConfig, err)
 	}
-	o := &Ops{Proxies: proxies, opt: opt}
+	o := &opsLayer{Proxies: proxies, opt: opt}
 	if opt.Access != nil {
 		opt.Access.SetProxies(proxies)
 	}
 	if m := opt.Config.MetricsListen; m != "off" && m != "" {
-		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: LastImport(opt.Store)}
+		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: lastImport(opt.Store)}
 		if a := opt.Audit; a != nil {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
 		}
 		if opt.TLS != nil {
-			mo.Certificate = ops.CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.CertNames()))
+			mo.Certificate = ops.CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.certNames()))
 		}
 		o.Metrics = ops.NewMetrics(mo)
-		if addr := opt.Config.MetricsListen; addr != MetricsOnMain {
+		if addr := opt.Config.MetricsListen; addr != metricsOnMain {
 			ln := opt.MetricsListener
 			if ln == nil {
 				if ln, err = listen("the metrics listener", "metrics-listen", opt.Config, addr); err != nil {
@@ -73,24 +73,24 @@ func StartOps(ctx context.Context, opt OpsOptions) (*Ops, error) {
 			opt.Log.Info("metrics listening (plain HTTP)", "addr", bound.String(), "path", "/metrics")
 		}
 	}
-	ReloadOnSignal(ctx, &Reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access, LogOut: opt.LogOut})
+	reloadOnSignal(ctx, &reloadable{Config: opt.Config, Level: opt.Level, Proxies: proxies, TLS: opt.TLS, Log: opt.Log, Access: opt.Access, LogOut: opt.LogOut})
 	return o, nil
 }
 
-// Handler wraps the protocol handler with access logs and metrics (and
+// handler wraps the protocol handler with access logs and metrics (and
 // serves /metrics with metrics-listen = "main").
-func (o *Ops) Handler(h http.Handler) http.Handler {
-	if o.Metrics != nil && o.opt.Config.MetricsListen == MetricsOnMain {
+func (o *opsLayer) handler(h http.Handler) http.Handler {
+	if o.Metrics != nil && o.opt.Config.MetricsListen == metricsOnMain {
 		h = o.Metrics.Mount(h)
 	}
 	return ops.Observe(h, ops.ObserveOptions{Log: o.opt.Log, Metrics: o.Metrics, Proxies: o.Proxies, Catalog: o.opt.Store.Catalog, Audit: o.opt.Audit})
 }
 
-// Listener applies the connection limits (max-conns, max-conns-per-ip,
+// listener applies the connection limits (max-conns, max-conns-per-ip,
 // send-timeout; see LimitConns) to the main listener and counts its
 // connections for the metrics, whatever server accepts from it.
-func (o *Ops) Listener(ln net.Listener) net.Listener {
-	lim := o.opt.Config.ConnLimits(o.Proxies)
+func (o *opsLayer) listener(ln net.Listener) net.Listener {
+	lim := o.opt.Config.connLimits(o.Proxies)
 	if o.Metrics != nil {
 		lim.Refused = o.Metrics.RefusedConn
 	}
@@ -101,14 +101,14 @@ func (o *Ops) Listener(ln net.Listener) net.Listener {
 	return o.Metrics.CountConns(ln)
 }
 
-// Ready tells systemd the service is up (call once listening).
-func (o *Ops) Ready() { ops.Notify(ops.NotifyReady) }
+// ready tells systemd the service is up (call once listening).
+func (o *opsLayer) ready() { ops.Notify(ops.NotifyReady) }
 
-// Stopping tells systemd the service is shutting down.
-func (o *Ops) Stopping() { ops.Notify(ops.NotifyStopping) }
+// stopping tells systemd the service is shutting down.
+func (o *opsLayer) stopping() { ops.Notify(ops.NotifyStopping) }
 
-// LastImport returns the time of a store's newest import.
-func LastImport(st *store.Store) func() time.Time {
+// lastImport returns the time of a store's newest import.
+func lastImport(st *store.Store) func() time.Time {
 	return func() time.Time {
 		var t time.Time
 		for _, e := range st.Index().Imports {

@@ -17,7 +17,7 @@ import (
 	"github.com/airgap/airgap/server/ops"
 )
 
-// Reloadable is what SIGHUP may change in a running serve without dropping
+// reloadable is what SIGHUP may change in a running serve without dropping
 // a connection: the log level, the log file (reopened, for logrotate, even
 // if unchanged in name), the trusted proxies, the certificate names (local
 // CA and ACME: certificates for new names are obtained, removed names are
@@ -27,7 +27,7 @@ import (
 // setting needs a restart, and a reload that changes one says so; so does
 // turning access control on or off, which a restart must do (a signal
 // should never open the appliance to everyone).
-type Reloadable struct {
+type reloadable struct {
 	Config  *ServeConfig
 	Level   *slog.LevelVar
 	Proxies *access.TrustedProxies
@@ -39,12 +39,12 @@ type Reloadable struct {
 	mu sync.Mutex
 }
 
-// ReloadOnSignal calls Reload on every SIGHUP until ctx ends. It takes
+// reloadOnSignal calls Reload on every SIGHUP until ctx ends. It takes
 // SIGHUP over before it returns (the reloads run in a goroutine of their
 // own): a SIGHUP sent as soon as serve says it is ready (systemd's
 // ExecReload right after start) must reload, not take the signal's default
 // action, which ends the process.
-func ReloadOnSignal(ctx context.Context, r *Reloadable) {
+func reloadOnSignal(ctx context.Context, r *reloadable) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -54,26 +54,26 @@ func ReloadOnSignal(ctx context.Context, r *Reloadable) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				r.Reload(ctx)
+				r.reload(ctx)
 			}
 		}
 	}()
 }
 
-// Reload re-reads the configuration (file and environment over the same
+// reload re-reads the configuration (file and environment over the same
 // flags) and applies what can change. A configuration that does not
 // validate changes nothing. It logs what it did.
-func (r *Reloadable) Reload(ctx context.Context) error {
+func (r *reloadable) reload(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ops.Notify(ops.NotifyReloading)
 	defer ops.Notify(ops.NotifyReady)
-	next, err := r.Config.Reload()
+	next, err := r.Config.reload()
 	if err != nil {
 		r.Log.Error("SIGHUP: configuration not reloaded; still running the previous one", "err", err)
 		return err
 	}
-	changed := Changed(r.Config, next)
+	changed := changedSettings(r.Config, next)
 	var applied, restart []string
 	for _, name := range changed {
 		switch settingNamed(name).reload { // the settings table's
@@ -149,7 +149,7 @@ func (r *Reloadable) Reload(ctx context.Context) error {
 			// With the local CA the machine's own names stay covered, as
 			// at start: dropping them would fail every client that
 			// reaches the appliance by its host name or address.
-			added, removed, err := r.TLS.SetNames(ctx, r.TLS.CertNames(next.CertNames()))
+			added, removed, err := r.TLS.SetNames(ctx, r.TLS.CertNames(next.certNames()))
 			if err != nil {
 				r.Log.Error("SIGHUP: certificate names not changed", "err", err)
 				next.Hostname = r.Config.Hostname

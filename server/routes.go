@@ -73,43 +73,44 @@ type route struct {
 }
 
 // routeTable is the table of s. The OCI API's routes under /v2/ are
-// dispatched by ociHandler: repository names hold slashes, and a ServeMux
+// dispatched by one handler (protocol.Handlers.OCI): repository names hold slashes, and a ServeMux
 // wildcard that matches slashes must end its pattern, so
 // /v2/{name...}/manifests/{ref} is not a pattern it accepts (distribution
 // matches them with regular expressions).
 func (s *Server) routeTable() []route {
 	pages := ui.New(uiApp{s})
+	a := s.answers.Handlers()
 	l := s.login
 	rs := []route{
 		// The registry protocols, in the view the Host chooses.
-		{method: "GET", pattern: "/.well-known/terraform.json", access: accessOpen, handler: s.jsonHandler(s.discovery)},
-		{method: "GET", pattern: "/v1/providers/{ns}/{type}/versions", handler: s.jsonHandler(s.providerVersions)},
-		{method: "GET", pattern: "/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", handler: s.jsonHandler(s.providerDownload)},
-		{method: "GET", pattern: "/v1/modules/{ns}/{name}/{system}/versions", handler: s.jsonHandler(s.moduleVersions)},
-		{method: "GET", pattern: "/v1/modules/{ns}/{name}/{system}/{version}/download", handler: s.jsonHandler(s.moduleDownload)},
+		{method: "GET", pattern: "/.well-known/terraform.json", access: accessOpen, handler: a.Discovery},
+		{method: "GET", pattern: "/v1/providers/{ns}/{type}/versions", handler: a.ProviderVersions},
+		{method: "GET", pattern: "/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", handler: a.ProviderDownload},
+		{method: "GET", pattern: "/v1/modules/{ns}/{name}/{system}/versions", handler: a.ModuleVersions},
+		{method: "GET", pattern: "/v1/modules/{ns}/{name}/{system}/{version}/download", handler: a.ModuleDownload},
 		// One origin's view, for CLI host overrides.
-		{method: "GET", pattern: "/origin/{origin}/.well-known/terraform.json", handler: s.jsonHandler(s.discovery)},
-		{method: "GET", pattern: "/origin/{origin}/v1/providers/{ns}/{type}/versions", handler: s.jsonHandler(s.providerVersions)},
-		{method: "GET", pattern: "/origin/{origin}/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", handler: s.jsonHandler(s.providerDownload)},
-		{method: "GET", pattern: "/origin/{origin}/v1/modules/{ns}/{name}/{system}/versions", handler: s.jsonHandler(s.moduleVersions)},
-		{method: "GET", pattern: "/origin/{origin}/v1/modules/{ns}/{name}/{system}/{version}/download", handler: s.jsonHandler(s.moduleDownload)},
+		{method: "GET", pattern: "/origin/{origin}/.well-known/terraform.json", handler: a.Discovery},
+		{method: "GET", pattern: "/origin/{origin}/v1/providers/{ns}/{type}/versions", handler: a.ProviderVersions},
+		{method: "GET", pattern: "/origin/{origin}/v1/providers/{ns}/{type}/{version}/download/{os}/{arch}", handler: a.ProviderDownload},
+		{method: "GET", pattern: "/origin/{origin}/v1/modules/{ns}/{name}/{system}/versions", handler: a.ModuleVersions},
+		{method: "GET", pattern: "/origin/{origin}/v1/modules/{ns}/{name}/{system}/{version}/download", handler: a.ModuleDownload},
 		// The provider network mirror protocol.
-		{method: "GET", pattern: "/mirror/{hostname}/{ns}/{type}/index.json", handler: s.jsonHandler(s.mirrorIndex)},
-		{method: "GET", pattern: "/mirror/{hostname}/{ns}/{type}/{file}", handler: s.jsonHandler(s.mirrorVersion)},
+		{method: "GET", pattern: "/mirror/{hostname}/{ns}/{type}/index.json", handler: a.MirrorIndex},
+		{method: "GET", pattern: "/mirror/{hostname}/{ns}/{type}/{file}", handler: a.MirrorVersion},
 		// Content-addressed downloads: packages, SHA256SUMS, signatures,
 		// module archives.
-		{method: "GET", pattern: "/blobs/sha256/{hex}", access: accessSigned, handler: s.blob},
-		{method: "GET", pattern: "/blobs/sha256/{hex}/{filename}", access: accessSigned, handler: s.blob},
-		{method: "GET", pattern: "/archives/sha256/{file}", access: accessSigned, handler: s.archive},
+		{method: "GET", pattern: "/blobs/sha256/{hex}", access: accessSigned, handler: a.Blob},
+		{method: "GET", pattern: "/blobs/sha256/{hex}/{filename}", access: accessSigned, handler: a.Blob},
+		{method: "GET", pattern: "/archives/sha256/{file}", access: accessSigned, handler: a.Archive},
 		// Appliance helpers.
 		{method: "GET", pattern: "/healthz", access: accessOpen, handler: s.healthz},
 		{method: "GET", pattern: "/ca.pem", access: accessOpen, handler: s.caCert},
-		{method: "GET", pattern: "/airgap/v1/origins", handler: s.jsonHandler(s.originsDoc)},
+		{method: "GET", pattern: "/airgap/v1/origins", handler: a.Origins},
 		{method: "GET", pattern: "/metrics", access: accessMounted},
 		// The OCI distribution API, read-only, and its bearer tokens.
-		{method: "GET", pattern: "/v2/{$}", access: accessOCI, handler: s.ociBase},
-		{method: "GET", pattern: "/v2/token", access: accessOpen, handler: s.ociTokenHandler},
-		{method: "GET", pattern: "/v2/", access: accessOCI, handler: s.ociHandler},
+		{method: "GET", pattern: "/v2/{$}", access: accessOCI, handler: a.OCIBase},
+		{method: "GET", pattern: "/v2/token", access: accessOpen, handler: a.OCIToken},
+		{method: "GET", pattern: "/v2/", access: accessOCI, handler: a.OCI},
 		// Single sign-on: 'terraform login' (login.v1), the identity
 		// provider's return, the catalog's sign-in and sign-out.
 		{method: "GET", pattern: access.AuthorizePath, access: accessSignIn, signIn: l.Authorize},

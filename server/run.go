@@ -15,6 +15,7 @@ import (
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // RunOptions configure Run: what 'airgap serve' resolved from its flags,
@@ -53,7 +54,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if len(names) == 0 {
 		names = append(names, "localhost")
 	}
-	names = append(names, ListenAddrs(cfg.Listen)...)
+	names = append(names, listenAddrs(cfg.Listen)...)
 	cfg.TLS.Dir, cfg.TLS.Names = store.TLSDir(cfg.Store), dedupe(names)
 	// The main listener first, so that a port in use fails before anything
 	// is set up or logged; but with ACME after the certificates, whose
@@ -94,7 +95,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
 	defer usage.Close()
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
-	ops, err := StartOps(ctx, OpsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
+	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
 		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if ac != nil {
 		go ac.Watch(ctx)
 	}
-	hs := NewHTTPServer(ops.Handler(srv), cfg.Log)
+	hs := NewHTTPServer(ops.handler(srv), cfg.Log)
 	hs.TLSConfig = tlsSetup.Config
 	HTTP1Only(hs.TLSConfig)
 	if ln == nil {
@@ -111,7 +112,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		}
 		defer ln.Close()
 	}
-	ln = ops.Listener(ln)
+	ln = ops.listener(ln)
 	go watchCatalog(ctx, st, srv, cfg.Log)
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
@@ -120,7 +121,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
-	ops.Ready()
+	ops.ready()
 	return serveUntil(ctx, hs, ln, ops, cfg.Log)
 }
 
@@ -133,7 +134,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 	}
 	var ac *access.AccessControl
 	if c.Access != "" {
-		ttl, _ := c.URLTTL()
+		ttl, _ := c.urlTTL()
 		var err error
 		ac, err = access.NewAccessControl(access.AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
 		if err != nil {
@@ -148,7 +149,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 	if c.AuditLog == "" {
 		return ac, nil, nil
 	}
-	max, _ := c.AuditMaxSize()
+	max, _ := c.auditMaxSize()
 	log := cfg.Log
 	audit, err := access.OpenAuditLog(c.AuditLog, max, c.AuditLogKeep, func(err error) {
 		log.Error("writing the audit log; the download was served", "err", err)
@@ -158,7 +159,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 
 // metricsAddr is the address of the separate metrics listener, or "".
 func metricsAddr(c *ServeConfig) string {
-	if c == nil || c.MetricsListen == "" || c.MetricsListen == "off" || c.MetricsListen == MetricsOnMain {
+	if c == nil || c.MetricsListen == "" || c.MetricsListen == "off" || c.MetricsListen == metricsOnMain {
 		return ""
 	}
 	return c.MetricsListen
@@ -171,14 +172,14 @@ func watchCatalog(ctx context.Context, st *store.Store, srv *Server, log *slog.L
 			log.Error("reloading the store index; still serving the previous catalog", "err", err)
 			return
 		}
-		srv.Warm()
+		srv.warm()
 		log.Info("catalog reloaded", "provider_versions", len(ix.Catalog.Providers), "module_versions", len(ix.Catalog.Modules))
 	})
 }
 
 // serveUntil serves ln until ctx is done, then drains downloads in flight
 // for up to 30 s.
-func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *Ops, log *slog.Logger) error {
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *opsLayer, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
@@ -186,7 +187,7 @@ func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *Ops,
 		return err
 	case <-ctx.Done():
 	}
-	ops.Stopping()
+	ops.stopping()
 	log.Info("shutting down; waiting up to 30s for downloads in flight")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -211,4 +212,17 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// usageFor starts counting for serve unless the configuration turns it
+// off (nil then). Close stops it, once the downloads have drained.
+func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
+	if c != nil && c.Usage == usageOff {
+		return nil
+	}
+	iv := protocol.DefaultUsageInterval
+	if c != nil {
+		iv, _ = c.usageInterval()
+	}
+	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
 }

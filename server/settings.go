@@ -7,6 +7,7 @@ import (
 
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/spf13/pflag"
 )
 
@@ -18,7 +19,7 @@ import (
 //
 // The environment carries only what differs between hosts that share one
 // configuration file. SIGHUP applies a reloadApplied setting at once
-// (Reloadable says how); a changed reloadRestart setting is reported as
+// (reloadable says how); a changed reloadRestart setting is reported as
 // needing a restart.
 var serveSettings = []setting{
 	{name: "store", usage: "store directory (required)"},
@@ -48,8 +49,8 @@ var serveSettings = []setting{
 	{name: "audit-log-max-size", def: "100MiB", usage: "rotate the audit log past this size"},
 	{name: "audit-log-keep", def: strconv.Itoa(access.DefaultAuditKeep), usage: "rotated audit logs kept (FILE.1 … FILE.N)"},
 	{name: "download-url-ttl", def: "15m", usage: "with --access: how long the signed package and archive URLs in answers stay valid"},
-	{name: "usage", def: UsageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
-	{name: "usage-flush", def: DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
+	{name: "usage", def: usageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
+	{name: "usage-flush", def: protocol.DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
 }
 
 type setting struct {

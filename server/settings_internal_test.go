@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airgap/airgap/server/ops"
+	"github.com/airgap/airgap/server/protocol"
 	"github.com/spf13/pflag"
 )
 
@@ -20,7 +21,7 @@ func TestSettingsTable(t *testing.T) {
 			fields = append(fields, name)
 		}
 	}
-	if names := SettingNames(); !slices.Equal(names, fields) {
+	if names := settingNames(); !slices.Equal(names, fields) {
 		t.Errorf("the settings table names\n%v\nServeConfig's fields\n%v", names, fields)
 	}
 	if got, want := EnvSettings(), []string{"hostname", "listen", "metrics-listen"}; !slices.Equal(got, want) {
@@ -49,7 +50,7 @@ func TestSettingsTable(t *testing.T) {
 	if c, err = LoadServeConfig(fs, "", func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != ":8443" || c.MaxConns != ops.DefaultMaxConns || c.UsageFlush != DefaultUsageInterval.String() || c.Sources["store"] != "flag" || c.Sources["listen"] != "default" {
+	if c.Listen != ":8443" || c.MaxConns != ops.DefaultMaxConns || c.UsageFlush != protocol.DefaultUsageInterval.String() || c.Sources["store"] != "flag" || c.Sources["listen"] != "default" {
 		t.Errorf("defaults: %+v", c)
 	}
 }

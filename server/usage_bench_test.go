@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // BenchmarkBlobDownload measures what counting adds to serving one whole
@@ -24,7 +25,7 @@ func BenchmarkBlobDownload(b *testing.B) {
 		}
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	u := server.StartUsage(e.root, server.UsageOptions{Interval: time.Hour, Log: quiet})
+	u := protocol.StartUsage(e.root, protocol.UsageOptions{Interval: time.Hour, Log: quiet})
 	defer u.Close()
 	for _, c := range []struct {
 		name string

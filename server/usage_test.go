@@ -16,12 +16,13 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 // usageEnv is a test server that counts downloads into its store's state.
 type usageEnv struct {
 	*env
-	u    *server.Usage
+	u    *protocol.Usage
 	logs *syncBuffer
 }
 
@@ -36,7 +37,7 @@ func usageOver(t *testing.T, e *env, interval time.Duration) *usageEnv {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	u := server.StartUsage(e.root, server.UsageOptions{Interval: interval, Log: log})
+	u := protocol.StartUsage(e.root, protocol.UsageOptions{Interval: interval, Log: log})
 	t.Cleanup(u.Close)
 	srv := server.New(e.st, server.Options{Logger: log, Usage: u})
 	ts := httptest.NewTLSServer(srv)

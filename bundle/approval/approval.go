@@ -36,10 +36,10 @@ const (
 	maxTool     = 100
 )
 
-// StatementType and Format identify an approval statement.
+// statementType and statementFormat identify an approval statement.
 const (
-	StatementType = "airgap-approval"
-	Format        = 1
+	statementType   = "airgap-approval"
+	statementFormat = 1
 )
 
 // Ext ends an approval file's name: BUNDLE.approval, BUNDLE.2.approval, …
@@ -47,10 +47,10 @@ const Ext = ".approval"
 
 // Errors (test with errors.Is).
 var (
-	// ErrMalformed: the file is not an approval in the one form accepted.
-	ErrMalformed = errors.New("not an airgap approval")
-	// ErrTooNew: the statement has a newer format than this airgap reads.
-	ErrTooNew = errors.New("approval written by a newer airgap")
+	// errMalformed: the file is not an approval in the one form accepted.
+	errMalformed = errors.New("not an airgap approval")
+	// errTooNew: the statement has a newer format than this airgap reads.
+	errTooNew = errors.New("approval written by a newer airgap")
 	// ErrSignature: the signature is not the station key's over the statement.
 	ErrSignature = errors.New("the approval's signature does not check out")
 )
@@ -123,7 +123,7 @@ func SortKeys(ks []PublisherKey) {
 // are set from key and at (truncated to the second), Type and Format to
 // this package's. The statement is validated as Parse would.
 func Sign(st Statement, key *openpgp.Entity, at time.Time) ([]byte, error) {
-	st.Type, st.Format = StatementType, Format
+	st.Type, st.Format = statementType, statementFormat
 	st.Station = verify.Signer{KeyID: verify.KeyID(key), Fingerprint: verify.Fingerprint(key), Identity: verify.Identity(key)}
 	st.Time = at.UTC().Truncate(time.Second)
 	if st.Time.Before(key.PrimaryKey.CreationTime) {
@@ -159,44 +159,44 @@ const (
 // It checks the form, not the signature (Check does).
 func Parse(data []byte) (*Approval, error) {
 	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, over the %d an approval may have", ErrMalformed, len(data), MaxSize)
+		return nil, fmt.Errorf("%w: %d bytes, over the %d an approval may have", errMalformed, len(data), MaxSize)
 	}
 	i := bytes.Index(data, []byte("\n"+sigBegin))
 	if i < 0 {
-		return nil, fmt.Errorf("%w: no armored signature after the statement", ErrMalformed)
+		return nil, fmt.Errorf("%w: no armored signature after the statement", errMalformed)
 	}
 	signed, sig := data[:i+1], data[i+1:]
 	if !bytes.HasSuffix(sig, []byte(sigEnd)) || bytes.Count(sig, []byte("-----BEGIN ")) != 1 || bytes.Count(sig, []byte("-----END ")) != 1 {
-		return nil, fmt.Errorf("%w: the signature must be one armored block, ending the file", ErrMalformed)
+		return nil, fmt.Errorf("%w: the signature must be one armored block, ending the file", errMalformed)
 	}
 	if !utf8.Valid(signed) {
-		return nil, fmt.Errorf("%w: the statement is not UTF-8", ErrMalformed)
+		return nil, fmt.Errorf("%w: the statement is not UTF-8", errMalformed)
 	}
 	var head struct {
 		Type   string `json:"type"`
 		Format int    `json:"format"`
 	}
 	if err := json.Unmarshal(signed, &head); err != nil {
-		return nil, fmt.Errorf("%w: the statement is not JSON: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: the statement is not JSON: %v", errMalformed, err)
 	}
-	if head.Type != StatementType {
-		return nil, fmt.Errorf("%w: its type is %q, not %q", ErrMalformed, dist.Printable(head.Type), StatementType)
+	if head.Type != statementType {
+		return nil, fmt.Errorf("%w: its type is %q, not %q", errMalformed, dist.Printable(head.Type), statementType)
 	}
-	if head.Format > Format {
-		return nil, fmt.Errorf("%w: format %d, this airgap reads %d\nhint: upgrade airgap on this side", ErrTooNew, head.Format, Format)
+	if head.Format > statementFormat {
+		return nil, fmt.Errorf("%w: format %d, this airgap reads %d\nhint: upgrade airgap on this side", errTooNew, head.Format, statementFormat)
 	}
 	a := &Approval{Data: data, signed: signed, sig: sig}
 	dec := json.NewDecoder(bytes.NewReader(signed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a.Statement); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if err := a.validate(); err != nil {
 		return nil, err
 	}
 	again, err := Encode(&a.Statement)
 	if err != nil || !bytes.Equal(again, signed) {
-		return nil, fmt.Errorf("%w: the statement is not in its canonical form (as 'airgap approve' writes it)", ErrMalformed)
+		return nil, fmt.Errorf("%w: the statement is not in its canonical form (as 'airgap approve' writes it)", errMalformed)
 	}
 	return a, nil
 }
@@ -204,9 +204,9 @@ func Parse(data []byte) (*Approval, error) {
 // validate checks every field's form.
 func (st *Statement) validate() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, a...))
 	}
-	if st.Type != StatementType || st.Format != Format {
+	if st.Type != statementType || st.Format != statementFormat {
 		return bad("type %q format %d", dist.Printable(st.Type), st.Format)
 	}
 	if _, err := verify.ParseDigest(string(st.Bundle)); err != nil {

@@ -132,8 +132,8 @@ func (rep *Report) RefusesImport() bool {
 	return rep.Forecast != nil && rep.Forecast.Verdict == VerdictRefuse
 }
 
-// VerdictLine is the report's last line: what the import will do.
-func (rep *Report) VerdictLine() string {
+// verdictLine is the report's last line: what the import will do.
+func (rep *Report) verdictLine() string {
 	f := rep.Forecast
 	switch {
 	case f == nil:

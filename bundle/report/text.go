@@ -78,7 +78,7 @@ func (rep *Report) Text() string {
 		b.WriteString(rep.Checks.Summary("  "))
 	}
 	rep.forecastText(&b)
-	b.WriteString("\n" + rep.VerdictLine() + "\n")
+	b.WriteString("\n" + rep.verdictLine() + "\n")
 	return dist.PrintableLines(b.String())
 }
 

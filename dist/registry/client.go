@@ -118,7 +118,7 @@ func metadataTimeout() time.Duration {
 // Authorization header: net/http compares host names only and keeps it for
 // subdomains, so it would send a token to another port of the same host, to
 // plain http there, or to any subdomain. The registry client and 'airgap
-// client-config --url' (server.FetchOrigins) use it.
+// client-config --url' (protocol.FetchOrigins) use it.
 func CheckRedirect(n int) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) > n {

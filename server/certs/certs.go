@@ -218,8 +218,8 @@ func CAFingerprint(c *x509.Certificate) string {
 // (serve and 'airgap ca', say) agree on one CA.
 func caDir(dir string) string { return filepath.Join(dir, "ca") }
 
-// ReadCA reads the local CA of dir without creating one.
-func ReadCA(dir string) (*LocalCA, error) {
+// readCA reads the local CA of dir without creating one.
+func readCA(dir string) (*LocalCA, error) {
 	dir = caDir(dir)
 	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
 	if err != nil {
@@ -256,7 +256,7 @@ var caMu sync.Mutex
 func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	caMu.Lock()
 	defer caMu.Unlock()
-	if ca, err := ReadCA(dir); err == nil {
+	if ca, err := readCA(dir); err == nil {
 		return ca, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -301,12 +301,12 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	os.Chmod(tmp, 0o700)
 	if err := os.Rename(tmp, caDir(dir)); err != nil {
 		// Another process created it first: use theirs.
-		if ca, rerr := ReadCA(dir); rerr == nil {
+		if ca, rerr := readCA(dir); rerr == nil {
 			return ca, nil
 		}
 		return nil, err
 	}
-	return ReadCA(dir)
+	return readCA(dir)
 }
 
 func writeSynced(path string, data []byte, mode os.FileMode) error {

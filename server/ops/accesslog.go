@@ -162,7 +162,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
-	LogRecord(l, end, "request", attrs)
+	logRecord(l, end, "request", attrs)
 }
 
 // Endpoint kinds: the values of the "kind" label and of EndpointKind. The

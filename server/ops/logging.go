@@ -240,12 +240,12 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
 }
 
-// LogRecord is l.LogAttrs at info level, stamped at (the end of the
+// logRecord is l.LogAttrs at info level, stamped at (the end of the
 // request: one clock read less), without the caller's program counter,
 // which no handler of serve's prints (no AddSource) and which costs a
 // stack walk per line. Like LogAttrs it checks the level (which SIGHUP may
 // have changed since the request arrived).
-func LogRecord(l *slog.Logger, at time.Time, msg string, attrs []slog.Attr) {
+func logRecord(l *slog.Logger, at time.Time, msg string, attrs []slog.Attr) {
 	ctx := context.Background()
 	h := l.Handler()
 	if !h.Enabled(ctx, slog.LevelInfo) {

@@ -189,8 +189,8 @@ func (w *LogWriter) SetNotice(l *slog.Logger) {
 	}
 }
 
-// Dropped is the number of log lines dropped because writes failed.
-func (w *LogWriter) Dropped() int64 {
+// droppedLines is the number of log lines dropped because writes failed.
+func (w *LogWriter) droppedLines() int64 {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	return w.total

@@ -120,7 +120,7 @@ func TestLogWriterFullDisk(t *testing.T) {
 		log.Info("request", "n", i)
 	}
 	w.Flush()
-	if n := w.Dropped(); n != 1000 {
+	if n := w.droppedLines(); n != 1000 {
 		t.Fatalf("dropped %d lines, want 1000", n)
 	}
 	good := filepath.Join(t.TempDir(), "serve.log")

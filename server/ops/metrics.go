@@ -185,18 +185,9 @@ func (m *Metrics) Mount(h http.Handler) http.Handler {
 	})
 }
 
-// ListenAndServe serves /metrics over plain HTTP on addr (--metrics-listen)
-// until ctx ends, with read and write timeouts and a 16 KiB header limit.
-// It returns once listening, with the bound address.
-func (m *Metrics) ListenAndServe(ctx context.Context, addr string, log *slog.Logger) (net.Addr, error) {
-	ln, err := Listen("the metrics listener", "--metrics-listen", addr)
-	if err != nil {
-		return nil, err
-	}
-	return m.Serve(ctx, ln, log), nil
-}
-
-// Serve is ListenAndServe on a listener already open.
+// Serve serves /metrics over plain HTTP on ln (--metrics-listen, opened
+// already) until ctx ends, with read and write timeouts and a 16 KiB
+// header limit, and returns the bound address.
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) net.Addr {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())

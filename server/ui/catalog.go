@@ -166,11 +166,11 @@ type importRow struct {
 	Trust           []store.TrustChange // the trust changes of versions the scope sees
 }
 
-// SignerLabel says who signed a provider version's SHA256SUMS, as the
+// signerLabel says who signed a provider version's SHA256SUMS, as the
 // registry's key list and the bundle tell it; "mirror hashes only" when no
 // publisher did and only a network mirror's hashes vouch for it (the
 // provider page names the mirror).
-func SignerLabel(p *dist.ProviderVersion) string {
+func signerLabel(p *dist.ProviderVersion) string {
 	switch {
 	case p.MirrorHashesOnly:
 		return dist.TrustLabel(dist.TrustMirror)
@@ -532,7 +532,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		if i++; i <= lo {
 			continue
 		}
-		row := providerRow{providerGroup: g, Newest: g.Versions[0], Signer: SignerLabel(g.Versions[0])}
+		row := providerRow{providerGroup: g, Newest: g.Versions[0], Signer: signerLabel(g.Versions[0])}
 		row.Shown = g.Versions[:min(len(g.Versions), maxVersionsShown)]
 		row.More = len(g.Versions) - len(row.Shown)
 		for _, pk := range row.Newest.Packages {
@@ -622,7 +622,7 @@ func (ui *catalogUI) provider(w http.ResponseWriter, r *http.Request) {
 	lo, hi, pg := paginate(r, len(g.Versions), versionPageSize, nil)
 	var rows []providerVersionRow
 	for _, v := range g.Versions[lo:hi] {
-		row := providerVersionRow{ProviderVersion: v, Signer: SignerLabel(v), Snippet: fmt.Sprintf(
+		row := providerVersionRow{ProviderVersion: v, Signer: signerLabel(v), Snippet: fmt.Sprintf(
 			"terraform {\n  required_providers {\n    %s = {\n      source  = %q\n      version = %q\n    }\n  }\n}\n", g.Type, g.Source, v.Version)}
 		if s, ok := m.signers.Of(v); ok {
 			row.SignedBy = &s

@@ -17,7 +17,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 )
 
-// The errors StatusOf maps to statuses other than 500.
+// The errors statusOf maps to statuses other than 500.
 var (
 	ErrNotFound   = errors.New("not found")
 	ErrBadRequest = errors.New("bad request")
@@ -29,8 +29,8 @@ func NotFound(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, a...))
 }
 
-// StatusOf is the one place errors become HTTP status codes.
-func StatusOf(err error) int {
+// statusOf is the one place errors become HTTP status codes.
+func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrBlobMissing), errors.Is(err, os.ErrNotExist):
 		return http.StatusNotFound
@@ -46,7 +46,7 @@ func StatusOf(err error) int {
 // Error answers with the status for err and a registry-style JSON body;
 // an internal error is logged to log and answered without its text.
 func Error(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
-	code := StatusOf(err)
+	code := statusOf(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

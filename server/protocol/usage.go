@@ -1,4 +1,4 @@
-package server
+package protocol
 
 import (
 	"errors"
@@ -278,7 +278,7 @@ func usageKey(dl *access.Download) store.UsageKey {
 
 // countBlob counts a completed download of blob d for every catalog entry
 // of the snapshot that has it as a package or archive (at most a few).
-func (s *Server) countBlob(st *state, d verify.Digest) {
+func (s *Answers) countBlob(st *Snapshot, d verify.Digest) {
 	var keys [4]store.UsageKey
 	ks := keys[:0]
 	for _, dl := range st.ownerIndex()[d] {
@@ -295,7 +295,7 @@ func (s *Server) countBlob(st *state, d verify.Digest) {
 // counts it if its last byte went out (see the rules above). The status
 // and body bytes are noted by a recorder of its own (Observe's), which
 // nothing inside ServeContent asks for notes.
-func (s *Server) serveCounted(w http.ResponseWriter, r *http.Request, st *state, d verify.Digest, f *os.File) {
+func (s *Answers) serveCounted(w http.ResponseWriter, r *http.Request, st *Snapshot, d verify.Digest, f *os.File) {
 	rec := ops.NewRecorder(w)
 	http.ServeContent(rec, r, "", time.Time{}, f)
 	if completed(rec) {
@@ -342,17 +342,4 @@ func parseContentRange(s string) (first, last, size int64, ok bool) {
 		return 0, 0, 0, false
 	}
 	return first, last, size, true
-}
-
-// usageFor starts counting for serve unless the configuration turns it
-// off (nil then). Close stops it, once the downloads have drained.
-func usageFor(root string, c *ServeConfig, log *slog.Logger) *Usage {
-	if c != nil && c.Usage == UsageOff {
-		return nil
-	}
-	iv := DefaultUsageInterval
-	if c != nil {
-		iv, _ = c.UsageInterval()
-	}
-	return StartUsage(root, UsageOptions{Interval: iv, Log: log})
 }

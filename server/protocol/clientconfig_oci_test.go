@@ -1,16 +1,16 @@
-package server_test
+package protocol_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/airgap/airgap/server"
+	"github.com/airgap/airgap/server/protocol"
 )
 
 func TestClientConfigOCI(t *testing.T) {
 	var b bytes.Buffer
-	err := server.WriteClientConfig(&b, server.ClientConfigOptions{URL: "https://airgap.site:8443", Tool: "tofu", Mode: "oci",
+	err := protocol.WriteClientConfig(&b, protocol.ClientConfigOptions{URL: "https://airgap.site:8443", Tool: "tofu", Mode: "oci",
 		Origins: []string{"registry.terraform.io", "registry.opentofu.org", "reg.example:5000"}})
 	if err != nil {
 		t.Fatal(err)
@@ -31,11 +31,11 @@ func TestClientConfigOCI(t *testing.T) {
 	if strings.Contains(out, "TOFU_CLI_CONFIG_FILE") {
 		t.Error("OpenTofu has no TOFU_CLI_CONFIG_FILE")
 	}
-	for name, opt := range map[string]server.ClientConfigOptions{
+	for name, opt := range map[string]protocol.ClientConfigOptions{
 		"terraform": {URL: "https://a.example/", Tool: "terraform", Mode: "oci"},
 		"path":      {URL: "https://a.example/airgap/", Tool: "tofu", Mode: "oci"},
 	} {
-		if err := server.WriteClientConfig(&bytes.Buffer{}, opt); err == nil || !strings.Contains(err.Error(), "hint:") {
+		if err := protocol.WriteClientConfig(&bytes.Buffer{}, opt); err == nil || !strings.Contains(err.Error(), "hint:") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

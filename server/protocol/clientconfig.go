@@ -1,4 +1,4 @@
-package server
+package protocol
 
 import (
 	"fmt"
@@ -160,9 +160,9 @@ func credentialHosts(mode, appliance string, origins []string) []string {
 	return hosts
 }
 
-// TokenEnvName is the TF_TOKEN_ variable Terraform and OpenTofu read for
+// tokenEnvName is the TF_TOKEN_ variable Terraform and OpenTofu read for
 // host ("" when none can name it: a host with a port).
-func TokenEnvName(host string) string {
+func tokenEnvName(host string) string {
 	if strings.Contains(host, ":") {
 		return ""
 	}
@@ -174,7 +174,7 @@ func writeTokenAdvice(w io.Writer, hosts []string) {
 	fmt.Fprintf(w, "# If the appliance requires a token (airgap serve --access), give the client yours\n# for each host below, in the environment:\n")
 	var blocks []string
 	for _, h := range hosts {
-		if env := TokenEnvName(h); env != "" {
+		if env := tokenEnvName(h); env != "" {
 			fmt.Fprintf(w, "#   export %s=<token>\n", env)
 		} else {
 			blocks = append(blocks, h)

@@ -1,11 +1,9 @@
-package server_test
+package protocol
 
 import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/airgap/airgap/server"
 )
 
 // TestClientConfigCredentials: the hosts a client looks a token up for
@@ -18,12 +16,12 @@ func TestClientConfigCredentials(t *testing.T) {
 	const tok = "airgap_0123456789012345678901234567890123456789abc"
 	for _, mode := range []string{"registry", "mirror", "oci"} {
 		var with, without bytes.Buffer
-		opt := server.ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
-		if err := server.WriteClientConfig(&with, opt); err != nil {
+		opt := ClientConfigOptions{URL: "https://airgap.site:8443/", Tool: "tofu", Mode: mode, Origins: origins, Token: tok}
+		if err := WriteClientConfig(&with, opt); err != nil {
 			t.Fatal(err)
 		}
 		opt.Token = ""
-		if err := server.WriteClientConfig(&without, opt); err != nil {
+		if err := WriteClientConfig(&without, opt); err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range append([]string{"airgap.site:8443"}, origins...) {
@@ -45,7 +43,7 @@ func TestClientConfigCredentials(t *testing.T) {
 			t.Errorf("%s mode: oci_credentials block present = %v:\n%s", mode, got, with.String())
 		}
 	}
-	if server.TokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || server.TokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || server.TokenEnvName("h:1") != "" {
-		t.Error("TokenEnvName")
+	if tokenEnvName("registry.terraform.io") != "TF_TOKEN_registry_terraform_io" || tokenEnvName("a-b.c") != "TF_TOKEN_a__b_c" || tokenEnvName("h:1") != "" {
+		t.Error("tokenEnvName")
 	}
 }

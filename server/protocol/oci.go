@@ -1,4 +1,4 @@
-package server
+package protocol
 
 import (
 	"encoding/json"
@@ -64,7 +64,7 @@ func (r *ociRepo) get() *oci.Content {
 	return r.content
 }
 
-func (s *Server) ociState() *ociState {
+func (s *Answers) ociState() *ociState {
 	cat := s.store.Catalog()
 	if st := s.oci.p.Load(); st != nil && st.cat == cat {
 		return st
@@ -97,20 +97,20 @@ const (
 )
 
 // ociBase answers /v2/ itself: the API version check.
-func (s *Server) ociBase(w http.ResponseWriter, r *http.Request) {
+func (s *Answers) ociBase(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	reply.JSONBytes(w, r, "application/json", []byte("{}"))
 }
 
 // ociTokenHandler answers /v2/token (ociToken).
-func (s *Server) ociTokenHandler(w http.ResponseWriter, r *http.Request) {
+func (s *Answers) ociTokenHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	s.access.OCIToken(w, r)
 }
 
 // ociHandler answers everything else under /v2/: tags/list, manifests and
 // blobs of a repository.
-func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
+func (s *Answers) ociHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	rest := strings.TrimPrefix(r.URL.Path, "/v2/")
 	var name, op, ref string
@@ -157,7 +157,7 @@ func (s *Server) ociHandler(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) ociTags(w http.ResponseWriter, r *http.Request, name string, c *oci.Content) {
+func (s *Answers) ociTags(w http.ResponseWriter, r *http.Request, name string, c *oci.Content) {
 	q := r.URL.Query()
 	n := maxTagsPage
 	if v := q.Get("n"); v != "" {
@@ -185,7 +185,7 @@ func (s *Server) ociTags(w http.ResponseWriter, r *http.Request, name string, c 
 	reply.JSONBytes(w, r, "application/json", b)
 }
 
-func (s *Server) ociManifest(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
+func (s *Answers) ociManifest(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
 	var m *oci.Manifest
 	byDigest := strings.HasPrefix(ref, "sha256:")
 	if byDigest {
@@ -206,7 +206,7 @@ func (s *Server) ociManifest(w http.ResponseWriter, r *http.Request, ref string,
 	reply.JSONBytes(w, r, m.MediaType, m.Body)
 }
 
-func (s *Server) ociBlob(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
+func (s *Answers) ociBlob(w http.ResponseWriter, r *http.Request, ref string, c *oci.Content) {
 	d, err := verify.ParseDigest(ref)
 	if err != nil {
 		reply.OCIError(w, http.StatusBadRequest, ociDigestInvalid, "invalid digest")

@@ -1,4 +1,4 @@
-package server
+package protocol
 
 import (
 	"fmt"
@@ -28,6 +28,7 @@ func TestOCIStateBoundedByCatalog(t *testing.T) {
 			Packages: []dist.Package{{OS: "linux", Arch: "amd64", Filename: "p.zip", Digest: d, Size: 3}}})
 	}
 	s := New(catStore{cat}, Options{})
+	answer := s.Handlers().OCI
 	for i := 0; i < 5000; i++ {
 		for _, p := range []string{
 			fmt.Sprintf("/v2/registry.terraform.io/hashicorp/nope%d/tags/list", i),
@@ -36,7 +37,7 @@ func TestOCIStateBoundedByCatalog(t *testing.T) {
 			fmt.Sprintf("/v2/registry.terraform.io/hashicorp/p1/blobs/sha256:%064x", i),
 		} {
 			w := httptest.NewRecorder()
-			s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, p, nil))
+			answer(w, httptest.NewRequest(http.MethodGet, p, nil))
 			if w.Code != http.StatusNotFound {
 				t.Fatalf("%s: %d", p, w.Code)
 			}
