@@ -192,8 +192,8 @@ func (o *Offline) keyWarnings(keys []PublisherKey) []string {
 			}
 		}
 		sort.Strings(pinned)
-		out = append(out, fmt.Sprintf("the offline side pins %s for %s; this bundle will be refused unless approved at the station (key %s signs %s: 'airgap approve --accept-publisher-key' it there once checked with the publisher)",
-			strings.Join(pinned, ", "), k.Namespace, fp, strings.Join(k.Providers, ", ")))
+		out = append(out, fmt.Sprintf("the offline side pins %s for %s; this bundle will be refused unless approved at the station (key %s signs %s: once checked with the publisher, run 'airgap approve --key STATION.key.asc --accept-publisher-key %s BUNDLE' there)",
+			strings.Join(pinned, ", "), k.Namespace, fp, strings.Join(k.Providers, ", "), k.Fingerprint))
 	}
 	return out
 }
