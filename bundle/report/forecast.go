@@ -19,7 +19,11 @@ import (
 // ({required, keyring, valid: [{file, station, time, note,
 // publisher_keys}], invalid: [{file, reason}]}; only when the store
 // requires approvals), trust_changes: [trust change], undecided: [string]
-// (what only the import can decide, as a delta's omitted signatures)}.
+// (what only the import can decide, as a delta's omitted signatures),
+// pins: [pin]}. pin: {namespace, key: signer, first_use (the namespace has
+// no publisher key before it), how (dist.Pin*: first_use,
+// approved_at_station, declared_by_bundle, accepted_at_import,
+// pins_file)}: every key the import would pin.
 // refusal: {rule, kind, address, version, reason}; kind is "" (and address
 // and version absent) for the bundle as a whole. trust change: {provider,
 // change ("signature", "sha256sums"), before, after: signer}.
@@ -30,6 +34,36 @@ type Forecast struct {
 	Approvals    *ApprovalsForecast `json:"approvals,omitempty"`
 	TrustChanges []TrustChange      `json:"trust_changes"`
 	Undecided    []string           `json:"undecided"`
+	Pins         []PinForecast      `json:"pins"`
+}
+
+// PinForecast is a publisher key the import would pin for a namespace.
+type PinForecast struct {
+	Namespace string        `json:"namespace"`
+	Key       verify.Signer `json:"key"`
+	FirstUse  bool          `json:"first_use"`
+	How       string        `json:"how"`
+}
+
+func (p PinForecast) String() string {
+	what := "new key"
+	if p.FirstUse {
+		what = "first use"
+	}
+	s := fmt.Sprintf("%s: will pin %s for %s", what, KeyName(p.Key), p.Namespace)
+	switch p.How {
+	case dist.PinStation:
+		s += " (approved at the transfer station)"
+	case dist.PinDeclared:
+		s += " (the bundle declares it approved)"
+	case dist.PinOperator:
+		s += " (approved with --accept-publisher-key)"
+	case dist.PinFile:
+		s += " (listed in the pins file)"
+	case dist.PinFirstUse:
+		s += " (trust on first use: check its fingerprint with the publisher)"
+	}
+	return s
 }
 
 // Forecast verdicts.
@@ -217,6 +251,9 @@ func (rep *Report) forecastText(b *strings.Builder) {
 	}
 	for _, u := range f.Undecided {
 		fmt.Fprintf(b, "  decided at import: %s\n", q(u))
+	}
+	for _, p := range f.Pins {
+		fmt.Fprintf(b, "  %s\n", q(p.String()))
 	}
 	if f.Verdict == VerdictAccept {
 		b.WriteString("  refused: 0\n")

@@ -27,7 +27,7 @@ func TestRotationDelta(t *testing.T) {
 	stationKey := s.WithStation(t, stationPolicy)
 	const manifest = "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"
 	b1 := s.Export(t, "first", manifest)
-	harness.MustRun(t, s.Work, nil, harness.Bin, "approve", "--key", stationKey, "--keyring", s.Keyring, b1)
+	harness.MustRun(t, s.Work, nil, harness.Bin, "approve", "--key", stationKey, "--keyring", s.Keyring, "--accept-publisher-key", verify.Fingerprint(in.Publisher), b1)
 	harness.MustRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", s.Store, b1)
 	have := s.Inventory(t, "have")
 	other := filepath.Join(s.Work, "store-since")
