@@ -54,6 +54,13 @@ func TestFirstBundleStation(t *testing.T) {
 
 	const manifest = "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"
 	b := s.Export(t, "first", manifest)
+	// The export against the empty store's inventory says so first.
+	out := harness.MustRun(t, s.Work, s.Online, harness.Bin, "export", "--manifest", filepath.Join(s.Work, "first.hcl"), "--sign-key", "k/site.key.asc",
+		"--out", filepath.Join(s.Work, "against-have.bundle"), "--cache", filepath.Join(s.Work, "cache"), "--have", have)
+	if want := "takes its first one only from the station; this bundle will be refused unless approved there"; !strings.Contains(out, want) ||
+		!strings.Contains(out, "'airgap approve --key STATION.key.asc --accept-publisher-key "+pubKey+" BUNDLE'") {
+		t.Errorf("export --have of the empty store does not warn %q:\n%s", want, out)
+	}
 	out, code := s.Verify(t, "--against", have, b)
 	t.Logf("the forecast of the first bundle:\n%s", out)
 	for _, want := range []string{"provider registry.terraform.io/hashicorp/random 3.6.2: publisher key:",
