@@ -166,10 +166,32 @@ func (rep *Report) RefusesImport() bool {
 	return rep.Forecast != nil && rep.Forecast.Verdict == VerdictRefuse
 }
 
+// OnlyUnapproved reports whether the forecast refuses the bundle for
+// nothing but missing station approvals: a good bundle that the import
+// will accept once it is approved ('airgap approve').
+func (rep *Report) OnlyUnapproved() bool {
+	f := rep.Forecast
+	if f == nil || f.Verdict != VerdictRefuse || len(f.Refused) == 0 {
+		return false
+	}
+	for _, r := range f.Refused {
+		if r.Rule != ruleApproval {
+			return false
+		}
+	}
+	return true
+}
+
+// ruleApproval is bundle/store's RuleApproval (the store's rules stand on
+// this package, not the other way round).
+const ruleApproval = "approval"
+
 // VerdictLine is the report's last line: what the import will do.
 func (rep *Report) VerdictLine() string {
 	f := rep.Forecast
 	switch {
+	case rep.OnlyUnapproved():
+		return "Verdict: import will accept once approved: " + approvalsMissing(f) + " ('airgap approve' at the transfer station)"
 	case f == nil:
 		return "Verdict: verified; the import is not forecast (give --against the store's 'airgap inventory --json')"
 	case f.Verdict == VerdictAccept && len(f.Undecided) > 0:
@@ -178,6 +200,14 @@ func (rep *Report) VerdictLine() string {
 		return "Verdict: import will accept"
 	}
 	return "Verdict: import will refuse: " + refusalSummary(f.Refused)
+}
+
+// approvalsMissing says how many station approvals f lacks.
+func approvalsMissing(f *Forecast) string {
+	if a := f.Approvals; a != nil {
+		return fmt.Sprintf("%d of %d required approval(s) missing", a.Required-len(a.Valid), a.Required)
+	}
+	return "its approval is missing"
 }
 
 // refusalSummary counts the refused entries and names the rules.

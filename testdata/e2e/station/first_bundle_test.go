@@ -122,15 +122,26 @@ func TestFirstBundleStation(t *testing.T) {
 		t.Errorf("terraform did not install 3.6.2:\n%s", out)
 	}
 
-	// A store that pins first keys by first use forecasts that pin.
+	// A store that requires an approval but pins first keys by first use
+	// forecasts that pin, and reads the bundle, which lacks only its
+	// approval, as one it will accept once approved.
 	tofu := filepath.Join(s.Work, "tofu-store")
 	os.MkdirAll(tofu, 0o755)
-	os.WriteFile(filepath.Join(tofu, "import.hcl"), []byte("require_publisher_signatures = true\n"), 0o644)
+	os.WriteFile(filepath.Join(tofu, "import.hcl"), []byte(strings.TrimSuffix(stationPolicy, "publisher_key_approvals = \"station\"\n")), 0o644)
+	pub, _ := os.ReadFile(filepath.Join(s.Store, "stations.pub.asc"))
+	os.WriteFile(filepath.Join(tofu, "stations.pub.asc"), pub, 0o644)
 	p := filepath.Join(s.Work, "tofu.json")
 	os.WriteFile(p, []byte(harness.MustRunStdout(t, s.Work, "inventory", "--store", tofu, "--json")), 0o644)
 	os.Rename(b+".approval", b+".kept")
 	out, code = s.Verify(t, "--against", p, b)
-	if code != 0 || !strings.Contains(out, pinLine+" (trust on first use") {
-		t.Errorf("the forecast of a first-use store (exit %d) lacks %q:\n%s", code, pinLine, out)
+	for _, want := range []string{pinLine + " (trust on first use", "import:    will accept once approved (1 of 1 required approval(s) missing",
+		"Verdict: import will accept once approved: 1 of 1 required approval(s) missing ('airgap approve' at the transfer station)",
+		"the import will accept it once approved at the transfer station"} {
+		if code != 4 || !strings.Contains(out, want) {
+			t.Errorf("the forecast of a first-use store that requires an approval (exit %d, want 4) lacks %q:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, "WILL REFUSE") {
+		t.Errorf("a bundle that lacks only its approval reads WILL REFUSE:\n%s", out)
 	}
 }
