@@ -93,9 +93,17 @@ func TestFirstBundleStation(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "Verdict: import will accept") || !strings.Contains(stdout, pinLine+" (approved at the transfer station)") {
 		t.Fatalf("approve --accept-publisher-key of the first key: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	r, _, code := s.VerifyJSON(t, "--against", have, b)
+	r, raw, code := s.VerifyJSON(t, "--against", have, b)
 	if code != 0 || r.Forecast == nil || r.Forecast.Verdict != "accept" {
 		t.Errorf("verify --json with the approval: exit %d, %+v", code, r.Forecast)
+	}
+	pins, _ := raw["forecast"].(map[string]any)["pins"].([]any)
+	if len(pins) != 1 {
+		t.Fatalf("verify --json's forecast.pins: %v", raw["forecast"])
+	}
+	if p := pins[0].(map[string]any); p["namespace"] != "registry.terraform.io/hashicorp" || p["first_use"] != true || p["how"] != "approved_at_station" ||
+		p["key"].(map[string]any)["fingerprint"] != pubKey {
+		t.Errorf("verify --json's forecast.pins: %v", pins)
 	}
 	out = harness.MustRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", s.Store, b)
 	if !strings.Contains(out, "pinned publisher key for registry.terraform.io/hashicorp: "+verify.GroupFingerprint(pubKey)) {
