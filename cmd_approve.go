@@ -62,7 +62,8 @@ func (*approveCmd) help() verbHelp {
 			"time, the digests of the review printed (text and JSON), the note and the publisher keys\n" +
 			"approved here, signed by the station key. A store whose import.hcl has an approvals block\n" +
 			"requires such approvals; with publisher_key_approvals = \"station\" new publisher keys are\n" +
-			"approved only here. The station key may not be a key of --keyring, nor the bundle's signer.",
+			"approved only here, a namespace's first key too (nothing is pinned by first use there).\n" +
+			"The station key may not be a key of --keyring, nor the bundle's signer.",
 		env: []string{"AIRGAP_PASSPHRASE  passphrase of --key when there is no terminal"},
 		examples: []string{"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json site.bundle",
 			"airgap approve --key keys/station.key.asc --keyring site.pub.asc --against have.json \\\n      --accept-publisher-key 'A6FD D72B E722 31CC 1407  5D12 B625 A360 C497 4D6F' --note 'CHG-1234: key checked with the publisher' site.bundle",

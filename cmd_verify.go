@@ -117,6 +117,9 @@ func (c *verifyCmd) run(args []string) error {
 // forecast says the import will refuse (with or without --strict), 3 when
 // something needs attention and strict, else 0.
 func verdictExit(rep *report.Report, strict bool) error {
+	if rep.OnlyUnapproved() {
+		return exitError{exitRefuse, fmt.Sprintf("verified; the import will accept it once approved at the transfer station ('airgap approve'), and refuses it until then; exit status %d", exitRefuse)}
+	}
 	if rep.RefusesImport() {
 		return exitError{exitRefuse, fmt.Sprintf("verified, but the import will refuse it (the forecast lists why); exit status %d", exitRefuse)}
 	}

@@ -37,7 +37,7 @@ var verbPlaces = []struct {
 	verbs []string
 }{
 	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
-	{"Transfer station (checks and shows a bundle, writes nothing)", []string{"verify", "show", "approve"}},
+	{"Transfer station (checks and shows a bundle; only approve writes: its signed approval, beside the bundle)", []string{"verify", "show", "approve"}},
 	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
 	{"Anywhere", []string{"keys", "client-config", "healthcheck", "join"}},
 }

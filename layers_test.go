@@ -72,7 +72,7 @@ var layers = []struct{ pkg, may string }{
 	// sit here, above the store, not with the rest of dist.
 	{"dist/export", "bundle bundle/check bundle/store dist dist/docs dist/getter dist/goinfo dist/modzip dist/osfile dist/registry dist/sbom dist/tfconfig dist/vendoring verify"},
 	{"dist/oci", "bundle/store dist verify"},
-	{"dist/registrytest", "bundle/bundletest dist dist/getter/archivetest"},
+	{"dist/registrytest", "bundle/bundletest dist dist/getter/archivetest verify"},
 
 	// The appliance.
 	{"server/acl", "bundle/store dist dist/osfile"},

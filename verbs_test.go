@@ -53,6 +53,11 @@ func TestHelpGroupsVerbsByPlace(t *testing.T) {
 			t.Errorf("airgap help lists %s under %q: give it a place in verbPlaces (help.go)", name, p[0])
 		}
 	}
+	// approve writes an approval file: its place must not say that
+	// nothing there writes.
+	if strings.Contains(out, "writes nothing") {
+		t.Errorf("airgap help says a place writes nothing, but approve, listed at the transfer station, writes its approval:\n%s", out)
+	}
 	for verb, want := range map[string]string{"verify": "Transfer station", "export": "Connected side", "import": "Offline side", "serve": "Offline side"} {
 		if p := where[verb]; len(p) != 1 || p[0] != want {
 			t.Errorf("airgap help lists %s under %v, want %q:\n%s", verb, p, want, out)

@@ -19,7 +19,11 @@ import (
 // ({required, keyring, valid: [{file, station, time, note,
 // publisher_keys}], invalid: [{file, reason}]}; only when the store
 // requires approvals), trust_changes: [trust change], undecided: [string]
-// (what only the import can decide, as a delta's omitted signatures)}.
+// (what only the import can decide, as a delta's omitted signatures),
+// pins: [pin]}. pin: {namespace, key: signer, first_use (the namespace has
+// no publisher key before it), how (dist.Pin*: first_use,
+// approved_at_station, declared_by_bundle, accepted_at_import,
+// pins_file)}: every key the import would pin.
 // refusal: {rule, kind, address, version, reason}; kind is "" (and address
 // and version absent) for the bundle as a whole. trust change: {provider,
 // change ("signature", "sha256sums"), before, after: signer}.
@@ -30,6 +34,36 @@ type Forecast struct {
 	Approvals    *ApprovalsForecast `json:"approvals,omitempty"`
 	TrustChanges []TrustChange      `json:"trust_changes"`
 	Undecided    []string           `json:"undecided"`
+	Pins         []PinForecast      `json:"pins"`
+}
+
+// PinForecast is a publisher key the import would pin for a namespace.
+type PinForecast struct {
+	Namespace string        `json:"namespace"`
+	Key       verify.Signer `json:"key"`
+	FirstUse  bool          `json:"first_use"`
+	How       string        `json:"how"`
+}
+
+func (p PinForecast) String() string {
+	what := "new key"
+	if p.FirstUse {
+		what = "first use"
+	}
+	s := fmt.Sprintf("%s: will pin %s for %s", what, KeyName(p.Key), p.Namespace)
+	switch p.How {
+	case dist.PinStation:
+		s += " (approved at the transfer station)"
+	case dist.PinDeclared:
+		s += " (the bundle declares it approved)"
+	case dist.PinOperator:
+		s += " (approved with --accept-publisher-key)"
+	case dist.PinFile:
+		s += " (listed in the pins file)"
+	case dist.PinFirstUse:
+		s += " (trust on first use: check its fingerprint with the publisher)"
+	}
+	return s
 }
 
 // Forecast verdicts.
@@ -132,10 +166,32 @@ func (rep *Report) RefusesImport() bool {
 	return rep.Forecast != nil && rep.Forecast.Verdict == VerdictRefuse
 }
 
+// OnlyUnapproved reports whether the forecast refuses the bundle for
+// nothing but missing station approvals: a good bundle that the import
+// will accept once it is approved ('airgap approve').
+func (rep *Report) OnlyUnapproved() bool {
+	f := rep.Forecast
+	if f == nil || f.Verdict != VerdictRefuse || len(f.Refused) == 0 {
+		return false
+	}
+	for _, r := range f.Refused {
+		if r.Rule != ruleApproval {
+			return false
+		}
+	}
+	return true
+}
+
+// ruleApproval is bundle/store's RuleApproval (the store's rules stand on
+// this package, not the other way round).
+const ruleApproval = "approval"
+
 // verdictLine is the report's last line: what the import will do.
 func (rep *Report) verdictLine() string {
 	f := rep.Forecast
 	switch {
+	case rep.OnlyUnapproved():
+		return "Verdict: import will accept once approved: " + approvalsMissing(f) + " ('airgap approve' at the transfer station)"
 	case f == nil:
 		return "Verdict: verified; the import is not forecast (give --against the store's 'airgap inventory --json')"
 	case f.Verdict == VerdictAccept && len(f.Undecided) > 0:
@@ -144,6 +200,14 @@ func (rep *Report) verdictLine() string {
 		return "Verdict: import will accept"
 	}
 	return "Verdict: import will refuse: " + refusalSummary(f.Refused)
+}
+
+// approvalsMissing says how many station approvals f lacks.
+func approvalsMissing(f *Forecast) string {
+	if a := f.Approvals; a != nil {
+		return fmt.Sprintf("%d of %d required approval(s) missing", a.Required-len(a.Valid), a.Required)
+	}
+	return "its approval is missing"
 }
 
 // refusalSummary counts the refused entries and names the rules.
@@ -217,6 +281,9 @@ func (rep *Report) forecastText(b *strings.Builder) {
 	}
 	for _, u := range f.Undecided {
 		fmt.Fprintf(b, "  decided at import: %s\n", q(u))
+	}
+	for _, p := range f.Pins {
+		fmt.Fprintf(b, "  %s\n", q(p.String()))
 	}
 	if f.Verdict == VerdictAccept {
 		b.WriteString("  refused: 0\n")

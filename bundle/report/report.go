@@ -398,6 +398,7 @@ func (rep *Report) Finish(err error) {
 		nonNil(&f.Refused)
 		nonNil(&f.TrustChanges)
 		nonNil(&f.Undecided)
+		nonNil(&f.Pins)
 		if a := f.Approvals; a != nil {
 			nonNil(&a.Valid)
 			nonNil(&a.Invalid)

@@ -41,7 +41,9 @@ func (rep *Report) Text() string {
 	if rep.Against == nil && rep.keysUnknown() {
 		b.WriteString("  keys:      not compared with the store's (give --against the store's 'airgap inventory --json')\n")
 	}
-	if f := rep.Forecast; f != nil && f.Verdict == VerdictRefuse {
+	if f := rep.Forecast; rep.OnlyUnapproved() {
+		fmt.Fprintf(&b, "  import:    will accept once approved (%s; the forecast at the end lists them)\n", approvalsMissing(f))
+	} else if f != nil && f.Verdict == VerdictRefuse {
 		fmt.Fprintf(&b, "  import:    WILL REFUSE %s (the forecast at the end lists why)\n", refusalSummary(f.Refused))
 	} else if f != nil {
 		b.WriteString("  import:    will accept (forecast at the end)\n")

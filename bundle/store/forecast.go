@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/airgap/airgap/bundle/report"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -57,9 +58,15 @@ func forecast(rep *report.Report, opt ReviewOptions) (*forecastRun, error) {
 	} else {
 		f.Policy = sp.Lines()
 	}
+	seen := map[string]bool{}
 	for _, d := range rules.Keys.Decisions {
 		if d.Status == KeyUnknown {
 			f.Undecided = append(f.Undecided, fmt.Sprintf("the publisher key of provider %s (%s)", d.Provider, d.Note))
+		}
+		if d.Pin != nil && !seen[d.Namespace+" "+d.Pin.Fingerprint] {
+			seen[d.Namespace+" "+d.Pin.Fingerprint] = true
+			known := dist.NamespaceKeys{Keys: d.Known}
+			f.Pins = append(f.Pins, report.PinForecast{Namespace: d.Namespace, Key: d.Signer, FirstUse: !known.HasTier(dist.TrustPublisher), How: d.Pin.How})
 		}
 	}
 	if sp.Chain != nil && rep.Checks != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,8 +31,19 @@ type Inventory struct {
 // PublisherKeys is the store's whole key history (History): the recorded
 // rows, and for a store that predates pins the keys its providers were
 // signed by.
+//
+// A store set up for its first import (its import.hcl written, no index
+// yet) has an empty inventory with its policy: what verify --against and
+// approve --against need to forecast the first bundle by the store's own
+// rules. A directory with neither is not a store (ErrNoStore).
 func LoadInventory(root string) (*Inventory, error) {
 	ix, blobs, err := ReadInventory(root)
+	if errors.Is(err, ErrNoStore) && configured(root) {
+		ix, err = readIndex(root)
+		if err == nil {
+			ix.Imports, blobs = []ImportEntry{}, []verify.Digest{}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +121,9 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		}
 	}
 	fmt.Fprintln(&w, "\nImported bundles:")
+	if len(ix.Imports) == 0 {
+		fmt.Fprintln(&w, "  none yet: the first bundle is imported by the import rules above ('airgap inventory --json' of this store lets 'airgap verify --against' forecast it)")
+	}
 	for _, e := range ix.Imports {
 		kind := ""
 		if e.Delta {
@@ -417,4 +432,11 @@ func ReadInventory(root string) (*Index, []verify.Digest, error) {
 		return nil, nil, err
 	}
 	return ix, ds, nil
+}
+
+// configured reports whether root has an import.hcl (of any kind: an
+// unreadable one is reported by ReadStorePolicy).
+func configured(root string) bool {
+	_, err := os.Lstat(filepath.Join(root, ImportConfigName))
+	return err == nil
 }

@@ -24,7 +24,9 @@ import (
 //     expiry has the same fingerprint: the same key; the newer expiry is
 //     recorded);
 //   - the namespace has no publisher key yet: accepted and pinned — trust
-//     on first use, recorded as such (how: first_use). A pins file
+//     on first use, recorded as such (how: first_use) — except in a
+//     store that takes new keys only from the station (StationOnly, below),
+//     where a first key too needs the station's approval. A pins file
 //     (PinsFile) decides instead where it lists the namespace, so a site
 //     can pin keys before the first import;
 //   - a new key for a namespace that has one: refused, naming the
@@ -238,6 +240,16 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 		}
 	case dist.SiteKeyed(d.Trust) && !hasPublisher:
 		d.Status, d.Note = KeySiteResigned, "re-signed by the site key; the namespace has no publisher key"
+	case d.Trust == dist.TrustPublisher && !hasPublisher && kr.StationOnly:
+		// A store that takes new keys only from the station takes its
+		// first ones from there too: trust on first use would let the
+		// exporting laptop pick the key every later version is held to.
+		if kr.stationApproves(d.Namespace, fp) {
+			d.Status, d.Note = KeyStation, "the namespace's first publisher key, approved at the transfer station (a signed approval of this bundle)"
+			pin(dist.PinStation)
+		} else {
+			d.Status, d.Note = KeyRefused, "the namespace's first publisher key; this store takes publisher keys, its first ones too, only from a transfer station's approval"
+		}
 	case d.Trust == dist.TrustPublisher && !hasPublisher:
 		d.Status, d.Note = KeyFirstUse, "the namespace's first publisher key: pinned from this import on (trust on first use)"
 		pin(dist.PinFirstUse)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/bundle/store"
 )
 
@@ -61,5 +62,19 @@ func TestImportPolicies(t *testing.T) {
 	}
 	if idx, _ := os.ReadFile(filepath.Join(root, "index.json")); res.Unchanged || !bytes.Contains(idx, []byte("+again")) {
 		t.Errorf("a re-import whose only change is a policy's edit did not write it (unchanged=%v)", res.Unchanged)
+	}
+}
+
+// TestOnlyUnapprovedReadsRuleApproval: the review's "will accept once
+// approved" is decided by the approvals rule's name, which the report
+// package spells on its own: the two must not drift apart.
+func TestOnlyUnapprovedReadsRuleApproval(t *testing.T) {
+	rep := &report.Report{Forecast: &report.Forecast{Verdict: report.VerdictRefuse, Refused: []report.Refusal{{Rule: store.RuleApproval, Reason: "0 of 1"}}}}
+	if !rep.OnlyUnapproved() {
+		t.Error("a bundle refused only for its approvals is not read as one the import accepts once approved")
+	}
+	rep.Forecast.Refused = append(rep.Forecast.Refused, report.Refusal{Rule: store.RulePublisherKey, Kind: "provider", Address: "a/b/c", Version: "1.0.0"})
+	if rep.OnlyUnapproved() {
+		t.Error("a bundle refused for a publisher key too is read as one the import accepts once approved")
 	}
 }

@@ -378,7 +378,7 @@ func (sp *StorePolicy) Lines() []string {
 		out = append(out, fmt.Sprintf("every bundle needs %d approval(s) by distinct station keys of %s: %s", a.Required, dist.Printable(a.Keyring), strings.Join(keys, "; ")))
 	}
 	if sp.PublisherKeyApprovals == KeyApprovalsStation {
-		out = append(out, "new publisher keys are approved only at the transfer station (not by the bundle, not at import)")
+		out = append(out, "new publisher keys, a namespace's first one too, are approved only at the transfer station (not by the bundle, not at import, not by first use)")
 	}
 	if c := sp.Chain; c != nil {
 		var keys []string

@@ -135,10 +135,24 @@ func readSince(since string, key *openpgp.Entity) (*DeltaBase, error) {
 
 // Apply marks the blobs the base has as omitted, makes m a delta, and
 // returns how many blobs it omitted.
+//
+// A provider version's SHA256SUMS is carried whenever its signature is,
+// even if the base has it: after a publisher's key rotation the version
+// is re-signed over the same SHA256SUMS, and without those bytes the
+// station could check neither the new signature nor whose key made it
+// (so it could neither forecast the key change nor approve the key). It
+// costs one small file per re-signed version. Bundles that carry a blob
+// their base has are nothing new: every airgap reads them.
 func (ds *DeltaBase) Apply(m *bundle.Manifest) int {
+	keep := map[verify.Digest]bool{}
+	for _, p := range m.Catalog.Providers {
+		if !ds.have[p.ShasumsSig] {
+			keep[p.Shasums] = true
+		}
+	}
 	n := 0
 	for i := range m.Blobs {
-		if ds.have[m.Blobs[i].Digest] {
+		if d := m.Blobs[i].Digest; ds.have[d] && !keep[d] {
 			m.Blobs[i].Omitted = true
 			n++
 		}

@@ -159,8 +159,9 @@ func (e *exporter) reinstated() map[string]bool {
 
 // keyWarnings flags each key of the export that the offline store will
 // not accept without an approval: new for a namespace that has another
-// publisher key (unless declared and the store takes declarations), or
-// retired or revoked there.
+// publisher key (unless declared and the store takes declarations), the
+// first for its namespace in a store that takes keys only from the
+// station, or retired or revoked there.
 func (o *Offline) keyWarnings(keys []PublisherKey) []string {
 	if o == nil {
 		return nil
@@ -174,6 +175,11 @@ func (o *Offline) keyWarnings(keys []PublisherKey) []string {
 		}
 		n := o.keys[k.Namespace]
 		if n == nil || !n.HasTier(dist.TrustPublisher) {
+			if o.stationOnly && k.Trust == dist.TrustPublisher {
+				// Such a store pins no first key by first use.
+				out = append(out, fmt.Sprintf("the offline side has no publisher key for %s yet and takes its first one only from the station; this bundle will be refused unless approved there (key %s signs %s: once checked with the publisher, run 'airgap approve --key STATION.key.asc --accept-publisher-key %s BUNDLE' there)",
+					k.Namespace, fp, strings.Join(k.Providers, ", "), k.Fingerprint))
+			}
 			continue // first use (or a namespace of site re-signed providers only)
 		}
 		if pin := n.Find(k.Fingerprint); pin != nil {
@@ -192,8 +198,8 @@ func (o *Offline) keyWarnings(keys []PublisherKey) []string {
 			}
 		}
 		sort.Strings(pinned)
-		out = append(out, fmt.Sprintf("the offline side pins %s for %s; this bundle will be refused unless approved at the station (key %s signs %s: 'airgap approve --accept-publisher-key' it there once checked with the publisher)",
-			strings.Join(pinned, ", "), k.Namespace, fp, strings.Join(k.Providers, ", ")))
+		out = append(out, fmt.Sprintf("the offline side pins %s for %s; this bundle will be refused unless approved at the station (key %s signs %s: once checked with the publisher, run 'airgap approve --key STATION.key.asc --accept-publisher-key %s BUNDLE' there)",
+			strings.Join(pinned, ", "), k.Namespace, fp, strings.Join(k.Providers, ", "), k.Fingerprint))
 	}
 	return out
 }

@@ -20,6 +20,7 @@
 package registrytest
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -50,6 +51,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // Hosts the stand-in answers for.
@@ -667,4 +669,32 @@ func BuildFixtureProvider(t testing.TB, dir string) string {
 		t.Fatalf("building the fixture provider: %v\n%s", err, b)
 	}
 	return out
+}
+
+// Resign re-signs a published provider version's SHA256SUMS with
+// in.Publisher, as a publisher does when it rotates its key: the packages
+// and SHA256SUMS stay byte for byte the same, the signature and the key
+// the registry lists are new.
+func (in *Internet) Resign(t testing.TB, host, ns, typ, version string) {
+	t.Helper()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, v := range in.providers[host+"/"+ns+"/"+typ] {
+		if v.Version != version {
+			continue
+		}
+		sums, err := os.ReadFile(v.Files[v.ShasumsName])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sig bytes.Buffer
+		if err := verify.SignDetachedAt(&sig, in.Publisher, bytes.NewReader(sums), time.Unix(2, 0)); err != nil {
+			t.Fatal(err)
+		}
+		bundletest.WriteFile(t, v.Files[v.ShasumsName+".sig"], sig.Bytes())
+		v.ShasumsSig = verify.DigestBytes(sig.Bytes())
+		v.SigningKeys = []dist.SigningKey{{KeyID: verify.KeyID(in.Publisher), ASCIIArmor: bundletest.Armor(t, in.Publisher)}}
+		return
+	}
+	t.Fatalf("Resign: %s/%s/%s %s is not published", host, ns, typ, version)
 }

@@ -49,12 +49,14 @@ func TestTwoPersonJourney(t *testing.T) {
 	const first = "platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"
 	b1 := s.Export(t, "first", first)
 
-	// The first bundle: approved at the station (no inventory yet), imported.
+	// The first bundle: approved at the station, which accepts the
+	// namespace's first key too (this store pins no key by first use),
+	// imported.
 	out, err := harness.CmdRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", s.Store, b1)
 	if err == nil || !strings.Contains(out, "not enough transfer-station approvals") || !strings.Contains(out, "airgap approve --key STATION.key.asc") {
 		t.Fatalf("a bundle without an approval was not refused as it should be (%v):\n%s", err, out)
 	}
-	harness.MustRun(t, s.Work, nil, harness.Bin, "approve", "--key", stationKey, "--keyring", s.Keyring, "--note", "first month", b1)
+	harness.MustRun(t, s.Work, nil, harness.Bin, "approve", "--key", stationKey, "--keyring", s.Keyring, "--accept-publisher-key", verify.Fingerprint(in.Publisher), "--note", "first month", b1)
 	out = harness.MustRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", s.Store, b1)
 	if !strings.Contains(out, "approved at the transfer station by") || !strings.Contains(out, `"first month"`) {
 		t.Errorf("import of the approved first bundle:\n%s", out)
