@@ -267,18 +267,19 @@ func (kr *KeyReview) stationApproves(ns, fp string) bool {
 func (kr *KeyReview) signsNothingNew(d *KeyDecision, known *dist.NamespaceKeys) {
 	fp := d.Signer.Fingerprint
 	served := kr.Served != nil && kr.Served[d.Key] == d.Version.ShasumsSig
-	if r := kr.Revoked[fp]; r != nil && (!served || d.Facts == nil || !d.Facts.Created.Before(r.Revoked)) {
-		d.Status, d.Pin = KeyRevoked, nil
-		d.Note = fmt.Sprintf("the store has seen this key's revocation (%s, %s; from %s): it signs nothing new, whatever this bundle's copy of the key says",
-			r.Revoked.UTC().Format("2006-01-02"), orNoReason(r.Reason), r.Source)
-		return
+	s := keyStanding{revoked: kr.Revoked[fp]}
+	if known != nil {
+		if k := known.Find(fp); k != nil {
+			s.retired = k.Retired
+		}
 	}
-	if known == nil || served {
-		return
+	var created time.Time
+	if d.Facts != nil {
+		created = d.Facts.Created
 	}
-	if k := known.Find(fp); k != nil && k.Retired != nil {
-		d.Status, d.Pin = KeyRetired, nil
-		d.Note = fmt.Sprintf("the store retired this key for the namespace on %s ('airgap keys retire'): it signs nothing new there", k.Retired.UTC().Format("2006-01-02"))
+	// A signature whose time is not known here is not taken as held.
+	if st, why := judgeSignature(s, d.Signer, created, served && d.Facts != nil); st != "" {
+		d.Status, d.Pin, d.Note = st, nil, why
 	}
 }
 
