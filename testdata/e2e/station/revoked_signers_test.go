@@ -3,6 +3,7 @@ package station
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,5 +156,99 @@ func TestRevokedKeysSignNothing(t *testing.T) {
 		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", enclave.pub, "--store", b, w.bundle(t, "four", "1.0.0", enclave.e))
 		harness.MustRun(t, w.work, nil, harness.Bin, "keys", "revoke", "--store", b, "--keyring", w.revoked(t, site))
 		refusedFor(t, w.work, enclave.pub, b, chain, verify.Fingerprint(site.e))
+	})
+}
+
+// TestKeyringCopiesMerged: a keyring that holds a key and a copy of it
+// carrying its revocation, in either order, holds one revoked key, for
+// every keyring airgap reads — the site keyring verify and import take,
+// the store's station keyring, its chain keyring (issue 39, finding 3:
+// site and station keyrings used the first copy that verified, the chain
+// keyring the last, so a revocation appended, or put first, was
+// ignored). No store is told of the revocation here: the keyring alone
+// must refuse, and the store stay byte for byte as it was.
+func TestKeyringCopiesMerged(t *testing.T) {
+	t.Parallel()
+	w := &revocationWorld{work: t.TempDir(), pub: bundletest.Key(t, "publisher")}
+	both := func(t *testing.T, k keyPair) map[string][]byte {
+		t.Helper()
+		plain, _ := os.ReadFile(k.pub)
+		rev, _ := os.ReadFile(w.revoked(t, k))
+		return map[string][]byte{"key then revocation": append(append([]byte{}, plain...), rev...), "revocation then key": append(append([]byte{}, rev...), plain...)}
+	}
+	// refused: the import of path into store with keyring refuses, naming
+	// the key (its key ID or fingerprint) as revoked, the store unchanged.
+	refused := func(t *testing.T, keyring, store, path string, k keyPair) {
+		t.Helper()
+		before := bundletest.Snapshot(t, store)
+		stdout, stderr, code := harness.RunSplit(t, w.work, nil, "import", "--keyring", keyring, "--store", store, path)
+		if code == 0 {
+			t.Fatalf("the import accepted it:\n%s\n%s", stdout, stderr)
+		}
+		named := strings.Contains(stderr, verify.GroupFingerprint(verify.Fingerprint(k.e))) || strings.Contains(stderr, verify.KeyID(k.e))
+		if !named || !strings.Contains(stderr, "revoked") || !strings.Contains(stderr, "hint:") {
+			t.Errorf("the refusal does not name the revoked key %s with a hint:\n%s", verify.KeyID(k.e), stderr)
+		}
+		bundletest.SameTree(t, before, bundletest.Snapshot(t, store))
+		t.Logf("import refused:\n%s", stderr)
+	}
+
+	t.Run("site keyring", func(t *testing.T) {
+		site := w.key(t, "site-m")
+		st := filepath.Join(w.work, "store-m")
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", st, w.bundle(t, "five", "1.0.0", site.e))
+		b := w.bundle(t, "five", "1.1.0", site.e)
+		for order, data := range both(t, site) {
+			t.Run(order, func(t *testing.T) {
+				kr := filepath.Join(w.work, "site-m "+order+".asc")
+				bundletest.WriteFile(t, kr, data)
+				if out, err := harness.CmdRun(t, w.work, nil, harness.Bin, "verify", "--keyring", kr, b); err == nil {
+					t.Errorf("verify accepted a bundle signed by a key its keyring revokes:\n%s", out)
+				}
+				refused(t, kr, st, b, site)
+			})
+		}
+	})
+
+	t.Run("station keyring", func(t *testing.T) {
+		site, station := w.key(t, "site-n"), w.key(t, "station-n")
+		a := filepath.Join(w.work, "store-n")
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", a, w.bundle(t, "six", "1.0.0", site.e))
+		for order, data := range both(t, station) {
+			t.Run(order, func(t *testing.T) {
+				st := filepath.Join(w.work, "store-n "+order)
+				if out, err := exec.Command("cp", "-a", a, st).CombinedOutput(); err != nil {
+					t.Fatalf("cp: %v %s", err, out)
+				}
+				bundletest.WriteFile(t, filepath.Join(st, "stations.pub.asc"), data)
+				bundletest.WriteFile(t, filepath.Join(st, "import.hcl"), []byte("approvals {\n  keyring  = \"stations.pub.asc\"\n  required = 1\n}\n"))
+				b := w.bundle(t, "six", "1.1.0", site.e)
+				os.Remove(b + ".approval")
+				have := st + ".have.json"
+				bundletest.WriteFile(t, have, []byte(harness.MustRunStdout(t, w.work, "inventory", "--store", st, "--json")))
+				if out, err := harness.CmdRun(t, w.work, nil, harness.Bin, "approve", "--key", station.sec, "--keyring", site.pub, "--against", have, b); err == nil {
+					t.Errorf("approve --against with a station key its keyring revokes:\n%s", out)
+				}
+				harness.MustRun(t, w.work, nil, harness.Bin, "approve", "--key", station.sec, "--keyring", site.pub, b)
+				refused(t, site.pub, st, b, station)
+			})
+		}
+	})
+
+	t.Run("chain keyring", func(t *testing.T) {
+		site, enclave := w.key(t, "site-o"), w.key(t, "enclave-o")
+		a := filepath.Join(w.work, "store-oa")
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", a, w.bundle(t, "seven", "1.0.0", site.e))
+		chain := filepath.Join(w.work, "from-oa.bundle")
+		harness.MustRun(t, w.work, nil, harness.Bin, "export", "--from-store", a, "--sign-key", enclave.sec, "--out", chain)
+		for order, data := range both(t, site) {
+			t.Run(order, func(t *testing.T) {
+				b := filepath.Join(w.work, "store-ob "+order)
+				harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", enclave.pub, "--store", b, w.bundle(t, "eight", "1.0.0", enclave.e))
+				bundletest.WriteFile(t, filepath.Join(b, "chain.pub.asc"), data)
+				bundletest.WriteFile(t, filepath.Join(b, "import.hcl"), []byte("chain {\n  keyring = \"chain.pub.asc\"\n}\n"))
+				refused(t, enclave.pub, b, chain, site)
+			})
+		}
 	})
 }
