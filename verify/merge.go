@@ -21,8 +21,10 @@ import (
 // own, so this is ours. Every packet kept here was verified by go-crypto
 // when it read the copy it came in (a revocation or binding that does
 // not check out is dropped there), so merging adds no unchecked claim.
-// Cost: linear in the keys and signatures, which ReadKeyring bounds
-// (MaxKeysPerKeyring, MaxKeySignatures). The order is the first copy's.
+// Cost: a map lookup per key and, for duplicates, a comparison per pair
+// of signatures of one slot — at worst MaxKeySignatures² (65,536 cheap
+// field comparisons), as ReadKeyring bounds keys and signatures before
+// any of this runs. The order is that of each key's first copy.
 func mergeCopies(el openpgp.EntityList) openpgp.EntityList {
 	var out openpgp.EntityList
 	byFP := map[string]*openpgp.Entity{}
