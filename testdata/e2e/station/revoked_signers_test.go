@@ -79,27 +79,43 @@ func (w *revocationWorld) bundle(t *testing.T, name, version string, signer *ope
 }
 
 // refusedFor runs verify --against the store's inventory and the import
-// of path; both must refuse, naming the key fp as revoked, and the store
-// must be byte for byte as it was.
+// of path; both must refuse, and refuse the same entries by the same
+// rules (the forecast is the import's decision), the import naming the
+// key fp as revoked with a hint, and the store must be byte for byte as
+// it was.
 func refusedFor(t *testing.T, work, keyring, store, path, fp string) {
 	t.Helper()
 	have := store + ".have.json"
 	bundletest.WriteFile(t, have, []byte(harness.MustRunStdout(t, work, "inventory", "--store", store, "--json")))
 	stdout, stderr, code := harness.RunSplit(t, work, nil, "verify", "--keyring", keyring, "--against", have, "--json", path)
-	var rep struct{ Forecast *struct{ Verdict string } }
+	var rep struct {
+		Forecast *struct {
+			Verdict string
+			Refused []struct{ Rule, Kind, Address, Version string }
+		}
+	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Forecast == nil || rep.Forecast.Verdict == "accept" || code == 0 {
-		t.Errorf("verify --against forecast (exit %d): %v\n%s\n%s", code, err, stdout, stderr)
+		t.Fatalf("verify --against forecast (exit %d): %v\n%s\n%s", code, err, stdout, stderr)
 	}
 	before := bundletest.Snapshot(t, store)
-	stdout, stderr, code = harness.RunSplit(t, work, nil, "import", "--keyring", keyring, "--store", store, path)
+	stdout, stderr, code = harness.RunSplit(t, work, nil, "import", "--keyring", keyring, "--store", store, "--json", path)
 	if code == 0 {
 		t.Fatalf("the import accepted it:\n%s\n%s", stdout, stderr)
+	}
+	var res struct {
+		Refused []struct{ Rule, Kind, Address, Version string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("import --json (exit %d): %v\n%s", code, err, stdout)
+	}
+	if fc, im := setOf(rep.Forecast.Refused), setOf(res.Refused); len(im) == 0 || strings.Join(fc, ",") != strings.Join(im, ",") {
+		t.Errorf("the forecast refused %v, the import %v", fc, im)
 	}
 	if !strings.Contains(stderr, verify.GroupFingerprint(fp)) || !strings.Contains(stderr, "revo") || !strings.Contains(stderr, "hint:") {
 		t.Errorf("the refusal does not name the revoked key %s with a hint:\n%s", verify.GroupFingerprint(fp), stderr)
 	}
 	bundletest.SameTree(t, before, bundletest.Snapshot(t, store))
-	t.Logf("import refused:\n%s", stderr)
+	t.Logf("import refused (%v):\n%s", setOf(res.Refused), stderr)
 }
 
 // TestRevokedKeysSignNothing: once 'airgap keys revoke --store' has
