@@ -173,6 +173,25 @@ func TestRevokedKeysSignNothing(t *testing.T) {
 		harness.MustRun(t, w.work, nil, harness.Bin, "keys", "revoke", "--store", b, "--keyring", w.revoked(t, site))
 		refusedFor(t, w.work, enclave.pub, b, chain, verify.Fingerprint(site.e))
 	})
+
+	t.Run("chain hop approval", func(t *testing.T) {
+		site, station, enclave := w.key(t, "site-d"), w.key(t, "station-d"), w.key(t, "enclave-d")
+		a, b := filepath.Join(w.work, "store-da"), filepath.Join(w.work, "store-db")
+		// A takes bundles only with a station's approval; the chain
+		// carries it to B, which has recorded the station key's revocation.
+		os.MkdirAll(a, 0o755)
+		data, _ := os.ReadFile(station.pub)
+		bundletest.WriteFile(t, filepath.Join(a, "stations.pub.asc"), data)
+		bundletest.WriteFile(t, filepath.Join(a, "import.hcl"), []byte("approvals {\n  keyring  = \"stations.pub.asc\"\n  required = 1\n}\n"))
+		first := w.bundle(t, "nine", "1.0.0", site.e)
+		harness.MustRun(t, w.work, nil, harness.Bin, "approve", "--key", station.sec, "--keyring", site.pub, first)
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", a, first)
+		chain := filepath.Join(w.work, "from-da.bundle")
+		harness.MustRun(t, w.work, nil, harness.Bin, "export", "--from-store", a, "--sign-key", enclave.sec, "--out", chain)
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", enclave.pub, "--store", b, w.bundle(t, "ten", "1.0.0", enclave.e))
+		harness.MustRun(t, w.work, nil, harness.Bin, "keys", "revoke", "--store", b, "--keyring", w.revoked(t, station))
+		refusedFor(t, w.work, enclave.pub, b, chain, verify.Fingerprint(station.e))
+	})
 }
 
 // TestKeyringCopiesMerged: a keyring that holds a key and a copy of it
