@@ -13,6 +13,7 @@ import (
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/testdata/e2e/harness"
 	"github.com/airgap/airgap/verify"
 )
@@ -197,7 +198,8 @@ func TestRevokedKeysSignNothing(t *testing.T) {
 // TestKeyringCopiesMerged: a keyring that holds a key and a copy of it
 // carrying its revocation, in either order, holds one revoked key, for
 // every keyring airgap reads — the site keyring verify and import take,
-// the store's station keyring, its chain keyring (issue 39, finding 3:
+// the store's station keyring, its chain keyring, a provider's carried
+// publisher keys listed as separate entries (issue 39, finding 3:
 // site and station keyrings used the first copy that verified, the chain
 // keyring the last, so a revocation appended, or put first, was
 // ignored). No store is told of the revocation here: the keyring alone
@@ -266,6 +268,36 @@ func TestKeyringCopiesMerged(t *testing.T) {
 				}
 				harness.MustRun(t, w.work, nil, harness.Bin, "approve", "--key", station.sec, "--keyring", site.pub, b)
 				refused(t, site.pub, st, b, station)
+			})
+		}
+	})
+
+	t.Run("carried publisher keys", func(t *testing.T) {
+		// The registry lists the publisher's key and, as another entry,
+		// its revoked copy; the provider is signed by that key.
+		site := w.key(t, "site-p")
+		st := filepath.Join(w.work, "store-p")
+		harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", st, w.bundle(t, "eleven", "1.0.0", site.e))
+		publisher := w.key(t, "publisher-p")
+		revoked, _ := os.ReadFile(w.revoked(t, publisher))
+		for i, order := range []string{"key then revocation", "revocation then key"} {
+			t.Run(order, func(t *testing.T) {
+				p := bundletest.BuildProvider(t, filepath.Join(w.work, "p", "twelve-"+order), bundletest.Provider{Host: "registry.terraform.io", Namespace: "example",
+					Type: "twelve", Version: "1.0.0", Platforms: []string{"linux_amd64"}, Signer: publisher.e, PackageSize: 1 << 10})
+				rk := dist.SigningKey{KeyID: verify.KeyID(publisher.e), ASCIIArmor: string(revoked)}
+				if i == 0 {
+					p.SigningKeys = append(p.SigningKeys, rk)
+				} else {
+					p.SigningKeys = append([]dist.SigningKey{rk}, p.SigningKeys...)
+				}
+				set := bundletest.NewSet()
+				set.AddProvider(p)
+				b := filepath.Join(w.work, "twelve "+order+".bundle")
+				set.WriteBundleFile(t, b, site.e, bundle.CompressionAuto)
+				if out, err := harness.CmdRun(t, w.work, nil, harness.Bin, "verify", "--keyring", site.pub, b); err == nil {
+					t.Errorf("verify accepted a provider signed by a key its carried keys revoke:\n%s", out)
+				}
+				refused(t, site.pub, st, b, publisher)
 			})
 		}
 	})
