@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
@@ -44,5 +45,37 @@ func TestKeyringMergesCopies(t *testing.T) {
 		if rs := verify.Revocations(kr); len(rs) != 1 || rs[0].Signer.Fingerprint != verify.Fingerprint(k) {
 			t.Errorf("%s: revocations %v", name, rs)
 		}
+	}
+}
+
+// TestKeyringMergeManyCopies: the most copies of one key a keyring may
+// hold (MaxKeysPerKeyring), half of them revoked, merge into one revoked
+// key with its revocation once, in time linear in the copies.
+func TestKeyringMergeManyCopies(t *testing.T) {
+	k := key(t, nil)
+	plain, err := verify.PublicArmor(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.RevokeKey(packet.KeyCompromised, "lost", nil); err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := verify.PublicArmor(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Repeat(plain+revoked, verify.MaxKeysPerKeyring/2)
+	start := time.Now()
+	kr, err := verify.ReadKeyring(strings.NewReader(doc))
+	el := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kr) != 1 || len(kr[0].Revocations) != 1 {
+		t.Errorf("%d keys, %d revocations: want one key, revoked once", len(kr), len(kr[0].Revocations))
+	}
+	t.Logf("%d copies read and merged in %s", verify.MaxKeysPerKeyring, el)
+	if el > 2*time.Second {
+		t.Errorf("took %s", el)
 	}
 }
