@@ -196,7 +196,7 @@ func (c *approveCmd) approvable(rep *report.Report) error {
 	if a := f.Approvals; a != nil {
 		for _, v := range a.Invalid {
 			if v.File == "(this approval)" {
-				return exitError{exitRefuse, fmt.Sprintf("not approved: this approval would not count for the store: %s\nhint: the store's %s approvals block names the station keyring (%s); its operator adds this station's public key there\nnothing was written", dist.Printable(v.Reason), store.ImportConfigName, dist.Printable(a.Keyring))}
+				return exitError{exitRefuse, fmt.Sprintf("not approved: this approval would not count for the store: %s\nhint: approve with a key the store counts: one of the station keyring its %s approvals block names (%s), not revoked (there, or with 'airgap keys revoke'); its operator adds a new station's public key to that keyring\nnothing was written", dist.Printable(v.Reason), store.ImportConfigName, dist.Printable(a.Keyring))}
 			}
 		}
 	}

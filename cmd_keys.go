@@ -43,7 +43,7 @@ func (*keysCmd) help() verbHelp {
 		about: "generate: a signing key, as keygen (a site key, or a transfer station's key for 'airgap approve').\n" +
 			"retire: the store's publisher key for a namespace signs nothing new there from now on (what\nit serves signed by the key stays); recorded in the store's history.\n" +
 			"revoke: the store remembers a key's revocation (the key as 'gpg --export' writes it revoked):\n" +
-			"it signs nothing new, and nothing dated at or after the revocation, even when a later bundle\ncarries the key with its revocation stripped. Imports remember revocations their bundles carry.",
+			"the key signs nothing new here (a site, station or chain-hop key: no bundle, approval or hop; a\npublisher key: nothing the store does not already serve signed before the revocation), even\nwhen a later copy of the key has the revocation stripped. Imports remember revocations their\nbundles carry.",
 		env: []string{"AIRGAP_PASSPHRASE  generate: passphrase for the private key when there is no terminal"},
 		examples: []string{"airgap keys generate --out keys/station --name \"Transfer station 1 <station1@site.example>\"",
 			"airgap keys retire --store /srv/airgap registry.terraform.io/hashicorp '3436 5D94 72D7 468F …' --reason 'replaced in 2021'",
@@ -128,6 +128,6 @@ func (c *keysCmd) revoke() error {
 	for _, e := range res.Events {
 		fmt.Println(e.String())
 	}
-	fmt.Println("a revoked key signs nothing new here, and nothing dated at or after its revocation, whatever a later bundle's copy of the key says")
+	fmt.Println("a revoked key signs nothing new here — no bundle, approval, chain hop or provider signature the store does not already serve — whatever a later copy of the key says")
 	return nil
 }

@@ -81,7 +81,11 @@ func TestReadKeyringWorstAcceptedCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el, err := verify.ReadKeyring(strings.NewReader(pub + pub)); err != nil || len(el) != 2 {
+	pub2, err := verify.PublicArmor(key(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el, err := verify.ReadKeyring(strings.NewReader(pub + pub2)); err != nil || len(el) != 2 {
 		t.Errorf("two RSA 2048 keys: %v, %v", el, err)
 	}
 }

@@ -115,6 +115,10 @@ func splitUserID(s string) (name, comment, email string) {
 // is checked against the limits (checkKeyPackets: size and count of keys,
 // count of signatures, RSA/DSA/ElGamal parameter sizes), and a document
 // outside them fails with ErrKeyRefused having cost time linear in its size.
+// Copies of one key are merged into one (MergeCopies), so a revocation
+// anywhere in the document counts whatever the order of the copies. It is
+// the one reader of keyrings: site, station and chain keyrings and the
+// publisher keys a bundle carries all come through it.
 func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxKeyringSize+1))
 	if err != nil {
@@ -167,7 +171,7 @@ func ReadKeyring(r io.Reader) (openpgp.EntityList, error) {
 	if len(el) == 0 {
 		return nil, ErrNoKeys
 	}
-	return el, nil
+	return MergeCopies(el), nil
 }
 
 // ReadKeyringFile is ReadKeyring on a file, which must hold public keys

@@ -185,7 +185,9 @@ func (kc KeyringCache) Keyring(p dist.ProviderVersion) (openpgp.EntityList, erro
 	return kr, nil
 }
 
-// ProviderKeyring parses the signing keys p carries.
+// ProviderKeyring parses the signing keys p carries, the copies of one key
+// among them merged (verify.MergeCopies: a registry that lists a key and,
+// as another entry, its revoked copy lists one revoked key).
 func ProviderKeyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
 	var kr openpgp.EntityList
 	for _, k := range p.SigningKeys {
@@ -195,7 +197,7 @@ func ProviderKeyring(p dist.ProviderVersion) (openpgp.EntityList, error) {
 		}
 		kr = append(kr, el...)
 	}
-	return kr, nil
+	return verify.MergeCopies(kr), nil
 }
 
 // ProviderSignature checks a provider version's SHA256SUMS signature

@@ -152,8 +152,29 @@ func (ap *Approvals) judge(st *approval.Statement, in *PolicyInput) error {
 		return fmt.Errorf("its key %s is not in the store's station keyring %s", keyName(st.Station), ap.Policy.Keyring)
 	case !in.Now.IsZero() && st.Time.After(in.Now.Add(check.MaxClockAhead)):
 		return fmt.Errorf("it is dated %s, more than a day after this machine's clock", st.Time.Format(time.RFC3339))
+	case revokedIn(ap.Policy.keyring, st.Station.Fingerprint):
+		// An approval file by such a key fails its signature check
+		// first; this is for the approval being made ('airgap approve').
+		return fmt.Errorf("its key %s is revoked in the store's station keyring %s: a revoked key signs nothing", keyName(st.Station), ap.Policy.Keyring)
+	}
+	if s, why := judgeSignature(standingOf(in.Index, st.Station.Fingerprint), st.Station, st.Time, false); s != "" {
+		return errors.New(why)
 	}
 	return nil
+}
+
+// revokedIn reports whether kr's copy of the key fp carries a revocation
+// (of the key, or of the identity it signs under).
+func revokedIn(kr openpgp.EntityList, fp string) bool {
+	for _, e := range kr {
+		if verify.Fingerprint(e) != fp {
+			continue
+		}
+		if _, id := e.PrimarySelfSignature(); len(e.Revocations) > 0 || id != nil && len(id.Revocations) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func isSiteKey(kr openpgp.EntityList, fp string) bool {

@@ -112,8 +112,11 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 		}
 		if err := cp.checkHop(in, h); err != nil {
 			why := err.Error()
-			err = fmt.Errorf("%w: %s: %v\nhint: if that key belongs to a network this one takes content from, check its fingerprint with its owner and add its public key to %s (the chain keyring of %s); otherwise do not import this bundle",
-				ErrChainUntrusted, where, err, cp.Keyring, ImportConfigName)
+			hint := fmt.Sprintf("if that key belongs to a network this one takes content from, check its fingerprint with its owner and add its public key to %s (the chain keyring of %s); otherwise do not import this bundle", cp.Keyring, ImportConfigName)
+			if strings.Contains(why, verify.ErrKeyRevoked.Error()) {
+				hint = fmt.Sprintf("the chain keyring %s holds that key revoked, and a revoked key signs nothing: bring the content through hops signed by keys that are not revoked", cp.Keyring)
+			}
+			err = fmt.Errorf("%w: %s: %v\nhint: %s", ErrChainUntrusted, where, err, hint)
 			out.Refuse(err, Refusal{Rule: RuleChain, Reason: "hop " + h.Bundle.Short() + " signed by " + keyName(h.Signer) + " is not trusted: " + firstLine(why)})
 			return nil
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/airgap/airgap/bundle/report"
 	"github.com/airgap/airgap/dist"
@@ -40,8 +41,12 @@ func forecast(rep *report.Report, opt ReviewOptions) (*forecastRun, error) {
 	if rep.Signer != nil {
 		signer = *rep.Signer
 	}
+	var signedAt time.Time
+	if rep.SignedAt != nil {
+		signedAt = *rep.SignedAt
+	}
 	_, unknown := a.history()
-	in := &PolicyInput{Manifest: m, Bundle: verify.Digest(rep.Bundle), Signer: signer, Index: ix, Checked: rep.Checks, Now: opt.Now,
+	in := &PolicyInput{Manifest: m, Bundle: verify.Digest(rep.Bundle), Signer: signer, SignedAt: signedAt, Index: ix, Checked: rep.Checks, Now: opt.Now,
 		History: a.PublisherKeys, Unknown: unknown, Approvals: opt.Approvals, Pending: opt.Pending, SiteKeys: opt.SiteKeys}
 	var out PolicyResult
 	for _, p := range append(CatalogRules(), rules.Policies...) {

@@ -406,7 +406,7 @@ func (imp *importer) checkOmitted() error {
 // bundle; the import fails with every refusal they made.
 func (imp *importer) policies() error {
 	in := &PolicyInput{
-		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer,
+		Root: imp.root, Manifest: imp.m, Bundle: imp.res.Bundle, Signer: imp.res.Signer, SignedAt: imp.br.SignedAt(),
 		Index: imp.ix, Checked: imp.checked, Now: imp.now(), Approvals: imp.opt.Approvals, SiteKeys: imp.opt.Keyring,
 		BlobPath: imp.blobPath,
 	}

@@ -41,12 +41,9 @@ import (
 //     pins exist to distrust, cannot approve a key there;
 //   - a key the store has retired for the namespace ('airgap keys
 //     retire'), or whose revocation it has seen (in any bundle's carried
-//     keys, or 'airgap keys revoke'), signs nothing new: a provider version
-//     whose signature the store does not already serve is refused, and
-//     for a revoked key so is any signature dated at or after the
-//     revocation, whatever the bundle's copy of the key says (a later
-//     bundle may carry it with the revocation stripped). Nothing approves
-//     such a key.
+//     keys, or 'airgap keys revoke'), is judged by the store's one
+//     signature-time rule, judgeSignature (it signs nothing new, whatever
+//     the bundle's copy of the key says). Nothing approves such a key.
 //
 // Site re-signed providers (the registry published no key; see
 // check.SiteResignHost) have no publisher key to pin. In a namespace that
@@ -273,24 +270,25 @@ func (kr *KeyReview) stationApproves(ns, fp string) bool {
 	return false
 }
 
-// signsNothingNew refuses d when its key is revoked (seen by the store)
-// or retired for the namespace, and its signature is new to the store
-// (or, revoked, dated at or after the revocation).
+// signsNothingNew refuses d when judgeSignature refuses its signature:
+// its key revoked (seen by the store) or retired for the namespace, the
+// signature held when the store serves this very SHA256SUMS signature.
 func (kr *KeyReview) signsNothingNew(d *KeyDecision, known *dist.NamespaceKeys) {
 	fp := d.Signer.Fingerprint
 	served := kr.Served != nil && kr.Served[d.Key] == d.Version.ShasumsSig
-	if r := kr.Revoked[fp]; r != nil && (!served || d.Facts == nil || !d.Facts.Created.Before(r.Revoked)) {
-		d.Status, d.Pin = KeyRevoked, nil
-		d.Note = fmt.Sprintf("the store has seen this key's revocation (%s, %s; from %s): it signs nothing new, whatever this bundle's copy of the key says",
-			r.Revoked.UTC().Format("2006-01-02"), orNoReason(r.Reason), r.Source)
-		return
+	s := keyStanding{revoked: kr.Revoked[fp]}
+	if known != nil {
+		if k := known.Find(fp); k != nil {
+			s.retired = k.Retired
+		}
 	}
-	if known == nil || served {
-		return
+	var created time.Time
+	if d.Facts != nil {
+		created = d.Facts.Created
 	}
-	if k := known.Find(fp); k != nil && k.Retired != nil {
-		d.Status, d.Pin = KeyRetired, nil
-		d.Note = fmt.Sprintf("the store retired this key for the namespace on %s ('airgap keys retire'): it signs nothing new there", k.Retired.UTC().Format("2006-01-02"))
+	// A signature whose time is not known here is not taken as held.
+	if st, why := judgeSignature(s, d.Signer, created, served && d.Facts != nil); st != "" {
+		d.Status, d.Pin, d.Note = st, nil, why
 	}
 }
 

@@ -53,6 +53,7 @@ type PolicyInput struct {
 	Manifest *bundle.Manifest
 	Bundle   verify.Digest // the manifest digest
 	Signer   verify.Signer // who signed the bundle
+	SignedAt time.Time     // when its signature says it was made
 	Index    *Index
 	Checked  *check.Result
 	Now      time.Time

@@ -8,12 +8,13 @@ import (
 )
 
 // CatalogRules are the rules every import runs before the site's policies
-// (and a forecast with them): a version the store withdrew is refused
+// (and a forecast with them): a bundle or chain hop signed by a key the
+// store has revoked is refused (ErrRevokedKey, judgeSignature); a version the store withdrew is refused
 // unless the bundle reinstates it (ErrWithdrawn), and so is a version the
 // store serves with other content (ErrConflict: a version never changes;
 // a bundle may only add platforms to it).
 func CatalogRules() []Policy {
-	return []Policy{PolicyFunc(withdrawnRule), PolicyFunc(conflictRule)}
+	return []Policy{PolicyFunc(revokedSignersRule), PolicyFunc(withdrawnRule), PolicyFunc(conflictRule)}
 }
 
 // conflictRule refuses each version of the bundle that the store serves
