@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,7 +44,7 @@ func (c *docsCmd) synopsis() string {
 func (c *docsCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("docs", pflag.ContinueOnError)
 	fs.StringVar(&c.storeD, "store", "", "store directory (this or --url)")
-	fs.StringVar(&c.url, "url", "", "read the served docs from the appliance at this URL instead, with your token and its rules")
+	fs.StringVar(&c.url, "url", "", "read the served docs from the appliance at this URL instead, with your token and its rules (default without --store: the appliance your CLI configuration names)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "with --url: a file holding your token (default: TF_TOKEN_<host>, or the CLI configuration's credentials, as 'terraform login' stores them)")
 	fs.StringVar(&c.caFile, "ca", "", "with --url: the appliance's CA certificate (PEM; default: the system's, or SSL_CERT_FILE)")
 	fs.StringVar(&c.search, "search", "", "with --url: find pages by name (random_string, s3_bucket) in the newest docs of every provider you may read")
@@ -63,6 +65,20 @@ func (*docsCmd) help() verbHelp {
 func (c *docsCmd) run(args []string) error {
 	if len(args) == 1 {
 		args = append(args, "") // NAME is optional
+	}
+	if c.url == "" && c.storeD == "" {
+		// The appliance of the person's CLI configuration, as the
+		// client configuration names it.
+		cfg, err := registry.LoadCLIConfig()
+		if err != nil {
+			return err
+		}
+		if base, _, err := applianceOf(cfg); err != nil {
+			return err
+		} else if base != "" {
+			fmt.Fprintf(os.Stderr, "reading the docs at %s, the appliance your CLI configuration (%s) sends terraform to\n", dist.Printable(base), dist.Printable(strings.Join(cfg.Files, ", ")))
+			c.url = base
+		}
 	}
 	if c.url != "" || c.search != "" {
 		return c.runURL(args)
@@ -248,12 +264,25 @@ func (c *docsCmd) runURL(args []string) error {
 			return err
 		}
 	} else {
-		creds, err := registry.LoadCredentials()
+		cfg, err := registry.LoadCLIConfig()
 		if err != nil {
 			return err
 		}
-		if cl.token, err = creds.Token(ctx, bu.Host); err != nil {
-			return err
+		// The appliance's own host first; then, as 'terraform login'
+		// stores a token per host the configuration redirects (every
+		// origin, in registry mode), the token of a host the
+		// configuration sends to this appliance: every login token is
+		// good for every name of the appliance.
+		hosts := []string{bu.Host}
+		if b, origins, _ := applianceOf(cfg); b == base {
+			hosts = append(hosts, origins...)
+		}
+		for _, h := range hosts {
+			if cl.token, err = cfg.Credentials.Token(ctx, h); err != nil {
+				return err
+			} else if cl.token != "" {
+				break
+			}
 		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -341,6 +370,36 @@ func (c *docsCmd) runURL(args []string) error {
 	}
 	docs.WritePage(os.Stdout, src)
 	return nil
+}
+
+// applianceOf is the appliance a CLI configuration (as 'airgap
+// client-config' writes it) sends terraform to: the base URL its host
+// blocks' services name before /origin/, and those hosts (sorted); "" when
+// it names none, an error when it names more than one.
+func applianceOf(cfg *registry.CLIConfig) (base string, hosts []string, err error) {
+	bases := map[string]bool{}
+	for h, hb := range cfg.Hosts {
+		for _, u := range hb.Services {
+			if u == nil || u.Scheme != "https" {
+				continue
+			}
+			if i := strings.Index(u.Path, "/origin/"); i >= 0 {
+				b := "https://" + u.Host + u.Path[:i+1]
+				if !bases[b] {
+					bases[b] = true
+					base = b
+				}
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	if len(bases) > 1 {
+		return "", nil, fmt.Errorf("your CLI configuration sends terraform to %d appliances\nhint: give --url", len(bases))
+	}
+	sort.Strings(hosts)
+	return base, hosts, nil
 }
 
 // docsClient asks one appliance, with the person's token.

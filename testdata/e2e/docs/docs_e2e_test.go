@@ -585,6 +585,14 @@ func docsOverHTTPS(t *testing.T, work, base, caFile, widget, all string) {
 	if code != 0 || !strings.Contains(out, "Legacy layout page.") {
 		t.Errorf("docs --url with the CLI configuration's token: %d\n%s\n%s", code, out, errOut)
 	}
+	// No --url: the appliance the client configuration names, and the
+	// token 'terraform login' stored for an origin it redirects there.
+	os.WriteFile(rc, []byte(fmt.Sprintf("host \"registry.terraform.io\" {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\ncredentials \"registry.terraform.io\" {\n  token = %q\n}\n",
+		base+"origin/registry.terraform.io/v1/providers/", all)), 0o600)
+	out, errOut, code = harness.RunSplit(t, work, append([]string{"TF_CLI_CONFIG_FILE=" + rc}, withCA...), "docs", "--search", "gadget")
+	if code != 0 || !strings.Contains(out, "elsewhere_gadget  registry.terraform.io/acme/elsewhere@1.0.0 resources/gadget\n") || !strings.Contains(errOut, "reading the docs at "+base+", the appliance your CLI configuration") {
+		t.Errorf("docs --search with the CLI configuration's appliance and login token: %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 // token creates a token in the access file allowing pattern, and returns it.
