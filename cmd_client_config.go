@@ -48,7 +48,7 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 func (*clientConfigCmd) help() verbHelp {
 	return verbHelp{
 		usage: "--url https://HOST:PORT/ [--store DIR] [--tool terraform|tofu] [--mode registry|mirror|oci]",
-		about: "Prints a terraform/tofu CLI configuration that sends every origin registry to the\nappliance; set TF_CLI_CONFIG_FILE to the file (terraform and tofu both read it).",
+		about: "Prints a terraform/tofu CLI configuration that sends every origin registry to the\nappliance. Save it as ~/.terraformrc (tofu: ~/.tofurc), or point TF_CLI_CONFIG_FILE at it;\nwhen the appliance signs people in, save it as ~/.terraformrc only and run the\n'terraform login' commands it lists (one per host): with TF_CLI_CONFIG_FILE set, terraform\nand tofu ignore the tokens 'terraform login' stores (client-config warns when it is set).",
 		env:   []string{"SSL_CERT_FILE  CA bundle used to reach --url (Linux)"},
 		examples: []string{"airgap client-config --url https://airgap.site.example:8443/ > terraform.rc",
 			"airgap client-config --url https://airgap.site.example:8443/ --store /srv/airgap --tool tofu > tofu.rc",
@@ -114,7 +114,31 @@ func (c *clientConfigCmd) run(args []string) error {
 	} else if !opt.Login {
 		opt.Login, _ = protocol.ApplianceLogin(opt.URL, 5*time.Second)
 	}
+	warnCLIConfigEnv(c.tool, opt.Login && opt.Token == "")
 	return protocol.WriteClientConfig(os.Stdout, opt)
+}
+
+// warnCLIConfigEnv warns when TF_CLI_CONFIG_FILE is set here: terraform
+// and tofu then read that file only, neither ~/.terraformrc (~/.tofurc)
+// nor, with login, the tokens 'terraform login' stores in their
+// configuration directory, so a sign-in "succeeds" and init fails with a
+// bare 401.
+func warnCLIConfigEnv(tool string, login bool) {
+	v := os.Getenv("TF_CLI_CONFIG_FILE")
+	if v == "" {
+		return
+	}
+	rc := "~/.terraformrc"
+	if tool == "tofu" {
+		rc = "~/.tofurc"
+	}
+	if login {
+		fmt.Fprintf(os.Stderr, "warning: TF_CLI_CONFIG_FILE is set (%s): with it set, %s reads neither %s nor the tokens '%s login' stores, so they would be stored and never sent\nhint: unset TF_CLI_CONFIG_FILE (and take it out of your shell's profile), save this configuration as %s, then run the '%s login' commands it lists\n",
+			dist.Printable(v), tool, rc, tool, rc, tool)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "warning: TF_CLI_CONFIG_FILE is set (%s): %s reads that file only, not %s\nhint: save this configuration as that file, or unset the variable and save it as %s\n",
+		dist.Printable(v), tool, rc, rc)
 }
 
 // readTokenFile reads a token from a file ('-': stdin): its first line,

@@ -91,12 +91,10 @@ func (c *serveCmd) run(args []string) error {
 // to register at the identity provider, and whether its discovery document
 // answers (with the login block's CA and client secret files).
 func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
-	names := cfg.Hostname
-	if len(names) == 0 {
-		names = []string{"localhost"}
-	}
-	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name clients use for the appliance):\n", l.ClientID)
-	for _, u := range access.LoginRedirectURIs(names, cfg.Listen) {
+	// Every name and address serve answers to: a sign-in started on a
+	// name whose URI is not registered fails at the identity provider.
+	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name and address serve answers to; leave out those clients never use):\n", l.ClientID)
+	for _, u := range access.LoginRedirectURIs(cfg.AnsweredNames(), cfg.Listen) {
 		fmt.Fprintf(os.Stderr, "  %s\n", u)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

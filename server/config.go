@@ -474,6 +474,18 @@ func (c *ServeConfig) certNames() []string {
 	return out
 }
 
+// AnsweredNames are the names and addresses clients can reach serve by, as
+// its certificates cover them: certNames, and with the built-in CA the
+// machine's own names and addresses too. Each needs its redirect URI at
+// the identity provider ('serve --check-config' lists them), since a
+// sign-in's callback is on the name the request used.
+func (c *ServeConfig) AnsweredNames() []string {
+	if c.TLS == "" || c.TLS == certs.ModeLocal {
+		return certs.MachineNames(c.certNames())
+	}
+	return c.certNames()
+}
+
 // WriteHCL prints the configuration as a --config file, each setting with
 // where it came from.
 func (c *ServeConfig) WriteHCL(w io.Writer) error {

@@ -128,6 +128,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", handler: pages.ProviderDocs},
 		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}/{version}", handler: pages.ModuleDocs},
 		{method: "GET", pattern: "/ui/docs/search", handler: pages.DocsSearch},
+		{method: "GET", pattern: "/ui/docs/search.json", handler: pages.DocsSearchJSON},
+		{method: "GET", pattern: "/ui/docs/pages.json", handler: pages.DocsPagesJSON},
 		// Anything else: 404 with a JSON body, after the access check.
 		{pattern: "/", handler: s.noEndpoint},
 	}

@@ -46,6 +46,8 @@ var wantAccess = map[string]routeAccess{
 	"GET /ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}":                accessToken,
 	"GET /ui/modules/{host}/{ns}/{name}/{system}/{version}":                        accessToken,
 	"GET /ui/docs/search":                                                          accessToken,
+	"GET /ui/docs/search.json":                                                     accessToken,
+	"GET /ui/docs/pages.json":                                                      accessToken,
 	" /":                                                                           accessToken,
 }
 

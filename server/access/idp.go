@@ -490,6 +490,9 @@ func LoginRedirectURIs(hostnames []string, listen string) []string {
 	var out []string
 	for _, h := range hostnames {
 		hp := h
+		if strings.Contains(h, ":") {
+			hp = "[" + h + "]" // an IPv6 address
+		}
 		if port != "" && port != "443" {
 			hp = net.JoinHostPort(h, port)
 		}

@@ -64,6 +64,10 @@ func withMachineNames(names []string) []string {
 	return out
 }
 
+// MachineNames is names with the machine's own names and addresses added,
+// as the built-in CA's certificates cover them.
+func MachineNames(names []string) []string { return withMachineNames(names) }
+
 // sniWatch wraps getCert to log, once per name, a client that asks for a
 // name the certificates of st do not cover (as of the latest reload): its
 // handshake fails on the client side, where the server operator cannot

@@ -159,3 +159,8 @@ func (p *Pages) SBOM(w http.ResponseWriter, r *http.Request)     { p.catalog.sbo
 func (p *Pages) ProviderDocs(w http.ResponseWriter, r *http.Request) { p.docs.provider(w, r) }
 func (p *Pages) ModuleDocs(w http.ResponseWriter, r *http.Request)   { p.docs.module(w, r) }
 func (p *Pages) DocsSearch(w http.ResponseWriter, r *http.Request)   { p.docs.search(w, r) }
+
+// DocsSearchJSON and DocsPagesJSON answer 'airgap docs --url' with the
+// same search and pages as JSON.
+func (p *Pages) DocsSearchJSON(w http.ResponseWriter, r *http.Request) { p.docs.searchJSON(w, r) }
+func (p *Pages) DocsPagesJSON(w http.ResponseWriter, r *http.Request)  { p.docs.pagesJSON(w, r) }

@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,8 @@ import (
 //	GET /ui/providers/HOST/NS/TYPE/VERSION/docs/-/PATH          an image (or a page's source) of the docs
 //	GET /ui/modules/HOST/NS/NAME/SYSTEM/VERSION                 a module's README, inputs and outputs
 //	GET /ui/docs/search?q=NAME                                  pages named NAME across the providers served
+//	GET /ui/docs/search.json?q=NAME                             the same, as JSON ('airgap docs --url --search')
+//	GET /ui/docs/pages.json?provider=ADDR[&version=V][&page=N]  a version's pages, as JSON ('airgap docs --url')
 //
 // Access rules apply as to everything: an address outside the request's
 // scope is answered as missing. Pages are rendered by renderMarkdown
@@ -532,6 +536,7 @@ func readmeLinks(dest string, image bool) (string, bool) {
 // searchHit is one page search found.
 type searchHit struct {
 	Provider, Version, Category, Name, URL string
+	Addr, Page, Raw                        string // for searchJSON
 }
 
 // search finds pages by name across the newest documented version of
@@ -546,17 +551,30 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusOK, "docs-search.html", data)
 		return
 	}
+	hits, more, ok := d.findPages(r, q)
+	if !ok {
+		return
+	}
+	data["Hits"], data["More"] = hits, more
+	d.render(w, r, http.StatusOK, "docs-search.html", data)
+}
+
+// findPages is the search the page and searchJSON share: the pages whose
+// name contains q (at least 2 bytes, lowercase) in the newest documented
+// version of each provider the request's scope allows, shortest names
+// first; more when the bounds cut it short; !ok when the request ended
+// while it waited for a slot.
+func (d *docsUI) findPages(r *http.Request, q string) (hits []searchHit, more bool, ok bool) {
 	sc := d.app.Scope(r)
 	// A search may read the tables of contents of 500 providers' docs
 	// (325 ms for one of 20,000 files; the cache holds 200,000 entries,
 	// so a store whose newest docs have more rereads them for every
 	// search): it takes a render slot, as a page does.
 	if !d.acquire(r.Context()) {
-		return
+		return nil, false, false
 	}
 	defer d.release()
-	var hits []searchHit
-	considered, more := 0, false
+	considered := 0
 	for _, origin := range sc.Origins() {
 		keys := sc.ProviderKeys(origin)
 		sort.Strings(keys)
@@ -589,13 +607,130 @@ func (d *docsUI) search(w http.ResponseWriter, r *http.Request) {
 					break
 				}
 				hits = append(hits, searchHit{Provider: shortSource(pv.Addr()), Version: pv.Version, Category: categoryTitle(e.Category),
-					Name: displayName(pv, e.Category, e.Name, docs.FrontMatter{}), URL: docsBase(pv) + e.Category + "/" + e.Name})
+					Name: displayName(pv, e.Category, e.Name, docs.FrontMatter{}), URL: docsBase(pv) + e.Category + "/" + e.Name,
+					Addr: pv.Addr(), Page: e.Category + "/" + e.Name, Raw: docsBase(pv) + "-/" + e.Path})
 			}
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return len(hits[i].Name) < len(hits[j].Name) }) // exact-ish matches first
-	data["Hits"], data["More"] = hits, more
-	d.render(w, r, http.StatusOK, "docs-search.html", data)
+	return hits, more, true
+}
+
+// maxJSONPages bounds the pages pagesJSON lists (a provider's docs have
+// up to 20,000; AWS about 2,000).
+const maxJSONPages = 20_000
+
+// searchJSON is findPages for 'airgap docs --url --search': the same
+// hits, as JSON, under the same access (the route table's row).
+func (d *docsUI) searchJSON(w http.ResponseWriter, r *http.Request) {
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	if len(q) > maxQuery {
+		q = q[:maxQuery]
+	}
+	if len(q) < 2 {
+		writeDocsJSON(w, http.StatusBadRequest, map[string]any{"errors": []string{"give q, 2 characters or more"}})
+		return
+	}
+	hits, more, ok := d.findPages(r, q)
+	if !ok {
+		return
+	}
+	type hit struct {
+		Provider string `json:"provider"`
+		Version  string `json:"version"`
+		Page     string `json:"page"` // CATEGORY/NAME
+		Name     string `json:"name"` // as the registry names it (aws_s3_bucket)
+		URL      string `json:"url"`  // the rendered page
+		Raw      string `json:"raw"`  // its markdown
+	}
+	out := []hit{}
+	for _, h := range hits {
+		out = append(out, hit{h.Addr, h.Version, h.Page, h.Name, h.URL, h.Raw})
+	}
+	writeDocsJSON(w, http.StatusOK, map[string]any{"query": q, "hits": out, "more": more})
+}
+
+// pagesJSON lists one provider version's pages for 'airgap docs --url':
+// ?provider=HOST/NS/TYPE (any form Terraform takes), &version= (else the
+// newest documented), &page= (a name as 'airgap docs' takes it:
+// resources/s3_bucket, s3_bucket or aws_s3_bucket; then that page only).
+// An address outside the request's scope is answered as missing.
+func (d *docsUI) pagesJSON(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	notFound := func(what string) {
+		writeDocsJSON(w, http.StatusNotFound, map[string]any{"errors": []string{what}})
+	}
+	p, err := dist.ParseProviderSource(q.Get("provider"))
+	if err != nil {
+		notFound("not a provider address")
+		return
+	}
+	sc := d.app.Scope(r)
+	host := strings.ToLower(p.Host)
+	var pv *dist.ProviderVersion
+	if _, ok := sc.IsOrigin(host); ok {
+		vs := sc.ProviderVersions(host, p.Namespace, p.Type)
+		if v := q.Get("version"); v != "" {
+			for _, c := range vs {
+				if c.Version == v {
+					pv = c
+				}
+			}
+		} else {
+			pv = newestDocumented(vs)
+		}
+	}
+	if pv == nil || pv.Docs == nil || pv.Docs.Archive == "" {
+		what := p.String()
+		if v := q.Get("version"); v != "" {
+			what += " " + v
+		}
+		notFound("no documented provider " + what + " that this request may read (outside its rules, or not served)")
+		return
+	}
+	f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
+	if err != nil {
+		d.app.WriteError(w, r, err)
+		return
+	}
+	defer f.Close()
+	ix, err := d.index(r.Context(), pv.Docs.Archive, f)
+	if err != nil {
+		d.app.WriteError(w, r, err)
+		return
+	}
+	type page struct {
+		Page string `json:"page"` // CATEGORY/NAME
+		Raw  string `json:"raw"`  // its markdown
+		Size int64  `json:"size"`
+	}
+	pages := []page{}
+	if name := q.Get("page"); name != "" {
+		e, ok := ix.Find(pv.Type, name)
+		if !ok {
+			notFound("provider " + pv.String() + " has no page " + strconv.Quote(name))
+			return
+		}
+		pages = append(pages, page{e.Category + "/" + e.Name, docsBase(pv) + "-/" + e.Path, e.Size})
+	} else {
+		for _, c := range docs.Categories {
+			for _, e := range ix.Pages(c.Name) {
+				if len(pages) < maxJSONPages {
+					pages = append(pages, page{e.Category + "/" + e.Name, docsBase(pv) + "-/" + e.Path, e.Size})
+				}
+			}
+		}
+	}
+	writeDocsJSON(w, http.StatusOK, map[string]any{"provider": pv.Addr(), "version": pv.Version, "summary": pv.Docs.Summary(), "pages": pages})
+}
+
+func writeDocsJSON(w http.ResponseWriter, code int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
 }
 
 // newestDocumented is the newest of vs (ascending) with docs.

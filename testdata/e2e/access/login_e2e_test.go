@@ -706,6 +706,11 @@ func TestCatalogSignInBrowser(t *testing.T) {
 	if cfg := eval(`document.querySelector("pre.client-config").innerText`); !strings.Contains(cfg, "terraform login registry.terraform.io") || !strings.Contains(cfg, `"login.v1"`) {
 		t.Errorf("the page's configuration does not say how to log in:\n%s", cfg)
 	}
+	// One story: the page says what the configuration says (save it as
+	// ~/.terraformrc, not through TF_CLI_CONFIG_FILE).
+	if adv := eval(`document.querySelector("#login-advice").innerText`); !strings.Contains(adv, "~/.terraformrc") || !strings.Contains(adv, "not through TF_CLI_CONFIG_FILE") {
+		t.Errorf("the page's sign-in advice: %q", adv)
+	}
 	var session *network.Cookie
 	res, err := chromedp.Call(ctx, storage.GetCookies, storage.GetCookiesParams{})
 	if err == nil {

@@ -124,6 +124,8 @@ func TestServeCheckConfigLogin(t *testing.T) {
 	t.Logf("serve --check-config says:\n%s", stderr)
 	for _, want := range []string{`login: register the client "airgap" at the identity provider with these redirect URIs`,
 		"  https://airgap.site.example:8443/oauth/callback\n", "  https://registry.terraform.io:8443/oauth/callback\n",
+		// every address serve answers to as well (--listen :8443: the loopbacks)
+		"  https://127.0.0.1:8443/oauth/callback\n", "  https://[::1]:8443/oauth/callback\n",
 		"login: the identity provider at " + dexIssuer(port, true) + " answers: authorization " + dexIssuer(port, true) + "/auth, token " + dexIssuer(port, true) + "/token"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--check-config lacks %q", want)

@@ -356,6 +356,7 @@ func TestDocsOffline(t *testing.T) {
 	if _, body, _ := get(base+"ui/docs/search?q=gadget", widget); strings.Contains(body, "acme_gadget") {
 		t.Errorf("search found a page outside the token's scope:\n%s", body)
 	}
+	docsOverHTTPS(t, work, base, caFile, widget, all)
 	if code, body, _ := get(base+"ui/providers/registry.terraform.io/acme/elsewhere/1.0.0/docs/resources/gadget", all); code != 200 || !strings.Contains(body, "Legacy layout page.") {
 		t.Errorf("the legacy website/docs page (%d):\n%s", code, body)
 	}
@@ -534,6 +535,64 @@ func docsPNG() string {
 	}
 	png.Encode(&b, img)
 	return b.String()
+}
+
+// docsOverHTTPS: 'airgap docs --url', as an engineer with a token and the
+// CA but no store runs it against the served docs: with a token for
+// acme/widget only, its page (escaped, as from a store), its list and the
+// search by resource name; a provider outside the token's rules, and no
+// token at all, are refused clearly. The token comes from --token-file or,
+// as 'terraform login' leaves it, from the CLI configuration's credentials.
+func docsOverHTTPS(t *testing.T, work, base, caFile, widget, all string) {
+	t.Helper()
+	tokFile := filepath.Join(work, "widget.token")
+	os.WriteFile(tokFile, []byte(widget+"\n"), 0o600)
+	run := func(env []string, args ...string) (string, string, int) {
+		return harness.RunSplit(t, work, env, append([]string{"docs", "--url", base}, args...)...)
+	}
+	withCA := []string{"SSL_CERT_FILE=" + caFile}
+	out, errOut, code := run(nil, "--ca", caFile, "--token-file", tokFile, "acme/widget@2.0.0", "widget_thing")
+	if code != 0 || !strings.Contains(out, "Version two's thing.") || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `\x1b]0;pwned\x07`) {
+		t.Errorf("docs --url, the widget page: %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(withCA, "--token-file", tokFile, "acme/widget")
+	for _, want := range []string{"registry.terraform.io/acme/widget 3.0.0", "Resources (1):", "  resources/thing", "Data sources (1):"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("docs --url, the widget list lacks %q: %d\n%s\n%s", want, code, out, errOut)
+		}
+	}
+	out, errOut, code = run(withCA, "--token-file", tokFile, "--search", "widget_thing")
+	if code != 0 || !strings.Contains(out, "widget_thing  registry.terraform.io/acme/widget@3.0.0 resources/thing\n") {
+		t.Errorf("docs --url --search widget_thing: %d\n%s\n%s", code, out, errOut)
+	}
+	if out, _, _ := run(withCA, "--token-file", tokFile, "--search", "gadget"); strings.Contains(out, "gadget ") {
+		t.Errorf("docs --url --search found a page outside the token's rules:\n%s", out)
+	}
+	_, errOut, code = run(withCA, "--token-file", tokFile, "acme/elsewhere", "gadget")
+	if code != 1 || !strings.Contains(errOut, "refused: localhost:") || !strings.Contains(errOut, "no documented provider registry.terraform.io/acme/elsewhere that this request may read") || !strings.Contains(errOut, "hint: the access rules of your token") {
+		t.Errorf("docs --url for a provider outside the token's rules: %d\n%s", code, errOut)
+	}
+	noCfg := append([]string{"TF_CLI_CONFIG_FILE=" + filepath.Join(work, "none.tfrc")}, withCA...)
+	_, errOut, code = run(noCfg, "acme/widget", "widget_thing")
+	if code != 1 || !strings.Contains(errOut, "asks for a token, and none was found\nhint: run 'terraform login'") || !strings.Contains(errOut, "hint: run 'terraform login'") {
+		t.Errorf("docs --url without a token: %d\n%s", code, errOut)
+	}
+	// The token as the CLI configuration holds it (credentials block).
+	rc := filepath.Join(work, "docs.tfrc")
+	host := strings.TrimSuffix(strings.TrimPrefix(base, "https://"), "/")
+	os.WriteFile(rc, []byte(fmt.Sprintf("credentials %q {\n  token = %q\n}\n", host, all)), 0o600)
+	out, errOut, code = run(append([]string{"TF_CLI_CONFIG_FILE=" + rc}, withCA...), "acme/elsewhere", "gadget")
+	if code != 0 || !strings.Contains(out, "Legacy layout page.") {
+		t.Errorf("docs --url with the CLI configuration's token: %d\n%s\n%s", code, out, errOut)
+	}
+	// No --url: the appliance the client configuration names, and the
+	// token 'terraform login' stored for an origin it redirects there.
+	os.WriteFile(rc, []byte(fmt.Sprintf("host \"registry.terraform.io\" {\n  services = {\n    \"providers.v1\" = %q\n  }\n}\ncredentials \"registry.terraform.io\" {\n  token = %q\n}\n",
+		base+"origin/registry.terraform.io/v1/providers/", all)), 0o600)
+	out, errOut, code = harness.RunSplit(t, work, append([]string{"TF_CLI_CONFIG_FILE=" + rc}, withCA...), "docs", "--search", "gadget")
+	if code != 0 || !strings.Contains(out, "elsewhere_gadget  registry.terraform.io/acme/elsewhere@1.0.0 resources/gadget\n") || !strings.Contains(errOut, "reading the docs at "+base+", the appliance your CLI configuration") {
+		t.Errorf("docs --search with the CLI configuration's appliance and login token: %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 // token creates a token in the access file allowing pattern, and returns it.
