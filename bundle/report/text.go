@@ -285,7 +285,17 @@ func (rep *Report) againstText(b *strings.Builder) {
 		what  string
 		items []DiffItem
 	}{{"added", a.Added}, {"already present", a.AlreadyPresent}, {"withdrawn", a.Withdrawn}, {"reinstated", a.Reinstated}, {"refused", a.Refused}} {
-		fmt.Fprintf(b, "  %s: %d\n", l.what, len(l.items))
+		updated := 0
+		for _, it := range l.items {
+			if l.what == "already present" && it.Note != "" {
+				updated++
+			}
+		}
+		if updated > 0 {
+			fmt.Fprintf(b, "  %s: %d (%d of them updated by the import)\n", l.what, len(l.items), updated)
+		} else {
+			fmt.Fprintf(b, "  %s: %d\n", l.what, len(l.items))
+		}
 		for _, it := range l.items {
 			fmt.Fprintf(b, "    %s %s %s", q(it.Kind), q(it.Address), q(it.Version))
 			if len(it.Platforms) > 0 {
