@@ -39,9 +39,9 @@ func (c *Checker) checkH1(d verify.Digest, path string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.wantBI[d] != "" {
-		c.rep.BuildInfo++
+		c.rep.BuildInfo += c.uses[d]
 		if info.None != "" {
-			c.rep.BuildInfoNone++
+			c.rep.BuildInfoNone += c.uses[d]
 		}
 	}
 	c.rep.noteBuild(d, info)

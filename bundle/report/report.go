@@ -287,7 +287,7 @@ func (rep *Report) entries(m *bundle.Manifest) {
 			rep.Packages++
 		}
 		rep.Providers = append(rep.Providers, e)
-		rep.waived("provider "+p.String(), e.Gates)
+		rep.waived("provider "+p.String(), p.Addr()+"@"+p.Version, e.Gates)
 		if e.Trust == dist.TrustMirror {
 			rep.AddAttention(AttentionMirrorOnly, p.String(), fmt.Sprintf("provider %s carries only the network mirror %s's hashes: no publisher signature vouches for it (exported with --trust-mirror-hashes; 'airgap import --require-publisher-signatures' refuses it)", p, p.Mirror))
 		}
@@ -313,14 +313,16 @@ func (rep *Report) entries(m *bundle.Manifest) {
 			e.Gates = append(e.Gates, GateEntry{GateResult: r})
 		}
 		rep.Modules = append(rep.Modules, e)
-		rep.waived("module "+mv.String(), e.Gates)
+		rep.waived("module "+mv.String(), mv.Addr()+"@"+mv.Version, e.Gates)
 	}
 }
 
 // waived adds one attention item for an entry (a provider or module
 // version) with waived gate results: it failed them, and the export
-// manifest let it through; a person must read why, and the reports.
-func (rep *Report) waived(entry string, gs []GateEntry) {
+// manifest let it through; a person must read why, and the reports: the
+// item ends with the 'airgap show' command that prints them (at is the
+// entry's ADDRESS@VERSION).
+func (rep *Report) waived(entry, at string, gs []GateEntry) {
 	var gates []string
 	where := map[string][]string{} // gate -> "platform (exit, findings)"
 	reason := map[string]string{}
@@ -345,8 +347,16 @@ func (rep *Report) waived(entry string, gs []GateEntry) {
 	for i, g := range gates {
 		parts[i] = fmt.Sprintf("gate %s (%s), waived: %q", g, strings.Join(where[g], "; "), reason[g])
 	}
+	file, show := rep.File, at
+	if file == "" {
+		file = "BUNDLE"
+	}
+	if len(gates) == 1 {
+		show += " " + gates[0]
+	}
 	rep.AddAttention(AttentionGateWaived, strings.TrimPrefix(strings.TrimPrefix(entry, "provider "), "module "),
-		fmt.Sprintf("%s failed %s; the export manifest let it through: read the reason and the report (in the entry below) before you let it in", entry, strings.Join(parts, ", ")))
+		fmt.Sprintf("%s failed %s; the export manifest let it through: read the reason and the report before you let it in: airgap show --keyring KEYRING %s report %s",
+			entry, strings.Join(parts, ", "), file, show))
 }
 
 // Finish sets the verdict from err (the verification's error, or nil) and

@@ -35,8 +35,8 @@ func TestReportTextEscapes(t *testing.T) {
 		Checks:        &check.Result{},
 	}
 	rep.AddAttention(AttentionNewKey, evil, evil)
-	rep.waived("module "+evil, rep.Modules[0].Gates)
-	rep.waived("provider "+evil, rep.Providers[0].Gates) // not waived: no item
+	rep.waived("module "+evil, evil+"@1.0.0", rep.Modules[0].Gates)
+	rep.waived("provider "+evil, evil+"@1.0.0", rep.Providers[0].Gates) // not waived: no item
 	rep.Finish(nil)
 	if len(rep.Attention) != 2 || rep.Attention[1].Kind != AttentionGateWaived {
 		t.Errorf("attention: %+v", rep.Attention)

@@ -100,6 +100,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(b, "\nProviders (%d versions, %d packages):\n", rep.ProviderVersions, rep.Packages)
+	left := 0 // versions whose unchanged signature a delta leaves out: one line for all
 	for _, p := range rep.Providers {
 		in := ""
 		if p.InStore != "" {
@@ -116,7 +117,7 @@ func (rep *Report) providersText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "    signed %s by %s\n      fingerprint %s, %s\n", f.Created.Format("2006-01-02 15:04Z"), q(identityOrID(f.Signer)), verify.GroupFingerprint(q(f.Signer.Fingerprint)), expires)
 		} else {
-			b.WriteString("    signature: left for import (not in this delta)\n")
+			left++
 		}
 		fmt.Fprintf(b, "      key for %s: %s", q(namespaceOf(p.Address)), strings.ReplaceAll(p.KeyStatus, "_", " "))
 		if p.KeyNote != "" {
@@ -129,6 +130,10 @@ func (rep *Report) providersText(b *strings.Builder) {
 		}
 		b.WriteString(rep.cameWith(p.CameWith))
 		gateLines(b, p.Gates)
+	}
+	if left > 0 {
+		fmt.Fprintf(b, "  signatures of %d provider versions left for import (unchanged, not in this delta)\n"+
+			"  hint: list them: airgap verify --json ... | jq -r '.providers[] | select(.signature == null) | .address + \" \" + .version'\n", left)
 	}
 }
 
@@ -280,7 +285,17 @@ func (rep *Report) againstText(b *strings.Builder) {
 		what  string
 		items []DiffItem
 	}{{"added", a.Added}, {"already present", a.AlreadyPresent}, {"withdrawn", a.Withdrawn}, {"reinstated", a.Reinstated}, {"refused", a.Refused}} {
-		fmt.Fprintf(b, "  %s: %d\n", l.what, len(l.items))
+		updated := 0
+		for _, it := range l.items {
+			if l.what == "already present" && it.Note != "" {
+				updated++
+			}
+		}
+		if updated > 0 {
+			fmt.Fprintf(b, "  %s: %d (%d of them updated by the import)\n", l.what, len(l.items), updated)
+		} else {
+			fmt.Fprintf(b, "  %s: %d\n", l.what, len(l.items))
+		}
 		for _, it := range l.items {
 			fmt.Fprintf(b, "    %s %s %s", q(it.Kind), q(it.Address), q(it.Version))
 			if len(it.Platforms) > 0 {

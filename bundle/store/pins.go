@@ -431,7 +431,11 @@ func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 		return nil, nil
 	}
 	var b strings.Builder
+	// One key often signs several namespaces (a publisher's, HashiCorp's
+	// for hashicorp and its partners): the hint names each key once, with
+	// the namespaces it is new for.
 	var fps []string
+	nss := map[string][]string{}
 	hint := ""
 	for i, k := range order {
 		g := groups[k]
@@ -449,7 +453,11 @@ func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 			g.d.Namespace, listProviders(g.providers), describeKey(g.d.Signer.Fingerprint, g.d.Signer.Identity), what, g.d.Note, describePins(g.d.Known))
 		switch g.d.Status {
 		case KeyRefused:
-			fps = append(fps, verify.GroupFingerprint(g.d.Signer.Fingerprint))
+			fp := verify.GroupFingerprint(g.d.Signer.Fingerprint)
+			if nss[fp] == nil {
+				fps = append(fps, fp)
+			}
+			nss[fp] = append(nss[fp], g.d.Namespace)
 		case KeyNotInPinsFile:
 			hint = "the site's pins file does not allow this key: if the publisher really changed its key, add the new fingerprint to the pins file"
 		case KeyRetired, KeyRevoked:
@@ -463,7 +471,11 @@ func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 		if stationOnly {
 			approve = fmt.Sprintf("approve it at the transfer station ('airgap approve --key STATION.key.asc --accept-publisher-key '%s' BUNDLE'; this store takes new publisher keys only from there)", strings.Join(fps, "' --accept-publisher-key '"))
 		}
-		hint = "check the new fingerprint with the publisher itself (not with the bundle); if it is theirs, " + approve + "; if not, do not import this bundle"
+		keys := make([]string, len(fps))
+		for i, fp := range fps {
+			keys[i] = fp + " for " + strings.Join(nss[fp], ", ")
+		}
+		hint = "check the new fingerprint with the publisher itself (not with the bundle): " + strings.Join(keys, "; ") + "; if it is theirs, " + approve + "; if not, do not import this bundle"
 	}
 	return rs, fmt.Errorf("%w:\n%s\nhint: %s", ErrPublisherKey, dist.PrintableLines(b.String()), hint)
 }

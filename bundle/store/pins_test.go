@@ -137,6 +137,19 @@ func TestPublisherKeyPins(t *testing.T) {
 	if _, err := w.importWith(w.bundle(nil, w.provider(tf, "example", "thing", "1.0.0", rotated, false)), &store.KeyPins{}); err != nil {
 		t.Errorf("another namespace: %v", err)
 	}
+	// One new key for two pinned namespaces: the hint names it once, with
+	// both namespaces.
+	fourth := bundletest.Key(t, "fourth publisher")
+	fp4 := verify.GroupFingerprint(verify.Fingerprint(fourth))
+	_, err = w.importWith(w.bundle(nil, w.provider(tf, "hashicorp", "random", "3.8.0", fourth, false), w.provider(tf, "example", "thing", "1.1.0", fourth, false)), &store.KeyPins{})
+	if err == nil {
+		t.Fatal("a new key for two pinned namespaces was accepted")
+	}
+	_, hint, _ := strings.Cut(err.Error(), "\nhint: ")
+	if strings.Count(hint, fp4) != 2 || strings.Count(hint, "--accept-publisher-key '"+fp4+"'") != 1 ||
+		!strings.Contains(hint, fp4+" for registry.terraform.io/hashicorp, registry.terraform.io/example;") && !strings.Contains(hint, fp4+" for registry.terraform.io/example, registry.terraform.io/hashicorp;") {
+		t.Errorf("the hint for one key new in two namespaces:\n%s", hint)
+	}
 }
 
 // A declaration must be needed by a provider of the bundle: one for

@@ -355,6 +355,7 @@ func diff(rep *report.Report, m *bundle.Manifest, a *Against, refused []Refusal)
 			out.Added = append(out.Added, item)
 			rep.Modules[i].InStore = "new"
 		} else {
+			item.Note = updatesNote(moduleUpdates(*old, mv))
 			out.AlreadyPresent = append(out.AlreadyPresent, item)
 			rep.Modules[i].InStore = "present"
 		}
@@ -441,8 +442,87 @@ func (d *differ) provider(item report.DiffItem, p dist.ProviderVersion, old *dis
 		return "new_platforms"
 	}
 	item.Platforms = havePlats
+	item.Note = updatesNote(providerUpdates(*old, p))
 	d.out.AlreadyPresent = append(d.out.AlreadyPresent, item)
 	return "present"
+}
+
+// updatesNote is the note of an already present version that the import
+// still changes (what dist.Catalog.Merge takes from the bundle), "" if it
+// changes nothing.
+func updatesNote(what []string) string {
+	if len(what) == 0 {
+		return ""
+	}
+	return "the import updates its " + strings.Join(what, ", ")
+}
+
+// providerUpdates is what the import takes from a bundle's copy (p) of a
+// provider version the store has (old), platforms aside: its trust, its
+// SHA256SUMS signature, its docs, and per package new gate results and
+// Go build information.
+func providerUpdates(old, p dist.ProviderVersion) []string {
+	var out []string
+	if old.Trust() != p.Trust() {
+		out = append(out, "trust (now "+dist.TrustLabel(p.Trust())+"; it was "+dist.TrustLabel(old.Trust())+")")
+	}
+	if p.ShasumsSig != "" && p.ShasumsSig != old.ShasumsSig {
+		out = append(out, "SHA256SUMS signature")
+	}
+	if p.Docs != nil && p.Docs.Archive != "" && (old.Docs == nil || old.Docs.Archive != p.Docs.Archive) {
+		out = append(out, "documentation")
+	}
+	var gates []string
+	seen, build := map[string]bool{}, false
+	for _, pk := range p.Packages {
+		prev, ok := old.Package(pk.OS, pk.Arch)
+		if !ok || prev.Digest != pk.Digest {
+			continue
+		}
+		for _, g := range newGateResults(prev.Gates, pk.Gates) {
+			if !seen[g] {
+				seen[g] = true
+				gates = append(gates, g)
+			}
+		}
+		build = build || prev.BuildInfo == "" && pk.BuildInfo != ""
+	}
+	if len(gates) > 0 {
+		out = append(out, "gate results ("+strings.Join(gates, ", ")+")")
+	}
+	if build {
+		out = append(out, "Go build information")
+	}
+	return out
+}
+
+// moduleUpdates is what the import takes from a bundle's copy (mv) of a
+// module version the store has (old): its docs and new gate results.
+func moduleUpdates(old, mv dist.ModuleVersion) []string {
+	var out []string
+	if mv.Docs != "" && mv.Docs != old.Docs {
+		out = append(out, "documentation")
+	}
+	if gs := newGateResults(old.Gates, mv.Gates); len(gs) > 0 {
+		out = append(out, "gate results ("+strings.Join(gs, ", ")+")")
+	}
+	return out
+}
+
+// newGateResults names the gates of newer whose result the store does not
+// have (older): a gate not run before, or a different report.
+func newGateResults(older, newer []dist.GateResult) []string {
+	var out []string
+	for _, n := range newer {
+		same := false
+		for _, o := range older {
+			same = same || o.Gate == n.Gate && o.Report == n.Report
+		}
+		if !same {
+			out = append(out, n.Gate)
+		}
+	}
+	return out
 }
 
 // withdrawnNotLifted is the store's withdrawn versions (by key) that m

@@ -191,6 +191,9 @@ func (s *Summary) Text() string {
 			} else {
 				fmt.Fprintf(&b, "  module %s %s: %s\n", dist.Printable(p.Address), dist.Printable(p.Version), dist.Printable(p.Source))
 			}
+			if p.Why != "" { // what asked for it: a manifest block, a project file, a module calling it
+				fmt.Fprintf(&b, "    why: %s\n", dist.Printable(p.Why))
+			}
 		}
 	} else {
 		fmt.Fprintf(&b, "wrote %s (%s): %d provider versions, %d module versions, %d blobs (%s); downloaded %s, %d packages from the cache, in %gs\n",

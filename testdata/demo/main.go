@@ -7,10 +7,11 @@
 // stand-in's environment is written to DIR/internet.env). serve's own
 // lines go to DIR/serve.log, so that what the demo prints is the journey and
 // the client's output. Ctrl-C (or q) on a terminal, or SIGINT or SIGTERM,
-// stops serve and the stand-in and ends the demo with one line and exit
-// status 0: on a terminal the demo reads the key itself (the terminal sends
-// no signal meanwhile), so that make and go run, which would otherwise get
-// the SIGINT too, see a demo that ended cleanly.
+// at any point — during the journey too — stops what the demo started and
+// ends it with one line and exit status 0: on a terminal the demo reads the
+// key itself from the start (the terminal sends no signal meanwhile), so
+// that make and go run, which would otherwise get the SIGINT too and report
+// "Error 1" or "Interrupt", see a demo that ended cleanly.
 //
 // Before it touches anything it checks that the port is free and that DIR
 // is not served by a running 'airgap serve' (a first demo still running):
@@ -19,6 +20,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -90,16 +93,37 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+	// From here on Ctrl-C, q or a signal stops the demo (stop is closed).
+	stop, restore := watchStop()
+	ctx, cancel := context.WithCancel(context.Background())
 	os.RemoveAll(*dir)
 	os.MkdirAll(*dir, 0o755)
 	os.WriteFile(filepath.Join(*dir, marker), []byte("made by 'make demo'; the next 'make demo' empties this directory\n"), 0o644)
 	d, _ := filepath.Abs(*dir)
-	t := bundletest.NewStandalone(filepath.Join(d, "internet"))
+	t := &demoTB{Standalone: bundletest.NewStandalone(filepath.Join(d, "internet")), stop: stop, restore: restore}
+	// Stopped during the journey: the running step and serve (if started)
+	// are killed, the stand-in closed. Once serving, waitForStop below stops
+	// serve gracefully instead.
+	var phase sync.Mutex
+	serving := false
+	go func() {
+		<-stop
+		phase.Lock()
+		if serving {
+			phase.Unlock()
+			return
+		}
+		cancel()
+		t.Close()
+		restore()
+		fmt.Println("demo: stopped before the journey ended (what it started is stopped)")
+		os.Exit(0)
+	}()
 
 	step := func(title string) { fmt.Printf("\n== %s\n", title) }
 	run := func(env []string, name string, args ...string) string {
 		fmt.Printf("$ %s %s\n", filepath.Base(name), strings.Join(args, " "))
-		cmd := exec.Command(name, args...)
+		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = d
 		cmd.Env = append(cleanEnv(), env...)
 		out, err := cmd.CombinedOutput()
@@ -133,11 +157,7 @@ func main() {
 		t.Fatal(err)
 	}
 	fmt.Printf("  (airgap serve's log: %s)\n", rel(logPath))
-	// From here on a SIGINT or SIGTERM stops serve and the stand-in cleanly
-	// (serve, in the same process group, may get a terminal's SIGINT too).
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	serve := exec.Command(*bin, "serve", "--store", "store", "--listen", *listen, "--hostname", "localhost")
+	serve := exec.CommandContext(ctx, *bin, "serve", "--store", "store", "--listen", *listen, "--hostname", "localhost")
 	serve.Dir, serve.Env, serve.Stdout, serve.Stderr = d, cleanEnv(), serveLog, serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -174,7 +194,7 @@ func main() {
 	offline := []string{"TF_CLI_CONFIG_FILE=" + filepath.Join(d, "terraform.rc"), "SSL_CERT_FILE=" + filepath.Join(d, "airgap-ca.pem"),
 		"HTTPS_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1", "CHECKPOINT_DISABLE=1"}
 	if tf, err := exec.LookPath("terraform"); err == nil {
-		cmd := exec.Command(tf, "init", "-no-color", "-input=false")
+		cmd := exec.CommandContext(ctx, tf, "init", "-no-color", "-input=false")
 		cmd.Dir, cmd.Env = proj, append(cleanEnv(), offline...)
 		out, err := cmd.CombinedOutput()
 		fmt.Print(indent(string(out)))
@@ -199,7 +219,11 @@ The stand-in internet stays up too, so you can do the whole journey by hand
   airgap export --manifest %[6]s --sign-key %[7]s --out my.bundle
 `, base, filepath.Join(d, "terraform.rc"), filepath.Join(d, "airgap-ca.pem"), proj,
 		rel(envFile), rel(filepath.Join(d, "airgap.hcl")), rel(filepath.Join(d, "keys", "site.key.asc")), rel(logPath))
-	ended, err := waitForStop(sig, served)
+	phase.Lock()
+	serving = true
+	phase.Unlock()
+	ended, err := waitForStop(stop, served)
+	restore()
 	if err != nil {
 		t.Close()
 		fmt.Fprintf(os.Stderr, "demo: airgap serve ended by itself (%v); its log:\n%s", err, tail(logPath))
@@ -213,34 +237,71 @@ The stand-in internet stays up too, so you can do the whole journey by hand
 	fmt.Printf("demo: stopped airgap serve and the stand-in internet (serve's log: %s)\n", rel(logPath))
 }
 
-// waitForStop waits until the user stops the demo — Ctrl-C, Ctrl-D or q on
-// a terminal; SIGINT or SIGTERM — or until serve ends (ended), by itself
-// (err says why) or on the same SIGINT. On a terminal it puts stdin in raw mode (so
-// Ctrl-C is a key, not a signal to every process of the foreground group:
-// make, go run, serve) and restores it before it returns.
-func waitForStop(sig <-chan os.Signal, served <-chan error) (ended bool, err error) {
-	keys := make(chan struct{}, 1)
-	if fd := int(os.Stdin.Fd()); term.IsTerminal(fd) {
-		if old, err := term.MakeRaw(fd); err == nil {
-			defer term.Restore(fd, old)
-			go func() {
-				b := make([]byte, 1)
-				for {
-					n, err := os.Stdin.Read(b)
-					if err != nil || (n == 1 && (b[0] == 3 || b[0] == 4 || b[0] == 'q')) {
-						keys <- struct{}{}
-						return
-					}
-				}
-			}()
-		}
-	}
+// demoTB is the stand-in's testing.TB: a failure restores the terminal
+// before it exits, and one caused by the demo being stopped (a step killed)
+// is not reported — the stopping goroutine ends the demo with exit 0.
+type demoTB struct {
+	*bundletest.Standalone
+	stop    <-chan struct{}
+	restore func()
+}
+
+func (d *demoTB) Fatal(a ...any) { d.Fatalf("%s", fmt.Sprint(a...)) }
+func (d *demoTB) Fatalf(f string, a ...any) {
 	select {
-	case <-sig:
-	case <-keys:
+	case <-d.stop:
+		select {} // being stopped: the stopping goroutine exits
+	default:
+	}
+	d.restore()
+	d.Standalone.Fatalf(f, a...)
+}
+
+// watchStop returns a channel closed when the user stops the demo: Ctrl-C,
+// Ctrl-D or q on a terminal, SIGINT or SIGTERM. On a terminal it turns off
+// the terminal's signal keys, line buffering and echo (output is left as
+// it is), so that Ctrl-C is a key the demo reads, not a SIGINT to every
+// process of the foreground group (make, go run, serve); restore puts the
+// terminal back, and may be called more than once.
+func watchStop() (stop <-chan struct{}, restore func()) {
+	c := make(chan struct{})
+	var once sync.Once
+	closeIt := func() { once.Do(func() { close(c) }) }
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { <-sig; closeIt() }()
+	restore = func() {}
+	fd := int(os.Stdin.Fd())
+	if !term.IsTerminal(fd) {
+		return c, restore
+	}
+	back, ok := keysOnly(fd)
+	if !ok {
+		return c, restore
+	}
+	var r sync.Once
+	restore = func() { r.Do(back) }
+	go func() {
+		b := make([]byte, 1)
+		for {
+			n, err := os.Stdin.Read(b)
+			if err != nil || (n == 1 && (b[0] == 3 || b[0] == 4 || b[0] == 'q')) {
+				closeIt()
+				return
+			}
+		}
+	}()
+	return c, restore
+}
+
+// waitForStop waits until the user stops the demo (stop) or until serve
+// ends (ended), by itself (err says why) or on the same SIGINT.
+func waitForStop(stop <-chan struct{}, served <-chan error) (ended bool, err error) {
+	select {
+	case <-stop:
 	case err := <-served:
 		select {
-		case <-sig: // a terminal's SIGINT reached serve too, a moment earlier
+		case <-stop: // a SIGINT reached serve too, a moment earlier
 			return true, nil
 		case <-time.After(500 * time.Millisecond):
 		}

@@ -43,6 +43,17 @@ func TestCLI(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(work, "cache", "blobs", "sha256")); len(ents) != 0 {
 		t.Errorf("--dry-run downloaded %d files", len(ents))
 	}
+	// It says why each entry is planned: its manifest block, or the module
+	// that calls it.
+	os.WriteFile(filepath.Join(work, "why.hcl"), []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.0\"\n}\nmodule \"example/vpc/aws\" {\n  versions = \"1.0.0\"\n}\n"), 0o644)
+	out = harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", "why.hcl", "--dry-run", "--cache", "cache")
+	for _, want := range []string{"random 3.6.0: linux_amd64\n    why: why.hcl:2\n", "vpc/aws 1.0.0: git::https://github.com/example/terraform-aws-vpc?ref=v1.0.0\n    why: why.hcl:5\n",
+		"subnet-2.1.0.tar.gz\n    why: called by registry.terraform.io/example/vpc/aws 1.0.0\n",
+		"null 3.2.2: linux_amd64\n    why: required by module registry.terraform.io/example/vpc/aws 1.0.0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, out)
+		}
+	}
 
 	// A failed export leaves no bundle, partial or not.
 	in.Tamper.Store("terraform-provider-random_3.6.2_linux_amd64.zip")

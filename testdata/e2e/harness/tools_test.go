@@ -36,3 +36,24 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("preflight with the wrong Terraform: exit %d\n%s", code, out)
 	}
 }
+
+// TestMakeTestPreflightFirst runs 'make test' with a wrong Terraform: the
+// preflight stops it before go vet (minutes on 2 cores) has run.
+func TestMakeTestPreflightFirst(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	work := t.TempDir()
+	tf := filepath.Join(work, "terraform")
+	os.WriteFile(tf, []byte("#!/bin/sh\necho '{\"terraform_version\":\"1.11.4\"}'\n"), 0o755)
+	cmd := exec.Command("make", "test")
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "AIRGAP_TEST_CACHE="+filepath.Join(work, "cache"), TerraformNewEnv+"="+tf)
+	out, err := cmd.CombinedOutput()
+	if ExitCode(err) == 0 || !strings.Contains(string(out), "Missing, so the suite would fail:") {
+		t.Fatalf("make test with a wrong Terraform: exit %d\n%s", ExitCode(err), out)
+	}
+	if strings.Contains(string(out), "go vet") {
+		t.Errorf("make test ran go vet before the preflight stopped it:\n%s", out)
+	}
+}

@@ -131,7 +131,7 @@ func TestHostileBuildInfoMemory(t *testing.T) {
 		fi, _ := os.Stat(path)
 		t.Logf("bundle: %d KiB", fi.Size()>>10)
 		out, code := harness.RunBounded(t, work, "verify", "--keyring", keyring, path)
-		if code != 0 || !strings.Contains(out, "100 Go build information documents read again") {
+		if code != 0 || !strings.Contains(out, "100 plugins read again") {
 			t.Errorf("verify (exit %d):\n%s", code, out)
 		}
 		out, code = harness.RunBounded(t, work, "import", "--keyring", keyring, "--store", root, path)

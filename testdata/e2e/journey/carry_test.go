@@ -70,6 +70,13 @@ func TestDeltaBundles(t *testing.T) {
 	inv2 := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", "store2", "--json")
 	write("inv2.json", inv2)
 	exp("--manifest", "next.hcl", "--out", "delta2.bundle", "--have", "inv2.json")
+	// The versions the delta leaves unchanged (random 3.6.0, big 1.0.0):
+	// one line for their signatures, not one each, and how to list them.
+	out = harness.MustRun(t, work, nil, harness.Bin, "verify", "--keyring", "k/site.pub.asc", "delta2.bundle")
+	if strings.Contains(out, "signature: left for import") || !strings.Contains(out, "signatures of 2 provider versions left for import") ||
+		!strings.Contains(out, "select(.signature == null)") {
+		t.Errorf("verify of a --have delta, the unchanged signatures:\n%s", out)
+	}
 	if d1, d2 := size("delta.bundle"), size("delta2.bundle"); d2 > d1+4096 || d2 < d1-4096 {
 		t.Errorf("--have delta %d B vs --since delta %d B", d2, d1)
 	}

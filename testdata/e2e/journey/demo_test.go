@@ -172,3 +172,39 @@ func TestDemoOnTerminal(t *testing.T) {
 		t.Errorf("make reports an error after Ctrl-C:\n%s", all())
 	}
 }
+
+// TestDemoOnTerminalStoppedEarly presses Ctrl-C on 'make demo' while the
+// journey still runs (during the export): the demo stops what it started
+// and ends with one line and exit status 0, make reports no error, and the
+// terminal is given back as it was (signal keys on).
+func TestDemoOnTerminalStoppedEarly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	harness.TerraformBin(t)
+	work := t.TempDir()
+	script := fmt.Sprintf("cd %s && { make -s demo BIN=%s DEMO_DIR=%s DEMO_PORT=%d; echo MAKE=$?; stty -a | tr ' ' '\\n' | grep -x -- '-\\{0,1\\}isig'; } 2>&1 | tee %s",
+		harness.Root(), filepath.Join(work, "airgap"), filepath.Join(work, "demo"), harness.FreePort(t), filepath.Join(work, "all.txt"))
+	screen, keys := harness.OnTerminalKeys(t, 200, 50, script)
+	all := func() string { b, _ := os.ReadFile(filepath.Join(work, "all.txt")); return string(b) }
+	for deadline := time.Now().Add(5 * time.Minute); !strings.Contains(all(), "$ airgap export"); time.Sleep(100 * time.Millisecond) {
+		if strings.Contains(all(), "MAKE=") || time.Now().After(deadline) {
+			t.Fatalf("make demo did not reach its export:\n%s", all())
+		}
+	}
+	printed := len(all())
+	keys("C-c")
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(all(), "isig"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("make demo did not end on Ctrl-C:\n%s\nscreen:\n%s", all(), screen())
+		}
+	}
+	last := strings.ReplaceAll(strings.TrimSpace(all()[printed:]), "\r\n", "\n")
+	// The export may have printed its own lines before it was stopped.
+	if !strings.HasSuffix(last, "demo: stopped before the journey ended (what it started is stopped)\nMAKE=0\nisig") {
+		t.Errorf("after Ctrl-C during the export make demo printed:\n%q", last)
+	}
+	if strings.Contains(all(), "make: ***") || strings.Contains(all(), "demo failed") {
+		t.Errorf("an error is reported after Ctrl-C:\n%s", all())
+	}
+}

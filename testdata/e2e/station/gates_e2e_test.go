@@ -213,6 +213,17 @@ func TestGatesAndSBOM(t *testing.T) {
 			t.Errorf("verify lacks %q:\n%s", want, out)
 		}
 	}
+	// Each waived item ends with the command that shows its report; it works.
+	for _, show := range []string{"full.bundle report registry.terraform.io/example/open/aws@1.0.0 trivy",
+		"full.bundle report registry.terraform.io/example/fixture@1.0.0 govulncheck"} {
+		if !strings.Contains(out, "before you let it in: airgap show --keyring KEYRING "+show+"\n") {
+			t.Errorf("a waived item does not print 'airgap show ... %s':\n%s", show, out)
+			continue
+		}
+		if r := harness.MustRun(t, work, nil, harness.Bin, append([]string{"show", "--keyring", "k/site.pub.asc"}, strings.Fields(show)...)...); !strings.Contains(r, "error") {
+			t.Errorf("airgap show %s does not print the report:\n%s", show, r)
+		}
+	}
 	if i, j := strings.Index(out, "Needs attention:"), strings.Index(out, "\nProviders ("); i < 0 || j < i {
 		t.Errorf("verify does not show what needs attention before the entries:\n%s", out)
 	}

@@ -61,6 +61,13 @@ func TestRotationDelta(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "Verdict: import will accept") {
 			t.Fatalf("%s: approve --accept-publisher-key: exit %d\n%s\n%s", c.name, code, stdout, stderr)
 		}
+		// Approved, the version is already present, and the against section
+		// says what the import still changes in it: its signature.
+		out, _ = s.Verify(t, "--against", have, c.bundle)
+		if !strings.Contains(out, "already present: 1 (1 of them updated by the import)\n") ||
+			!strings.Contains(out, "provider registry.terraform.io/hashicorp/random 3.6.2 (linux_amd64): the import updates its SHA256SUMS signature\n") {
+			t.Errorf("%s: verify --against, approved, does not say the import updates the signature:\n%s", c.name, out)
+		}
 		out = harness.MustRun(t, s.Work, nil, harness.Bin, "import", "--keyring", s.Keyring, "--store", c.store, c.bundle)
 		if !strings.Contains(out, "pinned publisher key for registry.terraform.io/hashicorp: "+verify.GroupFingerprint(newKey)) {
 			t.Errorf("%s: the import does not pin the new key:\n%s", c.name, out)
