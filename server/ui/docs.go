@@ -127,17 +127,11 @@ func (d *docsUI) provider(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusNotFound, "docs-missing.html", data)
 		return
 	}
-	f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
-	if err != nil {
-		d.app.WriteError(w, r, err)
+	f, ix, ok := d.openIndex(w, r, pv)
+	if !ok {
 		return
 	}
 	defer f.Close()
-	ix, err := d.index(r.Context(), pv.Docs.Archive, f)
-	if err != nil {
-		d.app.WriteError(w, r, err)
-		return
-	}
 	rest := r.PathValue("rest")
 	switch {
 	case rest == "":
@@ -404,6 +398,23 @@ func (d *docsUI) file(w http.ResponseWriter, r *http.Request, f *os.File, ix *do
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-cache")
 	http.ServeContent(w, r, "", time.Time{}, io.NewSectionReader(f, e.Offset, e.Size))
+}
+
+// openIndex opens pv's docs tar and reads its table of contents; on an
+// error it answers the request and returns false. The caller closes f.
+func (d *docsUI) openIndex(w http.ResponseWriter, r *http.Request, pv *dist.ProviderVersion) (*os.File, *docs.Index, bool) {
+	f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
+	if err != nil {
+		d.app.WriteError(w, r, err)
+		return nil, nil, false
+	}
+	ix, err := d.index(r.Context(), pv.Docs.Archive, f)
+	if err != nil {
+		f.Close()
+		d.app.WriteError(w, r, err)
+		return nil, nil, false
+	}
+	return f, ix, true
 }
 
 // index is the table of contents of the docs tar d (open as f), cached.
@@ -688,17 +699,11 @@ func (d *docsUI) pagesJSON(w http.ResponseWriter, r *http.Request) {
 		notFound("no documented provider " + what + " that this request may read (outside its rules, or not served)")
 		return
 	}
-	f, err := d.app.Store().OpenBlob(pv.Docs.Archive)
-	if err != nil {
-		d.app.WriteError(w, r, err)
+	f, ix, ok := d.openIndex(w, r, pv)
+	if !ok {
 		return
 	}
 	defer f.Close()
-	ix, err := d.index(r.Context(), pv.Docs.Archive, f)
-	if err != nil {
-		d.app.WriteError(w, r, err)
-		return
-	}
 	type page struct {
 		Page string `json:"page"` // CATEGORY/NAME
 		Raw  string `json:"raw"`  // its markdown
