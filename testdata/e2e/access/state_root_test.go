@@ -1,7 +1,10 @@
 package access
 
 import (
+	"context"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,5 +155,92 @@ func TestTokenRevokeAsRootFollowsNoLink(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no revoked record after token revoke: %v", ents)
+	}
+}
+
+// within runs fn and reports whether it returned within d (fn is left
+// running when it did not: the test is failing then anyway).
+func within(d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestLoginStateFIFO: a FIFO put among the login tokens (by serve's user,
+// or anyone who can write the state) holds up nothing: serve keeps
+// answering requests with a login token through its rescans (one on the
+// directory's change, one full every 10 s), 'airgap token list' and
+// 'token revoke' as root finish, and serve ends on SIGTERM.
+func TestLoginStateFIFO(t *testing.T) {
+	f := newLoginFixture(t, loginOptions{plainIdP: true, onlyMock: true})
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := &access.LoginToken{User: kilgore, Subject: "kilgore", Issuer: f.dex.issuer, Groups: []string{"authors"},
+		Via: "cli", Created: now, Expires: now.Add(time.Hour)}
+	secret, err := access.IssueLoginToken(f.store, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(f.store, "state", "logins", "tokens")
+	for _, n := range []string{strings.Repeat("ab", 32) + ".json", strings.Repeat("cd", 32) + ".revoked"} {
+		if err := syscall.Mkfifo(filepath.Join(tokens, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, _, _ := harness.CAClient(t, f.store)
+	u := f.base + "v1/providers/hashicorp/random/versions"
+	for i := 0; i < 14; i++ { // past the full rescan
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		var st int
+		if !within(5*time.Second, func() {
+			if resp, err := cl.Do(req); err == nil {
+				st = resp.StatusCode
+				resp.Body.Close()
+			}
+		}) {
+			t.Fatalf("request %d with a login token: no answer within 5 s with a FIFO among the login tokens", i)
+		}
+		if st != 200 {
+			t.Fatalf("request %d with a login token: status %d, want 200", i, st)
+		}
+		time.Sleep(time.Second)
+	}
+	// A sign-in (the catalog's, through Dex) completes: issuing its token
+	// takes the state's lock, which a scan stuck on the FIFO held.
+	var resp *http.Response
+	if !within(20*time.Second, func() { resp, _ = f.signIn(t, f.browser(), f.base+"oauth/signin?next=%2F", nil) }) {
+		t.Fatal("a sign-in did not finish within 20 s with a FIFO among the login tokens")
+	}
+	if resp == nil || resp.StatusCode != 200 || resp.Request.URL.Path != "/" {
+		t.Fatalf("the sign-in with a FIFO among the login tokens ended at %v", resp)
+	}
+	for _, args := range [][]string{{"token", "list", "--store", f.store}, {"token", "revoke", "--store", f.store, rec.Name}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		cmd := exec.CommandContext(ctx, harness.Bin, args...)
+		cmd.Env = harness.BaseEnv()
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) } // its goroutines, to see where
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() == context.DeadlineExceeded
+		cancel()
+		if timedOut {
+			t.Fatalf("airgap %s did not finish within 15 s with a FIFO among the login tokens:\n%.3000s", strings.Join(args, " "), out)
+		}
+		if err != nil || !strings.Contains(string(out), rec.Name) {
+			t.Errorf("airgap %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	f.serve.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(15 * time.Second)
+	for syscall.Kill(f.serve.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not end within 15 s of SIGTERM with a FIFO among the login tokens")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
