@@ -204,6 +204,8 @@ func (e *loginEnv) stored(t *testing.T) (tokens, codes, used int) {
 func (e *loginEnv) auditEvents(t *testing.T) []map[string]any {
 	t.Helper()
 	b, _ := os.ReadFile(e.audit)
+	r, _ := os.ReadFile(e.audit + ".refusals") // refusals have a file of their own
+	b = append(b, r...)
 	var out []map[string]any
 	for _, l := range strings.Split(string(b), "\n") {
 		var m map[string]any
