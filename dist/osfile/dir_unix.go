@@ -289,11 +289,25 @@ func (d *Dir) Open(name string) (*os.File, error) {
 // Sync flushes the directory's entries to disk.
 func (d *Dir) Sync() error { return d.f.Sync() }
 
-// LockFile opens name (created 0600 if absent, and then given to the
-// directory's owner as createTemp does; it holds nothing), never through
-// a link and never a FIFO, and takes an exclusive lock on it, waiting for
-// whoever holds it. unlock releases the lock and closes the file.
+// LockFile opens name (OpenLockFile) and takes an exclusive lock on it,
+// waiting for whoever holds it. unlock releases the lock and closes the
+// file.
 func (d *Dir) LockFile(name string) (unlock func(), err error) {
+	f, err := d.OpenLockFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := Lock(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { Unlock(f); f.Close() }, nil
+}
+
+// OpenLockFile opens name read-write (created 0600 if absent, and then
+// given to the directory's owner as createTemp does; it holds nothing),
+// never through a link and never a FIFO (ErrNotRegular).
+func (d *Dir) OpenLockFile(name string) (*os.File, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
@@ -313,9 +327,31 @@ func (d *Dir) LockFile(name string) (unlock func(), err error) {
 	if os.Geteuid() == 0 && d.uid != 0 && int(st.Uid) == 0 {
 		f.Chown(d.uid, d.gid) // root just created it: serve's user must open it too
 	}
-	if err := Lock(f); err != nil {
-		f.Close()
+	return f, nil
+}
+
+// OpenAppend opens name for appending (created with perm if absent, and
+// then given to the directory's owner as createTemp does), never through
+// a link and never a FIFO or device (ErrNotRegular).
+func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
+	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
-	return func() { Unlock(f); f.Close() }, nil
+	fd, err := unix.Openat(d.fd(), name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err == unix.ELOOP {
+		return nil, d.err("open", name, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, d.err("open", name, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(d.path, name))
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, d.err("open", name, ErrNotRegular)
+	}
+	if os.Geteuid() == 0 && d.uid != 0 && int(st.Uid) == 0 {
+		f.Chown(d.uid, d.gid) // root just created it: the directory's owner (serve) appends to it too
+	}
+	return f, nil
 }

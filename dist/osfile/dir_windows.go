@@ -151,10 +151,26 @@ func (d *Dir) Names(max int) ([]string, error) {
 	return names, err
 }
 
+// OpenLockFile opens name read-write, created if absent.
+func (d *Dir) OpenLockFile(name string) (*os.File, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(d.p(name), os.O_RDWR|os.O_CREATE, 0o600)
+}
+
 // LockFile opens name (created if absent) and locks it (LockPath).
 func (d *Dir) LockFile(name string) (unlock func(), err error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
 	return LockPath(d.p(name))
+}
+
+// OpenAppend opens name for appending, created if absent.
+func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(d.p(name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
 }

@@ -217,7 +217,7 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 		keep = DefaultAuditKeep
 	}
 	a := &AuditLog{path: path, maxSize: maxSize, keep: keep, onErr: onErr}
-	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	lf, err := openInDir(path+".lock", os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}
@@ -290,7 +290,7 @@ func (a *AuditLog) openRefusalsLocked() error {
 		return nil
 	}
 	r := &AuditLog{path: RefusalsPath(a.path), maxSize: a.maxSize, keep: a.keep, onErr: a.onErr}
-	lf, err := os.OpenFile(r.path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	lf, err := openInDir(r.path+".lock", os.O_RDWR)
 	if err != nil {
 		return fmt.Errorf("the audit log's refusals: %w", err)
 	}
@@ -328,8 +328,26 @@ func (a *AuditLog) flushRefusals(now time.Time, all bool) {
 	}
 }
 
+// openInDir opens path (created 0600 if absent) for appending (flag
+// os.O_APPEND) or as a lock file (os.O_RDWR). 'airgap token create|revoke
+// --audit-log' runs as root, and the log's directory is often serve's
+// user's (/var/log/airgap): so the file is opened through its directory's
+// descriptor, never through a link nor a FIFO there, and a file root
+// creates is given to the directory's owner, who appends to it too.
+func openInDir(path string, flag int) (*os.File, error) {
+	d, err := osfile.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if flag == os.O_APPEND {
+		return d.OpenAppend(filepath.Base(path), 0o600)
+	}
+	return d.OpenLockFile(filepath.Base(path))
+}
+
 func (a *AuditLog) reopen() error {
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openInDir(a.path, os.O_APPEND)
 	if err != nil {
 		return err
 	}

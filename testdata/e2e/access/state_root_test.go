@@ -244,3 +244,48 @@ func TestLoginStateFIFO(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTokenAuditLogAsRootFollowsNoLink: 'airgap token create|revoke
+// --audit-log FILE' run as root, where FILE's directory belongs to serve's
+// user (/var/log/airgap, say) who made FILE a link to a root-owned file
+// and FILE.lock a link to a name in a root directory, appends nothing to
+// that file and creates nothing there; with no links, the log root
+// created is serve's user's, who appends to it.
+func TestTokenAuditLogAsRootFollowsNoLink(t *testing.T) {
+	rootOnly(t)
+	logDir := t.TempDir()
+	os.Chown(logDir, serveUID, serveGID)
+	secret := filepath.Join(t.TempDir(), "shadow")
+	os.WriteFile(secret, []byte("root:secret\n"), 0o600)
+	rootDir := t.TempDir()
+	audit := filepath.Join(logDir, "audit.jsonl")
+	os.Symlink(secret, audit)
+	accessFile := filepath.Join(t.TempDir(), "access.hcl")
+	for i, name := range []string{"ci", "ci2"} {
+		if i == 1 { // now the lock file too
+			os.Remove(audit + ".lock")
+			os.Symlink(filepath.Join(rootDir, "planted"), audit+".lock")
+		}
+		_, stderr, code := harness.RunSplit(t, "", nil, "token", "create", "--access", accessFile, "--name", name, "--allow", "registry.terraform.io/**",
+			"--out", filepath.Join(t.TempDir(), "ci.token"), "--audit-log", audit)
+		t.Logf("token create (exit %d): %s", code, stderr)
+		if b, _ := os.ReadFile(secret); string(b) != "root:secret\n" {
+			t.Errorf("token create --audit-log appended to the root-owned file a link named: %q", b)
+		}
+		if ents, _ := os.ReadDir(rootDir); len(ents) != 0 {
+			t.Errorf("token create --audit-log created %s in a root directory through a link", ents[0].Name())
+		}
+		if !strings.Contains(stderr, "not recorded in the audit log") {
+			t.Errorf("token create did not warn that the audit log was not written: %s", stderr)
+		}
+	}
+	// Without links: the log and its lock are serve's user's.
+	os.Remove(audit)
+	os.Remove(audit + ".lock")
+	harness.MustRun(t, "", nil, harness.Bin, "token", "revoke", "--access", accessFile, "ci", "--audit-log", audit)
+	for _, p := range []string{audit, audit + ".lock"} {
+		if got := ownerOf(t, p); got != serveUID {
+			t.Errorf("%s, created by root, belongs to uid %d, not serve's user %d", filepath.Base(p), got, serveUID)
+		}
+	}
+}
