@@ -237,6 +237,15 @@ func (d *Dir) openRegular(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(d.path, name)), nil
 }
 
+// OpenRegular opens the regular file name for reading, never through a
+// link and never a FIFO or device (ErrNotRegular).
+func (d *Dir) OpenRegular(name string) (*os.File, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	return d.openRegular(name)
+}
+
 // ReadFile reads the regular file name, at most max bytes (an error
 // wrapping ErrTooLarge beyond), never following a link and never waiting
 // on a FIFO or device (ErrNotRegular): what it reads is bounded by max and

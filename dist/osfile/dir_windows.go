@@ -115,6 +115,18 @@ func (d *Dir) ModTime(name string) (time.Time, error) {
 	return fi.ModTime(), nil
 }
 
+// OpenRegular opens the regular file name for reading.
+func (d *Dir) OpenRegular(name string) (*os.File, error) {
+	fi, err := d.lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: d.p(name), Err: ErrNotRegular}
+	}
+	return os.Open(d.p(name))
+}
+
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 	fi, err := d.lstat(name)
 	if err != nil {

@@ -289,3 +289,37 @@ func TestTokenAuditLogAsRootFollowsNoLink(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenAccessFileAsRootFollowsNoLink: 'airgap token create --access
+// FILE' run as root, where FILE's directory is writable by serve's user
+// who made FILE a link to a root-owned access file (and FILE.lock a link
+// into a root directory), neither reads through the link nor creates the
+// lock there, and changes nothing.
+func TestTokenAccessFileAsRootFollowsNoLink(t *testing.T) {
+	rootOnly(t)
+	dir := t.TempDir()
+	os.Chown(dir, serveUID, serveGID)
+	rootDir := t.TempDir()
+	real := filepath.Join(rootDir, "access.hcl")
+	os.WriteFile(real, []byte("# root's own access file\n"), 0o600)
+	accessFile := filepath.Join(dir, "access.hcl")
+	os.Symlink(real, accessFile)
+	os.Symlink(filepath.Join(rootDir, "planted"), accessFile+".lock")
+	for _, lockLinked := range []bool{true, false} {
+		if !lockLinked {
+			os.Remove(accessFile + ".lock")
+		}
+		_, stderr, code := harness.RunSplit(t, "", nil, "token", "create", "--access", accessFile, "--name", "ci", "--allow", "registry.terraform.io/**",
+			"--out", filepath.Join(t.TempDir(), "ci.token"))
+		t.Logf("token create (exit %d): %s", code, stderr)
+		if code == 0 {
+			t.Errorf("token create through a link in a directory serve's user can write: exit 0")
+		}
+		if b, _ := os.ReadFile(real); string(b) != "# root's own access file\n" {
+			t.Errorf("the root-owned file behind the link changed: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(rootDir, "planted")); err == nil {
+			t.Errorf("token create made a lock file in a root directory through a link")
+		}
+	}
+}
