@@ -177,7 +177,34 @@ func (f *loginFixture) signIn(t *testing.T, br *http.Client, start string, who *
 		r.Body.Close()
 		resp, body = r, string(b)
 	}
+	if resp != nil && resp.StatusCode == http.StatusOK && strings.Contains(body, `name="consent"`) {
+		// A command-line login: the appliance asks before it issues the
+		// CLI's code; the person allows it.
+		return f.consent(t, br, body, "allow")
+	}
 	return resp, body
+}
+
+var consentRe = regexp.MustCompile(`name="consent" value="([^"]+)"`)
+
+// consent presses a button (allow or deny) of the consent page the
+// appliance shows before it issues a command-line login's code.
+func (f *loginFixture) consent(t *testing.T, br *http.Client, page, action string) (*http.Response, string) {
+	t.Helper()
+	m := consentRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no consent form on the page:\n%s", page)
+	}
+	r, err := br.PostForm(f.base+"oauth/consent", url.Values{"consent": {html.UnescapeString(m[1])}, "action": {action}})
+	if cliClosed(err) {
+		return nil, cliClosedPage
+	}
+	if err != nil {
+		t.Fatalf("posting the consent form: %v", err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	return r, string(b)
 }
 
 // cliClosedPage is what signIn returns when the CLI closed its listener
