@@ -323,3 +323,66 @@ func TestTokenAccessFileAsRootFollowsNoLink(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSDirAsRootFollowsNoLink: the verbs root runs on STORE/tls, which
+// belongs to serve's user. 'token rotate-url-key' leaves the key file
+// serve's (serve must read it), creates no lock through a link, and
+// reads no FIFO; 'airgap ca' reads the CA without waiting on a FIFO and
+// does not make a CA serve could not read.
+func TestTLSDirAsRootFollowsNoLink(t *testing.T) {
+	rootOnly(t)
+	storeDir := t.TempDir()
+	tlsDir := filepath.Join(storeDir, "tls")
+	os.Mkdir(tlsDir, 0o700)
+	os.Chown(tlsDir, serveUID, serveGID)
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, harness.Bin, args...).CombinedOutput()
+		if ctx.Err() == context.DeadlineExceeded {
+			t.Fatalf("airgap %s did not finish within 15 s", strings.Join(args, " "))
+		}
+		return string(out), harness.ExitCode(err)
+	}
+
+	// A first rotation: the new key file is serve's user's.
+	if out, code := run("token", "rotate-url-key", "--store", storeDir); code != 0 {
+		t.Fatalf("rotate-url-key: exit %d\n%s", code, out)
+	}
+	for _, n := range []string{"url-keys.json", "url-keys.json.lock"} {
+		if got := ownerOf(t, filepath.Join(tlsDir, n)); got != serveUID {
+			t.Errorf("%s, written by root, belongs to uid %d, not serve's user %d", n, got, serveUID)
+		}
+	}
+	// The lock a link into a root directory, then the key file a FIFO.
+	rootDir := t.TempDir()
+	os.Remove(filepath.Join(tlsDir, "url-keys.json.lock"))
+	os.Symlink(filepath.Join(rootDir, "planted"), filepath.Join(tlsDir, "url-keys.json.lock"))
+	out, code := run("token", "rotate-url-key", "--store", storeDir)
+	if _, err := os.Stat(filepath.Join(rootDir, "planted")); err == nil || code == 0 {
+		t.Errorf("rotate-url-key with its lock a link into a root directory: exit %d, planted: %v\n%s", code, err == nil, out)
+	}
+	os.Remove(filepath.Join(tlsDir, "url-keys.json.lock"))
+	os.Remove(filepath.Join(tlsDir, "url-keys.json"))
+	syscall.Mkfifo(filepath.Join(tlsDir, "url-keys.json"), 0o600)
+	if out, code := run("token", "rotate-url-key", "--store", storeDir); code == 0 || !strings.Contains(out, "hint:") {
+		t.Errorf("rotate-url-key with its key file a FIFO: exit %d\n%s", code, out)
+	}
+
+	// airgap ca: no CA yet in serve's directory — refused with a hint, not
+	// made by root; a FIFO for the certificate is refused at once.
+	out, code = run("ca", "--store", storeDir)
+	if code == 0 || !strings.Contains(out, "hint:") {
+		t.Errorf("airgap ca as root with no CA in serve's tls directory: exit %d\n%s", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(tlsDir, "ca")); err == nil {
+		t.Errorf("airgap ca as root made a CA in serve's tls directory")
+	}
+	os.Mkdir(filepath.Join(tlsDir, "ca"), 0o700)
+	os.Chown(filepath.Join(tlsDir, "ca"), serveUID, serveGID)
+	syscall.Mkfifo(filepath.Join(tlsDir, "ca", "ca.pem"), 0o600)
+	if out, code := run("ca", "--store", storeDir); code == 0 {
+		t.Errorf("airgap ca with its certificate a FIFO: exit 0\n%s", out)
+	}
+}
