@@ -347,7 +347,7 @@ func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	fd, err := unix.Openat(d.fd(), name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
-	if err == unix.ELOOP {
+	if err == unix.ELOOP || err == unix.ENXIO { // a link; a FIFO nobody reads
 		return nil, d.err("open", name, ErrNotRegular)
 	}
 	if err != nil {
