@@ -78,7 +78,7 @@ var layers = []struct{ pkg, may string }{
 	{"server/acl", "bundle/store dist dist/osfile"},
 	{"server/internal/filestamp", "dist/osfile"},
 	{"server/internal/reply", "bundle/store"},
-	{"server/certs", "server/internal/filestamp"},
+	{"server/certs", "dist/osfile server/internal/filestamp"},
 	{"server/ui", "bundle/store dist dist/docs dist/sbom server/acl server/certs verify"},
 	{"server/access", "bundle/store dist dist/osfile server/acl server/internal/filestamp server/internal/reply server/ui verify"},
 	{"server/ops", "dist server/access server/internal/reply verify"},

@@ -90,13 +90,13 @@ func noBodies(h http.Handler) http.Handler {
 	})
 }
 
-// formPOST reports whether r is one of the two requests that carry a body:
-// the login service's token request and sign-out, a form of a declared
+// formPOST reports whether r is one of the requests that carry a body:
+// the login service's token request, sign-out and consent, a form of a declared
 // length of at most 16 KiB, which they read under a 10 s deadline
 // (readForm).
 func formPOST(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.ContentLength > 0 && r.ContentLength <= access.MaxForm &&
-		(r.URL.Path == access.TokenPath || r.URL.Path == access.SignOutPath)
+		(r.URL.Path == access.TokenPath || r.URL.Path == access.SignOutPath || r.URL.Path == access.ConsentPath)
 }
 
 // HTTP1Only makes a TLS config's ALPN list match NewHTTPServer: "http/1.1"

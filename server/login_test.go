@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -136,11 +137,33 @@ func visit(t *testing.T, br *http.Client, u string) (*http.Response, string) {
 func (e *loginEnv) cliCode(t *testing.T, br *http.Client) string {
 	t.Helper()
 	resp, body := visit(t, br, e.authorizeURL(nil))
+	if resp.StatusCode == http.StatusOK {
+		resp, body = e.allow(t, br, body, "allow")
+	}
 	loc, _ := url.Parse(resp.Header.Get("Location"))
 	if resp.StatusCode != http.StatusSeeOther || loc == nil || !strings.HasPrefix(loc.String(), cliRedirect+"?") || loc.Query().Get("state") != "cli-state-1" {
 		t.Fatalf("the sign-in did not end at the CLI's listener: %s %s\n%s", resp.Status, resp.Header.Get("Location"), body)
 	}
 	return loc.Query().Get("code")
+}
+
+var consentRe = regexp.MustCompile(`name="consent" value="([^"]+)"`)
+
+// allow presses the consent page's button (action: allow or deny), as
+// the person does before the appliance issues the CLI's code.
+func (e *loginEnv) allow(t *testing.T, br *http.Client, page, action string) (*http.Response, string) {
+	t.Helper()
+	m := consentRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no consent form on the page:\n%s", page)
+	}
+	resp, err := br.PostForm(e.ts.URL+"/oauth/consent", url.Values{"consent": {html.UnescapeString(m[1])}, "action": {action}})
+	if err != nil {
+		t.Fatalf("posting the consent form: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
 }
 
 // exchange is the CLI's token request.
@@ -204,6 +227,8 @@ func (e *loginEnv) stored(t *testing.T) (tokens, codes, used int) {
 func (e *loginEnv) auditEvents(t *testing.T) []map[string]any {
 	t.Helper()
 	b, _ := os.ReadFile(e.audit)
+	r, _ := os.ReadFile(e.audit + ".refusals") // refusals have a file of their own
+	b = append(b, r...)
 	var out []map[string]any
 	for _, l := range strings.Split(string(b), "\n") {
 		var m map[string]any
@@ -373,7 +398,7 @@ func TestLoginRefusals(t *testing.T) {
 		e.clock.add(time.Hour) // the failure limiter forgets the cases before
 		cb := callback()
 		resp, body := visit(t, stop, cb)
-		if resp.StatusCode != http.StatusSeeOther {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `name="consent"`) {
 			t.Fatalf("the first use: %s %s", resp.Status, body)
 		}
 		os.RemoveAll(filepath.Join(e.state, "logins", "codes")) // (the CLI would exchange it)

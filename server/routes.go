@@ -118,6 +118,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: access.CallbackPath, access: accessSignIn, signIn: l.Callback},
 		{method: "GET", pattern: access.SignInPath, access: accessSignIn, signIn: l.SignIn},
 		{method: "POST", pattern: access.SignOutPath, access: accessSignIn, signIn: l.SignOut},
+		{method: "POST", pattern: access.ConsentPath, access: accessSignIn, signIn: l.Consent},
 		// The HTML catalog and documentation for people. "/{$}" matches
 		// only "/" itself, so no protocol path is shadowed, and /ui/ is a
 		// prefix no protocol uses.

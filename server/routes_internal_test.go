@@ -39,6 +39,7 @@ var wantAccess = map[string]routeAccess{
 	"GET /oauth/callback":                                                          accessSignIn,
 	"GET /oauth/signin":                                                            accessSignIn,
 	"POST /oauth/signout":                                                          accessSignIn,
+	"POST /oauth/consent":                                                          accessSignIn,
 	"GET /{$}":                                                                     accessToken,
 	"GET /ui/providers/{host}/{ns}/{type}":                                         accessToken,
 	"GET /ui/modules/{host}/{ns}/{name}/{system}":                                  accessToken,

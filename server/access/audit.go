@@ -88,7 +88,30 @@ type AuditRecord struct {
 // without credentials, nor those refused while their address is throttled
 // (so a client guessing tokens writes at most ten lines, then one per 6 s).
 // Fields come from the access file, the login state, the catalog and
-// fixed sets; detail is serve's own message (cut to 300 bytes, printable).
+// fixed sets; detail is serve's own message (cut to 160 bytes, printable).
+//
+// Refusals cannot drown the rest. Anyone can be refused without a token
+// (a sign-in link with a bad redirect_uri, a forged callback), so:
+//
+//   - refusals (login_refused, refused) go to a file of their own,
+//     FILE.refusals (rotated as FILE is, FILE.refusals.1 …): a flood of
+//     them rotates only that file, and the security records in FILE —
+//     logins, token_created, token_revoked, downloads — stay for as long
+//     as their own volume allows. A separate file rather than a reserved
+//     share of one: it needs no bookkeeping across replicas, and a reader
+//     sees at once which file an attacker can fill.
+//   - per client address and minute, the first refusalsInFull refusals
+//     of each reason (a fixed set of a few dozen) are written whole and
+//     the rest counted; when the minute is over one
+//     line says how many (event "refusals": count, reasons, and a sample
+//     of at most maxRefusalSample details). Refusals while the address is
+//     throttled are only counted. At most maxRefusalClients addresses are
+//     counted apart; the others share one count (client "other").
+//
+// So one address writes at most refusalsInFull lines per reason it can
+// provoke and one count a minute (some 50 lines, under 20 KiB, for the
+// reasons a client without credentials reaches, against 3,400 lines a
+// second before), however many requests it sends.
 
 // Audit events.
 const (
@@ -97,6 +120,18 @@ const (
 	EventTokenCreated = "token_created"
 	EventTokenRevoked = "token_revoked"
 	EventRefused      = "refused"
+	// EventRefusals counts the refusals of one client address that were
+	// not written whole.
+	EventRefusals = "refusals"
+)
+
+// Refusal aggregation (see the audit log's comment).
+const (
+	refusalWindow     = time.Minute
+	refusalsInFull    = 5
+	maxRefusalClients = 4096
+	maxRefusalSample  = 3
+	maxSampleBytes    = 100
 )
 
 // AuditEvent is one event line of the audit log.
@@ -118,13 +153,19 @@ type AuditEvent struct {
 	Detail        string   `json:"detail,omitempty"`
 	ClientName    string   `json:"client_name,omitempty"`
 	ClientVersion string   `json:"client_version,omitempty"`
+	// Of a "refusals" line: how many, since when, why, and a few details.
+	Count   int            `json:"count,omitempty"`
+	Since   string         `json:"since,omitempty"`
+	Reasons map[string]int `json:"reasons,omitempty"`
+	Sample  []string       `json:"sample,omitempty"`
 }
 
 // maxAuditGroups bounds the groups an event line lists.
 const maxAuditGroups = 50
 
-// auditDetail makes a message fit an audit line: printable, 300 bytes.
-func auditDetail(s string) string { return dist.Printable(reply.Cut(s, 300)) }
+// auditDetail makes a message fit an audit line: printable, 160 bytes
+// (what it echoes of a request, a redirect_uri say, is cut with it).
+func auditDetail(s string) string { return dist.Printable(reply.Cut(s, 160)) }
 
 // AuditTime is the audit log's time format.
 func AuditTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -140,6 +181,23 @@ type AuditLog struct {
 	lockf  *os.File
 	Errors atomic.Int64 // failed writes (metrics)
 	onErr  func(error)
+
+	// refusals is FILE.refusals, opened at the first refusal; agg counts
+	// the refusals per client address (aggMu guards both).
+	aggMu    sync.Mutex
+	refusals *AuditLog
+	agg      map[string]*refusalCount
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// refusalCount is one client address's refusals in the current window.
+type refusalCount struct {
+	since   time.Time
+	full    map[string]int // written whole, per reason
+	counted int            // not written whole
+	reasons map[string]int
+	sample  []string
 }
 
 // Audit log defaults.
@@ -159,7 +217,7 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 		keep = DefaultAuditKeep
 	}
 	a := &AuditLog{path: path, maxSize: maxSize, keep: keep, onErr: onErr}
-	lf, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	lf, err := openInDir(path+".lock", os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}
@@ -168,11 +226,128 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 		lf.Close()
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}
+	a.agg, a.stop = map[string]*refusalCount{}, make(chan struct{})
+	go a.flushLoop()
 	return a, nil
 }
 
+// RefusalsPath is the file refusals are written to, beside the audit log.
+func RefusalsPath(path string) string { return path + ".refusals" }
+
+// flushLoop writes the counts of finished windows every ten seconds.
+func (a *AuditLog) flushLoop() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case now := <-t.C:
+			a.flushRefusals(now, false)
+		}
+	}
+}
+
+// refusal writes ev (a refusal) whole to the refusals file, or counts it
+// (see the audit log's comment).
+func (a *AuditLog) refusal(ev *AuditEvent) error {
+	now := time.Now()
+	a.aggMu.Lock()
+	key := ev.Client
+	c := a.agg[key]
+	if c == nil && len(a.agg) >= maxRefusalClients {
+		key = "other"
+		c = a.agg[key]
+	}
+	if c == nil {
+		c = &refusalCount{since: now, reasons: map[string]int{}, full: map[string]int{}}
+		a.agg[key] = c
+	}
+	whole := c.full[ev.Reason] < refusalsInFull && ev.Reason != authThrottled && key != "other" && (len(c.full) < 64 || c.full[ev.Reason] > 0)
+	if whole {
+		c.full[ev.Reason]++
+	} else {
+		c.counted++
+		if len(c.reasons) < 64 || c.reasons[ev.Reason] > 0 {
+			c.reasons[ev.Reason]++
+		}
+		if len(c.sample) < maxRefusalSample {
+			c.sample = append(c.sample, dist.Printable(reply.Cut(ev.Event+" "+ev.Reason+": "+ev.Detail, maxSampleBytes)))
+		}
+	}
+	err := a.openRefusalsLocked()
+	side := a.refusals
+	a.aggMu.Unlock()
+	if err != nil || !whole {
+		return err
+	}
+	return side.writeJSON(ev)
+}
+
+// openRefusalsLocked opens FILE.refusals if it is not yet (aggMu held).
+func (a *AuditLog) openRefusalsLocked() error {
+	if a.refusals != nil {
+		return nil
+	}
+	r := &AuditLog{path: RefusalsPath(a.path), maxSize: a.maxSize, keep: a.keep, onErr: a.onErr}
+	lf, err := openInDir(r.path+".lock", os.O_RDWR)
+	if err != nil {
+		return fmt.Errorf("the audit log's refusals: %w", err)
+	}
+	r.lockf = lf
+	if err := r.reopen(); err != nil {
+		lf.Close()
+		return fmt.Errorf("the audit log's refusals: %w", err)
+	}
+	a.refusals = r
+	return nil
+}
+
+// flushRefusals writes one "refusals" line for each address whose window
+// is over (all of them with all) and had refusals not written whole.
+func (a *AuditLog) flushRefusals(now time.Time, all bool) {
+	a.aggMu.Lock()
+	var lines []*AuditEvent
+	for key, c := range a.agg {
+		if !all && now.Sub(c.since) < refusalWindow {
+			continue
+		}
+		delete(a.agg, key)
+		if c.counted == 0 {
+			continue
+		}
+		d := now.Sub(c.since).Round(time.Second)
+		lines = append(lines, &AuditEvent{Time: AuditTime(now), Event: EventRefusals, Client: key, Count: c.counted,
+			Since: AuditTime(c.since), Reasons: c.reasons, Sample: c.sample,
+			Detail: fmt.Sprintf("%d more refusals from %s in the last %s (the first %d of each reason were written whole)", c.counted, key, d, refusalsInFull)})
+	}
+	side := a.refusals
+	a.aggMu.Unlock()
+	for _, ev := range lines {
+		side.writeJSON(ev)
+	}
+}
+
+// openInDir opens path (created 0600 if absent) for appending (flag
+// os.O_APPEND) or as a lock file (os.O_RDWR). 'airgap token create|revoke
+// --audit-log' runs as root, and the log's directory is often serve's
+// user's (/var/log/airgap): so the file is opened through its directory's
+// descriptor, never through a link nor a FIFO there, and a file root
+// creates is given to the directory's owner, who appends to it too.
+func openInDir(path string, flag int) (*os.File, error) {
+	d, err := osfile.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if flag == os.O_APPEND {
+		return d.OpenAppend(filepath.Base(path), 0o600)
+	}
+	return d.OpenLockFile(filepath.Base(path))
+}
+
 func (a *AuditLog) reopen() error {
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openInDir(a.path, os.O_APPEND)
 	if err != nil {
 		return err
 	}
@@ -193,6 +368,9 @@ func (a *AuditLog) WriteEvent(ev *AuditEvent) error {
 	}
 	if len(ev.Groups) > maxAuditGroups {
 		ev.Groups = ev.Groups[:maxAuditGroups]
+	}
+	if ev.Event == EventRefused || ev.Event == EventLoginRefused {
+		return a.refusal(ev)
 	}
 	return a.writeJSON(ev)
 }
@@ -264,8 +442,17 @@ func (a *AuditLog) rotate() error {
 	return a.reopen()
 }
 
-// Close closes the log.
+// Close writes the counts of refusals not yet written and closes the log.
 func (a *AuditLog) Close() error {
+	if a.stop != nil {
+		a.stopOnce.Do(func() { close(a.stop) })
+		a.flushRefusals(time.Now(), true)
+		a.aggMu.Lock()
+		if a.refusals != nil {
+			a.refusals.Close()
+		}
+		a.aggMu.Unlock()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lockf.Close()
@@ -508,7 +695,14 @@ func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
 		w = &AuditByWho{Who: who, Events: map[string]int{}, Reasons: map[string]int{}, First: ev.Time, clients: map[string]bool{}}
 		whos[who] = w
 	}
-	w.Events[ev.Event]++
+	if ev.Event == EventRefusals && ev.Count > 0 {
+		w.Events[ev.Event] += ev.Count
+		for r, n := range ev.Reasons {
+			w.Reasons[r] += n
+		}
+	} else {
+		w.Events[ev.Event]++
+	}
 	if ev.Reason != "" {
 		w.Reasons[ev.Reason]++
 	}
@@ -518,8 +712,13 @@ func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
 	w.First, w.Last = minStr(w.First, ev.Time), maxStr(w.Last, ev.Time)
 }
 
-// auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first).
+// auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first), then
+// the same of FILE.refusals.
 func auditFiles(path string) []string {
+	return append(auditFilesOf(path), auditFilesOf(RefusalsPath(path))...)
+}
+
+func auditFilesOf(path string) []string {
 	var out []string
 	for i := 1000; i >= 1; i-- {
 		p := path + "." + strconv.Itoa(i)

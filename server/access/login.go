@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -71,6 +72,7 @@ const (
 	CallbackPath  = "/oauth/callback"
 	SignInPath    = "/oauth/signin"
 	SignOutPath   = "/oauth/signout"
+	ConsentPath   = "/oauth/consent"
 )
 
 // Cookies. The __Host- prefix makes browsers insist on Secure, Path=/ and
@@ -423,19 +425,109 @@ func (l *LoginService) idpError(q url.Values, cfg *acl.Login) *loginFail {
 		msg: msg + ".", hint: "Try again; if it says you may not use this appliance, ask the identity provider's administrators (its client is " + dist.Printable(cfg.ClientID) + ")."}
 }
 
-// finishCLI issues the one-time code for the CLI and sends the browser to
-// the CLI's listener.
+// consentGrant is what the consent page's form carries, sealed: the
+// sign-in the IdP completed, for the CLI that asked, bound to the browser
+// that signed in (Bind, the hash of its sign-in cookie) and used once (ID).
+type consentGrant struct {
+	ID       string     `json:"id"`
+	Token    LoginToken `json:"t"`
+	Redirect string     `json:"ru"`
+	State    string     `json:"cs"`
+	Chall    string     `json:"cc"`
+	Bind     string     `json:"b"`
+	Exp      int64      `json:"exp"`
+}
+
+// consentTTL is how long the consent page's button works.
+const consentTTL = 5 * time.Minute
+
+// consentPage asks the person, before any code is issued, whether the
+// program listening on the CLI's port of this computer may have a login
+// token in their name (RFC 8252 §8.6): whoever can make a signed-in person
+// follow a link could otherwise mint their token for whatever listens on
+// localhost (another user of a shared terminal server).
+var consentPage = template.Must(template.New("consent").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Allow terraform login? - airgap</title></head>
+<body><main>
+<h1 id="consent-heading">Allow a command-line login as {{.Who}}?</h1>
+<p>A program listening on <strong>localhost port {{.Port}}</strong> of this computer asks for a login token of this appliance in the name of <strong>{{.Who}}</strong>{{if .Groups}} (groups: {{.Groups}}){{end}}, for {{.Lifetime}}.</p>
+<p>Allow it only if you just ran <code>terraform login</code> (or <code>tofu login</code>) on this computer yourself. If you did not, deny: someone may be trying to use your sign-in.</p>
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="consent" value="{{.Grant}}">
+<button type="submit" name="action" value="allow" id="consent-allow">Allow</button>
+<button type="submit" name="action" value="deny" id="consent-deny">Deny</button>
+</form>
+</main></body></html>
+`))
+
+// finishCLI shows the consent page; the code is issued when the person
+// allows it (Consent).
 func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *LoginState, pl *pendingLogin, rec *LoginToken) {
-	code, err := ls.newCode(&loginCode{Token: *rec, RedirectURI: pl.Redirect, Challenge: pl.Chall, Expires: l.a.now().Add(loginCodeTTL)})
-	if err != nil {
-		l.refuse(w, r, stateFail(err, rec), pl.Kind)
-		return
+	g := &consentGrant{ID: randomHex(16), Token: *rec, Redirect: pl.Redirect, State: pl.State, Chall: pl.Chall, Bind: pl.Bind,
+		Exp: l.a.now().Add(consentTTL).Unix()}
+	port := ""
+	if u, err := url.Parse(pl.Redirect); err == nil {
+		port = u.Port()
 	}
-	l.log.Info("sign-in at the identity provider completed; code issued to the CLI", "user", rec.Who(), "groups", strings.Join(rec.Groups, ","))
-	u := pl.Redirect + "?" + url.Values{"code": {code}, "state": {pl.State}}.Encode()
+	l.log.Info("sign-in at the identity provider completed; asking the person to allow the CLI", "user", rec.Who(), "port", port)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, u, http.StatusSeeOther)
+	w.Header().Set("X-Frame-Options", "DENY")
+	// The form posts here; the answer redirects to the CLI's listener,
+	// which form-action must allow too.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self' http://localhost:* http://127.0.0.1:*; base-uri 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	consentPage.Execute(w, map[string]any{"Who": rec.Who(), "Port": port, "Groups": strings.Join(rec.Groups, ", "),
+		"Lifetime": rec.Expires.Sub(rec.Created).String(), "Action": ConsentPath, "Grant": ls.seal("airgap-consent-v1", g)})
+}
+
+// Consent answers the consent page's form: with "allow", the one-time
+// code is issued and the browser sent to the CLI's listener; with "deny",
+// the CLI hears access_denied. The form must come from this appliance's
+// page (Origin), carry a grant this appliance sealed, not expired, for
+// this browser (its sign-in cookie), and not used before.
+func (l *LoginService) Consent(w http.ResponseWriter, r *http.Request, _ *acl.Login, ls *LoginState) {
+	bad := &loginFail{code: http.StatusBadRequest, reason: "consent", heading: "This approval is not valid",
+		msg: "It did not come from this appliance's page in the browser that signed in, was used already, or took too long.", hint: "Run terraform login again."}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, "https://"+r.Host) {
+		l.refuse(w, r, bad, "cli")
+		return
+	}
+	form, err := readForm(w, r)
+	if err != nil {
+		l.refuse(w, r, bad, "cli")
+		return
+	}
+	var g consentGrant
+	if ls.unseal("airgap-consent-v1", form.Get("consent"), &g) != nil || l.a.now().Unix() > g.Exp {
+		l.refuse(w, r, bad, "cli")
+		return
+	}
+	c, err := r.Cookie(bindCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(hashB64(c.Value)), []byte(g.Bind)) != 1 {
+		l.refuse(w, r, bad, "cli")
+		return
+	}
+	if ok, err := ls.markUsed(g.ID, time.Unix(g.Exp, 0)); !ok {
+		bad.err = err
+		l.refuse(w, r, bad, "cli")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if form.Get("action") != "allow" {
+		l.noteRefused(w, "declined", g.Token.Who(), "cli", "The person denied the command-line login.")
+		http.Redirect(w, r, g.Redirect+"?"+url.Values{"error": {"access_denied"}, "state": {g.State}}.Encode(), http.StatusSeeOther)
+		return
+	}
+	code, err := ls.newCode(&loginCode{Token: g.Token, RedirectURI: g.Redirect, Challenge: g.Chall, Expires: l.a.now().Add(loginCodeTTL)})
+	if err != nil {
+		l.refuse(w, r, stateFail(err, &g.Token), "cli")
+		return
+	}
+	l.log.Info("the person allowed the CLI; code issued", "user", g.Token.Who(), "groups", strings.Join(g.Token.Groups, ","))
+	http.Redirect(w, r, g.Redirect+"?"+url.Values{"code": {code}, "state": {g.State}}.Encode(), http.StatusSeeOther)
 }
 
 // finishBrowser issues the login token of a catalog sign-in into the

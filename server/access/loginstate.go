@@ -42,6 +42,17 @@ import (
 // agree on one) and read with a size limit (64 KiB): the state is shared
 // over a network filesystem by processes that may be older or newer.
 //
+// The directories belong to serve's user, who can swap any name in them
+// for a link or a FIFO at any moment, while 'airgap token list|revoke'
+// runs as root. So every file here is reached through the directory's
+// descriptor (osfile.Dir): no link is followed below the store (unless the
+// directory holding it is root's alone), a file root writes is created
+// anew and given to the directory's owner through its open descriptor
+// (fchown) before it is renamed into place, and a name is only read when
+// it is a regular file, opened non-blocking (a FIFO is refused at once,
+// never waited on). Scans read the files without holding the state's
+// mutex.
+//
 // Login tokens are like the access file's: 256-bit secrets ("airgap_…"),
 // of which only the SHA-256 is kept, as the file's name. A request's token
 // is looked up by that hash in memory (AccessControl.loginPrincipal), then,
@@ -146,7 +157,8 @@ type LoginState struct {
 	key  []byte // the sealing key; also keys MACs (mac), another domain
 	recs atomic.Pointer[loginRecs]
 
-	mu       sync.Mutex // serializes scans and local changes
+	mu       sync.Mutex // guards the fields below and local changes; no file is read while it is held
+	scanning bool       // a scan is reading the directory
 	stamp    string
 	lastScan time.Time
 	lastSwp  time.Time
@@ -177,13 +189,30 @@ func openLoginState(stateDir string) (*LoginState, error) {
 
 func (ls *LoginState) sub(name string) string { return filepath.Join(ls.dir, name) }
 
+// open opens the subdirectory sub of the state ("" for the state itself)
+// from the store down, following no link another user could have put
+// (osfile.OpenDir).
+func (ls *LoginState) open(sub string) (*osfile.Dir, error) {
+	state := filepath.Dir(ls.dir)
+	rel := []string{filepath.Base(state), loginsDir}
+	if sub != "" {
+		rel = append(rel, sub)
+	}
+	return osfile.OpenDir(filepath.Dir(state), rel...)
+}
+
 // loadKey reads the sealing key, creating it if there is none: written to
 // a temporary file, then linked into place, which fails if another replica
 // was first (its key is then read).
 func (ls *LoginState) loadKey() ([]byte, error) {
 	path := ls.sub("key")
+	d, err := ls.open("")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
 	for range 2 {
-		b, err := readStateFile(path)
+		b, err := readStateFile(d, "key")
 		if err == nil {
 			var k struct{ Secret []byte }
 			if json.Unmarshal(b, &k) != nil || len(k.Secret) != 32 {
@@ -197,45 +226,31 @@ func (ls *LoginState) loadKey() ([]byte, error) {
 		secret := make([]byte, 32)
 		rand.Read(secret)
 		b, _ = json.Marshal(map[string]any{"secret": secret, "created": time.Now().UTC().Truncate(time.Second)})
-		if err := linkNewFile(path, b); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := d.LinkNewFile("key", b, 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("creating %s: %w", path, err)
 		}
 	}
 	return nil, fmt.Errorf("%s: cannot be created or read", path)
 }
 
-// linkNewFile creates path with data only if it does not exist, whole:
-// a synced temporary file linked to path (EEXIST when another was first).
-func linkNewFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
+// linkNewFile creates sub/name with data only if it does not exist,
+// whole (an error wrapping fs.ErrExist when another was first).
+func (ls *LoginState) linkNewFile(sub, name string, data []byte) error {
+	d, err := ls.open(sub)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return err
-	}
-	return osfile.SyncDir(dir)
+	defer d.Close()
+	return d.LinkNewFile(name, data, 0o600)
 }
 
-// readStateFile reads a file of the state, refusing one over
-// maxLoginStateFile (not a file serve wrote).
-func readStateFile(path string) ([]byte, error) {
-	b, err := dist.ReadFileLimit(path, maxLoginStateFile)
-	if errors.Is(err, dist.ErrFileTooLarge) {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxLoginStateFile)
+// readStateFile reads the file name of d, refusing one over
+// maxLoginStateFile and anything but a regular file (neither is a file
+// serve wrote; a FIFO is refused without waiting on it).
+func readStateFile(d *osfile.Dir, name string) ([]byte, error) {
+	b, err := d.ReadFile(name, maxLoginStateFile)
+	if errors.Is(err, osfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Join(d.Path(), name), maxLoginStateFile)
 	}
 	return b, err
 }
@@ -282,19 +297,19 @@ func (ls *LoginState) unseal(domain, s string, v any) error {
 // current is the records as last read.
 func (ls *LoginState) current() *loginRecs { return ls.recs.Load() }
 
-// tokenPath is the file of a token hash, live or revoked.
-func (ls *LoginState) tokenPath(h [32]byte, revoked bool) string {
+// tokenName is the file name (in tokens/) of a token hash, live or revoked.
+func tokenName(h [32]byte, revoked bool) string {
 	ext := ".json"
 	if revoked {
 		ext = ".revoked"
 	}
-	return filepath.Join(ls.sub("tokens"), hex.EncodeToString(h[:])+ext)
+	return hex.EncodeToString(h[:]) + ext
 }
 
-// readRecord reads the record in path; nil when it is missing or not a
-// valid record of the hash its name gives.
-func readRecord(path string) *LoginToken {
-	b, err := readStateFile(path)
+// readRecord reads the record in d's file name; nil when it is missing,
+// not a regular file or not a valid record of the hash its name gives.
+func readRecord(d *osfile.Dir, name string) *LoginToken {
+	b, err := readStateFile(d, name)
 	if err != nil {
 		return nil
 	}
@@ -302,8 +317,7 @@ func readRecord(path string) *LoginToken {
 	if json.Unmarshal(b, &t) != nil || !t.valid() {
 		return nil
 	}
-	base := filepath.Base(path)
-	if name, _, _ := strings.Cut(base, "."); name != t.SHA256 {
+	if hx, _, _ := strings.Cut(name, "."); hx != t.SHA256 {
 		return nil
 	}
 	return &t
@@ -313,9 +327,14 @@ func readRecord(path string) *LoginToken {
 // replica issued or revoked since the last scan) and adds it to the
 // records; nil when there is none. Cost: at most two opens.
 func (ls *LoginState) loadOne(h [32]byte) *LoginToken {
-	rec := readRecord(ls.tokenPath(h, true))
+	d, err := ls.open("tokens")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	rec := readRecord(d, tokenName(h, true))
 	if rec == nil {
-		rec = readRecord(ls.tokenPath(h, false))
+		rec = readRecord(d, tokenName(h, false))
 	}
 	if rec == nil {
 		return nil
@@ -345,23 +364,40 @@ func (ls *LoginState) put(h [32]byte, rec *LoginToken) {
 // force, or every loginRescanEvery): records of new files are read, those
 // of removed files dropped, a token whose .revoked file appeared is
 // revoked. At most maxLoginRecords files are read. It reports whether the
-// records changed.
+// records changed. The files are read without ls.mu held: one scan at a
+// time reads, and a scan that finds another reading returns at once (the
+// records stay as they are until that one is done), so a slow file never
+// holds up sign-ins or the other replicas' lookups; a change made here
+// while it read (issue, revoke) is kept over what it read.
 func (ls *LoginState) scan(force bool) (bool, error) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	dir := ls.sub("tokens")
 	st, err := filestamp.Of(dir)
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
-	if !force && st == ls.stamp && time.Since(ls.lastScan) < loginRescanEvery {
+	ls.mu.Lock()
+	if ls.scanning || !force && st == ls.stamp && time.Since(ls.lastScan) < loginRescanEvery {
+		ls.mu.Unlock()
 		return false, nil
 	}
-	names, err := readDirNames(dir, 2*maxLoginRecords)
+	ls.scanning = true
+	oldRecs := ls.recs.Load()
+	ls.mu.Unlock()
+	defer func() {
+		ls.mu.Lock()
+		ls.scanning = false
+		ls.mu.Unlock()
+	}()
+	d, err := ls.open("tokens")
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
-	old := ls.recs.Load().byHash
+	defer d.Close()
+	names, err := d.Names(2 * maxLoginRecords)
+	if err != nil {
+		return false, fmt.Errorf("the login tokens: %w", err)
+	}
+	old := oldRecs.byHash
 	m := make(map[[32]byte]*LoginToken, len(names))
 	changed := false
 	revoked := map[string]bool{}
@@ -381,9 +417,25 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 			m[h] = rec // unchanged: records are never rewritten in place
 			continue
 		}
-		if rec := readRecord(filepath.Join(dir, n)); rec != nil {
+		if rec := readRecord(d, n); rec != nil {
 			m[h], changed = rec, true
 		}
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if cur := ls.recs.Load(); cur != oldRecs {
+		// put ran while the files were read: its changes win.
+		for k, v := range cur.byHash {
+			if old[k] != v {
+				m[k] = v
+			}
+		}
+		for k := range old {
+			if _, ok := cur.byHash[k]; !ok {
+				delete(m, k)
+			}
+		}
+		changed = true
 	}
 	changed = changed || len(m) != len(old)
 	if changed {
@@ -405,18 +457,14 @@ func isHex(s string, n int) bool {
 	return err == nil && strings.ToLower(s) == s
 }
 
-// readDirNames lists at most max names of dir.
-func readDirNames(dir string, max int) ([]string, error) {
-	d, err := os.Open(dir)
+// names lists at most max names of the state's subdirectory sub.
+func (ls *LoginState) names(sub string, max int) ([]string, error) {
+	d, err := ls.open(sub)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(max)
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return names, err
+	return d.Names(max)
 }
 
 // writeRecord writes a token's record atomically.
@@ -425,30 +473,15 @@ func (ls *LoginState) writeRecord(h [32]byte, rec *LoginToken) error {
 	if err != nil {
 		return err
 	}
-	path := ls.tokenPath(h, !rec.Revoked.IsZero())
-	if err := store.WriteFileAtomic(path, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return ls.keepOwner(path)
-}
-
-// keepOwner gives a file root wrote (an operator's 'airgap token revoke')
-// to the owner of the tokens directory, the user serve runs as, who must
-// be able to read it (mode 0600).
-func (ls *LoginState) keepOwner(path string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	fi, err := os.Stat(ls.sub("tokens"))
+	d, err := ls.open("tokens")
 	if err != nil {
 		return err
 	}
-	if uid, gid, ok := osfile.Owner(fi); ok && uid != 0 {
-		if err := os.Chown(path, uid, gid); err != nil {
-			return fmt.Errorf("giving %s to the user serve runs as (uid %d): %w", path, uid, err)
-		}
-	}
-	return nil
+	defer d.Close()
+	// Run as root ('airgap token revoke'), the new file is given to the
+	// directory's owner, serve's user, who must read it (mode 0600), through
+	// its descriptor before it has a name serve's user could swap.
+	return d.WriteFileAtomic(tokenName(h, !rec.Revoked.IsZero()), append(b, '\n'), 0o600)
 }
 
 // ErrLoginFull marks a login refused because the state holds as many
@@ -517,20 +550,25 @@ func (ls *LoginState) forgetOldest(ended []*LoginToken, keep int) {
 		return
 	}
 	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.After(ended[j].Created) })
+	d, err := ls.open("tokens")
+	if err != nil {
+		return
+	}
+	defer d.Close()
 	for _, t := range ended[keep:] {
 		h, ok := t.hash()
 		if !ok {
 			continue
 		}
-		if err := os.Remove(ls.tokenPath(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := d.Remove(tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		os.Remove(ls.tokenPath(h, true))
+		d.Remove(tokenName(h, true))
 		ls.mu.Lock()
 		ls.put(h, nil)
 		ls.mu.Unlock()
 	}
-	osfile.SyncDir(ls.sub("tokens"))
+	d.Sync()
 }
 
 func (ls *LoginState) nameTaken(name string) bool {
@@ -554,10 +592,15 @@ func (ls *LoginState) revoke(rec *LoginToken, by string, now time.Time) error {
 	if err := ls.writeRecord(h, &r); err != nil {
 		return err
 	}
-	if err := os.Remove(ls.tokenPath(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := ls.open("tokens")
+	if err != nil {
 		return err
 	}
-	osfile.SyncDir(ls.sub("tokens"))
+	defer d.Close()
+	if err := d.Remove(tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	d.Sync()
 	ls.mu.Lock()
 	ls.put(h, &r)
 	ls.mu.Unlock()
@@ -583,7 +626,7 @@ type loginCode struct {
 // 'terraform login' refused (with the sweep's 11 minutes, 15 sign-ins a
 // second did; now it takes 10,000 within loginCodeTTL plus a minute).
 func (ls *LoginState) newCode(c *loginCode) (string, error) {
-	if n, _ := readDirNames(ls.sub("codes"), maxLoginCodes+1); len(n) > maxLoginCodes {
+	if n, _ := ls.names("codes", maxLoginCodes+1); len(n) > maxLoginCodes {
 		if ls.removeOld("codes", codeFileAge, time.Now()); ls.countNames("codes") > maxLoginCodes {
 			return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
 		}
@@ -595,7 +638,7 @@ func (ls *LoginState) newCode(c *loginCode) (string, error) {
 	code = strings.TrimPrefix(code, acl.SecretPrefix)
 	b, _ := json.Marshal(c)
 	h := sha256.Sum256([]byte(code))
-	if err := linkNewFile(filepath.Join(ls.sub("codes"), hex.EncodeToString(h[:])+".json"), b); err != nil {
+	if err := ls.linkNewFile("codes", hex.EncodeToString(h[:])+".json", b); err != nil {
 		return "", fmt.Errorf("storing the authorization code: %w", err)
 	}
 	return code, nil
@@ -613,12 +656,17 @@ func (ls *LoginState) claimCode(code string, now time.Time) (*loginCode, error) 
 		return nil, errCodeUnknown
 	}
 	h := sha256.Sum256([]byte(code))
-	path := filepath.Join(ls.sub("codes"), hex.EncodeToString(h[:])+".json")
-	b, err := readStateFile(path)
+	name := hex.EncodeToString(h[:]) + ".json"
+	d, err := ls.open("codes")
 	if err != nil {
 		return nil, errCodeUnknown
 	}
-	if err := os.Remove(path); err != nil {
+	defer d.Close()
+	b, err := readStateFile(d, name)
+	if err != nil {
+		return nil, errCodeUnknown
+	}
+	if err := d.Remove(name); err != nil {
 		return nil, errCodeUnknown // another request took it first
 	}
 	var c loginCode
@@ -634,7 +682,7 @@ func (ls *LoginState) markUsed(id string, until time.Time) (bool, error) {
 	if !isHex(id, 32) {
 		return false, nil
 	}
-	err := linkNewFile(filepath.Join(ls.sub("used"), id), []byte(until.UTC().Format(time.RFC3339)))
+	err := ls.linkNewFile("used", id, []byte(until.UTC().Format(time.RFC3339)))
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
@@ -646,7 +694,12 @@ func (ls *LoginState) wasUsed(id string) bool {
 	if !isHex(id, 32) {
 		return true
 	}
-	_, err := os.Lstat(filepath.Join(ls.sub("used"), id))
+	d, err := ls.open("used")
+	if err != nil {
+		return true
+	}
+	defer d.Close()
+	_, err = d.ModTime(id)
 	return err == nil
 }
 
@@ -662,15 +715,18 @@ func (ls *LoginState) sweep(now time.Time) {
 	}
 	ls.lastSwp = now
 	ls.mu.Unlock()
-	for h, t := range ls.current().byHash {
-		end := t.Expires
-		if !t.Revoked.IsZero() && t.Revoked.Before(end) {
-			end = t.Revoked
+	if d, err := ls.open("tokens"); err == nil {
+		for h, t := range ls.current().byHash {
+			end := t.Expires
+			if !t.Revoked.IsZero() && t.Revoked.Before(end) {
+				end = t.Revoked
+			}
+			if now.Sub(end) > loginRetention {
+				d.Remove(tokenName(h, false))
+				d.Remove(tokenName(h, true))
+			}
 		}
-		if now.Sub(end) > loginRetention {
-			os.Remove(ls.tokenPath(h, false))
-			os.Remove(ls.tokenPath(h, true))
-		}
+		d.Close()
 	}
 	ls.removeOld("codes", codeFileAge, now)
 	ls.removeOld("used", pendingLoginTTL+time.Minute, now)
@@ -684,17 +740,21 @@ const codeFileAge = loginCodeTTL + time.Minute
 // removeOld removes the files of sub (codes, used) modified more than age
 // before now (at most 2 × maxLoginCodes are looked at).
 func (ls *LoginState) removeOld(sub string, age time.Duration, now time.Time) {
-	names, _ := readDirNames(ls.sub(sub), 2*maxLoginCodes)
+	d, err := ls.open(sub)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, _ := d.Names(2 * maxLoginCodes)
 	for _, n := range names {
-		p := filepath.Join(ls.sub(sub), n)
-		if fi, err := os.Lstat(p); err == nil && now.Sub(fi.ModTime()) > age {
-			os.Remove(p)
+		if mt, err := d.ModTime(n); err == nil && now.Sub(mt) > age {
+			d.Remove(n)
 		}
 	}
 }
 
 func (ls *LoginState) countNames(sub string) int {
-	n, _ := readDirNames(ls.sub(sub), maxLoginCodes+1)
+	n, _ := ls.names(sub, maxLoginCodes+1)
 	return len(n)
 }
 

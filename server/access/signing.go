@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/internal/filestamp"
 )
@@ -95,7 +94,7 @@ func OpenURLKeys(tlsDir string) (*URLKeys, error) {
 	}
 	k := &URLKeys{path: filepath.Join(tlsDir, urlKeysFile)}
 	if _, err := os.Stat(k.path); errors.Is(err, fs.ErrNotExist) {
-		if err := editURLKeys(k.path, func(f *urlKeyFile) (bool, error) {
+		if err := editURLKeys(tlsDir, func(f *urlKeyFile) (bool, error) {
 			if len(f.Keys) > 0 {
 				return false, nil // another replica was first
 			}
@@ -117,7 +116,7 @@ func OpenURLKeys(tlsDir string) (*URLKeys, error) {
 // running serves pick it up within a second. It returns the new key's id.
 func RotateURLKeys(tlsDir string, now time.Time) (string, error) {
 	var id string
-	err := editURLKeys(filepath.Join(tlsDir, urlKeysFile), func(f *urlKeyFile) (bool, error) {
+	err := editURLKeys(tlsDir, func(f *urlKeyFile) (bool, error) {
 		key, err := newURLKey(now)
 		f.Keys = append([]urlKey{key}, f.Keys...)
 		if len(f.Keys) > maxURLKeys {
@@ -129,21 +128,32 @@ func RotateURLKeys(tlsDir string, now time.Time) (string, error) {
 	return id, err
 }
 
-// editURLKeys applies fn to the key file at path under its lock
-// (path.lock) and, when fn says so, writes it back atomically (mode 0600).
-func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
-	unlock, err := osfile.LockPath(path + ".lock")
+// editURLKeys applies fn to the key file in tlsDir under its lock
+// (urlkeys.json.lock) and, when fn says so, writes it back atomically (mode
+// 0600). 'airgap token rotate-url-key' runs it as root in a directory
+// serve's user owns, so the lock, the read and the write go through the
+// directory's descriptor (osfile.Dir): no link is followed, no FIFO waited
+// on, and the new file is given to the directory's owner before it is
+// renamed into place, so serve can still read it.
+func editURLKeys(tlsDir string, fn func(*urlKeyFile) (bool, error)) error {
+	d, err := osfile.OpenDir(filepath.Dir(tlsDir), filepath.Base(tlsDir))
+	if err != nil {
+		return fmt.Errorf("the URL keys: %w", err)
+	}
+	defer d.Close()
+	path := filepath.Join(tlsDir, urlKeysFile)
+	unlock, err := d.LockFile(urlKeysFile + ".lock")
 	if err != nil {
 		return fmt.Errorf("locking the URL keys: %w", err)
 	}
 	defer unlock()
 	var f urlKeyFile
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := d.ReadFile(urlKeysFile, maxURLKeyFile); err == nil {
 		if err := json.Unmarshal(b, &f); err != nil {
 			return fmt.Errorf("%s: %v\nhint: remove it; serve creates a new one (download URLs issued before stop working)", path, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return fmt.Errorf("%w\nhint: remove %s; serve creates a new one (download URLs issued before stop working)", err, path)
 	}
 	write, err := fn(&f)
 	if err != nil || !write {
@@ -153,8 +163,12 @@ func editURLKeys(path string, fn func(*urlKeyFile) (bool, error)) error {
 	if err != nil {
 		return err
 	}
-	return store.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return d.WriteFileAtomic(urlKeysFile, append(b, '\n'), 0o600)
 }
+
+// maxURLKeyFile bounds what editURLKeys reads: maxURLKeys keys are well
+// under 4 KiB.
+const maxURLKeyFile = 64 << 10
 
 func newURLKey(now time.Time) (urlKey, error) {
 	k := urlKey{Secret: make([]byte, 32), Created: now.UTC().Truncate(time.Second)}

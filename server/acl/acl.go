@@ -165,24 +165,34 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("reading the access file: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	src, _, err := readChecked(f, path)
 	if err != nil {
 		return nil, err
 	}
+	return Parse(src, path)
+}
+
+// readChecked reads the open access file f (named path): a regular file,
+// readable by its owner alone, at most maxFileSize bytes.
+func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %04o; it says who may fetch what, so only its owner may read it\nhint: chmod 600 %s (and chown it to the user airgap serve runs as)", ErrPermissions, path, perm, path)
+		return nil, nil, fmt.Errorf("%w: %s has mode %04o; it says who may fetch what, so only its owner may read it\nhint: chmod 600 %s (and chown it to the user airgap serve runs as)", ErrPermissions, path, perm, path)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(src) > maxFileSize {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrSyntax, path, maxFileSize)
+		return nil, nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrSyntax, path, maxFileSize)
 	}
-	return Parse(src, path)
+	return src, fi, nil
 }
 
 // Parse reads an access file's text; filename is used in messages.

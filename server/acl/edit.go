@@ -163,25 +163,36 @@ func stringList(ss []string) cty.Value {
 // atomically, after checking that it parses as an access file. With create,
 // a missing file starts as the header alone.
 func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error {
-	// Two 'airgap token' runs do not lose each other's edits.
-	unlock, err := osfile.LockPath(path + ".lock")
+	// 'airgap token' runs as root; when the access file's directory is
+	// writable by another user (serve's), a name in it may be a link or a
+	// FIFO: the lock and the file are opened through the directory's
+	// descriptor, never through a link, and only a regular file is read.
+	d, err := osfile.OpenDir(filepath.Dir(path))
 	if err != nil {
-		return fmt.Errorf("locking the access file: %w", err)
+		return fmt.Errorf("the access file's directory: %w", err)
+	}
+	defer d.Close()
+	// Two 'airgap token' runs do not lose each other's edits.
+	unlock, err := d.LockFile(filepath.Base(path) + ".lock")
+	if err != nil {
+		return fmt.Errorf("locking the access file: %w%s", err, linkHint(err))
 	}
 	defer unlock()
-	src, err := os.ReadFile(path)
+	var src []byte
 	var owner os.FileInfo // the file's owner is kept (writeAtomic)
+	f, err := d.OpenRegular(filepath.Base(path))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && create:
 		src = []byte(header)
 	case err != nil:
-		return fmt.Errorf("reading the access file: %w", err)
+		return fmt.Errorf("reading the access file: %w%s", err, linkHint(err))
 	default:
 		// Refuse to edit what serve would refuse to read.
-		if _, err := Load(path); err != nil {
+		src, owner, err = readChecked(f, path)
+		f.Close()
+		if err != nil {
 			return err
 		}
-		owner, _ = os.Stat(path)
 	}
 	cur, err := Parse(src, path)
 	if err != nil {
@@ -195,6 +206,14 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 		return fmt.Errorf("internal error: the edited access file does not read back: %w", err)
 	}
 	return writeAtomic(path, out, owner)
+}
+
+// linkHint is the hint of a name that is a link or not a regular file.
+func linkHint(err error) string {
+	if !errors.Is(err, osfile.ErrNotRegular) {
+		return ""
+	}
+	return "\nhint: 'airgap token' does not follow a link (nor open a FIFO) where another user could have put it; give --access the file itself"
 }
 
 // rewrite applies fn to the access file src (cur, as parsed) through

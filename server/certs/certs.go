@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/internal/filestamp"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
@@ -218,14 +219,22 @@ func CAFingerprint(c *x509.Certificate) string {
 // (serve and 'airgap ca', say) agree on one CA.
 func caDir(dir string) string { return filepath.Join(dir, "ca") }
 
-// readCA reads the local CA of dir without creating one.
+// readCA reads the local CA of dir without creating one. 'airgap ca' runs
+// it as root in a directory serve's user owns: the files are read through
+// the directory's descriptor (osfile.Dir: no link followed, a FIFO refused
+// at once, 64 KiB at most each).
 func readCA(dir string) (*LocalCA, error) {
-	dir = caDir(dir)
-	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	d, err := osfile.OpenDir(filepath.Dir(dir), filepath.Base(dir), filepath.Base(caDir(dir)))
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	defer d.Close()
+	dir = caDir(dir)
+	certPEM, err := d.ReadFile(caCertFile, maxCAFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := d.ReadFile(caKeyFile, maxCAFile)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +260,10 @@ func readCA(dir string) (*LocalCA, error) {
 
 var caMu sync.Mutex
 
+// maxCAFile bounds what readCA reads of each file (a P-256 key and its
+// certificate are under 1 KiB each).
+const maxCAFile = 64 << 10
+
 // LoadOrCreateCA returns the local CA in dir, creating it on first use (key
 // mode 0600, written atomically).
 func LoadOrCreateCA(dir string) (*LocalCA, error) {
@@ -263,6 +276,13 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if fi, err := os.Lstat(dir); err == nil && os.Geteuid() == 0 {
+		// Root would make the CA by path in a directory another user can
+		// swap (and serve, running as that user, could not read its key).
+		if uid, _, ok := osfile.Owner(fi); ok && uid != 0 {
+			return nil, fmt.Errorf("%s has no local CA yet and belongs to uid %d, not root\nhint: start 'airgap serve' once (it makes the CA), or run this as the user serve runs as", dir, uid)
+		}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

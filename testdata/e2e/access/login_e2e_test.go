@@ -84,6 +84,7 @@ type loginOptions struct {
 	lifetime string // token_lifetime (default 12h)
 	plainIdP bool   // Dex over http on loopback (a browser needs no CA for it)
 	onlyMock bool   // Dex with the mock connector only (no page to pick one)
+	serve    []string
 }
 
 func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
@@ -104,7 +105,7 @@ func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
 	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
 	f.access, f.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
 	os.WriteFile(f.access, []byte(loginAccess(dexIssuer(dexPort, !opt.plainIdP), secretFile, dexCA, opt.lifetime)), 0o600)
-	srv := harness.StartServe(t, f.store, "--access", f.access, "--audit-log", f.audit, "--log-format", "json")
+	srv := harness.StartServe(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, opt.serve...)...)
 	f.base, f.caFile, f.serve, f.logs = srv.Base, srv.CAFile, srv.Proc, srv.Logs
 	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
 	f.dex = startDex(t, dexOptions{port: dexPort, tlsDir: tlsDir, secret: secret, redirectURIs: []string{f.base + "oauth/callback"},
@@ -176,7 +177,34 @@ func (f *loginFixture) signIn(t *testing.T, br *http.Client, start string, who *
 		r.Body.Close()
 		resp, body = r, string(b)
 	}
+	if resp != nil && resp.StatusCode == http.StatusOK && strings.Contains(body, `name="consent"`) {
+		// A command-line login: the appliance asks before it issues the
+		// CLI's code; the person allows it.
+		return f.consent(t, br, body, "allow")
+	}
 	return resp, body
+}
+
+var consentRe = regexp.MustCompile(`name="consent" value="([^"]+)"`)
+
+// consent presses a button (allow or deny) of the consent page the
+// appliance shows before it issues a command-line login's code.
+func (f *loginFixture) consent(t *testing.T, br *http.Client, page, action string) (*http.Response, string) {
+	t.Helper()
+	m := consentRe.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no consent form on the page:\n%s", page)
+	}
+	r, err := br.PostForm(f.base+"oauth/consent", url.Values{"consent": {html.UnescapeString(m[1])}, "action": {action}})
+	if cliClosed(err) {
+		return nil, cliClosedPage
+	}
+	if err != nil {
+		t.Fatalf("posting the consent form: %v", err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	return r, string(b)
 }
 
 // cliClosedPage is what signIn returns when the CLI closed its listener
@@ -419,6 +447,8 @@ func waitAudit(t *testing.T, path, what string, ok func(map[string]any) bool) ma
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(path)
+		r, _ := os.ReadFile(path + ".refusals") // refusals have a file of their own
+		b = append(b, r...)
 		for _, line := range strings.Split(string(b), "\n") {
 			var e map[string]any
 			if json.Unmarshal([]byte(line), &e) == nil && ok(e) {
