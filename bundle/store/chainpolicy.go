@@ -25,9 +25,9 @@ type chainHCL struct {
 	DefRange hcl.Range `hcl:",def_range"`
 }
 
-// RuleChain: a hop of the bundle's chain of custody is not trusted (the
+// ruleChain: a hop of the bundle's chain of custody is not trusted (the
 // bundle as a whole).
-const RuleChain = "chain"
+const ruleChain = "chain"
 
 // ChainPolicy is the store's chain block (import.hcl): every hop of a
 // bundle's chain of custody (bundle.Hop: the bundles whose content an
@@ -107,7 +107,7 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 		if !h.Checkable() {
 			err := fmt.Errorf("%w: %s: the store it passed through did not keep its signed manifest, so its signature cannot be checked, nor what came with it\nhint: this store's chain policy (%s) accepts only hops it can check; have that store import the bundle again (it then keeps its manifest) and export again",
 				ErrChainUntrusted, where, ImportConfigName)
-			out.Refuse(err, Refusal{Rule: RuleChain, Reason: "hop " + h.Bundle.Short() + " cannot be checked"})
+			out.Refuse(err, Refusal{Rule: ruleChain, Reason: "hop " + h.Bundle.Short() + " cannot be checked"})
 			return nil
 		}
 		if err := cp.checkHop(in, h); err != nil {
@@ -117,7 +117,7 @@ func (cp *ChainPolicy) Check(in *PolicyInput, out *PolicyResult) error {
 				hint = fmt.Sprintf("the chain keyring %s holds that key revoked, and a revoked key signs nothing: bring the content through hops signed by keys that are not revoked", cp.Keyring)
 			}
 			err = fmt.Errorf("%w: %s: %v\nhint: %s", ErrChainUntrusted, where, err, hint)
-			out.Refuse(err, Refusal{Rule: RuleChain, Reason: "hop " + h.Bundle.Short() + " signed by " + keyName(h.Signer) + " is not trusted: " + firstLine(why)})
+			out.Refuse(err, Refusal{Rule: ruleChain, Reason: "hop " + h.Bundle.Short() + " signed by " + keyName(h.Signer) + " is not trusted: " + firstLine(why)})
 			return nil
 		}
 	}

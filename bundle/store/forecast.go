@@ -28,7 +28,7 @@ func forecast(rep *report.Report, opt ReviewOptions) (*forecastRun, error) {
 	a, m := opt.Against, rep.Manifest()
 	sp := a.Policy
 	if sp == nil {
-		sp = &StorePolicy{PublisherKeyApprovals: KeyApprovalsAnywhere}
+		sp = &StorePolicy{PublisherKeyApprovals: keyApprovalsAnywhere}
 	}
 	x := opt.Extra
 	x.Pins = opt.Pins
@@ -65,7 +65,7 @@ func forecast(rep *report.Report, opt ReviewOptions) (*forecastRun, error) {
 	}
 	seen := map[string]bool{}
 	for _, d := range rules.Keys.Decisions {
-		if d.Status == KeyUnknown {
+		if d.Status == keyUnknown {
 			f.Undecided = append(f.Undecided, fmt.Sprintf("the publisher key of provider %s (%s)", d.Provider, d.Note))
 		}
 		if d.Pin != nil && !seen[d.Namespace+" "+d.Pin.Fingerprint] {

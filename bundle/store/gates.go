@@ -70,7 +70,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 					for _, pk := range p.Packages {
 						if !has(pk.Gates) {
 							missing = append(missing, fmt.Sprintf("%s: provider %s %s", rq.Gate, p, pk.Platform()))
-							rs = append(rs, providerRefusal(RuleGate, p, fmt.Sprintf("no passing or waived result of gate %s on %s (the store requires %s)", rq.Gate, pk.Platform(), rq)))
+							rs = append(rs, providerRefusal(ruleGate, p, fmt.Sprintf("no passing or waived result of gate %s on %s (the store requires %s)", rq.Gate, pk.Platform(), rq)))
 						}
 					}
 				}
@@ -79,7 +79,7 @@ func RequireGates(reqs []GateRequirement) Policy {
 				for _, m := range in.Manifest.Catalog.Modules {
 					if !has(m.Gates) {
 						missing = append(missing, fmt.Sprintf("%s: module %s", rq.Gate, m))
-						rs = append(rs, moduleRefusal(RuleGate, m, fmt.Sprintf("no passing or waived result of gate %s (the store requires %s)", rq.Gate, rq)))
+						rs = append(rs, moduleRefusal(ruleGate, m, fmt.Sprintf("no passing or waived result of gate %s (the store requires %s)", rq.Gate, rq)))
 					}
 				}
 			}

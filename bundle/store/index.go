@@ -15,7 +15,7 @@ import (
 )
 
 // IndexFormat is the version of index.json this package writes. It reads
-// every format from MinIndexFormat up to it, and rewrites an older index in
+// every format from minIndexFormat up to it, and rewrites an older index in
 // this format at the next change (an import, prune or gc), so an older airgap
 // then refuses the store instead of dropping what it does not know.
 //
@@ -38,8 +38,8 @@ import (
 // signature, signer_key and custody (the kept manifests).
 const IndexFormat = 3
 
-// MinIndexFormat is the oldest index.json format this package reads.
-const MinIndexFormat = 1
+// minIndexFormat is the oldest index.json format this package reads.
+const minIndexFormat = 1
 
 // Index is the content of index.json.
 type Index struct {
@@ -172,8 +172,8 @@ func readIndex(root string) (*Index, error) {
 	if ix.Format > IndexFormat {
 		return nil, fmt.Errorf("%w: %s has format %d, this airgap reads up to %d\nhint: upgrade airgap on this side", ErrCorrupt, indexPath(root), ix.Format, IndexFormat)
 	}
-	if ix.Format < MinIndexFormat {
-		return nil, fmt.Errorf("%w: %s has format %d, want %d to %d", ErrCorrupt, indexPath(root), ix.Format, MinIndexFormat, IndexFormat)
+	if ix.Format < minIndexFormat {
+		return nil, fmt.Errorf("%w: %s has format %d, want %d to %d", ErrCorrupt, indexPath(root), ix.Format, minIndexFormat, IndexFormat)
 	}
 	for i := range ix.Catalog.Providers {
 		for j, k := range ix.Catalog.Providers[i].SigningKeys {
@@ -200,7 +200,7 @@ func WriteIndex(root string, ix *Index) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(indexPath(root), data, 0o644)
+	return writeFileAtomic(indexPath(root), data, 0o644)
 }
 
 // encodeIndex is the file form of ix, each signing key stored once.
@@ -230,9 +230,9 @@ func encodeIndex(ix *Index) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// WriteFileAtomic writes data to path through a temporary file in the same
+// writeFileAtomic writes data to path through a temporary file in the same
 // directory: write, fsync, rename, fsync the directory.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	p, err := prepareAtomic(path, data, mode)
 	if err != nil {
 		return err

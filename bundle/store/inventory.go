@@ -89,7 +89,7 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		case p.SiteSigned:
 			signed = " (re-signed by the site key)"
 		}
-		if note := KeyNote(root, p, time.Now()); note != "" {
+		if note := keyNote(root, p, time.Now()); note != "" {
 			signed += " " + note
 		}
 		fmt.Fprintf(&w, "  %-50s %-10s %s%s\n", q(p.Addr()), q(p.Version), strings.Join(plats, " "), q(signed))
@@ -318,7 +318,7 @@ func (r *ImportResult) WriteText(out io.Writer, root string) {
 		fmt.Fprintln(&w, "  updated", dist.Printable(a))
 	}
 	for _, k := range r.PinnedKeys {
-		fmt.Fprintf(&w, "  pinned publisher key for %s: %s\n", dist.Printable(k.Namespace), KeyLine(k.KeyPin))
+		fmt.Fprintf(&w, "  pinned publisher key for %s: %s\n", dist.Printable(k.Namespace), keyLine(k.KeyPin))
 	}
 	for _, c := range r.TrustChanges {
 		fmt.Fprintf(&w, "  trust change: %s\n", dist.Printable(c.String()))
@@ -355,14 +355,14 @@ func writeKeyHistory(w io.Writer, hist []dist.NamespaceKeys) {
 	for _, n := range hist {
 		fmt.Fprintf(w, "  %s\n", q(n.Namespace))
 		for _, k := range n.Keys {
-			fmt.Fprintf(w, "    %s\n", KeyLine(k))
+			fmt.Fprintf(w, "    %s\n", keyLine(k))
 		}
 	}
 }
 
-// KeyLine is one accepted key for people: fingerprint, identity, tier,
+// keyLine is one accepted key for people: fingerprint, identity, tier,
 // since when, how and from which bundle, and expiry.
-func KeyLine(k dist.KeyPin) string {
+func keyLine(k dist.KeyPin) string {
 	q := dist.Printable
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", verify.GroupFingerprint(q(k.Fingerprint)))

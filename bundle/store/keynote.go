@@ -12,12 +12,12 @@ import (
 	"github.com/airgap/airgap/verify"
 )
 
-// KeyNote says, for inventory, what a provider version's SHA256SUMS signature
+// keyNote says, for inventory, what a provider version's SHA256SUMS signature
 // looks like by now: "" when its key is still valid, else a note that the key
 // has expired since it signed (which import accepted: signatures are judged
 // as of their creation), or that the signature no longer checks out. It reads
 // the two small blobs from the store.
-func KeyNote(root string, p dist.ProviderVersion, now time.Time) string {
+func keyNote(root string, p dist.ProviderVersion, now time.Time) string {
 	sums, err1 := readBlob(root, p.Shasums, dist.MaxShasumsSize)
 	sig, err2 := readBlob(root, p.ShasumsSig, bundle.MaxSignatureSize)
 	if err1 != nil || err2 != nil {

@@ -61,7 +61,7 @@ import (
 // old tree is first renamed aside): Out is never a half tree, and a failed
 // or killed run leaves Out as it was (the next run removes temporary trees
 // untouched for an hour). Out may be absent, an empty directory, or a tree
-// an earlier MirrorDir wrote (it holds the marker file MarkerName);
+// an earlier MirrorDir wrote (it holds the marker file markerName);
 // anything else is refused, so a typo cannot replace a directory of
 // something else. Out must not be a symbolic link.
 func MirrorDir(root string, opt MirrorDirOptions) (*MirrorDirResult, error) {
@@ -128,10 +128,10 @@ type MirrorDirResult struct {
 	Notes  []string `json:"notes"`
 }
 
-// MarkerName is the file at the top of a tree MirrorDir wrote; a later run
+// markerName is the file at the top of a tree MirrorDir wrote; a later run
 // may replace a directory only if it has it. Terraform and OpenTofu skip
 // files at that level of a mirror.
-const MarkerName = ".airgap-mirror-dir.json"
+const markerName = ".airgap-mirror-dir.json"
 
 // ErrMirrorDir: the mirror tree cannot be written as asked.
 var ErrMirrorDir = errors.New("mirror-dir")
@@ -171,8 +171,8 @@ func checkMirrorOut(out string) error {
 		return nil
 	}
 	var m marker
-	if err := readMarker(filepath.Join(out, MarkerName), &m); err != nil || m.Format != 1 {
-		return fmt.Errorf("%w: --out %s is not empty and is not a tree 'airgap mirror-dir' wrote (no %s in it), so it is not replaced\nhint: give a new path or an empty directory; nothing was written", ErrMirrorDir, out, MarkerName)
+	if err := readMarker(filepath.Join(out, markerName), &m); err != nil || m.Format != 1 {
+		return fmt.Errorf("%w: --out %s is not empty and is not a tree 'airgap mirror-dir' wrote (no %s in it), so it is not replaced\nhint: give a new path or an empty directory; nothing was written", ErrMirrorDir, out, markerName)
 	}
 	return nil
 }
@@ -298,7 +298,7 @@ func writeMirror(st *Store, tmp, layout string, sel []mirrorPackage, res *Mirror
 	if err != nil {
 		return err
 	}
-	if err := r.WriteFile(MarkerName, append(data, '\n'), 0o644); err != nil {
+	if err := r.WriteFile(markerName, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	return syncDir(tmp)

@@ -18,7 +18,7 @@ import (
 // (Index.PublisherKeys, dist.KeyPin). An import (the KeyPins policy) then
 // decides each provider version of a bundle by its signer, from the
 // Checker's signature facts — the same decision 'airgap verify' shows
-// (KeyReview.Evaluate):
+// (keyReview.Evaluate):
 //
 //   - a key the namespace has: accepted (a key re-published with a new
 //     expiry has the same fingerprint: the same key; the newer expiry is
@@ -61,24 +61,24 @@ import (
 // Key statuses of a KeyDecision (the "key_status" of a provider in
 // 'airgap verify --json').
 const (
-	KeyPinned        = "pinned"           // the namespace has this key
-	KeyFirstUse      = "first_use"        // the namespace has no key yet: pinned at import
-	KeyDeclared      = "new_declared"     // new for the namespace, approved by the bundle
-	KeyAccepted      = "new_accepted"     // new, approved by --accept-publisher-key
-	KeyPinsFile      = "pins_file"        // new to the store, listed in the pins file
-	KeyRefused       = "new_refused"      // new for the namespace and not approved: import refuses
-	KeyNotInPinsFile = "not_in_pins_file" // the pins file does not allow it: import refuses
-	KeySiteResigned  = "site_resigned"    // re-signed by the site; the namespace has no publisher key to compare
-	KeyUnknown       = "unknown"          // the offline side's keys are unknown (verify without --against), or the signature is not checked here
-	KeyStation       = "new_station"      // new, approved by a transfer station's signed approval
-	KeyRetired       = "retired"          // the store retired the key for the namespace: import refuses a new signature by it
-	KeyRevoked       = "revoked"          // the store has seen the key's revocation: import refuses a new or later signature by it
+	keyPinned        = "pinned"           // the namespace has this key
+	keyFirstUse      = "first_use"        // the namespace has no key yet: pinned at import
+	keyDeclared      = "new_declared"     // new for the namespace, approved by the bundle
+	keyAccepted      = "new_accepted"     // new, approved by --accept-publisher-key
+	keyPinsFile      = "pins_file"        // new to the store, listed in the pins file
+	keyRefused       = "new_refused"      // new for the namespace and not approved: import refuses
+	keyNotInPinsFile = "not_in_pins_file" // the pins file does not allow it: import refuses
+	keySiteResigned  = "site_resigned"    // re-signed by the site; the namespace has no publisher key to compare
+	keyUnknown       = "unknown"          // the offline side's keys are unknown (verify without --against), or the signature is not checked here
+	keyStation       = "new_station"      // new, approved by a transfer station's signed approval
+	keyRetired       = "retired"          // the store retired the key for the namespace: import refuses a new signature by it
+	keyRevoked       = "revoked"          // the store has seen the key's revocation: import refuses a new or later signature by it
 )
 
 // Refused reports whether status makes an import refuse the provider.
 func Refused(status string) bool {
 	switch status {
-	case KeyRefused, KeyNotInPinsFile, KeyRetired, KeyRevoked:
+	case keyRefused, keyNotInPinsFile, keyRetired, keyRevoked:
 		return true
 	}
 	return false
@@ -100,9 +100,9 @@ type KeyDecision struct {
 	Facts     *check.SignatureFacts
 }
 
-// KeyReview decides a bundle's providers against what the offline side
+// keyReview decides a bundle's providers against what the offline side
 // has: the same function for import (KeyPins) and verify.
-type KeyReview struct {
+type keyReview struct {
 	// History is the offline side's pins by namespace (History), or nil
 	// when unknown (verify without --against).
 	History map[string]*dist.NamespaceKeys
@@ -128,7 +128,7 @@ type KeyReview struct {
 
 // Evaluate decides every provider version of m, in catalog order, from
 // the checker's facts.
-func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDecision {
+func (kr *keyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDecision {
 	declared := map[string]bool{}
 	for _, d := range m.PublisherKeys {
 		declared[d.Namespace+" "+d.Fingerprint] = true
@@ -141,7 +141,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDe
 		d := KeyDecision{Provider: p.String(), Key: p.Key(), Version: p, Namespace: p.NamespaceKey(), Trust: check.Trust(p)}
 		f := checked.Facts(p.Key())
 		if f == nil {
-			d.Status, d.Note = KeyUnknown, "its SHA256SUMS signature is not in this delta bundle: import checks it"
+			d.Status, d.Note = keyUnknown, "its SHA256SUMS signature is not in this delta bundle: import checks it"
 			out = append(out, d)
 			continue
 		}
@@ -177,7 +177,7 @@ func (kr *KeyReview) Evaluate(m *bundle.Manifest, checked *check.Result) []KeyDe
 // the namespace's keys (nil: unknown) and whether the bundle declares the
 // key. The order is the policy: the pins file first, then the store's
 // keys, then approvals.
-func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclared bool) {
+func (kr *keyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclared bool) {
 	fp := d.Signer.Fingerprint
 	pin := func(how string) {
 		d.Pin = &dist.KeyPin{Fingerprint: fp, KeyID: d.Signer.KeyID, Identity: d.Signer.Identity, Tier: d.Trust,
@@ -186,13 +186,13 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	if governed, ok := kr.Pins.Allows(d.Namespace, fp); governed || !ok {
 		switch {
 		case !ok && !governed:
-			d.Status, d.Note = KeyNotInPinsFile, "the pins file lists no keys for this namespace and refuses unlisted ones"
+			d.Status, d.Note = keyNotInPinsFile, "the pins file lists no keys for this namespace and refuses unlisted ones"
 		case !ok:
-			d.Status, d.Note = KeyNotInPinsFile, "the pins file allows only "+strings.Join(kr.Pins.Namespaces[d.Namespace], ", ")
+			d.Status, d.Note = keyNotInPinsFile, "the pins file allows only "+strings.Join(kr.Pins.Namespaces[d.Namespace], ", ")
 		case known != nil && known.Find(fp) != nil:
-			d.Status, d.Note = KeyPinned, "listed in the pins file"
+			d.Status, d.Note = keyPinned, "listed in the pins file"
 		default:
-			d.Status, d.Note = KeyPinsFile, "listed in the pins file"
+			d.Status, d.Note = keyPinsFile, "listed in the pins file"
 			if known != nil {
 				pin(dist.PinFile)
 			}
@@ -202,13 +202,13 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	approved := func() bool {
 		switch {
 		case kr.stationApproves(d.Namespace, fp):
-			d.Status, d.Note = KeyStation, "approved at the transfer station (a signed approval of this bundle)"
+			d.Status, d.Note = keyStation, "approved at the transfer station (a signed approval of this bundle)"
 			pin(dist.PinStation)
 		case isDeclared && !kr.StationOnly:
-			d.Status, d.Note = KeyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
+			d.Status, d.Note = keyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
 			pin(dist.PinDeclared)
 		case kr.accepts(fp) && !kr.StationOnly:
-			d.Status, d.Note = KeyAccepted, "approved with --accept-publisher-key"
+			d.Status, d.Note = keyAccepted, "approved with --accept-publisher-key"
 			pin(dist.PinOperator)
 		default:
 			return false
@@ -218,50 +218,50 @@ func (kr *KeyReview) decide(d *KeyDecision, known *dist.NamespaceKeys, isDeclare
 	if known == nil { // verify without --against: only the bundle's own word is known
 		switch {
 		case dist.SiteKeyed(d.Trust):
-			d.Status, d.Note = KeySiteResigned, "re-signed by the site key; whether the store has a publisher key for the namespace is not known here"
+			d.Status, d.Note = keySiteResigned, "re-signed by the site key; whether the store has a publisher key for the namespace is not known here"
 		case kr.stationApproves(d.Namespace, fp):
-			d.Status, d.Note = KeyStation, "approved at the transfer station (a signed approval of this bundle)"
+			d.Status, d.Note = keyStation, "approved at the transfer station (a signed approval of this bundle)"
 		case isDeclared:
-			d.Status, d.Note = KeyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
+			d.Status, d.Note = keyDeclared, "the bundle declares it approved (export --accept-new-publisher-key)"
 		default:
-			d.Status, d.Note = KeyUnknown, "not compared with the store's keys"
+			d.Status, d.Note = keyUnknown, "not compared with the store's keys"
 		}
 		return
 	}
 	hasPublisher := known.HasTier(dist.TrustPublisher)
 	switch {
 	case known.Find(fp) != nil:
-		d.Status, d.Note = KeyPinned, "the namespace has this key"
+		d.Status, d.Note = keyPinned, "the namespace has this key"
 		if k := known.Find(fp); d.Expires != nil && (k.Expires == nil || d.Expires.After(*k.Expires)) {
 			d.Note = "the namespace has this key (re-published with a later expiry)"
 		}
 	case dist.SiteKeyed(d.Trust) && !hasPublisher:
-		d.Status, d.Note = KeySiteResigned, "re-signed by the site key; the namespace has no publisher key"
+		d.Status, d.Note = keySiteResigned, "re-signed by the site key; the namespace has no publisher key"
 	case d.Trust == dist.TrustPublisher && !hasPublisher && kr.StationOnly:
 		// A store that takes new keys only from the station takes its
 		// first ones from there too: trust on first use would let the
 		// exporting laptop pick the key every later version is held to.
 		if kr.stationApproves(d.Namespace, fp) {
-			d.Status, d.Note = KeyStation, "the namespace's first publisher key, approved at the transfer station (a signed approval of this bundle)"
+			d.Status, d.Note = keyStation, "the namespace's first publisher key, approved at the transfer station (a signed approval of this bundle)"
 			pin(dist.PinStation)
 		} else {
-			d.Status, d.Note = KeyRefused, "the namespace's first publisher key; this store takes publisher keys, its first ones too, only from a transfer station's approval"
+			d.Status, d.Note = keyRefused, "the namespace's first publisher key; this store takes publisher keys, its first ones too, only from a transfer station's approval"
 		}
 	case d.Trust == dist.TrustPublisher && !hasPublisher:
-		d.Status, d.Note = KeyFirstUse, "the namespace's first publisher key: pinned from this import on (trust on first use)"
+		d.Status, d.Note = keyFirstUse, "the namespace's first publisher key: pinned from this import on (trust on first use)"
 		pin(dist.PinFirstUse)
 	case approved():
 	case dist.SiteKeyed(d.Trust):
-		d.Status, d.Note = KeyRefused, "a downgrade: the namespace's providers are signed by its publisher, this one only re-signed by the site key"
+		d.Status, d.Note = keyRefused, "a downgrade: the namespace's providers are signed by its publisher, this one only re-signed by the site key"
 	case isDeclared && kr.StationOnly:
-		d.Status, d.Note = KeyRefused, "a new key for a namespace that has another; the bundle declares it approved, but this store takes new publisher keys only from a transfer station's approval"
+		d.Status, d.Note = keyRefused, "a new key for a namespace that has another; the bundle declares it approved, but this store takes new publisher keys only from a transfer station's approval"
 	default:
-		d.Status, d.Note = KeyRefused, "a new key for a namespace that has another"
+		d.Status, d.Note = keyRefused, "a new key for a namespace that has another"
 	}
 }
 
 // stationApproves reports whether a station approval accepts fp for ns.
-func (kr *KeyReview) stationApproves(ns, fp string) bool {
+func (kr *keyReview) stationApproves(ns, fp string) bool {
 	for _, k := range kr.Station {
 		if k.Namespace == ns && k.Fingerprint == fp {
 			return true
@@ -273,7 +273,7 @@ func (kr *KeyReview) stationApproves(ns, fp string) bool {
 // signsNothingNew refuses d when judgeSignature refuses its signature:
 // its key revoked (seen by the store) or retired for the namespace, the
 // signature held when the store serves this very SHA256SUMS signature.
-func (kr *KeyReview) signsNothingNew(d *KeyDecision, known *dist.NamespaceKeys) {
+func (kr *keyReview) signsNothingNew(d *KeyDecision, known *dist.NamespaceKeys) {
 	fp := d.Signer.Fingerprint
 	served := kr.Served != nil && kr.Served[d.Key] == d.Version.ShasumsSig
 	s := keyStanding{revoked: kr.Revoked[fp]}
@@ -299,7 +299,7 @@ func orNoReason(s string) string {
 	return s
 }
 
-func (kr *KeyReview) accepts(fp string) bool {
+func (kr *keyReview) accepts(fp string) bool {
 	for _, a := range kr.Accept {
 		if a == fp {
 			return true
@@ -321,7 +321,7 @@ type KeyPins struct {
 	// Decisions is what Check decided, for the import's report (set by
 	// Check; meaningful once the import has committed).
 	Decisions []KeyDecision
-	last      *KeyReview // what Check decided with (the forecast shows its history)
+	last      *keyReview // what Check decided with (the forecast shows its history)
 }
 
 // Check implements Policy: it refuses every provider whose key is refused,
@@ -341,12 +341,12 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 	var pins []dist.KeyPin
 	var expiries []KeyDecision
 	for _, d := range ds {
-		if d.Status == KeyUnknown && in.Root != "" {
+		if d.Status == keyUnknown && in.Root != "" {
 			return fmt.Errorf("provider %s: its SHA256SUMS signature was not checked, so its publisher key cannot be decided", d.Provider)
 		}
 		if d.Pin != nil {
 			pins = append(pins, *d.Pin)
-		} else if d.Status == KeyPinned && d.Expires != nil {
+		} else if d.Status == keyPinned && d.Expires != nil {
 			expiries = append(expiries, d)
 		}
 	}
@@ -363,10 +363,10 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 	return nil
 }
 
-// review is the KeyReview of in: the store's key history, revocations and
+// review is the keyReview of in: the store's key history, revocations and
 // served signatures, and the approvals of this import.
-func (kp *KeyPins) review(in *PolicyInput) *KeyReview {
-	kr := &KeyReview{History: map[string]*dist.NamespaceKeys{}, Unknown: in.Unknown, Pins: kp.Pins, Accept: kp.Accept, StationOnly: kp.StationOnly,
+func (kp *KeyPins) review(in *PolicyInput) *keyReview {
+	kr := &keyReview{History: map[string]*dist.NamespaceKeys{}, Unknown: in.Unknown, Pins: kp.Pins, Accept: kp.Accept, StationOnly: kp.StationOnly,
 		Bundle: in.Bundle, Now: in.Now, Revoked: revokedByFingerprint(in.Index.RevokedKeys), Served: map[string]verify.Digest{}}
 	for i := range in.History {
 		kr.History[in.History[i].Namespace] = &in.History[i]
@@ -444,23 +444,23 @@ func refusals(ds []KeyDecision, stationOnly bool) ([]Refusal, error) {
 		}
 		what := "new for the namespace"
 		switch g.d.Status {
-		case KeyRetired:
+		case keyRetired:
 			what = "retired for the namespace"
-		case KeyRevoked:
+		case keyRevoked:
 			what = "revoked"
 		}
 		fmt.Fprintf(&b, "namespace %s: %s signed by %s, %s (%s)\n  the store has accepted: %s",
 			g.d.Namespace, listProviders(g.providers), describeKey(g.d.Signer.Fingerprint, g.d.Signer.Identity), what, g.d.Note, describePins(g.d.Known))
 		switch g.d.Status {
-		case KeyRefused:
+		case keyRefused:
 			fp := verify.GroupFingerprint(g.d.Signer.Fingerprint)
 			if nss[fp] == nil {
 				fps = append(fps, fp)
 			}
 			nss[fp] = append(nss[fp], g.d.Namespace)
-		case KeyNotInPinsFile:
+		case keyNotInPinsFile:
 			hint = "the site's pins file does not allow this key: if the publisher really changed its key, add the new fingerprint to the pins file"
-		case KeyRetired, KeyRevoked:
+		case keyRetired, keyRevoked:
 			if hint == "" {
 				hint = "a retired or revoked key signs nothing new: ask the publisher for versions signed by its current key, and export those"
 			}

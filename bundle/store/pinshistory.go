@@ -49,7 +49,7 @@ func mergePins(have, seeded []dist.NamespaceKeys, ds []KeyDecision) []dist.Names
 			byNS = nil // out moved: rebuild
 		case d.Pin != nil && n.Find(d.Pin.Fingerprint) == nil:
 			n.Keys = append(n.Keys, *d.Pin)
-		case d.Status == KeyPinned && d.Expires != nil && n != nil:
+		case d.Status == keyPinned && d.Expires != nil && n != nil:
 			if k := n.Find(d.Signer.Fingerprint); k != nil && (k.Expires == nil || d.Expires.After(*k.Expires)) {
 				e := *d.Expires
 				k.Expires = &e

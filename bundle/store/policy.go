@@ -117,10 +117,10 @@ func (r *PolicyResult) Keep(data []byte) verify.Digest {
 
 // Rules of a Refusal: which of the import's rules refused an entry.
 const (
-	RuleWithdrawn          = "withdrawn"           // the store withdrew the version
-	RuleConflict           = "conflict"            // the store serves other bytes under the version
-	RuleGate               = "required_gate"       // a gate the store requires has no result
-	RulePublisherSignature = "publisher_signature" // require_publisher_signatures: no publisher signed it
+	ruleWithdrawn          = "withdrawn"           // the store withdrew the version
+	ruleConflict           = "conflict"            // the store serves other bytes under the version
+	ruleGate               = "required_gate"       // a gate the store requires has no result
+	rulePublisherSignature = "publisher_signature" // require_publisher_signatures: no publisher signed it
 	RulePublisherKey       = "publisher_key"       // its publisher key is not accepted for the namespace
 	RuleApproval           = "approval"            // not enough station approvals (the bundle as a whole)
 )

@@ -10,13 +10,13 @@ import (
 
 // ErrNoPublisherSignature: a bundle carries provider versions that no
 // publisher signature vouches for, and the import requires one
-// (RequirePublisherSignatures).
+// (requirePublisherSignatures).
 var ErrNoPublisherSignature = errors.New("refused by --require-publisher-signatures")
 
 // maxListed bounds how many provider versions a refusal names.
 const maxListed = 20
 
-// RequirePublisherSignatures is the policy of 'airgap import
+// requirePublisherSignatures is the policy of 'airgap import
 // --require-publisher-signatures': every provider version the bundle
 // carries must have a SHA256SUMS signed by a key its registry lists. It
 // refuses the whole bundle (nothing is imported) if any carries a network
@@ -28,7 +28,7 @@ const maxListed = 20
 //
 // Provider versions the store already has are judged by the bundle as
 // well: the policy is about what this bundle brings in. It records nothing.
-func RequirePublisherSignatures() Policy {
+func requirePublisherSignatures() Policy {
 	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
 		var bad []string
 		var rs []Refusal
@@ -44,7 +44,7 @@ func RequirePublisherSignatures() Policy {
 				why += " (from the network mirror " + p.Mirror + ")"
 			}
 			bad = append(bad, dist.Printable(line))
-			rs = append(rs, providerRefusal(RulePublisherSignature, p, why))
+			rs = append(rs, providerRefusal(rulePublisherSignature, p, why))
 		}
 		if len(bad) == 0 {
 			return nil

@@ -151,8 +151,8 @@ func ParseAgainst(r io.Reader) (*Against, error) {
 
 // validate checks what ParseAgainst read.
 func (a *Against) validate() error {
-	if a.Format < MinIndexFormat || a.Format > IndexFormat {
-		return fmt.Errorf("inventory format %d; this airgap reads %d to %d", a.Format, MinIndexFormat, IndexFormat)
+	if a.Format < minIndexFormat || a.Format > IndexFormat {
+		return fmt.Errorf("inventory format %d; this airgap reads %d to %d", a.Format, minIndexFormat, IndexFormat)
 	}
 	if err := a.Catalog.Validate(nil); err != nil {
 		return fmt.Errorf("its catalog: %v", err)
@@ -229,7 +229,7 @@ func Review(rep *report.Report, opt ReviewOptions) error {
 		return nil
 	}
 	var ds []KeyDecision
-	var kr *KeyReview
+	var kr *keyReview
 	var refused []Refusal
 	if opt.Against != nil {
 		fc, err := forecast(rep, opt)
@@ -238,7 +238,7 @@ func Review(rep *report.Report, opt ReviewOptions) error {
 		}
 		ds, kr, refused = fc.keys.Decisions, fc.keys.last, fc.refusals
 	} else {
-		kr = &KeyReview{Pins: opt.Pins, Now: opt.Now, Bundle: verify.Digest(rep.Bundle), Accept: opt.Extra.Accept}
+		kr = &keyReview{Pins: opt.Pins, Now: opt.Now, Bundle: verify.Digest(rep.Bundle), Accept: opt.Extra.Accept}
 		if opt.Pending != nil {
 			kr.Station = opt.Pending.PublisherKeys
 		}
@@ -256,7 +256,7 @@ func Review(rep *report.Report, opt ReviewOptions) error {
 }
 
 // namespaceReviews groups the decisions by namespace and signing key.
-func namespaceReviews(ds []KeyDecision, kr *KeyReview) []report.NamespaceReview {
+func namespaceReviews(ds []KeyDecision, kr *keyReview) []report.NamespaceReview {
 	var out []report.NamespaceReview
 	idx := map[string]int{}
 	for _, d := range ds {
@@ -297,12 +297,12 @@ func keyAttention(rep *report.Report, ds []KeyDecision) {
 		subject := d.Namespace + " " + d.Signer.Fingerprint
 		key := describeKey(d.Signer.Fingerprint, d.Signer.Identity)
 		switch d.Status {
-		case KeyRefused, KeyNotInPinsFile, KeyRetired, KeyRevoked:
+		case keyRefused, keyNotInPinsFile, keyRetired, keyRevoked:
 			rep.AddAttention(report.AttentionKeyRefused, subject, fmt.Sprintf("import will refuse %s: %s, which signs it, is not accepted for %s (%s); the namespace has %s",
 				d.Provider, key, d.Namespace, d.Note, describePins(d.Known)))
-		case KeyFirstUse:
+		case keyFirstUse:
 			rep.AddAttention(report.AttentionNewKey, subject, fmt.Sprintf("%s is the first publisher key of %s: the import will pin it (trust on first use); check its fingerprint with the publisher", key, d.Namespace))
-		case KeyDeclared, KeyAccepted, KeyStation:
+		case keyDeclared, keyAccepted, keyStation:
 			had := ""
 			if d.Known != nil {
 				had = "; the namespace has " + describePins(d.Known)
@@ -314,9 +314,9 @@ func keyAttention(rep *report.Report, ds []KeyDecision) {
 
 func approvedBy(status string) string {
 	switch status {
-	case KeyAccepted:
+	case keyAccepted:
 		return "--accept-publisher-key"
-	case KeyStation:
+	case keyStation:
 		return "a transfer station's signed approval of this bundle"
 	}
 	return "the bundle's signed declaration (export --accept-new-publisher-key)"
@@ -395,13 +395,13 @@ func (d *differ) refused(item report.DiffItem, what, key string, isNew bool) (st
 	for _, r := range rs {
 		notes = append(notes, strings.ReplaceAll(r.Rule, "_", " ")+": "+r.Reason)
 		switch r.Rule {
-		case RuleWithdrawn:
+		case ruleWithdrawn:
 			reason := r.Reason
 			if w := d.withdrawn[key]; w != nil {
 				reason = w.Reason
 			}
 			d.rep.AddAttention(report.AttentionWithdrawn, what, "import will refuse the bundle: it carries "+what+", which the store withdrew: "+reason)
-		case RuleConflict:
+		case ruleConflict:
 			d.rep.AddAttention(report.AttentionConflict, what, "import will refuse the bundle: "+r.Reason)
 		}
 	}
@@ -579,7 +579,7 @@ func keyChanges(ns []report.NamespaceReview) []report.KeyChange {
 	for _, n := range ns {
 		for _, k := range n.InBundle {
 			switch k.Status {
-			case KeyPinned, KeySiteResigned, KeyUnknown:
+			case keyPinned, keySiteResigned, keyUnknown:
 				continue
 			}
 			out = append(out, report.KeyChange{Namespace: n.Namespace, Before: n.History, Key: k})

@@ -36,12 +36,12 @@ func conflictRule(in *PolicyInput, out *PolicyResult) error {
 	}
 	for _, p := range m.Catalog.Providers {
 		if old := provs[p.Key()]; old != nil {
-			add(providerRefusal(RuleConflict, p, ""), (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}}))
+			add(providerRefusal(ruleConflict, p, ""), (&dist.Catalog{Providers: []dist.ProviderVersion{*old}}).CheckMerge(&dist.Catalog{Providers: []dist.ProviderVersion{p}}))
 		}
 	}
 	for _, mv := range m.Catalog.Modules {
 		if old := mods[mv.Key()]; old != nil {
-			add(moduleRefusal(RuleConflict, mv, ""), (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}}))
+			add(moduleRefusal(ruleConflict, mv, ""), (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}}))
 		}
 	}
 	if len(rs) == 0 {

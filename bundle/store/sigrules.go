@@ -25,9 +25,9 @@ import (
 // the store has recorded.
 var ErrRevokedKey = errors.New("signed by a key this store has revoked")
 
-// RuleRevokedKey: the bundle (or a hop of its chain) is signed by a key
+// ruleRevokedKey: the bundle (or a hop of its chain) is signed by a key
 // the store has revoked.
-const RuleRevokedKey = "revoked_key"
+const ruleRevokedKey = "revoked_key"
 
 // keyStanding is what the store has recorded of one key: its revocation
 // (from 'airgap keys revoke' or a bundle's carried keys), and for a
@@ -52,7 +52,7 @@ func standingOf(ix *Index, fp string) keyStanding {
 // key of standing s, made at created, where held says the store already
 // holds this very signature (a provider version it serves with that
 // SHA256SUMS signature). It returns "" when the store takes it, else the
-// status (KeyRevoked, KeyRetired) and why, naming the key.
+// status (keyRevoked, keyRetired) and why, naming the key.
 //
 //   - a revoked key signs nothing new: a signature the store does not
 //     hold is refused whatever its date (whoever holds a revoked key can
@@ -65,11 +65,11 @@ func standingOf(ix *Index, fp string) keyStanding {
 // time, so a revoked site, station or hop key is refused outright.
 func judgeSignature(s keyStanding, key verify.Signer, created time.Time, held bool) (status, why string) {
 	if r := s.revoked; r != nil && (!held || !created.Before(r.Revoked)) {
-		return KeyRevoked, fmt.Sprintf("the store has recorded the revocation of %s (revoked %s, %s; from %s): it signs nothing new here, whatever a copy of the key says",
+		return keyRevoked, fmt.Sprintf("the store has recorded the revocation of %s (revoked %s, %s; from %s): it signs nothing new here, whatever a copy of the key says",
 			keyName(key), r.Revoked.UTC().Format("2006-01-02"), orNoReason(r.Reason), r.Source)
 	}
 	if s.retired != nil && !held {
-		return KeyRetired, fmt.Sprintf("the store retired %s for the namespace on %s ('airgap keys retire'): it signs nothing new there",
+		return keyRetired, fmt.Sprintf("the store retired %s for the namespace on %s ('airgap keys retire'): it signs nothing new there",
 			keyName(key), s.retired.UTC().Format("2006-01-02"))
 	}
 	return "", ""
@@ -107,7 +107,7 @@ func revokedSignersRule(in *PolicyInput, out *PolicyResult) error {
 	}
 	var rs []Refusal
 	for _, l := range lines {
-		rs = append(rs, Refusal{Rule: RuleRevokedKey, Reason: l})
+		rs = append(rs, Refusal{Rule: ruleRevokedKey, Reason: l})
 	}
 	out.Refuse(fmt.Errorf("%w:\n  %s\nhint: a revoked key's signatures are not accepted here whatever their date: bring the content in a bundle signed (and, through enclaves, carried) only by keys that are not revoked; 'airgap inventory --store DIR' lists the keys this store has revoked",
 		ErrRevokedKey, strings.Join(lines, "\n  ")), rs...)

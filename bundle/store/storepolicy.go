@@ -50,10 +50,10 @@ type StorePolicy struct {
 
 // How new publisher keys may be approved (StorePolicy.PublisherKeyApprovals).
 const (
-	// KeyApprovalsAnywhere: by the bundle's declaration (export
+	// keyApprovalsAnywhere: by the bundle's declaration (export
 	// --accept-new-publisher-key), import --accept-publisher-key or a
 	// station approval.
-	KeyApprovalsAnywhere = "anywhere"
+	keyApprovalsAnywhere = "anywhere"
 	// KeyApprovalsStation: only by a station approval of the bundle.
 	KeyApprovalsStation = "station"
 )
@@ -99,7 +99,7 @@ const importHCLHint = "hint: " + ImportConfigName + " holds require_gate = [\"mo
 // ReadStorePolicy reads root's import.hcl and the files it names (paths
 // relative to the store). No file is no policy. Errors name FILE:LINE:COL.
 func ReadStorePolicy(root string) (*StorePolicy, error) {
-	sp := &StorePolicy{PublisherKeyApprovals: KeyApprovalsAnywhere, RequireGates: []string{}}
+	sp := &StorePolicy{PublisherKeyApprovals: keyApprovalsAnywhere, RequireGates: []string{}}
 	path := filepath.Join(root, ImportConfigName)
 	fi, err := os.Stat(path)
 	switch {
@@ -183,7 +183,7 @@ func ReadStorePolicy(root string) (*StorePolicy, error) {
 	}
 	if v := cfg.PublisherKeyApprovals; v != nil {
 		switch *v {
-		case KeyApprovalsAnywhere, KeyApprovalsStation:
+		case keyApprovalsAnywhere, KeyApprovalsStation:
 			sp.PublisherKeyApprovals = *v
 		default:
 			return nil, fail(at("publisher_key_approvals"), fmt.Errorf("%q: want \"station\" (new publisher keys only by a station approval) or \"anywhere\"", dist.Printable(*v)))
@@ -252,9 +252,9 @@ func (sp *StorePolicy) load() error {
 		sp.gates = append(sp.gates, r)
 	}
 	switch sp.PublisherKeyApprovals {
-	case KeyApprovalsAnywhere, KeyApprovalsStation:
+	case keyApprovalsAnywhere, KeyApprovalsStation:
 	case "":
-		sp.PublisherKeyApprovals = KeyApprovalsAnywhere
+		sp.PublisherKeyApprovals = keyApprovalsAnywhere
 	default:
 		return fmt.Errorf("publisher_key_approvals %q", dist.Printable(sp.PublisherKeyApprovals))
 	}
@@ -347,7 +347,7 @@ func (sp *StorePolicy) Rules(x Extra) (*RuleSet, error) {
 	}
 	rs.Policies = append(rs.Policies, RequireGates(rs.Gates))
 	if sp.RequirePublisherSignatures || x.RequirePublisherSignatures {
-		rs.Policies = append(rs.Policies, RequirePublisherSignatures())
+		rs.Policies = append(rs.Policies, requirePublisherSignatures())
 	}
 	if sp.Approvals != nil {
 		rs.Approvals = &Approvals{Policy: sp.Approvals}

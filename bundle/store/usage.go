@@ -44,8 +44,8 @@ import (
 // line) about 100 MB and 0.2 s, which a replica pays when it writes
 // (every usage-flush with downloads to add) and when another has written.
 
-// UsageFormat is the version of usage.json this airgap writes and reads.
-const UsageFormat = 1
+// usageFormat is the version of usage.json this airgap writes and reads.
+const usageFormat = 1
 
 const (
 	usageDir  = "usage"
@@ -185,8 +185,8 @@ func decodeUsage(r io.Reader, name string) (*Usage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, bad("more than one JSON document")
 	}
-	if uf.Format != UsageFormat {
-		return nil, bad("format %d, this airgap reads %d", uf.Format, UsageFormat)
+	if uf.Format != usageFormat {
+		return nil, bad("format %d, this airgap reads %d", uf.Format, usageFormat)
 	}
 	u := &Usage{Since: uf.Since.UTC(), Counts: make(map[UsageKey]UsageCount, len(uf.Entries))}
 	for i, e := range uf.Entries {
@@ -252,7 +252,7 @@ func encodeUsage(u *Usage) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.Grow(len(entries) * 200)
-	fmt.Fprintf(&b, "{\"format\":%d,\"since\":%s,\"entries\":[", UsageFormat, since)
+	fmt.Fprintf(&b, "{\"format\":%d,\"since\":%s,\"entries\":[", usageFormat, since)
 	enc := json.NewEncoder(&b) // one entry and a newline at a time
 	enc.SetEscapeHTML(false)
 	for i := range entries {

@@ -69,10 +69,10 @@ func withdrawnRule(in *PolicyInput, out *PolicyResult) error {
 		}
 	}
 	for _, p := range m.Catalog.Providers {
-		refuse(providerRefusal(RuleWithdrawn, p, ""), p.Key())
+		refuse(providerRefusal(ruleWithdrawn, p, ""), p.Key())
 	}
 	for _, mv := range m.Catalog.Modules {
-		refuse(moduleRefusal(RuleWithdrawn, mv, ""), mv.Key())
+		refuse(moduleRefusal(ruleWithdrawn, mv, ""), mv.Key())
 	}
 	if len(rs) == 0 {
 		return nil
