@@ -343,13 +343,13 @@ func (c *Checker) checkApprovals(h *HopCheck) error {
 
 // checkHopTime holds a hop's signature time to what checkSumsTime holds a
 // SHA256SUMS signature to: the hop was signed before the bundle that
-// carries it (by SignatureSlack), and not past this machine's clock.
+// carries it (by signatureSlack), and not past this machine's clock.
 func checkHopTime(entry string, created, bundleSigned, now time.Time, reproducible bool) error {
 	if created.After(now.Add(MaxClockAhead)) {
 		return fmt.Errorf("%w: %s: its signature is dated %s, more than a day after this machine's clock (%s)\nhint: the date was forged (or this machine's clock is wrong: check it); do not import the bundle",
 			bundle.ErrSignatureTime, entry, stamp(created), stamp(now))
 	}
-	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
+	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(signatureSlack)) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: its signature is dated %s, after the bundle that carries it was signed (%s)\nhint: the date was forged, or a clock on the way was far behind; do not import the bundle",

@@ -31,10 +31,10 @@ const (
 	SiteResignHost = "registry.opentofu.org"
 	// SiteKeySource marks the key export adds for a site re-signature.
 	SiteKeySource = "airgap site key"
-	// SignatureSlack is how much later than the bundle's own signature a
+	// signatureSlack is how much later than the bundle's own signature a
 	// provider's SHA256SUMS signature may be dated: the publisher's clock
 	// and the exporting machine's may disagree by this much.
-	SignatureSlack = 10 * time.Minute
+	signatureSlack = 10 * time.Minute
 	// MaxClockAhead is how far past this machine's clock a bundle's
 	// signature may be dated: time zones and a wrong clock on either side
 	// stay within a day; a signature from next year does not.

@@ -25,13 +25,13 @@ import (
 // bytes from the same manifest and zips.
 func BuildSBOM(m *bundle.Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) ([]byte, error) {
 	var b bytes.Buffer
-	if err := WriteSBOM(&b, m, info); err != nil {
+	if err := writeSBOM(&b, m, info); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-// FingerprintCache is KeyFingerprints that parses each distinct set of
+// FingerprintCache is keyFingerprints that parses each distinct set of
 // armored keys once (KeyringCache).
 func FingerprintCache() func(p dist.ProviderVersion) []string {
 	kc := KeyringCache{}
@@ -44,10 +44,10 @@ func FingerprintCache() func(p dist.ProviderVersion) []string {
 	}
 }
 
-// KeyFingerprints are the fingerprints of the publisher keys a provider
+// keyFingerprints are the fingerprints of the publisher keys a provider
 // version carries, sorted (none if they cannot be read: the signature check
 // refuses such a provider).
-func KeyFingerprints(p dist.ProviderVersion) []string {
+func keyFingerprints(p dist.ProviderVersion) []string {
 	kr, err := ProviderKeyring(p)
 	if err != nil {
 		return nil
@@ -183,7 +183,7 @@ func (c *Checker) checkSBOM() error {
 		i, err := goinfo.Decode(docs[pk.Digest]) // decoded above without error
 		return i, err == nil
 	}
-	write := func(w io.Writer) error { return WriteSBOM(w, c.m, info) }
+	write := func(w io.Writer) error { return writeSBOM(w, c.m, info) }
 	d := verify.NewDigester()
 	if err := write(d); err != nil {
 		return err
@@ -195,11 +195,11 @@ func (c *Checker) checkSBOM() error {
 	return nil
 }
 
-// WriteSBOM writes the SBOM of a bundle (BuildSBOM's bytes) to w, one
+// writeSBOM writes the SBOM of a bundle (BuildSBOM's bytes) to w, one
 // component at a time (sbom.Write): the check hashes the SBOM of a bundle
 // of thousands of packages without holding it. It fails once more than
 // MaxSBOMSize bytes were written.
-func WriteSBOM(w io.Writer, m *bundle.Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) error {
+func writeSBOM(w io.Writer, m *bundle.Manifest, info func(pk dist.Package) (*goinfo.Info, bool)) error {
 	lw := &limitedWriter{w: w, left: bundle.MaxSBOMSize}
 	_, err := sbom.Write(lw, sbom.Input{
 		Generator: m.SBOMGenerator, Subject: "airgap bundle", Tool: m.Tool, Time: m.Created, Catalog: &m.Catalog,

@@ -28,7 +28,7 @@ func checkBundleTime(signed, now time.Time) error {
 
 // checkSumsTime refuses a provider's SHA256SUMS signature dated where it
 // cannot be: more than MaxClockAhead after this machine's clock (now), or
-// more than SignatureSlack after the bundle's own signature — the bundle
+// more than signatureSlack after the bundle's own signature — the bundle
 // was signed after everything in it was, so a later date was forged (a
 // signature "from 2099" would outlive any expiry or revocation judged by
 // date). The second rule needs a signature time that is the time of
@@ -41,7 +41,7 @@ func checkSumsTime(entry string, created, bundleSigned, now time.Time, reproduci
 			"hint: the publisher's signature carries a forged date (or this machine's clock is wrong: check it); do not import the bundle",
 			bundle.ErrSignatureTime, entry, stamp(created), stamp(now))
 	}
-	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(SignatureSlack)) {
+	if reproducible || bundleSigned.IsZero() || !created.After(bundleSigned.Add(signatureSlack)) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: its SHA256SUMS signature is dated %s, after the bundle itself was signed (%s): a bundle cannot carry a signature made after it\n"+
