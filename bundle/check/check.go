@@ -42,7 +42,7 @@ type Options struct {
 	// SignedAt is when the bundle's signature says it was made
 	// (Reader.SignedAt). Signature times are checked against it and Now,
 	// never against the offline clock alone: no provider's SHA256SUMS
-	// signature may be dated more than SignatureSlack after it (a bundle
+	// signature may be dated more than signatureSlack after it (a bundle
 	// cannot carry a signature made after it was signed; see
 	// checkSumsTime for bundles made with SOURCE_DATE_EPOCH), and neither
 	// it nor any SHA256SUMS signature may be dated more than MaxClockAhead
