@@ -15,7 +15,7 @@ import (
 )
 
 // FormatVersion is the bundle format this package writes. It reads every
-// format from MinFormatVersion up to it: a newer airgap reads every bundle an
+// format from minFormatVersion up to it: a newer airgap reads every bundle an
 // older one wrote (testdata/formats holds a fixture of each), and an older
 // airgap refuses a newer format with ErrTooNew ("upgrade airgap") rather than
 // ignore what it does not know.
@@ -29,8 +29,8 @@ import (
 // a format-1 or -2 manifest must not have them.
 const FormatVersion = 3
 
-// MinFormatVersion is the oldest bundle format this package reads.
-const MinFormatVersion = 1
+// minFormatVersion is the oldest bundle format this package reads.
+const minFormatVersion = 1
 
 // Limits on what the reader accepts before the signature has been checked.
 const (
@@ -223,8 +223,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 
 // Validate checks the manifest's internal consistency.
 func (m *Manifest) Validate() error {
-	if m.Format < MinFormatVersion || m.Format > FormatVersion {
-		return fmt.Errorf("%w: format %d, want %d to %d", ErrManifest, m.Format, MinFormatVersion, FormatVersion)
+	if m.Format < minFormatVersion || m.Format > FormatVersion {
+		return fmt.Errorf("%w: format %d, want %d to %d", ErrManifest, m.Format, minFormatVersion, FormatVersion)
 	}
 	if f := format2Field(m); f != "" && m.Format < 2 {
 		return fmt.Errorf("%w: a format-%d manifest carries %s, which only format 2 has", ErrManifest, m.Format, f)

@@ -56,7 +56,7 @@ func Open(path string, kr openpgp.EntityList) (*Opened, error) {
 	}
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(rc, head)
-	if what := Sniff(head[:n]); what != "" {
+	if what := sniff(head[:n]); what != "" {
 		rc.Close()
 		return nil, fmt.Errorf("%w: %s looks like %s\nhint: give the file written by 'airgap export' (NAME.bundle, or a part NAME.bundle.001 of a split set)", ErrNotBundle, path, what)
 	}
@@ -72,11 +72,11 @@ type headFile struct {
 
 func (h headFile) Close() error { return h.c.Close() }
 
-// Sniff returns what the start of a file looks like when it is not a bundle
+// sniff returns what the start of a file looks like when it is not a bundle
 // ("a zip archive", "an empty file", "text"…), or "" when it may be one: a
 // zstd frame or a tar header. A cut-off bundle still sniffs as a bundle, so
 // truncation keeps its own message.
-func Sniff(head []byte) string {
+func sniff(head []byte) string {
 	switch {
 	case len(head) == 0:
 		return "an empty file"

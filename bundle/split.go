@@ -239,8 +239,8 @@ func SplitFileCounting(path string, size int64, signer *openpgp.Entity, at time.
 // tar) once its signature checked: nested at most 8 deep (it nests 3).
 var partsJSON = dist.JSONLimit{MaxBytes: 2 << 20, MaxDepth: 8}
 
-// ReadPartsIndex reads and checks the signed index of a split set.
-func ReadPartsIndex(indexPath string, keyring openpgp.EntityList) (*PartsIndex, verify.Signer, error) {
+// readPartsIndex reads and checks the signed index of a split set.
+func readPartsIndex(indexPath string, keyring openpgp.EntityList) (*PartsIndex, verify.Signer, error) {
 	f, err := os.Open(indexPath)
 	if err != nil {
 		return nil, verify.Signer{}, fmt.Errorf("%w: the index %s is missing: %v\nhint: copy every part, including .000", ErrParts, filepath.Base(indexPath), err)
@@ -288,10 +288,10 @@ func ReadPartsIndex(indexPath string, keyring openpgp.EntityList) (*PartsIndex, 
 	return &ix, signer, nil
 }
 
-// CheckParts checks every part of the set against the index, reading each
+// checkParts checks every part of the set against the index, reading each
 // once, and names the first part that is missing, truncated, too long or
 // corrupt. It changes nothing.
-func CheckParts(dir string, ix *PartsIndex) error {
+func checkParts(dir string, ix *PartsIndex) error {
 	var problems []string
 	for i, p := range ix.Parts {
 		path := filepath.Join(dir, p.Name)
@@ -327,12 +327,12 @@ func OpenSet(path string, keyring openpgp.EntityList) (io.ReadCloser, *PartsInde
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s is not a part (NAME.000, NAME.001, …)", ErrParts, path)
 	}
-	ix, _, err := ReadPartsIndex(prefix+".000", keyring)
+	ix, _, err := readPartsIndex(prefix+".000", keyring)
 	if err != nil {
 		return nil, nil, err
 	}
 	dir := filepath.Dir(path)
-	if err := CheckParts(dir, ix); err != nil {
+	if err := checkParts(dir, ix); err != nil {
 		return nil, nil, err
 	}
 	var files []*os.File
