@@ -120,9 +120,9 @@ const (
 	EventTokenCreated = "token_created"
 	EventTokenRevoked = "token_revoked"
 	EventRefused      = "refused"
-	// EventRefusals counts the refusals of one client address that were
+	// eventRefusals counts the refusals of one client address that were
 	// not written whole.
-	EventRefusals = "refusals"
+	eventRefusals = "refusals"
 )
 
 // Refusal aggregation (see the audit log's comment).
@@ -231,8 +231,8 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 	return a, nil
 }
 
-// RefusalsPath is the file refusals are written to, beside the audit log.
-func RefusalsPath(path string) string { return path + ".refusals" }
+// refusalsPath is the file refusals are written to, beside the audit log.
+func refusalsPath(path string) string { return path + ".refusals" }
 
 // flushLoop writes the counts of finished windows every ten seconds.
 func (a *AuditLog) flushLoop() {
@@ -289,7 +289,7 @@ func (a *AuditLog) openRefusalsLocked() error {
 	if a.refusals != nil {
 		return nil
 	}
-	r := &AuditLog{path: RefusalsPath(a.path), maxSize: a.maxSize, keep: a.keep, onErr: a.onErr}
+	r := &AuditLog{path: refusalsPath(a.path), maxSize: a.maxSize, keep: a.keep, onErr: a.onErr}
 	lf, err := openInDir(r.path+".lock", os.O_RDWR)
 	if err != nil {
 		return fmt.Errorf("the audit log's refusals: %w", err)
@@ -317,7 +317,7 @@ func (a *AuditLog) flushRefusals(now time.Time, all bool) {
 			continue
 		}
 		d := now.Sub(c.since).Round(time.Second)
-		lines = append(lines, &AuditEvent{Time: AuditTime(now), Event: EventRefusals, Client: key, Count: c.counted,
+		lines = append(lines, &AuditEvent{Time: AuditTime(now), Event: eventRefusals, Client: key, Count: c.counted,
 			Since: AuditTime(c.since), Reasons: c.reasons, Sample: c.sample,
 			Detail: fmt.Sprintf("%d more refusals from %s in the last %s (the first %d of each reason were written whole)", c.counted, key, d, refusalsInFull)})
 	}
@@ -695,7 +695,7 @@ func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
 		w = &AuditByWho{Who: who, Events: map[string]int{}, Reasons: map[string]int{}, First: ev.Time, clients: map[string]bool{}}
 		whos[who] = w
 	}
-	if ev.Event == EventRefusals && ev.Count > 0 {
+	if ev.Event == eventRefusals && ev.Count > 0 {
 		w.Events[ev.Event] += ev.Count
 		for r, n := range ev.Reasons {
 			w.Reasons[r] += n
@@ -715,7 +715,7 @@ func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
 // auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first), then
 // the same of FILE.refusals.
 func auditFiles(path string) []string {
-	return append(auditFilesOf(path), auditFilesOf(RefusalsPath(path))...)
+	return append(auditFilesOf(path), auditFilesOf(refusalsPath(path))...)
 }
 
 func auditFilesOf(path string) []string {

@@ -36,7 +36,7 @@ import (
 //     or, for a network mirror, the mirror URL's host; on the provider and
 //     module registry APIs and the mirror's index.json / <version>.json.
 //   - Nothing on package downloads and module archives (go-getter): those
-//     URLs are signed (URLKeys). OpenTofu ≥ 1.12 sends the token on a
+//     URLs are signed (urlKeys). OpenTofu ≥ 1.12 sends the token on a
 //     module archive when the download answer says use_registry_credentials.
 //   - OCI (OpenTofu's oci_mirror and oci:// sources): nothing until a 401
 //     with a WWW-Authenticate challenge; then, for a Bearer challenge, it
@@ -87,7 +87,7 @@ type AccessOptions struct {
 // file is re-read by Reload (SIGHUP) and Watch (when it changes).
 type AccessControl struct {
 	file    string
-	keys    *URLKeys
+	keys    *urlKeys
 	ttl     time.Duration
 	log     *slog.Logger
 	now     func() time.Time
@@ -185,7 +185,7 @@ func NewAccessControl(opt AccessOptions) (*AccessControl, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	keys, err := OpenURLKeys(opt.TLSDir)
+	keys, err := openURLKeys(opt.TLSDir)
 	if err != nil {
 		return nil, fmt.Errorf("the URL signing keys: %w", err)
 	}

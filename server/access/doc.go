@@ -10,7 +10,7 @@
 //     bearer from /v2/token, or the anonymous rule) or refuses it with the
 //     answer each kind of client expects; failed attempts are limited per
 //     client address (TrustedProxies says who the client is);
-//   - the signed download URLs and OCI bearers (URLKeys in STORE/tls,
+//   - the signed download URLs and OCI bearers (urlKeys in STORE/tls,
 //     rotatable), which bind the token's hash, so a revoked token's URLs
 //     stop working at once;
 //   - LoginService: the OAuth 2.0 server of 'terraform login' and the

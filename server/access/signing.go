@@ -75,9 +75,9 @@ type urlKeyFile struct {
 	Keys []urlKey `json:"keys"`
 }
 
-// URLKeys holds the signing keys of a store, reloaded when the file
+// urlKeys holds the signing keys of a store, reloaded when the file
 // changes.
-type URLKeys struct {
+type urlKeys struct {
 	path  string
 	cur   atomic.Pointer[urlKeyFile]
 	mu    sync.Mutex // serializes reloads
@@ -85,14 +85,14 @@ type URLKeys struct {
 	last  time.Time // of the last stat for an unknown key id
 }
 
-// OpenURLKeys loads the store's URL keys from tlsDir, creating the file with
+// openURLKeys loads the store's URL keys from tlsDir, creating the file with
 // one new key if there is none. Replicas starting at once agree on one
 // file: it is created under the key file's lock by the first of them.
-func OpenURLKeys(tlsDir string) (*URLKeys, error) {
+func openURLKeys(tlsDir string) (*urlKeys, error) {
 	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
 		return nil, err
 	}
-	k := &URLKeys{path: filepath.Join(tlsDir, urlKeysFile)}
+	k := &urlKeys{path: filepath.Join(tlsDir, urlKeysFile)}
 	if _, err := os.Stat(k.path); errors.Is(err, fs.ErrNotExist) {
 		if err := editURLKeys(tlsDir, func(f *urlKeyFile) (bool, error) {
 			if len(f.Keys) > 0 {
@@ -184,7 +184,7 @@ func newURLKey(now time.Time) (urlKey, error) {
 }
 
 // reload re-reads the key file when its stamp (size, time, inode) changed.
-func (k *URLKeys) reload() (bool, error) {
+func (k *urlKeys) reload() (bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	st, err := filestamp.Of(k.path)
@@ -222,7 +222,7 @@ func (k *URLKeys) reload() (bool, error) {
 // refreshForUnknown re-reads the file (at most once a second) when a URL
 // names a key id this process does not hold: another replica may have
 // rotated a moment ago.
-func (k *URLKeys) refreshForUnknown() {
+func (k *urlKeys) refreshForUnknown() {
 	k.mu.Lock()
 	if time.Since(k.last) < time.Second {
 		k.mu.Unlock()
@@ -233,7 +233,7 @@ func (k *URLKeys) refreshForUnknown() {
 	k.reload()
 }
 
-func (k *URLKeys) find(id string) *urlKey {
+func (k *urlKeys) find(id string) *urlKey {
 	f := k.cur.Load()
 	for i := range f.Keys {
 		if f.Keys[i].ID == id {
@@ -255,14 +255,14 @@ func mac(key *urlKey, domain string, fields ...string) []byte {
 }
 
 // sign returns "<key id>.<base64url mac>" under the current signing key.
-func (k *URLKeys) sign(domain string, fields ...string) string {
+func (k *urlKeys) sign(domain string, fields ...string) string {
 	key := &k.cur.Load().Keys[0]
 	return key.ID + "." + base64.RawURLEncoding.EncodeToString(mac(key, domain, fields...))
 }
 
 // verify checks a signature made by sign (constant time), under any listed
 // key.
-func (k *URLKeys) verify(sig, domain string, fields ...string) bool {
+func (k *urlKeys) verify(sig, domain string, fields ...string) bool {
 	id, m, ok := strings.Cut(sig, ".")
 	if !ok || len(m) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
 		return false
@@ -305,7 +305,7 @@ func urlBucket(ttl time.Duration) int64 {
 
 // signedQuery is the query of a signed URL for path, issued to the token
 // named who whose id (principal.id) is id.
-func (k *URLKeys) signedQuery(path, who, id string, exp int64) string {
+func (k *urlKeys) signedQuery(path, who, id string, exp int64) string {
 	e := strconv.FormatInt(exp, 10)
 	return "tok=" + who + "&exp=" + e + "&sig=" + k.sign(macURL, who, e, path, id)
 }

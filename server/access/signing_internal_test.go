@@ -10,12 +10,12 @@ func TestURLKeysSharedAndRotated(t *testing.T) {
 	dir := t.TempDir()
 	// Replicas starting at once agree on one key.
 	var wg sync.WaitGroup
-	keys := make([]*URLKeys, 4)
+	keys := make([]*urlKeys, 4)
 	for i := range keys {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			k, err := OpenURLKeys(dir)
+			k, err := openURLKeys(dir)
 			if err != nil {
 				t.Error(err)
 				return
