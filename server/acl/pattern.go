@@ -103,10 +103,15 @@ func (p Pattern) Match(addr string) bool {
 	return i == len(addr)+1 // exactly as many parts as segments
 }
 
+// match reports whether one part of an address matches. An empty part
+// matches nothing: addresses have none, and a glob such as "a*" or "***"
+// would otherwise match one ("a//b" under "***/**").
 func (s segment) match(part string) bool {
 	switch {
+	case part == "":
+		return false
 	case s.any:
-		return part != ""
+		return true
 	case !s.glob:
 		return len(part) == len(s.lit) && strings.EqualFold(part, s.lit)
 	}
