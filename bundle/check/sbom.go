@@ -44,17 +44,6 @@ func FingerprintCache() func(p dist.ProviderVersion) []string {
 	}
 }
 
-// keyFingerprints are the fingerprints of the publisher keys a provider
-// version carries, sorted (none if they cannot be read: the signature check
-// refuses such a provider).
-func keyFingerprints(p dist.ProviderVersion) []string {
-	kr, err := ProviderKeyring(p)
-	if err != nil {
-		return nil
-	}
-	return fingerprints(kr)
-}
-
 func fingerprints(kr openpgp.EntityList) []string {
 	out := make([]string, 0, len(kr))
 	for _, e := range kr {
