@@ -303,7 +303,7 @@ var cacheTools = []struct {
 
 // suiteMinutes is about how long 'make test' takes on 2 cores once the
 // tools are cached: the tests, then the fuzz targets.
-const suiteMinutes = 15
+const suiteMinutes = 9
 
 // preflight prints what the suite will use and returns 0, or what is
 // missing and 1.
