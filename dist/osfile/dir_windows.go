@@ -140,14 +140,7 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes)", f.Name(), ErrTooLarge, max)
-	}
-	return b, nil
+	return readAllLimit(f, max)
 }
 
 func (d *Dir) Names(max int) ([]string, error) {
