@@ -112,9 +112,9 @@ func run(args []string) error {
 
 func labels(version, revision string, when time.Time) map[string]string {
 	l := map[string]string{
-		"org.opencontainers.image.title":   "airgap",
-		"org.opencontainers.image.version": version,
-		"org.opencontainers.image.created": when.Format(time.RFC3339),
+		"org.opencontainers.image.title":    "airgap",
+		"org.opencontainers.image.version":  version,
+		"org.opencontainers.image.created":  when.Format(time.RFC3339),
 		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	if revision != "" {
