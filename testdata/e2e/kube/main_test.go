@@ -1,0 +1,9 @@
+package kube
+
+import (
+	"testing"
+
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+func TestMain(m *testing.M) { harness.Main(m) }
