@@ -17,11 +17,12 @@ build:
 # skopeo copy oci-archive:...). Prints the index's digest: the same commit
 # gives the same digest (docs/kubernetes.md).
 IMAGE       ?= bin/airgap-image.oci.tar
+IMAGE_BIN   ?= bin/image
 IMAGE_EPOCH ?= $(if $(SOURCE_DATE_EPOCH),$(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null || echo 0))
 image:
-	@mkdir -p bin/image/amd64 bin/image/arm64
-	@for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o bin/image/$$a/airgap . || exit 1; done
-	@$(GO) run ./server/deploy/image -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" -epoch $(IMAGE_EPOCH) -out $(IMAGE) linux/amd64=bin/image/amd64/airgap linux/arm64=bin/image/arm64/airgap
+	@mkdir -p $(IMAGE_BIN)/amd64 $(IMAGE_BIN)/arm64
+	@for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN)/$$a/airgap . || exit 1; done
+	@$(GO) run ./server/deploy/image -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" -epoch $(IMAGE_EPOCH) -out $(IMAGE) linux/amd64=$(IMAGE_BIN)/amd64/airgap linux/arm64=$(IMAGE_BIN)/arm64/airgap
 
 # The whole suite, end-to-end with the real terraform included, then a short
 # run of every fuzz target. First it says which tools it found, what the
