@@ -39,6 +39,7 @@ var layers = []struct{ pkg, may string }{
 	{"dist/registrytest/fixtureprovider", ""},
 	{"dist/sbom/sbomtest", ""},
 	{"dist/zipdir", ""},
+	{"server/deploy/image", ""}, // make image: the container image, no airgap imports
 	{"verify/verifytest", ""},
 
 	// Signatures and digests.
