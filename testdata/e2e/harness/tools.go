@@ -284,6 +284,10 @@ var systemTools = []struct{ name, from string }{
 	{"prlimit", "apt-get install -y util-linux"},
 	{"chromium", "apt-get install -y chromium"},
 	{"npm", "apt-get install -y npm"},
+	{"kubectl", "kubectl v1.32 (the machine image ships it; Kubernetes' release)"},
+	{"make", "apt-get install -y make"},
+	{"podman", "apt-get install -y podman"},
+	{"runc", "apt-get install -y runc"},
 }
 
 // cacheTools are what the tests build (from the Go module proxy) or
@@ -298,6 +302,7 @@ var cacheTools = []struct {
 	{"CNCF distribution registry " + distributionVersion, "registry-slim-" + distributionVersion, 4},
 	{"trivy " + TrivyVersion, "trivy-" + TrivyVersion, 5.5},
 	{"govulncheck " + GovulncheckVersion, "govulncheck-" + GovulncheckVersion, 1},
+	{"kube-apiserver and etcd " + KubeVersion, "kube-apiserver-" + KubeVersion, 12},
 	{"axe-core " + AxeVersion + " (npm)", "axe-core-" + AxeVersion, 0.1},
 }
 
