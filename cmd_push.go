@@ -4,6 +4,7 @@ package main
 // call into dist/oci, which does the work.
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 
 type pushCmd struct {
 	storeD, to, username string
+	image                string
 	jobs                 int
 	passwordStdin, json  bool
 }
@@ -24,7 +26,8 @@ func (c *pushCmd) synopsis() string {
 func (c *pushCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("push", pflag.ContinueOnError)
 	fs.StringVar(&c.storeD, "store", "", "the store to publish (required)")
-	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required)")
+	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required); with --image REGISTRY/REPOSITORY[:TAG]")
+	fs.StringVar(&c.image, "image", "", "push this OCI archive (the image 'make image' writes) instead of a store")
 	fs.IntVar(&c.jobs, "jobs", 4, "tags pushed in parallel")
 	fs.StringVar(&c.username, "username", "", "registry user (password from "+oci.PasswordEnv+" or --password-stdin); default: Docker's config")
 	fs.BoolVar(&c.passwordStdin, "password-stdin", false, "read the password for --username from stdin")
@@ -34,18 +37,26 @@ func (c *pushCmd) flags() *pflag.FlagSet {
 
 func (*pushCmd) help() verbHelp {
 	return verbHelp{
-		usage: "--store DIR --to REGISTRY[/PREFIX] [--username USER (--password-stdin | $AIRGAP_REGISTRY_PASSWORD)]",
+		usage: "(--store DIR --to REGISTRY[/PREFIX] | --image ARCHIVE --to REGISTRY/REPOSITORY[:TAG]) [--username USER (--password-stdin | $AIRGAP_REGISTRY_PASSWORD)]",
 		about: "Publishes the store's providers and modules into an existing OCI registry in OpenTofu's\nlayout (oci_mirror, oci:// modules); idempotent: what is there already is skipped.",
 		env: []string{"AIRGAP_REGISTRY_PASSWORD  password for --username (or use --password-stdin)",
 			"DOCKER_CONFIG  where Docker's config.json with registry credentials lives (default ~/.docker)",
 			"SSL_CERT_FILE  CA bundle used to reach the registry (Linux)"},
 		examples: []string{"airgap push --store /srv/airgap --to registry.site.example/airgap",
-			"airgap push --store /srv/airgap --to harbor.site.example/tofu --username robot --password-stdin < pass.txt"},
+			"airgap push --store /srv/airgap --to harbor.site.example/tofu --username robot --password-stdin < pass.txt",
+			"airgap push --image airgap-image.oci.tar --to registry.site.example/airgap/airgap:1.2.3"},
 	}
 }
 
 func (c *pushCmd) run(args []string) error {
-	if err := checkUsage("push", args, nil, flagVal{"store", c.storeD}, flagVal{"to", c.to}); err != nil {
+	if c.image != "" && c.storeD != "" {
+		return usageError{"give --store or --image, not both\nusage: airgap push " + c.help().usage}
+	}
+	store := flagVal{"store", c.storeD}
+	if c.image != "" {
+		store = flagVal{"image", c.image}
+	}
+	if err := checkUsage("push", args, nil, store, flagVal{"to", c.to}); err != nil {
 		return err
 	}
 	opt := oci.PushOptions{Target: c.to, Jobs: c.jobs, Username: c.username}
@@ -58,6 +69,17 @@ func (c *pushCmd) run(args []string) error {
 	}
 	intr := catchInterrupt()
 	defer intr.Stop()
+	if c.image != "" {
+		res, err := oci.PushImage(intr.ctx, c.image, c.to, opt)
+		if err != nil {
+			return intr.Err(err, "run the same command again; what was pushed is skipped")
+		}
+		if c.json {
+			return printJSON(res)
+		}
+		fmt.Printf("pushed %s:%s@%s\n", res.Repository, res.Tag, res.Digest)
+		return nil
+	}
 	res, err := oci.PushStore(intr.ctx, c.storeD, opt, c.json, os.Stdout)
 	if err != nil {
 		return intr.Err(err, "run the same command again; what was pushed is skipped")
