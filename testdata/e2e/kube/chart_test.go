@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -172,6 +173,10 @@ func TestChartRenders(t *testing.T) {
 			t.Fatalf("profile %s: %v", name, err)
 		}
 		text, kinds := manifests(t, out)
+		notes := out["airgap/templates/NOTES.txt"]
+		if !strings.Contains(notes, "airgap client-config --url https://airgap.site.example/") || !strings.Contains(notes, "rollout status deployment/airgap") {
+			t.Errorf("profile %s: NOTES.txt does not say how to get the client configuration:\n%s", name, notes)
+		}
 		for _, k := range want[name] {
 			i := indexOf(kinds, k)
 			if i < 0 {
@@ -179,6 +184,9 @@ func TestChartRenders(t *testing.T) {
 				continue
 			}
 			kinds = append(kinds[:i:i], kinds[i+1:]...)
+		}
+		if name == "ingress" && (!strings.Contains(text, "--acme-http-port=8080") || !strings.Contains(text, "targetPort: acme-http")) {
+			t.Errorf("the acme profile does not lead the Service's port 80 to the challenge listener:\n%s", text)
 		}
 		if name == "s3" && (strings.Contains(text, "PersistentVolumeClaim") || !strings.Contains(text, "--store=s3://airgap-store/site?endpoint=https://s3.site.example") ||
 			!strings.Contains(text, "AWS_SECRET_ACCESS_KEY")) {
@@ -203,4 +211,75 @@ func indexOf(l []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// TestChartFlags: the flags the chart passes are the real verbs' flags.
+// serve's arguments of each profile (the store and mounted files moved to
+// a temporary folder) pass 'airgap serve --check-config'; the import,
+// gc and prune Jobs' arguments run against a store.
+func TestChartFlags(t *testing.T) {
+	for _, name := range []string{"volume", "ingress", "gateway", "networkpolicy"} {
+		t.Run(name, func(t *testing.T) {
+			out, err := render(t, profiles[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			store, _ := harness.ImportStandard(t)
+			paths := strings.NewReplacer("=/store/", "="+store+"/", "=/store", "="+store,
+				"=/etc/airgap/", "="+dir+"/etc/", "/bundle/", dir+"/bundle/")
+			os.MkdirAll(filepath.Join(dir, "etc", "acme"), 0o755)
+			caPEM, _ := os.ReadFile(filepath.Join(harness.Root(), "testdata", "e2e", "kube", "testdata", "acme-root.pem"))
+			os.WriteFile(filepath.Join(dir, "etc", "acme", "ca.pem"), caPEM, 0o644)
+			// The access file exists before access is turned on (the
+			// docs' order: 'airgap token create' first).
+			harness.CreateToken(t, filepath.Join(store, "access.hcl"), "ci", "registry.terraform.io/**")
+			checked := 0
+			for _, kind := range []string{"Deployment", "Job", "CronJob"} {
+				for _, o := range objects(out, kind) {
+					var spec map[string]any
+					if kind == "CronJob" {
+						spec = dig(o, "spec", "jobTemplate", "spec", "template", "spec")
+					} else {
+						spec = dig(o, "spec", "template", "spec")
+					}
+					var args []string
+					for _, a := range spec["containers"].([]any)[0].(map[string]any)["args"].([]any) {
+						args = append(args, paths.Replace(a.(string)))
+					}
+					switch args[0] {
+					case "serve":
+						args = append(args, "--check-config")
+					case "import":
+						// The bundle is not there: the flags are parsed, the
+						// refusal is about the file.
+					default:
+					}
+					res, err := harness.CmdRun(t, dir, nil, harness.Bin, args...)
+					if strings.Contains(res, "unknown flag") || strings.Contains(res, "usage:") || (args[0] != "import" && err != nil) {
+						t.Errorf("%s %s: airgap %s: %v\n%s", name, kind, strings.Join(args, " "), err, res)
+					}
+					checked++
+				}
+			}
+			if want := map[string]int{"volume": 4}[name]; checked < max(want, 1) {
+				t.Errorf("%s: %d verbs' arguments checked, want %d", name, checked, max(want, 1))
+			}
+		})
+	}
+}
+
+func objects(out map[string]string, kind string) (l []map[string]any) {
+	for n, text := range out {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			continue
+		}
+		for _, doc := range strings.Split(text, "\n---") {
+			var o map[string]any
+			if yaml.Unmarshal([]byte(doc), &o) == nil && o["kind"] == kind {
+				l = append(l, o)
+			}
+		}
+	}
+	return l
 }
