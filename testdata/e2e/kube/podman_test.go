@@ -43,9 +43,13 @@ func newPodman(t *testing.T) *podman {
 	os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = \"cgroupfs\"\n"), 0o644)
 	p := &podman{bin: bin, root: filepath.Join(dir, "root"), runroot: filepath.Join(dir, "run"),
 		env: append(harness.BaseEnv(), "CONTAINERS_CONF="+conf)}
+	// Not 'system reset': it also removes the machine's podman networks,
+	// which are not in this storage.
 	t.Cleanup(func() {
 		p.run("pod", "rm", "-af", "-t", "5")
-		p.run("system", "reset", "-f")
+		p.run("rm", "-af", "-t", "5")
+		p.run("rmi", "-af")
+		exec.Command("umount", "-R", filepath.Join(dir, "root", "overlay")).Run()
 		os.RemoveAll(dir)
 	})
 	return p
