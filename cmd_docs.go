@@ -285,6 +285,16 @@ func (c *docsCmd) runURL(args []string) error {
 			}
 		}
 	}
+	// With TF_CLI_CONFIG_FILE set, the tokens 'terraform login' stores are
+	// read by neither terraform nor this command: said when no token was
+	// found, or when the appliance refuses the one that was.
+	if v := os.Getenv("TF_CLI_CONFIG_FILE"); v != "" && c.tokenFile == "" {
+		cl.envWarning = cliConfigEnvWarning(v)
+		if cl.token == "" {
+			fmt.Fprint(os.Stderr, cl.envWarning)
+			cl.envWarning = ""
+		}
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.caFile != "" {
 		pem, err := os.ReadFile(c.caFile)
@@ -404,9 +414,10 @@ func applianceOf(cfg *registry.CLIConfig) (base string, hosts []string, err erro
 
 // docsClient asks one appliance, with the person's token.
 type docsClient struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base       *url.URL
+	token      string
+	http       *http.Client
+	envWarning string // printed when the appliance refuses the token: TF_CLI_CONFIG_FILE is set
 }
 
 // get reads rel (relative to the base URL) up to max bytes, refusing a
@@ -453,6 +464,7 @@ func (c *docsClient) get(ctx context.Context, rel string, max int64) ([]byte, er
 	case resp.StatusCode == http.StatusUnauthorized && c.token == "":
 		return nil, fmt.Errorf("refused: %s asks for a token, and none was found%s\nhint: run 'terraform login' for the hosts your client configuration lists, or give --token-file FILE", host, colon(why()))
 	case resp.StatusCode == http.StatusUnauthorized:
+		fmt.Fprint(os.Stderr, c.envWarning)
 		return nil, fmt.Errorf("refused: %s did not take your token%s\nhint: it may have expired or been revoked: run 'terraform login' again, or ask the appliance's operator", host, colon(why()))
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("refused: %s does not let your token read this%s\nhint: ask the appliance's operator", host, colon(why()))
