@@ -269,6 +269,21 @@ func TestDocsOffline(t *testing.T) {
 		}
 	}
 
+	// show docs: the pages the bundle will publish, read before import
+	// (escaped, as 'airgap docs' prints them from a store).
+	showOut := harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/widget@2.0.0", "widget_thing")
+	if !strings.Contains(showOut, "Version two's thing.") || strings.ContainsAny(showOut, "\x1b\x07") || !strings.Contains(showOut, `\x1b]0;pwned\x07`) {
+		t.Errorf("show docs of a page:\n%q", showOut)
+	}
+	showOut = harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/widget@1.0.0")
+	if !strings.Contains(showOut, "Resources (1):") || !strings.Contains(showOut, "  resources/thing") {
+		t.Errorf("show docs of a provider version:\n%s", showOut)
+	}
+	showOut = harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/net/aws@1.0.0")
+	if !strings.Contains(showOut, "# Net module") || !strings.Contains(showOut, "Inputs (2):") {
+		t.Errorf("show docs of a module:\n%s", showOut)
+	}
+
 	store := filepath.Join(work, "store")
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", store, bundleFile)
 	// gc keeps the docs blobs the catalog refers to.
