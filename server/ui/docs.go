@@ -520,6 +520,18 @@ func (d *docsUI) module(w http.ResponseWriter, r *http.Request) {
 		}
 		html, why := renderMarkdown([]byte(md.Readme), readmeLinks)
 		data["Docs"] = md
+		// The registry modules it calls, read from its archive (the
+		// documentation does not record them): once per page, in this
+		// render slot, within docs.RegistryCalls' bounds.
+		data["Calls"] = []docs.ModuleCall(nil)
+		if a, err := d.app.Store().OpenBlob(mv.Archive); err == nil {
+			calls, cut, err := docs.RegistryCalls(a, mv.Subdir)
+			a.Close()
+			data["Calls"], data["CallsCut"] = calls, cut
+			if err != nil {
+				data["CallsErr"] = err.Error()
+			}
+		}
 		data["Readme"] = renderedPage{HTML: html, Why: why}
 		b, err := d.execute("docs-module.html", data)
 		return b, true, err
