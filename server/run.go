@@ -94,7 +94,11 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// have drained (defers run after serveUntil returns).
 	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
 	defer usage.Close()
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
+	var uris []string
+	if cfg.Config != nil {
+		uris = cfg.Config.RedirectURIs()
+	}
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage, RedirectURIs: uris})
 	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
 		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {
@@ -143,7 +147,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 		cfg.Log.Info("access control on", "access", c.Access, "tokens", ac.Current().Tokens(), "anonymous", ac.Current().Anonymous())
 		if l := ac.LoginConfig(); l != nil {
 			cfg.Log.Info("single sign-on on", "issuer", l.Issuer, "client_id", l.ClientID, "token_lifetime", l.TokenLifetime.String(),
-				"redirect_uris", strings.Join(access.LoginRedirectURIs(cfg.TLS.Names, cfg.Listen), " "))
+				"redirect_uris", strings.Join(c.RedirectURIs(), " "))
 		}
 	}
 	if c.AuditLog == "" {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ import (
 const (
 	AuthorizePath = "/oauth/authorization"
 	TokenPath     = "/oauth/token"
-	CallbackPath  = "/oauth/callback"
+	CallbackPath  = acl.CallbackPath
 	SignInPath    = "/oauth/signin"
 	SignOutPath   = "/oauth/signout"
 	ConsentPath   = "/oauth/consent"
@@ -106,6 +107,66 @@ type LoginService struct {
 	log   *slog.Logger
 	idps  idpCache
 	slots chan struct{}
+	// uris are the redirect URIs serve uses, one per name and address it
+	// answers to ('serve --check-config' lists them; nil: not known, and
+	// not checked).
+	uris []string
+}
+
+// SetRedirectURIs gives l the redirect URIs serve uses (LoginRedirectURIs
+// of the names it answers to), before it serves.
+func (l *LoginService) SetRedirectURIs(uris []string) { l.uris = uris }
+
+// registered reports whether a sign-in's redirect URI callback is
+// registered, and the URIs that are: the login block's redirect_uris,
+// exactly, when it has them; else serve's own list, by host name alone (a
+// balancer or port forward in front of serve may answer on another port,
+// and the operator registered that URI; serve cannot tell which).
+func (l *LoginService) registered(cfg *acl.Login, callback string) (bool, []string) {
+	if len(cfg.RedirectURIs) > 0 {
+		return slices.Contains(cfg.RedirectURIs, callback), cfg.RedirectURIs
+	}
+	if l.uris == nil {
+		return true, nil
+	}
+	name := func(u string) string {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return ""
+		}
+		return strings.ToLower(pu.Hostname())
+	}
+	want := name(callback)
+	for _, u := range l.uris {
+		if name(u) == want {
+			return true, l.uris
+		}
+	}
+	return false, l.uris
+}
+
+// unregisteredFail is the page for a sign-in started on a name whose
+// redirect URI is not registered: the identity provider would refuse it
+// with a bare error of its own (it never redirects back on a redirect URI
+// it does not know), so serve says which URI to register and where a
+// sign-in works instead. At most 5 of those are named.
+func unregisteredFail(cfg *acl.Login, callback string, registered []string) *loginFail {
+	var alts []string
+	for i, u := range registered {
+		if i == 5 {
+			alts = append(alts, fmt.Sprintf("and %d more", len(registered)-5))
+			break
+		}
+		alts = append(alts, strings.TrimSuffix(u, CallbackPath)+"/")
+	}
+	hint := "Ask the appliance's operator to register " + callback + " at the identity provider for the client " + dist.Printable(cfg.ClientID) +
+		" (and to add it to the login block's redirect_uris, or serve's --hostname)."
+	if len(alts) > 0 {
+		hint = "Open the appliance at an address where sign-in works: " + strings.Join(alts, ", ") + ". Or " + strings.ToLower(hint[:1]) + hint[1:]
+	}
+	return &loginFail{code: http.StatusBadRequest, reason: "unregistered_redirect_uri", heading: "Sign-in is not set up for this address",
+		msg: "This sign-in started at " + strings.TrimSuffix(callback, CallbackPath) + "/, so the identity provider would be asked to send you back to " + callback +
+			", which is not registered there for this appliance: it would refuse with an error of its own.", hint: hint}
 }
 
 // NewLoginService returns the login service of a.
@@ -268,6 +329,10 @@ func (l *LoginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *
 	if !ok {
 		l.refuse(w, r, &loginFail{code: http.StatusBadRequest, reason: "bad_request", heading: "This login request is not valid",
 			msg: "The request does not name this appliance by a host name (its Host header).", hint: "Use the appliance's name, as the client configuration does."}, pl.Kind)
+		return
+	}
+	if ok, reg := l.registered(cfg, callback); !ok {
+		l.refuse(w, r, unregisteredFail(cfg, callback, reg), pl.Kind)
 		return
 	}
 	p, err := l.idps.provider(r.Context(), cfg)

@@ -1,0 +1,70 @@
+package access
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// TestSignInUnregisteredName: a sign-in started on a name whose redirect
+// URI is not registered at the identity provider gets serve's page naming
+// the exact URI to register and where sign-in works, not the identity
+// provider's bare error. Dex has only https://localhost:PORT/oauth/callback.
+// With the login block's redirect_uris saying so, a sign-in started at
+// https://127.0.0.1:PORT/ (a name serve answers to) gets serve's page;
+// before, Dex's "Unregistered redirect_uri" page. Without redirect_uris, a
+// name serve does not answer to (a Host its certificates do not cover)
+// gets the same page, from the list 'serve --check-config' prints. The
+// registered name still signs in. 'serve --check-config' marks which of
+// its URIs are in redirect_uris.
+func TestSignInUnregisteredName(t *testing.T) {
+	t.Parallel()
+	f := newLoginFixture(t, loginOptions{onlyMock: true})
+	port := f.host[strings.LastIndexByte(f.host, ':')+1:]
+	page := func(u, host string) (int, string) {
+		req, _ := http.NewRequest("GET", u, nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := f.browser().Do(req)
+		if err != nil {
+			t.Fatalf("GET %s (Host %s): %v", u, host, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, stripTags(string(b))
+	}
+	// A name serve does not answer to: serve's own list.
+	code, body := page("https://127.0.0.1:"+port+"/oauth/signin?next=%2F", "alias.site.example:"+port)
+	if code != 400 || !strings.Contains(body, "Sign-in is not set up for this address") ||
+		!strings.Contains(body, "https://alias.site.example:"+port+"/oauth/callback, which is not registered there") ||
+		!strings.Contains(body, "https://localhost:"+port+"/") {
+		t.Errorf("a sign-in on a name serve does not answer to (%d):\n%s", code, body)
+	}
+
+	// redirect_uris: only the localhost URI, as at Dex.
+	acc, _ := os.ReadFile(f.access)
+	with := strings.Replace(string(acc), "  client_id ", "  redirect_uris      = [\""+f.base+"oauth/callback\"]\n  client_id ", 1)
+	writeAtomically(t, f.access, with)
+	harness.WaitLog(t, f.logs, "the access file's reload", func(r map[string]any) bool { return r["msg"] == "access file reloaded" })
+	code, body = page("https://127.0.0.1:"+port+"/oauth/signin?next=%2F", "")
+	if code != 400 || !strings.Contains(body, "https://127.0.0.1:"+port+"/oauth/callback, which is not registered there") ||
+		!strings.Contains(body, "register https://127.0.0.1:"+port+"/oauth/callback at the identity provider for the client airgap") ||
+		!strings.Contains(body, "https://localhost:"+port+"/") || strings.Contains(body, "nregistered redirect") {
+		t.Errorf("a sign-in on 127.0.0.1, not in redirect_uris (%d):\n%s", code, body)
+	}
+	resp, body := f.signIn(t, f.browser(), f.base+"oauth/signin?next=%2F", nil)
+	if resp == nil || resp.StatusCode != 200 || !strings.Contains(body, `id="person"`) {
+		t.Errorf("the registered name does not sign in: %v\n%.800s", resp, body)
+	}
+
+	_, stderr, _ := harness.RunSplit(t, "", nil, "serve", "--store", f.store, "--access", f.access, "--listen", "127.0.0.1:"+port, "--check-config")
+	if !strings.Contains(stderr, "  https://localhost:"+port+"/oauth/callback  (in redirect_uris)") ||
+		!strings.Contains(stderr, "  https://127.0.0.1:"+port+"/oauth/callback  (not in redirect_uris: a sign-in started there gets a page naming it)") {
+		t.Errorf("serve --check-config with redirect_uris:\n%s", stderr)
+	}
+}
