@@ -587,6 +587,19 @@ func docsOverHTTPS(t *testing.T, work, base, caFile, widget, all string) {
 	if code != 1 || !strings.Contains(errOut, "refused: localhost:") || !strings.Contains(errOut, "no documented provider registry.terraform.io/acme/elsewhere that this request may read") || !strings.Contains(errOut, "hint: the access rules of your token") {
 		t.Errorf("docs --url for a provider outside the token's rules: %d\n%s", code, errOut)
 	}
+	// A module: its README, inputs and outputs, as from a store; outside
+	// the token's rules, refused as missing.
+	allFile := filepath.Join(work, "all.token")
+	os.WriteFile(allFile, []byte(all+"\n"), 0o600)
+	out, errOut, code = run(withCA, "--token-file", allFile, "acme/net/aws")
+	for _, want := range []string{"registry.terraform.io/acme/net/aws 1.0.0", "# Net module", "Inputs (2):", "  cidr  string, required", "Outputs (1):", "Submodule modules/subnet"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("docs --url of a module lacks %q: %d\n%s\n%s", want, code, out, errOut)
+		}
+	}
+	if _, errOut, code = run(withCA, "--token-file", tokFile, "acme/net/aws@1.0.0"); code != 1 || !strings.Contains(errOut, "no documented module registry.terraform.io/acme/net/aws 1.0.0 that this request may read") {
+		t.Errorf("docs --url of a module outside the token's rules: %d\n%s", code, errOut)
+	}
 	noCfg := append([]string{"TF_CLI_CONFIG_FILE=" + filepath.Join(work, "none.tfrc")}, withCA...)
 	_, errOut, code = run(noCfg, "acme/widget", "widget_thing")
 	if code != 1 || !strings.Contains(errOut, "asks for a token, and none was found\nhint: run 'terraform login'") || !strings.Contains(errOut, "hint: run 'terraform login'") {
