@@ -328,6 +328,13 @@ func TestKeyringCopiesMerged(t *testing.T) {
 					t.Errorf("verify accepted a provider signed by a key its carried keys revoke:\n%s", out)
 				}
 				refused(t, site.pub, st, b, publisher)
+				// Said as a revoked publisher key, not as a bundle that
+				// contradicts itself.
+				_, stderr, _ := harness.RunSplit(t, w.work, nil, "import", "--keyring", site.pub, "--store", st, b)
+				if strings.Contains(stderr, "contradicts itself") || !strings.Contains(stderr, "signed by a publisher key that is revoked") ||
+					!strings.Contains(stderr, "hint: the publisher revoked the key that signed this version") {
+					t.Errorf("the refusal of a provider signed by a revoked publisher key:\n%s", stderr)
+				}
 			})
 		}
 	})
