@@ -482,7 +482,9 @@ type docsClient struct {
 // longer answer; a refusal is said with the appliance's reason, escaped.
 func (c *docsClient) get(ctx context.Context, rel string, max int64) ([]byte, error) {
 	u, err := c.base.Parse(rel)
-	if err != nil || u.Host != c.base.Host {
+	// The same scheme and host: a page named http://SAMEHOST/ would send
+	// the token in the clear.
+	if err != nil || u.Host != c.base.Host || u.Scheme != c.base.Scheme || u.User != nil {
 		return nil, fmt.Errorf("the appliance named a page outside it: %q", dist.Printable(rel))
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
