@@ -262,6 +262,9 @@ func (c *docsCmd) runURL(args []string) error {
 	if err != nil || bu.Host == "" {
 		return usageError{fmt.Sprintf("--url %q is not a URL", c.url)}
 	}
+	if bu.User != nil {
+		return usageError{"--url takes no user name or password: your token is sent as a bearer token (--token-file, or what 'terraform login' stored)"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), docsURLTimeout)
 	defer cancel()
 	cl := &docsClient{base: bu}

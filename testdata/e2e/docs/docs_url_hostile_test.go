@@ -123,6 +123,10 @@ func TestDocsURLHostileAppliance(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the appliance named a page outside it") {
 		t.Errorf("a page named over http on the same host (exit %d):\n%s", code, errOut)
 	}
+	withUser := strings.Replace(base, "https://", "https://u:p@", 1)
+	if _, e, c := harness.RunSplit(t, "", nil, "docs", "--url", withUser, "--ca", ca, "--token-file", tok, "acme/x", "x"); c != 2 || !strings.Contains(e, "--url takes no user name or password") {
+		t.Errorf("--url with a user name (exit %d):\n%s", c, e)
+	}
 	_, errOut, code, _ = run("escape")
 	if code != 1 || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `\x1b]0;owned`) {
 		t.Errorf("the appliance's refusal with terminal escapes (exit %d):\n%q", code, errOut)
