@@ -535,6 +535,13 @@ func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *Log
 	if u, err := url.Parse(pl.Redirect); err == nil {
 		port = u.Port()
 	}
+	grant := ls.seal("airgap-consent-v1", g)
+	if len(grant) > maxSealed {
+		l.refuse(w, r, &loginFail{code: http.StatusForbidden, reason: "too_many_groups", user: rec.Who(), heading: "Your sign-in is too large for a command-line login",
+			msg:  fmt.Sprintf("You are in %d groups that the appliance's access file names; a command-line login records them all, and that does not fit the form that asks you to allow it.", len(rec.Groups)),
+			hint: "Ask the appliance's operator: fewer group blocks in the access file, or a user block for you."}, "cli")
+		return
+	}
 	l.log.Info("sign-in at the identity provider completed; asking the person to allow the CLI", "user", rec.Who(), "port", port)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -544,7 +551,7 @@ func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *Log
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self' http://localhost:* http://127.0.0.1:*; base-uri 'none'; frame-ancestors 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	consentPage.Execute(w, map[string]any{"Who": rec.Who(), "Port": port, "Groups": strings.Join(rec.Groups, ", "),
-		"Lifetime": rec.Expires.Sub(rec.Created).String(), "Action": ConsentPath, "Grant": ls.seal("airgap-consent-v1", g)})
+		"Lifetime": rec.Expires.Sub(rec.Created).String(), "Action": ConsentPath, "Grant": grant})
 }
 
 // Consent answers the consent page's form: with "allow", the one-time
