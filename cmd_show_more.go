@@ -25,11 +25,15 @@ import (
 // as any bundle content): at most showMaxEntries entries (a longer archive
 // is refused, not listed in part), names of at most showMaxName bytes, and
 // one file printed escaped up to docs.MaxTerminalPage (--raw prints any
-// size). The listing streams: memory does not grow with the archive; the
-// worst case is 200,000 lines of at most about 4 KiB each.
+// size), and at most showMaxContent bytes of files, declared, before one
+// is read (a small archive that unpacks to terabytes is refused, not
+// decompressed for hours). The listing streams: memory does not grow with
+// the archive; the worst case is 200,000 lines of at most about 4 KiB
+// each, and 1 GiB decompressed.
 const (
-	showMaxEntries = 200_000
-	showMaxName    = 4096
+	showMaxEntries       = 200_000
+	showMaxName          = 4096
+	showMaxContent int64 = 1 << 30 // as a module archive export takes in
 )
 
 // spoolOne reads blob d (what names it for messages) out of br into a
@@ -160,7 +164,7 @@ func showFiles(c *showCmd, br *bundle.Reader, file string, args []string) error 
 		}
 	}
 	var files int
-	var bytes int64
+	var bytes, content int64
 	for n := 0; ; n++ {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -171,6 +175,11 @@ func showFiles(c *showCmd, br *bundle.Reader, file string, args []string) error 
 		}
 		if n >= showMaxEntries {
 			return fmt.Errorf("module %s: its archive has more than %d entries, more than this lists", mv, showMaxEntries)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if content += h.Size; content > showMaxContent {
+				return fmt.Errorf("module %s: its archive holds more than %s of files, more than a module export takes in\nhint: do not approve this bundle: whoever built it did not build it with airgap export", mv, dist.HumanSize(showMaxContent))
+			}
 		}
 		name := h.Name
 		if len(name) > showMaxName {

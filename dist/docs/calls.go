@@ -26,12 +26,14 @@ type ModuleCall struct {
 // at most maxCallEntries tar entries are read (more is refused), at most
 // maxModuleConfig bytes of configuration files (.tf, .tf.json) are
 // parsed, each within dist.AdmitHCL's bounds, and at most maxCalls calls
-// are kept (more: cut). The archive streams: memory is one configuration
+// are kept (more: cut); an archive declaring more than maxCallContent
+// bytes of files is refused before they are decompressed. The archive streams: memory is one configuration
 // file and its syntax tree at a time plus the calls. Time: decompressing
 // the archive once (a module archive is at most 1 GiB of content).
 const (
-	maxCallEntries = 200_000
-	maxCalls       = 1000
+	maxCallEntries       = 200_000
+	maxCalls             = 1000
+	maxCallContent int64 = 1 << 30 // declared bytes of files, as a module export takes in
 )
 
 // RegistryCalls reads a module archive (the .tar.gz a bundle carries) and
@@ -46,7 +48,7 @@ func RegistryCalls(r io.Reader, dir string) (calls []ModuleCall, cut bool, err e
 		return nil, false, fmt.Errorf("module archive: %w", err)
 	}
 	tr := tar.NewReader(gz)
-	var total int64
+	var total, content int64
 	for n := 0; ; n++ {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -57,6 +59,11 @@ func RegistryCalls(r io.Reader, dir string) (calls []ModuleCall, cut bool, err e
 		}
 		if n >= maxCallEntries {
 			return nil, false, fmt.Errorf("module archive has more than %d entries", maxCallEntries)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if content += h.Size; content > maxCallContent {
+				return nil, false, fmt.Errorf("module archive holds more than %s of files", dist.HumanSize(maxCallContent))
+			}
 		}
 		name := path.Clean(h.Name)
 		if h.Typeflag != tar.TypeReg || !(strings.HasSuffix(name, ".tf") || strings.HasSuffix(name, ".tf.json")) ||

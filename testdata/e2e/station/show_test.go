@@ -1,10 +1,15 @@
 package station
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
@@ -82,5 +87,44 @@ func TestShowSBOMFilesDocs(t *testing.T) {
 	}
 	if _, errOut, code = show("nothing"); code != 2 || !strings.Contains(errOut, "docs [ADDRESS[@VERSION] [NAME]]") || !strings.Contains(errOut, "sbom") {
 		t.Errorf("an unknown subject: %d\n%s", code, errOut)
+	}
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestShowFilesArchiveBomb: 'show files' of a module archive of 1.2 MB
+// that unpacks to 1.2 GiB (one file of zeros; the bundle is validly
+// signed, its consistency not yet checked, as at the station) refuses at
+// once, naming the bound, instead of decompressing it all.
+func TestShowFilesArchiveBomb(t *testing.T) {
+	t.Parallel()
+	w := harness.NewHostileWorld(t)
+	p := filepath.Join(w.Work, "bomb.tar.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	tw := tar.NewWriter(gz)
+	const n = 1200 << 20
+	tw.WriteHeader(&tar.Header{Name: "big.bin", Mode: 0o644, Size: n, Typeflag: tar.TypeReg})
+	io.CopyN(tw, zeros{}, n)
+	tw.Close()
+	gz.Close()
+	f.Close()
+	d := bundletest.FileDigest(t, p)
+	w.Files[d] = p
+	fi, _ := os.Stat(p)
+	b := w.Write(t, "bomb", dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{
+		{Host: "registry.terraform.io", Namespace: "acme", Name: "bomb", System: "aws", Version: "1.0.0", Archive: d, Size: fi.Size()}}})
+	start := time.Now()
+	_, stderr, code := harness.RunSplit(t, "", nil, "show", "--keyring", w.Keyring, b, "files", "acme/bomb/aws@1.0.0")
+	took := time.Since(start)
+	t.Logf("show files of a %d KiB archive of 1.2 GiB: exit %d in %s: %s", fi.Size()>>10, code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
+	if code != 1 || !strings.Contains(stderr, "holds more than 1.0 GiB of files") || took > 2*time.Second {
+		t.Errorf("show files of an archive bomb: exit %d in %s\n%s", code, took, stderr)
 	}
 }
