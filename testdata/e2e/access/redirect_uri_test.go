@@ -62,9 +62,11 @@ func TestSignInUnregisteredName(t *testing.T) {
 		t.Errorf("the registered name does not sign in: %v\n%.800s", resp, body)
 	}
 
-	_, stderr, _ := harness.RunSplit(t, "", nil, "serve", "--store", f.store, "--access", f.access, "--listen", "127.0.0.1:"+port, "--check-config")
+	// (A name given in capitals is listed as browsers send it.)
+	_, stderr, _ := harness.RunSplit(t, "", nil, "serve", "--store", f.store, "--access", f.access, "--listen", "127.0.0.1:"+port, "--hostname", "localhost", "--hostname", "Alias.Site.Example", "--check-config")
 	if !strings.Contains(stderr, "  https://localhost:"+port+"/oauth/callback  (in redirect_uris)") ||
-		!strings.Contains(stderr, "  https://127.0.0.1:"+port+"/oauth/callback  (not in redirect_uris: a sign-in started there gets a page naming it)") {
+		!strings.Contains(stderr, "  https://127.0.0.1:"+port+"/oauth/callback  (not in redirect_uris: a sign-in started there gets a page naming it)") ||
+		!strings.Contains(stderr, "  https://alias.site.example:"+port+"/oauth/callback  (not in redirect_uris") {
 		t.Errorf("serve --check-config with redirect_uris:\n%s", stderr)
 	}
 }
