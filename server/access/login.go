@@ -121,12 +121,14 @@ func (l *LoginService) SetRedirectURIs(uris []string) { l.uris = uris }
 // registered, and the URIs that are: the login block's redirect_uris,
 // exactly, when it has them; else serve's own list, by host name alone (a
 // balancer or port forward in front of serve may answer on another port,
-// and the operator registered that URI; serve cannot tell which).
-func (l *LoginService) registered(cfg *acl.Login, callback string) (bool, []string) {
+// and the operator registered that URI; serve cannot tell which), and not
+// at all for a request from a trusted proxy (it answers to names of its
+// own, which only redirect_uris can say).
+func (l *LoginService) registered(r *http.Request, cfg *acl.Login, callback string) (bool, []string) {
 	if len(cfg.RedirectURIs) > 0 {
 		return slices.Contains(cfg.RedirectURIs, callback), cfg.RedirectURIs
 	}
-	if l.uris == nil {
+	if l.uris == nil || l.a.proxies.Load().ViaTrusted(r) {
 		return true, nil
 	}
 	name := func(u string) string {
@@ -331,7 +333,7 @@ func (l *LoginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *
 			msg: "The request does not name this appliance by a host name (its Host header).", hint: "Use the appliance's name, as the client configuration does."}, pl.Kind)
 		return
 	}
-	if ok, reg := l.registered(cfg, callback); !ok {
+	if ok, reg := l.registered(r, cfg, callback); !ok {
 		l.refuse(w, r, unregisteredFail(cfg, callback, reg), pl.Kind)
 		return
 	}

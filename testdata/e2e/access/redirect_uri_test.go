@@ -3,9 +3,12 @@ package access
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
@@ -68,5 +71,29 @@ func TestSignInUnregisteredName(t *testing.T) {
 		!strings.Contains(stderr, "  https://127.0.0.1:"+port+"/oauth/callback  (not in redirect_uris: a sign-in started there gets a page naming it)") ||
 		!strings.Contains(stderr, "  https://alias.site.example:"+port+"/oauth/callback  (not in redirect_uris") {
 		t.Errorf("serve --check-config with redirect_uris:\n%s", stderr)
+	}
+}
+
+// TestSignInBehindTrustedProxy: behind a proxy that terminates HTTP (a
+// real HAProxy, listed in --trusted-proxy), the name a sign-in starts on
+// is the proxy's, which serve's own list does not know: without
+// redirect_uris serve does not judge it, and the browser goes on to the
+// identity provider, as before the check existed.
+func TestSignInBehindTrustedProxy(t *testing.T) {
+	t.Parallel()
+	f := newLoginFixture(t, loginOptions{onlyMock: true, serve: []string{"--trusted-proxy", "127.0.0.1"}})
+	port, _ := strconv.Atoi(f.host[strings.LastIndexByte(f.host, ':')+1:])
+	proxy := startHTTPProxy(t, f.caFile, port)
+	req, _ := http.NewRequest("GET", proxy+"/oauth/signin?next=%2F", nil)
+	req.Host = "airgap.site.example"
+	cl := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, f.dex.issuer+"/auth?") ||
+		!strings.Contains(loc, url.QueryEscape("https://airgap.site.example/oauth/callback")) {
+		t.Errorf("a sign-in through the trusted proxy: %s, Location %q", resp.Status, loc)
 	}
 }
