@@ -488,9 +488,8 @@ func (c *ServeConfig) AnsweredNames() []string {
 
 // RedirectURIs are the sign-in redirect URIs serve uses: one per name and
 // address it answers to (AnsweredNames). 'serve --check-config' lists
-// them, serve logs them, and a sign-in started on a name whose URI is not
-// among them (or not among the login block's redirect_uris) gets a page
-// naming the URI to register: one list.
+// them (marking those in the login block's redirect_uris) and serve logs
+// them at start: one list.
 func (c *ServeConfig) RedirectURIs() []string {
 	return access.LoginRedirectURIs(c.AnsweredNames(), c.Listen)
 }

@@ -94,11 +94,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// have drained (defers run after serveUntil returns).
 	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
 	defer usage.Close()
-	var uris []string
-	if cfg.Config != nil {
-		uris = cfg.Config.RedirectURIs()
-	}
-	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage, RedirectURIs: uris})
+	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
 		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
 	if err != nil {

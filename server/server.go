@@ -51,9 +51,6 @@ type Options struct {
 	Tool string
 	// Usage counts package and archive downloads; nil: none.
 	Usage *protocol.Usage
-	// RedirectURIs are the sign-in redirect URIs serve uses
-	// (ServeConfig.RedirectURIs); nil: not checked.
-	RedirectURIs []string
 }
 
 // New returns a Server reading st.
@@ -64,7 +61,6 @@ func New(st Store, opt Options) *Server {
 	}
 	if s.access != nil {
 		s.login = access.NewLoginService(s.access, s.log)
-		s.login.SetRedirectURIs(opt.RedirectURIs)
 	}
 	s.answers = protocol.New(st, protocol.Options{Logger: s.log, CacheBytes: opt.CacheBytes, Access: s.access, Usage: s.usage})
 	s.rt = newRouting(s.routeTable())

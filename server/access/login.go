@@ -107,44 +107,20 @@ type LoginService struct {
 	log   *slog.Logger
 	idps  idpCache
 	slots chan struct{}
-	// uris are the redirect URIs serve uses, one per name and address it
-	// answers to ('serve --check-config' lists them; nil: not known, and
-	// not checked).
-	uris []string
 }
 
-// SetRedirectURIs gives l the redirect URIs serve uses (LoginRedirectURIs
-// of the names it answers to), before it serves.
-func (l *LoginService) SetRedirectURIs(uris []string) { l.uris = uris }
-
-// registered reports whether a sign-in's redirect URI callback is
-// registered, and the URIs that are: the login block's redirect_uris,
-// exactly, when it has them; else serve's own list, by host name alone (a
-// balancer or port forward in front of serve may answer on another port,
-// and the operator registered that URI; serve cannot tell which), and not
-// at all for a request from a trusted proxy (it answers to names of its
-// own, which only redirect_uris can say).
-func (l *LoginService) registered(r *http.Request, cfg *acl.Login, callback string) (bool, []string) {
-	if len(cfg.RedirectURIs) > 0 {
-		return slices.Contains(cfg.RedirectURIs, callback), cfg.RedirectURIs
-	}
-	if l.uris == nil || l.a.proxies.Load().ViaTrusted(r) {
+// registered reports whether a sign-in's redirect URI callback is among
+// the login block's redirect_uris (the URIs registered at the identity
+// provider), and those URIs. Without redirect_uris every name is taken as
+// registered: serve's own list of names ('serve --check-config') is not
+// what the operator registered, nor every name clients use (a --tls files
+// certificate names more than --hostname, a proxy answers to names of its
+// own), so judging by it would turn away sign-ins that work.
+func (l *LoginService) registered(cfg *acl.Login, callback string) (bool, []string) {
+	if len(cfg.RedirectURIs) == 0 {
 		return true, nil
 	}
-	name := func(u string) string {
-		pu, err := url.Parse(u)
-		if err != nil {
-			return ""
-		}
-		return strings.ToLower(pu.Hostname())
-	}
-	want := name(callback)
-	for _, u := range l.uris {
-		if name(u) == want {
-			return true, l.uris
-		}
-	}
-	return false, l.uris
+	return slices.Contains(cfg.RedirectURIs, callback), cfg.RedirectURIs
 }
 
 // unregisteredFail is the page for a sign-in started on a name whose
@@ -333,7 +309,7 @@ func (l *LoginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *
 			msg: "The request does not name this appliance by a host name (its Host header).", hint: "Use the appliance's name, as the client configuration does."}, pl.Kind)
 		return
 	}
-	if ok, reg := l.registered(r, cfg, callback); !ok {
+	if ok, reg := l.registered(cfg, callback); !ok {
 		l.refuse(w, r, unregisteredFail(cfg, callback, reg), pl.Kind)
 		return
 	}

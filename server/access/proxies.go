@@ -97,18 +97,6 @@ func inPrefixes(ps *[]netip.Prefix, a netip.Addr) bool {
 	return false
 }
 
-// ViaTrusted reports whether r came from a trusted proxy (one that
-// terminates HTTP): the name r was sent to is then the proxy's, which
-// serve's own list of names does not know.
-func (t *TrustedProxies) ViaTrusted(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	pa, err := netip.ParseAddr(host)
-	return err == nil && t.trusts(pa)
-}
-
 // maxForwardHops bounds how many X-Forwarded-For entries are examined.
 const maxForwardHops = 16
 
