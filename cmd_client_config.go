@@ -141,6 +141,15 @@ func warnCLIConfigEnv(tool string, login bool) {
 		dist.Printable(v), tool, rc, rc)
 }
 
+// cliConfigEnvWarning is what a command that reads the person's login
+// token (as 'terraform login' stores it) says when TF_CLI_CONFIG_FILE is
+// set to v: neither terraform nor airgap then reads those tokens, so a
+// sign-in "succeeds" and the next request is refused.
+func cliConfigEnvWarning(v string) string {
+	return fmt.Sprintf("warning: TF_CLI_CONFIG_FILE is set (%s): with it set, terraform, tofu and airgap read that file only, not the tokens 'terraform login' stores, so a login is stored and never sent\n"+
+		"hint: unset TF_CLI_CONFIG_FILE (and take it out of your shell's profile), keep the client configuration in ~/.terraformrc (tofu: ~/.tofurc), and run 'terraform login' again; or give --token-file FILE\n", dist.Printable(v))
+}
+
 // readTokenFile reads a token from a file ('-': stdin): its first line,
 // which must look like a token.
 func readTokenFile(path string) (string, error) {

@@ -5,6 +5,7 @@ package main
 // text and the calls into bundle/store and dist/docs.
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -54,7 +55,7 @@ func (c *docsCmd) flags() *pflag.FlagSet {
 func (*docsCmd) help() verbHelp {
 	return verbHelp{
 		usage: "--store DIR | --url https://HOST/ ADDRESS[@VERSION] [NAME] | --url https://HOST/ --search NAME",
-		about: "Prints documentation from a store, for engineers without a browser: with a provider\naddress, the pages of its newest documented version (or VERSION) by category, or with\nNAME one page (resources/s3_bucket, s3_bucket or aws_s3_bucket); with a module address,\nits README, inputs, outputs and required providers. Text from the bundle is escaped\nfor the terminal. The catalog page serves the same, rendered. With --url, from the\nappliance over HTTPS instead (providers only), with your login or access token and\nwhat its rules let you read; --search finds a page by name across providers.",
+		about: "Prints documentation from a store, for engineers without a browser: with a provider\naddress, the pages of its newest documented version (or VERSION) by category, or with\nNAME one page (resources/s3_bucket, s3_bucket or aws_s3_bucket); with a module address,\nits README, inputs, outputs and required providers. Text from the bundle is escaped\nfor the terminal. The catalog page serves the same, rendered. With --url, from the\nappliance over HTTPS instead (modules too, with the registry modules they call), with\nyour login or access token and what its rules let you read; --search finds a page by\nname across providers.",
 		examples: []string{"airgap docs --store /srv/airgap hashicorp/aws", "airgap docs --store /srv/airgap hashicorp/aws@5.80.0 s3_bucket | less",
 			"airgap docs --store /srv/airgap terraform-aws-modules/vpc/aws@5.8.1",
 			"airgap docs --url https://airgap.site.example/ --search random_string",
@@ -225,9 +226,14 @@ func printModuleDocs(st *store.Store, mv *dist.ModuleVersion) error {
 // a store. Redirects are not followed (a sign-in redirect is said as one;
 // the token goes to --url's host only).
 const (
-	docsURLTimeout = 30 * time.Second
-	docsURLMaxJSON = 8 << 20
+	docsURLTimeout   = 30 * time.Second
+	docsURLMaxJSON   = 8 << 20
+	docsURLMaxModule = 3*dist.MaxModuleDocs + 1<<20 // the document, its escapes and the calls
 )
+
+// errNotFound: the appliance answered 404 (not served, or outside the
+// token's rules).
+var errNotFound = errors.New("not found")
 
 // runURL is 'airgap docs --url': the served docs, read with the person's
 // token under their rules (the JSON answers beside the catalog's docs
@@ -256,6 +262,9 @@ func (c *docsCmd) runURL(args []string) error {
 	if err != nil || bu.Host == "" {
 		return usageError{fmt.Sprintf("--url %q is not a URL", c.url)}
 	}
+	if bu.User != nil {
+		return usageError{"--url takes no user name or password: your token is sent as a bearer token (--token-file, or what 'terraform login' stored)"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), docsURLTimeout)
 	defer cancel()
 	cl := &docsClient{base: bu}
@@ -283,6 +292,16 @@ func (c *docsCmd) runURL(args []string) error {
 			} else if cl.token != "" {
 				break
 			}
+		}
+	}
+	// With TF_CLI_CONFIG_FILE set, the tokens 'terraform login' stores are
+	// read by neither terraform nor this command: said when no token was
+	// found, or when the appliance refuses the one that was.
+	if v := os.Getenv("TF_CLI_CONFIG_FILE"); v != "" && c.tokenFile == "" {
+		cl.envWarning = cliConfigEnvWarning(v)
+		if cl.token == "" {
+			fmt.Fprint(os.Stderr, cl.envWarning)
+			cl.envWarning = ""
 		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -322,6 +341,13 @@ func (c *docsCmd) runURL(args []string) error {
 		return nil
 	}
 	addr, ver, _ := strings.Cut(args[0], "@")
+	// A provider address first, as from a store; then a module's.
+	_, perr := dist.ParseProviderSource(addr)
+	_, _, isMod, merr := dist.ParseModuleSource(addr)
+	isMod = isMod && merr == nil
+	if perr != nil && isMod {
+		return c.printModuleURL(ctx, cl, base, addr, ver, args[1])
+	}
 	q := url.Values{"provider": {addr}}
 	if ver != "" {
 		q.Set("version", ver)
@@ -337,6 +363,9 @@ func (c *docsCmd) runURL(args []string) error {
 		}
 	}
 	if err := cl.getJSON(ctx, "ui/docs/pages.json?"+q.Encode(), &res); err != nil {
+		if errors.Is(err, errNotFound) && isMod {
+			return c.printModuleURL(ctx, cl, base, addr, ver, args[1])
+		}
 		return err
 	}
 	if args[1] == "" {
@@ -372,6 +401,48 @@ func (c *docsCmd) runURL(args []string) error {
 	return nil
 }
 
+// printModuleURL prints a module version's documentation as the
+// appliance serves it (its newest documented version without ver): the
+// README, inputs, outputs and required providers, as from a store, then
+// the registry modules it calls.
+func (c *docsCmd) printModuleURL(ctx context.Context, cl *docsClient, base, addr, ver, name string) error {
+	if name != "" {
+		return fmt.Errorf("module %s has one page of documentation; give no NAME", dist.Printable(addr))
+	}
+	q := url.Values{"module": {addr}}
+	if ver != "" {
+		q.Set("version", ver)
+	}
+	var res struct {
+		Module, Version string
+		Docs            dist.ModuleDocs
+		Calls           []struct {
+			Module, Version, File string
+			Line                  int
+		}
+	}
+	b, err := cl.get(ctx, "ui/docs/module.json?"+q.Encode(), docsURLMaxModule)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&res); err != nil {
+		return fmt.Errorf("the appliance's answer for module %s is not what airgap expects (an older serve?): %w", dist.Printable(addr), err)
+	}
+	if len(res.Docs.Readme) > dist.MaxModuleReadme || len(res.Docs.Submodules) > dist.MaxModuleSubmodules {
+		return fmt.Errorf("the appliance's answer for module %s is over the bounds of a module's documentation", dist.Printable(addr))
+	}
+	fmt.Printf("%s %s\n\n", dist.Printable(res.Module), dist.Printable(res.Version))
+	docs.WriteModule(os.Stdout, &res.Docs)
+	if len(res.Calls) > 0 {
+		fmt.Printf("\nRegistry modules it calls (%d):\n", len(res.Calls))
+		for _, c := range res.Calls {
+			fmt.Printf("  %s  %s  (%s:%d)\n", dist.Printable(c.Module), dist.Printable(c.Version), dist.Printable(c.File), c.Line)
+		}
+	}
+	return nil
+}
+
 // applianceOf is the appliance a CLI configuration (as 'airgap
 // client-config' writes it) sends terraform to: the base URL its host
 // blocks' services name before /origin/, and those hosts (sorted); "" when
@@ -404,16 +475,19 @@ func applianceOf(cfg *registry.CLIConfig) (base string, hosts []string, err erro
 
 // docsClient asks one appliance, with the person's token.
 type docsClient struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base       *url.URL
+	token      string
+	http       *http.Client
+	envWarning string // printed when the appliance refuses the token: TF_CLI_CONFIG_FILE is set
 }
 
 // get reads rel (relative to the base URL) up to max bytes, refusing a
 // longer answer; a refusal is said with the appliance's reason, escaped.
 func (c *docsClient) get(ctx context.Context, rel string, max int64) ([]byte, error) {
 	u, err := c.base.Parse(rel)
-	if err != nil || u.Host != c.base.Host {
+	// The same scheme and host: a page named http://SAMEHOST/ would send
+	// the token in the clear.
+	if err != nil || u.Host != c.base.Host || u.Scheme != c.base.Scheme || u.User != nil {
 		return nil, fmt.Errorf("the appliance named a page outside it: %q", dist.Printable(rel))
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
@@ -453,17 +527,24 @@ func (c *docsClient) get(ctx context.Context, rel string, max int64) ([]byte, er
 	case resp.StatusCode == http.StatusUnauthorized && c.token == "":
 		return nil, fmt.Errorf("refused: %s asks for a token, and none was found%s\nhint: run 'terraform login' for the hosts your client configuration lists, or give --token-file FILE", host, colon(why()))
 	case resp.StatusCode == http.StatusUnauthorized:
+		fmt.Fprint(os.Stderr, c.envWarning)
 		return nil, fmt.Errorf("refused: %s did not take your token%s\nhint: it may have expired or been revoked: run 'terraform login' again, or ask the appliance's operator", host, colon(why()))
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("refused: %s does not let your token read this%s\nhint: ask the appliance's operator", host, colon(why()))
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("refused: %s%s\nhint: the access rules of your token may not include it; 'airgap docs --url %s --search NAME' finds what you may read", host, colon(why()), dist.Printable(c.base.String()))
+		return nil, fmt.Errorf("refused: %s%s\nhint: the access rules of your token may not include it; 'airgap docs --url %s --search NAME' finds what you may read%w", host, colon(why()), dist.Printable(c.base.String()), quiet{errNotFound})
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return nil, fmt.Errorf("refused: %s sends this request to sign in (HTTP %d)\nhint: sign in with 'terraform login', or give --token-file FILE", host, resp.StatusCode)
 	default:
 		return nil, fmt.Errorf("GET %s: HTTP %d: %s", dist.Printable(u.String()), resp.StatusCode, why())
 	}
 }
+
+// quiet wraps an error for errors.Is without adding to the message.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }
 
 // colon is ": s", or "" for "".
 func colon(s string) string {

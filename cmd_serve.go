@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -94,8 +95,21 @@ func checkLogin(cfg *server.ServeConfig, l *acl.Login) error {
 	// Every name and address serve answers to: a sign-in started on a
 	// name whose URI is not registered fails at the identity provider.
 	fmt.Fprintf(os.Stderr, "login: register the client %q at the identity provider with these redirect URIs (one per name and address serve answers to; leave out those clients never use):\n", l.ClientID)
-	for _, u := range access.LoginRedirectURIs(cfg.AnsweredNames(), cfg.Listen) {
-		fmt.Fprintf(os.Stderr, "  %s\n", u)
+	uris := cfg.RedirectURIs()
+	for _, u := range uris {
+		switch {
+		case len(l.RedirectURIs) == 0:
+			fmt.Fprintf(os.Stderr, "  %s\n", u)
+		case slices.Contains(l.RedirectURIs, u):
+			fmt.Fprintf(os.Stderr, "  %s  (in redirect_uris)\n", u)
+		default:
+			fmt.Fprintf(os.Stderr, "  %s  (not in redirect_uris: a sign-in started there gets a page naming it)\n", u)
+		}
+	}
+	for _, u := range l.RedirectURIs {
+		if !slices.Contains(uris, u) {
+			fmt.Fprintf(os.Stderr, "warning: login: redirect_uris lists %s, but serve does not answer to that name and port (add the name with --hostname, or check the port)\n", dist.Printable(u))
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -1,8 +1,8 @@
 package main
 
 // The show verb: reads evidence out of a signed bundle, checked against
-// it first. Each subject ('report' now; 'sbom' and others can follow) is a
-// row of showSubjects: its arguments, its help line and its run.
+// it first. Each subject (report, sbom, files, docs) is a row of
+// showSubjects: its arguments, its help line and its run.
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ type showCmd struct {
 }
 
 func (c *showCmd) synopsis() string {
-	return "print evidence a bundle carries (gate reports), checked against its signature first"
+	return "print evidence a bundle carries (gate reports, SBOM, a module's files, docs), checked against its signature first"
 }
 
 func (c *showCmd) flags() *pflag.FlagSet {
@@ -44,10 +44,19 @@ func (*showCmd) help() verbHelp {
 			"the bundle's signature and the digest its signed manifest gives it before it is shown.\n" +
 			"Subjects: report [ADDRESS@VERSION] [GATE]: the gate reports (without ADDRESS@VERSION, the\n" +
 			"list: entry, gate, result, findings, digest); a SARIF report as a table (rule, level,\n" +
-			"file:line, message), any other as escaped text; --raw prints one report's exact bytes.",
+			"file:line, message), any other as escaped text; --raw prints one report's exact bytes.\n" +
+			"sbom: the bundle's CycloneDX SBOM, escaped (--raw: its bytes). files ADDRESS@VERSION [PATH]:\n" +
+			"a module's files (mode, size, path), or one file, escaped (--raw: its bytes). docs\n" +
+			"[ADDRESS[@VERSION] [NAME]]: the documentation the appliance will publish: without ADDRESS,\n" +
+			"each entry's; a provider's pages, or one page; a module's README, inputs and outputs.\n" +
+			"Text from the bundle is escaped for the terminal; each piece is read from the bundle\n" +
+			"once (spooled to a temporary file), checked against its digest, then printed.",
 		examples: []string{"airgap show --keyring site.pub.asc site.bundle report",
 			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
-			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif"},
+			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif",
+			"airgap show --keyring site.pub.asc site.bundle sbom --raw > site.cdx.json",
+			"airgap show --keyring site.pub.asc site.bundle files terraform-aws-modules/vpc/aws@5.8.1 main.tf",
+			"airgap show --keyring site.pub.asc site.bundle docs hashicorp/random random_string"},
 	}
 }
 
@@ -60,6 +69,9 @@ type showSubject struct {
 
 var showSubjects = map[string]showSubject{
 	"report": {"[ADDRESS@VERSION] [GATE]", "gate reports: without ADDRESS@VERSION, the list; with it, each matching report (SARIF as a table, other formats as escaped text; --raw for the bytes)", showReport},
+	"sbom":   {"", "the bundle's CycloneDX SBOM, escaped (--raw for the bytes)", showSBOM},
+	"files":  {"ADDRESS@VERSION [PATH]", "a module's files, or one of them (escaped; --raw for the bytes)", showFiles},
+	"docs":   {"[ADDRESS[@VERSION] [NAME]]", "the documentation the bundle will publish: each entry's, a provider's pages or one page, a module's README", showDocs},
 }
 
 // subjectsUsage lists the subjects for messages.

@@ -22,6 +22,11 @@ var (
 	// bundle's after this machine's clock allows, or a provider's
 	// SHA256SUMS signature after the bundle's (see check.Options).
 	ErrSignatureTime = errors.New("a signature is dated impossibly")
+	// ErrRevokedPublisherKey: a provider's SHA256SUMS is signed by a key
+	// the publisher revoked (the keys the bundle carries for it hold the
+	// revocation). The bundle says nothing wrong: it brings a version the
+	// publisher's key no longer vouches for.
+	ErrRevokedPublisherKey = errors.New("signed by a publisher key that is revoked")
 )
 
 // HintInconsistent is the hint of an ErrInconsistent (or ErrManifest) error:

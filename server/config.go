@@ -486,6 +486,14 @@ func (c *ServeConfig) AnsweredNames() []string {
 	return c.certNames()
 }
 
+// RedirectURIs are the sign-in redirect URIs serve uses: one per name and
+// address it answers to (AnsweredNames). 'serve --check-config' lists
+// them (marking those in the login block's redirect_uris) and serve logs
+// them at start: one list.
+func (c *ServeConfig) RedirectURIs() []string {
+	return access.LoginRedirectURIs(c.AnsweredNames(), c.Listen)
+}
+
 // WriteHCL prints the configuration as a --config file, each setting with
 // where it came from.
 func (c *ServeConfig) WriteHCL(w io.Writer) error {

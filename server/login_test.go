@@ -868,3 +868,32 @@ func TestLoginLifetimeShortened(t *testing.T) {
 		t.Errorf("80 minutes old, issued for an hour, token_lifetime now 48h: %s", r.Status)
 	}
 }
+
+// TestLoginManyGroups: a person in many groups that have a block (60,
+// of 44-character names) completes 'terraform login': the consent page's
+// grant, which carries their groups, is read back whole (it was over the
+// 4 KiB unseal read, so every Allow was "not valid"); and the token has
+// every group.
+func TestLoginManyGroups(t *testing.T) {
+	e := setupLogin(t)
+	var groups []string
+	var blocks strings.Builder
+	for i := range 60 {
+		g := fmt.Sprintf("engineering-platform-infrastructure-team-%02d", i)
+		groups = append(groups, g)
+		fmt.Fprintf(&blocks, "group %q {\n  allow = [\"registry.terraform.io/**\"]\n}\n", g)
+	}
+	b, _ := os.ReadFile(e.access)
+	os.WriteFile(e.access, append(b, blocks.String()...), 0o600)
+	if _, err := e.ac.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	e.idp.set(func(d *fakeIdP) { d.claims = map[string]any{"sub": "x", "email": "eve@site.example", "groups": groups} })
+	tok := e.login(t)
+	if r, _ := e.get(t, tfRandom, tok); r.StatusCode != 200 {
+		t.Errorf("the login token of a person in 60 groups: %s", r.Status)
+	}
+	if !hasEvent(e.auditEvents(t), "event", "login", "user", "eve@site.example", "via", "cli") {
+		t.Errorf("no login event: %v", e.auditEvents(t))
+	}
+}

@@ -131,6 +131,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/ui/docs/search", handler: pages.DocsSearch},
 		{method: "GET", pattern: "/ui/docs/search.json", handler: pages.DocsSearchJSON},
 		{method: "GET", pattern: "/ui/docs/pages.json", handler: pages.DocsPagesJSON},
+		{method: "GET", pattern: "/ui/docs/module.json", handler: pages.DocsModuleJSON},
 		// Anything else: 404 with a JSON body, after the access check.
 		{pattern: "/", handler: s.noEndpoint},
 	}

@@ -49,6 +49,7 @@ var wantAccess = map[string]routeAccess{
 	"GET /ui/docs/search":                                                          accessToken,
 	"GET /ui/docs/search.json":                                                     accessToken,
 	"GET /ui/docs/pages.json":                                                      accessToken,
+	"GET /ui/docs/module.json":                                                     accessToken,
 	" /":                                                                           accessToken,
 }
 

@@ -143,7 +143,7 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 		cfg.Log.Info("access control on", "access", c.Access, "tokens", ac.Current().Tokens(), "anonymous", ac.Current().Anonymous())
 		if l := ac.LoginConfig(); l != nil {
 			cfg.Log.Info("single sign-on on", "issuer", l.Issuer, "client_id", l.ClientID, "token_lifetime", l.TokenLifetime.String(),
-				"redirect_uris", strings.Join(access.LoginRedirectURIs(cfg.TLS.Names, cfg.Listen), " "))
+				"redirect_uris", strings.Join(c.RedirectURIs(), " "))
 		}
 	}
 	if c.AuditLog == "" {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,6 +31,13 @@ func (c *Checker) provider(p dist.ProviderVersion) error {
 		return fmt.Errorf("%s: reading its SHA256SUMS signature: %w", entry, err)
 	}
 	checked, err := c.checkProviderSignature(p, sums, sig)
+	if errors.Is(err, verify.ErrKeyRevoked) {
+		// Not a bundle that contradicts itself: the publisher revoked the
+		// key, and the registry lists the key with its revocation.
+		return fmt.Errorf("%s: its SHA256SUMS is %w: the keys the bundle carries for it hold the key's revocation (%v)\n"+
+			"hint: the publisher revoked the key that signed this version; do not import it. On the connected side, export a version signed by a key the publisher has not revoked (the registry lists its keys), or ask the publisher which versions to use",
+			entry, bundle.ErrRevokedPublisherKey, errors.Unwrap(err))
+	}
 	if err != nil {
 		return inconsistent(entry, "%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -284,6 +285,9 @@ func (c *Carry) chain(p *CarryPlan) error {
 			p.Recorded++
 		}
 	}
+	if err := refuseRevokedHops(c.Index, hops); err != nil {
+		return err
+	}
 	for _, h := range hops {
 		m.Chain = append(m.Chain, h)
 		if h.SignedAt != nil && h.SignedAt.After(p.SignAt) {
@@ -291,6 +295,44 @@ func (c *Carry) chain(p *CarryPlan) error {
 		}
 	}
 	return nil
+}
+
+// refuseRevokedHops refuses a chain of custody with a hop signed, or
+// approved at a station, by a key this store has revoked: the next store's
+// import would refuse it by the same rule (judgeSignature, as
+// revokedSignersRule applies it), so no bundle is written that this
+// store's own import would refuse. Hops are listed in digest order.
+func refuseRevokedHops(ix *Index, hops map[verify.Digest]bundle.Hop) error {
+	var ds []verify.Digest
+	for d := range hops {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	var lines []string
+	judge := func(what string, key verify.Signer, at time.Time) {
+		if key.Fingerprint == "" {
+			return
+		}
+		if st, why := judgeSignature(standingOf(ix, key.Fingerprint), key, at, false); st != "" {
+			lines = append(lines, dist.Printable(what+": "+why))
+		}
+	}
+	for _, d := range ds {
+		h := hops[d]
+		var at time.Time
+		if h.SignedAt != nil {
+			at = *h.SignedAt
+		}
+		judge("the signature of chain hop "+h.Bundle.Short(), h.Signer, at)
+		for _, a := range h.Approvals {
+			judge("the station approval of chain hop "+h.Bundle.Short(), a.Station, a.Time)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w:\n  %s\nhint: the store holds content that came through a key it has since revoked; export only what bundles signed by keys that are not revoked brought (name the addresses), or bring that content in again through a key that is not revoked; nothing was written",
+		ErrCarry, ErrRevokedKey, strings.Join(lines, "\n  "))
 }
 
 // addHop adds h and its blobs, once; a hop recorded twice must be

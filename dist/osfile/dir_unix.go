@@ -32,6 +32,10 @@ type Dir struct {
 // FIFO cannot hang whoever reads the state.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrHardLinked marks a file root would append to, in a directory another
+// user can write, that has more than one hard link.
+var ErrHardLinked = errors.New("the file has more than one hard link")
+
 // OpenDir opens base (a path the operator gave: followed as given) and
 // then each of rel below it. A component is looked up with O_NOFOLLOW
 // unless the directory holding it is owned by this process's user and
@@ -313,23 +317,50 @@ func (d *Dir) OpenLockFile(name string) (*os.File, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(d.fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
-	if err == unix.ELOOP {
-		return nil, d.err("open", name, ErrNotRegular)
-	}
+	f, _, created, err := d.openCreate(name, unix.O_RDWR, 0o600)
 	if err != nil {
-		return nil, d.err("open", name, err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(d.path, name))
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return nil, d.err("open", name, ErrNotRegular)
-	}
-	if os.Geteuid() == 0 && d.uid != 0 && int(st.Uid) == 0 {
-		f.Chown(d.uid, d.gid) // root just created it: serve's user must open it too
+	if created {
+		d.giveAway(f) // root just created it: serve's user must open it too
 	}
 	return f, nil
+}
+
+// openCreate opens name with flags (O_WRONLY|O_APPEND or O_RDWR),
+// creating it with perm when absent: first with O_EXCL, so that created
+// says this call made the file (and only such a file is given away: a
+// file that was there, root's own included, keeps its owner); never
+// through a link, never a FIFO or device (ErrNotRegular), never waiting.
+func (d *Dir) openCreate(name string, flags int, perm os.FileMode) (*os.File, unix.Stat_t, bool, error) {
+	var st unix.Stat_t
+	base := flags | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	created := true
+	fd, err := unix.Openat(d.fd(), name, base|unix.O_CREAT|unix.O_EXCL, uint32(perm.Perm()))
+	if err == unix.EEXIST {
+		created = false
+		fd, err = unix.Openat(d.fd(), name, base, 0)
+	}
+	if err == unix.ELOOP || err == unix.ENXIO { // a link; a FIFO nobody reads
+		return nil, st, false, d.err("open", name, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, st, false, d.err("open", name, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(d.path, name))
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, st, false, d.err("open", name, ErrNotRegular)
+	}
+	return f, st, created, nil
+}
+
+// giveAway gives f, which this process just created, to the directory's
+// owner when this process is root and the directory another user's.
+func (d *Dir) giveAway(f *os.File) {
+	if os.Geteuid() == 0 && d.uid != 0 {
+		f.Chown(d.uid, d.gid)
+	}
 }
 
 // OpenAppend opens name for appending (created with perm if absent, and
@@ -339,21 +370,20 @@ func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(d.fd(), name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, uint32(perm.Perm()))
-	if err == unix.ELOOP || err == unix.ENXIO { // a link; a FIFO nobody reads
-		return nil, d.err("open", name, ErrNotRegular)
-	}
+	f, st, created, err := d.openCreate(name, unix.O_WRONLY|unix.O_APPEND, perm)
 	if err != nil {
-		return nil, d.err("open", name, err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(d.path, name))
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if os.Geteuid() == 0 && d.uid != 0 && st.Nlink != 1 {
+		// A name with more than one link, in a directory another user can
+		// write: whoever put it there may have linked a file of root's
+		// (where hard links to others' files are allowed), which root
+		// would then append to.
 		f.Close()
-		return nil, d.err("open", name, ErrNotRegular)
+		return nil, d.err("open", name, fmt.Errorf("%w (%d): another name of the same file may be anywhere on this file system, so root does not write to it", ErrHardLinked, st.Nlink))
 	}
-	if os.Geteuid() == 0 && d.uid != 0 && int(st.Uid) == 0 {
-		f.Chown(d.uid, d.gid) // root just created it: the directory's owner (serve) appends to it too
+	if created {
+		d.giveAway(f) // root just created it: the directory's owner (serve) appends to it too
 	}
 	return f, nil
 }

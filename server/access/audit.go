@@ -100,6 +100,14 @@ type AuditRecord struct {
 //     as their own volume allows. A separate file rather than a reserved
 //     share of one: it needs no bookkeeping across replicas, and a reader
 //     sees at once which file an attacker can fill.
+//   - the security events (login, token_created, token_revoked: every
+//     event that is not a refusal) are written to FILE and again to
+//     FILE.security (rotated as FILE is): downloads can be sent by anyone
+//     the rules let fetch, anonymous requests too, at some 13,000 lines a
+//     second from one client (a 1 GiB log, the default 100 MiB and 9 old
+//     files, turned over in under 5 minutes); FILE.security grows only
+//     with sign-ins and token changes, so they stay. FILE keeps every
+//     line, in order, as before; 'airgap audit' counts each event once.
 //   - per client address and minute, the first refusalsInFull refusals
 //     of each reason (a fixed set of a few dozen) are written whole and
 //     the rest counted; when the minute is over one
@@ -186,6 +194,9 @@ type AuditLog struct {
 	// the refusals per client address (aggMu guards both).
 	aggMu    sync.Mutex
 	refusals *AuditLog
+	// security is FILE.security, opened at the first security event
+	// (aggMu guards it too).
+	security *AuditLog
 	agg      map[string]*refusalCount
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -233,6 +244,42 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 
 // refusalsPath is the file refusals are written to, beside the audit log.
 func refusalsPath(path string) string { return path + ".refusals" }
+
+// securityPath is the file security events are written to again, beside
+// the audit log.
+func securityPath(path string) string { return path + ".security" }
+
+// securityEvent writes ev to FILE.security (opened if it is not yet).
+func (a *AuditLog) securityEvent(ev *AuditEvent) error {
+	a.aggMu.Lock()
+	if a.security == nil {
+		r, err := a.side(securityPath(a.path))
+		if err != nil {
+			a.aggMu.Unlock()
+			return fmt.Errorf("the audit log's security events: %w", err)
+		}
+		a.security = r
+	}
+	side := a.security
+	a.aggMu.Unlock()
+	return side.writeJSON(ev)
+}
+
+// side opens a file of its own beside the log (FILE.refusals,
+// FILE.security), rotated as the log is.
+func (a *AuditLog) side(path string) (*AuditLog, error) {
+	r := &AuditLog{path: path, maxSize: a.maxSize, keep: a.keep, onErr: a.onErr}
+	lf, err := openInDir(r.path+".lock", os.O_RDWR)
+	if err != nil {
+		return nil, err
+	}
+	r.lockf = lf
+	if err := r.reopen(); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return r, nil
+}
 
 // flushLoop writes the counts of finished windows every ten seconds.
 func (a *AuditLog) flushLoop() {
@@ -372,7 +419,11 @@ func (a *AuditLog) WriteEvent(ev *AuditEvent) error {
 	if ev.Event == EventRefused || ev.Event == EventLoginRefused {
 		return a.refusal(ev)
 	}
-	return a.writeJSON(ev)
+	err := a.writeJSON(ev)
+	if serr := a.securityEvent(ev); err == nil {
+		err = serr
+	}
+	return err
 }
 
 func (a *AuditLog) writeJSON(v any) error {
@@ -450,6 +501,9 @@ func (a *AuditLog) Close() error {
 		a.aggMu.Lock()
 		if a.refusals != nil {
 			a.refusals.Close()
+		}
+		if a.security != nil {
+			a.security.Close()
 		}
 		a.aggMu.Unlock()
 	}
@@ -612,9 +666,21 @@ func SummarizeAudit(path string, filter AuditFilter) (*AuditSummary, error) {
 		addrs   map[string]*addrAgg
 	}
 	toks := map[string]*tokAgg{}
-	for _, f := range files {
+	// FILE.security repeats FILE's security events (kept there when FILE
+	// has turned over): read first, each of its events counted once, and
+	// the same line in FILE skipped.
+	nSecurity := len(auditFilesOf(securityPath(path)))
+	again := map[string]int{}
+	eventKey := func(ev *AuditEvent) string { b, _ := json.Marshal(ev); return string(b) }
+	for i, f := range files {
 		if err := readAuditFile(f, func(rec *AuditRecord, ev *AuditEvent, tm time.Time) {
 			if ev != nil {
+				if i < nSecurity {
+					again[eventKey(ev)]++
+				} else if k := eventKey(ev); again[k] > 0 {
+					again[k]--
+					return
+				}
 				if filter.keeps(ev.Token, ev.User, tm) {
 					sum.EventLines++
 					countEvent(whos, ev)
@@ -712,10 +778,10 @@ func countEvent(whos map[string]*AuditByWho, ev *AuditEvent) {
 	w.First, w.Last = minStr(w.First, ev.Time), maxStr(w.Last, ev.Time)
 }
 
-// auditFiles lists FILE.N … FILE.1, FILE that exist (oldest first), then
-// the same of FILE.refusals.
+// auditFiles lists FILE.security.N … FILE.security, then FILE.N … FILE.1,
+// FILE that exist (oldest first), then the same of FILE.refusals.
 func auditFiles(path string) []string {
-	return append(auditFilesOf(path), auditFilesOf(refusalsPath(path))...)
+	return append(append(auditFilesOf(securityPath(path)), auditFilesOf(path)...), auditFilesOf(refusalsPath(path))...)
 }
 
 func auditFilesOf(path string) []string {

@@ -484,11 +484,18 @@ func CheckLogin(ctx context.Context, cfg *acl.Login) (*LoginCheck, error) {
 
 // LoginRedirectURIs are the redirect URIs to register at the IdP: one per
 // name clients use for the appliance, with the listen port unless it is
-// 443.
+// 443; the name in lower case, as browsers send it (and as the sign-in
+// compares it), once.
 func LoginRedirectURIs(hostnames []string, listen string) []string {
 	_, port, _ := net.SplitHostPort(listen)
 	var out []string
+	seen := map[string]bool{}
 	for _, h := range hostnames {
+		h = strings.ToLower(h)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
 		hp := h
 		if strings.Contains(h, ":") {
 			hp = "[" + h + "]" // an IPv6 address

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ import (
 const (
 	AuthorizePath = "/oauth/authorization"
 	TokenPath     = "/oauth/token"
-	CallbackPath  = "/oauth/callback"
+	CallbackPath  = acl.CallbackPath
 	SignInPath    = "/oauth/signin"
 	SignOutPath   = "/oauth/signout"
 	ConsentPath   = "/oauth/consent"
@@ -106,6 +107,44 @@ type LoginService struct {
 	log   *slog.Logger
 	idps  idpCache
 	slots chan struct{}
+}
+
+// registered reports whether a sign-in's redirect URI callback is among
+// the login block's redirect_uris (the URIs registered at the identity
+// provider), and those URIs. Without redirect_uris every name is taken as
+// registered: serve's own list of names ('serve --check-config') is not
+// what the operator registered, nor every name clients use (a --tls files
+// certificate names more than --hostname, a proxy answers to names of its
+// own), so judging by it would turn away sign-ins that work.
+func (l *LoginService) registered(cfg *acl.Login, callback string) (bool, []string) {
+	if len(cfg.RedirectURIs) == 0 {
+		return true, nil
+	}
+	return slices.Contains(cfg.RedirectURIs, callback), cfg.RedirectURIs
+}
+
+// unregisteredFail is the page for a sign-in started on a name whose
+// redirect URI is not registered: the identity provider would refuse it
+// with a bare error of its own (it never redirects back on a redirect URI
+// it does not know), so serve says which URI to register and where a
+// sign-in works instead. At most 5 of those are named.
+func unregisteredFail(cfg *acl.Login, callback string, registered []string) *loginFail {
+	var alts []string
+	for i, u := range registered {
+		if i == 5 {
+			alts = append(alts, fmt.Sprintf("and %d more", len(registered)-5))
+			break
+		}
+		alts = append(alts, strings.TrimSuffix(u, CallbackPath)+"/")
+	}
+	hint := "Ask the appliance's operator to register " + callback + " at the identity provider for the client " + dist.Printable(cfg.ClientID) +
+		" (and to add it to the login block's redirect_uris, or serve's --hostname)."
+	if len(alts) > 0 {
+		hint = "Open the appliance at an address where sign-in works: " + strings.Join(alts, ", ") + ". Or " + strings.ToLower(hint[:1]) + hint[1:]
+	}
+	return &loginFail{code: http.StatusBadRequest, reason: "unregistered_redirect_uri", heading: "Sign-in is not set up for this address",
+		msg: "This sign-in started at " + strings.TrimSuffix(callback, CallbackPath) + "/, so the identity provider would be asked to send you back to " + callback +
+			", which is not registered there for this appliance: it would refuse with an error of its own.", hint: hint}
 }
 
 // NewLoginService returns the login service of a.
@@ -268,6 +307,10 @@ func (l *LoginService) beginSignIn(w http.ResponseWriter, r *http.Request, cfg *
 	if !ok {
 		l.refuse(w, r, &loginFail{code: http.StatusBadRequest, reason: "bad_request", heading: "This login request is not valid",
 			msg: "The request does not name this appliance by a host name (its Host header).", hint: "Use the appliance's name, as the client configuration does."}, pl.Kind)
+		return
+	}
+	if ok, reg := l.registered(cfg, callback); !ok {
+		l.refuse(w, r, unregisteredFail(cfg, callback, reg), pl.Kind)
 		return
 	}
 	p, err := l.idps.provider(r.Context(), cfg)
@@ -470,6 +513,13 @@ func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *Log
 	if u, err := url.Parse(pl.Redirect); err == nil {
 		port = u.Port()
 	}
+	grant := ls.seal("airgap-consent-v1", g)
+	if len(grant) > maxSealed {
+		l.refuse(w, r, &loginFail{code: http.StatusForbidden, reason: "too_many_groups", user: rec.Who(), heading: "Your sign-in is too large for a command-line login",
+			msg:  fmt.Sprintf("You are in %d groups that the appliance's access file names; a command-line login records them all, and that does not fit the form that asks you to allow it.", len(rec.Groups)),
+			hint: "Ask the appliance's operator: fewer group blocks in the access file, or a user block for you."}, "cli")
+		return
+	}
 	l.log.Info("sign-in at the identity provider completed; asking the person to allow the CLI", "user", rec.Who(), "port", port)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -479,7 +529,7 @@ func (l *LoginService) finishCLI(w http.ResponseWriter, r *http.Request, ls *Log
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self' http://localhost:* http://127.0.0.1:*; base-uri 'none'; frame-ancestors 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	consentPage.Execute(w, map[string]any{"Who": rec.Who(), "Port": port, "Groups": strings.Join(rec.Groups, ", "),
-		"Lifetime": rec.Expires.Sub(rec.Created).String(), "Action": ConsentPath, "Grant": ls.seal("airgap-consent-v1", g)})
+		"Lifetime": rec.Expires.Sub(rec.Created).String(), "Action": ConsentPath, "Grant": grant})
 }
 
 // Consent answers the consent page's form: with "allow", the one-time

@@ -52,6 +52,12 @@ type Login struct {
 	Scopes           []string
 	GroupsClaim      string
 	TokenLifetime    time.Duration
+	// RedirectURIs are the redirect URIs registered at the identity
+	// provider for ClientID (redirect_uris): a sign-in started on a name
+	// whose URI is not among them gets serve's page naming the URI to
+	// register, not the identity provider's bare refusal. Empty: every URI
+	// 'serve --check-config' lists is taken as registered.
+	RedirectURIs []string
 }
 
 // Login defaults.
@@ -66,6 +72,9 @@ const (
 	maxLoginName     = 256
 	maxScopes        = 32
 	maxTokenLifetime = 366 * 24 * time.Hour
+	maxRedirectURIs  = 256
+	// CallbackPath is the path of serve's redirect URI.
+	CallbackPath = "/oauth/callback"
 )
 
 type hclLogin struct {
@@ -76,6 +85,7 @@ type hclLogin struct {
 	Scopes           []string `hcl:"scopes,optional"`
 	GroupsClaim      string   `hcl:"groups_claim,optional"`
 	TokenLifetime    string   `hcl:"token_lifetime,optional"`
+	RedirectURIs     []string `hcl:"redirect_uris,optional"`
 	Body             hcl.Body `hcl:",body"`
 }
 
@@ -115,12 +125,37 @@ func compileLogin(hl hclLogin, filename string) (*Login, error) {
 		}
 		l.TokenLifetime = d
 	}
+	if len(hl.RedirectURIs) > maxRedirectURIs {
+		return nil, fmt.Errorf("%s: redirect_uris: %d URIs (at most %d)", at("redirect_uris"), len(hl.RedirectURIs), maxRedirectURIs)
+	}
+	for _, u := range hl.RedirectURIs {
+		ru, err := checkRedirectURI(u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: redirect_uris: %v", at("redirect_uris"), err)
+		}
+		l.RedirectURIs = append(l.RedirectURIs, ru)
+	}
 	for attr, p := range map[string]string{"client_secret_file": l.ClientSecretFile, "ca_file": l.CAFile} {
 		if p != "" && (len(p) > 4096 || strings.ContainsRune(p, 0)) {
 			return nil, fmt.Errorf("%s: %s is not a usable path", at(attr), attr)
 		}
 	}
 	return l, nil
+}
+
+// checkRedirectURI checks one of redirect_uris: https://HOST[:PORT]
+// followed by CallbackPath, nothing else; it returns it with the host in
+// lowercase (serve compares it with the name a sign-in started on).
+func checkRedirectURI(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || len(s) > 1024 || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != CallbackPath {
+		return "", fmt.Errorf("%q is not https://HOST[:PORT]%s (the URIs 'airgap serve --check-config' lists)", dist.Printable(s), CallbackPath)
+	}
+	host := strings.ToLower(u.Host)
+	if u.Port() == "443" {
+		host = strings.TrimSuffix(host, ":443") // as browsers send it
+	}
+	return "https://" + host + CallbackPath, nil
 }
 
 // CheckIssuer checks an issuer URL: https, or http on a loopback address

@@ -164,3 +164,4 @@ func (p *Pages) DocsSearch(w http.ResponseWriter, r *http.Request)   { p.docs.se
 // same search and pages as JSON.
 func (p *Pages) DocsSearchJSON(w http.ResponseWriter, r *http.Request) { p.docs.searchJSON(w, r) }
 func (p *Pages) DocsPagesJSON(w http.ResponseWriter, r *http.Request)  { p.docs.pagesJSON(w, r) }
+func (p *Pages) DocsModuleJSON(w http.ResponseWriter, r *http.Request) { p.docs.moduleJSON(w, r) }

@@ -248,19 +248,48 @@ func (m *catalogModel) filter(sc Scope) *modelView {
 		}
 	}
 	v.imports, v.withdrawn, v.nWithdraw = historyRows(m.imports, m.withdrawn, sc.Allows)
-	v.keys, v.nKeys = keyRows(visibleNamespaces(m.pubKeys, v.providers))
+	seen := namespacesOf(v.providers)
+	v.keys, v.nKeys = keyRows(visibleNamespaces(m.pubKeys, seen))
+	scopeApprovals(v.imports, seen)
 	return v
 }
 
-// visibleNamespaces keeps the key history of the namespaces a scope sees a
-// provider of: a token sees no namespace it may not read.
-func visibleNamespaces(ns []dist.NamespaceKeys, provs []*providerGroup) []dist.NamespaceKeys {
+// namespacesOf is the set of namespaces (HOST/NAMESPACE, lowercase) of
+// provs: those a scope sees a provider of.
+func namespacesOf(provs []*providerGroup) map[string]bool {
 	seen := map[string]bool{}
 	for _, g := range provs {
 		if i := strings.LastIndexByte(g.Addr, '/'); i > 0 {
 			seen[strings.ToLower(g.Addr[:i])] = true
 		}
 	}
+	return seen
+}
+
+// scopeApprovals keeps, in each import row's approvals, only the publisher
+// keys accepted for a namespace in seen: the "Bundles imported" table
+// names no namespace the scope may not read. The rows' approvals are
+// copied, not changed in place (the model's rows are shared by scopes).
+func scopeApprovals(rows []importRow, seen map[string]bool) {
+	for i := range rows {
+		aps := make([]store.ApprovalRecord, len(rows[i].Approvals))
+		for j, a := range rows[i].Approvals {
+			keep := a.PublisherKeys[:0:0] // a new array, not the shared one
+			for _, k := range a.PublisherKeys {
+				if seen[strings.ToLower(k.Namespace)] {
+					keep = append(keep, k)
+				}
+			}
+			a.PublisherKeys = keep
+			aps[j] = a
+		}
+		rows[i].Approvals = aps
+	}
+}
+
+// visibleNamespaces keeps the key history of the namespaces in seen (those
+// a scope sees a provider of): a token sees no namespace it may not read.
+func visibleNamespaces(ns []dist.NamespaceKeys, seen map[string]bool) []dist.NamespaceKeys {
 	var out []dist.NamespaceKeys
 	for _, n := range ns {
 		if seen[strings.ToLower(n.Namespace)] {

@@ -34,6 +34,7 @@ import (
 //	GET /ui/docs/search?q=NAME                                  pages named NAME across the providers served
 //	GET /ui/docs/search.json?q=NAME                             the same, as JSON ('airgap docs --url --search')
 //	GET /ui/docs/pages.json?provider=ADDR[&version=V][&page=N]  a version's pages, as JSON ('airgap docs --url')
+//	GET /ui/docs/module.json?module=ADDR[&version=V]            a module version's documentation, as JSON ('airgap docs --url')
 //
 // Access rules apply as to everything: an address outside the request's
 // scope is answered as missing. Pages are rendered by renderMarkdown
@@ -520,6 +521,18 @@ func (d *docsUI) module(w http.ResponseWriter, r *http.Request) {
 		}
 		html, why := renderMarkdown([]byte(md.Readme), readmeLinks)
 		data["Docs"] = md
+		// The registry modules it calls, read from its archive (the
+		// documentation does not record them): once per page, in this
+		// render slot, within docs.RegistryCalls' bounds.
+		data["Calls"] = []docs.ModuleCall(nil)
+		if a, err := d.app.Store().OpenBlob(mv.Archive); err == nil {
+			calls, cut, err := docs.RegistryCalls(a, mv.Subdir)
+			a.Close()
+			data["Calls"], data["CallsCut"] = calls, cut
+			if err != nil {
+				data["CallsErr"] = err.Error()
+			}
+		}
 		data["Readme"] = renderedPage{HTML: html, Why: why}
 		b, err := d.execute("docs-module.html", data)
 		return b, true, err
@@ -659,6 +672,72 @@ func (d *docsUI) searchJSON(w http.ResponseWriter, r *http.Request) {
 		out = append(out, hit{h.Addr, h.Version, h.Page, h.Name, h.URL, h.Raw})
 	}
 	writeDocsJSON(w, http.StatusOK, map[string]any{"query": q, "hits": out, "more": more})
+}
+
+// moduleJSON is a module version's documentation for 'airgap docs --url':
+// ?module=HOST/NS/NAME/SYSTEM (any form Terraform takes), &version= (else
+// the newest with documentation); the document as export made it
+// (docs.ParseModuleDocs: at most dist.MaxModuleDocs bytes) and the
+// registry modules it calls (docs.RegistryCalls). An address outside the
+// request's scope is answered as missing.
+func (d *docsUI) moduleJSON(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	notFound := func(what string) {
+		writeDocsJSON(w, http.StatusNotFound, map[string]any{"errors": []string{what}})
+	}
+	m, _, ok, err := dist.ParseModuleSource(q.Get("module"))
+	if err != nil || !ok {
+		notFound("not a module address")
+		return
+	}
+	sc := d.app.Scope(r)
+	host := strings.ToLower(m.Host)
+	var mv *dist.ModuleVersion
+	if _, ok := sc.IsOrigin(host); ok {
+		for _, c := range sc.ModuleVersions(host, m.Namespace, m.Name, m.System) {
+			if v := q.Get("version"); v == c.Version || v == "" && c.Docs != "" && (mv == nil || dist.CompareVersions(mv.Version, c.Version) < 0) {
+				mv = c
+			}
+		}
+	}
+	if mv == nil || mv.Docs == "" {
+		what := m.String()
+		if v := q.Get("version"); v != "" {
+			what += " " + v
+		}
+		notFound("no documented module " + what + " that this request may read (outside its rules, or not served)")
+		return
+	}
+	if !d.acquire(r.Context()) {
+		return
+	}
+	defer d.release()
+	f, err := d.app.Store().OpenBlob(mv.Docs)
+	if err != nil {
+		writeDocsJSON(w, http.StatusInternalServerError, map[string]any{"errors": []string{"the module's documentation cannot be read"}})
+		return
+	}
+	md, err := docs.ParseModuleDocs(f)
+	f.Close()
+	if err != nil {
+		writeDocsJSON(w, http.StatusInternalServerError, map[string]any{"errors": []string{"the module's documentation is damaged"}})
+		return
+	}
+	type call struct {
+		Module  string `json:"module"`
+		Version string `json:"version"`
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+	}
+	calls := []call{}
+	if a, err := d.app.Store().OpenBlob(mv.Archive); err == nil {
+		cs, _, _ := docs.RegistryCalls(a, mv.Subdir)
+		a.Close()
+		for _, c := range cs {
+			calls = append(calls, call{c.Addr, c.Version, c.File, c.Line})
+		}
+	}
+	writeDocsJSON(w, http.StatusOK, map[string]any{"module": mv.Addr(), "version": mv.Version, "docs": md, "calls": calls})
 }
 
 // pagesJSON lists one provider version's pages for 'airgap docs --url':

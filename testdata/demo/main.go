@@ -72,6 +72,25 @@ module "example/vpc/aws" {
 module "example/sub/aws" {}
 `
 
+// demoDocs are hashicorp/random's documentation pages on the stand-in
+// github.com, one release per version the stand-in registry serves.
+func demoDocs() []registrytest.Release {
+	page := func(name, about string) *string {
+		return registrytest.Str("---\npage_title: \"random_" + name + " Resource - terraform-provider-random\"\nsubcategory: \"\"\n---\n\n# random_" + name + " (Resource)\n\n" + about + "\n\n## Example Usage\n\n```terraform\nresource \"random_" + name + "\" \"example\" {\n  length = 16\n}\n```\n")
+	}
+	files := map[string]*string{
+		"docs/index.md":              registrytest.Str("---\npage_title: \"Provider: Random\"\n---\n\n# Random Provider\n\nThe \"random\" provider generates random values inside Terraform's lifecycle.\n"),
+		"docs/resources/string.md":   page("string", "Generates a random permutation of alphanumeric and special characters."),
+		"docs/resources/password.md": page("password", "Identical to random_string, with the result treated as sensitive."),
+		"docs/resources/id.md":       page("id", "Generates random numbers that are intended to be used as unique identifiers."),
+	}
+	var out []registrytest.Release
+	for _, v := range []string{"3.5.1", "3.6.0", "3.6.2"} {
+		out = append(out, registrytest.Release{Tag: "v" + v, Files: files})
+	}
+	return out
+}
+
 // rel is p relative to the working directory when it is below it.
 func rel(p string) string {
 	if wd, err := os.Getwd(); err == nil {
@@ -135,7 +154,12 @@ func main() {
 	}
 
 	step("a stand-in internet on loopback (registry.terraform.io, registry.opentofu.org, github.com, …)")
-	in := registrytest.World(t)
+	// A real Go plugin for this machine's platform (its build information
+	// is what verify and the SBOM show) and random's documentation at its
+	// tags, so that the first run's verify, catalog and 'airgap docs' show
+	// what a real export brings rather than "none".
+	in := registrytest.WorldWith(t, registrytest.BuildFixtureProvider(t, filepath.Join(d, "internet")))
+	in.AddTaggedRepo(t, "hashicorp/terraform-provider-random", demoDocs(), nil)
 	online := in.Env()
 	os.WriteFile(filepath.Join(d, "airgap.hcl"), []byte(manifest), 0o644)
 	envFile := filepath.Join(d, "internet.env")

@@ -3,6 +3,7 @@ package access
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -138,5 +139,82 @@ func TestAuditRefusalFlood(t *testing.T) {
 				t.Errorf("%s has a line of %d bytes: %.200s…", filepath.Base(p), len(l), l)
 			}
 		}
+	}
+}
+
+// TestAuditDownloadFlood: anyone the rules let fetch — here anonymous
+// requests — can write download records as fast as serve answers (some
+// 13,000 a second from one client, measured), which turned over the
+// default 1 GiB of audit log in under 5 minutes and took the security
+// records with it. With a small log (1 MiB, one old file), a client
+// without credentials downloads one module archive until the log has
+// turned over twice: the token_created record written before is still in
+// FILE.security, and 'airgap audit' counts it once, with the downloads.
+func TestAuditDownloadFlood(t *testing.T) {
+	t.Parallel()
+	root, _, _ := harness.OpsStore(t)
+	dir := t.TempDir()
+	accessFile, audit := filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
+	harness.MustRun(t, "", nil, harness.Bin, "token", "anonymous", "--access", accessFile, "--allow", "**")
+	harness.MustRun(t, "", nil, harness.Bin, "token", "create", "--access", accessFile, "--name", "ci-net", "--allow", "registry.terraform.io/**",
+		"--out", filepath.Join(dir, "ci.token"), "--audit-log", audit)
+	srv := harness.StartServe(t, root, "--access", accessFile, "--audit-log", audit, "--audit-log-max-size", "1MiB", "--audit-log-keep", "1")
+	cl := harness.CAFileClient(t, srv.CAFile)
+	resp, _ := harness.HTTPGet(t, cl, srv.Base+"v1/modules/example/vpc/aws/1.0.0/download")
+	get := strings.Replace(resp.Header.Get("X-Terraform-Get"), "//modules/vpc", "", 1)
+	if resp.StatusCode != 204 && resp.StatusCode != 200 || get == "" {
+		t.Fatalf("the module's download answer: %d %q", resp.StatusCode, get)
+	}
+	u := srv.Base + strings.TrimPrefix(get, "/")
+	var sent atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if r, err := cl.Get(u); err == nil {
+					io.Copy(io.Discard, r.Body)
+					r.Body.Close()
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	// Turned over twice: 2 MiB and more of records at about 300 bytes.
+	for sent.Load() < 8000 && time.Since(start) < time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d anonymous downloads in %s", sent.Load(), time.Since(start).Round(time.Millisecond))
+	for _, p := range []string{audit, audit + ".1"} {
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(`"token_created"`)) {
+			t.Fatalf("%s still holds the token's creation: the log did not turn over", filepath.Base(p))
+		}
+	}
+	b, _ := os.ReadFile(audit + ".security")
+	if !bytes.Contains(b, []byte(`"event":"token_created","token":"ci-net"`)) {
+		t.Errorf("the token's creation is not in FILE.security after the flood:\n%s", b)
+	}
+	out := harness.MustRunStdout(t, "", "audit", "--log", audit, "--json")
+	var sum struct {
+		Records int
+		Events  []struct {
+			Who    string
+			Events map[string]int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, w := range sum.Events {
+		created += w.Events["token_created"]
+	}
+	if created != 1 || sum.Records == 0 {
+		t.Errorf("airgap audit counts %d token_created events (want 1) and %d downloads:\n%.2000s", created, sum.Records, out)
 	}
 }

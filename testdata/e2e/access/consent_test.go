@@ -58,6 +58,13 @@ func TestLoginConsent(t *testing.T) {
 		if n := countCodes(); n != 0 {
 			t.Fatalf("%d codes issued before the person allowed anything", n)
 		}
+		// No other site may frame it (a click on Allow through a
+		// transparent frame), nor post its form elsewhere.
+		if resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+			resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("the consent page's headers: X-Frame-Options %q, CSP %q, Cache-Control %q", resp.Header.Get("X-Frame-Options"),
+				resp.Header.Get("Content-Security-Policy"), resp.Header.Get("Cache-Control"))
+		}
 		return body
 	}
 

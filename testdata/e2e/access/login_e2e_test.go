@@ -2,8 +2,10 @@ package access
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -765,6 +767,24 @@ func TestCatalogSignInBrowser(t *testing.T) {
 		t.Errorf("the page's script can read the session cookie: %q", got)
 	}
 	saveScreenshot(t, ctx, "catalog-sso.png")
+	// The consent page a 'terraform login' link leads to (the IdP session
+	// is live): axe-core at zero violations, as every other page, at the
+	// desktop size and a phone's. Nothing listens on the CLI's port; the
+	// test presses nothing.
+	sum := sha256.Sum256([]byte("axe-consent-verifier-0123456789abcdef0123456789"))
+	link := f.base + "oauth/authorization?" + url.Values{"response_type": {"code"}, "client_id": {"terraform-cli"},
+		"redirect_uri": {"http://localhost:10009/login"}, "state": {"axe"},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}.Encode()
+	for _, size := range [][2]int64{{1280, 1000}, {375, 800}} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#consent-heading"))); err != nil {
+			t.Fatalf("the consent page: %v", err)
+		}
+		harness.AxeCheck(t, ctx, fmt.Sprintf("the consent page (%dx%d)", size[0], size[1]))
+	}
+	saveScreenshot(t, ctx, "consent.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(f.base), chromedp.WaitVisible(chromedp.CSS("#person"))); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#login-heading"))); err != nil {
 		t.Fatalf("signing out: %v", err)
 	}

@@ -386,3 +386,55 @@ func TestTLSDirAsRootFollowsNoLink(t *testing.T) {
 		t.Errorf("airgap ca with its certificate a FIFO: exit 0\n%s", out)
 	}
 }
+
+// TestTokenAuditLogAsRootHardLink: 'airgap token create|revoke
+// --audit-log FILE' run as root, where FILE's directory is serve's user's,
+// who made FILE and FILE.lock hard links to root-owned files (what a user
+// can do where fs.protected_hardlinks is 0; the test, as root, makes the
+// links itself): root neither appends to that file nor gives either of
+// them to serve's user, and says the action was not recorded. (Root gave
+// away any root-owned file it found there, taking it for one it had just
+// created, and appended to it.)
+func TestTokenAuditLogAsRootHardLink(t *testing.T) {
+	rootOnly(t)
+	logDir := t.TempDir()
+	os.Chown(logDir, serveUID, serveGID)
+	victims := t.TempDir()
+	secret, lockVictim := filepath.Join(victims, "shadow"), filepath.Join(victims, "passwd")
+	os.WriteFile(secret, []byte("root:secret\n"), 0o600)
+	os.WriteFile(lockVictim, []byte("root:x:0:0\n"), 0o600)
+	audit := filepath.Join(logDir, "audit.jsonl")
+	if err := os.Link(lockVictim, audit+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	accessFile := filepath.Join(t.TempDir(), "access.hcl")
+	check := func(what string) {
+		t.Helper()
+		for _, v := range []string{secret, lockVictim} {
+			if got := ownerOf(t, v); got != 0 {
+				t.Errorf("%s: the root-owned file %s, hard-linked into serve's user's log directory, now belongs to uid %d", what, filepath.Base(v), got)
+			}
+		}
+		if b, _ := os.ReadFile(secret); string(b) != "root:secret\n" {
+			t.Errorf("%s appended to the root-owned file a hard link named: %q", what, b)
+		}
+	}
+	// The lock file alone a link: the log itself is new, serve's user's.
+	harness.MustRun(t, "", nil, harness.Bin, "token", "create", "--access", accessFile, "--name", "ci", "--allow", "registry.terraform.io/**",
+		"--out", filepath.Join(t.TempDir(), "ci.token"), "--audit-log", audit)
+	check("token create")
+	if got := ownerOf(t, audit); got != serveUID {
+		t.Errorf("the audit log root created belongs to uid %d, not serve's user %d", got, serveUID)
+	}
+	// The log a link too.
+	os.Remove(audit)
+	if err := os.Link(secret, audit); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := harness.RunSplit(t, "", nil, "token", "revoke", "--access", accessFile, "ci", "--audit-log", audit)
+	t.Logf("token revoke (exit %d): %s", code, stderr)
+	check("token revoke")
+	if !strings.Contains(stderr, "not recorded in the audit log") || !strings.Contains(stderr, "more than one hard link") {
+		t.Errorf("token revoke did not say the audit log was not written, and why: %s", stderr)
+	}
+}

@@ -116,6 +116,16 @@ func TestCatalogInBrowser(t *testing.T) {
 		t.Errorf("the submitted filter shows %q", rows)
 	}
 
+	// The home page's docs search box asks the docs search, by resource
+	// name, across the providers.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#docs-q")),
+		chromedp.SendKeys(chromedp.CSS("#docs-q"), "random_string"), chromedp.Submit(chromedp.CSS("#docs-q")), chromedp.WaitVisible(chromedp.CSS("main h1"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval(`location.pathname + location.search + " " + document.querySelector("main h1").textContent`); got != "/ui/docs/search?q=random_string Find a resource" {
+		t.Errorf("the home page's docs search went to %q", got)
+	}
+
 	// axe-core finds no accessibility violation on any page the appliance
 	// serves: the catalog (filtered too), every provider's and module's
 	// page it links to, and the page for what it does not serve.

@@ -269,6 +269,21 @@ func TestDocsOffline(t *testing.T) {
 		}
 	}
 
+	// show docs: the pages the bundle will publish, read before import
+	// (escaped, as 'airgap docs' prints them from a store).
+	showOut := harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/widget@2.0.0", "widget_thing")
+	if !strings.Contains(showOut, "Version two's thing.") || strings.ContainsAny(showOut, "\x1b\x07") || !strings.Contains(showOut, `\x1b]0;pwned\x07`) {
+		t.Errorf("show docs of a page:\n%q", showOut)
+	}
+	showOut = harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/widget@1.0.0")
+	if !strings.Contains(showOut, "Resources (1):") || !strings.Contains(showOut, "  resources/thing") {
+		t.Errorf("show docs of a provider version:\n%s", showOut)
+	}
+	showOut = harness.MustRunStdout(t, work, "show", "--keyring", "k/site.pub.asc", bundleFile, "docs", "acme/net/aws@1.0.0")
+	if !strings.Contains(showOut, "# Net module") || !strings.Contains(showOut, "Inputs (2):") {
+		t.Errorf("show docs of a module:\n%s", showOut)
+	}
+
 	store := filepath.Join(work, "store")
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", "k/site.pub.asc", "--store", store, bundleFile)
 	// gc keeps the docs blobs the catalog refers to.
@@ -571,6 +586,19 @@ func docsOverHTTPS(t *testing.T, work, base, caFile, widget, all string) {
 	_, errOut, code = run(withCA, "--token-file", tokFile, "acme/elsewhere", "gadget")
 	if code != 1 || !strings.Contains(errOut, "refused: localhost:") || !strings.Contains(errOut, "no documented provider registry.terraform.io/acme/elsewhere that this request may read") || !strings.Contains(errOut, "hint: the access rules of your token") {
 		t.Errorf("docs --url for a provider outside the token's rules: %d\n%s", code, errOut)
+	}
+	// A module: its README, inputs and outputs, as from a store; outside
+	// the token's rules, refused as missing.
+	allFile := filepath.Join(work, "all.token")
+	os.WriteFile(allFile, []byte(all+"\n"), 0o600)
+	out, errOut, code = run(withCA, "--token-file", allFile, "acme/net/aws")
+	for _, want := range []string{"registry.terraform.io/acme/net/aws 1.0.0", "# Net module", "Inputs (2):", "  cidr  string, required", "Outputs (1):", "Submodule modules/subnet"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("docs --url of a module lacks %q: %d\n%s\n%s", want, code, out, errOut)
+		}
+	}
+	if _, errOut, code = run(withCA, "--token-file", tokFile, "acme/net/aws@1.0.0"); code != 1 || !strings.Contains(errOut, "no documented module registry.terraform.io/acme/net/aws 1.0.0 that this request may read") {
+		t.Errorf("docs --url of a module outside the token's rules: %d\n%s", code, errOut)
 	}
 	noCfg := append([]string{"TF_CLI_CONFIG_FILE=" + filepath.Join(work, "none.tfrc")}, withCA...)
 	_, errOut, code = run(noCfg, "acme/widget", "widget_thing")

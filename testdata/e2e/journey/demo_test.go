@@ -39,6 +39,11 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(out.String(), "Terraform has been successfully initialized") {
 		t.Errorf("the demo's terraform init did not succeed:\n%s", out.String())
 	}
+	// The first run shows what a real export brings: random's docs (4
+	// pages at each version) and plugins with Go build information.
+	if o := out.String(); !strings.Contains(o, "docs: 4 pages") || !strings.Contains(o, "carry Go build information") || strings.Contains(o, "read again: 0 carry Go build information") {
+		t.Errorf("the demo's verify shows no provider docs or no Go build information:\n%s", o)
+	}
 	logPath := filepath.Join(dir, "serve.log")
 	if !strings.Contains(out.String(), "Its log: demo/serve.log") {
 		t.Errorf("the demo does not name serve's log file %s:\n%s", logPath, out.String())

@@ -195,6 +195,36 @@ func TestRevokedKeysSignNothing(t *testing.T) {
 	})
 }
 
+// TestExportFromStoreRevokedHop: 'export --from-store' does not build a
+// chain of custody through a hop whose key the store has revoked (the
+// import's rule, judgeSignature, as the next store would judge it): it
+// refuses, naming the key, with a hint, and writes nothing; what only
+// bundles by keys that are not revoked brought still goes.
+func TestExportFromStoreRevokedHop(t *testing.T) {
+	t.Parallel()
+	w := &revocationWorld{work: t.TempDir(), pub: bundletest.Key(t, "publisher")}
+	site, other, enclave := w.key(t, "site-e"), w.key(t, "site-f"), w.key(t, "enclave-e")
+	a := filepath.Join(w.work, "store-ea")
+	harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", site.pub, "--store", a, w.bundle(t, "eleven", "1.0.0", site.e))
+	harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", other.pub, "--store", a, w.bundle(t, "twelve", "1.0.0", other.e))
+	harness.MustRun(t, w.work, nil, harness.Bin, "keys", "revoke", "--store", a, "--keyring", w.revoked(t, site))
+	before := bundletest.Snapshot(t, a)
+	out := filepath.Join(w.work, "from-ea.bundle")
+	stdout, stderr, code := harness.RunSplit(t, w.work, nil, "export", "--from-store", a, "--sign-key", enclave.sec, "--out", out)
+	if code == 0 || !strings.Contains(stderr, verify.GroupFingerprint(verify.Fingerprint(site.e))) || !strings.Contains(stderr, "signed by a key this store has revoked") ||
+		!strings.Contains(stderr, "hint:") || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("export --from-store through a revoked hop (exit %d):\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("export --from-store wrote %s", out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, a))
+	// What the other key brought goes, with a chain that names only it.
+	harness.MustRun(t, w.work, nil, harness.Bin, "export", "--from-store", a, "--sign-key", enclave.sec, "--out", out, "example/twelve@1.0.0")
+	b := filepath.Join(w.work, "store-eb")
+	harness.MustRun(t, w.work, nil, harness.Bin, "import", "--keyring", enclave.pub, "--store", b, out)
+}
+
 // TestKeyringCopiesMerged: a keyring that holds a key and a copy of it
 // carrying its revocation, in either order, holds one revoked key, for
 // every keyring airgap reads — the site keyring verify and import take,
@@ -298,6 +328,13 @@ func TestKeyringCopiesMerged(t *testing.T) {
 					t.Errorf("verify accepted a provider signed by a key its carried keys revoke:\n%s", out)
 				}
 				refused(t, site.pub, st, b, publisher)
+				// Said as a revoked publisher key, not as a bundle that
+				// contradicts itself.
+				_, stderr, _ := harness.RunSplit(t, w.work, nil, "import", "--keyring", site.pub, "--store", st, b)
+				if strings.Contains(stderr, "contradicts itself") || !strings.Contains(stderr, "signed by a publisher key that is revoked") ||
+					!strings.Contains(stderr, "hint: the publisher revoked the key that signed this version") {
+					t.Errorf("the refusal of a provider signed by a revoked publisher key:\n%s", stderr)
+				}
 			})
 		}
 	})
