@@ -67,6 +67,7 @@ func verbs() map[string]verb {
 		"token":         &tokenCmd{},
 		"audit":         &auditCmd{},
 		"docs":          &docsCmd{},
+		"store":         &storeCmd{},
 	}
 }
 

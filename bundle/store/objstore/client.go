@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -61,14 +62,15 @@ type Client struct {
 // credentials files, web identity, AWS_ENDPOINT_URL_S3), the address's
 // parameters overriding the region and the endpoint. It sends nothing.
 func Open(ctx context.Context, a *Addr) (*Client, error) {
-	hc := &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   connectTimeout,
-		ResponseHeaderTimeout: headerTimeout,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-	}}
+	// The SDK's buildable client, so that AWS_CA_BUNDLE (a site CA for the
+	// endpoint) still applies.
+	hc := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
+		d.Timeout = connectTimeout
+	}).WithTransportOptions(func(tr *http.Transport) {
+		tr.TLSHandshakeTimeout = connectTimeout
+		tr.ResponseHeaderTimeout = headerTimeout
+		tr.MaxIdleConnsPerHost = 64
+	})
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
 		config.WithRetryer(func() aws.Retryer {

@@ -299,6 +299,7 @@ var cacheTools = []struct {
 	{"trivy " + TrivyVersion, "trivy-" + TrivyVersion, 5.5},
 	{"govulncheck " + GovulncheckVersion, "govulncheck-" + GovulncheckVersion, 1},
 	{"axe-core " + AxeVersion + " (npm)", "axe-core-" + AxeVersion, 0.1},
+	{"versitygw " + VersitygwVersion + " (S3 server)", "versitygw-" + VersitygwVersion, 4},
 }
 
 // suiteMinutes is about how long 'make test' takes on 2 cores once the

@@ -1,0 +1,335 @@
+package objstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
+)
+
+// The store's layout, in a directory and under a bucket's prefix alike.
+const (
+	IndexName  = "index.json"
+	PolicyName = store.ImportConfigName
+	BlobPrefix = "blobs/sha256/"
+	LeaseName  = "lease.json"
+)
+
+// MaxIndex bounds the index read from a bucket (a catalog of some
+// hundred thousand versions is well under it).
+const MaxIndex = 256 << 20
+
+// maxPolicy bounds import.hcl.
+const maxPolicy = 1 << 20
+
+// MaxBlob bounds one blob read from a bucket (a provider package is at
+// most a few hundred MiB).
+const MaxBlob = 8 << 30
+
+// CopyResult says what a copy did.
+type CopyResult struct {
+	Blobs int
+	Bytes int64
+}
+
+// HashingReader reads an object or a file whose name is its sha256, and
+// fails at its end — before the last byte is handed on as a clean EOF —
+// when the bytes do not match the name or size. Seek(0, io.SeekStart)
+// starts the hash again (the SDK reads a body once to sign it and again
+// to send it).
+type HashingReader struct {
+	r    io.Reader
+	s    io.Seeker
+	h    hash.Hash
+	n    int64
+	want string
+	size int64 // -1: not known
+	what string
+}
+
+// NewHashingReader checks r's bytes against want (a 64-hex sha256) and
+// size (-1: any).
+func NewHashingReader(r io.Reader, want string, size int64, what string) *HashingReader {
+	s, _ := r.(io.Seeker)
+	return &HashingReader{r: r, s: s, h: sha256.New(), want: want, size: size, what: what}
+}
+
+// ErrDigest: a blob's bytes do not match its name.
+var ErrDigest = errors.New("the bytes do not match the blob's name (sha256)")
+
+func (v *HashingReader) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	v.h.Write(p[:n])
+	v.n += int64(n)
+	if v.size >= 0 && v.n > v.size {
+		return n, fmt.Errorf("%s: %w: more than %d bytes", v.what, ErrDigest, v.size)
+	}
+	if err == io.EOF {
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want || v.size >= 0 && v.n != v.size {
+			return n, fmt.Errorf("%s: %w (%d bytes, sha256 %s)", v.what, ErrDigest, v.n, got[:12])
+		}
+	}
+	return n, err
+}
+
+// Seek supports only a rewind to the start (and the SDK's length probe).
+func (v *HashingReader) Seek(off int64, whence int) (int64, error) {
+	if v.s == nil {
+		return 0, errors.New("not seekable")
+	}
+	pos, err := v.s.Seek(off, whence)
+	if err == nil && whence == io.SeekStart && off == 0 {
+		v.h.Reset()
+		v.n = 0
+	}
+	return pos, err
+}
+
+// ToBucket copies the store in dir to the empty prefix of c: every blob
+// hashed as it streams (a blob whose bytes do not match its name stops
+// the copy), each written only if absent, import.hcl, and the index
+// last, so that the bucket is a store only once everything it refers to
+// is there. The server's conditional writes are checked first. Refused:
+// a directory that is not a store or lacks a blob its index refers to,
+// and a prefix that holds objects already.
+func ToBucket(ctx context.Context, dir string, c *Client) (*CopyResult, error) {
+	st, err := openDirStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckConditional(ctx); err != nil {
+		return nil, err
+	}
+	objs, err := c.List(ctx, "", 1)
+	held := ""
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		held = "objects"
+	case err != nil:
+		return nil, err
+	case len(objs) > 0:
+		held = objs[0].Name
+	}
+	if held != "" {
+		return nil, fmt.Errorf("store %s: the prefix is not empty (it holds %s)\nhint: copy into a new prefix; a copy never merges into or overwrites a store", c.addr, held)
+	}
+	blobs, err := dirBlobs(dir, st)
+	if err != nil {
+		return nil, err
+	}
+	res := &CopyResult{}
+	for _, hex := range blobs {
+		p := filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex)
+		f, err := os.Open(p)
+		if err != nil {
+			return res, err
+		}
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			f.Close()
+			return res, fmt.Errorf("%s: not a regular file", p)
+		}
+		_, err = c.PutIfAbsent(ctx, BlobPrefix+hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
+		f.Close()
+		if err != nil && !errors.Is(err, ErrPrecondition) {
+			return res, fmt.Errorf("copying blob %s: %w\nthe bucket has no index yet, so it is not a store; copy again into a new prefix", hex[:12], err)
+		}
+		res.Blobs++
+		res.Bytes += fi.Size()
+	}
+	if data, err := readBounded(filepath.Join(dir, PolicyName), maxPolicy); err == nil {
+		if _, err := c.PutBytes(ctx, PolicyName, "", data); err != nil {
+			return res, err
+		}
+	} else if !os.IsNotExist(err) {
+		return res, err
+	}
+	data, err := readBounded(filepath.Join(dir, IndexName), MaxIndex)
+	if err != nil {
+		return res, err
+	}
+	if _, err := c.PutBytes(ctx, IndexName, "", data); err != nil {
+		return res, fmt.Errorf("writing the index: %w", err)
+	}
+	return res, nil
+}
+
+// FromBucket copies the store in c to dir, which must not exist or be
+// empty: every blob streamed to a temporary file, hashed as it streams
+// (one whose bytes do not match its name stops the copy), then renamed
+// into place read-only; import.hcl; the index last. Refused: a prefix
+// with no index, objects that are not the store's, a blob the index
+// refers to that the bucket lacks. On a failure dir is removed again.
+func FromBucket(ctx context.Context, c *Client, dir string) (res *CopyResult, err error) {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("%s is not empty\nhint: copy into a new directory; a copy never merges into a store", dir)
+	} else if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	ixData, _, err := c.ReadSmall(ctx, IndexName, MaxIndex)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("store %s has no index: it is not an airgap store (or nothing was imported into it yet)", c.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	objs, err := c.List(ctx, "", MaxList)
+	if err != nil {
+		return nil, err
+	}
+	var blobs []Object
+	for _, o := range objs {
+		hex, isBlob := strings.CutPrefix(o.Name, BlobPrefix)
+		switch {
+		case isBlob && verify.IsHex64(hex):
+			blobs = append(blobs, o)
+		case o.Name == IndexName || o.Name == PolicyName || o.Name == LeaseName || strings.HasPrefix(o.Name, "probe-"):
+		default:
+			return nil, fmt.Errorf("store %s holds an object that is not the store's: %q\nhint: a store's prefix holds only what airgap writes there; move the object away or give the store its own prefix", c.addr, o.Name)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(BlobPrefix)), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	res = &CopyResult{}
+	for _, o := range blobs {
+		hex := strings.TrimPrefix(o.Name, BlobPrefix)
+		n, err := fetchBlob(ctx, c, hex, filepath.Join(dir, "tmp"), filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex))
+		if err != nil {
+			return nil, err
+		}
+		res.Blobs++
+		res.Bytes += n
+	}
+	if data, _, err := c.ReadSmall(ctx, PolicyName, maxPolicy); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, PolicyName), data, 0o644); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(dir, IndexName), ixData); err != nil {
+		return nil, err
+	}
+	st, err := openDirStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dirBlobs(dir, st); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// fetchBlob streams blob hex from c into a temporary file in tmp, hashed
+// as it streams, and renames it to dst read-only.
+func fetchBlob(ctx context.Context, c *Client, hex, tmp, dst string) (int64, error) {
+	rc, o, err := c.Get(ctx, BlobPrefix+hex, MaxBlob)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(tmp, "copy-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	n, err := io.Copy(f, NewHashingReader(rc, hex, o.Size, c.where(BlobPrefix+hex)))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(0o444)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("copying blob %s: %w", hex[:12], err)
+	}
+	return n, os.Rename(f.Name(), dst)
+}
+
+func openDirStore(dir string) (*store.Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, IndexName)); err != nil {
+		return nil, fmt.Errorf("%s: %w: no %s\nhint: give the store's directory (the one 'airgap import --store' was given)", dir, store.ErrNoStore, IndexName)
+	}
+	return store.Open(dir)
+}
+
+// dirBlobs lists the blobs in dir's blobs/sha256 and checks that every
+// blob the index refers to is among them.
+func dirBlobs(dir string, st *store.Store) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(BlobPrefix)))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	have := map[string]bool{}
+	var out []string
+	for _, e := range ents {
+		if verify.IsHex64(e.Name()) && e.Type().IsRegular() {
+			have[e.Name()] = true
+			out = append(out, e.Name())
+		}
+	}
+	for d, role := range st.Index().Blobs() {
+		if !have[d.Hex()] {
+			return nil, fmt.Errorf("%s: %w: %s (%s), which its index refers to", dir, store.ErrBlobMissing, d.Short(), role)
+		}
+	}
+	return out, nil
+}
+
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, max)
+	}
+	return data, err
+}
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,223 @@
+package ops
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// TestObjectStoreCheck: 'airgap store check' passes against a real S3
+// server (versitygw, which checks signatures: a wrong secret is refused
+// as such), and refuses a loopback stand-in that stores objects but
+// ignores If-None-Match and If-Match, naming what failed and the servers
+// known to work.
+func TestObjectStoreCheck(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work := t.TempDir()
+	addr := s.Addr("site")
+	out := harness.MustRun(t, work, s.Env(), harness.Bin, "store", "check", addr)
+	if !strings.Contains(out, "honours conditional writes") {
+		t.Errorf("store check: %s", out)
+	}
+	wrong := append(s.Env(), "AWS_SECRET_ACCESS_KEY=0000"+s.Secret[4:])
+	out, err := harness.CmdRun(t, work, wrong, harness.Bin, "store", "check", addr)
+	if err == nil || !strings.Contains(out, "refused the credentials") || !strings.Contains(out, "hint: ") {
+		t.Errorf("store check with a wrong secret: %v\n%s", err, out)
+	}
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "check", strings.Replace(addr, s.Bucket, "no-such-bucket", 1))
+	if err == nil || !strings.Contains(out, "does not exist") {
+		t.Errorf("store check of a missing bucket: %v\n%s", err, out)
+	}
+
+	careless := carelessS3(t)
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "check", "s3://bkt/site?use_path_style=true&endpoint="+careless)
+	if err == nil || !strings.Contains(out, "does not honour conditional writes") || !strings.Contains(out, "second write-if-absent") ||
+		!strings.Contains(out, "versitygw") || !strings.Contains(out, "SeaweedFS") {
+		t.Errorf("store check of a server that ignores conditions: %v\n%s", err, out)
+	}
+	// The copy checks first too, and writes nothing there.
+	root, _, _ := harness.OpsStore(t)
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "copy", root, "s3://bkt/site?use_path_style=true&endpoint="+careless)
+	if err == nil || !strings.Contains(out, "does not honour conditional writes") {
+		t.Errorf("store copy to a server that ignores conditions: %v\n%s", err, out)
+	}
+}
+
+// carelessS3 is a loopback stand-in for an S3-compatible server that
+// ignores conditional headers (and signatures): every PUT succeeds.
+func carelessS3(t *testing.T) string {
+	var mu sync.Mutex
+	objs := map[string][]byte{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.Method {
+		case http.MethodPut:
+			b, _ := io.ReadAll(r.Body)
+			objs[r.URL.Path] = b
+			sum := md5.Sum(b)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		case http.MethodDelete:
+			delete(objs, r.URL.Path)
+			w.WriteHeader(http.StatusNoContent)
+		case http.MethodGet, http.MethodHead:
+			b, ok := objs[r.URL.Path]
+			if !ok {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			w.Write(b)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// TestObjectStoreCopy: a store copied from a directory to a bucket and
+// back lists and hashes the same as the original, and real terraform
+// init installs through 'airgap serve' over the copy. A copy into a
+// prefix that holds objects is refused, and a blob swapped in the bucket
+// stops a copy out of it, leaving no directory behind.
+func TestObjectStoreCopy(t *testing.T) {
+	t.Parallel()
+	tf := harness.TerraformBin(t)
+	s := harness.StartS3(t)
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
+	work := t.TempDir()
+	keys := filepath.Join(work, "site")
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", keys, "--no-passphrase")
+	mf := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"), 0o644)
+	b := filepath.Join(work, "b.bundle")
+	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+	root := filepath.Join(work, "store")
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keys+".pub.asc", "--store", root, b)
+
+	addr := s.Addr("copied")
+	out := harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
+	if !strings.Contains(out, "then the index") {
+		t.Errorf("store copy: %s", out)
+	}
+	back := filepath.Join(work, "back")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, back)
+	want, got := storeFiles(t, root), storeFiles(t, back)
+	if len(want) < 3 || fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Errorf("the copy differs from the original:\n got %v\nwant %v", got, want)
+	}
+	harness.CheckConsistent(t, back)
+
+	// Into a prefix with a store in it already: refused, nothing changed.
+	before := bucketList(t, s, "copied/")
+	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
+	if err == nil || !strings.Contains(out, "the prefix is not empty") {
+		t.Errorf("copy into a store: %v\n%s", err, out)
+	}
+	if after := bucketList(t, s, "copied/"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused copy changed the bucket:\n%v\n%v", before, after)
+	}
+
+	// Real terraform init through serve over the copy.
+	srv := harness.StartServe(t, back)
+	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + srv.CAFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(srv.Base, "/"))
+	rc := filepath.Join(work, "airgap.tfrc")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	dir := filepath.Join(work, "p")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \"3.6.2\"\n    }\n  }\n}\n"), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + srv.CAFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	if out, err := harness.CmdRun(t, dir, offline, tf, "init", "-input=false", "-no-color"); err != nil || !strings.Contains(out, "3.6.2") {
+		t.Errorf("terraform init through serve over the copied store: %v\n%s", err, out)
+	}
+
+	// A blob swapped in the bucket (same size, other bytes): the copy out
+	// stops naming it, and leaves no directory.
+	var victim string
+	for _, o := range bucketList(t, s, "copied/blobs/sha256/") {
+		victim = o
+		break
+	}
+	ctx := context.Background()
+	g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(victim)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(g.Body)
+	g.Body.Close()
+	data[len(data)/2] ^= 1
+	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(victim), Body: strings.NewReader(string(data))}); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(work, "bad")
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, bad)
+	if err == nil || !strings.Contains(out, "do not match the blob's name") {
+		t.Errorf("copy of a bucket with a swapped blob: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a failed copy left %s: %v", bad, err)
+	}
+}
+
+// storeFiles lists a store directory's index and blobs with their sha256.
+func storeFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	for _, rel := range []string{"index.json"} {
+		out = append(out, rel+" "+fileSum(t, filepath.Join(root, rel)))
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "blobs", "sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		out = append(out, e.Name()+" "+fileSum(t, filepath.Join(root, "blobs", "sha256", e.Name())))
+	}
+	return out
+}
+
+func fileSum(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// bucketList lists the keys under prefix in the test's bucket, with their
+// ETags.
+func bucketList(t *testing.T, s *harness.S3, prefix string) []string {
+	t.Helper()
+	out, err := s.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
+}
