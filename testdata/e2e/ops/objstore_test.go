@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -157,7 +158,7 @@ func TestObjectStoreCopy(t *testing.T) {
 	// stops naming it, and leaves no directory.
 	var victim string
 	for _, o := range bucketList(t, s, "copied/blobs/sha256/") {
-		victim = o
+		victim, _, _ = strings.Cut(o, " ")
 		break
 	}
 	ctx := context.Background()
@@ -217,7 +218,131 @@ func bucketList(t *testing.T, s *harness.S3, prefix string) []string {
 	}
 	var keys []string
 	for _, o := range out.Contents {
-		keys = append(keys, aws.ToString(o.Key))
+		keys = append(keys, aws.ToString(o.Key)+" "+aws.ToString(o.ETag))
 	}
 	return keys
+}
+
+// TestObjectStoreImport: 'airgap import --store s3://…' against versitygw:
+// an import and a second one land (a copy out of the bucket is a
+// consistent store holding both); a live lease is refused naming its
+// holder and an expired one taken over; a damaged bundle and a refused
+// import leave the bucket exactly as it was (every key and ETag); two
+// imports at once: each lands or is refused naming the lease holder or
+// the changed index, and the index stays valid.
+func TestObjectStoreImport(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	root, keyring, extra := harness.OpsStore(t)
+	work := filepath.Dir(root)
+	site := filepath.Join(work, "site.bundle")
+	addr := s.Addr("site")
+	out := harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, site)
+	if !strings.Contains(out, "s3://") || strings.Contains(out, "airgap-import-") {
+		t.Errorf("import output names the scratch directory, not the store:\n%s", out)
+	}
+	two := extra("two")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, two)
+	copyOut := func(name string) string {
+		dir := filepath.Join(t.TempDir(), name)
+		harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
+		harness.CheckConsistent(t, dir)
+		return dir
+	}
+	c1 := copyOut("c1")
+	inv := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", c1)
+	want := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", root)
+	if !strings.Contains(inv, "example/two") {
+		t.Errorf("inventory of the bucket's store lacks the second import:\n%s", inv)
+	}
+	for _, line := range strings.Split(want, "\n") {
+		if strings.Contains(line, "registry.terraform.io/") && !strings.Contains(inv, strings.TrimSpace(line)) {
+			t.Errorf("inventory of the bucket's store lacks %q:\n%s", line, inv)
+		}
+	}
+	// The site bundle's blobs are the directory import's, byte for byte.
+	dirBlobs := storeFiles(t, root)[1:]
+	got := strings.Join(storeFiles(t, c1), "\n")
+	for _, b := range dirBlobs {
+		if !strings.Contains(got, b) {
+			t.Errorf("blob %s of the directory import is not in the bucket's store", b)
+		}
+	}
+
+	ctx := context.Background()
+	putLease := func(holder string, expires time.Time) {
+		t.Helper()
+		body := fmt.Sprintf(`{"holder":%q,"started":"2026-01-01T00:00:00Z","expires":%q}`, holder, expires.UTC().Format(time.RFC3339))
+		if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusedUnchanged := func(bundle string, want ...string) {
+		t.Helper()
+		before := bucketList(t, s, "site/")
+		out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, bundle)
+		if err == nil {
+			t.Errorf("import of %s succeeded:\n%s", bundle, out)
+		}
+		for _, w := range append(want, "not changed") {
+			if !strings.Contains(out, w) {
+				t.Errorf("import of %s: want %q in:\n%s", filepath.Base(bundle), w, out)
+			}
+		}
+		if after := bucketList(t, s, "site/"); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused import changed the bucket:\nbefore %v\nafter  %v", before, after)
+		}
+	}
+	three := extra("three")
+	putLease("ops@importer-7 (pid 42)", time.Now().Add(time.Hour))
+	refusedUnchanged(three, "ops@importer-7 (pid 42) holds its lease")
+	putLease("ops@importer-7 (pid 42)", time.Now().Add(-time.Minute))
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, three)
+	if keys := fmt.Sprint(bucketList(t, s, "site/lease.json")); keys != "[]" {
+		t.Errorf("the lease is left after an import: %s", keys)
+	}
+
+	// A damaged bundle: refused, the bucket as it was.
+	data, err := os.ReadFile(extra("four"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	damaged := filepath.Join(work, "damaged.bundle")
+	os.WriteFile(damaged, data, 0o644)
+	refusedUnchanged(damaged)
+
+	// Two imports at once.
+	b5, b6 := extra("five"), extra("six")
+	var wg sync.WaitGroup
+	outs, errs := make([]string, 2), make([]error, 2)
+	for i, b := range []string{b5, b6} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i := range errs {
+		switch {
+		case errs[i] == nil:
+			won++
+		case strings.Contains(outs[i], "holds its lease") && strings.Contains(outs[i], "airgap import of"):
+		case strings.Contains(outs[i], "another writer replaced the index"):
+		default:
+			t.Errorf("concurrent import %d: %v\n%s", i, errs[i], outs[i])
+		}
+	}
+	if won == 0 {
+		t.Errorf("neither concurrent import landed:\n%s\n%s", outs[0], outs[1])
+	}
+	c2 := copyOut("c2")
+	inv = harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", c2)
+	for i, name := range []string{"example/five", "example/six"} {
+		if (errs[i] == nil) != strings.Contains(inv, name) {
+			t.Errorf("import %d (%s) landed=%v, but the inventory says:\n%s", i, name, errs[i] == nil, inv)
+		}
+	}
 }

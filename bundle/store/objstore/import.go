@@ -1,0 +1,222 @@
+package objstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/airgap/airgap/verify"
+)
+
+// LeaseTTL is how long an import's lease lasts unless renewed; the
+// importer renews it every LeaseTTL/4, so a killed importer holds the
+// store at most LeaseTTL.
+const LeaseTTL = 10 * time.Minute
+
+const maxLease = 64 << 10
+
+// leaseFile is lease.json: who imports, since when, until when.
+type leaseFile struct {
+	Holder  string    `json:"holder"`
+	Started time.Time `json:"started"`
+	Expires time.Time `json:"expires"`
+}
+
+// ErrLeased: another import holds the store's lease.
+var ErrLeased = errors.New("another import is running on this store")
+
+// Lease is a held import lease: one import at a time per store. It is a
+// convenience for operators (a clear refusal naming the holder); what
+// keeps two imports from both winning is the index's conditional write.
+type Lease struct {
+	c      *Client
+	mu     sync.Mutex
+	etag   string
+	lf     leaseFile
+	stop   chan struct{}
+	done   chan struct{}
+	lost   error
+	closed bool
+}
+
+// AcquireLease creates lease.json if absent (If-None-Match: *), or takes
+// over an expired one (If-Match on its ETag); a live one is refused
+// naming its holder and when it expires. The lease is renewed in the
+// background until Release.
+func AcquireLease(ctx context.Context, c *Client, holder string, ttl time.Duration) (*Lease, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	l := &Lease{c: c, lf: leaseFile{Holder: holder, Started: now, Expires: now.Add(ttl)}, stop: make(chan struct{}), done: make(chan struct{})}
+	data, _ := json.Marshal(l.lf)
+	etag, err := c.PutBytes(ctx, LeaseName, "", data)
+	if errors.Is(err, ErrPrecondition) {
+		old, o, rerr := c.ReadSmall(ctx, LeaseName, maxLease)
+		if rerr != nil {
+			return nil, rerr
+		}
+		var lf leaseFile
+		if json.Unmarshal(old, &lf) == nil && time.Now().Before(lf.Expires) {
+			return nil, fmt.Errorf("store %s: %w: %s holds its lease (since %s, until %s unless renewed)\nhint: wait for that import to finish; if it was killed, its lease expires at %s and the next import cleans up after it",
+				c.addr, ErrLeased, printable(lf.Holder), lf.Started.Format(time.RFC3339), lf.Expires.Format(time.RFC3339), lf.Expires.Format(time.RFC3339))
+		}
+		etag, err = c.PutBytes(ctx, LeaseName, o.ETag, data) // expired (or unreadable): take it over
+		if errors.Is(err, ErrPrecondition) {
+			return nil, fmt.Errorf("store %s: %w: another import took over the expired lease first\nhint: run again once it has finished", c.addr, ErrLeased)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.etag = etag
+	go l.renew(ttl)
+	return l, nil
+}
+
+func (l *Lease) renew(ttl time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(ttl / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		lf := l.lf
+		lf.Expires = time.Now().UTC().Add(ttl).Truncate(time.Second)
+		data, _ := json.Marshal(lf)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		etag, err := l.c.PutBytes(ctx, LeaseName, l.etag, data)
+		cancel()
+		if err == nil {
+			l.etag, l.lf = etag, lf
+		} else if errors.Is(err, ErrPrecondition) {
+			l.lost = fmt.Errorf("store %s: this import's lease was taken over (it had expired)", l.c.addr)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Lost says whether the lease was taken over by another importer.
+func (l *Lease) Lost() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// Release stops renewing and deletes the lease if it is still this one's.
+func (l *Lease) Release() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if o, err := l.c.Head(ctx, LeaseName); err == nil && o.ETag == l.etag {
+		l.c.Delete(ctx, LeaseName)
+	}
+}
+
+// Stage makes dir (new, private) a directory store holding the bucket's
+// index and import.hcl, for an import to run against; it returns the
+// index's ETag ("" for a store with no index yet).
+func Stage(ctx context.Context, c *Client, dir string) (etag string, err error) {
+	data, o, err := c.ReadSmall(ctx, IndexName, MaxIndex)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return "", err
+	default:
+		if err := os.WriteFile(filepath.Join(dir, IndexName), data, 0o644); err != nil {
+			return "", err
+		}
+		etag = o.ETag
+	}
+	if data, _, err := c.ReadSmall(ctx, PolicyName, maxPolicy); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, PolicyName), data, 0o644); err != nil {
+			return "", err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	return etag, nil
+}
+
+// Publish makes an import staged in dir visible in the bucket: every new
+// blob (already verified by the import) hashed again as it streams and
+// written only if absent, then the index replaced by a conditional write
+// on etag, the ETag read when the import began (If-None-Match: * for a
+// new store). If another import replaced the index meanwhile, the write
+// is refused and nothing of this import is visible: its blobs are objects
+// no index refers to. lease, if not nil, must still be held.
+func Publish(ctx context.Context, c *Client, dir, etag string, lease *Lease) (*CopyResult, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(BlobPrefix)))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	res := &CopyResult{}
+	for _, e := range ents {
+		hex := e.Name()
+		if !verify.IsHex64(hex) || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex)
+		f, err := os.Open(p)
+		if err != nil {
+			return res, err
+		}
+		fi, err := f.Stat()
+		if err == nil {
+			_, err = c.PutIfAbsent(ctx, BlobPrefix+hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
+		}
+		f.Close()
+		if errors.Is(err, ErrPrecondition) {
+			continue // the bucket has it: content-addressed, never overwritten
+		}
+		if err != nil {
+			return res, fmt.Errorf("writing blob %s: %w\nthe store's index was not changed; run the import again", hex[:12], err)
+		}
+		res.Blobs++
+		res.Bytes += fi.Size()
+	}
+	data, err := readBounded(filepath.Join(dir, IndexName), MaxIndex)
+	if err != nil {
+		return res, err
+	}
+	if lease != nil {
+		if err := lease.Lost(); err != nil {
+			return res, fmt.Errorf("%w\nthe store's index was not changed; run the import again", err)
+		}
+	}
+	if _, err := c.PutBytes(ctx, IndexName, etag, data); err != nil {
+		if errors.Is(err, ErrPrecondition) {
+			return res, fmt.Errorf("store %s: another writer replaced the index since this import began, so this import's index was not written\nthe store's index was not changed by this import; run it again (its blobs are kept and not sent twice)", c.addr)
+		}
+		return res, fmt.Errorf("writing the index: %w\nthe store's index was not changed; run the import again", err)
+	}
+	return res, nil
+}
+
+func printable(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			r = '?'
+		}
+		out = append(out, r)
+		if len(out) >= 200 {
+			break
+		}
+	}
+	return string(out)
+}
