@@ -86,7 +86,7 @@ var layers = []struct{ pkg, may string }{
 	{"server/access", "bundle/store dist dist/osfile server/acl server/internal/filestamp server/internal/reply server/ui verify"},
 	{"server/ops", "dist server/access server/internal/reply verify"},
 	{"server/protocol", "bundle/store dist dist/oci dist/registry server/access server/acl server/internal/filestamp server/internal/reply server/ops server/ui verify"},
-	{"server", "bundle bundle/store dist server/access server/acl server/certs server/internal/reply server/ops server/protocol server/ui"},
+	{"server", "bundle bundle/store bundle/store/objstore dist server/access server/acl server/certs server/internal/reply server/ops server/protocol server/ui"},
 
 	// The CLI.
 	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store bundle/store/objstore dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/access server/acl server/certs server/ops server/protocol verify"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
@@ -46,9 +47,26 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		// a heap of at most about five times the catalog's.
 		debug.SetGCPercent(400)
 	}
+	// A store in object storage is served from a private directory of
+	// this replica's own: the index copied there when its ETag changes,
+	// the blobs streamed from the bucket (objstore.Replica).
+	var replica *objstore.Replica
+	if objstore.IsObject(cfg.Store) {
+		addr := cfg.Store
+		dir, rep, cleanup, err := objstore.StartReplica(ctx, addr, cfg.Log)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cfg.Store, replica = dir, rep
+		cfg.Log.Info("serving a store in object storage", "store", addr, "poll", objstore.PollInterval.String())
+	}
 	st, err := store.Open(cfg.Store)
 	if err != nil {
 		return err
+	}
+	if replica != nil {
+		st.SetRemote(replica)
 	}
 	names := append([]string{}, cfg.Hostnames...)
 	if len(names) == 0 {

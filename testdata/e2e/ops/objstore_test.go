@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -103,19 +106,10 @@ func carelessS3(t *testing.T) string {
 // stops a copy out of it, leaving no directory behind.
 func TestObjectStoreCopy(t *testing.T) {
 	t.Parallel()
-	tf := harness.TerraformBin(t)
 	s := harness.StartS3(t)
-	in := registrytest.World(t)
-	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
-	work := t.TempDir()
-	keys := filepath.Join(work, "site")
-	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", keys, "--no-passphrase")
-	mf := filepath.Join(work, "airgap.hcl")
-	os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"), 0o644)
-	b := filepath.Join(work, "b.bundle")
-	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+	work, pub, bundles := randomBundles(t, "3.6.2")
 	root := filepath.Join(work, "store")
-	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keys+".pub.asc", "--store", root, b)
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", root, bundles[0])
 
 	addr := s.Addr("copied")
 	out := harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
@@ -142,15 +136,7 @@ func TestObjectStoreCopy(t *testing.T) {
 
 	// Real terraform init through serve over the copy.
 	srv := harness.StartServe(t, back)
-	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + srv.CAFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(srv.Base, "/"))
-	rc := filepath.Join(work, "airgap.tfrc")
-	os.WriteFile(rc, []byte(cfg), 0o644)
-	dir := filepath.Join(work, "p")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \"3.6.2\"\n    }\n  }\n}\n"), 0o644)
-	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + srv.CAFile,
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
-	if out, err := harness.CmdRun(t, dir, offline, tf, "init", "-input=false", "-no-color"); err != nil || !strings.Contains(out, "3.6.2") {
+	if out, err := terraformInit(t, srv.Base, srv.CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
 		t.Errorf("terraform init through serve over the copied store: %v\n%s", err, out)
 	}
 
@@ -344,5 +330,144 @@ func TestObjectStoreImport(t *testing.T) {
 		if (errs[i] == nil) != strings.Contains(inv, name) {
 			t.Errorf("import %d (%s) landed=%v, but the inventory says:\n%s", i, name, errs[i] == nil, inv)
 		}
+	}
+}
+
+// randomBundles exports one bundle of hashicorp/random per version from
+// the stand-in world, signed by a new site key; it returns the work
+// directory, the site's public key and the bundles.
+func randomBundles(t *testing.T, versions ...string) (work, pub string, bundles []string) {
+	t.Helper()
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
+	work = t.TempDir()
+	keys := filepath.Join(work, "site")
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", keys, "--no-passphrase")
+	for _, v := range versions {
+		mf := filepath.Join(work, "airgap-"+v+".hcl")
+		os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \""+v+"\"\n}\n"), 0o644)
+		b := filepath.Join(work, "random-"+v+".bundle")
+		harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--cache", filepath.Join(work, "cache"))
+		bundles = append(bundles, b)
+	}
+	return work, keys + ".pub.asc", bundles
+}
+
+// terraformInit runs real terraform init of a project that requires
+// hashicorp/random at version through the appliance at base, offline.
+func terraformInit(t *testing.T, base, caFile, version string) (string, error) {
+	t.Helper()
+	work := t.TempDir()
+	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"))
+	rc := filepath.Join(work, "airgap.tfrc")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	dir := filepath.Join(work, "p")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \""+version+"\"\n    }\n  }\n}\n"), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	return harness.CmdRun(t, dir, offline, harness.TerraformBin(t), "init", "-input=false", "-no-color")
+}
+
+// startS3Replica starts 'airgap serve --store s3://…' and waits for it;
+// its CA (a replica's own local CA) is fetched from /ca.pem once, then
+// every request checks it.
+func startS3Replica(t *testing.T, s *harness.S3, addr string) (*harness.Served, *http.Client) {
+	t.Helper()
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: s.Env(), Args: []string{"--metrics-listen", "off"}})
+	srv.CAFile = filepath.Join(t.TempDir(), "ca.pem")
+	boot := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if code, pemData, err := harness.Fetch(boot, srv.Base+"ca.pem"); err == nil && code == 200 {
+			os.WriteFile(srv.CAFile, pemData, 0o644)
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pemData)
+			cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			harness.WaitHealthy(t, cl, srv.Base+"healthz")
+			return srv, cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve over %s did not come up:\n%s", addr, srv.Logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestObjectStoreServe: two 'airgap serve' replicas over one bucket (no
+// shared file system): real terraform init installs through each; a new
+// import is served by both within a few seconds (each polls the index's
+// ETag); an object swapped in the bucket (same size, other bytes) is cut
+// off short of its Content-Length, logged and counted, never served whole.
+func TestObjectStoreServe(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2", "3.6.0")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	r1, cl1 := startS3Replica(t, s, addr)
+	r2, cl2 := startS3Replica(t, s, addr)
+	for _, r := range []*harness.Served{r1, r2} {
+		if out, err := terraformInit(t, r.Base, r.CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
+			t.Errorf("terraform init through the replica on :%d: %v\n%s", r.Port, err, out)
+		}
+	}
+
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[1])
+	versions := func(cl *http.Client, r *harness.Served) string {
+		_, body, _ := harness.Fetch(cl, r.Base+"origin/registry.terraform.io/v1/providers/hashicorp/random/versions")
+		return string(body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(versions(cl1, r1), "3.6.0") || !strings.Contains(versions(cl2, r2), "3.6.0") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second import is not served by both replicas within 10 s:\n%s\n%s", versions(cl1, r1), versions(cl2, r2))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, err := terraformInit(t, r2.Base, r2.CAFile, "3.6.0"); err != nil || !strings.Contains(out, "3.6.0") {
+		t.Errorf("terraform init of the second import's version: %v\n%s", err, out)
+	}
+
+	// Swap the 3.6.2 package's bytes in the bucket.
+	dl := r1.Base + "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(cl1, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+		Shasum      string `json:"shasum"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil || d.Shasum == "" {
+		t.Fatalf("download answer %s: %v", body, err)
+	}
+	key := "site/blobs/sha256/" + d.Shasum
+	ctx := context.Background()
+	g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(g.Body)
+	g.Body.Close()
+	data[len(data)-1] ^= 1 // the last byte: caught only at the end
+	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(key), Body: strings.NewReader(string(data))}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl1.Get(harness.ResolveRef(dl, d.DownloadURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if rerr == nil || len(got) >= len(data) {
+		t.Errorf("a swapped object was served: status %d, %d of %d bytes, read error %v", resp.StatusCode, len(got), len(data), rerr)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for !strings.Contains(r1.Logs.String(), "does not match its name") || !strings.Contains(r1.Logs.String(), "mismatches=1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not log the mismatch:\n%s", r1.Logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
