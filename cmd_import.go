@@ -46,7 +46,7 @@ func (c *importCmd) synopsis() string {
 func (c *importCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
-	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
+	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent), or s3://BUCKET/PREFIX?… (object storage: see docs/object-storage.md)")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")

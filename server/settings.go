@@ -22,7 +22,7 @@ import (
 // (reloadable says how); a changed reloadRestart setting is reported as
 // needing a restart.
 var serveSettings = []setting{
-	{name: "store", usage: "store directory (required)"},
+	{name: "store", usage: "store directory, or s3://BUCKET/PREFIX?… (object storage: see docs/object-storage.md) (required)"},
 	{name: "listen", def: ":8443", usage: "address to listen on", env: true},
 	{name: "hostname", usage: "name clients use for the appliance (repeatable); add registry.terraform.io etc. if DNS points them here", env: true, reload: reloadApplied},
 	{name: "tls", def: "local", usage: "certificates: local (built-in CA), acme, or files"},

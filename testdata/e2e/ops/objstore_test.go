@@ -471,3 +471,42 @@ func TestObjectStoreServe(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestObjectStoreRefusedVerbs: every verb that takes a store but does not
+// yet support object storage refuses an s3:// address by name (exit 2,
+// naming what works), rather than take it for a directory called "s3:";
+// a malformed address is refused with the syntax, for every verb.
+func TestObjectStoreRefusedVerbs(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	addr := "s3://bkt/site?endpoint=http://127.0.0.1:9&use_path_style=true"
+	for _, args := range [][]string{
+		{"inventory", "--store", addr},
+		{"prune", "--store", addr, "--keep", "1"},
+		{"gc", "--store", addr},
+		{"token", "list", "--store", addr},
+		{"audit", "--store", addr, "audit.log"},
+		{"docs", "--store", addr},
+		{"export", "--from-store", addr, "--out", "x.bundle"},
+		{"mirror-dir", "--store", addr, "mirror"},
+		{"push", "--store", addr},
+		{"ca", "--store", addr},
+		{"client-config", "--store", addr},
+		{"keys", "retire", "--store", addr, "registry.terraform.io/hashicorp", "ABCD"},
+	} {
+		stdout, stderr, code := harness.RunSplit(t, work, nil, args...)
+		out := stdout + stderr
+		if code != 2 || !strings.Contains(out, "'airgap "+args[0]+"' is not yet supported on object storage") ||
+			!strings.Contains(out, "'airgap import', 'airgap serve'") || !strings.Contains(out, "hint: ") {
+			t.Errorf("airgap %s: exit %d:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	if ents, _ := os.ReadDir(work); len(ents) > 0 {
+		t.Errorf("a refused verb wrote into its working directory: %v", ents)
+	}
+	stdout, stderr, code := harness.RunSplit(t, work, nil, "import", "--keyring", "k.asc", "--store", "s3://Bucket/x", "b.bundle")
+	out := stdout + stderr
+	if code != 2 || !strings.Contains(out, "lowercase") || !strings.Contains(out, "s3://BUCKET/PREFIX?endpoint=") {
+		t.Errorf("import to a malformed address: exit %d:\n%s", code, out)
+	}
+}
