@@ -34,6 +34,7 @@ type Store struct {
 type Remote interface {
 	Fetch(d verify.Digest, dst string) error
 	Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, int64, error)
+	Size(ctx context.Context, d verify.Digest) (int64, error)
 }
 
 // SetRemote makes s a replica whose missing blobs come from r. Call it
@@ -148,6 +149,16 @@ func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
 
 // Catalog returns the current catalog snapshot (read-only).
 func (s *Store) Catalog() *dist.Catalog { return &s.Index().Catalog }
+
+// StatBlob says the size of blob d in the remote when the directory lacks
+// it, without reading it; ok as for StreamBlob.
+func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error) {
+	if s.remote == nil || fileExists(BlobPath(s.root, d)) {
+		return 0, false, nil
+	}
+	size, err = s.remote.Size(ctx, d)
+	return size, true, err
+}
 
 // fetch brings blob d from the remote into the directory (verified as it
 // streams, renamed into place read-only) and opens it.

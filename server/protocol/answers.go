@@ -780,8 +780,18 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 	}
 	access.NoteDownload(w, dl)
 	if bs, ok := s.store.(blobStreamer); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("Range") == "" {
-		rc, size, ok, err := bs.StreamBlob(r.Context(), d)
-		if ok {
+		if r.Method == http.MethodHead { // (Terraform 1.11 asks before it downloads)
+			if size, ok, err := bs.StatBlob(r.Context(), d); ok {
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				blobHeaders(w.Header(), d, info.role)
+				w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+				return
+			}
+		}
+		if rc, size, ok, err := streamGet(bs, r, d); ok {
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -789,9 +799,6 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 			defer rc.Close()
 			blobHeaders(w.Header(), d, info.role)
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-			if r.Method == http.MethodHead {
-				return // (Terraform 1.11 asks before it downloads)
-			}
 			if err := copyHeld(w, rc); err != nil {
 				// Cut off short of Content-Length: the client sees a
 				// broken download, never a whole wrong one.
@@ -818,12 +825,21 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
+// streamGet is StreamBlob for a GET (ok false for any other method).
+func streamGet(bs blobStreamer, r *http.Request, d verify.Digest) (io.ReadCloser, int64, bool, error) {
+	if r.Method != http.MethodGet {
+		return nil, 0, false, nil
+	}
+	return bs.StreamBlob(r.Context(), d)
+}
+
 // blobStreamer is a store whose blobs may live elsewhere (a replica of a
 // store in object storage, *store.Store with a remote): StreamBlob opens
 // one for a single read that fails at its end on a digest mismatch; ok is
 // false for a blob to be opened with OpenBlob.
 type blobStreamer interface {
 	StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadCloser, size int64, ok bool, err error)
+	StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error)
 }
 
 // copyHeld copies r to w holding the last chunk read back until r has

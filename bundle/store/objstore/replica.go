@@ -150,6 +150,15 @@ func (r *Replica) Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, i
 	return &checkedBody{HashingReader: NewHashingReader(rc, hex, o.Size, r.c.where(BlobPrefix+hex)), c: rc, r: r, d: d}, o.Size, nil
 }
 
+// Size says blob d's size in the bucket (one HEAD request).
+func (r *Replica) Size(ctx context.Context, d verify.Digest) (int64, error) {
+	if !verify.IsHex64(d.Hex()) {
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, d.Short())
+	}
+	o, err := r.c.Head(ctx, BlobPrefix+d.Hex())
+	return o.Size, err
+}
+
 type checkedBody struct {
 	*HashingReader
 	c      io.Closer
