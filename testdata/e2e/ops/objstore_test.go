@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
@@ -357,6 +359,12 @@ func randomBundles(t *testing.T, versions ...string) (work, pub string, bundles 
 // hashicorp/random at version through the appliance at base, offline.
 func terraformInit(t *testing.T, base, caFile, version string) (string, error) {
 	t.Helper()
+	return terraformInitWith(t, harness.TerraformBin(t), base, caFile, version)
+}
+
+// terraformInitWith is terraformInit with the terraform binary tf.
+func terraformInitWith(t *testing.T, tf, base, caFile, version string) (string, error) {
+	t.Helper()
 	work := t.TempDir()
 	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"))
 	rc := filepath.Join(work, "airgap.tfrc")
@@ -366,7 +374,7 @@ func terraformInit(t *testing.T, base, caFile, version string) (string, error) {
 	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \""+version+"\"\n    }\n  }\n}\n"), 0o644)
 	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
-	return harness.CmdRun(t, dir, offline, harness.TerraformBin(t), "init", "-input=false", "-no-color")
+	return harness.CmdRun(t, dir, offline, tf, "init", "-input=false", "-no-color")
 }
 
 // startS3Replica starts 'airgap serve --store s3://…' and waits for it;
@@ -425,8 +433,8 @@ func TestObjectStoreServe(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if out, err := terraformInit(t, r2.Base, r2.CAFile, "3.6.0"); err != nil || !strings.Contains(out, "3.6.0") {
-		t.Errorf("terraform init of the second import's version: %v\n%s", err, out)
+	if out, err := terraformInitWith(t, harness.TerraformNewBin(t), r2.Base, r2.CAFile, "3.6.0"); err != nil || !strings.Contains(out, "3.6.0") {
+		t.Errorf("terraform %s init of the second import's version: %v\n%s", harness.TerraformNewVersion, err, out)
 	}
 
 	// Swap the 3.6.2 package's bytes in the bucket.
@@ -509,4 +517,150 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "lowercase") || !strings.Contains(out, "s3://BUCKET/PREFIX?endpoint=") {
 		t.Errorf("import to a malformed address: exit %d:\n%s", code, out)
 	}
+}
+
+// TestObjectStoreIndexConditional: the index is replaced only over the
+// ETag an import read when it began. An import staged before another
+// import landed is refused at its index write (If-Match on the stale
+// ETag), as is one staged on an empty prefix that another import
+// created meanwhile (If-None-Match: *); the index stays the winner's.
+// Serial: it sets the AWS environment of this process.
+func TestObjectStoreIndexConditional(t *testing.T) {
+	s := harness.StartS3(t)
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	root, keyring, extra := harness.OpsStore(t)
+	work := filepath.Dir(root)
+	ctx := context.Background()
+	client := func(addr string) *objstore.Client {
+		a, err := objstore.Parse(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := objstore.Open(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct{ prefix, first string }{{"existing", filepath.Join(work, "site.bundle")}, {"new", ""}} {
+		addr := s.Addr(tc.prefix)
+		if tc.first != "" {
+			harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, tc.first)
+		}
+		c := client(addr)
+		stage := t.TempDir()
+		etag, err := objstore.Stage(ctx, c, stage)
+		if err != nil || (etag == "") != (tc.first == "") {
+			t.Fatalf("%s: Stage: etag %q, %v", tc.prefix, etag, err)
+		}
+		// The staged "import": the index as read, unchanged but for a mark.
+		data, _ := os.ReadFile(filepath.Join(stage, "index.json"))
+		os.WriteFile(filepath.Join(stage, "index.json"), append(data, ' '), 0o644)
+		harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, extra("winner"+tc.prefix))
+		won, err := c.Head(ctx, "index.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = objstore.Publish(ctx, c, stage, etag, nil)
+		if err == nil || !strings.Contains(err.Error(), "another writer replaced the index") {
+			t.Errorf("%s: publishing over a stale index: %v", tc.prefix, err)
+		}
+		if now, err := c.Head(ctx, "index.json"); err != nil || now.ETag != won.ETag {
+			t.Errorf("%s: the index changed from the winner's %s to %s (%v)", tc.prefix, won.ETag, now.ETag, err)
+		}
+	}
+}
+
+// TestObjectStoreThrottled: a server that answers every request with 503
+// SlowDown is retried a bounded number of times, then refused with what
+// it means, in bounded time.
+func TestObjectStoreThrottled(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	requests := 0
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	start := time.Now()
+	env := []string{"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=secret", "AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+	out, err := harness.CmdRun(t, t.TempDir(), env, harness.Bin, "store", "check", "s3://bkt/site?use_path_style=true&endpoint=http://"+ln.Addr().String())
+	took := time.Since(start)
+	if err == nil || !strings.Contains(out, "throttling") || !strings.Contains(out, "hint: ") {
+		t.Errorf("store check of a throttling server: %v\n%s", err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The probe's write, 5 attempts, then its clean-up delete, 5 more.
+	if requests < 2 || requests > 10 || took > time.Minute {
+		t.Errorf("%d requests in %s: want 2 to 10 (bounded retries), within a minute", requests, took)
+	}
+	t.Logf("%d requests in %s", requests, took.Round(time.Millisecond))
+}
+
+// TestObjectStoreImportKilled: an import SIGKILLed while it holds the
+// lease leaves the index as it was and at most blobs no index refers to;
+// once its lease has expired (here: rewritten as expired), the next
+// import completes and the store is consistent.
+func TestObjectStoreImportKilled(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	root, keyring, extra := harness.OpsStore(t)
+	work := filepath.Dir(root)
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, filepath.Join(work, "site.bundle"))
+	before := bucketList(t, s, "site/index.json")
+	b := extra("killed")
+	for attempt := 0; ; attempt++ {
+		cmd := exec.Command(harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+		cmd.Env = append(harness.BaseEnv(), s.Env()...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); len(bucketList(t, s, "site/lease.json")) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if fmt.Sprint(bucketList(t, s, "site/index.json")) == fmt.Sprint(before) {
+			t.Logf("killed before its commit at attempt %d", attempt)
+			break // killed before its commit, as wanted
+		}
+		if attempt == 5 {
+			t.Fatal("every import finished before it could be killed")
+		}
+		b = extra(fmt.Sprint("killed", attempt)) // it landed: try again with another bundle
+		before = bucketList(t, s, "site/index.json")
+	}
+	for _, o := range bucketList(t, s, "site/") {
+		k, _, _ := strings.Cut(o, " ")
+		if k != "site/index.json" && k != "site/lease.json" && !strings.HasPrefix(k, "site/blobs/sha256/") {
+			t.Errorf("a killed import left %s", k)
+		}
+	}
+	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+	if err == nil || !strings.Contains(out, "holds its lease") {
+		t.Errorf("import while the killed one's lease lives: %v\n%s", err, out)
+	}
+	body := fmt.Sprintf(`{"holder":"killed","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339))
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+	dir := filepath.Join(t.TempDir(), "copy")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
+	harness.CheckConsistent(t, dir)
 }
