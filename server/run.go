@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -67,6 +70,11 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	if replica != nil {
 		st.SetRemote(replica)
+		if cfg.TLS.Mode == certs.ModeLocal || cfg.TLS.Mode == "" {
+			if err := shareLocalCA(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
+				return err
+			}
+		}
 	}
 	names := append([]string{}, cfg.Hostnames...)
 	if len(names) == 0 {
@@ -243,4 +251,44 @@ func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
 		iv, _ = c.usageInterval()
 	}
 	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
+}
+
+// shareLocalCA gives a replica of a store in object storage the local CA
+// every replica uses: the bucket's (objstore.SharedCAName), checked and
+// installed; or, if there is none yet, a new one, written to the bucket
+// only if still absent (If-None-Match: *), the CA of whichever replica
+// wrote first being the one all use.
+func shareLocalCA(ctx context.Context, c *objstore.Client, tlsDir string) error {
+	install := func(data []byte) error {
+		os.RemoveAll(filepath.Join(tlsDir, "ca"))
+		if err := certs.InstallCA(tlsDir, data); err != nil {
+			return fmt.Errorf("store %s: %s: %w", c.Addr(), objstore.SharedCAName, err)
+		}
+		return nil
+	}
+	data, _, err := c.ReadSmall(ctx, objstore.SharedCAName, 64<<10)
+	if err == nil {
+		return install(data)
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	if _, err := certs.LoadOrCreateCA(tlsDir); err != nil {
+		return err
+	}
+	mine, err := certs.ExportCA(tlsDir)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutBytes(ctx, objstore.SharedCAName, "", mine)
+	if errors.Is(err, objstore.ErrPrecondition) { // another replica was first
+		if data, _, err = c.ReadSmall(ctx, objstore.SharedCAName, 64<<10); err != nil {
+			return err
+		}
+		return install(data)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nhint: the first replica to start writes the shared local CA to the bucket and needs s3:PutObject on %s; or give certificates with --tls files", err, objstore.SharedCAName)
+	}
+	return nil
 }

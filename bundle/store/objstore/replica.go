@@ -80,6 +80,15 @@ func StartReplica(ctx context.Context, addr string, log *slog.Logger) (dir strin
 	return dir, rep, cleanup, nil
 }
 
+// SharedCAName is the object that holds the replicas' shared local CA
+// (its certificate and key, one PEM text): the first replica to start
+// creates it if absent, the others use it, so a client that trusts it
+// trusts every replica.
+const SharedCAName = "tls/local-ca.pem"
+
+// Client is the replica's client of the bucket.
+func (r *Replica) Client() *Client { return r.c }
+
 // sync copies the index into the directory if its ETag changed.
 func (r *Replica) sync(ctx context.Context) error {
 	o, err := r.c.Head(ctx, IndexName)

@@ -378,25 +378,36 @@ func terraformInitWith(t *testing.T, tf, base, caFile, version string) (string, 
 }
 
 // startS3Replica starts 'airgap serve --store s3://…' and waits for it;
-// its CA (a replica's own local CA) is fetched from /ca.pem once, then
-// every request checks it.
+// its CA is the replicas' shared local CA, as 'airgap ca --store s3://…'
+// prints it (the first replica creates it).
 func startS3Replica(t *testing.T, s *harness.S3, addr string) (*harness.Served, *http.Client) {
 	t.Helper()
 	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: s.Env(), Args: []string{"--metrics-listen", "off"}})
 	srv.CAFile = filepath.Join(t.TempDir(), "ca.pem")
-	boot := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if code, pemData, err := harness.Fetch(boot, srv.Base+"ca.pem"); err == nil && code == 200 {
-			os.WriteFile(srv.CAFile, pemData, 0o644)
+		if pemData, err := harness.CmdRun(t, t.TempDir(), s.Env(), harness.Bin, "ca", "--store", addr); err == nil {
+			os.WriteFile(srv.CAFile, []byte(pemData[strings.Index(pemData, "-----BEGIN"):]), 0o644)
 			pool := x509.NewCertPool()
-			pool.AppendCertsFromPEM(pemData)
+			pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
 			cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-			harness.WaitHealthy(t, cl, srv.Base+"healthz")
-			return srv, cl
+			for {
+				if code, _, err := harness.Fetch(cl, srv.Base+"healthz"); err == nil && code == 200 {
+					return srv, cl
+				}
+				select {
+				case <-srv.Done:
+					t.Fatalf("serve over %s exited:\n%s", addr, srv.Logs.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("serve over %s did not come up with the shared CA:\n%s", addr, srv.Logs.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve over %s did not come up:\n%s", addr, srv.Logs.String())
+			t.Fatalf("no shared CA for %s:\n%s", addr, srv.Logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -498,7 +509,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 		{"export", "--from-store", addr, "--out", "x.bundle"},
 		{"mirror-dir", "--store", addr, "mirror"},
 		{"push", "--store", addr},
-		{"ca", "--store", addr},
 		{"client-config", "--store", addr},
 		{"keys", "retire", "--store", addr, "registry.terraform.io/hashicorp", "ABCD"},
 	} {
@@ -663,4 +673,59 @@ func TestObjectStoreImportKilled(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "copy")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
 	harness.CheckConsistent(t, dir)
+}
+
+// TestObjectStoreHAProxy: three replicas over one bucket, no shared file
+// system, behind HAProxy: they share one local CA (the bucket's), so real
+// terraform 1.11, terraform 1.15.9 and tofu install through the one
+// front; with one replica killed, installs go on once HAProxy has marked
+// it down.
+func TestObjectStoreHAProxy(t *testing.T) {
+	t.Parallel()
+	haproxy := harness.HAProxyBin(t)
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	var reps []*harness.Served
+	for range 3 {
+		r, _ := startS3Replica(t, s, addr)
+		reps = append(reps, r)
+	}
+	for _, r := range reps[1:] {
+		a, _ := os.ReadFile(reps[0].CAFile)
+		b, _ := os.ReadFile(r.CAFile)
+		if string(a) != string(b) {
+			t.Fatal("the replicas do not share one CA")
+		}
+	}
+	front, _ := harness.StartHAProxy(t, haproxy, reps[0].CAFile, reps)
+	base := front + "/"
+	time.Sleep(time.Second) // HAProxy's checks mark them up (rise 2, inter 200ms)
+	for _, tf := range []string{harness.TerraformBin(t), harness.TerraformNewBin(t)} {
+		if out, err := terraformInitWith(t, tf, base, reps[0].CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
+			t.Errorf("%s init through HAProxy: %v\n%s", tf, err, out)
+		}
+	}
+	// OpenTofu: the same provider by its full address.
+	tofuDir := filepath.Join(t.TempDir(), "tofu")
+	os.MkdirAll(tofuDir, 0o755)
+	rc := filepath.Join(t.TempDir(), "airgap.tofurc")
+	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + reps[0].CAFile}, harness.Bin, "client-config", "--url", front, "--tool", "tofu")
+	os.WriteFile(rc, []byte(cfg), 0o644)
+	os.WriteFile(filepath.Join(tofuDir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"registry.terraform.io/hashicorp/random\"\n      version = \"3.6.2\"\n    }\n  }\n}\n"), 0o644)
+	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + reps[0].CAFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
+	if out, err := harness.CmdRun(t, tofuDir, offline, harness.TofuBin(t), "init", "-input=false", "-no-color"); err != nil || !strings.Contains(out, "3.6.2") {
+		t.Errorf("tofu init through HAProxy: %v\n%s", err, out)
+	}
+
+	reps[1].Proc.Kill()
+	<-reps[1].Done
+	time.Sleep(time.Second) // fall 1, inter 200ms
+	for i := range 3 {
+		if out, err := terraformInit(t, base, reps[0].CAFile, "3.6.2"); err != nil {
+			t.Errorf("terraform init %d through HAProxy with a replica down: %v\n%s", i, err, out)
+		}
+	}
 }
