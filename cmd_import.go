@@ -238,17 +238,17 @@ func (c *importCmd) runObject(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	etag, err := objstore.Stage(ctx, cl, scratch)
+	staged, err := objstore.Stage(ctx, cl, scratch)
 	if err != nil {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	addr := c.storeD
 	c.storeD, c.shown = scratch, addr
 	c.publish = func() error {
-		if _, err := objstore.Publish(ctx, cl, scratch, etag, lease); err != nil {
+		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
 			return err
 		}
-		if etag == "" {
+		if staged.ETag == "" {
 			fmt.Printf("created a new store in %s (there was none: if you meant an existing store, check --store)\n", addr)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -127,39 +128,108 @@ func (l *Lease) Release() {
 	}
 }
 
+// Staged is what Stage read: the index's ETag ("" for a store with no
+// index yet) and the blobs it fetched.
+type Staged struct {
+	ETag    string
+	Fetched map[string]bool // blob hex
+}
+
+// stageWorkers bounds the fetches Stage runs at once.
+const stageWorkers = 8
+
 // Stage makes dir (new, private) a directory store holding the bucket's
-// index and import.hcl, for an import to run against; it returns the
-// index's ETag ("" for a store with no index yet).
-func Stage(ctx context.Context, c *Client, dir string) (etag string, err error) {
+// index, import.hcl, and the small blobs that reading the index as on
+// disk needs (each provider version's SHA256SUMS and its signature, which
+// the inventory and the import's key checks read), each verified against
+// its name as it streams; 8 fetches at a time.
+func Stage(ctx context.Context, c *Client, dir string) (*Staged, error) {
+	st := &Staged{Fetched: map[string]bool{}}
+	for _, d := range []string{filepath.Join(dir, filepath.FromSlash(BlobPrefix)), filepath.Join(dir, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
 	data, o, err := c.ReadSmall(ctx, IndexName, MaxIndex)
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
-		return "", err
+		return nil, err
 	default:
 		if err := os.WriteFile(filepath.Join(dir, IndexName), data, 0o644); err != nil {
-			return "", err
+			return nil, err
 		}
-		etag = o.ETag
+		st.ETag = o.ETag
 	}
 	if data, _, err := c.ReadSmall(ctx, PolicyName, maxPolicy); err == nil {
 		if err := os.WriteFile(filepath.Join(dir, PolicyName), data, 0o644); err != nil {
-			return "", err
+			return nil, err
 		}
 	} else if !errors.Is(err, ErrNotFound) {
-		return "", err
+		return nil, err
 	}
-	return etag, nil
+	if st.ETag == "" {
+		return st, nil
+	}
+	s, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	var want []string
+	for _, p := range s.Index().Catalog.Providers {
+		for _, d := range []verify.Digest{p.Shasums, p.ShasumsSig} {
+			if hex := d.Hex(); verify.IsHex64(hex) && !st.Fetched[hex] {
+				st.Fetched[hex] = true
+				want = append(want, hex)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan string)
+	errs := make(chan error, stageWorkers)
+	var wg sync.WaitGroup
+	for range stageWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for hex := range work {
+				_, err := fetchBlob(ctx, c, hex, filepath.Join(dir, "tmp"), filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex))
+				if err != nil && !errors.Is(err, ErrNotFound) { // a missing one reads as missing, as on disk
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for _, hex := range want {
+		select {
+		case work <- hex:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	return st, nil
 }
 
 // Publish makes an import staged in dir visible in the bucket: every new
 // blob (already verified by the import) hashed again as it streams and
 // written only if absent, then the index replaced by a conditional write
-// on etag, the ETag read when the import began (If-None-Match: * for a
+// on staged.ETag, the ETag read when the import began (If-None-Match: * for a
 // new store). If another import replaced the index meanwhile, the write
 // is refused and nothing of this import is visible: its blobs are objects
 // no index refers to. lease, if not nil, must still be held.
-func Publish(ctx context.Context, c *Client, dir, etag string, lease *Lease) (*CopyResult, error) {
+func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *Lease) (*CopyResult, error) {
+	etag := staged.ETag
 	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(BlobPrefix)))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
@@ -167,8 +237,8 @@ func Publish(ctx context.Context, c *Client, dir, etag string, lease *Lease) (*C
 	res := &CopyResult{}
 	for _, e := range ents {
 		hex := e.Name()
-		if !verify.IsHex64(hex) || !e.Type().IsRegular() {
-			continue
+		if !verify.IsHex64(hex) || !e.Type().IsRegular() || staged.Fetched[hex] {
+			continue // (a fetched one came from the bucket)
 		}
 		p := filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex)
 		f, err := os.Open(p)
