@@ -51,12 +51,15 @@ type S3 struct {
 	Dir            string // the posix directory it keeps the buckets in
 	Logs           *LockedBuffer
 	Proc           *os.Process
+	tmp            string // TMPDIR for the airgap processes (serve's replica directory, import's scratch)
 }
 
 // Env is the environment an airgap or a client needs to reach it: the
-// AWS chain's credentials, and nothing of the machine's own AWS set-up.
+// AWS chain's credentials, and nothing of the machine's own AWS set-up;
+// and a TMPDIR of the test's own, so that a killed serve or import
+// leaves its private directory there, not in /tmp.
 func (s *S3) Env() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + s.Access, "AWS_SECRET_ACCESS_KEY=" + s.Secret, "AWS_REGION=us-east-1",
+	return []string{"TMPDIR=" + s.tmp, "AWS_ACCESS_KEY_ID=" + s.Access, "AWS_SECRET_ACCESS_KEY=" + s.Secret, "AWS_REGION=us-east-1",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE=", "AWS_SESSION_TOKEN="}
 }
 
@@ -87,7 +90,7 @@ func StartS3(t *testing.T) *S3 {
 		rand.Read(b)
 		return hex.EncodeToString(b)
 	}
-	s := &S3{Access: "AG" + rnd(8), Secret: rnd(20), Bucket: "airgap-" + rnd(4), Dir: t.TempDir(), Logs: &LockedBuffer{}}
+	s := &S3{Access: "AG" + rnd(8), Secret: rnd(20), Bucket: "airgap-" + rnd(4), Dir: t.TempDir(), Logs: &LockedBuffer{}, tmp: t.TempDir()}
 	port := FreePort(t)
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--health", "/health", "--quiet", "posix", s.Dir)
