@@ -75,6 +75,11 @@ func Run(ctx context.Context, cfg RunOptions) error {
 				return err
 			}
 		}
+		if cfg.Config != nil && cfg.Config.Access != "" {
+			if err := shareURLKeys(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
+				return err
+			}
+		}
 	}
 	names := append([]string{}, cfg.Hostnames...)
 	if len(names) == 0 {
@@ -289,6 +294,53 @@ func shareLocalCA(ctx context.Context, c *objstore.Client, tlsDir string) error 
 	}
 	if err != nil {
 		return fmt.Errorf("%w\nhint: the first replica to start writes the shared local CA to the bucket and needs s3:PutObject on %s; or give certificates with --tls files", err, objstore.SharedCAName)
+	}
+	return nil
+}
+
+// maxSharedURLKeys bounds the shared URL keys' file (two keys: well
+// under 1 KiB).
+const maxSharedURLKeys = 64 << 10
+
+// shareURLKeys gives a replica of a store in object storage the keys for
+// signed download URLs every replica uses, as shareLocalCA does the CA:
+// the bucket's, or new ones written only if still absent. The access
+// control reads and checks the file when it opens it.
+func shareURLKeys(ctx context.Context, c *objstore.Client, tlsDir string) error {
+	local := filepath.Join(tlsDir, "url-keys.json")
+	install := func(data []byte) error {
+		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+			return err
+		}
+		tmp := local + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return err
+		}
+		return os.Rename(tmp, local)
+	}
+	data, _, err := c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys)
+	if err == nil {
+		return install(data)
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	if _, err := access.RotateURLKeys(tlsDir, time.Now()); err != nil {
+		return err
+	}
+	mine, err := os.ReadFile(local)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutBytes(ctx, objstore.SharedURLKeysName, "", mine)
+	if errors.Is(err, objstore.ErrPrecondition) { // another replica was first
+		if data, _, err = c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys); err != nil {
+			return err
+		}
+		return install(data)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nhint: with an access file, the first replica to start writes the shared URL keys to the bucket and needs s3:PutObject on %s", err, objstore.SharedURLKeysName)
 	}
 	return nil
 }

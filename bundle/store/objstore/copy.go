@@ -192,7 +192,7 @@ func FromBucket(ctx context.Context, c *Client, dir string) (res *CopyResult, er
 		switch {
 		case isBlob && verify.IsHex64(hex):
 			blobs = append(blobs, o)
-		case o.Name == IndexName || o.Name == PolicyName || o.Name == LeaseName || o.Name == SharedCAName || strings.HasPrefix(o.Name, "probe-"):
+		case o.Name == IndexName || o.Name == PolicyName || o.Name == LeaseName || o.Name == SharedCAName || o.Name == SharedURLKeysName || strings.HasPrefix(o.Name, "probe-"):
 		default:
 			return nil, fmt.Errorf("store %s holds an object that is not the store's: %q\nhint: a store's prefix holds only what airgap writes there; move the object away or give the store its own prefix", c.addr, o.Name)
 		}

@@ -86,6 +86,11 @@ func StartReplica(ctx context.Context, addr string, log *slog.Logger) (dir strin
 // trusts every replica.
 const SharedCAName = "tls/local-ca.pem"
 
+// SharedURLKeysName is the object that holds the replicas' shared keys
+// for signed download URLs (with an access file), created as the CA is,
+// so that a URL one replica signs downloads from every replica.
+const SharedURLKeysName = "tls/url-keys.json"
+
 // Client is the replica's client of the bucket.
 func (r *Replica) Client() *Client { return r.c }
 

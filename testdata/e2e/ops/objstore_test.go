@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,9 +385,9 @@ func terraformInitWith(t *testing.T, tf, base, caFile, version string) (string, 
 // startS3Replica starts 'airgap serve --store s3://…' and waits for it;
 // its CA is the replicas' shared local CA, as 'airgap ca --store s3://…'
 // prints it (the first replica creates it).
-func startS3Replica(t *testing.T, s *harness.S3, addr string) (*harness.Served, *http.Client) {
+func startS3Replica(t *testing.T, s *harness.S3, addr string, extra ...string) (*harness.Served, *http.Client) {
 	t.Helper()
-	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: s.Env(), Args: []string{"--metrics-listen", "off"}})
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: s.Env(), Args: append([]string{"--metrics-listen", "off"}, extra...)})
 	srv.CAFile = filepath.Join(t.TempDir(), "ca.pem")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -736,6 +737,51 @@ func TestObjectStoreHAProxy(t *testing.T) {
 	for i := range 3 {
 		if out, err := terraformInit(t, base, reps[0].CAFile, "3.6.2"); err != nil {
 			t.Errorf("terraform init %d through HAProxy with a replica down: %v\n%s", i, err, out)
+		}
+	}
+}
+
+// TestObjectStoreSharedURLKeys: three replicas over one bucket with an
+// access file share one key for signed download URLs (the bucket's,
+// written by the first): a URL signed by each replica downloads from
+// every replica; a forged one is refused.
+func TestObjectStoreSharedURLKeys(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	accessFile := filepath.Join(work, "access.hcl")
+	ci := harness.CreateToken(t, accessFile, "ci", "**")
+	var reps []*harness.Served
+	var cl *http.Client
+	for range 3 {
+		r, c := startS3Replica(t, s, addr, "--access", accessFile)
+		reps, cl = append(reps, r), c
+	}
+	const dl = "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	for _, from := range reps {
+		resp, body := harness.HTTPGet(t, cl, from.Base+dl, "Authorization", "Bearer "+ci)
+		var d struct {
+			DownloadURL string `json:"download_url"`
+		}
+		json.Unmarshal(body, &d)
+		if resp.StatusCode != 200 || !strings.Contains(d.DownloadURL, "sig=") {
+			t.Fatalf("download answer from :%d: %d %s", from.Port, resp.StatusCode, body)
+		}
+		u := harness.ResolveRef(from.Base+dl, d.DownloadURL)
+		for _, to := range reps {
+			pu, _ := url.Parse(u)
+			pu.Host = fmt.Sprintf("localhost:%d", to.Port)
+			if resp, _ := harness.HTTPGet(t, cl, pu.String()); resp.StatusCode != 200 {
+				t.Errorf("a URL signed by :%d, fetched from :%d: %s", from.Port, to.Port, resp.Status)
+			}
+			q := pu.Query()
+			q.Set("sig", q.Get("sig")+"0")
+			pu.RawQuery = q.Encode()
+			if resp, _ := harness.HTTPGet(t, cl, pu.String()); resp.StatusCode != 403 {
+				t.Errorf("a forged URL fetched from :%d: %s", to.Port, resp.Status)
+			}
 		}
 	}
 }
