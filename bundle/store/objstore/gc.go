@@ -59,8 +59,10 @@ func GC(ctx context.Context, c *Client, dir, holder string, dryRun bool) (*store
 			continue
 		}
 		if !dryRun {
-			if err := lease.Lost(); err != nil {
-				return res, err
+			if len(res.Blobs)%100 == 0 { // the lease still this one's, every 100 deletions
+				if err := lease.Held(ctx); err != nil {
+					return res, err
+				}
 			}
 			if err := c.Delete(ctx, o.Name); err != nil && !errors.Is(err, ErrNotFound) {
 				return res, fmt.Errorf("deleting blob %s: %w\nthe index was not changed and refers to no deleted blob; run gc again", d.Short(), err)

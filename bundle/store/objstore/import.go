@@ -110,6 +110,26 @@ func (l *Lease) Lost() error {
 	return l.lost
 }
 
+// Held checks, with one request, that the lease in the bucket is still
+// this one (not taken over after it expired, say while this process was
+// stopped), and that its renewals have not failed.
+func (l *Lease) Held(ctx context.Context) error {
+	if err := l.Lost(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	etag := l.etag
+	l.mu.Unlock()
+	o, err := l.c.Head(ctx, LeaseName)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err != nil || o.ETag != etag {
+		return fmt.Errorf("store %s: this process's lease expired and was taken over or removed", l.c.addr)
+	}
+	return nil
+}
+
 // Release stops renewing and deletes the lease if it is still this one's.
 func (l *Lease) Release() {
 	l.mu.Lock()
@@ -264,7 +284,7 @@ func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *
 		return res, err
 	}
 	if lease != nil {
-		if err := lease.Lost(); err != nil {
+		if err := lease.Held(ctx); err != nil {
 			return res, fmt.Errorf("%w\nthe store's index was not changed; run the import again", err)
 		}
 	}
