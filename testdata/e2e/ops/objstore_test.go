@@ -506,7 +506,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	addr := "s3://bkt/site?endpoint=http://127.0.0.1:9&use_path_style=true"
 	for _, args := range [][]string{
 		{"inventory", "--usage", "--store", addr},
-		{"prune", "--store", addr, "--keep", "1"},
 		{"token", "list", "--store", addr},
 		{"audit", "--store", addr, "audit.log"},
 		{"docs", "--store", addr},
@@ -942,4 +941,61 @@ func TestObjectStoreImportCut(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "copy")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
 	harness.CheckConsistent(t, dir)
+}
+
+// TestObjectStorePrune: prune --keep 1 on a bucket answers what the same
+// prune answers on a directory store with the same imports (the versions,
+// the blobs and their bytes, what each was); --dry-run changes nothing;
+// the prune removes exactly those blobs, the store copied out is
+// consistent and its inventory lacks the pruned version.
+func TestObjectStorePrune(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.0", "3.6.2")
+	addr, dir := s.Addr("site"), filepath.Join(work, "store")
+	for _, b := range bundles {
+		harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b)
+		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", dir, b)
+	}
+	type result struct {
+		Removed []string `json:"removed"`
+		Blobs   int      `json:"blobs_freed"`
+		Bytes   int64    `json:"bytes_freed"`
+		Deleted []struct {
+			Blob, What string
+			Bytes      int64
+		} `json:"blobs"`
+	}
+	prune := func(store string, env []string, dry bool) result {
+		args := []string{"prune", "--store", store, "--keep", "1", "--json"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		var r result
+		out := harness.MustRun(t, work, env, harness.Bin, args...)
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		return r
+	}
+	before := bucketList(t, s, "site/")
+	dry := prune(addr, s.Env(), true)
+	if after := bucketList(t, s, "site/"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("prune --dry-run changed the bucket")
+	}
+	got, want := prune(addr, s.Env(), false), prune(dir, nil, false)
+	if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(dry) != fmt.Sprint(want) || len(want.Removed) != 1 || !strings.Contains(want.Removed[0], "3.6.0") {
+		t.Errorf("prune on the bucket:\n got %+v\n dry %+v\nwant %+v (the directory's)", got, dry, want)
+	}
+	for _, d := range got.Deleted {
+		if keys := fmt.Sprint(bucketList(t, s, "site/blobs/sha256/"+strings.TrimPrefix(d.Blob, "sha256:"))); keys != "[]" {
+			t.Errorf("pruned blob %s is still in the bucket", d.Blob)
+		}
+	}
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, copyDir)
+	harness.CheckConsistent(t, copyDir)
+	if inv := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--store", addr); strings.Contains(inv, "3.6.0 ") || !strings.Contains(inv, "3.6.2") {
+		t.Errorf("inventory after the prune:\n%s", inv)
+	}
 }
