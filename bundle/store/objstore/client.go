@@ -13,10 +13,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -202,11 +204,25 @@ func (c *Client) PutBytes(ctx context.Context, name, etag string, data []byte) (
 	return c.PutIfMatch(ctx, name, etag, bytes.NewReader(data), int64(len(data)))
 }
 
-func (c *Client) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifMatch, ifNoneMatch *string) (string, error) {
+// PutBlob is PutIfAbsent of a blob whose name, hex, is the sha256 of its
+// bytes: the request is signed over that digest (x-amz-content-sha256)
+// instead of the SDK reading the body once more to hash it, and the
+// server refuses bytes that do not match it.
+func (c *Client) PutBlob(ctx context.Context, hex string, body io.ReadSeeker, size int64) (string, error) {
+	return c.put(ctx, BlobPrefix+hex, body, size, nil, aws.String("*"), func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Build.Add(middleware.BuildMiddlewareFunc("AirgapBlobPayloadHash", func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
+				return next.HandleBuild(v4.SetPayloadHash(ctx, hex), in)
+			}), middleware.After)
+		})
+	})
+}
+
+func (c *Client) put(ctx context.Context, name string, body io.ReadSeeker, size int64, ifMatch, ifNoneMatch *string, opts ...func(*s3.Options)) (string, error) {
 	out, err := c.s3.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &c.addr.Bucket, Key: aws.String(c.key(name)), Body: body, ContentLength: aws.Int64(size),
 		IfMatch: ifMatch, IfNoneMatch: ifNoneMatch,
-	})
+	}, opts...)
 	if err != nil {
 		return "", c.explain("writing", name, err)
 	}

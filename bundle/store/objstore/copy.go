@@ -138,7 +138,7 @@ func ToBucket(ctx context.Context, dir string, c *Client) (*CopyResult, error) {
 			f.Close()
 			return res, fmt.Errorf("%s: not a regular file", p)
 		}
-		_, err = c.PutIfAbsent(ctx, BlobPrefix+hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
+		_, err = c.PutBlob(ctx, hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
 		f.Close()
 		if err != nil && !errors.Is(err, ErrPrecondition) {
 			return res, fmt.Errorf("copying blob %s: %w\nthe bucket has no index yet, so it is not a store; copy again into a new prefix", hex[:12], err)

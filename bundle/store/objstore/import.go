@@ -267,7 +267,7 @@ func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *
 		}
 		fi, err := f.Stat()
 		if err == nil {
-			_, err = c.PutIfAbsent(ctx, BlobPrefix+hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
+			_, err = c.PutBlob(ctx, hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
 		}
 		f.Close()
 		if errors.Is(err, ErrPrecondition) {

@@ -143,6 +143,27 @@ func TestObjectStoreCopy(t *testing.T) {
 		t.Errorf("terraform init through serve over the copied store: %v\n%s", err, out)
 	}
 
+	// A blob damaged in a directory store (same size, other bytes): the
+	// copy into a bucket stops naming it, and the prefix gets no index.
+	damaged := filepath.Join(work, "damaged")
+	harness.MustRun(t, work, nil, "cp", "-a", root, damaged)
+	ents, _ := os.ReadDir(filepath.Join(damaged, "blobs", "sha256"))
+	bp := filepath.Join(damaged, "blobs", "sha256", ents[len(ents)-1].Name())
+	os.Chmod(bp, 0o644)
+	bdata, _ := os.ReadFile(bp)
+	bdata[len(bdata)-1] ^= 1
+	os.WriteFile(bp, bdata, 0o444)
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "copy", damaged, s.Addr("damaged"))
+	if err == nil || !strings.Contains(out, "do not match the blob's name") {
+		t.Errorf("copy of a damaged directory store: %v\n%s", err, out)
+	}
+	if keys := fmt.Sprint(bucketList(t, s, "damaged/index.json")); keys != "[]" {
+		t.Errorf("a failed copy wrote the index: %s", keys)
+	}
+	if keys := fmt.Sprint(bucketList(t, s, "damaged/blobs/sha256/"+ents[len(ents)-1].Name())); keys != "[]" {
+		t.Errorf("the damaged blob reached the bucket: %s", keys)
+	}
+
 	// A blob swapped in the bucket (same size, other bytes): the copy out
 	// stops naming it, and leaves no directory.
 	var victim string
