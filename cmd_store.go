@@ -8,15 +8,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
 )
 
 // objectStoreVerbs are the verbs that take an s3:// store address.
-var objectStoreVerbs = map[string]bool{"import": true, "serve": true, "ca": true, "inventory": true, "gc": true, "prune": true, "store": true}
+var objectStoreVerbs = map[string]bool{"import": true, "serve": true, "ca": true, "inventory": true, "gc": true, "prune": true, "docs": true, "client-config": true, "audit": true, "store": true}
 
 // objectStoreGuard refuses an object-storage address (--store, --from-store)
 // given to a verb that does not support one yet, and checks the address of
@@ -39,7 +42,7 @@ func objectStoreGuard(name string, fs *pflag.FlagSet) error {
 }
 
 func objectStoreWorks() string {
-	return "'airgap import', 'airgap serve', 'airgap ca', 'airgap inventory', 'airgap prune', 'airgap gc', 'airgap store check' and 'airgap store copy'"
+	return "'airgap import', 'airgap serve', 'airgap ca', 'airgap inventory', 'airgap prune', 'airgap gc', 'airgap docs', 'airgap client-config', 'airgap audit', 'airgap store check' and 'airgap store copy'"
 }
 
 type storeCmd struct{}
@@ -136,4 +139,39 @@ func openObjectStore(ctx context.Context, addr string) (*objstore.Client, error)
 		return nil, usageError{err.Error()}
 	}
 	return objstore.Open(ctx, a)
+}
+
+// openReadStore opens a store for reading: a directory as store.Open
+// does (dir is addr, cleanup does nothing), or a store in object storage
+// staged into a private scratch directory (dir; its index, import.hcl and
+// the blobs objstore.Stage reads), whose other blobs are fetched from the
+// bucket, verified as they stream, when they are opened; cleanup removes
+// the scratch directory.
+func openReadStore(addr string) (dir string, st *store.Store, cleanup func(), err error) {
+	if !objstore.IsObject(addr) {
+		st, err = store.Open(addr)
+		return addr, st, func() {}, err
+	}
+	ctx := context.Background()
+	cl, err := openObjectStore(ctx, addr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if dir, err = os.MkdirTemp("", "airgap-read-"); err != nil {
+		return "", nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	staged, err := objstore.Stage(ctx, cl, dir)
+	if err == nil && staged.ETag == "" {
+		err = fmt.Errorf("store %s: %w: no index in the bucket\nhint: check the address; 'airgap import --store ADDR BUNDLE' creates a store", addr, store.ErrNoStore)
+	}
+	if err == nil {
+		st, err = store.Open(dir)
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	st.SetRemote(objstore.NewRemote(cl, slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	return dir, st, cleanup, nil
 }

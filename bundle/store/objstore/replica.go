@@ -94,6 +94,11 @@ const SharedURLKeysName = "tls/url-keys.json"
 // Client is the replica's client of the bucket.
 func (r *Replica) Client() *Client { return r.c }
 
+// NewRemote is a store.Remote over the bucket for a store staged in dir
+// (a one-off reader such as 'airgap docs'): blobs fetched or streamed as a
+// replica's are, mismatches logged to log.
+func NewRemote(c *Client, log *slog.Logger) *Replica { return &Replica{c: c, log: log} }
+
 // sync copies the index into the directory if its ETag changed.
 func (r *Replica) sync(ctx context.Context) error {
 	o, err := r.c.Head(ctx, IndexName)
