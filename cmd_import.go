@@ -224,6 +224,15 @@ func (c *importCmd) runObject(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A new store is not made over someone else's objects (checked before
+	// anything, even the probe, is written there).
+	if _, err := cl.Head(ctx, objstore.IndexName); errors.Is(err, objstore.ErrNotFound) {
+		if err := objstore.CheckNoForeign(ctx, cl); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
 	if err := cl.CheckConditional(ctx); err != nil {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}

@@ -188,13 +188,11 @@ func FromBucket(ctx context.Context, c *Client, dir string) (res *CopyResult, er
 	}
 	var blobs []Object
 	for _, o := range objs {
-		hex, isBlob := strings.CutPrefix(o.Name, BlobPrefix)
-		switch {
-		case isBlob && verify.IsHex64(hex):
+		if !storeObject(o.Name) {
+			return nil, foreign(c, o.Name)
+		}
+		if hex, isBlob := strings.CutPrefix(o.Name, BlobPrefix); isBlob && verify.IsHex64(hex) {
 			blobs = append(blobs, o)
-		case o.Name == IndexName || o.Name == PolicyName || o.Name == LeaseName || o.Name == SharedCAName || o.Name == SharedURLKeysName || strings.HasPrefix(o.Name, "probe-"):
-		default:
-			return nil, fmt.Errorf("store %s holds an object that is not the store's: %q\nhint: a store's prefix holds only what airgap writes there; move the object away or give the store its own prefix", c.addr, o.Name)
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(BlobPrefix)), 0o755); err != nil {
@@ -332,4 +330,37 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// storeObject reports whether name (under the prefix) is one airgap
+// writes in a store.
+func storeObject(name string) bool {
+	if hex, isBlob := strings.CutPrefix(name, BlobPrefix); isBlob {
+		return verify.IsHex64(hex)
+	}
+	switch name {
+	case IndexName, PolicyName, LeaseName, SharedCAName, SharedURLKeysName:
+		return true
+	}
+	return strings.HasPrefix(name, "probe-")
+}
+
+func foreign(c *Client, name string) error {
+	return fmt.Errorf("store %s holds an object that is not the store's: %q\nhint: a store's prefix holds only what airgap writes there; move the object away or give the store its own prefix\nthe store was not changed", c.addr, printable(name))
+}
+
+// CheckNoForeign refuses a prefix holding objects airgap does not write
+// there (at most MaxList are listed): a new store must not be made over
+// someone else's data.
+func CheckNoForeign(ctx context.Context, c *Client) error {
+	objs, err := c.List(ctx, "", MaxList)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if !storeObject(o.Name) {
+			return foreign(c, o.Name)
+		}
+	}
+	return nil
 }

@@ -251,6 +251,21 @@ func TestObjectStoreImport(t *testing.T) {
 	if !strings.Contains(out, "s3://") || strings.Contains(out, "airgap-import-") {
 		t.Errorf("import output names the scratch directory, not the store:\n%s", out)
 	}
+	// A new store over someone else's objects: refused, nothing written.
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("other/reports/q3.csv"), Body: strings.NewReader("a,b\n")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", s.Addr("other"), site)
+	if err == nil || !strings.Contains(out, `holds an object that is not the store's: "reports/q3.csv"`) || !strings.Contains(out, "not changed") {
+		t.Errorf("import into a prefix with foreign objects: %v\n%s", err, out)
+	}
+	if keys := bucketList(t, s, "other/"); len(keys) != 1 {
+		t.Errorf("a refused import wrote into the prefix: %v", keys)
+	}
+	out, err = harness.CmdRun(t, work, s.Env(), harness.Bin, "store", "copy", s.Addr("other"), filepath.Join(t.TempDir(), "x"))
+	if err == nil || !strings.Contains(out, "no index") {
+		t.Errorf("copy out of a prefix with no store: %v\n%s", err, out)
+	}
 	two := extra("two")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, two)
 	copyOut := func(name string) string {
