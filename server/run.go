@@ -54,6 +54,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	// this replica's own: the index copied there when its ETag changes,
 	// the blobs streamed from the bucket (objstore.Replica).
 	var replica *objstore.Replica
+	shown := cfg.Store // the store as given (a replica serves a directory of its own)
 	if objstore.IsObject(cfg.Store) {
 		addr := cfg.Store
 		dir, rep, cleanup, err := objstore.StartReplica(ctx, addr, cfg.Log)
@@ -148,7 +149,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
 		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup_ms", time.Since(start).Milliseconds())
-	warnEmpty(cfg.Log, cfg.Store, cat)
+	warnEmpty(cfg.Log, shown, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
