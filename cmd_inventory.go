@@ -69,8 +69,8 @@ func (c *inventoryCmd) run(args []string) error {
 	var inv *store.Inventory
 	var err error
 	if objstore.IsObject(c.storeD) {
-		if c.usage || c.sbom != "" {
-			return usageError{"--usage and --sbom are not yet supported on object storage (each replica counts its own downloads; the SBOM reads the blobs)\nhint: copy the store to a directory with 'airgap store copy' for the SBOM"}
+		if c.sbom != "" {
+			return usageError{"--sbom is not yet supported on object storage (the SBOM reads the blobs)\nhint: copy the store to a directory with 'airgap store copy' for the SBOM"}
 		}
 		var scratch, objects string
 		var cleanup func()
@@ -79,6 +79,18 @@ func (c *inventoryCmd) run(args []string) error {
 			return err
 		}
 		defer cleanup()
+		if c.usage { // the counts every replica adds to, staged beside the index
+			rep, err := store.LoadUsageReport(scratch)
+			if err != nil {
+				return err
+			}
+			rep.Store = c.storeD
+			if c.asJSON {
+				return printJSON(rep)
+			}
+			rep.WriteText(os.Stdout)
+			return nil
+		}
 		if !c.asJSON {
 			// Read as on disk in the scratch directory; named as the
 			// bucket's (the store, and each blob by its object).

@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	// Download counts: written once more after the downloads in flight
 	// have drained (defers run after serveUntil returns).
-	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
+	usage := usageFor(cfg.Store, cfg.Config, cfg.Log, replica)
 	defer usage.Close()
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
@@ -248,7 +248,7 @@ func dedupe(in []string) []string {
 
 // usageFor starts counting for serve unless the configuration turns it
 // off (nil then). Close stops it, once the downloads have drained.
-func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
+func usageFor(root string, c *ServeConfig, log *slog.Logger, replica *objstore.Replica) *protocol.Usage {
 	if c != nil && c.Usage == usageOff {
 		return nil
 	}
@@ -256,7 +256,11 @@ func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
 	if c != nil {
 		iv, _ = c.usageInterval()
 	}
-	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
+	opt := protocol.UsageOptions{Interval: iv, Log: log}
+	if replica != nil {
+		opt.Add = replica.AddUsage // the counts every replica adds to, in the bucket
+	}
+	return protocol.StartUsage(root, opt)
 }
 
 // shareLocalCA gives a replica of a store in object storage the local CA

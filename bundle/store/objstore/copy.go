@@ -339,7 +339,7 @@ func storeObject(name string) bool {
 		return verify.IsHex64(hex)
 	}
 	switch name {
-	case IndexName, PolicyName, LeaseName, SharedCAName, SharedURLKeysName:
+	case IndexName, PolicyName, LeaseName, SharedCAName, SharedURLKeysName, UsageName:
 		return true
 	}
 	return strings.HasPrefix(name, "probe-")

@@ -159,7 +159,7 @@ type Staged struct {
 const stageWorkers = 8
 
 // Stage makes dir (new, private) a directory store holding the bucket's
-// index, import.hcl, and the small blobs that reading the index as on
+// index, import.hcl, its download counts, and the small blobs that reading the index as on
 // disk needs (each provider version's SHA256SUMS and its signature, which
 // the inventory and the import's key checks read), each verified against
 // its name as it streams; 8 fetches at a time.
@@ -190,6 +190,9 @@ func Stage(ctx context.Context, c *Client, dir string) (*Staged, error) {
 	}
 	if st.ETag == "" {
 		return st, nil
+	}
+	if err := fetchUsage(ctx, c, dir); err != nil {
+		return nil, err
 	}
 	s, err := store.Open(dir)
 	if err != nil {

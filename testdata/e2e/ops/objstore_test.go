@@ -564,7 +564,7 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	work := t.TempDir()
 	addr := "s3://bkt/site?endpoint=http://127.0.0.1:9&use_path_style=true"
 	for _, args := range [][]string{
-		{"inventory", "--usage", "--store", addr},
+		{"inventory", "--sbom", "x.json", "--store", addr},
 		{"token", "list", "--store", addr},
 		{"export", "--from-store", addr, "--out", "x.bundle"},
 		{"mirror-dir", "--store", addr, "mirror"},
@@ -573,8 +573,8 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	} {
 		stdout, stderr, code := harness.RunSplit(t, work, nil, args...)
 		out := stdout + stderr
-		if args[1] == "--usage" {
-			if code != 2 || !strings.Contains(out, "--usage and --sbom are not yet supported on object storage") {
+		if args[1] == "--sbom" {
+			if code != 2 || !strings.Contains(out, "--sbom is not yet supported on object storage") {
 				t.Errorf("airgap %s: exit %d:\n%s", strings.Join(args, " "), code, out)
 			}
 			continue
@@ -1081,5 +1081,86 @@ func TestObjectStoreReaders(t *testing.T) {
 		if strings.ReplaceAll(fromBucket, addr, dir) != fromDir || len(fromDir) < 20 || (errDir == nil) != (errBucket == nil) {
 			t.Errorf("airgap %s from the bucket:\n%s\nfrom the directory:\n%s", strings.Join(args, " "), fromBucket, fromDir)
 		}
+	}
+}
+
+// TestObjectStoreUsage: download counts from three replicas over one
+// bucket, each adding its batches to the bucket's counts by conditional
+// writes, are exact after concurrent downloads through all three (no lost
+// update), as 'inventory --usage --store s3://…' reports them.
+func TestObjectStoreUsage(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	var reps []*harness.Served
+	var cls []*http.Client
+	for range 3 {
+		r, c := startS3Replica(t, s, addr, "--usage-flush", "1s")
+		reps, cls = append(reps, r), append(cls, c)
+	}
+	const dl = "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(cls[0], reps[0].Base+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(reps[0].Base+dl, d.DownloadURL)
+	const each = 12
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := 0
+	for i, r := range reps {
+		for range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, _ := url.Parse(pkg)
+				u.Host = fmt.Sprintf("localhost:%d", r.Port)
+				if code, _, err := harness.Fetch(cls[i], u.String()); err != nil || code != 200 {
+					mu.Lock()
+					failed++
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if failed > 0 {
+		t.Fatalf("%d downloads failed", failed)
+	}
+	want := int64(each * len(reps))
+	var got int64
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--usage", "--json", "--store", addr)
+		var rep struct {
+			Store    string
+			Versions []struct {
+				Address   string
+				Version   string
+				Downloads int64
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		got = 0
+		for _, v := range rep.Versions {
+			if v.Version == "3.6.2" {
+				got = v.Downloads
+			}
+		}
+		if got == want && rep.Store == addr {
+			break
+		}
+		if got > want || time.Now().After(deadline) {
+			t.Fatalf("downloads counted: %d, want %d (store %q)\n%s", got, want, rep.Store, out)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
