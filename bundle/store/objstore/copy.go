@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
@@ -126,25 +127,9 @@ func ToBucket(ctx context.Context, dir string, c *Client) (*CopyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &CopyResult{}
-	for _, hex := range blobs {
-		p := filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex)
-		f, err := os.Open(p)
-		if err != nil {
-			return res, err
-		}
-		fi, err := f.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			f.Close()
-			return res, fmt.Errorf("%s: not a regular file", p)
-		}
-		_, err = c.PutBlob(ctx, hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
-		f.Close()
-		if err != nil && !errors.Is(err, ErrPrecondition) {
-			return res, fmt.Errorf("copying blob %s: %w\nthe bucket has no index yet, so it is not a store; copy again into a new prefix", hex[:12], err)
-		}
-		res.Blobs++
-		res.Bytes += fi.Size()
+	res, err := putBlobs(ctx, c, filepath.Join(dir, filepath.FromSlash(BlobPrefix)), blobs)
+	if err != nil {
+		return res, fmt.Errorf("%w\nthe bucket has no index yet, so it is not a store; copy again into a new prefix", err)
 	}
 	if data, err := readBounded(filepath.Join(dir, PolicyName), maxPolicy); err == nil {
 		if _, err := c.PutBytes(ctx, PolicyName, "", data); err != nil {
@@ -363,4 +348,78 @@ func CheckNoForeign(ctx context.Context, c *Client) error {
 		}
 	}
 	return nil
+}
+
+// putWorkers bounds the blobs written at once (each streams from its file:
+// memory does not grow with them).
+const putWorkers = 4
+
+// putBlobs writes the blobs named hexes from dir to the bucket, each
+// hashed as it streams and written only if absent (one the bucket has is
+// left as it is: content-addressed, never overwritten), putWorkers at a
+// time; the first error stops the rest. res counts the blobs written.
+func putBlobs(ctx context.Context, c *Client, dir string, hexes []string) (*CopyResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := &CopyResult{}
+	var mu sync.Mutex
+	var first error
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range putWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for hex := range work {
+				n, err := putBlobFile(ctx, c, dir, hex)
+				mu.Lock()
+				switch {
+				case err != nil && first == nil:
+					first = fmt.Errorf("writing blob %s: %w", hex[:12], err)
+					cancel()
+				case err == nil && n >= 0:
+					res.Blobs++
+					res.Bytes += n
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, hex := range hexes {
+		select {
+		case work <- hex:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return res, first
+}
+
+// putBlobFile writes one blob file if the bucket lacks it; n is its size,
+// or -1 when the bucket had it.
+func putBlobFile(ctx context.Context, c *Client, dir, hex string) (int64, error) {
+	p := filepath.Join(dir, hex)
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s: not a regular file", p)
+	}
+	_, err = c.PutBlob(ctx, hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
+	if errors.Is(err, ErrPrecondition) {
+		return -1, nil
+	}
+	return fi.Size(), err
 }

@@ -257,30 +257,15 @@ func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	res := &CopyResult{}
+	var hexes []string
 	for _, e := range ents {
-		hex := e.Name()
-		if !verify.IsHex64(hex) || !e.Type().IsRegular() || staged.Fetched[hex] {
-			continue // (a fetched one came from the bucket)
+		if hex := e.Name(); verify.IsHex64(hex) && e.Type().IsRegular() && !staged.Fetched[hex] { // (a fetched one came from the bucket)
+			hexes = append(hexes, hex)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(BlobPrefix), hex)
-		f, err := os.Open(p)
-		if err != nil {
-			return res, err
-		}
-		fi, err := f.Stat()
-		if err == nil {
-			_, err = c.PutBlob(ctx, hex, NewHashingReader(f, hex, fi.Size(), p), fi.Size())
-		}
-		f.Close()
-		if errors.Is(err, ErrPrecondition) {
-			continue // the bucket has it: content-addressed, never overwritten
-		}
-		if err != nil {
-			return res, fmt.Errorf("writing blob %s: %w\nthe store's index was not changed; run the import again", hex[:12], err)
-		}
-		res.Blobs++
-		res.Bytes += fi.Size()
+	}
+	res, err := putBlobs(ctx, c, filepath.Join(dir, filepath.FromSlash(BlobPrefix)), hexes)
+	if err != nil {
+		return res, fmt.Errorf("%w\nthe store's index was not changed; run the import again", err)
 	}
 	data, err := readBounded(filepath.Join(dir, IndexName), MaxIndex)
 	if err != nil {
