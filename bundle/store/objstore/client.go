@@ -142,6 +142,10 @@ func (c *Client) get(ctx context.Context, name string, max int64, ifMatch *strin
 	if err != nil {
 		return nil, Object{}, c.explain("reading", name, err)
 	}
+	if out.ContentLength == nil {
+		out.Body.Close()
+		return nil, Object{}, fmt.Errorf("reading %s: the server sent no Content-Length", c.where(name))
+	}
 	o := Object{Name: name, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}
 	if o.Size > max {
 		out.Body.Close()

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -163,6 +164,9 @@ func (r *Replica) Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, i
 		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, d.Short())
 	}
 	rc, o, err := r.c.Get(ctx, BlobPrefix+hex, MaxBlob)
+	if errors.Is(err, ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w: %s: %v", store.ErrBlobMissing, d.Short(), err)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -175,6 +179,9 @@ func (r *Replica) Size(ctx context.Context, d verify.Digest) (int64, error) {
 		return 0, fmt.Errorf("%w: %s", ErrNotFound, d.Short())
 	}
 	o, err := r.c.Head(ctx, BlobPrefix+d.Hex())
+	if errors.Is(err, ErrNotFound) {
+		return 0, fmt.Errorf("%w: %s: %v", store.ErrBlobMissing, d.Short(), err)
+	}
 	return o.Size, err
 }
 
