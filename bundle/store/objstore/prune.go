@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,4 +99,49 @@ func Prune(ctx context.Context, c *Client, dir, holder string, opt store.PruneOp
 		deleted++
 	}
 	return res, nil
+}
+
+// UpdateIndex changes the index of the store in the bucket as fn changes
+// a directory store's (a key retired or revoked): under the import lease,
+// fn runs on dir, a new private scratch directory staged from the bucket
+// (objstore.Stage); if fn changed its index, the new index is written by
+// a write conditional on the ETag read, so a change made meanwhile by
+// another writer is never lost (this one is refused instead).
+func UpdateIndex(ctx context.Context, c *Client, dir, holder string, fn func(root string) error) error {
+	if err := c.CheckConditional(ctx); err != nil {
+		return err
+	}
+	lease, err := AcquireLease(ctx, c, holder, LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	defer lease.Release()
+	staged, err := Stage(ctx, c, dir)
+	if err != nil {
+		return err
+	}
+	if staged.ETag == "" {
+		return fmt.Errorf("store %s: %w: no index in the bucket\nhint: check --store", c.addr, store.ErrNoStore)
+	}
+	before, err := readBounded(filepath.Join(dir, IndexName), MaxIndex)
+	if err != nil {
+		return err
+	}
+	if err := fn(dir); err != nil {
+		return err
+	}
+	after, err := readBounded(filepath.Join(dir, IndexName), MaxIndex)
+	if err != nil || bytes.Equal(before, after) {
+		return err
+	}
+	if err := lease.Held(ctx); err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	if _, err := c.PutBytes(ctx, IndexName, staged.ETag, after); err != nil {
+		if errors.Is(err, ErrPrecondition) {
+			return fmt.Errorf("store %s: another writer replaced the index meanwhile\nthe store was not changed; run the command again", c.addr)
+		}
+		return fmt.Errorf("writing the index: %w\nthe store was not changed", err)
+	}
+	return nil
 }

@@ -569,7 +569,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 		{"export", "--from-store", addr, "--out", "x.bundle"},
 		{"mirror-dir", "--store", addr, "mirror"},
 		{"push", "--store", addr},
-		{"keys", "retire", "--store", addr, "registry.terraform.io/hashicorp", "ABCD"},
 	} {
 		stdout, stderr, code := harness.RunSplit(t, work, nil, args...)
 		out := stdout + stderr
@@ -1162,5 +1161,52 @@ func TestObjectStoreUsage(t *testing.T) {
 			t.Fatalf("downloads counted: %d, want %d (store %q)\n%s", got, want, rep.Store, out)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestObjectStoreKeys: 'keys retire --store s3://…' records the
+// retirement in the bucket's index (the inventory shows it) and a second
+// run changes nothing; retiring with an import holding the lease is
+// refused naming it.
+func TestObjectStoreKeys(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	inv := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--json", "--store", addr)
+	var iv struct {
+		PublisherKeys []struct {
+			Namespace string
+			Keys      []struct{ Fingerprint string }
+		} `json:"publisher_keys"`
+	}
+	if err := json.Unmarshal([]byte(inv), &iv); err != nil || len(iv.PublisherKeys) == 0 || len(iv.PublisherKeys[0].Keys) == 0 {
+		t.Fatalf("no publisher keys in the inventory (%v):\n%s", err, inv)
+	}
+	ns, fp := iv.PublisherKeys[0].Namespace, iv.PublisherKeys[0].Keys[0].Fingerprint
+	before := bucketList(t, s, "site/index.json")
+	body := fmt.Sprintf(`{"holder":"airgap import of x.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)})
+	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "keys", "retire", "--store", addr, "--reason", "test", ns, fp)
+	if err == nil || !strings.Contains(out, "x.bundle on importer-3 (pid 7) holds its lease") {
+		t.Errorf("keys retire with the lease held: %v\n%s", err, out)
+	}
+	if after := bucketList(t, s, "site/index.json"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused retire changed the index")
+	}
+	s.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json")})
+	out = harness.MustRun(t, work, s.Env(), harness.Bin, "keys", "retire", "--store", addr, "--reason", "test", ns, fp)
+	if !strings.Contains(out, "signs nothing new") {
+		t.Errorf("keys retire: %s", out)
+	}
+	if after := bucketList(t, s, "site/index.json"); fmt.Sprint(after) == fmt.Sprint(before) {
+		t.Errorf("the retirement did not change the index")
+	}
+	if out := harness.MustRun(t, work, s.Env(), harness.Bin, "keys", "retire", "--store", addr, "--reason", "test", ns, fp); !strings.Contains(out, "already retired") {
+		t.Errorf("a second retire: %s", out)
+	}
+	if inv := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--store", addr); !strings.Contains(inv, "retired") {
+		t.Errorf("the inventory does not show the retirement:\n%s", inv)
 	}
 }
