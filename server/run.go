@@ -63,6 +63,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		}
 		defer cleanup()
 		cfg.Store, replica = dir, rep
+		rep.Redirect = cfg.Config != nil && cfg.Config.ObjectRedirect == "on"
 		cfg.Log.Info("serving a store in object storage", "store", addr, "poll", objstore.PollInterval.String())
 	}
 	st, err := store.Open(cfg.Store)

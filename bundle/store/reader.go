@@ -150,6 +150,18 @@ func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
 // Catalog returns the current catalog snapshot (read-only).
 func (s *Store) Catalog() *dist.Catalog { return &s.Index().Catalog }
 
+// RedirectBlob is a URL to send a client to for blob d (a presigned URL
+// of the object) when the remote redirects; ok is false otherwise.
+func (s *Store) RedirectBlob(ctx context.Context, method string, d verify.Digest) (url string, ok bool, err error) {
+	r, isR := s.remote.(interface {
+		RedirectURL(ctx context.Context, method string, d verify.Digest) (string, bool, error)
+	})
+	if s.remote == nil || !isR {
+		return "", false, nil
+	}
+	return r.RedirectURL(ctx, method, d)
+}
+
 // StatBlob says the size of blob d in the remote when the directory lacks
 // it, without reading it; ok as for StreamBlob.
 func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error) {

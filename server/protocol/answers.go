@@ -780,6 +780,18 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 	}
 	access.NoteDownload(w, dl)
 	if bs, ok := s.store.(blobStreamer); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("Range") == "" {
+		if u, ok, err := bs.RedirectBlob(r.Context(), r.Method, d); ok {
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			w.Header().Set("Cache-Control", "no-store") // the URL expires
+			if s.usage != nil && r.Method == http.MethodGet && countedRole(info.role) {
+				s.countBlob(st, d) // counted when sent on: the bucket answers it
+			}
+			http.Redirect(w, r, u, http.StatusFound)
+			return
+		}
 		if r.Method == http.MethodHead { // (Terraform 1.11 asks before it downloads)
 			if size, ok, err := bs.StatBlob(r.Context(), d); ok {
 				if err != nil {
@@ -840,6 +852,7 @@ func streamGet(bs blobStreamer, r *http.Request, d verify.Digest) (io.ReadCloser
 type blobStreamer interface {
 	StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadCloser, size int64, ok bool, err error)
 	StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error)
+	RedirectBlob(ctx context.Context, method string, d verify.Digest) (url string, ok bool, err error)
 }
 
 // copyHeld copies r to w holding the last chunk read back until r has

@@ -313,3 +313,29 @@ func (c *Client) explain(doing, name string, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", doing, w, err)
 }
+
+// Presign is a URL that answers method (GET or HEAD) for the object name
+// until expires, signed with the client's credentials: for a redirect to
+// the object (a URL signed for GET answers a HEAD with 403, so each
+// method gets its own).
+func (c *Client) Presign(ctx context.Context, method, name string, expires time.Duration) (string, error) {
+	pc := s3.NewPresignClient(c.s3, s3.WithPresignExpires(expires))
+	var url string
+	switch method {
+	case http.MethodGet:
+		r, err := pc.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &c.addr.Bucket, Key: aws.String(c.key(name))})
+		if err != nil {
+			return "", c.explain("signing", name, err)
+		}
+		url = r.URL
+	case http.MethodHead:
+		r, err := pc.PresignHeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.addr.Bucket, Key: aws.String(c.key(name))})
+		if err != nil {
+			return "", c.explain("signing", name, err)
+		}
+		url = r.URL
+	default:
+		return "", fmt.Errorf("presign: method %s", method)
+	}
+	return url, nil
+}

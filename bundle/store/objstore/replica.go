@@ -31,6 +31,8 @@ type Replica struct {
 	dir  string
 	log  *slog.Logger
 	etag string
+	// Redirect: answer downloads with a presigned URL (RedirectURL).
+	Redirect bool
 	// Mismatches counts objects whose bytes did not match their names.
 	Mismatches atomic.Int64
 }
@@ -171,6 +173,19 @@ func (r *Replica) Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, i
 		return nil, 0, err
 	}
 	return &checkedBody{HashingReader: NewHashingReader(rc, hex, o.Size, r.c.where(BlobPrefix+hex)), c: rc, r: r, d: d}, o.Size, nil
+}
+
+// RedirectTTL is how long a presigned URL of a redirect stays valid.
+const RedirectTTL = 5 * time.Minute
+
+// RedirectURL is a presigned URL of blob d for method (GET or HEAD),
+// valid RedirectTTL; ok is false unless the replica redirects.
+func (r *Replica) RedirectURL(ctx context.Context, method string, d verify.Digest) (string, bool, error) {
+	if !r.Redirect || !verify.IsHex64(d.Hex()) {
+		return "", false, nil
+	}
+	u, err := r.c.Presign(ctx, method, BlobPrefix+d.Hex(), RedirectTTL)
+	return u, true, err
 }
 
 // Size says blob d's size in the bucket (one HEAD request).

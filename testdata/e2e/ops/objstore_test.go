@@ -1210,3 +1210,65 @@ func TestObjectStoreKeys(t *testing.T) {
 		t.Errorf("the inventory does not show the retirement:\n%s", inv)
 	}
 }
+
+// TestObjectStoreRedirect: with object-redirect on, a replica answers a
+// package download with a redirect to a presigned URL of the object in
+// the bucket, one signed for GET and one for HEAD (a GET-signed URL
+// answers HEAD with 403, and Terraform 1.11 sends HEAD first); real
+// terraform 1.11 and 1.15.9 install through it; the presigned URL is
+// refused once tampered with.
+func TestObjectStoreRedirect(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	r, cl := startS3Replica(t, s, addr, "--object-redirect", "on")
+	for _, tf := range []string{harness.TerraformBin(t), harness.TerraformNewBin(t)} {
+		if out, err := terraformInitWith(t, tf, r.Base, r.CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
+			t.Errorf("%s init through a redirecting replica: %v\n%s", tf, err, out)
+		}
+	}
+	const dl = "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(cl, r.Base+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(r.Base+dl, d.DownloadURL)
+	noFollow := &http.Client{Transport: cl.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, pkg, nil)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, s.Endpoint+"/"+s.Bucket+"/site/blobs/sha256/") || !strings.Contains(loc, "X-Amz-Signature=") {
+			t.Fatalf("%s %s: %d Location %q", method, pkg, resp.StatusCode, loc)
+		}
+		// The presigned URL answers its own method, and not once altered.
+		req2, _ := http.NewRequest(method, loc, nil)
+		resp2, err := http.DefaultClient.Do(req2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp2.Body.Close()
+		if resp2.StatusCode != 200 {
+			t.Errorf("%s of the presigned URL: %d", method, resp2.StatusCode)
+		}
+		bad, _ := http.NewRequest(method, strings.Replace(loc, "X-Amz-Signature=", "X-Amz-Signature=0", 1), nil)
+		resp3, err := http.DefaultClient.Do(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp3.Body.Close()
+		if resp3.StatusCode != http.StatusForbidden {
+			t.Errorf("%s of a tampered presigned URL: %d, want 403", method, resp3.StatusCode)
+		}
+	}
+}
