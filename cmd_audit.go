@@ -65,8 +65,12 @@ func (c *auditCmd) run(args []string) error {
 	sum, err := access.SummarizeAudit(c.log, access.AuditFilter{Since: since, Tokens: c.tokens, Users: c.users})
 	if err == nil && c.storeD != "" {
 		var ix *store.Index
-		if ix, _, err = store.ReadInventory(c.storeD); err == nil {
-			access.AddProvenance(sum, ix)
+		dir, _, cleanup, oerr := openReadStore(c.storeD)
+		if err = oerr; err == nil {
+			defer cleanup()
+			if ix, _, err = store.ReadInventory(dir); err == nil {
+				access.AddProvenance(sum, ix)
+			}
 		}
 	}
 	if c.asJSON {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/protocol"
@@ -77,7 +76,10 @@ func (c *clientConfigCmd) run(args []string) error {
 	}
 	opt.URL, _ = protocol.NormalizeBaseURL(c.url)
 	if c.storeD != "" {
-		st, err := store.Open(c.storeD)
+		_, st, cleanup, err := openReadStore(c.storeD)
+		if err == nil {
+			defer cleanup()
+		}
 		if err != nil {
 			return err
 		}

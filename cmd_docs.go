@@ -87,7 +87,10 @@ func (c *docsCmd) run(args []string) error {
 	if err := checkUsage("docs", args, []string{"ADDRESS[@VERSION]", "[NAME]"}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
-	st, err := store.Open(c.storeD)
+	_, st, cleanup, err := openReadStore(c.storeD)
+	if err == nil {
+		defer cleanup()
+	}
 	if err != nil {
 		return err
 	}
@@ -97,7 +100,7 @@ func (c *docsCmd) run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return printProviderDocs(st, pv, args[1])
+		return printProviderDocs(st, c.storeD, pv, args[1])
 	}
 	if mv, found, err := findModule(&cat, addr, ver); found {
 		if err != nil {
@@ -167,7 +170,7 @@ func findModule(cat *dist.Catalog, addr, ver string) (*dist.ModuleVersion, bool,
 	return pick, true, nil
 }
 
-func printProviderDocs(st *store.Store, pv *dist.ProviderVersion, name string) error {
+func printProviderDocs(st *store.Store, shown string, pv *dist.ProviderVersion, name string) error {
 	if pv.Docs == nil || pv.Docs.Archive == "" {
 		return fmt.Errorf("provider %s: no documentation: %s", pv, pv.Docs.Summary())
 	}
@@ -191,7 +194,7 @@ func printProviderDocs(st *store.Store, pv *dist.ProviderVersion, name string) e
 	}
 	e, ok := ix.Find(pv.Type, name)
 	if !ok {
-		return fmt.Errorf("provider %s has no page %q\nhint: 'airgap docs --store %s %s@%s' lists its pages", pv, dist.Printable(name), st.Root(), pv.Addr(), pv.Version)
+		return fmt.Errorf("provider %s has no page %q\nhint: 'airgap docs --store %s %s@%s' lists its pages", pv, dist.Printable(name), shown, pv.Addr(), pv.Version)
 	}
 	src, err := docs.ReadFile(f, e, docs.MaxTerminalPage)
 	if errors.Is(err, docs.ErrPageTooLarge) {

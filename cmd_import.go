@@ -18,6 +18,7 @@ import (
 	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -31,6 +32,11 @@ type importCmd struct {
 	pins       string
 	gates      []string
 	approvals  []string
+	// For a store in object storage (runObject): the import runs against
+	// a scratch directory, publish then writes it to the bucket, and shown
+	// is the address to print.
+	publish func() error
+	shown   string
 }
 
 func (c *importCmd) synopsis() string {
@@ -40,7 +46,7 @@ func (c *importCmd) synopsis() string {
 func (c *importCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("import", pflag.ContinueOnError)
 	fs.StringVar(&c.keyring, "keyring", "", "file with the trusted public key(s) (required)")
-	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent)")
+	fs.StringVar(&c.storeD, "store", "", "store directory (required; created if absent), or s3://BUCKET/PREFIX?… (object storage: see docs/object-storage.md)")
 	fs.BoolVar(&c.wait, "wait", false, "wait for a running import to finish instead of failing")
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
@@ -120,6 +126,9 @@ func (c *importCmd) rules() (*store.StorePolicy, *store.RuleSet, error) {
 
 func (c *importCmd) run(args []string) error {
 	check.TightGC()
+	if objstore.IsObject(c.storeD) && c.publish == nil {
+		return c.runObject(args)
+	}
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
@@ -164,6 +173,11 @@ func (c *importCmd) run(args []string) error {
 		// The error says whether the store changed.
 		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run the same command again")
 	}
+	if c.publish != nil && !res.Unchanged {
+		if err := c.publish(); err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+	}
 	if intr.Caught() {
 		fmt.Fprintln(os.Stderr, "airgap import: the interrupt came after the import had been committed; the import is complete")
 	}
@@ -182,6 +196,71 @@ func (c *importCmd) run(args []string) error {
 	if c.asJSON {
 		return printJSON(res.Report(args[0]))
 	}
-	res.WriteText(os.Stdout, c.storeD)
+	shown := c.storeD
+	if c.shown != "" {
+		shown = c.shown
+	}
+	res.WriteText(os.Stdout, shown)
 	return nil
+}
+
+// runObject imports into a store in object storage: the server's
+// conditional writes checked, the store's lease taken (one import at a
+// time; a second is refused naming the holder), the bucket's index and
+// import.hcl staged into a private scratch directory, the import run there
+// exactly as on disk (every check and policy, all or nothing), and only
+// then its blobs written to the bucket if absent and the index replaced
+// by a write conditional on the ETag read at the start. A failure at any
+// point leaves the index as it was and at most blobs no index refers to.
+func (c *importCmd) runObject(args []string) error {
+	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
+		return err
+	}
+	if c.wait {
+		return usageError{"--wait is not yet supported on object storage: a second import is refused naming the one that holds the store's lease"}
+	}
+	ctx := context.Background()
+	cl, err := openObjectStore(ctx, c.storeD)
+	if err != nil {
+		return err
+	}
+	// A new store is not made over someone else's objects (checked before
+	// anything, even the probe, is written there).
+	if _, err := cl.Head(ctx, objstore.IndexName); errors.Is(err, objstore.ErrNotFound) {
+		if err := objstore.CheckNoForeign(ctx, cl); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	if err := cl.CheckConditional(ctx); err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	host, _ := os.Hostname()
+	lease, err := objstore.AcquireLease(ctx, cl, fmt.Sprintf("airgap import of %s on %s (pid %d)", filepath.Base(args[0]), host, os.Getpid()), objstore.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	defer lease.Release()
+	scratch, err := os.MkdirTemp("", "airgap-import-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	staged, err := objstore.Stage(ctx, cl, scratch)
+	if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	addr := c.storeD
+	c.storeD, c.shown = scratch, addr
+	c.publish = func() error {
+		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
+			return err
+		}
+		if staged.ETag == "" {
+			fmt.Printf("created a new store in %s (there was none: if you meant an existing store, check --store)\n", addr)
+		}
+		return nil
+	}
+	return c.run(args)
 }

@@ -4,13 +4,18 @@ package main
 // flags, its help text and the calls into bundle/store.
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
+	"github.com/airgap/airgap/verify"
 )
 
 type inventoryCmd struct {
@@ -47,7 +52,7 @@ func (c *inventoryCmd) run(args []string) error {
 	if err := checkUsage("inventory", args, nil, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
-	if c.usage {
+	if c.usage && !objstore.IsObject(c.storeD) {
 		if c.sbom != "" {
 			return usageError{"--usage and --sbom: give one of them"}
 		}
@@ -61,7 +66,44 @@ func (c *inventoryCmd) run(args []string) error {
 		rep.WriteText(os.Stdout)
 		return nil
 	}
-	inv, err := store.LoadInventory(c.storeD)
+	var inv *store.Inventory
+	var err error
+	if objstore.IsObject(c.storeD) {
+		if c.sbom != "" {
+			return usageError{"--sbom is not yet supported on object storage (the SBOM reads the blobs)\nhint: copy the store to a directory with 'airgap store copy' for the SBOM"}
+		}
+		var scratch, objects string
+		var cleanup func()
+		inv, scratch, objects, cleanup, err = objectInventory(c.storeD)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if c.usage { // the counts every replica adds to, staged beside the index
+			rep, err := store.LoadUsageReport(scratch)
+			if err != nil {
+				return err
+			}
+			rep.Store = c.storeD
+			if c.asJSON {
+				return printJSON(rep)
+			}
+			rep.WriteText(os.Stdout)
+			return nil
+		}
+		if !c.asJSON {
+			// Read as on disk in the scratch directory; named as the
+			// bucket's (the store, and each blob by its object).
+			var b strings.Builder
+			inv.WriteText(&b, scratch)
+			text := strings.Replace(b.String(), "store "+scratch+":", "store "+c.storeD+":", 1)
+			text = strings.ReplaceAll(text, filepath.Join(scratch, filepath.FromSlash(objstore.BlobPrefix)), objects+objstore.BlobPrefix)
+			_, err := os.Stdout.WriteString(text)
+			return err
+		}
+	} else {
+		inv, err = store.LoadInventory(c.storeD)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,4 +127,51 @@ func (c *inventoryCmd) run(args []string) error {
 	}
 	inv.WriteText(os.Stdout, c.storeD)
 	return nil
+}
+
+// objectInventory is the inventory of a store in object storage: its
+// index, import.hcl and the blobs the inventory reads (objstore.Stage)
+// read into a private scratch directory (removed by cleanup) and read
+// there as on disk, with the blobs the bucket lists. objects is the
+// bucket's prefix as s3://BUCKET/PREFIX/.
+func objectInventory(addr string) (inv *store.Inventory, scratch, objects string, cleanup func(), err error) {
+	ctx := context.Background()
+	cl, err := openObjectStore(ctx, addr)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	if scratch, err = os.MkdirTemp("", "airgap-inventory-"); err != nil {
+		return nil, "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(scratch) }
+	fail := func(err error) (*store.Inventory, string, string, func(), error) {
+		cleanup()
+		return nil, "", "", nil, err
+	}
+	staged, err := objstore.Stage(ctx, cl, scratch)
+	if err != nil {
+		return fail(err)
+	}
+	if staged.ETag == "" {
+		return fail(fmt.Errorf("store %s: %w: no index in the bucket\nhint: check the address; 'airgap import --store ADDR BUNDLE' creates a store", addr, store.ErrNoStore))
+	}
+	if inv, err = store.LoadInventory(scratch); err != nil {
+		return fail(err)
+	}
+	objs, err := cl.List(ctx, objstore.BlobPrefix, objstore.MaxList)
+	if err != nil {
+		return fail(err)
+	}
+	inv.Blobs = inv.Blobs[:0]
+	for _, o := range objs {
+		if hex := strings.TrimPrefix(o.Name, objstore.BlobPrefix); verify.IsHex64(hex) {
+			inv.Blobs = append(inv.Blobs, verify.Digest("sha256:"+hex))
+		}
+	}
+	a := cl.Addr()
+	objects = objstore.Scheme + a.Bucket + "/"
+	if a.Prefix != "" {
+		objects += a.Prefix + "/"
+	}
+	return inv, scratch, objects, cleanup, nil
 }

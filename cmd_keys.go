@@ -5,13 +5,16 @@ package main
 // package verify and bundle/store.
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
 )
@@ -92,7 +95,11 @@ func (c *keysCmd) retire(ns, fpArg string) error {
 	if len(c.reason) > 500 || dist.Printable(c.reason) != c.reason || strings.ContainsAny(c.reason, "\n\r") {
 		return usageError{"--reason: one line of plain text, at most 500 bytes"}
 	}
-	res, err := store.RetireKey(c.storeD, ns, fp, c.reason, time.Now())
+	var res *store.KeyChangeResult
+	err = c.inStore("retire", func(root string) (err error) {
+		res, err = store.RetireKey(root, ns, fp, c.reason, time.Now())
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -117,7 +124,11 @@ func (c *keysCmd) revoke() error {
 	if len(rs) == 0 {
 		return fmt.Errorf("--keyring %s holds no revoked key\nhint: give the key with its revocation signature: import the revocation certificate into gpg, then 'gpg --export --armor FINGERPRINT'", c.keyring)
 	}
-	res, err := store.RecordRevocations(c.storeD, rs, time.Now())
+	var res *store.KeyChangeResult
+	err = c.inStore("revoke", func(root string) (err error) {
+		res, err = store.RecordRevocations(root, rs, time.Now())
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -130,4 +141,25 @@ func (c *keysCmd) revoke() error {
 	}
 	fmt.Println("a revoked key signs nothing new here — no bundle, approval, chain hop or provider signature the store does not already serve — whatever a later copy of the key says")
 	return nil
+}
+
+// inStore runs fn on the store: a directory as it is, or a store in
+// object storage staged into a scratch directory, its changed index
+// written back under the import lease (objstore.UpdateIndex).
+func (c *keysCmd) inStore(what string, fn func(root string) error) error {
+	if !objstore.IsObject(c.storeD) {
+		return fn(c.storeD)
+	}
+	ctx := context.Background()
+	cl, err := openObjectStore(ctx, c.storeD)
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp("", "airgap-keys-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	host, _ := os.Hostname()
+	return objstore.UpdateIndex(ctx, cl, scratch, fmt.Sprintf("airgap keys %s on %s (pid %d)", what, host, os.Getpid()), fn)
 }

@@ -4,12 +4,14 @@ package main
 // help text and the call into bundle/store, which does the work.
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 )
 
 type pruneCmd struct {
@@ -28,7 +30,7 @@ func (c *pruneCmd) synopsis() string {
 
 func (c *pruneCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("prune", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory, or s3://BUCKET/PREFIX?… (required)")
 	fs.IntVar(&c.keep, "keep", 0, "keep the newest N versions of each provider and module")
 	fs.StringVar(&c.olderThan, "older-than", "", "remove versions last imported before this long ago (30d, 720h)")
 	fs.StringVar(&c.unusedFor, "unused-for", "", "remove versions neither imported nor downloaded through airgap serve for this long (90d, 2160h)")
@@ -72,7 +74,13 @@ func (c *pruneCmd) run(args []string) error {
 	if n := btoi(c.keep != 0) + btoi(c.olderThan != "") + btoi(c.unusedFor != "") + btoi(len(args) > 0); n != 1 || c.keep < 0 {
 		return usageError{usage}
 	}
-	res, err := store.Prune(c.storeD, opt)
+	var res *store.PruneResult
+	var err error
+	if objstore.IsObject(c.storeD) {
+		res, err = c.runObject(opt)
+	} else {
+		res, err = store.Prune(c.storeD, opt)
+	}
 	if err != nil {
 		return err
 	}
@@ -88,4 +96,24 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// runObject is prune on a store in object storage (objstore.Prune):
+// under the import lease, so a prune and an import never run at once.
+func (c *pruneCmd) runObject(opt store.PruneOptions) (*store.PruneResult, error) {
+	if c.wait {
+		return nil, usageError{"--wait is not yet supported on object storage: prune is refused naming the import that holds the store's lease"}
+	}
+	ctx := context.Background()
+	cl, err := openObjectStore(ctx, c.storeD)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp("", "airgap-prune-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	host, _ := os.Hostname()
+	return objstore.Prune(ctx, cl, scratch, fmt.Sprintf("airgap prune on %s (pid %d)", host, os.Getpid()), opt)
 }

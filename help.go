@@ -38,7 +38,7 @@ var verbPlaces = []struct {
 }{
 	{"Connected side (reaches the registries)", []string{"keygen", "export", "split"}},
 	{"Transfer station (checks and shows a bundle; only approve writes: its signed approval, beside the bundle)", []string{"verify", "show", "approve"}},
-	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push"}},
+	{"Offline side (the store and the appliance)", []string{"import", "inventory", "serve", "ca", "docs", "token", "audit", "prune", "gc", "mirror-dir", "push", "store"}},
 	{"Anywhere", []string{"keys", "client-config", "healthcheck", "join"}},
 }
 

@@ -66,6 +66,9 @@ var layers = []struct{ pkg, may string }{
 
 	// The offline side's store.
 	{"bundle/store", "bundle bundle/approval bundle/check bundle/progress bundle/report dist dist/goinfo dist/osfile dist/sbom dist/zipdir verify"},
+	// The store in S3-compatible object storage: beside the directory
+	// store, which it imports into first (a scratch directory) and reads.
+	{"bundle/store/objstore", "bundle/store verify"},
 
 	// Against the layers: these live under dist/ but stand on bundle and
 	// bundle/store (export writes bundles and exports from a store, oci
@@ -84,10 +87,10 @@ var layers = []struct{ pkg, may string }{
 	{"server/access", "bundle/store dist dist/osfile server/acl server/internal/filestamp server/internal/reply server/ui verify"},
 	{"server/ops", "dist server/access server/internal/reply verify"},
 	{"server/protocol", "bundle/store dist dist/oci dist/registry server/access server/acl server/internal/filestamp server/internal/reply server/ops server/ui verify"},
-	{"server", "bundle bundle/store dist server/access server/acl server/certs server/internal/reply server/ops server/protocol server/ui"},
+	{"server", "bundle bundle/store bundle/store/objstore dist server/access server/acl server/certs server/internal/reply server/ops server/protocol server/ui"},
 
 	// The CLI.
-	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/access server/acl server/certs server/ops server/protocol verify"},
+	{".", "bundle bundle/approval bundle/check bundle/progress bundle/report bundle/store bundle/store/objstore dist dist/docs dist/export dist/oci dist/registry dist/tfconfig server server/access server/acl server/certs server/ops server/protocol verify"},
 }
 
 func TestLayers(t *testing.T) {

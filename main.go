@@ -67,6 +67,7 @@ func verbs() map[string]verb {
 		"token":         &tokenCmd{},
 		"audit":         &auditCmd{},
 		"docs":          &docsCmd{},
+		"store":         &storeCmd{},
 	}
 }
 
@@ -107,7 +108,11 @@ func run(args []string) int {
 		failJSON(fs, args[1:], err)
 		return usageFail(args[0], err)
 	}
-	if err := v.run(fs.Args()); err != nil {
+	err := objectStoreGuard(args[0], fs)
+	if err == nil {
+		err = v.run(fs.Args())
+	}
+	if err != nil {
 		failJSON(fs, args[1:], err)
 		var ue usageError
 		if errors.As(err, &ue) {

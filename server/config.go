@@ -90,6 +90,9 @@ type ServeConfig struct {
 	// how often the counts are written to the store's state.
 	Usage      string `hcl:"usage,optional"`
 	UsageFlush string `hcl:"usage-flush,optional"`
+	// ObjectRedirect (on or off): with a store in object storage, answer
+	// blob downloads with a redirect to a presigned URL of the object.
+	ObjectRedirect string `hcl:"object-redirect,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -383,6 +386,9 @@ func (c *ServeConfig) validate() error {
 	}
 	if d, err := c.usageInterval(); err != nil || d < time.Second || d > time.Hour {
 		return c.bad("usage-flush", "%q: want a duration from 1s to 1h, such as 10s", c.UsageFlush)
+	}
+	if c.ObjectRedirect != "" && c.ObjectRedirect != "on" && c.ObjectRedirect != "off" {
+		return c.bad("object-redirect", "%q: want on or off", c.ObjectRedirect)
 	}
 	return nil
 }

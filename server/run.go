@@ -2,15 +2,19 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
@@ -46,9 +50,38 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		// a heap of at most about five times the catalog's.
 		debug.SetGCPercent(400)
 	}
+	// A store in object storage is served from a private directory of
+	// this replica's own: the index copied there when its ETag changes,
+	// the blobs streamed from the bucket (objstore.Replica).
+	var replica *objstore.Replica
+	shown := cfg.Store // the store as given (a replica serves a directory of its own)
+	if objstore.IsObject(cfg.Store) {
+		addr := cfg.Store
+		dir, rep, cleanup, err := objstore.StartReplica(ctx, addr, cfg.Log)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cfg.Store, replica = dir, rep
+		rep.Redirect = cfg.Config != nil && cfg.Config.ObjectRedirect == "on"
+		cfg.Log.Info("serving a store in object storage", "store", addr, "poll", objstore.PollInterval.String())
+	}
 	st, err := store.Open(cfg.Store)
 	if err != nil {
 		return err
+	}
+	if replica != nil {
+		st.SetRemote(replica)
+		if cfg.TLS.Mode == certs.ModeLocal || cfg.TLS.Mode == "" {
+			if err := shareLocalCA(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
+				return err
+			}
+		}
+		if cfg.Config != nil && cfg.Config.Access != "" {
+			if err := shareURLKeys(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
+				return err
+			}
+		}
 	}
 	names := append([]string{}, cfg.Hostnames...)
 	if len(names) == 0 {
@@ -92,7 +125,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	}
 	// Download counts: written once more after the downloads in flight
 	// have drained (defers run after serveUntil returns).
-	usage := usageFor(cfg.Store, cfg.Config, cfg.Log)
+	usage := usageFor(cfg.Store, cfg.Config, cfg.Log, replica)
 	defer usage.Close()
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
@@ -117,7 +150,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
 		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup_ms", time.Since(start).Milliseconds())
-	warnEmpty(cfg.Log, cfg.Store, cat)
+	warnEmpty(cfg.Log, shown, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -216,7 +249,7 @@ func dedupe(in []string) []string {
 
 // usageFor starts counting for serve unless the configuration turns it
 // off (nil then). Close stops it, once the downloads have drained.
-func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
+func usageFor(root string, c *ServeConfig, log *slog.Logger, replica *objstore.Replica) *protocol.Usage {
 	if c != nil && c.Usage == usageOff {
 		return nil
 	}
@@ -224,5 +257,96 @@ func usageFor(root string, c *ServeConfig, log *slog.Logger) *protocol.Usage {
 	if c != nil {
 		iv, _ = c.usageInterval()
 	}
-	return protocol.StartUsage(root, protocol.UsageOptions{Interval: iv, Log: log})
+	opt := protocol.UsageOptions{Interval: iv, Log: log}
+	if replica != nil {
+		opt.Add = replica.AddUsage // the counts every replica adds to, in the bucket
+	}
+	return protocol.StartUsage(root, opt)
+}
+
+// shareLocalCA gives a replica of a store in object storage the local CA
+// every replica uses: the bucket's (objstore.SharedCAName), checked and
+// installed; or, if there is none yet, a new one, written to the bucket
+// only if still absent (If-None-Match: *), the CA of whichever replica
+// wrote first being the one all use.
+func shareLocalCA(ctx context.Context, c *objstore.Client, tlsDir string) error {
+	install := func(data []byte) error {
+		os.RemoveAll(filepath.Join(tlsDir, "ca"))
+		if err := certs.InstallCA(tlsDir, data); err != nil {
+			return fmt.Errorf("store %s: %s: %w", c.Addr(), objstore.SharedCAName, err)
+		}
+		return nil
+	}
+	data, _, err := c.ReadSmall(ctx, objstore.SharedCAName, 64<<10)
+	if err == nil {
+		return install(data)
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	if _, err := certs.LoadOrCreateCA(tlsDir); err != nil {
+		return err
+	}
+	mine, err := certs.ExportCA(tlsDir)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutBytes(ctx, objstore.SharedCAName, "", mine)
+	if errors.Is(err, objstore.ErrPrecondition) { // another replica was first
+		if data, _, err = c.ReadSmall(ctx, objstore.SharedCAName, 64<<10); err != nil {
+			return err
+		}
+		return install(data)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nhint: the first replica to start writes the shared local CA to the bucket and needs s3:PutObject on %s; or give certificates with --tls files", err, objstore.SharedCAName)
+	}
+	return nil
+}
+
+// maxSharedURLKeys bounds the shared URL keys' file (two keys: well
+// under 1 KiB).
+const maxSharedURLKeys = 64 << 10
+
+// shareURLKeys gives a replica of a store in object storage the keys for
+// signed download URLs every replica uses, as shareLocalCA does the CA:
+// the bucket's, or new ones written only if still absent. The access
+// control reads and checks the file when it opens it.
+func shareURLKeys(ctx context.Context, c *objstore.Client, tlsDir string) error {
+	local := filepath.Join(tlsDir, "url-keys.json")
+	install := func(data []byte) error {
+		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+			return err
+		}
+		tmp := local + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return err
+		}
+		return os.Rename(tmp, local)
+	}
+	data, _, err := c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys)
+	if err == nil {
+		return install(data)
+	}
+	if !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	if _, err := access.RotateURLKeys(tlsDir, time.Now()); err != nil {
+		return err
+	}
+	mine, err := os.ReadFile(local)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutBytes(ctx, objstore.SharedURLKeysName, "", mine)
+	if errors.Is(err, objstore.ErrPrecondition) { // another replica was first
+		if data, _, err = c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys); err != nil {
+			return err
+		}
+		return install(data)
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nhint: with an access file, the first replica to start writes the shared URL keys to the bucket and needs s3:PutObject on %s", err, objstore.SharedURLKeysName)
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ import (
 // (reloadable says how); a changed reloadRestart setting is reported as
 // needing a restart.
 var serveSettings = []setting{
-	{name: "store", usage: "store directory (required)"},
+	{name: "store", usage: "store directory, or s3://BUCKET/PREFIX?… (object storage: see docs/object-storage.md) (required)"},
 	{name: "listen", def: ":8443", usage: "address to listen on", env: true},
 	{name: "hostname", usage: "name clients use for the appliance (repeatable); add registry.terraform.io etc. if DNS points them here", env: true, reload: reloadApplied},
 	{name: "tls", def: "local", usage: "certificates: local (built-in CA), acme, or files"},
@@ -51,6 +51,7 @@ var serveSettings = []setting{
 	{name: "download-url-ttl", def: "15m", usage: "with --access: how long the signed package and archive URLs in answers stay valid"},
 	{name: "usage", def: usageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
 	{name: "usage-flush", def: protocol.DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
+	{name: "object-redirect", def: "off", usage: "with a store in object storage: answer each blob download (GET or HEAD, no range) with a redirect to a presigned URL of the object, valid 5 minutes, instead of streaming it through serve (on or off)"},
 }
 
 type setting struct {

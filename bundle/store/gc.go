@@ -157,3 +157,26 @@ func stamp(now func() time.Time) time.Time {
 	}
 	return now().UTC().Truncate(time.Second)
 }
+
+// UnknownBlob is what GC says of a removed blob the store has no record of.
+const UnknownBlob = unknownBlob
+
+// RecordGC records in ix a gc that removed res's blobs from a store kept
+// elsewhere (in object storage), as GC records its own: the removed blobs
+// leave the records of unreferenced blobs (as do blobs referenced again),
+// and the run joins the maintenance history.
+func RecordGC(ix *Index, res *GCResult, now func() time.Time) {
+	for _, d := range res.Blobs {
+		delete(ix.Unreferenced, d)
+	}
+	used := ix.Blobs()
+	for d := range ix.Unreferenced {
+		if _, ok := used[d]; ok {
+			delete(ix.Unreferenced, d)
+		}
+	}
+	if len(ix.Unreferenced) == 0 {
+		ix.Unreferenced = nil
+	}
+	ix.recordMaintenance(MaintenanceEntry{Action: "gc", Time: stamp(now), BlobsRemoved: len(res.Blobs), BytesRemoved: res.Bytes})
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,35 @@ type Store struct {
 	root string
 	cur  atomic.Pointer[snapshot]
 	mu   sync.Mutex // serializes Reload
+	// remote, if set, holds the blobs this directory lacks (a replica of
+	// a store in object storage); a directory store has none.
+	remote Remote
+}
+
+// Remote is where a replica's blobs come from when its directory lacks
+// them: Fetch writes blob d, verified against its digest as it streams,
+// to dst (a temporary path in the store's tmp directory, renamed into
+// place by the caller); Stream opens it for one sequential read that
+// fails at its end if the bytes do not match d, and says its size.
+type Remote interface {
+	Fetch(d verify.Digest, dst string) error
+	Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, int64, error)
+	Size(ctx context.Context, d verify.Digest) (int64, error)
+}
+
+// SetRemote makes s a replica whose missing blobs come from r. Call it
+// before s is shared.
+func (s *Store) SetRemote(r Remote) { s.remote = r }
+
+// StreamBlob opens blob d from the remote when the directory lacks it;
+// ok is false (and nothing opened) for a directory store or a blob the
+// directory has, which OpenBlob opens.
+func (s *Store) StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadCloser, size int64, ok bool, err error) {
+	if s.remote == nil || fileExists(BlobPath(s.root, d)) {
+		return nil, 0, false, nil
+	}
+	rc, size, err = s.remote.Stream(ctx, d)
+	return rc, size, true, err
 }
 
 type snapshot struct {
@@ -106,6 +136,11 @@ func (s *Store) Watch(ctx context.Context, interval time.Duration, onChange func
 // OpenBlob opens a blob for reading.
 func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
 	f, err := os.Open(BlobPath(s.root, d))
+	if os.IsNotExist(err) && s.remote != nil {
+		if f, err = s.fetch(d); err != nil {
+			return nil, err
+		}
+	}
 	if os.IsNotExist(err) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
 	}
@@ -114,3 +149,49 @@ func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
 
 // Catalog returns the current catalog snapshot (read-only).
 func (s *Store) Catalog() *dist.Catalog { return &s.Index().Catalog }
+
+// RedirectBlob is a URL to send a client to for blob d (a presigned URL
+// of the object) when the remote redirects; ok is false otherwise.
+func (s *Store) RedirectBlob(ctx context.Context, method string, d verify.Digest) (url string, ok bool, err error) {
+	r, isR := s.remote.(interface {
+		RedirectURL(ctx context.Context, method string, d verify.Digest) (string, bool, error)
+	})
+	if s.remote == nil || !isR {
+		return "", false, nil
+	}
+	return r.RedirectURL(ctx, method, d)
+}
+
+// StatBlob says the size of blob d in the remote when the directory lacks
+// it, without reading it; ok as for StreamBlob.
+func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error) {
+	if s.remote == nil || fileExists(BlobPath(s.root, d)) {
+		return 0, false, nil
+	}
+	size, err = s.remote.Size(ctx, d)
+	return size, true, err
+}
+
+// fetch brings blob d from the remote into the directory (verified as it
+// streams, renamed into place read-only) and opens it.
+func (s *Store) fetch(d verify.Digest) (*os.File, error) {
+	if !verify.IsHex64(d.Hex()) {
+		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
+	}
+	tmp, err := os.CreateTemp(tmpPath(s.root), "fetch-")
+	if err != nil {
+		return nil, err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if err := s.remote.Fetch(d, tmp.Name()); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), BlobPath(s.root, d)); err != nil {
+		return nil, err
+	}
+	return os.Open(BlobPath(s.root, d))
+}

@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -777,17 +779,114 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 		return
 	}
 	access.NoteDownload(w, dl)
+	if bs, ok := s.store.(blobStreamer); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("Range") == "" {
+		if u, ok, err := bs.RedirectBlob(r.Context(), r.Method, d); ok {
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			w.Header().Set("Cache-Control", "no-store") // the URL expires
+			if s.usage != nil && r.Method == http.MethodGet && countedRole(info.role) {
+				s.countBlob(st, d) // counted when sent on: the bucket answers it
+			}
+			http.Redirect(w, r, u, http.StatusFound)
+			return
+		}
+		if r.Method == http.MethodHead { // (Terraform 1.11 asks before it downloads)
+			if size, ok, err := bs.StatBlob(r.Context(), d); ok {
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				blobHeaders(w.Header(), d, info.role)
+				w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+				return
+			}
+		}
+		if rc, size, ok, err := streamGet(bs, r, d); ok {
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			defer rc.Close()
+			blobHeaders(w.Header(), d, info.role)
+			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+			if err := copyHeld(w, rc); err != nil {
+				// Cut off short of Content-Length: the client sees a
+				// broken download, never a whole wrong one.
+				s.log.Error("blob download cut off", "blob", string(d), "err", err)
+				return
+			}
+			if s.usage != nil && countedRole(info.role) {
+				s.countBlob(st, d)
+			}
+			return
+		}
+	}
 	f, err := s.store.OpenBlob(d)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer f.Close()
-	h := w.Header()
+	blobHeaders(w.Header(), d, info.role)
+	if s.usage != nil && r.Method == http.MethodGet && countedRole(info.role) {
+		s.serveCounted(w, r, st, d, f)
+		return
+	}
+	http.ServeContent(w, r, "", time.Time{}, f)
+}
+
+// streamGet is StreamBlob for a GET (ok false for any other method).
+func streamGet(bs blobStreamer, r *http.Request, d verify.Digest) (io.ReadCloser, int64, bool, error) {
+	if r.Method != http.MethodGet {
+		return nil, 0, false, nil
+	}
+	return bs.StreamBlob(r.Context(), d)
+}
+
+// blobStreamer is a store whose blobs may live elsewhere (a replica of a
+// store in object storage, *store.Store with a remote): StreamBlob opens
+// one for a single read that fails at its end on a digest mismatch; ok is
+// false for a blob to be opened with OpenBlob.
+type blobStreamer interface {
+	StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadCloser, size int64, ok bool, err error)
+	StatBlob(ctx context.Context, d verify.Digest) (size int64, ok bool, err error)
+	RedirectBlob(ctx context.Context, method string, d verify.Digest) (url string, ok bool, err error)
+}
+
+// copyHeld copies r to w holding the last chunk read back until r has
+// ended cleanly, so a read that fails at its end (a digest mismatch found
+// at the last byte) leaves the answer short of its Content-Length.
+// Memory: two 64 KiB buffers.
+func copyHeld(w io.Writer, r io.Reader) error {
+	buf, held := make([]byte, 64<<10), make([]byte, 0, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if len(held) > 0 {
+				if _, werr := w.Write(held); werr != nil {
+					return werr
+				}
+			}
+			held = append(held[:0], buf[:n]...)
+		}
+		if err == io.EOF {
+			_, werr := w.Write(held)
+			return werr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// blobHeaders are a blob answer's headers, by its role.
+func blobHeaders(h http.Header, d verify.Digest, role string) {
 	h.Set("ETag", `"`+string(d)+`"`)
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	h.Set("X-Content-Type-Options", "nosniff")
-	switch info.role {
+	switch role {
 	case dist.RoleProviderPackage, dist.RoleModuleZip:
 		h.Set("Content-Type", "application/zip")
 	case dist.RoleModuleArchive:
@@ -804,11 +903,6 @@ func (s *Answers) serveBlob(w http.ResponseWriter, r *http.Request, hex, wantRol
 	default:
 		h.Set("Content-Type", "application/octet-stream")
 	}
-	if s.usage != nil && r.Method == http.MethodGet && countedRole(info.role) {
-		s.serveCounted(w, r, st, d, f)
-		return
-	}
-	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
 // whatBlob names blob d for the access log and the audit (the first owner

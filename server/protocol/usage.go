@@ -74,8 +74,13 @@ const usageLockWait = 5 * time.Second
 // UsageOptions configure StartUsage.
 type UsageOptions struct {
 	Interval time.Duration // 0: DefaultUsageInterval
-	Log      *slog.Logger
-	Now      func() time.Time // tests
+	// Add, if set, adds a batch of counts where they are kept instead of
+	// store.AddUsage on the store's directory (a replica of a store in
+	// object storage adds them to the bucket's file), returning the file
+	// as it now is.
+	Add func(delta map[store.UsageKey]store.UsageCount, now time.Time) (*store.Usage, error)
+	Log *slog.Logger
+	Now func() time.Time // tests
 }
 
 // Usage counts downloads and keeps the counts in the store's state.
@@ -207,7 +212,13 @@ func (u *Usage) flush() {
 		u.reread()
 		return
 	}
-	f, err := store.AddUsage(u.root, delta, u.opt.Now(), usageLockWait)
+	var f *store.Usage
+	var err error
+	if u.opt.Add != nil {
+		f, err = u.opt.Add(delta, u.opt.Now())
+	} else {
+		f, err = store.AddUsage(u.root, delta, u.opt.Now(), usageLockWait)
+	}
 	u.mu.Lock()
 	if f != nil {
 		u.file.Store(f)

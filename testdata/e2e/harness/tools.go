@@ -304,6 +304,7 @@ var cacheTools = []struct {
 	{"govulncheck " + GovulncheckVersion, "govulncheck-" + GovulncheckVersion, 1},
 	{"kube-apiserver and etcd " + KubeVersion, "kube-apiserver-" + KubeVersion, 12},
 	{"axe-core " + AxeVersion + " (npm)", "axe-core-" + AxeVersion, 0.1},
+	{"versitygw " + VersitygwVersion + " (S3 server)", "versitygw-" + VersitygwVersion, 4},
 }
 
 // suiteMinutes is about how long 'make test' takes on 2 cores once the
