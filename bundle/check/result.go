@@ -52,6 +52,9 @@ type Result struct {
 	// 'airgap verify' shows and the import's publisher-key pins decide on.
 	Signed []SignatureFacts `json:"-"`
 	byKey  map[string]int   // Signed by provider key, built by Facts
+	// Releases holds, for each Terraform or OpenTofu CLI release whose
+	// signatures were checked (catalog order), who signed it.
+	Releases []ReleaseFacts `json:"releases,omitempty"`
 	// Hops counts the chain hops whose signatures were checked again
 	// (the chain check); Chain is every hop, oldest first, with what was found.
 	Hops  int        `json:"chain_hops"`

@@ -295,6 +295,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
+	if cat.Releases, err = e.releases(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.checkWithdrawCarried(cat); err != nil {
 		return nil, err
 	}

@@ -31,7 +31,10 @@ type Request struct {
 	Platforms []string
 	Providers []ProviderReq
 	Modules   []ModuleReq
-	NoDeps    bool
+	// Releases are the manifest's cli blocks: Terraform's and OpenTofu's
+	// own CLI releases (ReleaseReq).
+	Releases []ReleaseReq
+	NoDeps   bool
 	// NoVendor keeps non-registry module sources as written (warnings);
 	// AllowUnvendored makes sources that cannot be vendored warnings
 	// instead of errors (package dist/vendoring).
@@ -109,6 +112,7 @@ type specFile struct {
 	Platforms []string       `hcl:"platforms,optional"`
 	Providers []specProvider `hcl:"provider,block"`
 	Modules   []specModule   `hcl:"module,block"`
+	CLI       []specCLI      `hcl:"cli,block"`
 	Withdraw  []specWithdraw `hcl:"withdraw,block"`
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
 	Gates     []specGate     `hcl:"gate,block"`
@@ -319,6 +323,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 		req.Modules = append(req.Modules, mr)
 	}
 	if err := checkModuleBlocks(req.Modules); err != nil {
+		return nil, err
+	}
+	if req.Releases, err = releaseRequests(sf.CLI, path); err != nil {
 		return nil, err
 	}
 	for _, l := range []struct {
@@ -549,7 +556,7 @@ func hasTerraformFiles(dir string) error {
 // Empty reports whether the request asks for nothing at all.
 // A request that only withdraws or reinstates versions is not empty.
 func (r *Request) Empty() bool {
-	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
+	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Releases) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
 }
 
 // docsSetting reads a provider block's docs attribute: absent or true

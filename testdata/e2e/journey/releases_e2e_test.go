@@ -1,0 +1,111 @@
+package journey
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// releaseManifest asks for the newest two terraform 1.14 releases and the
+// newest tofu 1.11 for linux_amd64 and darwin_arm64, pinned to the
+// stand-in publishers' keys.
+func releaseManifest(rel *harness.Releases) string {
+	return `platforms = ["linux_amd64", "darwin_arm64"]
+
+cli "terraform" {
+  versions      = "~> 1.14"
+  latest        = 2
+  publisher_key = "` + rel.HashiCorpKey + `"
+}
+cli "tofu" {
+  versions      = "~> 1.11.0"
+  platforms     = ["linux_amd64"]
+  publisher_key = "` + rel.OpenTofuKey + `"
+}
+`
+}
+
+// releaseJourney exports the release manifest from a stand-in internet with
+// release trees, and verifies and imports the bundle.
+type releaseJourney struct {
+	in                   *registrytest.Internet
+	rel                  *harness.Releases
+	work, keys, bundle   string
+	store, online, mf    string
+	exportOut, verifyOut string
+}
+
+func newReleaseJourney(t *testing.T) *releaseJourney {
+	t.Helper()
+	j := &releaseJourney{in: registrytest.New(t), work: t.TempDir()}
+	j.rel = harness.ReleaseWorld(t, j.in)
+	j.keys = filepath.Join(j.work, "keys", "site")
+	os.MkdirAll(filepath.Dir(j.keys), 0o700)
+	harness.MustRun(t, j.work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", j.keys, "--name", "Site Ops <ops@site.test>")
+	j.mf = filepath.Join(j.work, "airgap.hcl")
+	os.WriteFile(j.mf, []byte(releaseManifest(j.rel)), 0o644)
+	j.bundle = filepath.Join(j.work, "site.bundle")
+	j.online = j.work
+	return j
+}
+
+func (j *releaseJourney) env() []string {
+	return append(j.in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(j.work, "empty.tfrc"))
+}
+
+func (j *releaseJourney) exportVerifyImport(t *testing.T) {
+	t.Helper()
+	j.exportOut = harness.MustRun(t, j.work, j.env(), harness.Bin, "export", "--manifest", j.mf, "--sign-key", j.keys+".key.asc", "--out", j.bundle, "--cache", filepath.Join(j.work, "cache"))
+	j.verifyOut = harness.MustRun(t, j.work, nil, harness.Bin, "verify", "--keyring", j.keys+".pub.asc", j.bundle)
+	j.store = filepath.Join(j.work, "store")
+	harness.MustRun(t, j.work, nil, harness.Bin, "import", "--keyring", j.keys+".pub.asc", "--store", j.store, j.bundle)
+}
+
+// TestReleasesExportVerifyImport: the cli blocks select the right
+// releases, every file comes across byte for byte, and the store's
+// catalog holds the releases with their signers.
+func TestReleasesExportVerifyImport(t *testing.T) {
+	t.Parallel()
+	j := newReleaseJourney(t)
+	j.exportVerifyImport(t)
+	t.Logf("export:\n%s\nverify:\n%s", j.exportOut, j.verifyOut)
+	var ix struct {
+		Catalog dist.Catalog `json:"catalog"`
+	}
+	b, err := os.ReadFile(filepath.Join(j.store, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ix); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range ix.Catalog.Releases {
+		var plats []string
+		for _, bd := range r.Builds {
+			plats = append(plats, bd.Platform())
+			src := filepath.Join(j.in.Dir, "cli", r.Product, r.Version, bd.Filename)
+			want, _ := os.ReadFile(src)
+			have, err := os.ReadFile(filepath.Join(j.store, "blobs", "sha256", bd.Digest.Hex()))
+			if err != nil || string(have) != string(want) {
+				t.Errorf("%s %s: the store's zip is not the publisher's bytes (%v)", r, bd.Platform(), err)
+			}
+		}
+		got = append(got, r.String()+" "+strings.Join(plats, ",")+" "+r.KeyPin)
+	}
+	want := []string{"terraform 1.14.2 darwin_arm64,linux_amd64 manifest", "terraform 1.14.3 darwin_arm64,linux_amd64 manifest", "tofu 1.11.2 linux_amd64 manifest"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the store holds releases\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, s := range []string{"release terraform 1.14.3", "release tofu 1.11.2"} {
+		if !strings.Contains(j.exportOut, s) {
+			t.Errorf("export does not mention %q:\n%s", s, j.exportOut)
+		}
+	}
+}
