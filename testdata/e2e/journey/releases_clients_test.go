@@ -1,0 +1,168 @@
+package journey
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// servedReleases exports, imports and serves the release manifest; it
+// returns the journey, the appliance and the offline environment a
+// consumer runs in (the appliance's CA trusted by Go and curl, every
+// proxy pointing nowhere, so that nothing but the appliance is reached).
+func servedReleases(t *testing.T) (*releaseJourney, *harness.Served, []string) {
+	t.Helper()
+	j := newReleaseJourney(t)
+	j.exportVerifyImport(t)
+	s := harness.StartServe(t, j.store)
+	env := append(harness.BaseEnv(), "SSL_CERT_FILE="+s.CAFile, "CURL_CA_BUNDLE="+s.CAFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9",
+		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1")
+	return j, s, env
+}
+
+// runsVersion runs bin version and wants its first line.
+func runsVersion(t *testing.T, bin, want string) {
+	t.Helper()
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), want+"\n") {
+		t.Errorf("%s version: %v\n%s\nwant %q", bin, err, out, want)
+	}
+}
+
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestReleasesServedLayouts: the appliance answers the publishers'
+// layouts under /releases/ with the types the consumers demand, GET and
+// HEAD, and the bytes it serves are the publisher's.
+func TestReleasesServedLayouts(t *testing.T) {
+	t.Parallel()
+	j, s, _ := servedReleases(t)
+	cl := harness.CAFileClient(t, s.CAFile)
+	base := s.Base + "releases/"
+	get := func(path, wantType string) []byte {
+		t.Helper()
+		for _, method := range []string{"HEAD", "GET"} {
+			req, _ := http.NewRequest(method, base+path, nil)
+			resp, err := cl.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body bytes.Buffer
+			body.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != wantType {
+				t.Errorf("%s %s: %d %q, want 200 %q\n%s", method, path, resp.StatusCode, resp.Header.Get("Content-Type"), wantType, body.String())
+			}
+			if method == "GET" {
+				return body.Bytes()
+			}
+		}
+		return nil
+	}
+	list := string(get("terraform/", "text/html; charset=utf-8"))
+	for _, v := range []string{"1.14.2", "1.14.3"} {
+		if !strings.Contains(list, `<a href="/releases/terraform/`+v+`/">terraform_`+v+`</a>`) {
+			t.Errorf("the HTML list lacks terraform_%s:\n%s", v, list)
+		}
+	}
+	if strings.Contains(list, "1.13.5") || strings.Contains(list, "1.14.0") {
+		t.Errorf("the HTML list names releases the store does not hold:\n%s", list)
+	}
+	var idx struct {
+		Versions map[string]struct {
+			Builds []struct{ OS, Arch, Filename, URL string }
+		}
+	}
+	if err := json.Unmarshal(get("terraform/index.json", "application/json"), &idx); err != nil || len(idx.Versions) != 2 {
+		t.Fatalf("index.json: %v %+v", err, idx)
+	}
+	var one struct {
+		Version string
+		Builds  []struct{ OS, Arch, Filename, URL string }
+	}
+	json.Unmarshal(get("terraform/1.14.3/index.json", "application/json"), &one)
+	if one.Version != "1.14.3" || len(one.Builds) != 2 {
+		t.Fatalf("1.14.3/index.json: %+v", one)
+	}
+	for _, b := range one.Builds {
+		if want := base + "terraform/1.14.3/" + b.Filename; b.URL != want {
+			t.Errorf("build URL %s, want %s (on the appliance)", b.URL, want)
+		}
+		zip := get("terraform/1.14.3/"+b.Filename, "application/zip")
+		orig, _ := os.ReadFile(filepath.Join(j.in.Dir, "cli", "terraform", "1.14.3", b.Filename))
+		if !bytes.Equal(zip, orig) {
+			t.Errorf("%s: the appliance serves other bytes than the publisher's", b.Filename)
+		}
+	}
+	for _, f := range []string{"terraform_1.14.3_SHA256SUMS.sig", "terraform_1.14.3_SHA256SUMS.72D7468F.sig"} {
+		orig, _ := os.ReadFile(filepath.Join(j.in.Dir, "cli", "terraform", "1.14.3", f))
+		if got := get("terraform/1.14.3/"+f, "application/octet-stream"); !bytes.Equal(got, orig) {
+			t.Errorf("%s differs from the publisher's", f)
+		}
+	}
+	get("terraform/1.14.3/terraform_1.14.3_SHA256SUMS", "text/plain; charset=utf-8")
+	var api struct {
+		Versions []struct {
+			ID    string   `json:"id"`
+			Files []string `json:"files"`
+		} `json:"versions"`
+	}
+	json.Unmarshal(get("tofu/api.json", "application/json"), &api)
+	if len(api.Versions) != 1 || api.Versions[0].ID != "1.11.2" || !strings.Contains(strings.Join(api.Versions[0].Files, " "), "tofu_1.11.2_linux_amd64.zip") {
+		t.Errorf("api.json: %+v", api)
+	}
+	get("tofu/v1.11.2/tofu_1.11.2_linux_amd64.zip", "application/zip")
+	get("tofu/v1.11.2/tofu_1.11.2_SHA256SUMS.gpgsig", "application/octet-stream")
+	if key := string(get("terraform/publisher-key.asc", "application/pgp-keys")); !strings.Contains(key, "BEGIN PGP PUBLIC KEY BLOCK") {
+		t.Errorf("publisher-key.asc: %s", key)
+	}
+	get("tofu/publisher-key.asc", "application/pgp-keys")
+	for _, p := range []string{"terraform/1.14.0/index.json", "tofu/v1.11.2/tofu_1.11.2_darwin_arm64.zip", "packer/index.json", "terraform/1.14.3/terraform_1.14.3_windows_amd64.zip", "tofu/1.11.2/tofu_1.11.2_linux_amd64.zip"} {
+		resp, _ := harness.HTTPGet(t, cl, base+p)
+		if resp.StatusCode != 404 {
+			t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
+		}
+	}
+}
+
+// TestReleasesTfenv: tfenv installs terraform from the appliance
+// (TFENV_REMOTE), its signature checked by gpgv against the stand-in key,
+// and the installed binary runs.
+func TestReleasesTfenv(t *testing.T) {
+	t.Parallel()
+	j, s, env := servedReleases(t)
+	tfenv := harness.TfenvCopy(t)
+	conf := t.TempDir()
+	var kr bytes.Buffer
+	if err := j.rel.HashiCorp.Serialize(&kr); err != nil {
+		t.Fatal(err)
+	}
+	keyring := filepath.Join(conf, "hashicorp.gpg")
+	os.WriteFile(keyring, kr.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(conf, "use-gpgv"), []byte("binary: gpgv --keyring "+keyring+"\n"), 0o644)
+	env = append(env, "TFENV_REMOTE="+s.Base+"releases", "TFENV_CONFIG_DIR="+conf, "HOME="+conf)
+	list := runIn(t, conf, env, tfenv, "list-remote")
+	if !strings.Contains(list, "1.14.3") || !strings.Contains(list, "1.14.2") {
+		t.Errorf("tfenv list-remote:\n%s", list)
+	}
+	out := runIn(t, conf, env, tfenv, "install", "1.14.3")
+	t.Logf("tfenv install:\n%s", out)
+	runsVersion(t, filepath.Join(conf, "versions", "1.14.3", "terraform"), "Terraform v1.14.3")
+}
