@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
 
@@ -165,4 +166,48 @@ func TestReleasesTfenv(t *testing.T) {
 	out := runIn(t, conf, env, tfenv, "install", "1.14.3")
 	t.Logf("tfenv install:\n%s", out)
 	runsVersion(t, filepath.Join(conf, "versions", "1.14.3", "terraform"), "Terraform v1.14.3")
+}
+
+// TestReleasesTfswitch: tfswitch installs terraform and tofu from the
+// appliance (--mirror, --mirror-download), and they run.
+func TestReleasesTfswitch(t *testing.T) {
+	t.Parallel()
+	j, s, env := servedReleases(t)
+	tfswitch := harness.TfswitchBin(t)
+	home := t.TempDir()
+	env = append(env, "HOME="+home)
+	// tfswitch 1.19 fetches HashiCorp's key from www.hashicorp.com (or
+	// keybase.io) on every install, with no setting to point it elsewhere:
+	// offline, the site's proxy answers that one URL with the key the
+	// appliance hands out (docs/cli-releases.md). The stand-in internet
+	// plays that proxy here; everything else goes to the appliance
+	// (NO_PROXY), and the zips are counted there.
+	cl := harness.CAFileClient(t, s.CAFile)
+	_, key := harness.HTTPGet(t, cl, s.Base+"releases/terraform/publisher-key.asc")
+	j.in.Handle(registrytest.HashiCorpWWWHost+"/.well-known/pgp-key.txt", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(key) }))
+	cas := filepath.Join(home, "cas.pem")
+	a, _ := os.ReadFile(s.CAFile)
+	b, _ := os.ReadFile(j.in.CAFile)
+	os.WriteFile(cas, append(append(a, '\n'), b...), 0o644)
+	env = append(env, registrytest.ProxyEnv(j.in.Proxy.URL)...)
+	env = append(env, "SSL_CERT_FILE="+cas)
+	bin := filepath.Join(home, "bin", "terraform")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	out := runIn(t, home, env, tfswitch, "--mirror", s.Base+"releases/terraform/index.json", "--mirror-download", s.Base+"releases/terraform",
+		"--bin", bin, "--install", home, "--log-level", "INFO", "1.14.3")
+	t.Logf("tfswitch:\n%s", out)
+	runsVersion(t, bin, "Terraform v1.14.3")
+
+	_, tofuKey := harness.HTTPGet(t, cl, s.Base+"releases/tofu/publisher-key.asc")
+	j.in.Handle(registrytest.TofuGetHost+"/opentofu.asc", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(tofuKey) }))
+	tofu := filepath.Join(home, "bin", "tofu")
+	out = runIn(t, home, env, tfswitch, "--product", "opentofu", "--mirror", s.Base+"releases/tofu/api.json", "--mirror-download", s.Base+"releases/tofu",
+		"--bin", tofu, "--install", home, "--log-level", "INFO", "1.11.2")
+	t.Logf("tfswitch --product opentofu:\n%s", out)
+	runsVersion(t, tofu, "OpenTofu v1.11.2")
+	for _, zip := range []string{"terraform_1.14.3_linux_amd64.zip", "tofu_1.11.2_linux_amd64.zip"} {
+		if n := j.in.Downloaded(zip); n != 1 {
+			t.Errorf("%s was fetched %d times from the stand-in internet, want once (by export): the consumer must get it from the appliance", zip, n)
+		}
+	}
 }
