@@ -211,3 +211,25 @@ func TestReleasesTfswitch(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasesTenv: tenv installs terraform (TFENV_REMOTE) and tofu (its
+// mirror settings) from the appliance, checking their signatures against
+// the publisher keys the appliance hands out, and they run.
+func TestReleasesTenv(t *testing.T) {
+	t.Parallel()
+	j, s, env := servedReleases(t)
+	tenv := harness.TenvBin(t)
+	root := t.TempDir()
+	env = append(env, "HOME="+root, "TENV_ROOT="+filepath.Join(root, "tenv"), "TENV_LOG=info",
+		"TFENV_REMOTE="+s.Base+"releases", "TFENV_HASHICORP_PGP_KEY="+j.rel.HashiCorpKey,
+		"TOFUENV_REMOTE="+s.Base+"releases/tofu", "TOFUENV_LIST_MODE=mirror", "TOFUENV_INSTALL_MODE=mirror",
+		"TOFUENV_LIST_URL="+s.Base+"releases/tofu/api.json",
+		"TOFUENV_URL_TEMPLATE="+s.Base+"releases/tofu/v{{ .Version }}/{{ .Artifact }}",
+		"TOFUENV_OPENTOFU_PGP_KEY="+j.rel.OpenTofuKey)
+	out := runIn(t, root, env, tenv, "tf", "install", "1.14.3")
+	t.Logf("tenv tf install:\n%s", out)
+	runsVersion(t, filepath.Join(root, "tenv", "Terraform", "1.14.3", "terraform"), "Terraform v1.14.3")
+	out = runIn(t, root, env, tenv, "tofu", "install", "1.11.2")
+	t.Logf("tenv tofu install:\n%s", out)
+	runsVersion(t, filepath.Join(root, "tenv", "OpenTofu", "1.11.2", "tofu"), "OpenTofu v1.11.2")
+}
