@@ -88,7 +88,8 @@ type ReleaseSignature struct {
 	Digest verify.Digest `json:"digest"`
 }
 
-// ReleaseBuild is one platform's zip of a release.
+// ReleaseBuild is one platform's archive of a release: its zip, and for
+// OpenTofu also its .tar.gz (tofudl installs that one).
 type ReleaseBuild struct {
 	OS       string        `json:"os"`
 	Arch     string        `json:"arch"`
@@ -116,6 +117,12 @@ func ReleaseZipName(product, version, os, arch string) string {
 	return product + "_" + version + "_" + os + "_" + arch + ".zip"
 }
 
+// ReleaseTarName is OpenTofu's other archive of a release for os/arch, a
+// .tar.gz of the same files, which tofudl installs.
+func ReleaseTarName(version, os, arch string) string {
+	return ProductTofu + "_" + version + "_" + os + "_" + arch + ".tar.gz"
+}
+
 // ReleaseSignatureNames are the signature file names a release of product
 // may carry: HashiCorp's two names for the signature by its key, and
 // OpenTofu's GPG signature.
@@ -127,10 +134,10 @@ func ReleaseSignatureNames(product, version string) []string {
 	return []string{s + ".sig", s + ".72D7468F.sig"}
 }
 
-// Build returns the build for os/arch, if carried.
-func (r CLIRelease) Build(os, arch string) (ReleaseBuild, bool) {
+// Build returns the build whose file is named filename, if carried.
+func (r CLIRelease) Build(filename string) (ReleaseBuild, bool) {
 	for _, b := range r.Builds {
-		if b.OS == os && b.Arch == arch {
+		if b.Filename == filename {
 			return b, true
 		}
 	}
@@ -186,15 +193,16 @@ func (c *Catalog) validateReleases(ref func(what string, d verify.Digest, role s
 		if len(r.Builds) == 0 || len(r.Builds) > MaxReleaseBuilds {
 			return fmt.Errorf("release %s: %d builds (1 to %d)", r, len(r.Builds), MaxReleaseBuilds)
 		}
-		plat := map[string]bool{}
+		files := map[string]bool{}
 		for _, b := range r.Builds {
-			if !ValidPlatformPart(b.OS) || !ValidPlatformPart(b.Arch) || plat[b.Platform()] {
-				return fmt.Errorf("release %s: invalid or repeated platform %q", r, Printable(b.Platform()))
+			if !ValidPlatformPart(b.OS) || !ValidPlatformPart(b.Arch) {
+				return fmt.Errorf("release %s: invalid platform %q", r, Printable(b.Platform()))
 			}
-			plat[b.Platform()] = true
-			if b.Filename != ReleaseZipName(r.Product, r.Version, b.OS, b.Arch) {
-				return fmt.Errorf("release %s %s: the zip is named %q, not %s", r, b.Platform(), Printable(b.Filename), ReleaseZipName(r.Product, r.Version, b.OS, b.Arch))
+			zip := ReleaseZipName(r.Product, r.Version, b.OS, b.Arch)
+			if b.Filename != zip && (r.Product != ProductTofu || b.Filename != ReleaseTarName(r.Version, b.OS, b.Arch)) || files[b.Filename] {
+				return fmt.Errorf("release %s %s: the archive %q is not %s (or OpenTofu's .tar.gz of it), once", r, b.Platform(), Printable(b.Filename), zip)
 			}
+			files[b.Filename] = true
 			if b.Size < 0 {
 				return fmt.Errorf("release %s %s: negative size", r, b.Platform())
 			}
@@ -217,7 +225,7 @@ func sortReleases(rs []CLIRelease) {
 	})
 	for i := range rs {
 		bs := rs[i].Builds
-		sort.Slice(bs, func(i, j int) bool { return bs[i].Platform() < bs[j].Platform() })
+		sort.Slice(bs, func(i, j int) bool { return bs[i].Filename < bs[j].Filename })
 		ss := rs[i].Signatures
 		sort.Slice(ss, func(i, j int) bool { return ss[i].Name < ss[j].Name })
 	}
@@ -240,7 +248,7 @@ func (c *Catalog) checkReleaseMerge(next *Catalog) error {
 			return fmt.Errorf("release %s: its SHA256SUMS (%s) differs from the one the store serves (%s)", nr, nr.Shasums.Short(), old.Shasums.Short())
 		}
 		for _, b := range nr.Builds {
-			if prev, ok := old.Build(b.OS, b.Arch); ok && prev.Digest != b.Digest {
+			if prev, ok := old.Build(b.Filename); ok && prev.Digest != b.Digest {
 				return fmt.Errorf("release %s %s: the bundle's zip %s differs from the store's %s", nr, b.Platform(), b.Digest.Short(), prev.Digest.Short())
 			}
 		}
@@ -271,13 +279,13 @@ func (c *Catalog) mergeReleases(next *Catalog) (added []string) {
 		merged := nr
 		merged.Builds = append([]ReleaseBuild(nil), nr.Builds...)
 		for _, b := range old.Builds {
-			if _, ok := nr.Build(b.OS, b.Arch); !ok {
+			if _, ok := nr.Build(b.Filename); !ok {
 				merged.Builds = append(merged.Builds, b)
 			}
 		}
 		for _, b := range nr.Builds {
-			if _, ok := old.Build(b.OS, b.Arch); !ok {
-				added = append(added, fmt.Sprintf("release %s %s", nr, b.Platform()))
+			if _, ok := old.Build(b.Filename); !ok {
+				added = append(added, fmt.Sprintf("release %s %s", nr, b.Filename))
 			}
 		}
 		c.Releases[i] = merged

@@ -269,20 +269,27 @@ func (e *exporter) release(ctx context.Context, rq ReleaseReq, v string, plats [
 	}
 	for _, plat := range plats {
 		osName, arch, _ := strings.Cut(plat, "_")
-		name := dist.ReleaseZipName(rq.Product, v, osName, arch)
-		hex, ok := dist.ShasumFor(lines, name)
-		if !ok {
-			e.res.Gaps = append(e.res.Gaps, fmt.Sprintf("%s has no %s build", what, plat))
-			continue
+		names := []string{dist.ReleaseZipName(rq.Product, v, osName, arch)}
+		if rq.Product == dist.ProductTofu {
+			names = append(names, dist.ReleaseTarName(v, osName, arch))
 		}
-		d := verify.Digest("sha256:" + hex)
-		zwhat := what + " " + plat
-		p, size, err := e.fetchPackage(ctx, d, releaseURL(rq.Product, v, name), name, zwhat, "the signed SHA256SUMS")
-		if err != nil {
-			return r, fmt.Errorf("%s: %w", zwhat, err)
+		for i, name := range names {
+			hex, ok := dist.ShasumFor(lines, name)
+			if !ok {
+				if i == 0 {
+					e.res.Gaps = append(e.res.Gaps, fmt.Sprintf("%s has no %s build", what, plat))
+				}
+				continue
+			}
+			d := verify.Digest("sha256:" + hex)
+			zwhat := what + " " + name
+			p, size, err := e.fetchPackage(ctx, d, releaseURL(rq.Product, v, name), name, zwhat, "the signed SHA256SUMS")
+			if err != nil {
+				return r, fmt.Errorf("%s: %w", zwhat, err)
+			}
+			e.addBlob(d, size, dist.RoleReleaseZip, p)
+			r.Builds = append(r.Builds, dist.ReleaseBuild{OS: osName, Arch: arch, Filename: name, Digest: d, Size: size})
 		}
-		e.addBlob(d, size, dist.RoleReleaseZip, p)
-		r.Builds = append(r.Builds, dist.ReleaseBuild{OS: osName, Arch: arch, Filename: name, Digest: d, Size: size})
 	}
 	if len(r.Builds) == 0 {
 		return r, fmt.Errorf("%s has none of the platforms %s\nhint: nothing was written", what, strings.Join(plats, ", "))

@@ -1,8 +1,10 @@
 package registrytest
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -112,6 +114,20 @@ func (in *Internet) AddCLIRelease(t testing.TB, product, version string, plats [
 		r.Files[fn] = path
 		sum := sha256.Sum256(zb.Bytes())
 		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), fn)
+		if product == dist.ProductTofu { // OpenTofu also publishes a .tar.gz, which tofudl installs
+			var tb bytes.Buffer
+			gz := gzip.NewWriter(&tb)
+			tw := tar.NewWriter(gz)
+			tw.WriteHeader(&tar.Header{Name: member, Mode: 0o755, Size: int64(len(exe)), ModTime: h.Modified, Typeflag: tar.TypeReg})
+			tw.Write(exe)
+			tw.Close()
+			gz.Close()
+			tn := dist.ReleaseTarName(version, os_, arch)
+			bundletest.WriteFile(t, filepath.Join(r.Dir, tn), tb.Bytes())
+			r.Files[tn] = filepath.Join(r.Dir, tn)
+			sum := sha256.Sum256(tb.Bytes())
+			fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(sum[:]), tn)
+		}
 	}
 	sumsName := dist.ReleaseShasumsName(product, version)
 	r.Files[sumsName] = filepath.Join(r.Dir, sumsName)
@@ -164,8 +180,11 @@ func (in *Internet) AddCLIRelease(t testing.TB, product, version string, plats [
 func (in *Internet) releaseFile(p string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := filepath.Base(p)
-		if strings.HasSuffix(name, ".zip") {
+		if strings.HasSuffix(name, ".zip") || strings.HasSuffix(name, ".tar.gz") {
 			w.Header().Set("Content-Type", "application/zip")
+			if strings.HasSuffix(name, ".tar.gz") {
+				w.Header().Set("Content-Type", "application/gzip")
+			}
 			n, _ := in.Downloads.LoadOrStore(name, new(atomic.Int32))
 			n.(*atomic.Int32).Add(1)
 			if in.Tamper.Load().(string) == name {

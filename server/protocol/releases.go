@@ -155,6 +155,9 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 				switch role {
 				case dist.RoleReleaseZip:
 					ct = "application/zip"
+					if strings.HasSuffix(file, ".tar.gz") {
+						ct = "application/gzip"
+					}
 				case dist.RoleReleaseShasums:
 					ct = "text/plain; charset=utf-8"
 				}

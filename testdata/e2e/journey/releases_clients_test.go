@@ -233,3 +233,33 @@ func TestReleasesTenv(t *testing.T) {
 	t.Logf("tenv tofu install:\n%s", out)
 	runsVersion(t, filepath.Join(root, "tenv", "OpenTofu", "1.11.2", "tofu"), "OpenTofu v1.11.2")
 }
+
+// TestReleasesInstallerLibraries: hashicorp/hc-install (ApiBaseURL) and
+// opentofu/tofudl (API URL and mirror URL template), built from their Go
+// modules, install from the appliance with their signature checks on, and
+// the binaries run.
+func TestReleasesInstallerLibraries(t *testing.T) {
+	t.Parallel()
+	hc, tofudl := harness.HCInstallBin(t), harness.TofuDLBin(t)
+	j, s, env := servedReleases(t)
+	dir := t.TempDir()
+	out := strings.TrimSpace(runIn(t, dir, env, hc, s.Base+"releases", j.rel.HashiCorpKey, "1.14.2", dir))
+	runsVersion(t, out, "Terraform v1.14.2")
+	tofu := filepath.Join(dir, "tofu")
+	runIn(t, dir, env, tofudl, s.Base+"releases/tofu", j.rel.OpenTofuKey, "1.11.2", tofu)
+	runsVersion(t, tofu, "OpenTofu v1.11.2")
+	// Signatures on: with the other publisher's key, both refuse.
+	if _, err := runMaybe(dir, env, hc, s.Base+"releases", j.rel.OpenTofuKey, "1.14.3", t.TempDir()); err == nil {
+		t.Errorf("hc-install installed terraform with the wrong publisher key")
+	}
+	if _, err := runMaybe(dir, env, tofudl, s.Base+"releases/tofu", j.rel.HashiCorpKey, "1.11.2", filepath.Join(t.TempDir(), "tofu")); err == nil {
+		t.Errorf("tofudl downloaded tofu with the wrong publisher key")
+	}
+}
+
+func runMaybe(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -74,7 +74,6 @@ func TestReleasesExportVerifyImport(t *testing.T) {
 	t.Parallel()
 	j := newReleaseJourney(t)
 	j.exportVerifyImport(t)
-	t.Logf("export:\n%s\nverify:\n%s", j.exportOut, j.verifyOut)
 	var ix struct {
 		Catalog dist.Catalog `json:"catalog"`
 	}
@@ -89,7 +88,7 @@ func TestReleasesExportVerifyImport(t *testing.T) {
 	for _, r := range ix.Catalog.Releases {
 		var plats []string
 		for _, bd := range r.Builds {
-			plats = append(plats, bd.Platform())
+			plats = append(plats, bd.Filename)
 			src := filepath.Join(j.in.Dir, "cli", r.Product, r.Version, bd.Filename)
 			want, _ := os.ReadFile(src)
 			have, err := os.ReadFile(filepath.Join(j.store, "blobs", "sha256", bd.Digest.Hex()))
@@ -99,7 +98,11 @@ func TestReleasesExportVerifyImport(t *testing.T) {
 		}
 		got = append(got, r.String()+" "+strings.Join(plats, ",")+" "+r.KeyPin)
 	}
-	want := []string{"terraform 1.14.2 darwin_arm64,linux_amd64 manifest", "terraform 1.14.3 darwin_arm64,linux_amd64 manifest", "tofu 1.11.2 linux_amd64 manifest"}
+	want := []string{
+		"terraform 1.14.2 terraform_1.14.2_darwin_arm64.zip,terraform_1.14.2_linux_amd64.zip manifest",
+		"terraform 1.14.3 terraform_1.14.3_darwin_arm64.zip,terraform_1.14.3_linux_amd64.zip manifest",
+		"tofu 1.11.2 tofu_1.11.2_linux_amd64.tar.gz,tofu_1.11.2_linux_amd64.zip manifest",
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the store holds releases\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
