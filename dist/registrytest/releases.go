@@ -273,3 +273,6 @@ func (in *Internet) tofuAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"versions": vs})
 }
+
+// CLIReleases lists the published releases of product, newest first.
+func (in *Internet) CLIReleases(product string) []*CLIRelease { return in.releasesOf(product) }
