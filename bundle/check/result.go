@@ -125,6 +125,13 @@ func (r *Result) Summary(indent string) string {
 	case r.Reports > 0:
 		fmt.Fprintf(&b, "%s            %d gate reports' findings counted again\n", indent, r.Reports)
 	}
+	for _, rf := range r.Releases {
+		pin := "the key airgap pins for its publisher"
+		if rf.KeyPin == dist.KeyPinManifest {
+			pin = "the key the export manifest's publisher_key named"
+		}
+		fmt.Fprintf(&b, "%srelease:    %s: SHA256SUMS signed by %s, %s; %d archives found in it\n", indent, dist.Printable(rf.Release), dist.Printable(rf.Signer.String()), pin, rf.Builds)
+	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))
 	}

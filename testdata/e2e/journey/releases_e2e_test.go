@@ -10,6 +10,7 @@ import (
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
 )
 
 // releaseManifest asks for the newest two terraform 1.14 releases and the
@@ -110,5 +111,16 @@ func TestReleasesExportVerifyImport(t *testing.T) {
 		if !strings.Contains(j.exportOut, s) {
 			t.Errorf("export does not mention %q:\n%s", s, j.exportOut)
 		}
+	}
+	// verify names each release and its signer; inventory lists them.
+	for _, r := range []struct{ rel, signer string }{{"terraform 1.14.3", "HashiCorp stand-in"}, {"tofu 1.11.2", "OpenTofu stand-in"}} {
+		if !strings.Contains(j.verifyOut, "release:    "+r.rel+": SHA256SUMS signed by "+r.signer) {
+			t.Errorf("verify does not show %s signed by %s:\n%s", r.rel, r.signer, j.verifyOut)
+		}
+	}
+	inv := harness.MustRun(t, j.work, nil, harness.Bin, "inventory", "--store", j.store)
+	fp := verify.GroupFingerprint(verify.Fingerprint(j.rel.HashiCorp))
+	if !strings.Contains(inv, "CLI releases") || !strings.Contains(inv, "terraform_1.14.3_linux_amd64.zip") || !strings.Contains(inv, "signed by key "+fp) {
+		t.Errorf("inventory does not list the releases and their key %s:\n%s", fp, inv)
 	}
 }
