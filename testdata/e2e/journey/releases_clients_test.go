@@ -212,26 +212,31 @@ func TestReleasesTfswitch(t *testing.T) {
 	}
 }
 
-// TestReleasesTenv: tenv installs terraform (TFENV_REMOTE) and tofu (its
-// mirror settings) from the appliance, checking their signatures against
-// the publisher keys the appliance hands out, and they run.
+// TestReleasesTenv: with the settings 'airgap client-config --releases'
+// prints, sourced as they are, tenv installs terraform (TFENV_REMOTE) and
+// tofu (its mirror settings) from the appliance, checking their signatures
+// against the publisher keys the appliance hands out, and they run.
 func TestReleasesTenv(t *testing.T) {
 	t.Parallel()
-	j, s, env := servedReleases(t)
+	_, s, env := servedReleases(t)
 	tenv := harness.TenvBin(t)
 	root := t.TempDir()
-	env = append(env, "HOME="+root, "TENV_ROOT="+filepath.Join(root, "tenv"), "TENV_LOG=info",
-		"TFENV_REMOTE="+s.Base+"releases", "TFENV_HASHICORP_PGP_KEY="+j.rel.HashiCorpKey,
-		"TOFUENV_REMOTE="+s.Base+"releases/tofu", "TOFUENV_LIST_MODE=mirror", "TOFUENV_INSTALL_MODE=mirror",
-		"TOFUENV_LIST_URL="+s.Base+"releases/tofu/api.json",
-		"TOFUENV_URL_TEMPLATE="+s.Base+"releases/tofu/v{{ .Version }}/{{ .Artifact }}",
-		"TOFUENV_OPENTOFU_PGP_KEY="+j.rel.OpenTofuKey)
-	out := runIn(t, root, env, tenv, "tf", "install", "1.14.3")
-	t.Logf("tenv tf install:\n%s", out)
+	script := harness.MustRun(t, root, []string{"SSL_CERT_FILE=" + s.CAFile}, harness.Bin, "client-config", "--url", s.Base, "--releases")
+	os.WriteFile(filepath.Join(root, "airgap-releases.sh"), []byte(script), 0o644)
+	env = append(env, "HOME="+root, "TENV_ROOT="+filepath.Join(root, "tenv"), "TENV_LOG=info", "TENV="+tenv)
+	out := runIn(t, root, env, "sh", "-ec", `. ./airgap-releases.sh; "$TENV" tf install 1.14.3; "$TENV" tofu install 1.11.2`)
+	t.Logf("tenv:\n%s", out)
+	for _, want := range []string{"terraform_1.14.3_SHA256SUMS.sig", "tofu_1.11.2_SHA256SUMS.gpgsig"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tenv did not fetch %s (its signature check):\n%s", want, out)
+		}
+	}
 	runsVersion(t, filepath.Join(root, "tenv", "Terraform", "1.14.3", "terraform"), "Terraform v1.14.3")
-	out = runIn(t, root, env, tenv, "tofu", "install", "1.11.2")
-	t.Logf("tenv tofu install:\n%s", out)
 	runsVersion(t, filepath.Join(root, "tenv", "OpenTofu", "1.11.2", "tofu"), "OpenTofu v1.11.2")
+	// Signatures on: with the other publisher's key, tenv refuses.
+	if out, err := runMaybe(root, env, "sh", "-ec", `. ./airgap-releases.sh; export TFENV_HASHICORP_PGP_KEY="$AIRGAP_KEYS/tofu-publisher.asc"; "$TENV" tf install 1.14.2`); err == nil {
+		t.Errorf("tenv installed terraform with the wrong publisher key:\n%s", out)
+	}
 }
 
 // TestReleasesInstallerLibraries: hashicorp/hc-install (ApiBaseURL) and
