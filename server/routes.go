@@ -128,6 +128,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/{$}", handler: pages.Index},
 		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}", handler: pages.Provider},
 		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}", handler: pages.Module},
+		{method: "GET", pattern: "/ui/releases", handler: pages.Releases},
 		{method: "GET", pattern: ui.SBOMPath, handler: pages.SBOM},
 		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", handler: pages.ProviderDocs},
 		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}/{version}", handler: pages.ModuleDocs},

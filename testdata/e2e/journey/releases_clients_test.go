@@ -12,6 +12,7 @@ import (
 
 	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
 )
 
 // servedReleases exports, imports and serves the release manifest; it
@@ -140,6 +141,38 @@ func TestReleasesServedLayouts(t *testing.T) {
 		if resp.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestReleasesCatalogAndAccess: the catalog's releases page lists what
+// the store holds with its signer, and with an access file /releases/ and
+// the page need a token like every catalog path.
+func TestReleasesCatalogAndAccess(t *testing.T) {
+	t.Parallel()
+	j := newReleaseJourney(t)
+	j.exportVerifyImport(t)
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	tok := harness.CreateToken(t, access, "ci", "**")
+	s := harness.StartServe(t, j.store, "--access", access)
+	cl := harness.CAFileClient(t, s.CAFile)
+	for _, p := range []string{"releases/terraform/index.json", "releases/tofu/api.json", "releases/terraform/1.14.3/terraform_1.14.3_linux_amd64.zip", "ui/releases"} {
+		if resp, _ := harness.HTTPGet(t, cl, s.Base+p); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /%s without a token: %d, want 401", p, resp.StatusCode)
+		}
+		if resp, _ := harness.HTTPGet(t, cl, s.Base+p, "Authorization", "Bearer "+tok); resp.StatusCode != 200 {
+			t.Errorf("GET /%s with a token: %d, want 200", p, resp.StatusCode)
+		}
+	}
+	_, page := harness.HTTPGet(t, cl, s.Base+"ui/releases", "Authorization", "Bearer "+tok)
+	fp := verify.GroupFingerprint(verify.Fingerprint(j.rel.HashiCorp))
+	for _, want := range []string{"terraform 1.14.3", "tofu 1.11.2", fp, `href="/releases/terraform/1.14.3/terraform_1.14.3_linux_amd64.zip"`,
+		`href="/releases/tofu/v1.11.2/tofu_1.11.2_SHA256SUMS.gpgsig"`, "pinned by the export manifest"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the releases page lacks %q:\n%s", want, page)
+		}
+	}
+	if _, index := harness.HTTPGet(t, cl, s.Base, "Authorization", "Bearer "+tok); !strings.Contains(string(index), `href="/ui/releases"`) {
+		t.Errorf("the catalog does not link its releases page")
 	}
 }
 
