@@ -54,8 +54,12 @@ const (
 
 // maxReleaseIndex bounds a publisher's list of releases (releases.hashicorp.com's
 // /terraform/index.json is about 6 MiB with every build of every version;
-// OpenTofu's api.json a few hundred KiB).
+// OpenTofu's api.json a few hundred KiB): read whole, at most 32 MiB and
+// values nested at most 8 deep (the real ones nest 5), so a hostile list
+// costs at most that and its decoded form (a few times its size).
 const maxReleaseIndex = 32 << 20
+
+var releaseIndexJSON = dist.JSONLimit{MaxBytes: maxReleaseIndex, MaxDepth: 8}
 
 func releaseRequests(blocks []specCLI, path string) ([]ReleaseReq, error) {
 	var out []ReleaseReq
@@ -151,7 +155,7 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 		var idx struct {
 			Versions map[string]json.RawMessage `json:"versions"`
 		}
-		if err := json.Unmarshal(b, &idx); err != nil {
+		if err := releaseIndexJSON.Unmarshal(b, &idx); err != nil {
 			return nil, fmt.Errorf("releases.hashicorp.com's index.json: %v", err)
 		}
 		for v := range idx.Versions {
@@ -167,7 +171,7 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 				ID string `json:"id"`
 			} `json:"versions"`
 		}
-		if err := json.Unmarshal(b, &api); err != nil {
+		if err := releaseIndexJSON.Unmarshal(b, &api); err != nil {
 			return nil, fmt.Errorf("OpenTofu's api.json: %v", err)
 		}
 		for _, v := range api.Versions {
