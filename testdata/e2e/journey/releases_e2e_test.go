@@ -124,3 +124,39 @@ func TestReleasesExportVerifyImport(t *testing.T) {
 		t.Errorf("inventory does not list the releases and their key %s:\n%s", fp, inv)
 	}
 }
+
+// TestReleasesDelta: a delta bundle (--since the previous one) leaves out
+// the archives and files of the releases the base carried; verify defers
+// what it cannot check without them, and import checks the releases with
+// the store's copies and adds the new one.
+func TestReleasesDelta(t *testing.T) {
+	t.Parallel()
+	j := newReleaseJourney(t)
+	first := strings.Replace(releaseManifest(j.rel), "latest        = 2", "versions      = \"1.14.2\"", 1)
+	first = strings.Replace(first, `  versions      = "~> 1.14"`+"\n", "", 1)
+	os.WriteFile(j.mf, []byte(first), 0o644)
+	j.exportVerifyImport(t)
+	base := j.bundle
+
+	os.WriteFile(j.mf, []byte(releaseManifest(j.rel)), 0o644)
+	delta := filepath.Join(j.work, "delta.bundle")
+	harness.MustRun(t, j.work, j.env(), harness.Bin, "export", "--manifest", j.mf, "--sign-key", j.keys+".key.asc", "--out", delta, "--since", base, "--cache", filepath.Join(j.work, "cache"))
+	br := harness.OpenBundle(t, delta, j.keys+".pub.asc")
+	omitted := 0
+	for _, b := range br.Manifest().Blobs {
+		if b.Omitted && (b.Role == dist.RoleReleaseZip || b.Role == dist.RoleReleaseKey) {
+			omitted++
+		}
+	}
+	if omitted == 0 {
+		t.Errorf("the delta carries again every release file the base has")
+	}
+	harness.MustRun(t, j.work, nil, harness.Bin, "verify", "--keyring", j.keys+".pub.asc", delta)
+	harness.MustRun(t, j.work, nil, harness.Bin, "import", "--keyring", j.keys+".pub.asc", "--store", j.store, delta)
+	inv := harness.MustRun(t, j.work, nil, harness.Bin, "inventory", "--store", j.store)
+	for _, v := range []string{"terraform_1.14.2_linux_amd64.zip", "terraform_1.14.3_linux_amd64.zip", "tofu_1.11.2_linux_amd64.zip"} {
+		if !strings.Contains(inv, v) {
+			t.Errorf("after the delta the store lacks %s:\n%s", v, inv)
+		}
+	}
+}
