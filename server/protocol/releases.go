@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -89,7 +90,14 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs := releasesOf(cat, product)
-	base := "https://" + r.Host + ReleasesPrefix + product + "/"
+	// The builds' URLs name the appliance as the request does: a Host
+	// that is not a host name (and optional port) gets none.
+	host := strings.ToLower(r.Host)
+	if !dist.ValidHost(host) {
+		s.writeError(w, r, notFound("no releases are served for the host %q", dist.Printable(reply.Cut(r.Host, 256))))
+		return
+	}
+	base := "https://" + host + ReleasesPrefix + product + "/"
 	switch {
 	case rest == "publisher-key.asc":
 		if len(rs) == 0 {

@@ -136,6 +136,13 @@ func TestReleasesServedLayouts(t *testing.T) {
 		t.Errorf("publisher-key.asc: %s", key)
 	}
 	get("tofu/publisher-key.asc", "application/pgp-keys")
+	req, _ := http.NewRequest("GET", base+"terraform/1.14.3/index.json", nil)
+	req.Host = "bad_host.example"
+	if resp, err := cl.Do(req); err != nil || resp.StatusCode != 404 {
+		t.Errorf("a Host that is not a host name: %v %v, want 404 (the builds' URLs would name it)", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	for _, p := range []string{"terraform/1.14.0/index.json", "tofu/v1.11.2/tofu_1.11.2_darwin_arm64.zip", "packer/index.json", "terraform/1.14.3/terraform_1.14.3_windows_amd64.zip", "tofu/1.11.2/tofu_1.11.2_linux_amd64.zip"} {
 		resp, _ := harness.HTTPGet(t, cl, base+p)
 		if resp.StatusCode != 404 {
