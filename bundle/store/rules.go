@@ -2,9 +2,11 @@ package store
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // CatalogRules are the rules every import runs before the site's policies
@@ -44,6 +46,15 @@ func conflictRule(in *PolicyInput, out *PolicyResult) error {
 			add(moduleRefusal(ruleConflict, mv, ""), (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}}))
 		}
 	}
+	rels := map[string]*dist.CLIRelease{}
+	for i := range in.Index.Catalog.Releases {
+		rels[in.Index.Catalog.Releases[i].ReleaseKey()] = &in.Index.Catalog.Releases[i]
+	}
+	for _, r := range m.Catalog.Releases {
+		if old := rels[r.ReleaseKey()]; old != nil {
+			add(releaseRefusal(ruleConflict, r, ""), (&dist.Catalog{Releases: []dist.CLIRelease{*old}}).CheckMerge(&dist.Catalog{Releases: []dist.CLIRelease{r}}))
+		}
+	}
 	if len(rs) == 0 {
 		return nil
 	}
@@ -66,4 +77,57 @@ func versionMaps(cat *dist.Catalog) (map[string]*dist.ProviderVersion, map[strin
 		mods[cat.Modules[i].Key()] = &cat.Modules[i]
 	}
 	return provs, mods
+}
+
+// releaseRefusal is a Refusal of a CLI release.
+func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
+	return Refusal{Rule: rule, Kind: "release", Address: r.Product, Version: r.Version, Reason: reason}
+}
+
+// releaseKeysRule refuses a CLI release signed by another key than the
+// releases of its product the store holds: a change of the publisher's
+// key, which the station sees in verify's signer lines and the site
+// accepts with --accept-publisher-key FINGERPRINT (accept, normalized
+// fingerprints). The product's first key is the one its first release
+// came with (checked against airgap's pin or the export manifest's).
+func releaseKeysRule(accept []string) Policy {
+	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
+		held := map[string]map[string]bool{}
+		for _, r := range in.Index.Catalog.Releases {
+			if held[r.Product] == nil {
+				held[r.Product] = map[string]bool{}
+			}
+			held[r.Product][r.KeyFingerprint] = true
+		}
+		ok := map[string]bool{}
+		for _, a := range accept {
+			if fp, err := verify.ParseFingerprint(a); err == nil {
+				ok[fp] = true
+			}
+		}
+		var rs []Refusal
+		var lines []string
+		for _, r := range in.Manifest.Catalog.Releases {
+			keys := held[r.Product]
+			if len(keys) == 0 || keys[r.KeyFingerprint] || ok[r.KeyFingerprint] {
+				continue
+			}
+			var had []string
+			for k := range keys {
+				had = append(had, verify.GroupFingerprint(k))
+			}
+			sort.Strings(had)
+			why := fmt.Sprintf("signed by key %s; the store's %s releases are signed by %s", verify.GroupFingerprint(r.KeyFingerprint), r.Product, strings.Join(had, ", "))
+			rs = append(rs, releaseRefusal(RulePublisherKey, r, why))
+			if len(lines) < maxListed {
+				lines = append(lines, dist.Printable("release "+r.String()+": "+why))
+			}
+		}
+		if len(rs) == 0 {
+			return nil
+		}
+		out.Refuse(fmt.Errorf("%w: a new publisher key for CLI releases:\n  %s\nhint: if the publisher changed its key (check its announcement, not the bundle), import with --accept-publisher-key FINGERPRINT",
+			ErrPublisherKey, strings.Join(lines, "\n  ")), rs...)
+		return nil
+	})
 }

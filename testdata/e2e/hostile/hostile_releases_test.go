@@ -182,3 +182,59 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	}
 	return p
 }
+
+// TestHostileReleasesStoreRules: once a store holds terraform releases,
+// a release signed by another key (a new publisher key) is refused by
+// import and forecast so by 'verify --against' until the site accepts
+// the key (--accept-publisher-key), and a release the store holds with
+// another SHA256SUMS is refused as a conflict; the store unchanged.
+func TestHostileReleasesStoreRules(t *testing.T) {
+	work, site, keyring, root, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	find := func(in *registrytest.Internet, v string) *registrytest.CLIRelease {
+		for _, r := range in.CLIReleases("terraform") {
+			if r.Version == v {
+				return r
+			}
+		}
+		t.Fatalf("terraform %s is not published", v)
+		return nil
+	}
+	write := func(name string, set *bundletest.Set) string {
+		p := filepath.Join(work, name+".bundle")
+		set.WriteBundleFile(t, p, site, bundle.CompressionAuto)
+		return p
+	}
+	first := write("first", releaseSet(t, find(in, "1.14.2"), rel.HashiCorpKey, dist.KeyPinManifest, nil))
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keyring, "--store", root, first)
+
+	// terraform 1.15.0, signed by another key than the store's releases.
+	in.AddCLIRelease(t, "terraform", "1.15.0", harness.ReleasePlatforms, harness.CLIStub(t), rel.OpenTofu)
+	rotated := write("rotated", releaseSet(t, find(in, "1.15.0"), rel.OpenTofuKey, dist.KeyPinManifest, nil))
+	newFP := verify.GroupFingerprint(verify.Fingerprint(rel.OpenTofu))
+	before := bundletest.Snapshot(t, root)
+	out, code := harness.RunBounded(t, work, "import", "--keyring", keyring, "--store", root, rotated)
+	if code != 1 || !strings.Contains(out, "release terraform 1.15.0: signed by key "+newFP) || !strings.Contains(out, "hint:") {
+		t.Errorf("import of a release signed by a new key: exit %d\n%s", code, out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+	inv := filepath.Join(work, "inventory.json")
+	os.WriteFile(inv, []byte(harness.MustRunStdout(t, work, "inventory", "--store", root, "--json")), 0o644)
+	out, code = harness.RunBounded(t, work, "verify", "--keyring", keyring, "--against", inv, rotated)
+	if !strings.Contains(out, "WILL REFUSE") || !strings.Contains(out, "release terraform 1.15.0") {
+		t.Errorf("verify --against does not forecast the refusal (exit %d):\n%s", code, out)
+	}
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keyring, "--store", root, "--accept-publisher-key", verify.Fingerprint(rel.OpenTofu), rotated)
+
+	// terraform 1.14.2 again, with another SHA256SUMS (one platform only).
+	in2 := registrytest.New(t)
+	in2.AddCLIRelease(t, "terraform", "1.14.2", []string{"linux_amd64"}, harness.CLIStub(t), rel.HashiCorp)
+	other := write("other-sums", releaseSet(t, find(in2, "1.14.2"), rel.HashiCorpKey, dist.KeyPinManifest, nil))
+	before = bundletest.Snapshot(t, root)
+	out, code = harness.RunBounded(t, work, "import", "--keyring", keyring, "--store", root, other)
+	if code != 1 || !strings.Contains(out, "release terraform 1.14.2: its SHA256SUMS") || !strings.Contains(out, "differs from the one the store serves") {
+		t.Errorf("import of a release the store holds with another SHA256SUMS: exit %d\n%s", code, out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+}
