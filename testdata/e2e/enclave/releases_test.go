@@ -2,14 +2,21 @@ package enclave
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
 )
 
 // TestEnclaveReleases: the CLI releases an offline store holds go on to
@@ -39,6 +46,39 @@ cli "tofu" {
 			t.Errorf("verify of the bundle from store A lacks %q:\n%s", want, out)
 		}
 	}
+	// A release record no hop carries (one signature file dropped: still
+	// a release its key verifies) is refused by the chain of custody.
+	br := harness.OpenBundle(t, all, e.pub("a"))
+	m := *br.Manifest()
+	m.Catalog.Releases = append([]dist.CLIRelease(nil), m.Catalog.Releases...)
+	for i := range m.Catalog.Releases {
+		if r := &m.Catalog.Releases[i]; r.Product == "terraform" && r.Version == "1.14.3" {
+			r.Signatures = r.Signatures[:1]
+		}
+	}
+	m.SBOM, m.SBOMGenerator = "", 0
+	files := map[verify.Digest]string{}
+	used := m.Catalog.Blobs()
+	var blobs []bundle.Blob
+	for _, b := range m.Blobs {
+		if b.Role == dist.RoleSBOM {
+			continue
+		}
+		if _, ok := used[b.Digest]; !ok && strings.HasPrefix(b.Role, "release-") {
+			continue // the dropped signature, if no other release uses it
+		}
+		blobs = append(blobs, b)
+		files[b.Digest] = filepath.Join(storeA, "blobs", "sha256", b.Digest.Hex())
+	}
+	m.Blobs = blobs
+	kr, err := openpgp.ReadArmoredKeyRing(mustOpen(t, e.sec("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := e.path("forged.bundle")
+	bundletest.WriteSignedManifestAt(t, forged, &m, files, kr[0], time.Now())
+	harness.ExpectRefused(t, e.work, e.pub("a"), storeA, forged, "release terraform 1.14.3", "in no hop's signed manifest")
+
 	storeB := e.path("store-b")
 	e.importInto(t, storeB, e.pub("a"), all)
 	if got := storeReleases(t, storeB); got != "terraform 1.14.2 2, terraform 1.14.3 2, tofu 1.11.2 4" {
@@ -79,4 +119,14 @@ func storeReleases(t *testing.T, root string) string {
 		out = append(out, r.String()+" "+strconv.Itoa(len(r.Builds)))
 	}
 	return strings.Join(out, ", ")
+}
+
+func mustOpen(t *testing.T, path string) io.Reader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
