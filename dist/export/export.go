@@ -218,6 +218,9 @@ func (e *exporter) checkWithdrawCarried(cat *dist.Catalog) error {
 	for _, m := range cat.Modules {
 		carried[dist.KindModule+" "+m.Key()] = true
 	}
+	for _, r := range cat.Releases {
+		carried[dist.KindRelease+" "+r.ReleaseKey()] = true
+	}
 	var problems []string
 	for i, w := range e.req.Withdraw {
 		at := w.Addr

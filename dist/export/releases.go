@@ -128,7 +128,8 @@ func (e *exporter) releases(ctx context.Context) ([]dist.CLIRelease, error) {
 		for _, v := range vs {
 			line := fmt.Sprintf("release %s %s (%s)", rq.Product, v, strings.Join(plats, ", "))
 			e.res.Plan = append(e.res.Plan, line)
-			e.res.Planned = append(e.res.Planned, PlanItem{Kind: "release", Address: rq.Product, Version: v, Platforms: plats, Why: rq.Block})
+			e.res.Planned = append(e.res.Planned, PlanItem{Kind: dist.KindRelease, Address: rq.Product, Version: v, Platforms: plats, Why: rq.Block})
+			e.chose(dist.KindRelease, rq.Product+" "+v, rq.Block, "")
 			if e.opt.DryRun {
 				continue
 			}

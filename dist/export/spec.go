@@ -132,6 +132,7 @@ type specWithdraw struct {
 	Versions string    `hcl:"versions"`
 	Reason   string    `hcl:"reason"`
 	Module   *bool     `hcl:"module,optional"`
+	CLI      *bool     `hcl:"cli,optional"` // a Terraform or OpenTofu CLI release: the label is the product
 	DefRange hcl.Range `hcl:",def_range"`
 }
 
@@ -414,7 +415,15 @@ func checkModuleBlocks(mods []ModuleReq) error {
 // versions lists exact versions separated by commas or spaces.
 func (b specWithdraw) withdrawal() (dist.Withdrawal, error) {
 	w := dist.Withdrawal{Kind: dist.KindProvider, Reason: strings.TrimSpace(b.Reason)}
-	if b.Module != nil && *b.Module {
+	if b.CLI != nil && *b.CLI {
+		if b.Module != nil && *b.Module {
+			return w, fmt.Errorf("cli = true and module = true: a withdrawal is of one kind")
+		}
+		if b.Source != dist.ProductTerraform && b.Source != dist.ProductTofu {
+			return w, fmt.Errorf("with cli = true the label is the product: \"terraform\" or \"tofu\"")
+		}
+		w.Kind, w.Addr = dist.KindRelease, b.Source
+	} else if b.Module != nil && *b.Module {
 		m, sub, ok, err := dist.ParseModuleSource(b.Source)
 		if err != nil || !ok || sub != "" {
 			return w, fmt.Errorf("not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)")

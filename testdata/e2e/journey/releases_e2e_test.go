@@ -160,3 +160,37 @@ func TestReleasesDelta(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasesWithdraw: a withdraw block with cli = true takes a release
+// out of the store (no longer served), and a later bundle carrying it is
+// refused until a reinstate block lifts the withdrawal.
+func TestReleasesWithdraw(t *testing.T) {
+	t.Parallel()
+	j := newReleaseJourney(t)
+	j.exportVerifyImport(t)
+	carrying := j.bundle
+	wmf := filepath.Join(j.work, "withdraw.hcl")
+	os.WriteFile(wmf, []byte(`withdraw "terraform" {
+  versions = "1.14.2"
+  reason   = "a broken build"
+  cli      = true
+}
+`), 0o644)
+	wb := filepath.Join(j.work, "withdraw.bundle")
+	harness.MustRun(t, j.work, j.env(), harness.Bin, "export", "--manifest", wmf, "--sign-key", j.keys+".key.asc", "--out", wb, "--cache", filepath.Join(j.work, "cache"))
+	out := harness.MustRun(t, j.work, nil, harness.Bin, "import", "--keyring", j.keys+".pub.asc", "--store", j.store, wb)
+	t.Logf("import of the withdrawal:\n%s", out)
+	inv := harness.MustRun(t, j.work, nil, harness.Bin, "inventory", "--store", j.store)
+	if strings.Contains(inv, "terraform_1.14.2_linux_amd64.zip") || !strings.Contains(inv, "terraform_1.14.3_linux_amd64.zip") || !strings.Contains(inv, "a broken build") {
+		t.Errorf("after the withdrawal the inventory says:\n%s", inv)
+	}
+	s := harness.StartServe(t, j.store)
+	cl := harness.CAFileClient(t, s.CAFile)
+	if resp, _ := harness.HTTPGet(t, cl, s.Base+"releases/terraform/1.14.2/index.json"); resp.StatusCode != 404 {
+		t.Errorf("the withdrawn release is still served: %d", resp.StatusCode)
+	}
+	out, code := harness.RunBounded(t, j.work, "import", "--keyring", j.keys+".pub.asc", "--store", j.store, carrying)
+	if code != 1 || !strings.Contains(out, "release terraform 1.14.2, which bundle") || !strings.Contains(out, "cli      = true") {
+		t.Errorf("import of a bundle carrying the withdrawn release: exit %d\n%s", code, out)
+	}
+}
