@@ -103,7 +103,8 @@ func (b ReleaseBuild) Platform() string { return b.OS + "_" + b.Arch }
 
 func (r CLIRelease) String() string { return r.Product + " " + r.Version }
 
-// Key identifies a release by product and canonical version.
+// ReleaseKey identifies a release by product and canonical version, as
+// VersionKey does a provider or module version (a withdrawal's keys).
 func (r CLIRelease) ReleaseKey() string { return r.Product + " " + canonicalVersion(r.Version) }
 
 // ReleaseShasumsName is the name both publishers give a release's SHA256SUMS.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/dist"
@@ -133,8 +134,9 @@ func releaseSmallBlobs(r dist.CLIRelease) []verify.Digest {
 	return ds
 }
 
+// hintUnlessHinted is a hint for an error that carries none.
 func hintUnlessHinted(err error) string {
-	if bytes.Contains([]byte(err.Error()), []byte("hint:")) {
+	if strings.Contains(err.Error(), "hint:") {
 		return ""
 	}
 	return "\nhint: the release's files are not as its publisher signed them"

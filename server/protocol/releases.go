@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -209,7 +210,7 @@ func writeReleaseDoc(w http.ResponseWriter, r *http.Request, ct string, body []b
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-cache")
-	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(body)))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 // serveReleaseBlob serves blob d of a release held as ct; immutable for a
