@@ -30,6 +30,13 @@ import (
 // hc-install joins the path of a build's URL onto its ApiBaseURL, so a
 // URL of /releases/terraform/V/FILE reaches it as
 // /releases/releases/terraform/V/FILE: that spelling is answered too.
+//
+// The documents are rendered for each request, not cached: each costs
+// time and memory proportional to the releases of one product the store
+// holds (about 250 bytes a build in index.json, 60 a file in api.json),
+// which the bundles' manifests bound (bundle.MaxManifestSize). Files are
+// served from the store's blobs by name, never by a path the request
+// spells.
 const ReleasesPrefix = "/releases/"
 
 // releaseDoc is one version as releases.hashicorp.com's index.json gives it.
