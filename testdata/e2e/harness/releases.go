@@ -60,7 +60,8 @@ var clistub struct {
 }
 
 // CLIStub builds dist/registrytest/clistub once into the test cache and
-// returns its path.
+// returns its path. The cached copy is found by name ("clistub-1"): a
+// change to the program bumps the number here and in the preflight's list.
 func CLIStub(t *testing.T) string {
 	t.Helper()
 	clistub.once.Do(func() {
