@@ -49,6 +49,12 @@ func DefaultReleaseKey(product string) string {
 	return ""
 }
 
+// ReleaseKeyNamespace is the namespace under which a transfer station's
+// approval names a new publisher key for product's releases
+// (approval.PublisherKey): a host under .invalid (RFC 2606), which no
+// registry can have, so that no provider namespace is ever the same.
+func ReleaseKeyNamespace(product string) string { return "cli.airgap.invalid/" + product }
+
 // MaxReleaseBuilds bounds the builds of one release a catalog may list
 // (HashiCorp publishes about 15 platforms a Terraform release).
 const MaxReleaseBuilds = 64

@@ -18,6 +18,7 @@ var ErrRelease = errors.New("release refused")
 // its SHA256SUMS and who pinned that key (the review's "signer" lines).
 type ReleaseFacts struct {
 	Release string        `json:"release"` // "terraform 1.14.2"
+	Product string        `json:"product"`
 	Signer  verify.Signer `json:"signer"`
 	KeyPin  string        `json:"key_pin"` // dist.KeyPinDefault or dist.KeyPinManifest
 	Builds  int           `json:"builds"`
@@ -95,7 +96,7 @@ func CheckRelease(r dist.CLIRelease, read ReleaseFile) (ReleaseFacts, error) {
 			return fail("%s is %s, but the signed SHA256SUMS says sha256:%s\nhint: the zip is not the one the publisher signed", b.Filename, b.Digest, hex)
 		}
 	}
-	return ReleaseFacts{Release: r.String(), Signer: signer, KeyPin: r.KeyPin, Builds: len(r.Builds)}, nil
+	return ReleaseFacts{Release: r.String(), Product: r.Product, Signer: signer, KeyPin: r.KeyPin, Builds: len(r.Builds)}, nil
 }
 
 // releases runs CheckRelease on every release of the manifest, with the

@@ -84,13 +84,15 @@ func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
 	return Refusal{Rule: rule, Kind: "release", Address: r.Product, Version: r.Version, Reason: reason}
 }
 
-// releaseKeysRule refuses a CLI release signed by another key than the
-// releases of its product the store holds: a change of the publisher's
-// key, which the station sees in verify's signer lines and the site
-// accepts with --accept-publisher-key FINGERPRINT (accept, normalized
-// fingerprints). The product's first key is the one its first release
-// came with (checked against airgap's pin or the export manifest's).
-func releaseKeysRule(accept []string) Policy {
+// releaseKeysRule refuses a CLI release signed by a key the store does not
+// take for its product: the store takes the keys of the product's releases
+// it holds; a new one when the site accepts it (--accept-publisher-key,
+// accept: normalized fingerprints) or a station's valid approval of this
+// bundle names it (under dist.ReleaseKeyNamespace); and a product's first
+// key by its first use, as airgap's pin or the export manifest's checked
+// it — except, in a store that takes new keys only from the station
+// (stationOnly), a first key that airgap does not pin itself.
+func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool) Policy {
 	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
 		held := map[string]map[string]bool{}
 		for _, r := range in.Index.Catalog.Releases {
@@ -105,11 +107,18 @@ func releaseKeysRule(accept []string) Policy {
 				ok[fp] = true
 			}
 		}
+		station := map[string]bool{} // namespace + " " + fingerprint
+		if approvals != nil {
+			for _, k := range approvals.PublisherKeys() {
+				station[k.Namespace+" "+k.Fingerprint] = true
+			}
+		}
 		var rs []Refusal
 		var lines []string
 		for _, r := range in.Manifest.Catalog.Releases {
 			keys := held[r.Product]
-			if len(keys) == 0 || keys[r.KeyFingerprint] || ok[r.KeyFingerprint] {
+			first := len(keys) == 0 && (!stationOnly || r.KeyPin == dist.KeyPinDefault)
+			if keys[r.KeyFingerprint] || ok[r.KeyFingerprint] || station[dist.ReleaseKeyNamespace(r.Product)+" "+r.KeyFingerprint] || first {
 				continue
 			}
 			var had []string
@@ -117,7 +126,10 @@ func releaseKeysRule(accept []string) Policy {
 				had = append(had, verify.GroupFingerprint(k))
 			}
 			sort.Strings(had)
-			why := fmt.Sprintf("signed by key %s; the store's %s releases are signed by %s", verify.GroupFingerprint(r.KeyFingerprint), r.Product, strings.Join(had, ", "))
+			why := fmt.Sprintf("signed by key %s, which the export manifest pinned; the store takes a product's first key only from the transfer station", verify.GroupFingerprint(r.KeyFingerprint))
+			if len(had) > 0 {
+				why = fmt.Sprintf("signed by key %s; the store's %s releases are signed by %s", verify.GroupFingerprint(r.KeyFingerprint), r.Product, strings.Join(had, ", "))
+			}
 			rs = append(rs, releaseRefusal(RulePublisherKey, r, why))
 			if len(lines) < maxListed {
 				lines = append(lines, dist.Printable("release "+r.String()+": "+why))
@@ -126,8 +138,11 @@ func releaseKeysRule(accept []string) Policy {
 		if len(rs) == 0 {
 			return nil
 		}
-		out.Refuse(fmt.Errorf("%w: a new publisher key for CLI releases:\n  %s\nhint: if the publisher changed its key (check its announcement, not the bundle), import with --accept-publisher-key FINGERPRINT",
-			ErrPublisherKey, strings.Join(lines, "\n  ")), rs...)
+		hint := "if the publisher changed its key (check its announcement, not the bundle), import with --accept-publisher-key FINGERPRINT"
+		if stationOnly {
+			hint = "if the publisher changed its key (check its announcement, not the bundle), approve it at the transfer station: airgap approve --key STATION.key.asc --accept-publisher-key FINGERPRINT … BUNDLE"
+		}
+		out.Refuse(fmt.Errorf("%w: a new publisher key for CLI releases:\n  %s\nhint: %s", ErrPublisherKey, strings.Join(lines, "\n  "), hint), rs...)
 		return nil
 	})
 }
