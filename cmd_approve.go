@@ -175,8 +175,14 @@ func (c *approveCmd) statement(rep *report.Report, rv *reviewer, key *openpgp.En
 				st.PublisherKeys = append(st.PublisherKeys, approval.PublisherKey{Namespace: f.Namespace, Fingerprint: a})
 			}
 		}
+		for _, f := range rep.Checks.Releases { // a CLI release's key, under its product's namespace
+			if n := dist.ReleaseKeyNamespace(f.Product); f.Signer.Fingerprint == a && !ns[n] {
+				ns[n] = true
+				st.PublisherKeys = append(st.PublisherKeys, approval.PublisherKey{Namespace: n, Fingerprint: a})
+			}
+		}
 		if len(ns) == 0 {
-			return nil, usageError{fmt.Sprintf("--accept-publisher-key %s: no provider of the bundle is signed by that key (the review lists each provider's key)", verify.GroupFingerprint(a))}
+			return nil, usageError{fmt.Sprintf("--accept-publisher-key %s: no provider or CLI release of the bundle is signed by that key (the review lists each one's key)", verify.GroupFingerprint(a))}
 		}
 	}
 	approval.SortKeys(st.PublisherKeys)

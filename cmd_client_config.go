@@ -27,6 +27,7 @@ type clientConfigCmd struct {
 	mode      string
 	tokenFile string
 	login     bool
+	releases  bool
 }
 
 func (c *clientConfigCmd) synopsis() string {
@@ -40,18 +41,20 @@ func (c *clientConfigCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.tool, "tool", "terraform", "terraform or tofu")
 	fs.StringVar(&c.mode, "mode", "registry", "registry (host overrides; best lock files), mirror (network mirror) or oci (OpenTofu oci_mirror; with --tool tofu)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding your token ('airgap token create' printed it; - for stdin): written into the configuration as credentials blocks, and used to ask --url")
+	fs.BoolVar(&c.releases, "releases", false, "print instead the settings of the version managers and installers (tenv, tfenv, tfswitch, hc-install, tofudl) for the Terraform and OpenTofu releases the appliance serves under /releases/, as a shell script to source")
 	fs.BoolVar(&c.login, "login", false, "the appliance signs people in (single sign-on): add login.v1 to every host block and list the 'terraform login' commands to run (the default when --url's discovery document offers login.v1)")
 	return fs
 }
 
 func (*clientConfigCmd) help() verbHelp {
 	return verbHelp{
-		usage: "--url https://HOST:PORT/ [--store DIR] [--tool terraform|tofu] [--mode registry|mirror|oci]",
+		usage: "--url https://HOST:PORT/ [--store DIR] [--tool terraform|tofu] [--mode registry|mirror|oci] | --url https://HOST:PORT/ --releases",
 		about: "Prints a terraform/tofu CLI configuration that sends every origin registry to the\nappliance. Save it as ~/.terraformrc (tofu: ~/.tofurc), or point TF_CLI_CONFIG_FILE at it;\nwhen the appliance signs people in, save it as ~/.terraformrc only and run the\n'terraform login' commands it lists (one per host): with TF_CLI_CONFIG_FILE set, terraform\nand tofu ignore the tokens 'terraform login' stores (client-config warns when it is set).",
 		env:   []string{"SSL_CERT_FILE  CA bundle used to reach --url (Linux)"},
 		examples: []string{"airgap client-config --url https://airgap.site.example:8443/ > terraform.rc",
 			"airgap client-config --url https://airgap.site.example:8443/ --store /srv/airgap --tool tofu > tofu.rc",
-			"airgap client-config --url https://airgap.site.example/ --token-file ci.token > terraform.rc   # with the token (keep it 0600)"},
+			"airgap client-config --url https://airgap.site.example/ --token-file ci.token > terraform.rc   # with the token (keep it 0600)",
+			"airgap client-config --url https://airgap.site.example/ --releases > airgap-releases.sh   # tenv, tfenv, tfswitch, hc-install, tofudl"},
 	}
 }
 
@@ -61,6 +64,16 @@ func (c *clientConfigCmd) run(args []string) error {
 	}
 	if c.tool != "terraform" && c.tool != "tofu" {
 		return usageError{"--tool must be terraform or tofu"}
+	}
+	if c.releases {
+		base, err := protocol.NormalizeBaseURL(c.url)
+		if err == nil {
+			err = protocol.WriteReleaseSettings(os.Stdout, base)
+		}
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		return nil
 	}
 	opt := protocol.ClientConfigOptions{URL: c.url, Tool: c.tool, Mode: c.mode}
 	if c.tokenFile != "" {

@@ -429,7 +429,7 @@ func (c *exportCmd) runFromStore(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(sel.Providers)+len(sel.Modules) == 0 {
+	if len(sel.Providers)+len(sel.Modules)+len(sel.Releases) == 0 {
 		return fmt.Errorf("%w: the store %s serves nothing\nhint: import a bundle into it first", export.ErrEmpty, c.fromStore)
 	}
 	var withdraw, reinstate []dist.Withdrawal

@@ -37,6 +37,7 @@ var layers = []struct{ pkg, may string }{
 	{"dist/osfile", ""},
 	{"dist/portable", ""},
 	{"dist/registrytest/fixtureprovider", ""},
+	{"dist/registrytest/clistub", ""},
 	{"dist/sbom/sbomtest", ""},
 	{"dist/zipdir", ""},
 	{"server/deploy/image", ""}, // make image: the container image, no airgap imports

@@ -246,7 +246,8 @@ func (m *Manifest) Validate() error {
 		switch b.Role {
 		case dist.RoleProviderPackage, dist.RoleShasums, dist.RoleShasumsSig, dist.RoleModuleArchive, dist.RoleModuleZip,
 			dist.RoleGoBuildInfo, dist.RoleGateReport, dist.RoleSBOM, // these three: format 2 (format2Field)
-			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval: // format 3 (format3Field)
+			dist.RoleProviderDocs, dist.RoleModuleDocs, dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval, // format 3 (format3Field)
+			dist.RoleReleaseZip, dist.RoleReleaseShasums, dist.RoleReleaseSignature, dist.RoleReleaseKey: // format 3: CLI releases
 		default:
 			return fmt.Errorf("%w: blob %s has unknown role %q", ErrManifest, b.Digest.Short(), b.Role)
 		}
@@ -343,6 +344,9 @@ func format3Field(m *Manifest) string {
 	}
 	if len(m.Chain) > 0 {
 		return "chain"
+	}
+	if len(m.Catalog.Releases) > 0 {
+		return "releases"
 	}
 	for _, b := range m.Blobs {
 		switch b.Role {

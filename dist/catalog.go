@@ -49,6 +49,9 @@ const (
 type Catalog struct {
 	Providers []ProviderVersion `json:"providers"`
 	Modules   []ModuleVersion   `json:"modules"`
+	// Releases (bundle format 3) are Terraform's and OpenTofu's own CLI
+	// releases (CLIRelease); absent in bundles and stores without them.
+	Releases []CLIRelease `json:"releases,omitempty"`
 }
 
 // ProviderVersion is one version of one provider from one origin registry,
@@ -411,7 +414,7 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 			}
 		}
 	}
-	return nil
+	return c.validateReleases(ref)
 }
 
 // Sort puts the catalog in its canonical order.
@@ -434,6 +437,7 @@ func (c *Catalog) Sort() {
 		}
 		return CompareVersions(a.Version, b.Version) < 0
 	})
+	sortReleases(c.Releases)
 }
 
 // CompareVersions orders semantic versions, falling back to string order for
@@ -514,7 +518,7 @@ func (c *Catalog) CheckMerge(next *Catalog) error {
 			return fmt.Errorf("module %s: the bundle's zip %s differs from the store's %s", nm, nm.Zip.Short(), old.Zip.Short())
 		}
 	}
-	return nil
+	return c.checkReleaseMerge(next)
 }
 
 // checkProviderMerge is CheckMerge for one provider version both have.
@@ -628,6 +632,7 @@ func (c *Catalog) Merge(next *Catalog) (added []string) {
 		midx[key] = len(c.Modules) - 1
 		added = append(added, "module "+nm.String())
 	}
+	added = append(added, c.mergeReleases(next)...)
 	c.Sort()
 	return added
 }
@@ -664,6 +669,7 @@ func (c *Catalog) Blobs() map[verify.Digest]string {
 		}
 		reports(m.Gates)
 	}
+	c.releaseBlobs(out)
 	return out
 }
 

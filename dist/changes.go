@@ -48,6 +48,7 @@ func (c *Catalog) DescribeBlobs() map[verify.Digest]string {
 		add(m.Docs, "documentation of module %s", m)
 		reports("module "+m.String(), m.Gates)
 	}
+	c.describeReleases(add)
 	out := make(map[verify.Digest]string, len(parts))
 	for d, ps := range parts {
 		sort.Strings(ps)

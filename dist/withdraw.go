@@ -11,6 +11,9 @@ import (
 const (
 	KindProvider = "provider"
 	KindModule   = "module"
+	// KindRelease is a Terraform or OpenTofu CLI release (CLIRelease);
+	// its address is the product, "terraform" or "tofu".
+	KindRelease = "release"
 )
 
 // Limits on withdrawals (they come from signed but still untrusted bundles).
@@ -80,8 +83,12 @@ func (w Withdrawal) Validate() error {
 		if len(parts) != 4 || !ValidHost(parts[0]) || !validModuleName(parts[1]) || !validModuleName(parts[2]) || !validModuleName(parts[3]) {
 			return fmt.Errorf("withdrawal of %q: not a module address HOST/NAMESPACE/NAME/SYSTEM", w.Addr)
 		}
+	case KindRelease:
+		if w.Addr != ProductTerraform && w.Addr != ProductTofu {
+			return fmt.Errorf("withdrawal of %q: not a CLI release product (terraform or tofu)", w.Addr)
+		}
 	default:
-		return fmt.Errorf("withdrawal of %q: unknown kind %q (want %q or %q)", w.Addr, w.Kind, KindProvider, KindModule)
+		return fmt.Errorf("withdrawal of %q: unknown kind %q (want %q, %q or %q)", w.Addr, w.Kind, KindProvider, KindModule, KindRelease)
 	}
 	if len(w.Versions) == 0 {
 		return fmt.Errorf("withdrawal of %s: no versions", w.Addr)
@@ -152,6 +159,11 @@ func ValidateWithdrawals(cat *Catalog, withdraw, reinstate []Withdrawal) error {
 	for _, m := range cat.Modules {
 		if out[m.Key()] {
 			return fmt.Errorf("module %s is both carried and withdrawn", m)
+		}
+	}
+	for _, r := range cat.Releases {
+		if out[r.ReleaseKey()] {
+			return fmt.Errorf("release %s is both carried and withdrawn", r)
 		}
 	}
 	return nil

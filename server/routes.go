@@ -102,6 +102,9 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/blobs/sha256/{hex}", access: accessSigned, handler: a.Blob},
 		{method: "GET", pattern: "/blobs/sha256/{hex}/{filename}", access: accessSigned, handler: a.Blob},
 		{method: "GET", pattern: "/archives/sha256/{file}", access: accessSigned, handler: a.Archive},
+		// Terraform's and OpenTofu's CLI releases in their publishers'
+		// layouts, for version managers and installers (protocol.ReleasesPrefix).
+		{method: "GET", pattern: "/releases/", handler: a.Releases},
 		// Appliance helpers.
 		{method: "GET", pattern: "/healthz", access: accessOpen, handler: s.healthz},
 		{method: "GET", pattern: "/ca.pem", access: accessOpen, handler: s.caCert},
@@ -125,6 +128,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", pattern: "/{$}", handler: pages.Index},
 		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}", handler: pages.Provider},
 		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}", handler: pages.Module},
+		{method: "GET", pattern: "/ui/releases", handler: pages.Releases},
 		{method: "GET", pattern: ui.SBOMPath, handler: pages.SBOM},
 		{method: "GET", pattern: "/ui/providers/{host}/{ns}/{type}/{version}/docs/{rest...}", handler: pages.ProviderDocs},
 		{method: "GET", pattern: "/ui/modules/{host}/{ns}/{name}/{system}/{version}", handler: pages.ModuleDocs},

@@ -27,6 +27,8 @@ var wantAccess = map[string]routeAccess{
 	"GET /blobs/sha256/{hex}":                                                      accessSigned,
 	"GET /blobs/sha256/{hex}/{filename}":                                           accessSigned,
 	"GET /archives/sha256/{file}":                                                  accessSigned,
+	"GET /ui/releases":                                                             accessToken,
+	"GET /releases/":                                                               accessToken,
 	"GET /healthz":                                                                 accessOpen,
 	"GET /ca.pem":                                                                  accessOpen,
 	"GET /airgap/v1/origins":                                                       accessToken,

@@ -223,7 +223,8 @@ func (c *Checker) add(b bundle.Blob, path string, remove bool) error {
 		c.jobs <- h1Job{d: b.Digest, path: path, remove: remove, docs: true}
 		return nil
 	case dist.RoleShasums, dist.RoleShasumsSig, dist.RoleGoBuildInfo, dist.RoleGateReport,
-		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval:
+		dist.RoleBundleManifest, dist.RoleBundleSignature, dist.RoleBundleKey, dist.RoleApproval,
+		dist.RoleReleaseShasums, dist.RoleReleaseSignature, dist.RoleReleaseKey:
 		c.paths[b.Digest] = path // read by Finish (bounded by Manifest)
 	default:
 		if remove {
@@ -303,6 +304,9 @@ func (c *Checker) Finish() (*Result, error) {
 		}
 	}
 	if err := c.declarations(); err != nil {
+		return nil, err
+	}
+	if err := c.releases(); err != nil {
 		return nil, err
 	}
 	var rest []h1Job

@@ -52,6 +52,9 @@ type Result struct {
 	// 'airgap verify' shows and the import's publisher-key pins decide on.
 	Signed []SignatureFacts `json:"-"`
 	byKey  map[string]int   // Signed by provider key, built by Facts
+	// Releases holds, for each Terraform or OpenTofu CLI release whose
+	// signatures were checked (catalog order), who signed it.
+	Releases []ReleaseFacts `json:"releases,omitempty"`
 	// Hops counts the chain hops whose signatures were checked again
 	// (the chain check); Chain is every hop, oldest first, with what was found.
 	Hops  int        `json:"chain_hops"`
@@ -121,6 +124,13 @@ func (r *Result) Summary(indent string) string {
 		fmt.Fprintf(&b, "%s            %d plugins read again: %d carry Go build information, %d do not (see Build information), %d gate reports' findings counted again\n", indent, r.BuildInfo, r.BuildInfo-r.BuildInfoNone, r.BuildInfoNone, r.Reports)
 	case r.Reports > 0:
 		fmt.Fprintf(&b, "%s            %d gate reports' findings counted again\n", indent, r.Reports)
+	}
+	for _, rf := range r.Releases {
+		pin := "the key airgap pins for its publisher"
+		if rf.KeyPin == dist.KeyPinManifest {
+			pin = "the key the export manifest's publisher_key named"
+		}
+		fmt.Fprintf(&b, "%srelease:    %s: SHA256SUMS signed by %s, %s; %d archives found in it\n", indent, dist.Printable(rf.Release), dist.Printable(rf.Signer.String()), pin, rf.Builds)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "%sleft for import (their blobs are not in this delta): %d checks\n", indent, len(r.Deferred))

@@ -77,6 +77,22 @@ func moduleZipUnit(mv dist.ModuleVersion) string {
 	return unitKey("module-zip", []string{mv.Key(), string(mv.Archive), string(mv.Zip), fmt.Sprint(mv.ZipSize)})
 }
 
+// A release's record (all but its builds) is the last bundle's that
+// carried it, each archive's the last bundle's that carried that file
+// (dist.Catalog's mergeReleases).
+func releaseUnit(r dist.CLIRelease) string {
+	v := r
+	v.Builds = nil
+	return unitKey("release", v)
+}
+
+func releaseBuildUnit(r dist.CLIRelease, b dist.ReleaseBuild) string {
+	return unitKey("release-build", struct {
+		Key   string
+		Build dist.ReleaseBuild
+	}{r.ReleaseKey(), b})
+}
+
 func gateUnit(entry string, r dist.GateResult) string {
 	return unitKey("gate", struct {
 		Entry  string
@@ -139,6 +155,16 @@ func walkUnits(m *bundle.Manifest, visit func(key string, u unitInfo) error) err
 			r := &mv.Gates[j]
 			u := unitInfo{what: "gate " + r.Gate + " result on module " + mv.String(), gate: r, gateKind: dist.GateModules}
 			if err := visit(gateUnit(on, *r), u); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range m.Catalog.Releases {
+		if err := visit(releaseUnit(r), unitInfo{what: "release " + r.String(), entry: "r " + r.ReleaseKey()}); err != nil {
+			return err
+		}
+		for _, b := range r.Builds {
+			if err := visit(releaseBuildUnit(r, b), unitInfo{what: "release " + r.String() + " " + b.Filename}); err != nil {
 				return err
 			}
 		}

@@ -108,6 +108,20 @@ func (inv *Inventory) WriteText(out io.Writer, root string) {
 		}
 		writeGates(&w, root, "", m.Gates)
 	}
+	if len(ix.Catalog.Releases) > 0 {
+		fmt.Fprintln(&w, "\nCLI releases (served under /releases/):")
+		for _, r := range ix.Catalog.Releases {
+			files := make([]string, 0, len(r.Builds))
+			for _, b := range r.Builds {
+				files = append(files, q(b.Filename))
+			}
+			pin := "airgap's pin"
+			if r.KeyPin == dist.KeyPinManifest {
+				pin = "the export manifest's publisher_key"
+			}
+			fmt.Fprintf(&w, "  %-50s %-10s %s\n    SHA256SUMS signed by key %s (%s)\n", q(r.Product), q(r.Version), strings.Join(files, " "), verify.GroupFingerprint(q(r.KeyFingerprint)), pin)
+		}
+	}
 	writeKeyHistory(&w, ix.PublisherKeys)
 	if len(ix.Withdrawn) > 0 {
 		fmt.Fprintln(&w, "\nWithdrawn (not served; a bundle carrying one is refused unless it reinstates it):")

@@ -332,7 +332,7 @@ func (kp *KeyPins) Check(in *PolicyInput, out *PolicyResult) error {
 	kr := kp.review(in)
 	ds := kr.Evaluate(in.Manifest, in.Checked)
 	kp.Decisions, kp.last = ds, kr
-	if err := unusedAccepts(kp.Accept, ds); err != nil {
+	if err := unusedAccepts(kp.Accept, ds, in.Manifest.Catalog.Releases); err != nil {
 		out.Refuse(err, Refusal{Rule: RulePublisherKey, Reason: firstLine(err.Error())})
 	}
 	if rs, err := refusals(ds, kr.StationOnly); err != nil {
@@ -391,12 +391,16 @@ func imported(ix *Index, b verify.Digest) bool {
 }
 
 // unusedAccepts refuses an --accept-publisher-key that signs no provider
-// of the bundle: a typo would otherwise approve nothing, silently.
-func unusedAccepts(accept []string, ds []KeyDecision) error {
+// or CLI release of the bundle: a typo would otherwise approve nothing,
+// silently.
+func unusedAccepts(accept []string, ds []KeyDecision, rels []dist.CLIRelease) error {
 	for _, fp := range accept {
 		used := false
 		for _, d := range ds {
 			used = used || d.Signer.Fingerprint == fp
+		}
+		for _, r := range rels {
+			used = used || r.KeyFingerprint == fp
 		}
 		if !used {
 			return fmt.Errorf("%w: --accept-publisher-key %s: no provider of the bundle is signed by that key\nhint: 'airgap verify' lists each provider's key; give the fingerprint of the one to approve", ErrPublisherKey, verify.GroupFingerprint(fp))

@@ -121,6 +121,15 @@ func ParseAgainst(r io.Reader) (*Against, error) {
 						a.Catalog.Modules = append(a.Catalog.Modules, m)
 						return nil
 					})
+				case "releases":
+					return js.Array(func() error {
+						var r dist.CLIRelease
+						if err := js.Decode(&r); err != nil {
+							return err
+						}
+						a.Catalog.Releases = append(a.Catalog.Releases, r)
+						return nil
+					})
 				}
 				return js.Skip()
 			})

@@ -2,9 +2,11 @@ package store
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // CatalogRules are the rules every import runs before the site's policies
@@ -44,6 +46,15 @@ func conflictRule(in *PolicyInput, out *PolicyResult) error {
 			add(moduleRefusal(ruleConflict, mv, ""), (&dist.Catalog{Modules: []dist.ModuleVersion{*old}}).CheckMerge(&dist.Catalog{Modules: []dist.ModuleVersion{mv}}))
 		}
 	}
+	rels := map[string]*dist.CLIRelease{}
+	for i := range in.Index.Catalog.Releases {
+		rels[in.Index.Catalog.Releases[i].ReleaseKey()] = &in.Index.Catalog.Releases[i]
+	}
+	for _, r := range m.Catalog.Releases {
+		if old := rels[r.ReleaseKey()]; old != nil {
+			add(releaseRefusal(ruleConflict, r, ""), (&dist.Catalog{Releases: []dist.CLIRelease{*old}}).CheckMerge(&dist.Catalog{Releases: []dist.CLIRelease{r}}))
+		}
+	}
 	if len(rs) == 0 {
 		return nil
 	}
@@ -66,4 +77,72 @@ func versionMaps(cat *dist.Catalog) (map[string]*dist.ProviderVersion, map[strin
 		mods[cat.Modules[i].Key()] = &cat.Modules[i]
 	}
 	return provs, mods
+}
+
+// releaseRefusal is a Refusal of a CLI release.
+func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
+	return Refusal{Rule: rule, Kind: "release", Address: r.Product, Version: r.Version, Reason: reason}
+}
+
+// releaseKeysRule refuses a CLI release signed by a key the store does not
+// take for its product: the store takes the keys of the product's releases
+// it holds; a new one when the site accepts it (--accept-publisher-key,
+// accept: normalized fingerprints) or a station's valid approval of this
+// bundle names it (under dist.ReleaseKeyNamespace); and a product's first
+// key by its first use, as airgap's pin or the export manifest's checked
+// it — except, in a store that takes new keys only from the station
+// (stationOnly), a first key that airgap does not pin itself.
+func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool) Policy {
+	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
+		held := map[string]map[string]bool{}
+		for _, r := range in.Index.Catalog.Releases {
+			if held[r.Product] == nil {
+				held[r.Product] = map[string]bool{}
+			}
+			held[r.Product][r.KeyFingerprint] = true
+		}
+		ok := map[string]bool{}
+		for _, a := range accept {
+			if fp, err := verify.ParseFingerprint(a); err == nil {
+				ok[fp] = true
+			}
+		}
+		station := map[string]bool{} // namespace + " " + fingerprint
+		if approvals != nil {
+			for _, k := range approvals.PublisherKeys() {
+				station[k.Namespace+" "+k.Fingerprint] = true
+			}
+		}
+		var rs []Refusal
+		var lines []string
+		for _, r := range in.Manifest.Catalog.Releases {
+			keys := held[r.Product]
+			first := len(keys) == 0 && (!stationOnly || r.KeyPin == dist.KeyPinDefault)
+			if keys[r.KeyFingerprint] || ok[r.KeyFingerprint] || station[dist.ReleaseKeyNamespace(r.Product)+" "+r.KeyFingerprint] || first {
+				continue
+			}
+			var had []string
+			for k := range keys {
+				had = append(had, verify.GroupFingerprint(k))
+			}
+			sort.Strings(had)
+			why := fmt.Sprintf("signed by key %s, which the export manifest pinned; the store takes a product's first key only from the transfer station", verify.GroupFingerprint(r.KeyFingerprint))
+			if len(had) > 0 {
+				why = fmt.Sprintf("signed by key %s; the store's %s releases are signed by %s", verify.GroupFingerprint(r.KeyFingerprint), r.Product, strings.Join(had, ", "))
+			}
+			rs = append(rs, releaseRefusal(RulePublisherKey, r, why))
+			if len(lines) < maxListed {
+				lines = append(lines, dist.Printable("release "+r.String()+": "+why))
+			}
+		}
+		if len(rs) == 0 {
+			return nil
+		}
+		hint := "if the publisher changed its key (check its announcement, not the bundle), import with --accept-publisher-key FINGERPRINT"
+		if stationOnly {
+			hint = "if the publisher changed its key (check its announcement, not the bundle), approve it at the transfer station: airgap approve --key STATION.key.asc --accept-publisher-key FINGERPRINT … BUNDLE"
+		}
+		out.Refuse(fmt.Errorf("%w: a new publisher key for CLI releases:\n  %s\nhint: %s", ErrPublisherKey, strings.Join(lines, "\n  "), hint), rs...)
+		return nil
+	})
 }

@@ -354,7 +354,7 @@ func (sp *StorePolicy) Rules(x Extra) (*RuleSet, error) {
 		rs.Policies = append(rs.Policies, rs.Approvals)
 	}
 	rs.Keys = &KeyPins{Pins: pins, Accept: x.Accept, Approvals: rs.Approvals, StationOnly: stationOnly}
-	rs.Policies = append(rs.Policies, rs.Keys)
+	rs.Policies = append(rs.Policies, rs.Keys, releaseKeysRule(x.Accept, rs.Approvals, stationOnly))
 	if sp.Chain != nil {
 		rs.Policies = append(rs.Policies, sp.Chain)
 	}

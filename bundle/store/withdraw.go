@@ -74,6 +74,9 @@ func withdrawnRule(in *PolicyInput, out *PolicyResult) error {
 	for _, mv := range m.Catalog.Modules {
 		refuse(moduleRefusal(ruleWithdrawn, mv, ""), mv.Key())
 	}
+	for _, r := range m.Catalog.Releases {
+		refuse(releaseRefusal(ruleWithdrawn, r, ""), r.ReleaseKey())
+	}
 	if len(rs) == 0 {
 		return nil
 	}
@@ -100,6 +103,9 @@ func reinstateHint(w Withdrawn) string {
 	attrs := []dist.HCLAttr{{Name: "versions", Value: cty.StringVal(w.Version)}}
 	if w.Kind == dist.KindModule {
 		attrs = append(attrs, dist.HCLAttr{Name: "module", Value: cty.True})
+	}
+	if w.Kind == dist.KindRelease {
+		attrs = append(attrs, dist.HCLAttr{Name: "cli", Value: cty.True})
 	}
 	attrs = append(attrs, dist.HCLAttr{Name: "reason", Value: cty.StringVal("why it is safe again")})
 	return dist.HCLHint("reinstate", []string{shortAddr(w.Addr)}, attrs...)
@@ -231,6 +237,17 @@ func removeKeys(c *dist.Catalog, keys map[string]bool) map[string]bool {
 		}
 		ms = append(ms, mv)
 	}
+	rs := make([]dist.CLIRelease, 0, len(c.Releases))
+	for _, r := range c.Releases {
+		if keys[r.ReleaseKey()] {
+			found[r.ReleaseKey()] = true
+			continue
+		}
+		rs = append(rs, r)
+	}
 	c.Providers, c.Modules = ps, ms
+	if len(c.Releases) > 0 {
+		c.Releases = rs
+	}
 	return found
 }

@@ -218,6 +218,9 @@ func (e *exporter) checkWithdrawCarried(cat *dist.Catalog) error {
 	for _, m := range cat.Modules {
 		carried[dist.KindModule+" "+m.Key()] = true
 	}
+	for _, r := range cat.Releases {
+		carried[dist.KindRelease+" "+r.ReleaseKey()] = true
+	}
 	var problems []string
 	for i, w := range e.req.Withdraw {
 		at := w.Addr
@@ -295,6 +298,9 @@ func Run(ctx context.Context, req *Request, opt Options) (*Result, error) {
 		return nil, err
 	}
 	cat.Providers = pvs
+	if cat.Releases, err = e.releases(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.checkWithdrawCarried(cat); err != nil {
 		return nil, err
 	}

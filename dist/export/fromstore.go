@@ -48,6 +48,7 @@ func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *R
 	case req == nil && len(addrs) == 0:
 		sel.Providers = append(sel.Providers, cat.Providers...)
 		sel.Modules = append(sel.Modules, cat.Modules...)
+		sel.Releases = append(sel.Releases, cat.Releases...)
 		return sel, true, nil, nil
 	case req == nil:
 		return selectAddrs(cat, addrs)
@@ -81,6 +82,14 @@ func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *R
 				sel.Modules = append(sel.Modules, m)
 			}
 		}
+	}
+	for _, rq := range req.Releases {
+		rs, n, err := selectStoreReleases(cat, req, rq)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		notes = append(notes, n...)
+		sel.Releases = append(sel.Releases, rs...)
 	}
 	if !req.NoDeps {
 		n, err := followDeps(ctx, root, cat, req, sel, seen)
@@ -616,4 +625,60 @@ func (ds *DeltaBase) notOwnStore(ix *store.Index) error {
 	}
 	return fmt.Errorf("%w: --have %s is this store's own inventory (the same %d imports): every blob would be omitted, and the bundle would carry nothing the next store lacks\nhint: give --have the inventory of the store the bundle goes to ('airgap inventory --store NEXT --json' there), or --since the last bundle sent over a one-way link; nothing was written",
 		ErrHaveOwnStore, ds.Desc, len(ix.Imports))
+}
+
+// selectStoreReleases selects a cli block's releases from what the store
+// holds (the versions as export selects them from the publisher's list),
+// each with the archives of the block's platforms the store has; the
+// records and their publisher keys are carried as the store holds them.
+func selectStoreReleases(cat *dist.Catalog, req *Request, rq ReleaseReq) ([]dist.CLIRelease, []string, error) {
+	if rq.PublisherKey != "" {
+		return nil, nil, fmt.Errorf("%w: cli %q (%s): an export from a store carries releases with the publisher keys they were checked against; publisher_key belongs to the export from the publishers\nhint: remove publisher_key from the block; nothing was written", ErrManifest, rq.Product, rq.Block)
+	}
+	byVersion := map[string]dist.CLIRelease{}
+	var versions []string
+	for _, r := range cat.Releases {
+		if r.Product == rq.Product {
+			byVersion[r.Version] = r
+			versions = append(versions, r.Version)
+		}
+	}
+	chosen := selectVersions(versions, rq.Constraints, rq.Latest, rq.All)
+	if len(chosen) == 0 {
+		return nil, nil, fmt.Errorf("%w: cli %q (%s): the store holds no release matching %s\nhint: 'airgap inventory' lists the releases it holds; nothing was written", ErrManifest, rq.Product, rq.Block, constraintString(rq.Constraints))
+	}
+	plats := rq.Platforms
+	if len(plats) == 0 && !req.PlatformsDefaulted {
+		plats = req.Platforms
+	}
+	var out []dist.CLIRelease
+	var notes []string
+	for _, v := range chosen {
+		r := byVersion[v]
+		if len(plats) > 0 {
+			keep := r.Builds[:0:0]
+			for _, b := range r.Builds {
+				for _, p := range plats {
+					if b.Platform() == p {
+						keep = append(keep, b)
+					}
+				}
+			}
+			for _, p := range plats {
+				found := false
+				for _, b := range keep {
+					found = found || b.Platform() == p
+				}
+				if !found {
+					notes = append(notes, fmt.Sprintf("release %s: the store has no %s archive", r, p))
+				}
+			}
+			if len(keep) == 0 {
+				return nil, nil, fmt.Errorf("%w: cli %q (%s): the store holds release %s for none of %s\nhint: 'airgap inventory' lists its archives; nothing was written", ErrManifest, rq.Product, rq.Block, r, strings.Join(plats, ", "))
+			}
+			r.Builds = keep
+		}
+		out = append(out, r)
+	}
+	return out, notes, nil
 }

@@ -31,7 +31,10 @@ type Request struct {
 	Platforms []string
 	Providers []ProviderReq
 	Modules   []ModuleReq
-	NoDeps    bool
+	// Releases are the manifest's cli blocks: Terraform's and OpenTofu's
+	// own CLI releases (ReleaseReq).
+	Releases []ReleaseReq
+	NoDeps   bool
 	// NoVendor keeps non-registry module sources as written (warnings);
 	// AllowUnvendored makes sources that cannot be vendored warnings
 	// instead of errors (package dist/vendoring).
@@ -109,6 +112,7 @@ type specFile struct {
 	Platforms []string       `hcl:"platforms,optional"`
 	Providers []specProvider `hcl:"provider,block"`
 	Modules   []specModule   `hcl:"module,block"`
+	CLI       []specCLI      `hcl:"cli,block"`
 	Withdraw  []specWithdraw `hcl:"withdraw,block"`
 	Reinstate []specWithdraw `hcl:"reinstate,block"`
 	Gates     []specGate     `hcl:"gate,block"`
@@ -128,6 +132,7 @@ type specWithdraw struct {
 	Versions string    `hcl:"versions"`
 	Reason   string    `hcl:"reason"`
 	Module   *bool     `hcl:"module,optional"`
+	CLI      *bool     `hcl:"cli,optional"` // a Terraform or OpenTofu CLI release: the label is the product
 	DefRange hcl.Range `hcl:",def_range"`
 }
 
@@ -321,6 +326,9 @@ func ParseSpec(path string, cliPlatforms []string) (*Request, error) {
 	if err := checkModuleBlocks(req.Modules); err != nil {
 		return nil, err
 	}
+	if req.Releases, err = releaseRequests(sf.CLI, path); err != nil {
+		return nil, err
+	}
 	for _, l := range []struct {
 		blocks []specWithdraw
 		out    *[]dist.Withdrawal
@@ -407,7 +415,15 @@ func checkModuleBlocks(mods []ModuleReq) error {
 // versions lists exact versions separated by commas or spaces.
 func (b specWithdraw) withdrawal() (dist.Withdrawal, error) {
 	w := dist.Withdrawal{Kind: dist.KindProvider, Reason: strings.TrimSpace(b.Reason)}
-	if b.Module != nil && *b.Module {
+	if b.CLI != nil && *b.CLI {
+		if b.Module != nil && *b.Module {
+			return w, fmt.Errorf("cli = true and module = true: a withdrawal is of one kind")
+		}
+		if b.Source != dist.ProductTerraform && b.Source != dist.ProductTofu {
+			return w, fmt.Errorf("with cli = true the label is the product: \"terraform\" or \"tofu\"")
+		}
+		w.Kind, w.Addr = dist.KindRelease, b.Source
+	} else if b.Module != nil && *b.Module {
 		m, sub, ok, err := dist.ParseModuleSource(b.Source)
 		if err != nil || !ok || sub != "" {
 			return w, fmt.Errorf("not a registry module address ([HOST/]NAMESPACE/NAME/SYSTEM)")
@@ -549,7 +565,7 @@ func hasTerraformFiles(dir string) error {
 // Empty reports whether the request asks for nothing at all.
 // A request that only withdraws or reinstates versions is not empty.
 func (r *Request) Empty() bool {
-	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
+	return len(r.Providers) == 0 && len(r.Modules) == 0 && len(r.Releases) == 0 && len(r.Withdraw) == 0 && len(r.Reinstate) == 0
 }
 
 // docsSetting reads a provider block's docs attribute: absent or true

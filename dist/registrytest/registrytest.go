@@ -95,6 +95,8 @@ type Internet struct {
 	// sources: host/ns/type -> the source repository its version
 	// documents name (SetProviderSource)
 	sources map[string]string
+	// cli: the terraform and tofu releases published (AddCLIRelease)
+	cli cliReleases
 }
 
 type throttled struct {

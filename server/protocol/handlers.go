@@ -22,6 +22,9 @@ type Handlers struct {
 	// The OCI distribution API, read-only: /v2/ itself, its bearer
 	// tokens at /v2/token, and everything else under /v2/.
 	OCIBase, OCIToken, OCI http.HandlerFunc
+	// Releases answers under ReleasesPrefix: the Terraform and OpenTofu
+	// CLI releases in their publishers' layouts.
+	Releases http.HandlerFunc
 }
 
 // Handlers returns the handlers of s. The JSON answers among them are
@@ -42,5 +45,6 @@ func (s *Answers) Handlers() Handlers {
 		OCIBase:          s.ociBase,
 		OCIToken:         s.ociTokenHandler,
 		OCI:              s.ociHandler,
+		Releases:         s.releases,
 	}
 }

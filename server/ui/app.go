@@ -152,6 +152,9 @@ func New(app App) *Pages {
 func (p *Pages) Index(w http.ResponseWriter, r *http.Request)    { p.catalog.index(w, r) }
 func (p *Pages) Provider(w http.ResponseWriter, r *http.Request) { p.catalog.provider(w, r) }
 func (p *Pages) Module(w http.ResponseWriter, r *http.Request)   { p.catalog.module(w, r) }
+
+// Releases is the page of the Terraform and OpenTofu CLI releases held.
+func (p *Pages) Releases(w http.ResponseWriter, r *http.Request) { p.catalog.releases(w, r) }
 func (p *Pages) SBOM(w http.ResponseWriter, r *http.Request)     { p.catalog.sbom(w, r) }
 
 // ProviderDocs and ModuleDocs are a version's documentation, DocsSearch

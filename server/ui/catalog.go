@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -607,6 +608,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Modules":        mods,
 		"NProv":          nProv,
 		"NMod":           nMod,
+		"NReleases":      len(ui.app.Store().Catalog().Releases),
 		"ProviderGroups": len(m.providers),
 		"ModuleGroups":   len(m.modules),
 		"Packages":       m.packages,
@@ -746,4 +748,34 @@ func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b [
 		return
 	}
 	w.Write(b)
+}
+
+// releaseRow is one CLI release on the releases page.
+type releaseRow struct {
+	dist.CLIRelease
+	Dir         string // its files' directory under /releases/
+	Fingerprint string // grouped for people
+	Pin         string
+}
+
+// releases is the page of the Terraform and OpenTofu CLI releases held
+// (/ui/releases), newest first per product. Like /releases/ itself, any
+// principal the app admitted sees it.
+func (ui *catalogUI) releases(w http.ResponseWriter, r *http.Request) {
+	cat := ui.app.Store().Catalog()
+	rows := make([]releaseRow, 0, len(cat.Releases))
+	for i := len(cat.Releases) - 1; i >= 0; i-- {
+		rel := cat.Releases[i]
+		dir := "/releases/terraform/" + rel.Version + "/"
+		if rel.Product == dist.ProductTofu {
+			dir = "/releases/tofu/v" + rel.Version + "/"
+		}
+		pin := "pinned by airgap for its publisher"
+		if rel.KeyPin == dist.KeyPinManifest {
+			pin = "pinned by the export manifest's publisher_key"
+		}
+		rows = append(rows, releaseRow{CLIRelease: rel, Dir: dir, Fingerprint: verify.GroupFingerprint(rel.KeyFingerprint), Pin: pin})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Product < rows[j].Product })
+	ui.render(w, r, "releases.html", map[string]any{"Title": "releases", "Releases": rows, "Base": baseURL(r)})
 }

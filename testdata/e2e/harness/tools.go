@@ -288,6 +288,18 @@ var systemTools = []struct{ name, from string }{
 	{"make", "apt-get install -y make"},
 	{"podman", "apt-get install -y podman"},
 	{"runc", "apt-get install -y runc"},
+	{"curl", "apt-get install -y curl (tfenv downloads with it)"},
+	{"unzip", "apt-get install -y unzip (tfenv unpacks with it)"},
+	{"gpgv", "apt-get install -y gpgv (tfenv checks signatures with it)"},
+}
+
+// versionManagers are the consumers of the CLI release tests that come
+// from ../shared/clients (versionmanagers.go): the name of each one's
+// SHA256SUMS line and its file there.
+var versionManagers = []struct{ what, env, name, file string }{
+	{"tenv " + TenvVersion, TenvEnv, "tenv-" + TenvVersion + "-linux-amd64", "tenv-" + TenvVersion + "-linux-amd64.xz"},
+	{"tfswitch " + TfswitchVersion, TfswitchEnv, "tfswitch-" + TfswitchVersion + "-linux-amd64", "tfswitch-" + TfswitchVersion + "-linux-amd64.xz"},
+	{"tfenv " + TfenvVersion, TfenvEnv, "tfenv-" + TfenvVersion + ".tar.xz", "tfenv-" + TfenvVersion + ".tar.xz"},
 }
 
 // cacheTools are what the tests build (from the Go module proxy) or
@@ -303,6 +315,9 @@ var cacheTools = []struct {
 	{"trivy " + TrivyVersion, "trivy-" + TrivyVersion, 5.5},
 	{"govulncheck " + GovulncheckVersion, "govulncheck-" + GovulncheckVersion, 1},
 	{"kube-apiserver and etcd " + KubeVersion, "kube-apiserver-" + KubeVersion, 12},
+	{"hc-install " + HCInstallVersion, "hc-install-" + HCInstallVersion, 0.5},
+	{"tofudl " + TofuDLVersion, "tofudl-" + TofuDLVersion, 0.3},
+	{"the stand-in terraform/tofu binary", "clistub-1", 0.1},
 	{"axe-core " + AxeVersion + " (npm)", "axe-core-" + AxeVersion, 0.1},
 	{"versitygw " + VersitygwVersion + " (S3 server)", "versitygw-" + VersitygwVersion, 4},
 }
@@ -340,6 +355,17 @@ func preflight(w io.Writer) int {
 			from = "from the test cache"
 		}
 		fmt.Fprintf(w, "  terraform %s: %s (%s)\n", TerraformNewVersion, tfNewPath, from)
+	}
+	for _, vm := range versionManagers {
+		if p := os.Getenv(vm.env); p != "" {
+			fmt.Fprintf(w, "  %s: %s (from %s)\n", vm.what, p, vm.env)
+			continue
+		}
+		if _, err := sharedSum(SharedClients, vm.name); err != nil || !fileExists(filepath.Join(SharedClients, vm.file)) {
+			missing = append(missing, fmt.Sprintf("  %s: %s is not set and %s does not hold %s with its SHA256SUMS line", vm.what, vm.env, SharedClients, vm.file))
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s (unpacked and checked against SHA256SUMS when used)\n", vm.what, filepath.Join(SharedClients, vm.file))
 	}
 	fmt.Fprintf(w, "  built from the Go module proxy or installed with npm into %s the first time:\n", cache)
 	var todo []string

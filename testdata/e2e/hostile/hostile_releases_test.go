@@ -1,0 +1,240 @@
+package hostile
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/registrytest"
+	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
+)
+
+// releaseSet is a bundle set of one stand-in terraform release as a
+// publisher signed it, carried with the publisher key in keyFile, pinned
+// as pin; edit changes its record or files before the bundle is written.
+func releaseSet(t *testing.T, rel *registrytest.CLIRelease, keyFile, pin string, edit func(r *dist.CLIRelease, files map[verify.Digest]string)) *bundletest.Set {
+	t.Helper()
+	set := bundletest.NewSet()
+	add := func(p, role string) verify.Digest {
+		d := bundletest.FileDigest(t, p)
+		set.Files[d], set.Roles[d] = p, role
+		return d
+	}
+	r := dist.CLIRelease{Product: rel.Product, Version: rel.Version, ShasumsName: dist.ReleaseShasumsName(rel.Product, rel.Version), KeyPin: pin}
+	r.Shasums = add(rel.Files[r.ShasumsName], dist.RoleReleaseShasums)
+	r.Key = add(keyFile, dist.RoleReleaseKey)
+	kr, err := verify.ReadKeyringFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.KeyFingerprint = verify.Fingerprint(kr[0])
+	for _, n := range dist.ReleaseSignatureNames(rel.Product, rel.Version) {
+		r.Signatures = append(r.Signatures, dist.ReleaseSignature{Name: n, Digest: add(rel.Files[n], dist.RoleReleaseSignature)})
+	}
+	zip := dist.ReleaseZipName(rel.Product, rel.Version, "linux", "amd64")
+	fi, _ := os.Stat(rel.Files[zip])
+	r.Builds = []dist.ReleaseBuild{{OS: "linux", Arch: "amd64", Filename: zip, Digest: add(rel.Files[zip], dist.RoleReleaseZip), Size: fi.Size()}}
+	if edit != nil {
+		edit(&r, set.Files)
+		for d := range set.Files { // roles of what edit added
+			if set.Roles[d] == "" {
+				set.Roles[d] = dist.RoleReleaseSignature
+				if strings.HasSuffix(set.Files[d], ".zip") {
+					set.Roles[d] = dist.RoleReleaseZip
+				}
+			}
+		}
+		used := map[verify.Digest]bool{}
+		cat := dist.Catalog{Releases: []dist.CLIRelease{r}}
+		for d := range cat.Blobs() {
+			used[d] = true
+		}
+		for d := range set.Files {
+			if !used[d] {
+				delete(set.Files, d)
+				delete(set.Roles, d)
+			}
+		}
+	}
+	set.Catalog.Releases = []dist.CLIRelease{r}
+	return set
+}
+
+// TestHostileReleases: a release whose zip differs by one byte from its
+// SHA256SUMS line, one whose SHA256SUMS is signed by another key than the
+// one carried, and one whose key airgap does not pin (the bundle says
+// "default" for a key that is not the publisher's) are refused by verify
+// and import, naming the release, the store unchanged; the same release
+// as signed is accepted, so the refusals are the edits'.
+func TestHostileReleases(t *testing.T) {
+	work, site, keyring, root, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	var published *registrytest.CLIRelease
+	for _, r := range in.CLIReleases("terraform") {
+		if r.Version == "1.14.3" {
+			published = r
+		}
+	}
+	write := func(name string, set *bundletest.Set) string {
+		p := filepath.Join(work, name+".bundle")
+		set.WriteBundleFile(t, p, site, bundle.CompressionAuto)
+		return p
+	}
+	good := write("good", releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, nil))
+	harness.MustRun(t, work, nil, harness.Bin, "verify", "--keyring", keyring, good)
+
+	oneByte := write("one-byte", releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, func(r *dist.CLIRelease, files map[verify.Digest]string) {
+		b, _ := os.ReadFile(files[r.Builds[0].Digest])
+		b[len(b)/2] ^= 0x01
+		p := filepath.Join(work, "tampered", r.Builds[0].Filename)
+		bundletest.WriteFile(t, p, b)
+		d := verify.DigestBytes(b)
+		files[d] = p
+		r.Builds[0].Digest = d
+	}))
+	harness.ExpectRefused(t, work, keyring, root, oneByte, "release terraform 1.14.3", "terraform_1.14.3_linux_amd64.zip", "the signed SHA256SUMS says")
+
+	otherKey := write("other-key", releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, func(r *dist.CLIRelease, files map[verify.Digest]string) {
+		sums, _ := os.ReadFile(files[r.Shasums])
+		var sig bytes.Buffer
+		other := bundletest.Key(t, "someone else")
+		if err := verify.SignDetachedAt(&sig, other, bytes.NewReader(sums), other.PrimaryKey.CreationTime.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range r.Signatures {
+			p := filepath.Join(work, "resigned", r.Signatures[i].Name)
+			bundletest.WriteFile(t, p, sig.Bytes())
+			d := verify.DigestBytes(sig.Bytes())
+			files[d] = p
+			r.Signatures[i].Digest = d
+		}
+	}))
+	harness.ExpectRefused(t, work, keyring, root, otherKey, "release terraform 1.14.3", "does not verify its SHA256SUMS with the pinned key")
+
+	unpinned := write("unpinned", releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinDefault, nil))
+	harness.ExpectRefused(t, work, keyring, root, unpinned, "release terraform 1.14.3", "which is not the key airgap pins for terraform",
+		verify.GroupFingerprint(dist.DefaultReleaseKey("terraform")))
+}
+
+// TestHostileReleasesExport: export refuses, naming the release and
+// writing no bundle, a zip changed by one byte on the way, a SHA256SUMS
+// signed by another key than the manifest pins, and a release whose key is
+// not the one airgap pins when the manifest pins none.
+func TestHostileReleasesExport(t *testing.T) {
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", keys)
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	export := func(name, manifest string, want ...string) {
+		t.Helper()
+		mf := filepath.Join(work, name+".hcl")
+		os.WriteFile(mf, []byte(manifest), 0o644)
+		out := filepath.Join(work, name+".bundle")
+		stdout, stderr, code := harness.RunSplit(t, work, env, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", out, "--cache", filepath.Join(work, "cache-"+name))
+		if code != 1 {
+			t.Errorf("%s: export exit %d, want 1\n%s%s", name, code, stdout, stderr)
+		}
+		for _, w := range append(want, "hint:", "nothing was written") {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: export's message lacks %q:\n%s", name, w, stderr)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: export wrote %s", name, out)
+		}
+	}
+	pinned := `platforms = ["linux_amd64"]
+cli "terraform" {
+  versions      = "1.14.3"
+  publisher_key = "` + rel.HashiCorpKey + `"
+}
+`
+	in.Tamper.Store("terraform_1.14.3_linux_amd64.zip")
+	export("one-byte", pinned, "release terraform 1.14.3", "terraform_1.14.3_linux_amd64.zip")
+	in.Tamper.Store("")
+
+	export("other-key", strings.Replace(pinned, rel.HashiCorpKey, rel.OpenTofuKey, 1), "release terraform 1.14.3", "does not verify its SHA256SUMS with the pinned key")
+
+	export("unpinned", `platforms = ["linux_amd64"]
+cli "terraform" {
+  versions = "1.14.3"
+}
+`, "release terraform 1.14.3", "not the key airgap pins for terraform", "publisher_key")
+	// The same manifest with the pin exports.
+	harness.MustRun(t, work, env, harness.Bin, "export", "--manifest", writeFile(t, work, "ok.hcl", pinned), "--sign-key", keys+".key.asc", "--out", filepath.Join(work, "ok.bundle"), "--cache", filepath.Join(work, "cache-ok"))
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHostileReleasesStoreRules: once a store holds terraform releases,
+// a release signed by another key (a new publisher key) is refused by
+// import and forecast so by 'verify --against' until the site accepts
+// the key (--accept-publisher-key), and a release the store holds with
+// another SHA256SUMS is refused as a conflict; the store unchanged.
+func TestHostileReleasesStoreRules(t *testing.T) {
+	work, site, keyring, root, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	find := func(in *registrytest.Internet, v string) *registrytest.CLIRelease {
+		for _, r := range in.CLIReleases("terraform") {
+			if r.Version == v {
+				return r
+			}
+		}
+		t.Fatalf("terraform %s is not published", v)
+		return nil
+	}
+	write := func(name string, set *bundletest.Set) string {
+		p := filepath.Join(work, name+".bundle")
+		set.WriteBundleFile(t, p, site, bundle.CompressionAuto)
+		return p
+	}
+	first := write("first", releaseSet(t, find(in, "1.14.2"), rel.HashiCorpKey, dist.KeyPinManifest, nil))
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keyring, "--store", root, first)
+
+	// terraform 1.15.0, signed by another key than the store's releases.
+	in.AddCLIRelease(t, "terraform", "1.15.0", harness.ReleasePlatforms, harness.CLIStub(t), rel.OpenTofu)
+	rotated := write("rotated", releaseSet(t, find(in, "1.15.0"), rel.OpenTofuKey, dist.KeyPinManifest, nil))
+	newFP := verify.GroupFingerprint(verify.Fingerprint(rel.OpenTofu))
+	before := bundletest.Snapshot(t, root)
+	out, code := harness.RunBounded(t, work, "import", "--keyring", keyring, "--store", root, rotated)
+	if code != 1 || !strings.Contains(out, "release terraform 1.15.0: signed by key "+newFP) || !strings.Contains(out, "hint:") {
+		t.Errorf("import of a release signed by a new key: exit %d\n%s", code, out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+	inv := filepath.Join(work, "inventory.json")
+	os.WriteFile(inv, []byte(harness.MustRunStdout(t, work, "inventory", "--store", root, "--json")), 0o644)
+	out, code = harness.RunBounded(t, work, "verify", "--keyring", keyring, "--against", inv, rotated)
+	if !strings.Contains(out, "WILL REFUSE") || !strings.Contains(out, "release terraform 1.15.0") {
+		t.Errorf("verify --against does not forecast the refusal (exit %d):\n%s", code, out)
+	}
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keyring, "--store", root, "--accept-publisher-key", verify.Fingerprint(rel.OpenTofu), rotated)
+
+	// terraform 1.14.2 again, with another SHA256SUMS (one platform only).
+	in2 := registrytest.New(t)
+	in2.AddCLIRelease(t, "terraform", "1.14.2", []string{"linux_amd64"}, harness.CLIStub(t), rel.HashiCorp)
+	other := write("other-sums", releaseSet(t, find(in2, "1.14.2"), rel.HashiCorpKey, dist.KeyPinManifest, nil))
+	before = bundletest.Snapshot(t, root)
+	out, code = harness.RunBounded(t, work, "import", "--keyring", keyring, "--store", root, other)
+	if code != 1 || !strings.Contains(out, "release terraform 1.14.2: its SHA256SUMS") || !strings.Contains(out, "differs from the one the store serves") {
+		t.Errorf("import of a release the store holds with another SHA256SUMS: exit %d\n%s", code, out)
+	}
+	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+}
