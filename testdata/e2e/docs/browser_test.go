@@ -119,7 +119,10 @@ func TestCatalogInBrowser(t *testing.T) {
 	// The home page's docs search box asks the docs search, by resource
 	// name, across the providers.
 	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS("#docs-q")),
-		chromedp.SendKeys(chromedp.CSS("#docs-q"), "random_string"), chromedp.Submit(chromedp.CSS("#docs-q")), chromedp.WaitVisible(chromedp.CSS("main h1"))); err != nil {
+		chromedp.SendKeys(chromedp.CSS("#docs-q"), "random_string"), chromedp.Submit(chromedp.CSS("#docs-q")),
+		// Wait for the search page itself: the home page's own h1 is
+		// visible until the navigation lands.
+		chromedp.WaitVisible(chromedp.Search(`//main/h1[normalize-space()="Find a resource"]`))); err != nil {
 		t.Fatal(err)
 	}
 	if got := eval(`location.pathname + location.search + " " + document.querySelector("main h1").textContent`); got != "/ui/docs/search?q=random_string Find a resource" {
