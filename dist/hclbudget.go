@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -74,6 +76,9 @@ func AdmitHCLWithTemplates(src []byte, filename string) (release func(), spare i
 
 // admitHCL is AdmitHCL, holding all of MaxHCLTokensParsing if whole.
 func admitHCL(src []byte, filename string, whole bool) (release func(), spare int, err error) {
+	if h := admitted.Load(); h != nil {
+		(*h)(filename)
+	}
 	n, err := CheckHCLTokens(src, filename)
 	if err != nil {
 		return nil, 0, err
@@ -88,6 +93,32 @@ func admitHCL(src []byte, filename string, whole bool) (release func(), spare in
 		return nil, 0, err
 	}
 	return release, MaxHCLTokens - n, nil
+}
+
+// admitted, when set (CountHCLAdmissions), is told the name of every file
+// asked to be admitted for parsing.
+var admitted atomic.Pointer[func(filename string)]
+
+// CountHCLAdmissions counts the files asked to be admitted for parsing
+// (AdmitHCL: every parse of an HCL or HCL JSON file asks first), by name,
+// until stop is called: for tests that show each file is parsed once. One
+// count at a time in the process.
+func CountHCLAdmissions() (counts func() map[string]int, stop func()) {
+	var mu sync.Mutex
+	m := map[string]int{}
+	f := func(name string) {
+		mu.Lock()
+		m[name]++
+		mu.Unlock()
+	}
+	admitted.Store(&f)
+	return func() map[string]int {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(m)
+		}, func() {
+			admitted.Store(nil)
+		}
 }
 
 // CheckHCLTokens returns the bound HCLTokens puts on src's tokens, or an
