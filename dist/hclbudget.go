@@ -24,9 +24,11 @@ import (
 // allocation) and refuses a file over MaxHCLTokens, then holds the count
 // on one process-wide semaphore of MaxHCLTokensParsing while it parses.
 //
-// Worst case: MaxHCLTokensParsing tokens being parsed at once in the whole
-// process, whatever the number of modules, workers or files in flight
-// (readers that parse a file's strings as templates too hold all of it:
+// Worst case: MaxHCLTokens tokens being parsed at once in the whole
+// process (one file at the limit, admitted alone: it holds all of
+// MaxHCLTokensParsing), else MaxHCLTokensParsing tokens of smaller files,
+// whatever the number of modules, workers or files in flight (readers
+// that parse a file's strings as templates too hold all of it:
 // AdmitHCLWithTemplates). One file at the limit, in the costliest shapes
 // measured ("a=\"${a}\"" lines, "a\n", "[1,1,…]" in .tf.json), took
 // export to 150-230 MiB of peak resident memory, the binary's 35 MiB
@@ -42,8 +44,14 @@ const (
 	// limit lets through about 1.9 MiB of such .tf and 3.7 MiB of such
 	// .tf.json (TestCheckHCLTokens), against 0.4 MiB of one-byte tokens.
 	MaxHCLTokens = 384 << 10
-	// MaxHCLTokensParsing: tokens of all files being parsed at once.
-	MaxHCLTokensParsing = MaxHCLTokens
+	// MaxHCLTokensParsing: tokens of all files being parsed at once (a
+	// file over it waits for all of it and is parsed alone). A third of a
+	// file at the limit: two of a real site's big module files at a time,
+	// one per core. At the whole of MaxHCLTokens the parses the module
+	// jobs ran at once held 40 MB of tokens alone, and a warm re-export
+	// of the bench's real site peaked at 138-161 MiB resident; at a third,
+	// 103-106 MiB (90 with export's GOGC=50), in the same CPU time.
+	MaxHCLTokensParsing = MaxHCLTokens / 3
 )
 
 // ErrHCLTooManyTokens: a configuration file over MaxHCLTokens.

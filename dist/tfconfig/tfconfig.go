@@ -29,8 +29,9 @@ const (
 	// token, and 4 MiB of one-byte tokens ("a\n", "[1,1,…]") took export
 	// to 1.6-1.75 GB before the file was refused. That bound is
 	// dist.AdmitHCL's: at most dist.MaxHCLTokens tokens per file, and
-	// dist.MaxHCLTokensParsing tokens being parsed in the whole process at
-	// once (one file at the limit: 150-230 MiB of peak resident memory).
+	// once at most one file at the limit, or dist.MaxHCLTokensParsing
+	// tokens of smaller files, being parsed in the whole process (one file
+	// at the limit: 150-230 MiB of peak resident memory).
 	MaxFileSize = 4 << 20
 	// MaxTreeBytes: bytes of configuration files read for one tree (the
 	// parse of a hostile 64 MiB tree measured 41 s and 4 GiB allocated;
