@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -22,9 +24,11 @@ import (
 // allocation) and refuses a file over MaxHCLTokens, then holds the count
 // on one process-wide semaphore of MaxHCLTokensParsing while it parses.
 //
-// Worst case: MaxHCLTokensParsing tokens being parsed at once in the whole
-// process, whatever the number of modules, workers or files in flight
-// (readers that parse a file's strings as templates too hold all of it:
+// Worst case: MaxHCLTokens tokens being parsed at once in the whole
+// process (one file at the limit, admitted alone: it holds all of
+// MaxHCLTokensParsing), else MaxHCLTokensParsing tokens of smaller files,
+// whatever the number of modules, workers or files in flight (readers
+// that parse a file's strings as templates too hold all of it:
 // AdmitHCLWithTemplates). One file at the limit, in the costliest shapes
 // measured ("a=\"${a}\"" lines, "a\n", "[1,1,…]" in .tf.json), took
 // export to 150-230 MiB of peak resident memory, the binary's 35 MiB
@@ -40,8 +44,14 @@ const (
 	// limit lets through about 1.9 MiB of such .tf and 3.7 MiB of such
 	// .tf.json (TestCheckHCLTokens), against 0.4 MiB of one-byte tokens.
 	MaxHCLTokens = 384 << 10
-	// MaxHCLTokensParsing: tokens of all files being parsed at once.
-	MaxHCLTokensParsing = MaxHCLTokens
+	// MaxHCLTokensParsing: tokens of all files being parsed at once (a
+	// file over it waits for all of it and is parsed alone). A third of a
+	// file at the limit: two of a real site's big module files at a time,
+	// one per core. At the whole of MaxHCLTokens the parses the module
+	// jobs ran at once held 40 MB of tokens alone, and a warm re-export
+	// of the bench's real site peaked at 138-161 MiB resident; at a third,
+	// 103-106 MiB (90 with export's GOGC=50), in the same CPU time.
+	MaxHCLTokensParsing = MaxHCLTokens / 3
 )
 
 // ErrHCLTooManyTokens: a configuration file over MaxHCLTokens.
@@ -74,6 +84,9 @@ func AdmitHCLWithTemplates(src []byte, filename string) (release func(), spare i
 
 // admitHCL is AdmitHCL, holding all of MaxHCLTokensParsing if whole.
 func admitHCL(src []byte, filename string, whole bool) (release func(), spare int, err error) {
+	if h := admitted.Load(); h != nil {
+		(*h)(filename)
+	}
 	n, err := CheckHCLTokens(src, filename)
 	if err != nil {
 		return nil, 0, err
@@ -88,6 +101,32 @@ func admitHCL(src []byte, filename string, whole bool) (release func(), spare in
 		return nil, 0, err
 	}
 	return release, MaxHCLTokens - n, nil
+}
+
+// admitted, when set (CountHCLAdmissions), is told the name of every file
+// asked to be admitted for parsing.
+var admitted atomic.Pointer[func(filename string)]
+
+// CountHCLAdmissions counts the files asked to be admitted for parsing
+// (AdmitHCL: every parse of an HCL or HCL JSON file asks first), by name,
+// until stop is called: for tests that show each file is parsed once. One
+// count at a time in the process.
+func CountHCLAdmissions() (counts func() map[string]int, stop func()) {
+	var mu sync.Mutex
+	m := map[string]int{}
+	f := func(name string) {
+		mu.Lock()
+		m[name]++
+		mu.Unlock()
+	}
+	admitted.Store(&f)
+	return func() map[string]int {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(m)
+		}, func() {
+			admitted.Store(nil)
+		}
 }
 
 // CheckHCLTokens returns the bound HCLTokens puts on src's tokens, or an

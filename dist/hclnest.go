@@ -26,6 +26,13 @@ var ErrHCLTooDeep = errors.New("configuration nested over the depth limit")
 // what the parser recurses on: brackets, braces, parentheses, quoted and
 // heredoc templates and their interpolations, template if/for blocks,
 // conditionals chained in one expression, and runs of unary operators.
+//
+// The lexer allocates every token (about as much as the parse that
+// follows, which lexes again), so the depth is first bounded on the bytes
+// (HCLNestingBound, in the allocation-free pass that counts the tokens:
+// it follows the same scanner states and errs only upwards); only a file
+// it cannot follow, or whose bound passes half the limit (no real
+// configuration comes near), is lexed and measured exactly.
 func checkHCLNesting(src []byte, filename string) error {
 	if len(filename) > 5 && filename[len(filename)-5:] == ".json" {
 		if err := checkJSONDepth(src, MaxHCLNesting); err != nil {
@@ -33,6 +40,24 @@ func checkHCLNesting(src []byte, filename string) error {
 		}
 		return nil
 	}
+	if d, ok := HCLNestingBound(src); ok && d <= MaxHCLNesting/2 {
+		return nil
+	}
+	if line, over := lexNesting(src, filename); over {
+		return fmt.Errorf("%w of %d (at %s:%d)", ErrHCLTooDeep, MaxHCLNesting, Printable(filename), line)
+	}
+	return nil
+}
+
+// lexNesting measures on the lexer's tokens what checkHCLNesting bounds:
+// over, and the line, once the depth passes MaxHCLNesting; else the most
+// it reached (maxDepth, for tests).
+func lexNesting(src []byte, filename string) (line int, over bool) {
+	_, line, over = lexNestingDepth(src, filename)
+	return line, over
+}
+
+func lexNestingDepth(src []byte, filename string) (maxDepth, line int, over bool) {
 	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
 	type level struct {
 		open       hclsyntax.TokenType
@@ -78,9 +103,11 @@ func checkHCLNesting(src []byte, filename string) error {
 		} else {
 			unary = 0
 		}
-		if depth+unary+max(blocks, 0) > MaxHCLNesting {
-			return fmt.Errorf("%w of %d (at %s:%d)", ErrHCLTooDeep, MaxHCLNesting, Printable(filename), t.Range.Start.Line)
+		v := depth + unary + max(blocks, 0)
+		maxDepth = max(maxDepth, v)
+		if v > MaxHCLNesting {
+			return maxDepth, t.Range.Start.Line, true
 		}
 	}
-	return nil
+	return maxDepth, 0, false
 }

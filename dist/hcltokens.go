@@ -120,6 +120,112 @@ func HCLTemplateTokens(src []byte) int { return hclTokens(src, inTemplate) }
 // hclTokens bounds hclsyntax.LexConfig's count (see HCLTokens), or with
 // state inTemplate LexTemplate's.
 func hclTokens(src []byte, state int) int {
+	return hclScan(src, state, nil)
+}
+
+// nestBound follows, on the bytes hclScan classifies, what checkHCLNesting
+// counts on the lexer's tokens: the levels opened (brackets, braces,
+// parentheses, quoted and heredoc templates, interpolations and template
+// directives) with the conditions ('?') of each, the current run of unary
+// operators, and the template if/for blocks open; max is the most their sum
+// reached. It errs only upwards: where a byte may or may not be such a
+// token it counts one ('-' in "1e-5", '!' in "!="; a directive keyword
+// followed by '-'), and nothing it misses can lower the sum (a missed
+// token only breaks a run of unary operators). lost is set where hclScan
+// stops following the scanner's state (then the bound says nothing), and
+// over once the sum passes MaxHCLNesting (then no more levels are kept:
+// memory stays bounded).
+type nestBound struct {
+	levels             []nestLevel
+	depth, unary, runs int // as checkHCLNesting's depth, unary, blocks
+	max                int
+	lost, over         bool
+}
+
+type nestLevel struct {
+	brace bool // the file itself or '{': a newline ends an item there
+	conds int
+}
+
+func newNestBound() *nestBound { return &nestBound{levels: []nestLevel{{brace: true}}} }
+
+// token notes a token that is none of the kinds below (it breaks a run of
+// unary operators).
+func (b *nestBound) token() { b.unary = 0 }
+
+func (b *nestBound) note() {
+	if v := b.depth + b.unary + max(b.runs, 0); v > b.max {
+		b.max = v
+		if v > MaxHCLNesting {
+			b.over = true
+		}
+	}
+}
+
+func (b *nestBound) open(brace bool) {
+	b.unary = 0
+	b.depth++
+	if !b.over {
+		b.levels = append(b.levels, nestLevel{brace: brace})
+	}
+	b.note()
+}
+
+func (b *nestBound) close() {
+	b.unary = 0
+	if b.over || len(b.levels) <= 1 {
+		return
+	}
+	top := b.levels[len(b.levels)-1]
+	b.depth -= 1 + top.conds
+	b.levels = b.levels[:len(b.levels)-1]
+}
+
+// item notes a newline (ends an item at a brace level) or a comma (ends
+// one at any level): the conditions of the item end with it.
+func (b *nestBound) item(comma bool) {
+	b.unary = 0
+	if b.over {
+		return
+	}
+	top := &b.levels[len(b.levels)-1]
+	if comma || top.brace {
+		b.depth -= top.conds
+		top.conds = 0
+	}
+}
+
+func (b *nestBound) question() {
+	b.unary = 0
+	b.depth++
+	if !b.over {
+		b.levels[len(b.levels)-1].conds++
+	}
+	b.note()
+}
+
+func (b *nestBound) unaryOp() {
+	b.unary++
+	b.note()
+}
+
+// HCLNestingBound returns an upper bound on the depth checkHCLNesting
+// measures in native-syntax src, from the same allocation-free pass as
+// HCLTokens; ok is false where that pass cannot follow the scanner (a
+// byte beyond ASCII outside strings and comments, a lone carriage return
+// in a heredoc, nesting over the limit), and the depth must then be
+// measured on the lexer's tokens.
+func HCLNestingBound(src []byte) (depth int, ok bool) {
+	b := newNestBound()
+	hclScan(src, inExpr, b)
+	return b.max, !b.lost && !b.over
+}
+
+// hclScan is hclTokens, also following the nesting into nb (may be nil).
+func hclScan(src []byte, state int, nb *nestBound) int {
+	if nb == nil {
+		nb = &nestBound{over: true} // nothing kept
+	}
 	stack := []hclFrame{{state: state}}
 	var braces int
 	var ret []int // brace levels at which a template interpolation ends
@@ -131,6 +237,7 @@ func hclTokens(src []byte, state int) int {
 			// Deeper than checkHCLNesting lets through: counted as a
 			// token per byte rather than kept on a stack that grows
 			// with the file.
+			nb.lost = true
 			return n + len(src) - i
 		}
 		top := &stack[len(stack)-1]
@@ -145,6 +252,7 @@ func hclTokens(src []byte, state int) int {
 				for j < len(src) && isWord(src[j]) {
 					j++
 				}
+				nb.token()
 				n++
 				if isDigit(c) && bytes.ContainsFunc(src[i:j], func(r rune) bool { return !unicode.IsDigit(r) }) {
 					n++ // a number, then a name
@@ -152,6 +260,7 @@ func hclTokens(src []byte, state int) int {
 				i = j
 			case c == '#' || c == '/' && i+1 < len(src) && src[i+1] == '/':
 				n++
+				nb.token()
 				if k := bytes.IndexByte(src[i:], '\n'); k >= 0 {
 					i += k + 1
 				} else {
@@ -162,6 +271,7 @@ func hclTokens(src []byte, state int) int {
 				if !unclosed {
 					k = bytes.Index(src[i+2:], []byte("*/"))
 				}
+				nb.token()
 				if k >= 0 {
 					n++
 					i += 2 + k + 2
@@ -174,23 +284,29 @@ func hclTokens(src []byte, state int) int {
 				n++
 				i++
 				stack = append(stack, hclFrame{state: inQuoted})
+				nb.open(false)
 			case c == '<' && i+1 < len(src) && src[i+1] == '<':
 				marker, end, ok := heredocIntro(src, i)
 				if !ok {
+					nb.lost = true
 					return n + len(src) - i
 				}
 				n++
-				if marker == nil { // not a heredoc: '<' '<'
-					n += 1
-					i += 2
+				if marker == nil {
+					// Not a heredoc here: '<' alone, and the next '<' is
+					// looked at again ("<<<A" is '<' and a heredoc).
+					i++
+					nb.token()
 					break
 				}
 				i = end
 				stack = append(stack, hclFrame{state: inHeredoc, marker: marker, sol: true})
+				nb.open(false)
 			case c == '{':
 				n++
 				braces++
 				i++
+				nb.open(true)
 			case c == '}' || c == '~' && i+1 < len(src) && src[i+1] == '}':
 				n++
 				if c == '~' {
@@ -202,9 +318,24 @@ func hclTokens(src []byte, state int) int {
 					stack = stack[:len(stack)-1]
 				}
 				braces--
+				nb.close()
 			case c < utf8.RuneSelf:
 				n++
 				i++
+				switch c {
+				case '(', '[':
+					nb.open(false)
+				case ')', ']':
+					nb.close()
+				case '?':
+					nb.question()
+				case '\n', ',':
+					nb.item(c == ',')
+				case '-', '!':
+					nb.unaryOp()
+				default:
+					nb.token()
+				}
 			case i == 0 && bytes.HasPrefix(src, []byte("\xef\xbb\xbf")):
 				n += 3 // a byte order mark
 				i += 3
@@ -212,6 +343,7 @@ func hclTokens(src []byte, state int) int {
 				// Beyond ASCII, the scanner's tables of letters take a
 				// lead byte and any bytes after it (0xD4 then '{' is a
 				// letter to it), so its state is not followed further.
+				nb.lost = true
 				return n + len(src) - i
 			}
 		case inQuoted, inHeredoc, inTemplate:
@@ -222,12 +354,14 @@ func hclTokens(src []byte, state int) int {
 					line = line[:k+1]
 				}
 				if bytes.IndexByte(line, '\r') >= 0 && (line[len(line)-1] != '\n' || bytes.IndexByte(line[:len(line)-1], '\r') != len(line)-2) {
+					nb.lost = true
 					return n + len(src) - i // a lone carriage return
 				}
 				if line[len(line)-1] == '\n' && !bytes.ContainsAny(line, "$%") && bytes.Equal(bytes.TrimSpace(line), top.marker) {
 					n += 2 // the marker, the newline
 					i += len(line)
 					stack = stack[:len(stack)-1]
+					nb.close()
 					break
 				}
 			}
@@ -242,6 +376,27 @@ func hclTokens(src []byte, state int) int {
 				ret = append(ret, braces)
 				top.sol = false
 				stack = append(stack, hclFrame{state: inExpr})
+				nb.open(false)
+				if c == '%' {
+					// A directive: checkHCLNesting counts the if and for
+					// blocks it opens (the name right after it, past
+					// spaces; a name runs on over '-', as the scanner's).
+					j := i
+					for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
+						j++
+					}
+					k := j
+					for k < len(src) && (isWord(src[k]) || src[k] == '-') {
+						k++
+					}
+					switch string(src[j:k]) {
+					case "if", "for":
+						nb.runs++
+						nb.note()
+					case "endif", "endfor":
+						nb.runs--
+					}
+				}
 			case (c == '$' || c == '%') && i+2 < len(src) && src[i+1] == c && src[i+2] == '{':
 				n += 2 // an escape ($${, %%{), and the literal text after it
 				i += 3
@@ -254,6 +409,7 @@ func hclTokens(src []byte, state int) int {
 				n++
 				i++
 				stack = stack[:len(stack)-1]
+				nb.close()
 			case c == '\n' || c == '\r':
 				n++
 				i++

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"strings"
 	"testing"
 	_ "unsafe" // go:linkname, for hcl/json's scanner
 
@@ -73,4 +74,64 @@ func FuzzHCLTokens(f *testing.F) {
 			t.Fatalf("HCLTokens(%q, %s) = %d, HCL's scanner makes %d", s, name, got, want)
 		}
 	})
+}
+
+// nestSeeds are the shapes checkHCLNesting counts, nested and mixed.
+var nestSeeds = []string{
+	"a = [[[[1]]]]\n",
+	"a = x ? y ? z : w : v\nb = p ? q : r\n",
+	"a = (b ? c : d, e ? f : g)\n",
+	"a = {\n  b = c ? d : e\n  f = g ? h : i\n}\n",
+	"a = [b ? c : d\n, e ? f : g]\n",
+	"a = !!!- -!x\nb = c != d\nc = 1e-5 - -2\n",
+	"a = \"${\"${\"${x}\"}\"}\"\n",
+	"a = \"%{ if a }%{ for x in y }${x}%{ endfor }%{ endif }\"\n",
+	"a = \"%{~ if a ~}x%{~ endif ~}\"\n",
+	"a = \"%{ if-x }%{ endif-x }%{ endif }\"\n",
+	"a = <<EOT\n${[[[x]]]}\n%{ if a }b%{ endif }\nEOT\nb = <<-X\n  ${ {a = [1]} }\n  X\n",
+	"a = [ # ]]]]\n  1, /* ))) */ 2 // }}}\n]\n",
+	"a = \"\\\"((( $${x} %%{y}\"\n",
+	"a = ((((((x))))))) ) ] }\nb = [[[\n",
+	"a = \"${ {for k, v in x : k => v ? 1 : 2} }\"\n",
+	"a = x ? {\n  b = y ? 1 : 2\n  c = 3\n} : null\n",
+}
+
+// FuzzHCLNestingBound: where HCLNestingBound follows a file, its bound is
+// at least the depth checkHCLNesting measures on HCL's lexer's tokens
+// (else a file the lexer would find too deep could reach the parser).
+func FuzzHCLNestingBound(f *testing.F) {
+	for _, s := range append(append([]string{}, hclTokenSeeds...), nestSeeds...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := HCLNestingBound([]byte(s))
+		want, _, over := lexNestingDepth([]byte(s), "x.tf")
+		if ok && (over || got < want) {
+			t.Fatalf("HCLNestingBound(%q) = %d, the lexer's tokens nest %d (over the limit: %v)", s, got, want, over)
+		}
+	})
+}
+
+// TestHCLNestingBoundDeep: files nested over the limit are never let
+// through by the bound (it gives up or passes the limit), and real shapes
+// are bounded without the lexer.
+func TestHCLNestingBoundDeep(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("[", 4<<10),
+		"a = " + strings.Repeat("!", 1000) + "x\n",
+		"a = " + strings.Repeat("a?a:", 600) + "a\n",
+		"a = " + strings.Repeat("\"${", 600) + "\n",
+		"a = \"" + strings.Repeat("%{ if a }", 600) + "\"\n",
+	} {
+		if d, ok := HCLNestingBound([]byte(s)); ok && d <= MaxHCLNesting {
+			t.Errorf("%.40q…: bounded at %d, under the limit", s, d)
+		}
+		if err := checkHCLNesting([]byte(s), "x.tf"); err == nil {
+			t.Errorf("%.40q…: let through", s)
+		}
+	}
+	real := "resource \"a\" \"b\" {\n  count = var.c ? 1 : 0\n  tags  = merge(var.tags, { \"k\" = \"${var.n}-${count.index}\" })\n}\n"
+	if d, ok := HCLNestingBound([]byte(strings.Repeat(real, 1000))); !ok || d > 8 {
+		t.Errorf("a real shape: bound %d, followed %v", d, ok)
+	}
 }

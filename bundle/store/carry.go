@@ -2,22 +2,18 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/verify"
-	"golang.org/x/sync/errgroup"
 )
 
 // Carrying onwards: 'airgap export --from-store' writes a bundle from what
@@ -100,7 +96,7 @@ type CarryPlan struct {
 //   - the chain of custody (chain).
 //
 // Every blob must be in the store as a regular file; its size is the
-// file's (the write's pre-pass, CheckBlobs, hashes it).
+// file's (the write, WriteBlob, hashes it as it copies it).
 func (c *Carry) Plan(sel *dist.Catalog, all bool, withdraw, reinstate []dist.Withdrawal) (*CarryPlan, error) {
 	p := &CarryPlan{Files: map[verify.Digest]string{}}
 	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *sel}
@@ -412,74 +408,78 @@ func (c *Carry) readKept(e ImportEntry) (*bundle.Manifest, bundle.Hop, error) {
 	return hm, h, nil
 }
 
-// CheckBlobs hashes every blob the bundle carries (not those a delta
-// omits) from the store before anything is written: a file damaged on disk
-// (a flipped bit, a truncation, a link) is named, with its path, and the
-// export stops with nothing written. One worker per core streams one file
-// at a time through sha256 in 1 MiB reads: memory is workers × 1 MiB.
-// extra (may be nil) lists blobs that are not store files (the SBOM the
-// export builds), skipped. done (may be nil) is told the bytes hashed.
-//
-// The blobs are read in the reverse of the order the bundle is written in:
-// a store larger than the page cache then keeps the blobs the writer reads
-// first (those this pass read last), so the second read of as many as fit
-// costs no disk.
-func (p *CarryPlan) CheckBlobs(ctx context.Context, extra map[verify.Digest]bool, done func(n int64)) error {
-	blobs := p.Manifest.Carried()
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	var mu sync.Mutex
-	for i := range blobs {
-		b := blobs[len(blobs)-1-i]
-		if extra[b.Digest] {
-			continue
-		}
-		g.Go(func() error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			n, err := hashFile(p.Files[b.Digest], b)
-			if done != nil {
-				mu.Lock()
-				done(n)
-				mu.Unlock()
-			}
-			if err != nil {
-				return fmt.Errorf("%w: blob %s (%s) in the store is damaged: %v\nhint: a disk error or tampering changed it after it was imported; import a bundle that carries it again (the import replaces a damaged copy with the bundle's verified bytes) or restore the store from a backup, then export again; nothing was written",
-					ErrCarry, b.Digest.Short(), dist.Printable(p.Manifest.Describe(b.Digest)), err)
-			}
-			return nil
-		})
+// WriteBlob copies blob b from the store into bw, which hashes it as it
+// copies (one read of the store: no pass before the write). A file damaged
+// on disk (a flipped bit, a truncation, a file grown longer, a link or
+// anything but a regular file, a file replaced while it is opened, a read
+// error) is an ErrCarry naming the blob, the entry that carries it and its
+// path; the caller writes the bundle to a temporary file and removes it on
+// any error, so nothing is left behind. A failure to write (a full disk)
+// is returned as it is: it says nothing of the store. counted (may be nil)
+// is told the bytes read.
+func (p *CarryPlan) WriteBlob(bw *bundle.Writer, b bundle.Blob, counted func(int64)) error {
+	path := p.Files[b.Digest]
+	f, err := openRegular(path)
+	if err != nil {
+		return p.damaged(b, err)
 	}
-	return g.Wait()
+	defer f.Close()
+	src := &storeReader{r: f, path: path, n: counted}
+	err = bw.WriteBlob(b.Digest, src)
+	switch {
+	case err == nil:
+		return nil
+	case src.err != nil:
+		return p.damaged(b, src.err)
+	case errors.Is(err, verify.ErrDigestMismatch), errors.Is(err, verify.ErrSizeMismatch):
+		return p.damaged(b, fmt.Errorf("%s: %w", path, err))
+	}
+	return err
 }
 
-// hashFile checks that the file at path is a regular file (links are not
-// followed) holding exactly b's bytes.
-func hashFile(path string, b bundle.Blob) (int64, error) {
+// damaged is the refusal of an export whose blob b is damaged in the store.
+func (p *CarryPlan) damaged(b bundle.Blob, err error) error {
+	return fmt.Errorf("%w: blob %s (%s) in the store is damaged: %v\nhint: a disk error or tampering changed it after it was imported; import a bundle that carries it again (the import replaces a damaged copy with the bundle's verified bytes) or restore the store from a backup, then export again; nothing was left behind",
+		ErrCarry, b.Digest.Short(), dist.Printable(p.Manifest.Describe(b.Digest)), err)
+}
+
+// openRegular opens path if it is a regular file (links are not followed)
+// and is still the file looked at when it is open.
+func openRegular(path string) (*os.File, error) {
 	li, err := os.Lstat(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if !li.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
-		return 0, fmt.Errorf("%s was replaced while it was opened", path)
+		f.Close()
+		return nil, fmt.Errorf("%s was replaced while it was opened", path)
 	}
-	d := verify.NewDigester()
-	buf := make([]byte, 1<<20)
-	n, err := io.CopyBuffer(d, io.LimitReader(f, b.Size+1), buf)
-	if err != nil {
-		return n, fmt.Errorf("reading %s: %w", path, err)
+	return f, nil
+}
+
+// storeReader reads a store file for WriteBlob, keeping its first read
+// error (told apart from the bundle writer's own) and counting.
+type storeReader struct {
+	r    io.Reader
+	path string
+	n    func(int64)
+	err  error
+}
+
+func (s *storeReader) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if s.n != nil {
+		s.n(int64(n))
 	}
-	if err := d.Check(b.Digest, b.Size); err != nil {
-		return n, fmt.Errorf("%s: %w", path, err)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = fmt.Errorf("reading %s: %w", s.path, err)
 	}
-	return n, nil
+	return n, err
 }

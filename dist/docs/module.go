@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,10 +38,16 @@ const maxModuleConfig = 16 << 20
 // the inputs and outputs read so far pass that. Memory: the configuration
 // of one file at a time, parsed within the process-wide budget of tokens
 // (dist.AdmitHCL), plus the module decoded so far and the document.
-func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
+func ModuleDocs(root *os.Root, dir string) ([]byte, error) { return ModuleDocsFrom(root, dir, nil) }
+
+// ModuleDocsFrom is ModuleDocs taking each directory's inputs, outputs
+// and providers from p (may be nil) where another reader of the tree
+// already parsed all of its configuration files and showed them to p:
+// those files are not parsed again.
+func ModuleDocsFrom(root *os.Root, dir string, p *Parsed) ([]byte, error) {
 	dir = path.Clean(dir)
 	md := dist.ModuleDocs{Inputs: []dist.ModuleInput{}, Outputs: []dist.ModuleOutput{}, Providers: []dist.ModuleProvider{}, Submodules: []dist.ModuleSubmodule{}}
-	mod, err := inspect(root, dir)
+	mod, err := inspect(root, dir, p)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +63,12 @@ func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 		if !s.IsDir() || len(md.Submodules) >= dist.MaxModuleSubmodules {
 			continue
 		}
-		p := path.Join(dir, "modules", s.Name())
-		sm, err := inspect(root, p)
-		if err != nil || !tfconfig.IsModuleDirOnFilesystem(tfconfig.WrapFS(root.FS()), p) {
+		sp := path.Join(dir, "modules", s.Name())
+		sm, err := inspect(root, sp, p)
+		if err != nil || !tfconfig.IsModuleDirOnFilesystem(tfconfig.WrapFS(root.FS()), sp) {
 			continue
 		}
-		rel := strings.TrimPrefix(p, dir+"/")
+		rel := strings.TrimPrefix(sp, dir+"/")
 		sub := dist.ModuleSubmodule{Path: rel, Inputs: inputs(sm), Outputs: outputs(sm)}
 		if size += docsSize(sub.Inputs, sub.Outputs); size > dist.MaxModuleDocs {
 			return nil, fmt.Errorf("the module's documentation is over %s", dist.HumanSize(dist.MaxModuleDocs))
@@ -89,13 +97,20 @@ func ModuleDocs(root *os.Root, dir string) ([]byte, error) {
 // again with the legacy HCL 1 parser. The files are regular files read
 // through root, at most maxModuleConfig bytes together; what stays of
 // each once it is decoded is the module's inputs, outputs and providers.
-func inspect(root *os.Root, dir string) (*tfconfig.Module, error) {
+// A directory p saw whole (every file of names, in this order, within
+// maxModuleConfig) is taken from p instead.
+func inspect(root *os.Root, dir string, p *Parsed) (*tfconfig.Module, error) {
 	names, err := configFiles(root, dir)
 	if err != nil {
 		return nil, err
 	}
-	mod := tfconfig.NewModule(dir)
+	mod := p.take(dir, names)
 	var total int64
+	if mod != nil {
+		names = nil
+	} else {
+		mod = tfconfig.NewModule(dir)
+	}
 	for _, n := range names {
 		src, err := readConfig(root, n, maxModuleConfig-total)
 		if err != nil {
@@ -118,6 +133,75 @@ func inspect(root *os.Root, dir string) (*tfconfig.Module, error) {
 		}
 	}
 	return mod, nil
+}
+
+// Parsed gathers what ModuleDocsFrom reads of a module's directories from
+// the syntax trees another reader of the same tree parses (tfconfig.Parsed's
+// OnParse is its File): the directory of the module's docs and those under
+// its modules/ (at most dist.MaxModuleSubmodules of them), each decoded as
+// inspect decodes it, file by file. It keeps no syntax tree: what stays is
+// each directory's decoded module, as inspect keeps it. Not safe for
+// concurrent use.
+type Parsed struct {
+	root, dir string // the tree's path and the module's directory in it (slash)
+	dirs      map[string]*parsedDir
+}
+
+type parsedDir struct {
+	names []string // slash paths in the tree, in the order seen
+	size  int64
+	mod   *tfconfig.Module
+}
+
+// NewParsed gathers for the docs of the module at dir (slash path) of the
+// tree at path root.
+func NewParsed(root, dir string) *Parsed {
+	return &Parsed{root: filepath.Clean(root), dir: path.Clean(dir), dirs: map[string]*parsedDir{}}
+}
+
+// File decodes f, the file name of directory dir (an OS path), of size
+// bytes, if dir is one ModuleDocsFrom reads. A name seen again (a file
+// vendoring rewrote, parsed again) is not decoded twice: vendoring changes
+// only module sources, which the docs do not show.
+func (p *Parsed) File(dir, name string, size int, f *hcl.File) {
+	rel, err := filepath.Rel(p.root, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return
+	}
+	rel = filepath.ToSlash(rel)
+	if rel != p.dir && path.Dir(rel) != path.Join(p.dir, "modules") {
+		return
+	}
+	d := p.dirs[rel]
+	if d == nil {
+		if len(p.dirs) > dist.MaxModuleSubmodules {
+			return
+		}
+		d = &parsedDir{mod: tfconfig.NewModule(rel)}
+		p.dirs[rel] = d
+	}
+	n := path.Join(rel, name)
+	if slices.Contains(d.names, n) {
+		return
+	}
+	d.names = append(d.names, n)
+	if d.size += int64(size); d.size > maxModuleConfig {
+		return // inspect reads it itself, and refuses it
+	}
+	tfconfig.LoadModuleFromFile(f, d.mod)
+}
+
+// take is the module of dir if p saw exactly names, in this order (nil
+// otherwise, or for a nil p).
+func (p *Parsed) take(dir string, names []string) *tfconfig.Module {
+	if p == nil {
+		return nil
+	}
+	d := p.dirs[dir]
+	if d == nil || d.size > maxModuleConfig || !slices.Equal(d.names, names) {
+		return nil
+	}
+	return d.mod
 }
 
 // decodeFile parses one configuration file (within dist.AdmitHCL's

@@ -194,7 +194,7 @@ func docsReason(err error, bound int64) string {
 // moduleDocs reads a fetched module's documentation (docs.ModuleDocs) from
 // its tree and adds it as a blob; a module whose docs cannot be read is
 // exported without (a notice says why).
-func (e *exporter) moduleDocs(tree, subdir string, mv *dist.ModuleVersion) {
+func (e *exporter) moduleDocs(tree, subdir string, mv *dist.ModuleVersion, parsed *docs.Parsed) {
 	root, err := os.OpenRoot(tree)
 	if err != nil {
 		return
@@ -203,7 +203,7 @@ func (e *exporter) moduleDocs(tree, subdir string, mv *dist.ModuleVersion) {
 	if subdir == "" {
 		subdir = "."
 	}
-	b, err := docs.ModuleDocs(root, subdir)
+	b, err := docs.ModuleDocsFrom(root, subdir, parsed)
 	if err != nil {
 		e.opt.Log("notice: module %s: no docs carried: %v", mv, err)
 		return

@@ -25,6 +25,7 @@ import (
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/docs"
 	"github.com/airgap/airgap/dist/getter"
 	"github.com/airgap/airgap/dist/goinfo"
 	"github.com/airgap/airgap/dist/registry"
@@ -1000,7 +1001,10 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 		// its archive (into the cache) to read it.
 		e.opt.Log("dry run: fetching module %s %s into the cache to read its dependencies", j.r.Addr, j.ver)
 	}
-	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc, j.r.Why)
+	// Each configuration file of the module is parsed once: vendoring,
+	// the scan of what it needs and its docs read it through rd.
+	rd := &moduleRead{parsed: tfconfig.NewParsed()}
+	mv, root, work, err := e.fetchModule(ctx, j.r.Addr, j.ver, j.loc, j.r.Why, rd)
 	if err != nil && j.r.Site != nil {
 		if hint := siteHint(j.r.Site, j.ver, err); hint != "" {
 			return fmt.Errorf("%w\nhint: %s", err, hint)
@@ -1011,11 +1015,25 @@ func (e *exporter) moduleJob(ctx context.Context, j *moduleJob) error {
 	}
 	defer os.RemoveAll(work)
 	j.mv = mv
-	if e.req.NoDeps {
-		return nil
+	if !e.req.NoDeps {
+		if j.deps, j.provs, err = e.scanModule(ctx, root, mv, j.r.Why, rd.parsed); err != nil {
+			return err
+		}
 	}
-	j.deps, j.provs, err = e.scanModule(ctx, root, mv, j.r.Why)
-	return err
+	if !e.opt.DryRun {
+		e.moduleDocs(rd.root, rd.subdir, mv, rd.docs)
+	}
+	return nil
+}
+
+// moduleRead is what a module job reads of its module's tree once: the
+// files parsed (tfconfig.Parsed) and, gathered from the same parses, what
+// its docs need (docs.Parsed); root and subdir are the tree the module is
+// read from (after vendoring) and the module's directory in it.
+type moduleRead struct {
+	parsed       *tfconfig.Parsed
+	docs         *docs.Parsed
+	root, subdir string
 }
 
 // moduleVersions selects the versions of r to export: from its registry,
@@ -1082,7 +1100,7 @@ func siteHint(s *SiteModule, ver string, err error) string {
 
 // fetchModule fetches version ver of addr from loc; why (the request's
 // FILE:LINE, or "called by …") goes into its errors.
-func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, why string) (mv *dist.ModuleVersion, root, work string, err error) {
+func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, why string, rd *moduleRead) (mv *dist.ModuleVersion, root, work string, err error) {
 	defer func() {
 		if err != nil && work != "" {
 			os.RemoveAll(work)
@@ -1111,7 +1129,19 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, 
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
-	vendored, err := e.vendor(ctx, what, work, res)
+	// The tree the module is read from: vendoring's (the archive carried,
+	// unpacked), else the fetched one. Its docs gather from every parse.
+	rd.root = res.Root
+	if !e.req.NoVendor {
+		rd.root = vendorTree(work)
+	}
+	rd.subdir = res.Subdir
+	if rd.subdir == "" {
+		rd.subdir = "."
+	}
+	rd.docs = docs.NewParsed(rd.root, rd.subdir)
+	rd.parsed.OnParse = rd.docs.File
+	vendored, err := e.vendor(ctx, what, work, res, rd.parsed)
 	if err != nil {
 		return nil, "", work, fmt.Errorf("%s: %w", failed, err)
 	}
@@ -1143,18 +1173,15 @@ func (e *exporter) fetchModule(ctx context.Context, addr dist.Module, ver, loc, 
 	}
 	mv = &dist.ModuleVersion{Host: addr.Host, Namespace: addr.Namespace, Name: addr.Name, System: addr.System,
 		Version: ver, Archive: d, Size: n, Subdir: res.Subdir, Source: shown, Commit: res.Commit, Zip: zd, ZipSize: zn, Vendored: vendored}
-	if !e.opt.DryRun {
-		e.moduleDocs(res.Root, res.Subdir, mv)
-	}
 	return mv, root, work, nil
 }
 
 // scanModule finds the registry modules and providers a module needs, and
 // warns about remote sources the offline clients could not fetch.
 // why is where mv was asked for (for messages).
-func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion, why string) ([]ModuleReq, []ProviderReq, error) {
+func (e *exporter) scanModule(ctx context.Context, dir string, mv *dist.ModuleVersion, why string, parsed *tfconfig.Parsed) ([]ModuleReq, []ProviderReq, error) {
 	pkg := strings.TrimSuffix(dir, filepath.FromSlash("/"+mv.Subdir)) // local calls stay in the package
-	cfg, err := tfconfig.LoadTreeIn(pkg, dir)
+	cfg, err := parsed.LoadTreeIn(pkg, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("module %s: reading its configuration: %w", mv, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +27,7 @@ import (
 // rules as an export from the registries (a manifest's constraints,
 // latest and platforms; a project's lock file; or addresses), and
 // WriteFromStore writes it with the store's blobs as they are (see
-// bundle/store's Carry), after hashing every one of them.
+// bundle/store's Carry), hashing each as it copies it.
 
 // SelectFromStore picks from cat (a store's catalog) what req asks for,
 // or the versions addrs names ("ADDRESS" for every version,
@@ -388,9 +387,9 @@ type StoreWriteOptions struct {
 	Delta       *DeltaBase
 	SplitSize   int64
 	Log         func(format string, a ...any)
-	// Checked is told the bytes the pre-pass hashed (progress), Written
-	// those the bundle writer took.
-	Checked, Written func(n int64)
+	// Written is told the bytes read from the store and hashed as they
+	// are written (progress).
+	Written func(n int64)
 }
 
 // StoreSummary is what an export from a store did ('airgap export
@@ -413,7 +412,6 @@ type StoreSummary struct {
 	Omitted          int      `json:"blobs_omitted"`
 	Delta            string   `json:"delta,omitempty"`
 	SBOM             string   `json:"sbom,omitempty"`
-	CheckedMillis    int64    `json:"checked_ms"`
 	Millis           int64    `json:"duration_ms"`
 	Notes            []string `json:"notes"`
 	Parts            int      `json:"parts,omitempty"`
@@ -421,10 +419,12 @@ type StoreSummary struct {
 
 // WriteFromStore writes plan as a signed bundle: the SBOM added (when the
 // store has Go build information for every package), a delta made if
-// asked, every carried blob hashed from the store (CheckBlobs) before a
-// byte is written, then the bundle written through a temporary file (no
-// partial bundle is ever left) with each blob hashed again as it is
-// copied, and split if asked.
+// asked, then the bundle written to a temporary file beside opt.Out with
+// each blob hashed as it is copied from the store (one read of each), and
+// split if asked. Only when every blob checked is the file renamed to
+// opt.Out; a damaged blob (named, with the entry that carries it and its
+// path), an interruption or a write error removes the temporary file:
+// nothing is left behind.
 func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, opt StoreWriteOptions) (*StoreSummary, *bundle.PartsIndex, error) {
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
@@ -472,11 +472,6 @@ func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, 
 	if err := m.Validate(); err != nil {
 		return nil, nil, err
 	}
-	t0 := time.Now()
-	if err := plan.CheckBlobs(ctx, extra, opt.Checked); err != nil {
-		return nil, nil, err
-	}
-	sum.CheckedMillis = time.Since(t0).Milliseconds()
 	signAt := opt.ModTime
 	if signAt.IsZero() {
 		signAt = time.Now()
@@ -493,7 +488,13 @@ func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := writeStoreBlob(bw, b, plan.Files[b.Digest], sbomBytes, opt.Written); err != nil {
+			var err error
+			if extra[b.Digest] {
+				err = bw.WriteBlob(b.Digest, bytes.NewReader(sbomBytes))
+			} else {
+				err = plan.WriteBlob(bw, b, opt.Written)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -539,37 +540,6 @@ func carryChain(m *bundle.Manifest) int {
 		}
 	}
 	return n
-}
-
-// writeStoreBlob writes blob b from the store file path (or, for the
-// SBOM, from sbomBytes), counting into written.
-func writeStoreBlob(bw *bundle.Writer, b bundle.Blob, path string, sbomBytes []byte, written func(int64)) error {
-	var r io.Reader
-	if b.Role == dist.RoleSBOM {
-		r = bytes.NewReader(sbomBytes)
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
-	}
-	if written != nil {
-		r = &countReader{r: r, n: written}
-	}
-	return bw.WriteBlob(b.Digest, r)
-}
-
-type countReader struct {
-	r io.Reader
-	n func(int64)
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n(int64(n))
-	return n, err
 }
 
 // storeSBOM builds the bundle's SBOM (check.BuildSBOM) from the Go build

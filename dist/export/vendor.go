@@ -7,6 +7,7 @@ import (
 
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/getter"
+	"github.com/airgap/airgap/dist/tfconfig"
 	"github.com/airgap/airgap/dist/vendoring"
 )
 
@@ -16,17 +17,22 @@ import (
 // then points at the new tree and its archive. Nothing changes with
 // Request.NoVendor or when the module calls nothing remote. Fetched
 // packages go through the same getter and download limits as the module.
-func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Result) ([]dist.VendoredCall, error) {
+//
+// The tree is read through parsed (each file parsed once for the whole
+// module job), and res.Root becomes it whether or not anything was
+// vendored: the archive carried, unpacked, is what the module job reads.
+func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Result, parsed *tfconfig.Parsed) ([]dist.VendoredCall, error) {
 	if e.req.NoVendor {
 		return nil, nil
 	}
-	tree := filepath.Join(work, "vendored")
+	tree := vendorTree(work)
 	budget := getter.NewBudget()
 	if err := getter.Unpack(ctx, res.Archive, tree, budget); err != nil {
 		return nil, err
 	}
 	vr, err := vendoring.Vendor(ctx, tree, res.Subdir, budget, vendoring.Options{
-		Allow: e.req.AllowUnvendored,
+		Allow:  e.req.AllowUnvendored,
+		Parsed: parsed,
 		Log: func(format string, a ...any) {
 			e.opt.Log(what+": "+format, a...)
 		},
@@ -47,6 +53,7 @@ func (e *exporter) vendor(ctx context.Context, what, work string, res *getter.Re
 		e.jobWarn(ctx, what+": "+w+" (left as written: offline clients will fail to fetch it unless it is reachable there)")
 	}
 	if len(vr.Calls) == 0 {
+		res.Root = tree
 		return nil, nil
 	}
 	out := filepath.Join(work, "vendored.tar.gz")
@@ -67,3 +74,6 @@ func (e *exporter) moduleDownload(ctx context.Context, u, path string) error {
 	_, _, err := e.opt.Client.Download(ctx, u, path, e.opt.MaxModuleSize)
 	return err
 }
+
+// vendorTree is where vendor unpacks a module's archive in work.
+func vendorTree(work string) string { return filepath.Join(work, "vendored") }

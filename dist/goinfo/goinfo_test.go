@@ -393,7 +393,9 @@ func shortPlugin() []byte {
 // it scans one at a time and reuses the Scanner: what it allocates for
 // 48 such plugins is one MaxModInfo buffer and its growth, and it picks the
 // first plugin, by name, with build information (the test binary, named
-// last).
+// last). A plugin of aligned fake headers before it ends its own search
+// (MaxCandidates) without ending the next plugin's: the bound on refused
+// headers is per plugin, as the Scanner is reset.
 func TestScanZipManyPlugins(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -407,7 +409,14 @@ func TestScanZipManyPlugins(t *testing.T) {
 		w, _ := zw.Create(fmt.Sprintf("terraform-provider-x_%03d", i))
 		w.Write(short)
 	}
-	w, _ := zw.Create("terraform-provider-z")
+	fake := header("go1.0", "", 2)
+	fake[14] = 3 // a pointer size Go never writes: refused
+	w, _ := zw.Create("terraform-provider-y")
+	for range goinfo.MaxCandidates + 10 {
+		w.Write(fake[:16])
+		w.Write(make([]byte, 16))
+	}
+	w, _ = zw.Create("terraform-provider-z")
 	b, _ := os.ReadFile(self)
 	w.Write(b)
 	zw.Close()
@@ -429,7 +438,7 @@ func TestScanZipManyPlugins(t *testing.T) {
 		t.Errorf("scanning 48 short plugins allocated %d MiB; one Scanner's bound is %d MiB", alloc>>20, goinfo.MaxModInfo>>20)
 	}
 
-	// Only short plugins: why the first has none.
+	// Only short plugins and the flood: why the first has none.
 	zp2 := filepath.Join(t.TempDir(), "short.zip")
 	f, _ = os.Create(zp2)
 	zw = zip.NewWriter(f)
@@ -437,9 +446,14 @@ func TestScanZipManyPlugins(t *testing.T) {
 		w, _ := zw.Create(n)
 		w.Write(short)
 	}
+	w, _ = zw.Create("terraform-provider-0")
+	for range goinfo.MaxCandidates + 10 {
+		w.Write(fake[:16])
+		w.Write(make([]byte, 16))
+	}
 	zw.Close()
 	f.Close()
-	if _, info, err := goinfo.ScanZip(zp2); err != nil || info.File != "terraform-provider-a" || info.None != goinfo.NoneMalformed {
-		t.Errorf("two short plugins: %+v %v", info, err)
+	if _, info, err := goinfo.ScanZip(zp2); err != nil || info.File != "terraform-provider-0" || info.None != goinfo.NoneTooMany {
+		t.Errorf("two short plugins and a flood: %+v %v", info, err)
 	}
 }

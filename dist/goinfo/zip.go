@@ -29,6 +29,21 @@ func IsPlugin(name string) bool {
 // number of files: about 8.1 MiB at worst. A package of 256 plugins that
 // each announce a module string of MaxModInfo bytes and stop one byte short
 // held all 256 Scanners at once (1.6-1.8 GiB per package).
+//
+// Time: the search tests one byte in sixteen and stops for good at the
+// first header taken, so on a real plugin it costs about 1.3 % of the h1
+// pass it rides on (the AWS provider's 707 MB binary, whose header lies at
+// 98 % of it: 28 ms of CPU against 2.2 s for the h1, BenchmarkScanZip).
+// Scanning plugins one after another costs nothing over scanning them at
+// once: each byte is still seen once. The worst case is a hostile plugin
+// of aligned fake headers: each refused one re-reads what it collected (at
+// most headerSize + MaxVersion + 20 bytes), MaxCandidates of them end that
+// plugin's search (about 1.2 MiB re-read in all), and a module string is
+// collected and parsed once per plugin (at most MaxModInfo bytes); no
+// plugin after one with build information is scanned. So the scan is
+// linear in the package's unpacked bytes (which the caller bounds: the
+// bundle check's MaxZipUnpacked), plus at most about 5.2 MiB of extra
+// work per plugin file, a fraction of inflating it.
 func ScanZip(zipPath string) (h1 string, info *Info, err error) {
 	p := picker{scan: &Scanner{}}
 	// dist.H1Tap opens every file once, in sorted order, and reads it to

@@ -1,6 +1,7 @@
 package tfconfig
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,8 +29,9 @@ const (
 	// token, and 4 MiB of one-byte tokens ("a\n", "[1,1,…]") took export
 	// to 1.6-1.75 GB before the file was refused. That bound is
 	// dist.AdmitHCL's: at most dist.MaxHCLTokens tokens per file, and
-	// dist.MaxHCLTokensParsing tokens being parsed in the whole process at
-	// once (one file at the limit: 150-230 MiB of peak resident memory).
+	// once at most one file at the limit, or dist.MaxHCLTokensParsing
+	// tokens of smaller files, being parsed in the whole process (one file
+	// at the limit: 150-230 MiB of peak resident memory).
 	MaxFileSize = 4 << 20
 	// MaxTreeBytes: bytes of configuration files read for one tree (the
 	// parse of a hostile 64 MiB tree measured 41 s and 4 GiB allocated;
@@ -164,6 +167,8 @@ type tree struct {
 	// locals, module arguments); without it each directory's are dropped
 	// once it is read, so a tree keeps no syntax tree of its files.
 	eval bool
+	// parsed (without eval) is the caller's memory of files read before.
+	parsed *Parsed
 }
 
 // path is rel for messages: names come from downloaded modules, so control
@@ -243,12 +248,9 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := parseConfig(src, t.path(filepath.Join(rel, n)), t.eval)
+		c, err := t.parse(src, rel, n)
 		if err != nil {
 			return nil, err
-		}
-		if !t.eval {
-			c.dropExprs()
 		}
 		for i := range c.Modules {
 			c.Modules[i].Dir = t.path(rel)
@@ -260,11 +262,94 @@ func (t *tree) loadDir(rel string) (*Config, error) {
 	return cfg, nil
 }
 
+// parse reads the file n of directory rel (its bytes src): from the
+// tree's Parsed when it read the same bytes under the same name before,
+// else parsed (and, without eval, kept there).
+func (t *tree) parse(src []byte, rel, n string) (*Config, error) {
+	name := t.path(filepath.Join(rel, n))
+	if t.eval || t.parsed == nil {
+		c, err := parseConfig(src, name, t.eval, nil)
+		if err == nil && !t.eval {
+			c.dropExprs()
+		}
+		return c, err
+	}
+	key := parsedKey{name: name, sum: sha256.Sum256(src)}
+	if c, ok := t.parsed.files[key]; ok {
+		return c.clone(), nil
+	}
+	var hook func(*hcl.File)
+	if on := t.parsed.OnParse; on != nil {
+		dir := filepath.Join(t.base, rel)
+		hook = func(f *hcl.File) { on(dir, n, len(src), f) }
+	}
+	c, err := parseConfig(src, name, false, hook)
+	if err != nil {
+		return nil, err
+	}
+	c.dropExprs()
+	t.parsed.files[key] = c
+	t.parsed.parses++
+	return c.clone(), nil
+}
+
+// Parsed is what one reader of a module's tree (an export's module job:
+// vendoring, the scan of what it needs, its docs) has parsed of its
+// configuration files, so that each file is parsed once: LoadDir and
+// LoadTreeIn through it take a file read before under the same path with
+// the same bytes (sha256) from here. What is kept is each file's
+// declarations without syntax trees or expressions (providers and module
+// calls: a small part of the file), so memory is bounded by what the tree
+// may hold (MaxTreeBytes of files per load), and the parse itself stays
+// within dist.AdmitHCL's process-wide budget of tokens. Not safe for
+// concurrent use.
+type Parsed struct {
+	files  map[parsedKey]*Config
+	parses int
+	// OnParse, when set, is shown each file this Parsed parses, while its
+	// syntax tree is alive (and its tokens admitted): the directory's path,
+	// the file's name and size, and the tree. Another reader of the same
+	// files (a module's docs) decodes what it needs from it instead of
+	// parsing the file again. It must not keep f.
+	OnParse func(dir, name string, size int, f *hcl.File)
+}
+
+type parsedKey struct {
+	name string
+	sum  [32]byte
+}
+
+// NewParsed is an empty Parsed.
+func NewParsed() *Parsed { return &Parsed{files: map[parsedKey]*Config{}} }
+
+// Parses is how many files p parsed (a file taken from p is not counted).
+func (p *Parsed) Parses() int { return p.parses }
+
+// LoadDir is LoadDir through p.
+func (p *Parsed) LoadDir(dir string) (*Config, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return (&tree{root: root, base: dir, parsed: p}).loadDir(".")
+}
+
+// LoadTreeIn is LoadTreeIn through p.
+func (p *Parsed) LoadTreeIn(within, dir string) (*Config, error) {
+	return loadTree(within, dir, nil, p)
+}
+
+// clone is a copy of c's lists, for a caller that changes them.
+func (c *Config) clone() *Config {
+	return &Config{Providers: slices.Clone(c.Providers), Modules: slices.Clone(c.Modules)}
+}
+
 // ParseConfig reads one .tf (or, if filename ends in .json, .tf.json) file,
 // with the expressions LoadProject evaluates. Module calls' Dir is left
 // empty.
 func ParseConfig(src []byte, filename string) (*Config, error) {
-	return parseConfig(src, filename, true)
+	return parseConfig(src, filename, true, nil)
 }
 
 // parseConfig is ParseConfig; without eval the expressions it keeps are
@@ -272,14 +357,18 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 // templates), since they will be dropped. With eval, a .tf.json's strings
 // read as templates are parsed within the file's admission
 // (dist.AdmitHCLWithTemplates: their tokens and the file's together at
-// most dist.MaxHCLTokens).
-func parseConfig(src []byte, filename string, eval bool) (cfg *Config, err error) {
+// most dist.MaxHCLTokens). onParse (may be nil) is shown the syntax tree
+// while it is admitted.
+func parseConfig(src []byte, filename string, eval bool, onParse func(*hcl.File)) (cfg *Config, err error) {
 	json := strings.HasSuffix(filename, ".json")
 	f, release, tmpl, err := parseFile(src, filename, eval && json)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if onParse != nil {
+		onParse(f)
+	}
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
@@ -678,7 +767,7 @@ func LoadTree(dir string) (*Config, error) { return LoadTreeIn(dir, dir) }
 // that are expressions are not evaluated (their values come from the
 // callers): such calls keep an empty Source or Version and their
 // SourceExpr or VersionExpr.
-func LoadTreeIn(within, dir string) (*Config, error) { return loadTree(within, dir, nil) }
+func LoadTreeIn(within, dir string) (*Config, error) { return loadTree(within, dir, nil, nil) }
 
 // LoadProject reads the project in dir and every local module it calls as
 // 'terraform init' (1.15+) and 'tofu init' (1.8+) do: module sources and
@@ -691,10 +780,11 @@ func LoadTreeIn(within, dir string) (*Config, error) { return loadTree(within, d
 // (ErrNotConst) naming the file:line:col, the module, the expression as
 // written and why. Uses of variables not declared const = true, which
 // OpenTofu evaluates and Terraform refuses, are in Config.Notes.
-func LoadProject(dir string, in Inputs) (*Config, error) { return loadTree(dir, dir, &in) }
+func LoadProject(dir string, in Inputs) (*Config, error) { return loadTree(dir, dir, &in, nil) }
 
-// loadTree is LoadTreeIn, and LoadProject when in is set.
-func loadTree(within, dir string, in *Inputs) (*Config, error) {
+// loadTree is LoadTreeIn (through parsed, if not nil), and LoadProject
+// when in is set.
+func loadTree(within, dir string, in *Inputs, memo *Parsed) (*Config, error) {
 	rel, err := filepath.Rel(within, dir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return nil, fmt.Errorf("%s: %w: not inside %s", dir, ErrOutside, within)
@@ -704,7 +794,7 @@ func loadTree(within, dir string, in *Inputs) (*Config, error) {
 		return nil, err
 	}
 	defer root.Close()
-	t := &tree{root: root, base: within, eval: in != nil}
+	t := &tree{root: root, base: within, eval: in != nil, parsed: memo}
 	var ev *evaluator
 	if in != nil {
 		ev = &evaluator{t: t, in: *in, funcs: constFuncs}

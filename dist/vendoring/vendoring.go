@@ -55,6 +55,12 @@ type Options struct {
 	Allow bool
 	// Log receives one line per vendored package.
 	Log func(format string, a ...any)
+	// Parsed (may be nil) is the caller's memory of the tree's parsed
+	// configuration files (tfconfig.Parsed): the directories are read
+	// through it, so that the caller's own reading of the same files after
+	// Vendor (what the module needs, its docs) parses none of them again,
+	// except those Vendor rewrote.
+	Parsed *tfconfig.Parsed
 }
 
 // Result is what Vendor changed.
@@ -316,7 +322,11 @@ func (v *vendorer) load(it item) ([]tfconfig.ModuleCall, error) {
 		if err := v.account(d); err != nil {
 			return nil, err
 		}
-		cfg, err := tfconfig.LoadDir(filepath.Join(v.root, filepath.FromSlash(d)))
+		load := tfconfig.LoadDir
+		if v.opt.Parsed != nil {
+			load = v.opt.Parsed.LoadDir
+		}
+		cfg, err := load(filepath.Join(v.root, filepath.FromSlash(d)))
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,7 @@ command -v wrk >/dev/null || need+=(wrk)
 [ -x /usr/bin/time ] || need+=(time)
 command -v zstd >/dev/null || need+=(zstd)
 command -v curl >/dev/null || need+=(curl)
+command -v unzip >/dev/null || need+=(unzip)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing baselines: ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -65,7 +66,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$W/airgap" .
+# BENCH_AIRGAP: another airgap binary to measure (e.g. an older build, for
+# a before-and-after in one session); the fixtures are this tree's.
+if [ -n "${BENCH_AIRGAP:-}" ]; then cp "$BENCH_AIRGAP" "$W/airgap"; else go build -o "$W/airgap" .; fi
 go build -o "$W/benchtool" ./testdata/bench/benchtool
 AG="$W/airgap"; BT="$W/benchtool"
 
@@ -381,15 +384,14 @@ grep -q '^ready' "$W/site.log" || { cat "$W/site.log" >&2; echo "the real-site f
 grep -v '^ready' "$W/site.log"
 mapfile -t SENV < "$W/site/env"
 SK="$W/keys/site.key.asc"; SP="$W/keys/site.pub.asc"
-site_export() { # out -> wall s
-  local t0
-  t0=$(now)
-  env "${SENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" "$AG" export --manifest "$W/site/airgap.hcl" --sign-key "$SK" \
+site_export() { # out -> "wall_s peak_kib"
+  env "${SENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" /usr/bin/time -f "%e %M" -o "$W/time-export.out" "$AG" export --manifest "$W/site/airgap.hcl" --sign-key "$SK" \
     --out "$1" --cache "$W/site-cache" > "$W/site-export.log" 2>&1 || { cat "$W/site-export.log" >&2; exit 1; }
-  elapsed "$t0" "$(now)"
+  cat "$W/time-export.out"
 }
+mib() { awk -v m="$1" 'BEGIN { printf "%.0f", m / 1024 }'; }
 sync
-t_ag=$(site_export "$W/site1.bundle")
+read -r t_ag m_ag <<<"$(site_export "$W/site1.bundle")"
 plat_flags=(); for p in darwin_amd64 darwin_arm64 linux_amd64 linux_arm64 windows_amd64; do plat_flags+=("-platform=$p"); done
 sync
 t0=$(now)
@@ -402,14 +404,16 @@ rm -rf "$W/site-tfmirror"
 bsize=$(stat -c %s "$W/site1.bundle")
 row "real site: $(cat "$W/site/summary"), MiB" "$((bsize>>20))" "" "" ""
 row "  cold export at loopback, wall s" "$t_ag" "$t_tf (tf)" "$(ratio "$t_tf" "$t_ag")" ">= 1.0x"
+row "  cold export peak RSS MiB" "$(mib "$m_ag")" "" "" "<= 100"
 
 # Warm: every package in the cache. Floor: copying the cache's bytes and
 # syncing them.
 rm -f "$W/site1.bundle"; sync
 t0=$(now); cp -r "$W/site-cache/blobs" "$W/site-cp" && sync; t_cp=$(elapsed "$t0" "$(now)")
 rm -rf "$W/site-cp"; sync
-t_warm=$(site_export "$W/site.bundle")
-row "  warm re-export, wall s" "$t_warm" "$t_cp (cp+sync)" "$(ratio "$t_cp" "$t_warm")" ">= 0.67x"
+read -r t_warm _ <<<"$(site_export "$W/site.bundle")"
+# Target: <= 2x cp + sync at 1 GiB, <= 1.0x at 10 GiB (ratio >= 0.5x, >= 1.0x).
+row "  warm re-export, wall s" "$t_warm" "$t_cp (cp+sync)" "$(ratio "$t_cp" "$t_warm")" "$([ "$SITE_BYTES" -ge $((8<<30)) ] && echo '>= 1.0x' || echo '>= 0.5x')"
 
 # The size with auto (the default) against today's zstd: the same tar
 # stream through the one-frame zstd writer, counted, not written.
@@ -428,7 +432,7 @@ sync
 read -r t_v m_v < "$W/time.out"
 t0=$(now); sha256sum "$W/site.bundle" > /dev/null; t_sha=$(elapsed "$t0" "$(now)")
 row "  verify, wall s" "$t_v" "$t_sha (sha256sum)" "$(ratio "$t_sha" "$t_v")" ">= 0.83x"
-row "  verify peak RSS MiB" "$(awk -v m="$m_v" 'BEGIN { printf "%.0f", m / 1024 }')" "" "" "<= 64"
+row "  verify peak RSS MiB" "$(mib "$m_v")" "" "" "<= 64"
 
 # import into an empty store (fsync of every blob and the index). Floor:
 # tar -x of the bundle (zstd -d first: it is a zstd stream) + sha256sum.
@@ -438,15 +442,27 @@ sync
 read -r t_i m_i < "$W/time.out"
 
 # The next network: export --from-store of the store just filled (every
-# blob hashed from the store before a byte is written, then copied into the
-# bundle). Floor: cp of the store's blobs + sync.
+# blob hashed as it is copied into the bundle, one read of the store).
+# Floor: cp of the store's blobs + sync.
 sync
-t0=$(now)
-"$AG" export --from-store "$W/site-store" --sign-key "$SK" --out "$W/site-next.bundle" --json > "$W/site-next.json" 2> "$W/site-next.log" ||
+/usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" export --from-store "$W/site-store" --sign-key "$SK" --out "$W/site-next.bundle" --json > "$W/site-next.json" 2> "$W/site-next.log" ||
   { cat "$W/site-next.log" >&2; exit 1; }
-t_fs=$(elapsed "$t0" "$(now)")
-t_fscheck=$(awk -F'"checked_ms":' 'NF > 1 { split($2, a, /[,}]/); printf "%.3f", a[1] / 1000 }' "$W/site-next.json")
+read -r t_fs m_fs < "$W/time.out"
 rm -f "$W/site-next.bundle"; sync
+
+# The floor of verify and import (the same work with standard tools):
+# sha256sum of every blob plus unzip -p of every zip (each provider
+# package inflated, as the h1 check does) to /dev/null, one blob per job
+# on every core (xargs -P), over the blobs the store just took from the
+# bundle. Like verify and import it starts from what the page cache
+# holds after the steps before (the store was just written).
+nproc_all=$(nproc)
+t0=$(now)
+find "$W/site-store/blobs" -type f -print0 | xargs -0 -r -n 1 -P "$nproc_all" sh -c '
+  sha256sum "$1" > /dev/null
+  [ "$(head -c 2 "$1")" = PK ] && unzip -p "$1" > /dev/null
+  exit 0' sh
+t_std=$(elapsed "$t0" "$(now)")
 t0=$(now); cp -r "$W/site-store/blobs" "$W/site-cp" && sync; t_cp2=$(elapsed "$t0" "$(now)")
 chmod -R u+w "$W/site-cp"; rm -rf "$W/site-cp"; sync
 chmod -R u+w "$W/site-store"; rm -rf "$W/site-store"; sync
@@ -454,9 +470,11 @@ mkdir -p "$W/site-x"
 t0=$(now); zstd -dcq "$W/site.bundle" | tar -x -C "$W/site-x" && sha256sum "$W/site-x"/blobs/sha256/* > /dev/null; t_tar=$(elapsed "$t0" "$(now)")
 rm -rf "$W/site-x"
 row "  import, wall s" "$t_i" "$t_tar (tar+sha)" "$(ratio "$t_tar" "$t_i")" ">= 1.0x"
-row "  import peak RSS MiB" "$(awk -v m="$m_i" 'BEGIN { printf "%.0f", m / 1024 }')" "" "" "<= 64"
+row "  import peak RSS MiB" "$(mib "$m_i")" "" "" "<= 64"
+row "  verify vs the same work by standard tools, s" "$t_v" "$t_std (sha+unzip -P$nproc_all)" "$(ratio "$t_std" "$t_v")" ">= 0.83x"
+row "  import vs the same work by standard tools, s" "$t_i" "$t_std (sha+unzip -P$nproc_all)" "$(ratio "$t_std" "$t_i")" ">= 0.83x"
 row "  export --from-store (next network), wall s" "$t_fs" "$t_cp2 (cp+sync)" "$(ratio "$t_cp2" "$t_fs")" ">= 0.67x"
-row "    of which hashing the store first, s (%)" "$t_fscheck" "$t_fs (export)" "$(pct "$t_fscheck" "$t_fs")" ""
+row "  export --from-store peak RSS MiB" "$(mib "$m_fs")" "" "" "<= 100"
 
 # What the SBOM costs the biggest bundle of the bench: reading each plugin's
 # Go build information in the h1 pass (over the h1 alone) and building the
@@ -464,8 +482,8 @@ row "    of which hashing the store first, s (%)" "$t_fscheck" "$t_fs (export)" 
 # of the cold export (a warm one reads both from the cache) and of verify,
 # which both do it on every core: the share is an upper bound.
 read -r extra npk <<<"$(sbom_cost "$W/site.bundle" "$SP" "$W/site-cache/blobs/sha256" "$SITE_SBOM_SAMPLE")"
-row "  build info + SBOM in cold export, $npk pkgs, s (%)" "$extra" "$t_ag (export)" "$(pct "$extra" "$t_ag")" "<= 10%"
-row "  build info + SBOM in verify, s (% of wall)" "$extra" "$t_v (verify)" "$(pct "$extra" "$t_v")" "<= 10%"
+row "  build info + SBOM in cold export, $npk pkgs, s (%)" "$extra" "$t_ag (export)" "$(pct "$extra" "$t_ag")" "<= 5%"
+row "  build info + SBOM in verify, s (% of wall)" "$extra" "$t_v (verify)" "$(pct "$extra" "$t_v")" "<= 5%"
 kill "$SITEPID" 2>/dev/null || true
 wait "$SITEPID" 2>/dev/null || true
 rm -rf "$W/site" "$W/site-cache" "$W/site.bundle" "$W/zs"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,8 +231,9 @@ withdraw "hashicorp/random" {
 
 // TestEnclaveRefusals: what an export from a store and the next
 // enclave's import refuse, each naming what was wrong with a hint and
-// leaving the store as it was: a bit flipped in a blob of A (found before
-// a byte is written), a manifest naming what A lacks, a --have of A's own
+// leaving the store as it was: a bit flipped in a blob of A (found while
+// the bundle is written to a temporary file, which is removed: the
+// directory holds afterwards exactly what it held before), a manifest naming what A lacks, a --have of A's own
 // inventory, a hop signed by a key C's chain policy does not trust, a
 // publisher key C's pins do not have, and a version C withdrew.
 func TestEnclaveRefusals(t *testing.T) {
@@ -274,13 +276,23 @@ module "example/sub/aws" {}
 		flip()
 		defer flip()
 		out := e.path("flipped.bundle")
-		refused(t, storeA, []string{"export", "--from-store", storeA, "--sign-key", e.sec("a"), "--out", out},
-			"is damaged", digest[:19], "provider registry.terraform.io/hashicorp/random 3.6.2 linux_amd64", blob, "nothing was written")
-		if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
-			t.Errorf("a refused export left %v", left)
+		listing := func() []string {
+			t.Helper()
+			ents, err := os.ReadDir(e.work)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range ents {
+				names = append(names, d.Name())
+			}
+			return names
 		}
-		if left, _ := filepath.Glob(filepath.Join(e.work, ".*")); len(left) > 0 {
-			t.Errorf("a refused export left temporary files: %v", left)
+		before := listing()
+		refused(t, storeA, []string{"export", "--from-store", storeA, "--sign-key", e.sec("a"), "--out", out},
+			"is damaged", digest[:19], "provider registry.terraform.io/hashicorp/random 3.6.2 linux_amd64", blob, "nothing was left behind")
+		if after := listing(); !slices.Equal(before, after) {
+			t.Errorf("a refused export changed the directory of --out:\nbefore %v\nafter  %v", before, after)
 		}
 	})
 
