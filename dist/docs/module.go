@@ -188,7 +188,9 @@ func (p *Parsed) File(dir, name string, size int, f *hcl.File) {
 	if d.size += int64(size); d.size > maxModuleConfig {
 		return // inspect reads it itself, and refuses it
 	}
-	tfconfig.LoadModuleFromFile(f, d.mod)
+	if !expands(f) {
+		tfconfig.LoadModuleFromFile(f, d.mod)
+	}
 }
 
 // take is the module of dir if p saw exactly names, in this order (nil
@@ -219,7 +221,7 @@ func decodeFile(mod *tfconfig.Module, src []byte, name string) error {
 	} else {
 		f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	}
-	if f != nil {
+	if f != nil && !expands(f) {
 		tfconfig.LoadModuleFromFile(f, mod)
 	}
 	return nil
@@ -350,4 +352,56 @@ func ParseModuleDocs(r io.Reader) (*dist.ModuleDocs, error) {
 		return nil, fmt.Errorf("%w: module documentation out of bounds", ErrInvalid)
 	}
 	return &md, nil
+}
+
+// expands reports whether a value terraform-config-inspect evaluates in f
+// (a variable's default, description, nullable and sensitive; an output's
+// description and sensitive; a provider's alias and version; a module
+// call's source and version; anything in a terraform block) holds a for
+// expression or a splat: a few hundred bytes of nested for expressions
+// over literals evaluate to gigabytes (20^6 strings). Such a file is left
+// out of the docs — its inputs and outputs are not listed — rather than
+// evaluated. JSON files are read with no evaluation context, so their
+// strings stay literal and never expand.
+func expands(f *hcl.File) bool {
+	body, ok := f.Body.(*hclsyntax.Body)
+	if !ok {
+		return false
+	}
+	found := false
+	check := func(attrs hclsyntax.Attributes, only ...string) {
+		for name, a := range attrs {
+			if len(only) > 0 && !slices.Contains(only, name) {
+				continue
+			}
+			hclsyntax.VisitAll(a.Expr, func(n hclsyntax.Node) hcl.Diagnostics {
+				switch n.(type) {
+				case *hclsyntax.ForExpr, *hclsyntax.SplatExpr:
+					found = true
+				}
+				return nil
+			})
+		}
+	}
+	for _, b := range body.Blocks {
+		switch b.Type {
+		case "variable":
+			check(b.Body.Attributes)
+		case "output":
+			check(b.Body.Attributes, "description", "sensitive")
+		case "provider":
+			check(b.Body.Attributes, "alias", "version")
+		case "module":
+			check(b.Body.Attributes, "source", "version")
+		case "terraform":
+			check(b.Body.Attributes)
+			for _, nb := range b.Body.Blocks {
+				check(nb.Body.Attributes)
+			}
+		}
+		if found {
+			return true
+		}
+	}
+	return false
 }

@@ -358,7 +358,7 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 // read as templates are parsed within the file's admission
 // (dist.AdmitHCLWithTemplates: their tokens and the file's together at
 // most dist.MaxHCLTokens). onParse (may be nil) is shown the syntax tree
-// while it is admitted.
+// of a file read without error, while it is admitted.
 func parseConfig(src []byte, filename string, eval bool, onParse func(*hcl.File)) (cfg *Config, err error) {
 	json := strings.HasSuffix(filename, ".json")
 	f, release, tmpl, err := parseFile(src, filename, eval && json)
@@ -367,7 +367,15 @@ func parseConfig(src []byte, filename string, eval bool, onParse func(*hcl.File)
 	}
 	defer release()
 	if onParse != nil {
-		onParse(f)
+		// Shown only a file this reading accepted: what onParse does
+		// (the docs' decoding) evaluates expressions this reading refuses
+		// unevaluated, such as a for expression over literals in a
+		// version. Deferred after release, so it runs while admitted.
+		defer func() {
+			if err == nil {
+				onParse(f)
+			}
+		}()
 	}
 	content, _, diags := f.Body.PartialContent(rootSchema)
 	if diags.HasErrors() {

@@ -91,6 +91,12 @@ func TestHostileExportForExpressionBomb(t *testing.T) {
 	bomb := forBomb(5)
 	f.in.AddModule("registry.terraform.io", "evil", "bomb", "aws", "1.0.0", f.in.AddArchive(t, "bomb.tar.gz", map[string]string{
 		"main.tf": "terraform {\n  required_providers {\n    x = { source = \"hashicorp/x\", version = " + bomb + " }\n  }\n}\n"}))
+	// A registry module's variable default is shown on its docs page: the
+	// docs leave the file out rather than evaluate it, and the module is
+	// carried (Terraform itself evaluates such a default; only the docs
+	// listing of its inputs is lost).
+	f.in.AddModule("registry.terraform.io", "evil", "bombdefault", "aws", "1.0.0", f.in.AddArchive(t, "bombdefault.tar.gz", map[string]string{
+		"main.tf": "variable \"v\" {\n  default = " + bomb + "\n}\n"}))
 	project := func(files map[string]string) string {
 		dir := t.TempDir()
 		for name, body := range files {
@@ -117,6 +123,16 @@ func TestHostileExportForExpressionBomb(t *testing.T) {
 			}
 		})
 	}
+	t.Run("module variable default", func(t *testing.T) {
+		out, _, rss, err := f.export(t, "module \"evil/bombdefault/aws\" {}\n")
+		t.Logf("peak %d MiB: %s", rss>>10, out)
+		if err != nil {
+			t.Errorf("export refused a module whose variable default is a for expression: %v", err)
+		}
+		if rss > 256<<10 {
+			t.Errorf("export reached %d MiB of resident memory (the docs evaluated the default)", rss>>10)
+		}
+	})
 }
 
 // Finding (medium): a git repository of a few KB whose pack holds a delta
