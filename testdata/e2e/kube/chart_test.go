@@ -1,6 +1,11 @@
 package kube
 
 import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,6 +43,7 @@ store:
   type: s3
   s3: {url: "s3://airgap-store/site?endpoint=https://s3.site.example", credentialsSecret: airgap-s3}
 tls: {mode: secret, secretName: airgap-tls}
+access: {enabled: true, secretName: airgap-access}
 import:
   enabled: true
   keyringSecret: site-keyring
@@ -62,6 +68,15 @@ gateway:
 metrics:
   enabled: true
   serviceMonitor: {enabled: true}
+`,
+	// The access file and the single sign-on client secret from Secrets,
+	// the identity provider's CA from a ConfigMap (TestChartFlags lays
+	// them out as the kubelet does).
+	"secrets": `
+access: {enabled: true, secretName: airgap-access}
+login:
+  clientSecret: {secretName: airgap-oidc, key: oidc-secret}
+  caConfigMap: idp-ca
 `,
 	"networkpolicy": `
 networkPolicy:
@@ -139,6 +154,9 @@ func TestChartWrongValues(t *testing.T) {
 		{"tls-secret-no-name", "tls: {mode: secret}", []string{"tls", "secretName"}},
 		{"typo", "replica: 3", []string{"replica", "additional properties"}},
 		{"import-no-keyring", "import: {enabled: true, bundle: {source: volume, claimName: b, path: x.bundle}}", []string{"import", "keyringSecret"}},
+		{"s3-access-on-volume", "store: {type: s3, s3: {url: \"s3://bucket/p?endpoint=https://s3.x\", credentialsSecret: c}}\naccess: {enabled: true}", []string{"/access/secretName", "want 1"}},
+		{"login-without-access", "login: {clientSecret: {secretName: airgap-oidc}}", []string{"/access/enabled", "must be true"}},
+		{"access-secret-name", "access: {enabled: true, secretName: Airgap_Access}", []string{"/access/secretName", "does not match pattern"}},
 		{"bundle-path-escape", "import: {enabled: true, keyringSecret: k, bundle: {source: volume, claimName: b, path: ../../etc/x}}", []string{"import/bundle/path"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -218,7 +236,7 @@ func indexOf(l []string, s string) int {
 // a temporary folder) pass 'airgap serve --check-config'; the import,
 // gc and prune Jobs' arguments run against a store.
 func TestChartFlags(t *testing.T) {
-	for _, name := range []string{"volume", "ingress", "gateway", "networkpolicy"} {
+	for _, name := range []string{"volume", "ingress", "gateway", "networkpolicy", "secrets"} {
 		t.Run(name, func(t *testing.T) {
 			out, err := render(t, profiles[name])
 			if err != nil {
@@ -234,6 +252,9 @@ func TestChartFlags(t *testing.T) {
 			// The access file exists before access is turned on (the
 			// docs' order: 'airgap token create' first).
 			harness.CreateToken(t, filepath.Join(store, "access.hcl"), "ci", "registry.terraform.io/**")
+			if name == "secrets" {
+				secretFiles(t, store, filepath.Join(dir, "etc"))
+			}
 			checked := 0
 			for _, kind := range []string{"Deployment", "Job", "CronJob"} {
 				for _, o := range objects(out, kind) {
@@ -259,6 +280,11 @@ func TestChartFlags(t *testing.T) {
 					if strings.Contains(res, "unknown flag") || strings.Contains(res, "usage:") || (args[0] != "import" && err != nil) {
 						t.Errorf("%s %s: airgap %s: %v\n%s", name, kind, strings.Join(args, " "), err, res)
 					}
+					// The login block was read, its client secret and CA
+					// accepted, and the identity provider asked.
+					if name == "secrets" && args[0] == "serve" && !strings.Contains(res, "login: the identity provider at https://127.0.0.1:") {
+						t.Errorf("secrets: serve --check-config did not check the login block:\n%s", res)
+					}
 					checked++
 				}
 			}
@@ -266,6 +292,75 @@ func TestChartFlags(t *testing.T) {
 				t.Errorf("%s: %d verbs' arguments checked, want %d", name, checked, max(want, 1))
 			}
 		})
+	}
+}
+
+// fsGroup is the chart's pod fsGroup: the group the kubelet gives a
+// Secret volume's files.
+const fsGroup = 65532
+
+// secretFiles lays out, under etc (the pod's /etc/airgap), the volumes the
+// secrets profile mounts, as the kubelet writes a Secret or ConfigMap
+// volume under an fsGroup: the files in a timestamped folder, root:fsGroup
+// mode 0440 (defaultMode 0440), reached through the ..data link and one
+// link per key. The access file is the store's (its token) with a login
+// block whose identity provider is a TLS server on loopback answering the
+// discovery document, its certificate the ConfigMap's CA.
+func secretFiles(t *testing.T, store, etc string) {
+	t.Helper()
+	idp := httptest.NewTLSServer(nil)
+	t.Cleanup(idp.Close)
+	idp.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{
+			"issuer": idp.URL, "authorization_endpoint": idp.URL + "/auth", "token_endpoint": idp.URL + "/token",
+			"jwks_uri": idp.URL + "/keys", "response_types_supported": []string{"code"},
+			"subject_types_supported": []string{"public"}, "id_token_signing_alg_values_supported": []string{"RS256"},
+			"code_challenge_methods_supported": []string{"S256"},
+		})
+	})
+	tokens, err := os.ReadFile(filepath.Join(store, "access.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	access := string(tokens) + fmt.Sprintf(`
+login {
+  issuer             = %q
+  client_id          = "airgap"
+  client_secret_file = %q
+  ca_file            = %q
+}
+group "platform" { allow = ["registry.terraform.io/**"] }
+`, idp.URL, filepath.Join(etc, "login", "client-secret"), filepath.Join(etc, "login-ca", "ca.pem"))
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: idp.Certificate().Raw})
+	kubeletVolume(t, filepath.Join(etc, "access"), "access.hcl", access, 0o440, fsGroup)
+	kubeletVolume(t, filepath.Join(etc, "login"), "client-secret", "s3cret-of-the-idp\n", 0o440, fsGroup)
+	kubeletVolume(t, filepath.Join(etc, "login-ca"), "ca.pem", string(ca), 0o644, 0)
+}
+
+// kubeletVolume writes one key of a Secret or ConfigMap volume at dir as
+// the kubelet's atomic writer does: dir/..TIMESTAMP/key (root:gid, mode),
+// dir/..data -> ..TIMESTAMP, dir/key -> ..data/key.
+func kubeletVolume(t *testing.T, dir, key, content string, mode os.FileMode, gid int) {
+	t.Helper()
+	ts := "..2026_11_29_02_00_00.000000001"
+	if err := os.MkdirAll(filepath.Join(dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, ts, key)
+	if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(f, 0, gid); err != nil {
+		t.Fatalf("chown root:%d %s (the test runs as root, as the kubelet does): %v", gid, f, err)
+	}
+	os.Chmod(f, mode)
+	os.Symlink(ts, filepath.Join(dir, "..data"))
+	if err := os.Symlink(filepath.Join("..data", key), filepath.Join(dir, key)); err != nil {
+		t.Fatal(err)
 	}
 }
 
