@@ -336,32 +336,9 @@ login {
 group "platform" { allow = ["registry.terraform.io/**"] }
 `, idp.URL, filepath.Join(etc, "login", "client-secret"), filepath.Join(etc, "login-ca", "ca.pem"))
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: idp.Certificate().Raw})
-	kubeletVolume(t, filepath.Join(etc, "access"), "access.hcl", access, 0o440, fsGroup)
-	kubeletVolume(t, filepath.Join(etc, "login"), "client-secret", "s3cret-of-the-idp\n", 0o440, fsGroup)
-	kubeletVolume(t, filepath.Join(etc, "login-ca"), "ca.pem", string(ca), 0o644, 0)
-}
-
-// kubeletVolume writes one key of a Secret or ConfigMap volume at dir as
-// the kubelet's atomic writer does: dir/..TIMESTAMP/key (root:gid, mode),
-// dir/..data -> ..TIMESTAMP, dir/key -> ..data/key.
-func kubeletVolume(t *testing.T, dir, key, content string, mode os.FileMode, gid int) {
-	t.Helper()
-	ts := "..2026_11_29_02_00_00.000000001"
-	if err := os.MkdirAll(filepath.Join(dir, ts), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(dir, ts, key)
-	if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(f, 0, gid); err != nil {
-		t.Fatalf("chown root:%d %s (the test runs as root, as the kubelet does): %v", gid, f, err)
-	}
-	os.Chmod(f, mode)
-	os.Symlink(ts, filepath.Join(dir, "..data"))
-	if err := os.Symlink(filepath.Join("..data", key), filepath.Join(dir, key)); err != nil {
-		t.Fatal(err)
-	}
+	harness.KubeletVolume(t, filepath.Join(etc, "access"), "access.hcl", access, 0o440, fsGroup)
+	harness.KubeletVolume(t, filepath.Join(etc, "login"), "client-secret", "s3cret-of-the-idp\n", 0o440, fsGroup)
+	harness.KubeletVolume(t, filepath.Join(etc, "login-ca"), "ca.pem", string(ca), 0o644, 0)
 }
 
 func objects(out map[string]string, kind string) (l []map[string]any) {
