@@ -184,6 +184,7 @@ func TestChartRenders(t *testing.T) {
 		"ingress":       {"Ingress", "PersistentVolumeClaim"},
 		"gateway":       {"HTTPRoute", "ServiceMonitor"},
 		"networkpolicy": {"NetworkPolicy"},
+		"secrets":       {"Deployment", "PersistentVolumeClaim"},
 	}
 	for name, values := range profiles {
 		out, err := render(t, values)
@@ -210,6 +211,9 @@ func TestChartRenders(t *testing.T) {
 			!strings.Contains(text, "AWS_SECRET_ACCESS_KEY")) {
 			t.Errorf("the s3 profile does not pass the object store and its credentials alone:\n%s", text)
 		}
+		if name == "secrets" || name == "s3" {
+			secretMounts(t, name, out)
+		}
 		// Every container (serve, import, gc, prune) runs with the
 		// restricted level's settings; the API server checks the pods
 		// (TestChartAPIServer), this the Jobs' templates too.
@@ -219,6 +223,48 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("profile %s: %d containers, %d with %s", name, images, n, w)
 			}
 		}
+	}
+}
+
+// secretMounts: the access file (and, in the secrets profile, the client
+// secret and the CA) are mounted read-only from their objects, whole
+// folders (no subPath: the kubelet's updates reach the pod), the Secrets
+// with mode 0440 (root:fsGroup r--r-----, the most serve accepts), and
+// NOTES.txt names the paths the login block must name.
+func secretMounts(t *testing.T, name string, out map[string]string) {
+	t.Helper()
+	spec := dig(object(t, out, "Deployment"), "spec", "template", "spec")
+	want := map[string]string{"access": "/etc/airgap/access"}
+	if name == "secrets" {
+		want["login-secret"], want["login-ca"] = "/etc/airgap/login", "/etc/airgap/login-ca"
+	}
+	for _, m := range spec["containers"].([]any)[0].(map[string]any)["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		if p, ok := want[m["name"].(string)]; ok {
+			if m["mountPath"] != p || m["readOnly"] != true || m["subPath"] != nil {
+				t.Errorf("profile %s: volume %s mounted as %v, want read-only at %s, no subPath", name, m["name"], m, p)
+			}
+			delete(want, m["name"].(string))
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("profile %s: no mounts %v", name, want)
+	}
+	for _, v := range spec["volumes"].([]any) {
+		v := v.(map[string]any)
+		if sec, ok := v["secret"].(map[string]any); ok && (v["name"] == "access" || v["name"] == "login-secret") {
+			if mode, _ := sec["defaultMode"].(float64); mode != 0o440 {
+				t.Errorf("profile %s: Secret volume %s has defaultMode %v, want 0440 (288)", name, v["name"], sec["defaultMode"])
+			}
+		}
+	}
+	notes := out["airgap/templates/NOTES.txt"]
+	if name == "secrets" && (!strings.Contains(notes, `client_secret_file = "/etc/airgap/login/client-secret"`) ||
+		!strings.Contains(notes, `ca_file            = "/etc/airgap/login-ca/ca.pem"`) || !strings.Contains(notes, "https://airgap.site.example/oauth/callback")) {
+		t.Errorf("profile secrets: NOTES.txt does not give the login block's paths and redirect URI:\n%s", notes)
+	}
+	if !strings.Contains(out["airgap/templates/deployment.yaml"], "--access=/etc/airgap/access/access.hcl") {
+		t.Errorf("profile %s: serve is not given the Secret's access file", name)
 	}
 }
 
