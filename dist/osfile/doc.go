@@ -1,6 +1,7 @@
 // Package osfile holds the few file-system operations whose system calls
 // differ between Unix and Windows: an exclusive advisory lock on an open
-// file, a file's inode, and a file's owner.
+// file, a file's inode, and a file's owner; and the one rule for when a file holding
+// a secret is private enough (PrivateEnough).
 //
 // It does not decide what a lock protects: callers lock a dedicated
 // ".lock" file beside what they edit (LockPath opens and locks one). On

@@ -198,8 +198,8 @@ func (k *urlKeys) reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return false, fmt.Errorf("%s has mode %04o: it signs download URLs, so only its owner may read it\nhint: chmod 600 %s", k.path, fi.Mode().Perm(), k.path)
+	if err := osfile.CheckPrivate(fi, k.path, "it signs download URLs"); err != nil {
+		return false, err
 	}
 	b, err := os.ReadFile(k.path)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 )
 
 // File is a parsed access file.
@@ -157,7 +158,7 @@ type hclToken struct {
 }
 
 // Load reads and checks the access file at path. It refuses a file other
-// users may read or write (ErrPermissions), one that is not a regular file,
+// users may read or write (ErrPermissions; the rule is osfile.PrivateEnough), one that is not a regular file,
 // or one over 4 MiB.
 func Load(path string) (*File, error) {
 	f, err := os.Open(path)
@@ -173,7 +174,8 @@ func Load(path string) (*File, error) {
 }
 
 // readChecked reads the open access file f (named path): a regular file,
-// readable by its owner alone, at most maxFileSize bytes.
+// private enough (osfile.PrivateEnough: its owner's alone, or root's and
+// its group's, as a Kubernetes Secret), at most maxFileSize bytes.
 func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -182,8 +184,8 @@ func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, nil, fmt.Errorf("%w: %s has mode %04o; it says who may fetch what, so only its owner may read it\nhint: chmod 600 %s (and chown it to the user airgap serve runs as)", ErrPermissions, path, perm, path)
+	if err := osfile.CheckPrivate(fi, path, "it says who may fetch what"); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrPermissions, err)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {

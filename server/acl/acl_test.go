@@ -186,14 +186,14 @@ func TestCreateAndConcurrentEdits(t *testing.T) {
 
 func TestLoadRefusesOpenFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "access.hcl")
-	os.WriteFile(path, []byte(sample), 0o640)
-	os.Chmod(path, 0o640)
+	os.WriteFile(path, []byte(sample), 0o644)
+	os.Chmod(path, 0o644)
 	_, err := Load(path)
 	if !errors.Is(err, ErrPermissions) || !strings.Contains(err.Error(), "chmod 600") {
-		t.Fatalf("group-readable file: %v", err)
+		t.Fatalf("a file others may read: %v", err)
 	}
 	if _, err := AddToken(path, "x", []string{"**"}, time.Time{}, time.Now()); !errors.Is(err, ErrPermissions) {
-		t.Fatalf("editing a group-readable file: %v", err)
+		t.Fatalf("editing a file others may read: %v", err)
 	}
 	os.Chmod(path, 0o600)
 	if _, err := Load(path); err != nil {

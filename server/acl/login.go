@@ -15,6 +15,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 )
 
 // Single sign-on (serve's login service does the protocol): the access file's
@@ -296,7 +297,8 @@ func (f *File) LoginRules(groups []string, email string, emailUsable bool) (patt
 const maxSecretFile = 4096
 
 // ReadSecretFile reads the identity provider's client secret: the first
-// line of the file, which, like the access file, only its owner may read.
+// line of the file, which, like the access file, must be private enough
+// (osfile.PrivateEnough: its owner's alone, or root's and its group's).
 func ReadSecretFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -310,8 +312,8 @@ func ReadSecretFile(path string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("the login block's client_secret_file %s is not a regular file", path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%w: the client secret file %s has mode %04o; it holds the secret the identity provider knows the appliance by\nhint: chmod 600 %s (and chown it to the user airgap serve runs as)", ErrPermissions, path, perm, path)
+	if err := osfile.CheckPrivate(fi, path, "it holds the secret the identity provider knows the appliance by"); err != nil {
+		return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {

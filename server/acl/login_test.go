@@ -95,9 +95,9 @@ func TestReadSecretFile(t *testing.T) {
 	if s, err := ReadSecretFile(p); err != nil || s != "s3cret" {
 		t.Errorf("ReadSecretFile: %q %v", s, err)
 	}
-	os.Chmod(p, 0o640)
+	os.Chmod(p, 0o644)
 	if _, err := ReadSecretFile(p); !errors.Is(err, ErrPermissions) || !strings.Contains(err.Error(), "chmod 600") {
-		t.Errorf("a secret file its group may read: %v", err)
+		t.Errorf("a secret file others may read: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600)
 	if _, err := ReadSecretFile(filepath.Join(dir, "empty")); err == nil || !strings.Contains(err.Error(), "is empty") {

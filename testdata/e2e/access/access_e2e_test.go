@@ -589,14 +589,14 @@ func TestAccessHostile(t *testing.T) {
 	access := filepath.Join(dir, "access.hcl")
 	out := harness.MustRunStdout(t, "", "token", "create", "--access", access, "--name", "ci", "--allow", "**")
 	ci := strings.TrimSpace(out)
-	// Group-readable: refused, with the fix in the message.
-	os.Chmod(access, 0o640)
+	// Readable by others: refused, with the fix in the message.
+	os.Chmod(access, 0o644)
 	out, err := harness.CmdRun(t, "", nil, harness.Bin, "serve", "--store", root, "--listen", "127.0.0.1:0", "--access", access)
-	if err == nil || !strings.Contains(out, "has mode 0640") || !strings.Contains(out, "chmod 600 "+access) {
-		t.Errorf("serve with a group-readable access file: %v\n%s", err, out)
+	if err == nil || !strings.Contains(out, "has mode 0644") || !strings.Contains(out, "chmod 600 "+access) {
+		t.Errorf("serve with an access file others may read: %v\n%s", err, out)
 	}
 	if out, err := harness.CmdRun(t, "", nil, harness.Bin, "token", "list", "--access", access); err == nil || !strings.Contains(out, "chmod 600") {
-		t.Errorf("token list of a group-readable file: %v\n%s", err, out)
+		t.Errorf("token list of a file others may read: %v\n%s", err, out)
 	}
 	os.Chmod(access, 0o600)
 	out, err = harness.CmdRun(t, "", nil, harness.Bin, "serve", "--store", root, "--access", access, "--check-config")

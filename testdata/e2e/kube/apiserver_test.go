@@ -169,7 +169,7 @@ func TestChartAPIServer(t *testing.T) {
 		"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted",
 		"pod-security.kubernetes.io/audit=restricted")
 
-	for _, name := range []string{"volume", "s3", "ingress", "gateway", "networkpolicy"} {
+	for _, name := range []string{"volume", "s3", "ingress", "gateway", "networkpolicy", "secrets"} {
 		t.Run(name, func(t *testing.T) {
 			out, err := render(t, profiles[name])
 			if err != nil {

@@ -1,6 +1,11 @@
 package kube
 
 import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,6 +43,7 @@ store:
   type: s3
   s3: {url: "s3://airgap-store/site?endpoint=https://s3.site.example", credentialsSecret: airgap-s3}
 tls: {mode: secret, secretName: airgap-tls}
+access: {enabled: true, secretName: airgap-access}
 import:
   enabled: true
   keyringSecret: site-keyring
@@ -62,6 +68,15 @@ gateway:
 metrics:
   enabled: true
   serviceMonitor: {enabled: true}
+`,
+	// The access file and the single sign-on client secret from Secrets,
+	// the identity provider's CA from a ConfigMap (TestChartFlags lays
+	// them out as the kubelet does).
+	"secrets": `
+access: {enabled: true, secretName: airgap-access}
+login:
+  clientSecret: {secretName: airgap-oidc, key: oidc-secret}
+  caConfigMap: idp-ca
 `,
 	"networkpolicy": `
 networkPolicy:
@@ -139,6 +154,9 @@ func TestChartWrongValues(t *testing.T) {
 		{"tls-secret-no-name", "tls: {mode: secret}", []string{"tls", "secretName"}},
 		{"typo", "replica: 3", []string{"replica", "additional properties"}},
 		{"import-no-keyring", "import: {enabled: true, bundle: {source: volume, claimName: b, path: x.bundle}}", []string{"import", "keyringSecret"}},
+		{"s3-access-on-volume", "store: {type: s3, s3: {url: \"s3://bucket/p?endpoint=https://s3.x\", credentialsSecret: c}}\naccess: {enabled: true}", []string{"/access/secretName", "want 1"}},
+		{"login-without-access", "login: {clientSecret: {secretName: airgap-oidc}}", []string{"/access/enabled", "must be true"}},
+		{"access-secret-name", "access: {enabled: true, secretName: Airgap_Access}", []string{"/access/secretName", "does not match pattern"}},
 		{"bundle-path-escape", "import: {enabled: true, keyringSecret: k, bundle: {source: volume, claimName: b, path: ../../etc/x}}", []string{"import/bundle/path"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -166,6 +184,7 @@ func TestChartRenders(t *testing.T) {
 		"ingress":       {"Ingress", "PersistentVolumeClaim"},
 		"gateway":       {"HTTPRoute", "ServiceMonitor"},
 		"networkpolicy": {"NetworkPolicy"},
+		"secrets":       {"Deployment", "PersistentVolumeClaim"},
 	}
 	for name, values := range profiles {
 		out, err := render(t, values)
@@ -192,6 +211,9 @@ func TestChartRenders(t *testing.T) {
 			!strings.Contains(text, "AWS_SECRET_ACCESS_KEY")) {
 			t.Errorf("the s3 profile does not pass the object store and its credentials alone:\n%s", text)
 		}
+		if name == "secrets" || name == "s3" {
+			secretMounts(t, name, out)
+		}
 		// Every container (serve, import, gc, prune) runs with the
 		// restricted level's settings; the API server checks the pods
 		// (TestChartAPIServer), this the Jobs' templates too.
@@ -201,6 +223,48 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("profile %s: %d containers, %d with %s", name, images, n, w)
 			}
 		}
+	}
+}
+
+// secretMounts: the access file (and, in the secrets profile, the client
+// secret and the CA) are mounted read-only from their objects, whole
+// folders (no subPath: the kubelet's updates reach the pod), the Secrets
+// with mode 0440 (root:fsGroup r--r-----, the most serve accepts), and
+// NOTES.txt names the paths the login block must name.
+func secretMounts(t *testing.T, name string, out map[string]string) {
+	t.Helper()
+	spec := dig(object(t, out, "Deployment"), "spec", "template", "spec")
+	want := map[string]string{"access": "/etc/airgap/access"}
+	if name == "secrets" {
+		want["login-secret"], want["login-ca"] = "/etc/airgap/login", "/etc/airgap/login-ca"
+	}
+	for _, m := range spec["containers"].([]any)[0].(map[string]any)["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		if p, ok := want[m["name"].(string)]; ok {
+			if m["mountPath"] != p || m["readOnly"] != true || m["subPath"] != nil {
+				t.Errorf("profile %s: volume %s mounted as %v, want read-only at %s, no subPath", name, m["name"], m, p)
+			}
+			delete(want, m["name"].(string))
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("profile %s: no mounts %v", name, want)
+	}
+	for _, v := range spec["volumes"].([]any) {
+		v := v.(map[string]any)
+		if sec, ok := v["secret"].(map[string]any); ok && (v["name"] == "access" || v["name"] == "login-secret") {
+			if mode, _ := sec["defaultMode"].(float64); mode != 0o440 {
+				t.Errorf("profile %s: Secret volume %s has defaultMode %v, want 0440 (288)", name, v["name"], sec["defaultMode"])
+			}
+		}
+	}
+	notes := out["airgap/templates/NOTES.txt"]
+	if name == "secrets" && (!strings.Contains(notes, `client_secret_file = "/etc/airgap/login/client-secret"`) ||
+		!strings.Contains(notes, `ca_file            = "/etc/airgap/login-ca/ca.pem"`) || !strings.Contains(notes, "https://airgap.site.example/oauth/callback")) {
+		t.Errorf("profile secrets: NOTES.txt does not give the login block's paths and redirect URI:\n%s", notes)
+	}
+	if !strings.Contains(out["airgap/templates/deployment.yaml"], "--access=/etc/airgap/access/access.hcl") {
+		t.Errorf("profile %s: serve is not given the Secret's access file", name)
 	}
 }
 
@@ -218,7 +282,7 @@ func indexOf(l []string, s string) int {
 // a temporary folder) pass 'airgap serve --check-config'; the import,
 // gc and prune Jobs' arguments run against a store.
 func TestChartFlags(t *testing.T) {
-	for _, name := range []string{"volume", "ingress", "gateway", "networkpolicy"} {
+	for _, name := range []string{"volume", "ingress", "gateway", "networkpolicy", "secrets"} {
 		t.Run(name, func(t *testing.T) {
 			out, err := render(t, profiles[name])
 			if err != nil {
@@ -234,6 +298,9 @@ func TestChartFlags(t *testing.T) {
 			// The access file exists before access is turned on (the
 			// docs' order: 'airgap token create' first).
 			harness.CreateToken(t, filepath.Join(store, "access.hcl"), "ci", "registry.terraform.io/**")
+			if name == "secrets" {
+				secretFiles(t, store, filepath.Join(dir, "etc"))
+			}
 			checked := 0
 			for _, kind := range []string{"Deployment", "Job", "CronJob"} {
 				for _, o := range objects(out, kind) {
@@ -259,6 +326,11 @@ func TestChartFlags(t *testing.T) {
 					if strings.Contains(res, "unknown flag") || strings.Contains(res, "usage:") || (args[0] != "import" && err != nil) {
 						t.Errorf("%s %s: airgap %s: %v\n%s", name, kind, strings.Join(args, " "), err, res)
 					}
+					// The login block was read, its client secret and CA
+					// accepted, and the identity provider asked.
+					if name == "secrets" && args[0] == "serve" && !strings.Contains(res, "login: the identity provider at https://127.0.0.1:") {
+						t.Errorf("secrets: serve --check-config did not check the login block:\n%s", res)
+					}
 					checked++
 				}
 			}
@@ -267,6 +339,52 @@ func TestChartFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fsGroup is the chart's pod fsGroup: the group the kubelet gives a
+// Secret volume's files.
+const fsGroup = 65532
+
+// secretFiles lays out, under etc (the pod's /etc/airgap), the volumes the
+// secrets profile mounts, as the kubelet writes a Secret or ConfigMap
+// volume under an fsGroup: the files in a timestamped folder, root:fsGroup
+// mode 0440 (defaultMode 0440), reached through the ..data link and one
+// link per key. The access file is the store's (its token) with a login
+// block whose identity provider is a TLS server on loopback answering the
+// discovery document, its certificate the ConfigMap's CA.
+func secretFiles(t *testing.T, store, etc string) {
+	t.Helper()
+	idp := httptest.NewTLSServer(nil)
+	t.Cleanup(idp.Close)
+	idp.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{
+			"issuer": idp.URL, "authorization_endpoint": idp.URL + "/auth", "token_endpoint": idp.URL + "/token",
+			"jwks_uri": idp.URL + "/keys", "response_types_supported": []string{"code"},
+			"subject_types_supported": []string{"public"}, "id_token_signing_alg_values_supported": []string{"RS256"},
+			"code_challenge_methods_supported": []string{"S256"},
+		})
+	})
+	tokens, err := os.ReadFile(filepath.Join(store, "access.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	access := string(tokens) + fmt.Sprintf(`
+login {
+  issuer             = %q
+  client_id          = "airgap"
+  client_secret_file = %q
+  ca_file            = %q
+}
+group "platform" { allow = ["registry.terraform.io/**"] }
+`, idp.URL, filepath.Join(etc, "login", "client-secret"), filepath.Join(etc, "login-ca", "ca.pem"))
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: idp.Certificate().Raw})
+	harness.KubeletVolume(t, filepath.Join(etc, "access"), "access.hcl", access, 0o440, fsGroup)
+	harness.KubeletVolume(t, filepath.Join(etc, "login"), "client-secret", "s3cret-of-the-idp\n", 0o440, fsGroup)
+	harness.KubeletVolume(t, filepath.Join(etc, "login-ca"), "ca.pem", string(ca), 0o644, 0)
 }
 
 func objects(out map[string]string, kind string) (l []map[string]any) {

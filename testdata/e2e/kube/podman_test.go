@@ -128,7 +128,9 @@ func writeYAML(t *testing.T, path string, o map[string]any) {
 // runtime: the image 'make image' builds, loaded into podman; the import
 // Job's pod imports a signed bundle into an empty store folder (the
 // claim); the Deployment's pod (kube play) serves it on 127.0.0.1, its
-// /healthz answers over TLS with the store's CA, terraform init installs
+// /healthz answers over TLS with the store's CA, its access file comes from
+// a Secret volume as the kubelet lays it out under fsGroup (root:65532
+// 0440), terraform init installs
 // a provider through it, and its process runs as 65532 on a read-only
 // root file system.
 func TestPodmanKubePlay(t *testing.T) {
@@ -163,11 +165,24 @@ func TestPodmanKubePlay(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The access file, from a Secret as the kubelet mounts it under the
+	// pod's fsGroup (root:65532, mode 0440, through ..data): serve, as
+	// 65532, reads it; anonymous requests may read everything, a wrong
+	// token is refused.
+	accessDir := filepath.Join(work, "access")
+	ciToken := harness.CreateToken(t, filepath.Join(work, "access.hcl"), "ci", "**")
+	accessText, err := os.ReadFile(filepath.Join(work, "access.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.KubeletVolume(t, accessDir, "access.hcl", string(accessText)+"anonymous {\n  allow = [\"**\"]\n}\n", 0o440, fsGroup)
+
 	port := harness.FreePort(t)
 	out, err := render(t, `
 image: {repository: localhost/airgap-e2e, tag: test, pullPolicy: Never}
 replicas: 1
 hostnames: [localhost]
+access: {enabled: true, secretName: airgap-access}
 import:
   enabled: true
   keyringSecret: site-keyring
@@ -198,7 +213,7 @@ import:
 	// serve: the Deployment, its port published on 127.0.0.1 only.
 	dep := object(t, out, "Deployment")
 	spec := dig(dep, "spec", "template", "spec")
-	hostVolumes(t, spec, map[string]string{"store": storeDir})
+	hostVolumes(t, spec, map[string]string{"store": storeDir, "access": accessDir})
 	ctr := spec["containers"].([]any)[0].(map[string]any)
 	// The kubelet requests the probes' URL itself; podman 4.3 turns an
 	// httpGet probe into "curl" run by a shell inside the container, which
@@ -239,6 +254,32 @@ import:
 		ps, _ := pm.run("ps", "-a")
 		logs, _ := pm.run("pod", "logs", "airgap-pod")
 		t.Fatalf("serve in podman is not ready after 2 minutes (%s: %d):\n%s\n%s", probeURL, status, ps, logs)
+	}
+
+	// Access control is on, from the Secret's file: a wrong token is
+	// refused, the token in it is taken.
+	{
+		ca, _ := os.ReadFile(caFile)
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca)
+		cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		versions := fmt.Sprintf("https://localhost:%d/v1/providers/hashicorp/random/versions", port)
+		for _, c := range []struct {
+			token string
+			want  int
+		}{{"not-a-token", 401}, {ciToken, 200}} {
+			req, _ := http.NewRequest("GET", versions, nil)
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			resp, err := cl.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				logs, _ := pm.run("pod", "logs", "airgap-pod")
+				t.Errorf("serve in podman with the access file from a Secret: %d for a request with %s, want %d\n%s", resp.StatusCode, map[bool]string{true: "the ci token", false: "a wrong token"}[c.token == ciToken], c.want, logs)
+			}
+		}
 	}
 
 	// Non-root on a read-only root file system: the process's own view.

@@ -102,3 +102,13 @@ seccompProfile:
 - name: TMPDIR
   value: /tmp
 {{- end -}}
+
+{{/* The access file serve reads: the Secret's, mounted read-only, or the
+one on the store volume. */}}
+{{- define "airgap.accessFile" -}}
+{{- if .Values.access.secretName -}}
+/etc/airgap/access/access.hcl
+{{- else -}}
+{{ .Values.access.file }}
+{{- end -}}
+{{- end -}}

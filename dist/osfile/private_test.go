@@ -1,0 +1,64 @@
+package osfile
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestPrivateEnough: the one rule for secret files, on real files: a file
+// only its owner may read passes whoever owns it; a root-owned file its
+// group may read (a Kubernetes Secret under fsGroup) passes; one others
+// may read, one its group may write, and a group-readable file a non-root
+// user owns are refused, with the rule in the message.
+func TestPrivateEnough(t *testing.T) {
+	dir := t.TempDir()
+	check := func(mode os.FileMode, uid, gid int, want bool) {
+		t.Helper()
+		p := filepath.Join(dir, "secret")
+		os.Remove(p)
+		if err := os.WriteFile(p, []byte("s\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if uid >= 0 {
+			if err := os.Chown(p, uid, gid); err != nil {
+				t.Fatalf("chown %d:%d: %v", uid, gid, err)
+			}
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckPrivate(fi, p, "it is a test secret")
+		if got := PrivateEnough(fi); got != want || (err == nil) != want {
+			t.Errorf("mode %04o owner %d:%d: PrivateEnough %v (error %v), want %v", mode, uid, gid, got, err, want)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "chmod 600 "+p) || !strings.Contains(err.Error(), "owned by root") && !strings.Contains(err.Error(), "root owns it")) {
+			t.Errorf("mode %04o: the refusal does not state the rule:\n%v", mode, err)
+		}
+	}
+	check(0o600, -1, -1, true)
+	check(0o400, -1, -1, true)
+	check(0o644, -1, -1, false)
+	check(0o604, -1, -1, false)
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the root-owned cases need root (chown)")
+	}
+	check(0o640, 0, 2000, true)
+	check(0o440, 0, 2000, true)
+	check(0o660, 0, 2000, false)
+	check(0o650, 0, 2000, false)
+	check(0o644, 0, 2000, false)
+	check(0o641, 0, 2000, false)
+	check(0o640, 1000, 2000, false)
+	check(0o440, 1000, 2000, false)
+	check(0o600, 1000, 2000, true)
+}
