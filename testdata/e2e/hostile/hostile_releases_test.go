@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,4 +238,44 @@ func TestHostileReleasesStoreRules(t *testing.T) {
 		t.Errorf("import of a release the store holds with another SHA256SUMS: exit %d\n%s", code, out)
 	}
 	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+}
+
+// TestHostileReleasesDuplicateVersions: a publisher's list that names
+// its newest version twice (OpenTofu's api.json with "1.11.2" listed
+// twice) is one version: "latest = 2" still carries the two newest
+// releases, each once, rather than the same one twice (which export then
+// refused as listed twice) or one fewer.
+func TestHostileReleasesDuplicateVersions(t *testing.T) {
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	in.Handle(registrytest.TofuGetHost+"/tofu/api.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"versions":[{"id":"1.11.2","files":[]},{"id":"1.11.2","files":[]},{"id":"1.11.0","files":[]},{"id":"1.10.7","files":[]}]}`))
+	}))
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", keys)
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	mf := writeFile(t, work, "tofu.hcl", `platforms = ["linux_amd64"]
+cli "tofu" {
+  latest        = 2
+  publisher_key = "`+rel.OpenTofuKey+`"
+}
+`)
+	out := filepath.Join(work, "tofu.bundle")
+	stdout, stderr, code := harness.RunSplit(t, work, env, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", out, "--cache", filepath.Join(work, "cache"))
+	if code != 0 {
+		t.Fatalf("export of a list naming a version twice: exit %d\n%s%s", code, stdout, stderr)
+	}
+	pub := filepath.Join(work, "keys", "site.pub.asc")
+	if _, err := os.Stat(pub); err != nil {
+		t.Fatal(err)
+	}
+	v := harness.MustRunStdout(t, work, "verify", "--keyring", pub, out)
+	for _, want := range []string{"tofu 1.11.2", "tofu 1.11.0"} {
+		if !strings.Contains(v, "release:    "+want) {
+			t.Errorf("the bundle does not carry %s:\n%s", want, v)
+		}
+	}
 }
