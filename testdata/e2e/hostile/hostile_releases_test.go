@@ -279,3 +279,55 @@ cli "tofu" {
 		}
 	}
 }
+
+// TestHostileReleasesShasumsTwice: a SHA256SUMS, signed by the pinned
+// key, that lists the carried zip twice with two digests says two things
+// about one file: airgap held the zip to the first line while
+// hc-install holds it to the last, so one of them accepts what the other
+// refuses. verify and import refuse it, naming the file; the same
+// SHA256SUMS with the line repeated identically is accepted (so the
+// refusal is the disagreement's).
+func TestHostileReleasesShasumsTwice(t *testing.T) {
+	work, site, keyring, root, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	var published *registrytest.CLIRelease
+	for _, r := range in.CLIReleases("terraform") {
+		if r.Version == "1.14.3" {
+			published = r
+		}
+	}
+	zip := dist.ReleaseZipName("terraform", "1.14.3", "linux", "amd64")
+	resigned := func(name, extra string) string {
+		var sumsDigest verify.Digest
+		set := releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, func(r *dist.CLIRelease, files map[verify.Digest]string) {
+			sums, _ := os.ReadFile(files[r.Shasums])
+			sums = append(sums, []byte(extra)...)
+			p := filepath.Join(work, name, r.ShasumsName)
+			bundletest.WriteFile(t, p, sums)
+			sumsDigest = verify.DigestBytes(sums)
+			files[sumsDigest], r.Shasums = p, sumsDigest
+			var sig bytes.Buffer
+			if err := verify.SignDetachedAt(&sig, rel.HashiCorp, bytes.NewReader(sums), rel.HashiCorp.PrimaryKey.CreationTime.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range r.Signatures {
+				p := filepath.Join(work, name, r.Signatures[i].Name)
+				bundletest.WriteFile(t, p, sig.Bytes())
+				d := verify.DigestBytes(sig.Bytes())
+				files[d], r.Signatures[i].Digest = p, d
+			}
+		})
+		set.Roles[sumsDigest] = dist.RoleReleaseShasums
+		p := filepath.Join(work, name+".bundle")
+		set.WriteBundleFile(t, p, site, bundle.CompressionAuto)
+		return p
+	}
+	line := func() string {
+		b, _ := os.ReadFile(published.Files[zip])
+		return verify.DigestBytes(b).Hex() + "  " + zip + "\n"
+	}()
+	harness.MustRun(t, work, nil, harness.Bin, "verify", "--keyring", keyring, resigned("same-twice", line))
+	other := strings.Repeat("ab", 32) + "  " + zip + "\n"
+	harness.ExpectRefused(t, work, keyring, root, resigned("two-digests", other), "release terraform 1.14.3", zip, "twice")
+}
