@@ -194,16 +194,26 @@ func (k *urlKeys) reload() (bool, error) {
 	if st == k.stamp && k.cur.Load() != nil {
 		return false, nil
 	}
-	fi, err := os.Stat(k.path)
+	// The mode and owner judged are the open file's, the one read: a
+	// name checked and then opened again could be another file by then.
+	kf, err := os.Open(k.path)
+	if err != nil {
+		return false, err
+	}
+	defer kf.Close()
+	fi, err := kf.Stat()
 	if err != nil {
 		return false, err
 	}
 	if err := osfile.CheckPrivate(fi, k.path, "it signs download URLs"); err != nil {
 		return false, err
 	}
-	b, err := os.ReadFile(k.path)
+	b, err := io.ReadAll(io.LimitReader(kf, maxURLKeyFile+1))
 	if err != nil {
 		return false, err
+	}
+	if len(b) > maxURLKeyFile {
+		return false, fmt.Errorf("%s is larger than %d bytes\nhint: remove it and restart serve; a new key is made (URLs issued before stop working)", k.path, maxURLKeyFile)
 	}
 	var f urlKeyFile
 	if err := json.Unmarshal(b, &f); err != nil || len(f.Keys) == 0 {

@@ -166,7 +166,7 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("reading the access file: %w", err)
 	}
 	defer f.Close()
-	src, _, err := readChecked(f, path)
+	src, _, err := readChecked(f, path, osfile.CheckPrivate)
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +174,12 @@ func Load(path string) (*File, error) {
 }
 
 // readChecked reads the open access file f (named path): a regular file,
-// private enough (osfile.PrivateEnough: its owner's alone, or root's and
-// its group's, as a Kubernetes Secret), at most maxFileSize bytes.
-func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
+// private enough by check (osfile.CheckPrivate for a reader that acts on
+// it: owned by this process's user or root, and its owner's alone, or
+// root's and its group's, as a Kubernetes Secret; osfile.CheckClosedMode
+// for an edit, which root may make to the file of serve's user), at most
+// maxFileSize bytes.
+func readChecked(f *os.File, path string, check func(fi os.FileInfo, path, what string) error) ([]byte, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
@@ -184,7 +187,7 @@ func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
 	}
-	if err := osfile.CheckPrivate(fi, path, "it says who may fetch what"); err != nil {
+	if err := check(fi, path, "it says who may fetch what"); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrPermissions, err)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
