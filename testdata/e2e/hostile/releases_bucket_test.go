@@ -108,3 +108,66 @@ func TestReleasesFromBucketStreamed(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBucketIndexGarbage: an index.json replaced in the bucket by bytes
+// that are not an index (a writer's mistake, or a hostile one) changes
+// nothing a running replica serves: it reads it, says so and keeps the
+// catalog it had.
+func TestBucketIndexGarbage(t *testing.T) {
+	t.Parallel()
+	work, site, keyring, _, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	var published *registrytest.CLIRelease
+	for _, r := range in.CLIReleases("terraform") {
+		if r.Version == "1.14.3" {
+			published = r
+		}
+	}
+	p := filepath.Join(work, "release.bundle")
+	releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, nil).WriteBundleFile(t, p, site, bundle.CompressionAuto)
+	s := harness.StartS3(t)
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, p)
+	srv, cl := bucketReplica(t, s, addr, work)
+	list := func() (int, string) {
+		code, body, _ := harness.Fetch(cl, srv.Base+"releases/terraform/index.json")
+		return code, string(body)
+	}
+	if code, body := list(); code != 200 || !strings.Contains(body, `"1.14.3"`) {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	for _, garbage := range []string{"{", `{"catalog": 7}`, strings.Repeat("[", 100000)} {
+		if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/index.json"), Body: strings.NewReader(garbage)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if code, body := list(); code != 200 || !strings.Contains(body, `"1.14.3"`) {
+			t.Errorf("after the index became %.20q: %d %s", garbage, code, body)
+		}
+	}
+	if !strings.Contains(srv.Logs.String(), "still serving the previous catalog") {
+		t.Errorf("the replica did not read the replaced index (or did not say it refused it):\n%s", srv.Logs.String())
+	}
+}
+
+// bucketReplica starts serve over the bucket store addr and a client that
+// trusts its shared CA.
+func bucketReplica(t *testing.T, s *harness.S3, addr, work string, env ...string) (*harness.Served, *http.Client) {
+	t.Helper()
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: append(s.Env(), env...), Args: []string{"--metrics-listen", "off"}})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if pemData, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "ca", "--store", addr); err == nil && strings.Contains(pemData, "-----BEGIN") {
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
+			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			if code, _, err := harness.Fetch(c, srv.Base+"healthz"); err == nil && code == 200 {
+				return srv, c
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("serve over %s did not come up:\n%s", addr, srv.Logs.String())
+	return nil, nil
+}
