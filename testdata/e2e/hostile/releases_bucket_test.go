@@ -50,24 +50,7 @@ func TestReleasesFromBucketStreamed(t *testing.T) {
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, p)
 
 	tmp := t.TempDir()
-	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: append(s.Env(), "TMPDIR="+tmp), Args: []string{"--metrics-listen", "off"}})
-	var cl *http.Client
-	deadline := time.Now().Add(20 * time.Second)
-	for cl == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve over %s did not come up:\n%s", addr, srv.Logs.String())
-		}
-		if pemData, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "ca", "--store", addr); err == nil && strings.Contains(pemData, "-----BEGIN") {
-			pool := x509.NewCertPool()
-			pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
-			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-			if code, _, err := harness.Fetch(c, srv.Base+"healthz"); err == nil && code == 200 {
-				cl = c
-				continue
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	srv, cl := bucketReplica(t, s, addr, work, "TMPDIR="+tmp)
 	zip := dist.ReleaseZipName("terraform", "1.14.3", "linux", "amd64")
 	want, _ := os.ReadFile(published.Files[zip])
 	url := srv.Base + "releases/terraform/1.14.3/" + zip
