@@ -331,3 +331,50 @@ func TestHostileReleasesShasumsTwice(t *testing.T) {
 	other := strings.Repeat("ab", 32) + "  " + zip + "\n"
 	harness.ExpectRefused(t, work, keyring, root, resigned("two-digests", other), "release terraform 1.14.3", zip, "twice")
 }
+
+// TestHostileReleasesIndex: releases.hashicorp.com's index.json over 32
+// MiB, or nested deeper than 8, is refused by export with the bound in
+// the message, nothing written; versions that are not versions ("../x",
+// "1.14.3/../../y", markup) are left out, so the valid one still exports.
+func TestHostileReleasesIndex(t *testing.T) {
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", keys)
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	mf := writeFile(t, work, "tf.hcl", `platforms = ["linux_amd64"]
+cli "terraform" {
+  all           = true
+  publisher_key = "`+rel.HashiCorpKey+`"
+}
+`)
+	index := func(body string) {
+		in.Handle("releases.hashicorp.com/terraform/index.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body))
+		}))
+	}
+	export := func(name string) (string, int) {
+		out := filepath.Join(work, name+".bundle")
+		stdout, stderr, code := harness.RunSplit(t, work, env, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", out, "--cache", filepath.Join(work, "cache-"+name))
+		if _, err := os.Stat(out); code != 0 && err == nil {
+			t.Errorf("%s: export failed and wrote %s", name, out)
+		}
+		return stdout + stderr, code
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"x":` + strings.Repeat(`{"a":`, 10) + `1` + strings.Repeat(`}`, 10) + `}}`)
+	if out, code := export("deep"); !strings.Contains(out, "hint:") || code != 1 || !strings.Contains(out, "index.json") {
+		t.Errorf("an index.json nested 12 deep: exit %d\n%s", code, out)
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"pad":"` + strings.Repeat("a", 33<<20) + `"}}`)
+	if out, code := export("huge"); !strings.Contains(out, "hint:") || code != 1 || !strings.Contains(out, "index.json") {
+		t.Errorf("an index.json of 33 MiB: exit %d\n%s", code, out)
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"../x":{},"1.14.3/../../y":{},"<b>1.0.0</b>":{},"1.0.0\n":{}}}`)
+	out, code := export("names")
+	if code != 0 || !strings.Contains(out, "terraform 1.14.3") || strings.Contains(out, "../") {
+		t.Errorf("an index.json with names that are not versions: exit %d\n%s", code, out)
+	}
+}
