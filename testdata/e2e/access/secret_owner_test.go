@@ -1,9 +1,11 @@
 package access
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,4 +85,51 @@ func TestAccessFileOwnedByAnother(t *testing.T) {
 	if cb := code(b); cb != 200 {
 		t.Errorf("the same file owned by root: b %d, want 200", cb)
 	}
+}
+
+// TestURLKeysAsRootOverAnothersStore: serve run as root over a store
+// whose tls folder belongs to another user (the store's owner) makes its
+// URL keys, hands them to that owner as every file root writes there, and
+// still takes them: a signed download URL downloads. The store's owner is
+// trusted with the store already; the secret-file rule's "this process's
+// user or root" does not refuse the owner of the keys' own folder.
+func TestURLKeysAsRootOverAnothersStore(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs serve as root over a folder another user owns (chown): run it as root")
+	}
+	root, _, _ := harness.OpsStore(t)
+	tlsDir := filepath.Join(root, "tls")
+	// The CA and the URL keys made, then the folder handed to its owner
+	// as a root-run verb hands what it writes there.
+	harness.MustRun(t, "", nil, harness.Bin, "ca", "--store", root)
+	harness.MustRun(t, "", nil, harness.Bin, "token", "rotate-url-key", "--store", root)
+	filepath.WalkDir(tlsDir, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			os.Lchown(p, 4242, 4242)
+		}
+		return nil
+	})
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	ci := harness.CreateToken(t, access, "ci", "**")
+	srv := harness.StartServe(t, root, "--access", access)
+	cl, _, _ := harness.CAClient(t, root)
+	u := signedURL(t, cl, srv.Base[:len(srv.Base)-1], "Authorization", "Bearer "+ci)
+	if resp, body := harness.HTTPGet(t, cl, u); resp.StatusCode != 200 || len(body) == 0 {
+		t.Errorf("the signed download URL: %s (%d bytes)\n%s", resp.Status, len(body), srv.Logs.String())
+	}
+	fi, err := os.Stat(filepath.Join(tlsDir, "url-keys.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, _, _ := osfileOwner(fi); uid != 4242 {
+		t.Errorf("the URL keys are owned by %d, not the folder's owner 4242 (the test no longer tests what it says)", uid)
+	}
+}
+
+func osfileOwner(fi os.FileInfo) (int, int, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), int(st.Gid), true
+	}
+	return 0, 0, false
 }
