@@ -86,7 +86,7 @@ const (
 var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ErrPermissions marks an access file that other users may read or write.
-var ErrPermissions = errors.New("access file is open to other users")
+var ErrPermissions = errors.New("access file is open to other users or not its user's nor root's")
 
 // ErrSyntax marks an access file that does not parse or validate; the
 // message names FILE:LINE:COL.
@@ -167,6 +167,22 @@ func Load(path string) (*File, error) {
 	}
 	defer f.Close()
 	src, _, err := readChecked(f, path, osfile.CheckPrivate)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(src, path)
+}
+
+// LoadToList is Load for 'airgap token list', which only prints the
+// file: it judges the mode alone, as an edit does, so that root may list
+// the file of the user serve runs as (serve judges the owner).
+func LoadToList(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the access file: %w", err)
+	}
+	defer f.Close()
+	src, _, err := readChecked(f, path, osfile.CheckClosedMode)
 	if err != nil {
 		return nil, err
 	}

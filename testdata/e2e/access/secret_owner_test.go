@@ -133,3 +133,23 @@ func osfileOwner(fi os.FileInfo) (int, int, bool) {
 	}
 	return 0, 0, false
 }
+
+// TestTokenListAsRootOfServesFile: root lists (and edits) the access file
+// of the user serve runs as, 0600 and theirs: the owner is serve's to
+// judge, so the owner rule does not turn root away from the file.
+func TestTokenListAsRootOfServesFile(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test hands the access file to another user (chown): run it as root")
+	}
+	access := filepath.Join(t.TempDir(), "access.hcl")
+	harness.CreateToken(t, access, "ci", "**")
+	if err := os.Chown(access, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	harness.CreateToken(t, access, "deploy", "**")
+	out := harness.MustRunStdout(t, "", "token", "list", "--access", access)
+	if !strings.Contains(out, "ci") || !strings.Contains(out, "deploy") {
+		t.Errorf("token list as root of serve's file:\n%s", out)
+	}
+}
