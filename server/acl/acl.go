@@ -85,8 +85,9 @@ const (
 
 var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// ErrPermissions marks an access file that other users may read or write.
-var ErrPermissions = errors.New("access file is open to other users or not its user's nor root's")
+// ErrPermissions marks an access file that other users may read or write, or
+// that another user than serve's or root owns (osfile.PrivateEnough).
+var ErrPermissions = errors.New("access file is not private enough")
 
 // ErrSyntax marks an access file that does not parse or validate; the
 // message names FILE:LINE:COL.
