@@ -387,7 +387,7 @@ func (c *tokenCmd) list() error {
 	var f *acl.File
 	if c.access != "" {
 		var err error
-		if f, err = acl.Load(c.access); err != nil {
+		if f, err = acl.LoadToList(c.access); err != nil {
 			return c.result(nil, err)
 		}
 		entries := []tokenListEntry{}

@@ -40,12 +40,16 @@ type ReleaseFile func(d verify.Digest, limit int64) ([]byte, error)
 //   - every signature file verifies the SHA256SUMS with that key;
 //   - every build's zip has its line in the SHA256SUMS, with its digest
 //     (the zip's bytes are held to that digest as they stream by: the
-//     bundle reader, or export's download).
+//     bundle reader, or export's download), and no other line for it
+//     with another digest: clients differ on which line they hold a file
+//     to (hc-install the last), so such a file would pass one and fail
+//     another.
 //
 // Reads: the key (dist.MaxReleaseKeySize), the SHA256SUMS
 // (dist.MaxShasumsSize) and at most dist.MaxReleaseSignatures signatures
-// (bundle.MaxSignatureSize each). Every error names the release and wraps
-// ErrRelease.
+// (bundle.MaxSignatureSize each); at worst dist.MaxReleaseBuilds scans of
+// the SHA256SUMS's lines (about 60,000 at its bound). Every error names
+// the release and wraps ErrRelease.
 func CheckRelease(r dist.CLIRelease, read ReleaseFile) (ReleaseFacts, error) {
 	fail := func(format string, a ...any) (ReleaseFacts, error) {
 		return ReleaseFacts{}, fmt.Errorf("%w: release %s: %s", ErrRelease, r, fmt.Sprintf(format, a...))
@@ -91,6 +95,12 @@ func CheckRelease(r dist.CLIRelease, read ReleaseFile) (ReleaseFacts, error) {
 		hex, ok := dist.ShasumFor(lines, b.Filename)
 		if !ok {
 			return fail("the signed SHA256SUMS has no line for %s", b.Filename)
+		}
+		for _, l := range lines {
+			if l.Filename == b.Filename && l.Hex != hex {
+				return fail("the signed SHA256SUMS lists %s twice, as sha256:%s and sha256:%s\nhint: clients hold the file to different lines of it (hc-install the last); the publisher must sign a SHA256SUMS with one digest a file",
+					b.Filename, hex, l.Hex)
+			}
 		}
 		if "sha256:"+hex != string(b.Digest) {
 			return fail("%s is %s, but the signed SHA256SUMS says sha256:%s\nhint: the zip is not the one the publisher signed", b.Filename, b.Digest, hex)

@@ -398,11 +398,16 @@ func (e *exporter) storeBytes(b []byte) (verify.Digest, string, error) {
 
 func selectVersions(all []string, c version.Constraints, latest int, every bool) []string {
 	var vs []*version.Version
+	seen := make(map[string]bool, len(all))
 	for _, s := range all {
 		v, err := version.NewVersion(s)
-		if err != nil {
+		// A list that names a version twice (a publisher's api.json) names
+		// it once: twice, it would fill two of latest's places and be
+		// carried twice.
+		if err != nil || seen[s] {
 			continue
 		}
+		seen[s] = true
 		// Like Terraform, prereleases match only an exact constraint.
 		if v.Prerelease() != "" && (c == nil || !strings.Contains(c.String(), s)) {
 			continue

@@ -151,13 +151,13 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 	case dist.ProductTerraform:
 		b, err := e.opt.Client.Fetch(ctx, hashicorpReleases+"/terraform/index.json", maxReleaseIndex)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w%s", err, releaseListHint(err))
 		}
 		var idx struct {
 			Versions map[string]json.RawMessage `json:"versions"`
 		}
 		if err := releaseIndexJSON.Unmarshal(b, &idx); err != nil {
-			return nil, fmt.Errorf("releases.hashicorp.com's index.json: %v", err)
+			return nil, fmt.Errorf("releases.hashicorp.com's index.json: %v%s", err, releaseListHint(nil))
 		}
 		for v := range idx.Versions {
 			all = append(all, v)
@@ -165,7 +165,7 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 	case dist.ProductTofu:
 		b, err := e.opt.Client.Fetch(ctx, tofuAPI, maxReleaseIndex)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w%s", err, releaseListHint(err))
 		}
 		var api struct {
 			Versions []struct {
@@ -173,7 +173,7 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 			} `json:"versions"`
 		}
 		if err := releaseIndexJSON.Unmarshal(b, &api); err != nil {
-			return nil, fmt.Errorf("OpenTofu's api.json: %v", err)
+			return nil, fmt.Errorf("OpenTofu's api.json: %v%s", err, releaseListHint(nil))
 		}
 		for _, v := range api.Versions {
 			all = append(all, v.ID)
@@ -186,6 +186,16 @@ func (e *exporter) releaseVersions(ctx context.Context, rq ReleaseReq) ([]string
 		}
 	}
 	return selectVersions(valid, rq.Constraints, rq.Latest, rq.All), nil
+}
+
+// releaseListHint is the hint for a publisher's list of releases that
+// could not be read (err, if it carries no hint of its own) or is not one
+// (err nil): it is the answer of whatever export reached for that host.
+func releaseListHint(err error) string {
+	if err != nil && strings.Contains(err.Error(), "hint:") {
+		return ""
+	}
+	return fmt.Sprintf("\nhint: check what answers for that host (HTTPS_PROXY, a mirror or proxy in between); export reads the list whole, at most %d MiB with values nested at most %d deep, which the publisher's own stay well within", maxReleaseIndex>>20, releaseIndexJSON.MaxDepth)
 }
 
 // releaseURL is where the publisher keeps file of release v.

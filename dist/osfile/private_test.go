@@ -9,10 +9,12 @@ import (
 )
 
 // TestPrivateEnough: the one rule for secret files, on real files: a file
-// only its owner may read passes whoever owns it; a root-owned file its
+// only its owner may read passes when this process's user or root owns
+// it; a root-owned file its
 // group may read (a Kubernetes Secret under fsGroup) passes; one others
 // may read, one its group may write, and a group-readable file a non-root
-// user owns are refused, with the rule in the message.
+// user owns, and another user's file only they may read, are refused,
+// with the rule in the message.
 func TestPrivateEnough(t *testing.T) {
 	dir := t.TempDir()
 	check := func(mode os.FileMode, uid, gid int, want bool) {
@@ -60,5 +62,9 @@ func TestPrivateEnough(t *testing.T) {
 	check(0o641, 0, 2000, false)
 	check(0o640, 1000, 2000, false)
 	check(0o440, 1000, 2000, false)
-	check(0o600, 1000, 2000, true)
+	// Another user's file, though only they may read it: root reads
+	// every file, and that user could have swapped it in.
+	check(0o600, 1000, 2000, false)
+	check(0o400, 1000, 2000, false)
+	check(0o600, 0, 2000, true)
 }

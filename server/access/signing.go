@@ -194,16 +194,31 @@ func (k *urlKeys) reload() (bool, error) {
 	if st == k.stamp && k.cur.Load() != nil {
 		return false, nil
 	}
-	fi, err := os.Stat(k.path)
+	// The mode and owner judged are the open file's, the one read: a
+	// name checked and then opened again could be another file by then.
+	kf, err := os.Open(k.path)
+	if err != nil {
+		return false, err
+	}
+	defer kf.Close()
+	fi, err := kf.Stat()
 	if err != nil {
 		return false, err
 	}
 	if err := osfile.CheckPrivate(fi, k.path, "it signs download URLs"); err != nil {
-		return false, err
+		// serve (or 'token rotate-url-key') run as root hands the keys
+		// it writes to the owner of the store's tls folder: that owner
+		// holds the store already, so their file is as trusted as root's.
+		if !osfile.ClosedMode(fi) || !ownedAsFolder(fi, filepath.Dir(k.path)) {
+			return false, err
+		}
 	}
-	b, err := os.ReadFile(k.path)
+	b, err := io.ReadAll(io.LimitReader(kf, maxURLKeyFile+1))
 	if err != nil {
 		return false, err
+	}
+	if len(b) > maxURLKeyFile {
+		return false, fmt.Errorf("%s is larger than %d bytes\nhint: remove it and restart serve; a new key is made (URLs issued before stop working)", k.path, maxURLKeyFile)
 	}
 	var f urlKeyFile
 	if err := json.Unmarshal(b, &f); err != nil || len(f.Keys) == 0 {
@@ -308,4 +323,15 @@ func urlBucket(ttl time.Duration) int64 {
 func (k *urlKeys) signedQuery(path, who, id string, exp int64) string {
 	e := strconv.FormatInt(exp, 10)
 	return "tok=" + who + "&exp=" + e + "&sig=" + k.sign(macURL, who, e, path, id)
+}
+
+// ownedAsFolder reports whether fi's owner is the owner of the folder dir.
+func ownedAsFolder(fi os.FileInfo, dir string) bool {
+	di, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	fu, _, ok1 := osfile.Owner(fi)
+	du, _, ok2 := osfile.Owner(di)
+	return ok1 && ok2 && fu == du
 }

@@ -85,8 +85,9 @@ const (
 
 var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// ErrPermissions marks an access file that other users may read or write.
-var ErrPermissions = errors.New("access file is open to other users")
+// ErrPermissions marks an access file that other users may read or write, or
+// that another user than serve's or root owns (osfile.PrivateEnough).
+var ErrPermissions = errors.New("access file is not private enough")
 
 // ErrSyntax marks an access file that does not parse or validate; the
 // message names FILE:LINE:COL.
@@ -166,7 +167,23 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("reading the access file: %w", err)
 	}
 	defer f.Close()
-	src, _, err := readChecked(f, path)
+	src, _, err := readChecked(f, path, osfile.CheckPrivate)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(src, path)
+}
+
+// LoadToList is Load for 'airgap token list', which only prints the
+// file: it judges the mode alone, as an edit does, so that root may list
+// the file of the user serve runs as (serve judges the owner).
+func LoadToList(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the access file: %w", err)
+	}
+	defer f.Close()
+	src, _, err := readChecked(f, path, osfile.CheckClosedMode)
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +191,12 @@ func Load(path string) (*File, error) {
 }
 
 // readChecked reads the open access file f (named path): a regular file,
-// private enough (osfile.PrivateEnough: its owner's alone, or root's and
-// its group's, as a Kubernetes Secret), at most maxFileSize bytes.
-func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
+// private enough by check (osfile.CheckPrivate for a reader that acts on
+// it: owned by this process's user or root, and its owner's alone, or
+// root's and its group's, as a Kubernetes Secret; osfile.CheckClosedMode
+// for an edit, which root may make to the file of serve's user), at most
+// maxFileSize bytes.
+func readChecked(f *os.File, path string, check func(fi os.FileInfo, path, what string) error) ([]byte, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
@@ -184,7 +204,7 @@ func readChecked(f *os.File, path string) ([]byte, os.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrSyntax, path)
 	}
-	if err := osfile.CheckPrivate(fi, path, "it says who may fetch what"); err != nil {
+	if err := check(fi, path, "it says who may fetch what"); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrPermissions, err)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))

@@ -187,8 +187,10 @@ func edit(path string, create bool, fn func(*hclwrite.File, *File) error) error 
 	case err != nil:
 		return fmt.Errorf("reading the access file: %w%s", err, linkHint(err))
 	default:
-		// Refuse to edit what serve would refuse to read.
-		src, owner, err = readChecked(f, path)
+		// Refuse to edit what serve would refuse to read for its mode;
+		// its owner is serve's to judge (root may edit the file of the
+		// user serve runs as, and keeps that owner).
+		src, owner, err = readChecked(f, path, osfile.CheckClosedMode)
 		f.Close()
 		if err != nil {
 			return err

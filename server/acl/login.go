@@ -298,7 +298,8 @@ const maxSecretFile = 4096
 
 // ReadSecretFile reads the identity provider's client secret: the first
 // line of the file, which, like the access file, must be private enough
-// (osfile.PrivateEnough: its owner's alone, or root's and its group's).
+// (osfile.PrivateEnough: serve's user's or root's alone, or root's and its
+// group's).
 func ReadSecretFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,4 +238,143 @@ func TestHostileReleasesStoreRules(t *testing.T) {
 		t.Errorf("import of a release the store holds with another SHA256SUMS: exit %d\n%s", code, out)
 	}
 	bundletest.SameTree(t, before, bundletest.Snapshot(t, root))
+}
+
+// TestHostileReleasesDuplicateVersions: a publisher's list that names
+// its newest version twice (OpenTofu's api.json with "1.11.2" listed
+// twice) is one version: "latest = 2" still carries the two newest
+// releases, each once, rather than the same one twice (which export then
+// refused as listed twice) or one fewer.
+func TestHostileReleasesDuplicateVersions(t *testing.T) {
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	in.Handle(registrytest.TofuGetHost+"/tofu/api.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"versions":[{"id":"1.11.2","files":[]},{"id":"1.11.2","files":[]},{"id":"1.11.0","files":[]},{"id":"1.10.7","files":[]}]}`))
+	}))
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", keys)
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	mf := writeFile(t, work, "tofu.hcl", `platforms = ["linux_amd64"]
+cli "tofu" {
+  latest        = 2
+  publisher_key = "`+rel.OpenTofuKey+`"
+}
+`)
+	out := filepath.Join(work, "tofu.bundle")
+	stdout, stderr, code := harness.RunSplit(t, work, env, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", out, "--cache", filepath.Join(work, "cache"))
+	if code != 0 {
+		t.Fatalf("export of a list naming a version twice: exit %d\n%s%s", code, stdout, stderr)
+	}
+	pub := filepath.Join(work, "keys", "site.pub.asc")
+	if _, err := os.Stat(pub); err != nil {
+		t.Fatal(err)
+	}
+	v := harness.MustRunStdout(t, work, "verify", "--keyring", pub, out)
+	for _, want := range []string{"tofu 1.11.2", "tofu 1.11.0"} {
+		if !strings.Contains(v, "release:    "+want) {
+			t.Errorf("the bundle does not carry %s:\n%s", want, v)
+		}
+	}
+}
+
+// TestHostileReleasesShasumsTwice: a SHA256SUMS, signed by the pinned
+// key, that lists the carried zip twice with two digests says two things
+// about one file: airgap held the zip to the first line while
+// hc-install holds it to the last, so one of them accepts what the other
+// refuses. verify and import refuse it, naming the file; the same
+// SHA256SUMS with the line repeated identically is accepted (so the
+// refusal is the disagreement's).
+func TestHostileReleasesShasumsTwice(t *testing.T) {
+	work, site, keyring, root, _ := harness.TrustWorld(t)
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	var published *registrytest.CLIRelease
+	for _, r := range in.CLIReleases("terraform") {
+		if r.Version == "1.14.3" {
+			published = r
+		}
+	}
+	zip := dist.ReleaseZipName("terraform", "1.14.3", "linux", "amd64")
+	resigned := func(name, extra string) string {
+		var sumsDigest verify.Digest
+		set := releaseSet(t, published, rel.HashiCorpKey, dist.KeyPinManifest, func(r *dist.CLIRelease, files map[verify.Digest]string) {
+			sums, _ := os.ReadFile(files[r.Shasums])
+			sums = append(sums, []byte(extra)...)
+			p := filepath.Join(work, name, r.ShasumsName)
+			bundletest.WriteFile(t, p, sums)
+			sumsDigest = verify.DigestBytes(sums)
+			files[sumsDigest], r.Shasums = p, sumsDigest
+			var sig bytes.Buffer
+			if err := verify.SignDetachedAt(&sig, rel.HashiCorp, bytes.NewReader(sums), rel.HashiCorp.PrimaryKey.CreationTime.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range r.Signatures {
+				p := filepath.Join(work, name, r.Signatures[i].Name)
+				bundletest.WriteFile(t, p, sig.Bytes())
+				d := verify.DigestBytes(sig.Bytes())
+				files[d], r.Signatures[i].Digest = p, d
+			}
+		})
+		set.Roles[sumsDigest] = dist.RoleReleaseShasums
+		p := filepath.Join(work, name+".bundle")
+		set.WriteBundleFile(t, p, site, bundle.CompressionAuto)
+		return p
+	}
+	line := func() string {
+		b, _ := os.ReadFile(published.Files[zip])
+		return verify.DigestBytes(b).Hex() + "  " + zip + "\n"
+	}()
+	harness.MustRun(t, work, nil, harness.Bin, "verify", "--keyring", keyring, resigned("same-twice", line))
+	other := strings.Repeat("ab", 32) + "  " + zip + "\n"
+	harness.ExpectRefused(t, work, keyring, root, resigned("two-digests", other), "release terraform 1.14.3", zip, "twice")
+}
+
+// TestHostileReleasesIndex: releases.hashicorp.com's index.json over 32
+// MiB, or nested deeper than 8, is refused by export with the bound in
+// the message, nothing written; versions that are not versions ("../x",
+// "1.14.3/../../y", markup) are left out, so the valid one still exports.
+func TestHostileReleasesIndex(t *testing.T) {
+	in := registrytest.New(t)
+	rel := harness.ReleaseWorld(t, in)
+	work := t.TempDir()
+	keys := filepath.Join(work, "keys", "site")
+	os.MkdirAll(filepath.Dir(keys), 0o700)
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--no-passphrase", "--out", keys)
+	env := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	mf := writeFile(t, work, "tf.hcl", `platforms = ["linux_amd64"]
+cli "terraform" {
+  all           = true
+  publisher_key = "`+rel.HashiCorpKey+`"
+}
+`)
+	index := func(body string) {
+		in.Handle("releases.hashicorp.com/terraform/index.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body))
+		}))
+	}
+	export := func(name string) (string, int) {
+		out := filepath.Join(work, name+".bundle")
+		stdout, stderr, code := harness.RunSplit(t, work, env, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", out, "--cache", filepath.Join(work, "cache-"+name))
+		if _, err := os.Stat(out); code != 0 && err == nil {
+			t.Errorf("%s: export failed and wrote %s", name, out)
+		}
+		return stdout + stderr, code
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"x":` + strings.Repeat(`{"a":`, 10) + `1` + strings.Repeat(`}`, 10) + `}}`)
+	if out, code := export("deep"); !strings.Contains(out, "hint:") || code != 1 || !strings.Contains(out, "index.json") {
+		t.Errorf("an index.json nested 12 deep: exit %d\n%s", code, out)
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"pad":"` + strings.Repeat("a", 33<<20) + `"}}`)
+	if out, code := export("huge"); !strings.Contains(out, "hint:") || code != 1 || !strings.Contains(out, "index.json") {
+		t.Errorf("an index.json of 33 MiB: exit %d\n%s", code, out)
+	}
+	index(`{"name":"terraform","versions":{"1.14.3":{},"../x":{},"1.14.3/../../y":{},"<b>1.0.0</b>":{},"1.0.0\n":{}}}`)
+	out, code := export("names")
+	if code != 0 || !strings.Contains(out, "terraform 1.14.3") || strings.Contains(out, "../") {
+		t.Errorf("an index.json with names that are not versions: exit %d\n%s", code, out)
+	}
 }
