@@ -91,7 +91,15 @@ func TestScannersBuild(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ bin, arg string }{{trivyBin(t), "--version"}, {govulncheckBin(t), "-version"}} {
 		cmd := exec.Command(c.bin, c.arg)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		// An empty home of its own, removed without failing the test: the
+		// go command govulncheck runs may leave a telemetry writer behind
+		// that is still filling HOME/.config/go/telemetry when the test ends.
+		home, err := os.MkdirTemp("", "scanner-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s %s: %v\n%s", c.bin, c.arg, err, out)
 		}
