@@ -179,13 +179,21 @@ func printProviderDocs(st *store.Store, shown string, pv *dist.ProviderVersion, 
 		return err
 	}
 	defer f.Close()
+	return writeProviderDocs(f, pv, name, "its documentation in the store is damaged", fmt.Sprintf("airgap docs --store %s %s@%s", shown, pv.Addr(), pv.Version))
+}
+
+// writeProviderDocs prints the list of pages (name "") or the page name
+// of pv's docs pack f, for 'airgap docs' (from a store) and 'airgap show'
+// (from a bundle): damaged says what a pack that does not read is, list
+// is the command that lists its pages.
+func writeProviderDocs(f *os.File, pv *dist.ProviderVersion, name, damaged, list string) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	ix, err := docs.ReadIndex(f, fi.Size(), dist.MaxDocsBytes)
 	if err != nil {
-		return fmt.Errorf("provider %s: its documentation in the store is damaged: %w", pv, err)
+		return fmt.Errorf("provider %s: %s: %w", pv, damaged, err)
 	}
 	if name == "" {
 		fmt.Printf("%s %s: %s\n\n", pv.Addr(), pv.Version, dist.Printable(pv.Docs.Summary()))
@@ -194,11 +202,11 @@ func printProviderDocs(st *store.Store, shown string, pv *dist.ProviderVersion, 
 	}
 	e, ok := ix.Find(pv.Type, name)
 	if !ok {
-		return fmt.Errorf("provider %s has no page %q\nhint: 'airgap docs --store %s %s@%s' lists its pages", pv, dist.Printable(name), shown, pv.Addr(), pv.Version)
+		return fmt.Errorf("provider %s has no page %q\nhint: '%s' lists its pages", pv, dist.Printable(name), list)
 	}
 	src, err := docs.ReadFile(f, e, docs.MaxTerminalPage)
 	if errors.Is(err, docs.ErrPageTooLarge) {
-		return fmt.Errorf("provider %s: the page %s/%s is %s, over the %s this prints", pv, e.Category, e.Name, dist.HumanSize(e.Size), dist.HumanSize(docs.MaxTerminalPage))
+		return fmt.Errorf("provider %s: the page %s/%s is %s, over the %s this prints", pv, e.Category, dist.Printable(e.Name), dist.HumanSize(e.Size), dist.HumanSize(docs.MaxTerminalPage))
 	}
 	if err != nil {
 		return err
@@ -213,6 +221,11 @@ func printModuleDocs(st *store.Store, mv *dist.ModuleVersion) error {
 		return err
 	}
 	defer f.Close()
+	return writeModuleDocs(f, mv)
+}
+
+// writeModuleDocs prints mv's docs record f (README, inputs, outputs).
+func writeModuleDocs(f io.Reader, mv *dist.ModuleVersion) error {
 	md, err := docs.ParseModuleDocs(f)
 	if err != nil {
 		return fmt.Errorf("module %s: %w", mv, err)

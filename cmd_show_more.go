@@ -37,36 +37,35 @@ const (
 )
 
 // spoolOne reads blob d (what names it for messages) out of br into a
-// temporary file, checked against the signed manifest, and returns its
-// path and the function that removes it.
-func spoolOne(br *bundle.Reader, file string, d verify.Digest, what string) (string, func(), error) {
+// temporary file, checked against the signed manifest, and returns it
+// open and the function that closes and removes it.
+func spoolOne(br *bundle.Reader, file string, d verify.Digest, what string) (*os.File, func(), error) {
 	for _, b := range br.Manifest().Blobs {
 		if b.Digest == d && b.Omitted {
-			return "", nil, fmt.Errorf("%s: this delta bundle does not carry %s (%s; its base did)\nhint: on the offline side, the store has it: 'airgap inventory --store DIR'", file, what, d.Short())
+			return nil, nil, fmt.Errorf("%s: this delta bundle does not carry %s (%s; its base did)\nhint: on the offline side, the store has it: 'airgap inventory --store DIR'", file, what, d.Short())
 		}
 	}
 	dir, err := os.MkdirTemp("", "airgap-show-")
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
-	done := func() { os.RemoveAll(dir) }
 	paths, err := bundle.SpoolBlobs(br, map[verify.Digest]bool{d: true}, dir)
 	if err != nil {
-		done()
-		return "", nil, fmt.Errorf("%s: %w", file, err)
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return paths[d], done, nil
+	f, err := os.Open(paths[d])
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return f, func() { f.Close(); os.RemoveAll(dir) }, nil
 }
 
-// copyFile prints the file at p: its bytes with raw, else escaped.
-func copyFile(p string, raw bool) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// copyFile prints f: its bytes with raw, else escaped.
+func copyFile(f io.Reader, raw bool) error {
 	if raw {
-		_, err = io.Copy(os.Stdout, f)
+		_, err := io.Copy(os.Stdout, f)
 		return err
 	}
 	if err := dist.CopyPrintable(os.Stdout, f); err != nil && !errors.Is(err, io.EOF) {
@@ -84,7 +83,7 @@ func showSBOM(c *showCmd, br *bundle.Reader, file string, args []string) error {
 	if m.SBOM == "" {
 		return fmt.Errorf("%s carries no SBOM (it was exported by an airgap that wrote none)", dist.Printable(file))
 	}
-	p, done, err := spoolOne(br, file, m.SBOM, "its SBOM")
+	f, done, err := spoolOne(br, file, m.SBOM, "its SBOM")
 	if err != nil {
 		return err
 	}
@@ -92,7 +91,7 @@ func showSBOM(c *showCmd, br *bundle.Reader, file string, args []string) error {
 	if !c.raw {
 		fmt.Fprintf(os.Stderr, "SBOM %s, checked against the bundle's signed manifest (CycloneDX JSON, escaped; --raw prints its bytes)\n", m.SBOM)
 	}
-	return copyFile(p, c.raw)
+	return copyFile(f, c.raw)
 }
 
 // entryOf parses ADDRESS@VERSION for show.
@@ -139,16 +138,11 @@ func showFiles(c *showCmd, br *bundle.Reader, file string, args []string) error 
 	if c.raw && len(args) < 2 {
 		return usageError{"--raw prints one file: name its PATH"}
 	}
-	p, done, err := spoolOne(br, file, mv.Archive, "the module's archive")
+	f, done, err := spoolOne(br, file, mv.Archive, "the module's archive")
 	if err != nil {
 		return err
 	}
 	defer done()
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("module %s: its archive: %w", mv, err)
@@ -256,42 +250,12 @@ func showDocs(c *showCmd, br *bundle.Reader, file string, args []string) error {
 		if pv.Docs == nil || pv.Docs.Archive == "" {
 			return fmt.Errorf("provider %s: no documentation: %s", pv, dist.Printable(pv.Docs.Summary()))
 		}
-		p, done, err := spoolOne(br, file, pv.Docs.Archive, "the provider's documentation")
+		f, done, err := spoolOne(br, file, pv.Docs.Archive, "the provider's documentation")
 		if err != nil {
 			return err
 		}
 		defer done()
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		ix, err := docs.ReadIndex(f, fi.Size(), dist.MaxDocsBytes)
-		if err != nil {
-			return fmt.Errorf("provider %s: its documentation: %w", pv, err)
-		}
-		if name == "" {
-			fmt.Printf("%s %s: %s\n\n", pv.Addr(), pv.Version, dist.Printable(pv.Docs.Summary()))
-			docs.WriteList(os.Stdout, ix)
-			return nil
-		}
-		e, ok := ix.Find(pv.Type, name)
-		if !ok {
-			return fmt.Errorf("provider %s has no page %q\nhint: 'airgap show --keyring KEYRING %s docs %s@%s' lists its pages", pv, dist.Printable(name), dist.Printable(file), pv.Addr(), pv.Version)
-		}
-		src, err := docs.ReadFile(f, e, docs.MaxTerminalPage)
-		if errors.Is(err, docs.ErrPageTooLarge) {
-			return fmt.Errorf("provider %s: the page %s/%s is %s, over the %s this prints", pv, e.Category, dist.Printable(e.Name), dist.HumanSize(e.Size), dist.HumanSize(docs.MaxTerminalPage))
-		}
-		if err != nil {
-			return err
-		}
-		docs.WritePage(os.Stdout, src)
-		return nil
+		return writeProviderDocs(f, pv, name, "its documentation", fmt.Sprintf("airgap show --keyring KEYRING %s docs %s@%s", dist.Printable(file), pv.Addr(), pv.Version))
 	}
 	mv, found, err := findModule(cat, addr, ver)
 	if !found {
@@ -303,21 +267,10 @@ func showDocs(c *showCmd, br *bundle.Reader, file string, args []string) error {
 	if name != "" {
 		return usageError{fmt.Sprintf("module %s has one page of documentation; give no NAME", mv)}
 	}
-	p, done, err := spoolOne(br, file, mv.Docs, "the module's documentation")
+	f, done, err := spoolOne(br, file, mv.Docs, "the module's documentation")
 	if err != nil {
 		return err
 	}
 	defer done()
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	md, err := docs.ParseModuleDocs(f)
-	if err != nil {
-		return fmt.Errorf("module %s: %w", mv, err)
-	}
-	fmt.Printf("%s %s\n\n", mv.Addr(), mv.Version)
-	docs.WriteModule(os.Stdout, md)
-	return nil
+	return writeModuleDocs(f, mv)
 }
