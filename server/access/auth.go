@@ -77,8 +77,11 @@ type AccessOptions struct {
 	// StateDir is STORE/state: login tokens live there (LoginState);
 	// "" refuses an access file with a login block.
 	StateDir string
-	URLTTL   time.Duration // zero: DefaultURLTTL
-	Log      *slog.Logger
+	// Logins, when set, is where login tokens live instead of StateDir
+	// (a store in a bucket: the state every replica shares).
+	Logins LoginStore
+	URLTTL time.Duration // zero: DefaultURLTTL
+	Log    *slog.Logger
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 }
@@ -101,11 +104,12 @@ type AccessControl struct {
 	// Single sign-on (LoginService): the state of login tokens (nil until the
 	// file has a login block), and their principals for the current
 	// access set.
-	stateDir string
-	logins   atomic.Pointer[LoginState]
-	lset     atomic.Pointer[loginSet]
-	lmu      sync.Mutex
-	lastScan atomic.Int64 // Unix ns of the last scan a name miss asked for
+	stateDir   string
+	loginStore LoginStore
+	logins     atomic.Pointer[LoginState]
+	lset       atomic.Pointer[loginSet]
+	lmu        sync.Mutex
+	lastScan   atomic.Int64 // Unix ns of the last scan a name miss asked for
 	// lastMiss is when (Unix ns) an unknown token last made us look at the
 	// file (refreshOnMiss).
 	lastMiss atomic.Int64
@@ -175,7 +179,7 @@ func (p *Principal) expired(now time.Time) bool { return !p.expires.IsZero() && 
 // NewAccessControl loads the access file and the store's URL keys
 // (creating them on first use).
 func NewAccessControl(opt AccessOptions) (*AccessControl, error) {
-	a := &AccessControl{file: opt.File, ttl: opt.URLTTL, log: opt.Log, now: opt.Now, fails: newFailLimiter(), stateDir: opt.StateDir}
+	a := &AccessControl{file: opt.File, ttl: opt.URLTTL, log: opt.Log, now: opt.Now, fails: newFailLimiter(), stateDir: opt.StateDir, loginStore: opt.Logins}
 	if a.ttl <= 0 {
 		a.ttl = DefaultURLTTL
 	}

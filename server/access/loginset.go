@@ -36,10 +36,14 @@ func (a *AccessControl) openLogins(f *acl.File) error {
 	if f.Login == nil || a.logins.Load() != nil {
 		return nil
 	}
-	if a.stateDir == "" {
+	st := a.loginStore
+	if st == nil && a.stateDir != "" {
+		st = LoginDir(a.stateDir)
+	}
+	if st == nil {
 		return errors.New("the access file has a login block, and this serve has no state directory for login tokens")
 	}
-	ls, err := openLoginState(a.stateDir)
+	ls, err := openLoginState(st)
 	if err != nil {
 		return err
 	}

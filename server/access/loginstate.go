@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,9 +21,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
-	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/acl"
-	"github.com/airgap/airgap/server/internal/filestamp"
 )
 
 // Serve's state of single sign-on, under STORE/state/logins/ (mode 0700),
@@ -37,29 +33,28 @@ import (
 //	codes/<sha256 hex>.json      an authorization code issued to a terraform login, 60 s
 //	used/<id>                    a sign-in already completed, until it would have expired
 //
-// Every file is written atomically (a temporary file, fsync, rename, fsync
-// of the directory; the key with link(2), so that replicas starting at once
-// agree on one) and read with a size limit (64 KiB): the state is shared
-// over a network filesystem by processes that may be older or newer.
-//
-// The directories belong to serve's user, who can swap any name in them
-// for a link or a FIFO at any moment, while 'airgap token list|revoke'
-// runs as root. So every file here is reached through the directory's
-// descriptor (osfile.Dir): no link is followed below the store (unless the
-// directory holding it is root's alone), a file root writes is created
-// anew and given to the directory's owner through its open descriptor
-// (fchown) before it is renamed into place, and a name is only read when
-// it is a regular file, opened non-blocking (a FIFO is refused at once,
-// never waited on). Scans read the files without holding the state's
+// The state lives in a LoginStore: this directory (LoginDir), or, for a
+// store in a bucket, the objects of the same names under state/logins/ in
+// it, which every replica reads and writes. Every file is written whole
+// (on disk: a temporary file, fsync, rename, fsync of the directory); a
+// file two replicas may create at once (the key, a code, a used sign-in,
+// a token's record) is created only if absent (link(2) on disk, If-None-
+// Match: * in a bucket), so exactly one wins; a code is taken by exactly
+// one request (LoginStore.Take); everything is read with a size limit
+// (64 KiB): the state is shared by processes that may be older or newer,
+// and what a bucket holds may have been put there by anyone with write
+// access to the prefix. Scans read the files without holding the state's
 // mutex.
 //
 // Login tokens are like the access file's: 256-bit secrets ("airgap_…"),
 // of which only the SHA-256 is kept, as the file's name. A request's token
 // is looked up by that hash in memory (AccessControl.loginPrincipal), then,
 // for a token another replica issued a moment ago, by opening the file of
-// that name. Each replica re-reads the directory within a second of a change
-// (its modification time, and in full every 10 s), so a revocation takes
-// effect everywhere within a second or two, as an access-file edit does.
+// that name. Each replica re-reads the tokens within a second of a change
+// (LoginStore.Stamp: the directory's modification time, the bucket's
+// change counter; in full every 10 s whatever it says), so a revocation
+// takes effect everywhere within a second or two, as an access-file edit
+// does; at most 10 s should a change counter's write fail.
 //
 // A pending sign-in is not stored: it travels sealed (AES-256-GCM under
 // the key) in the OAuth state parameter through the identity provider and
@@ -152,7 +147,7 @@ type loginRecs struct {
 
 // LoginState is the state directory of one store.
 type LoginState struct {
-	dir  string
+	st   LoginStore
 	aead cipher.AEAD
 	key  []byte // the sealing key; also keys MACs (mac), another domain
 	recs atomic.Pointer[loginRecs]
@@ -164,15 +159,15 @@ type LoginState struct {
 	lastSwp  time.Time
 }
 
-// openLoginState opens (creating) STATE/logins and its key, and reads the
-// tokens.
-func openLoginState(stateDir string) (*LoginState, error) {
-	ls := &LoginState{dir: filepath.Join(stateDir, loginsDir)}
-	for _, d := range []string{ls.dir, ls.sub("tokens"), ls.sub("codes"), ls.sub("used")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("the login state: %w", err)
+// openLoginState opens (creating) the login state of st and its key, and
+// reads the tokens.
+func openLoginState(st LoginStore) (*LoginState, error) {
+	if d, ok := st.(*loginDir); ok {
+		if err := d.mkdirs(); err != nil {
+			return nil, err
 		}
 	}
+	ls := &LoginState{st: st}
 	key, err := ls.loadKey()
 	if err != nil {
 		return nil, err
@@ -187,32 +182,14 @@ func openLoginState(stateDir string) (*LoginState, error) {
 	return ls, nil
 }
 
-func (ls *LoginState) sub(name string) string { return filepath.Join(ls.dir, name) }
-
-// open opens the subdirectory sub of the state ("" for the state itself)
-// from the store down, following no link another user could have put
-// (osfile.OpenDir).
-func (ls *LoginState) open(sub string) (*osfile.Dir, error) {
-	state := filepath.Dir(ls.dir)
-	rel := []string{filepath.Base(state), loginsDir}
-	if sub != "" {
-		rel = append(rel, sub)
-	}
-	return osfile.OpenDir(filepath.Dir(state), rel...)
-}
-
-// loadKey reads the sealing key, creating it if there is none: written to
-// a temporary file, then linked into place, which fails if another replica
-// was first (its key is then read).
+// loadKey reads the sealing key, creating it if there is none: created
+// only if absent (a link on disk, If-None-Match: * in a bucket), which
+// fails if another replica was first (its key is then read), so replicas
+// starting at once agree on one.
 func (ls *LoginState) loadKey() ([]byte, error) {
-	path := ls.sub("key")
-	d, err := ls.open("")
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
+	path := ls.st.Where("", "key")
 	for range 2 {
-		b, err := readStateFile(d, "key")
+		b, err := ls.st.Read("", "key")
 		if err == nil {
 			var k struct{ Secret []byte }
 			if json.Unmarshal(b, &k) != nil || len(k.Secret) != 32 {
@@ -226,33 +203,11 @@ func (ls *LoginState) loadKey() ([]byte, error) {
 		secret := make([]byte, 32)
 		rand.Read(secret)
 		b, _ = json.Marshal(map[string]any{"secret": secret, "created": time.Now().UTC().Truncate(time.Second)})
-		if err := d.LinkNewFile("key", b, 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := ls.st.Create("", "key", b); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("creating %s: %w", path, err)
 		}
 	}
 	return nil, fmt.Errorf("%s: cannot be created or read", path)
-}
-
-// linkNewFile creates sub/name with data only if it does not exist,
-// whole (an error wrapping fs.ErrExist when another was first).
-func (ls *LoginState) linkNewFile(sub, name string, data []byte) error {
-	d, err := ls.open(sub)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.LinkNewFile(name, data, 0o600)
-}
-
-// readStateFile reads the file name of d, refusing one over
-// maxLoginStateFile and anything but a regular file (neither is a file
-// serve wrote; a FIFO is refused without waiting on it).
-func readStateFile(d *osfile.Dir, name string) ([]byte, error) {
-	b, err := d.ReadFile(name, maxLoginStateFile)
-	if errors.Is(err, osfile.ErrTooLarge) {
-		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Join(d.Path(), name), maxLoginStateFile)
-	}
-	return b, err
 }
 
 // sealing: what travels through the browser and the identity provider is
@@ -311,8 +266,8 @@ func tokenName(h [32]byte, revoked bool) string {
 
 // readRecord reads the record in d's file name; nil when it is missing,
 // not a regular file or not a valid record of the hash its name gives.
-func readRecord(d *osfile.Dir, name string) *LoginToken {
-	b, err := readStateFile(d, name)
+func readRecord(st LoginStore, name string) *LoginToken {
+	b, err := st.Read("tokens", name)
 	if err != nil {
 		return nil
 	}
@@ -328,16 +283,11 @@ func readRecord(d *osfile.Dir, name string) *LoginToken {
 
 // loadOne reads the record of hash h from the directory (a token another
 // replica issued or revoked since the last scan) and adds it to the
-// records; nil when there is none. Cost: at most two opens.
+// records; nil when there is none. Cost: at most two reads.
 func (ls *LoginState) loadOne(h [32]byte) *LoginToken {
-	d, err := ls.open("tokens")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	rec := readRecord(d, tokenName(h, true))
+	rec := readRecord(ls.st, tokenName(h, true))
 	if rec == nil {
-		rec = readRecord(d, tokenName(h, false))
+		rec = readRecord(ls.st, tokenName(h, false))
 	}
 	if rec == nil {
 		return nil
@@ -373,8 +323,7 @@ func (ls *LoginState) put(h [32]byte, rec *LoginToken) {
 // holds up sign-ins or the other replicas' lookups; a change made here
 // while it read (issue, revoke) is kept over what it read.
 func (ls *LoginState) scan(force bool) (bool, error) {
-	dir := ls.sub("tokens")
-	st, err := filestamp.Of(dir)
+	st, err := ls.st.Stamp()
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
@@ -391,14 +340,13 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 		ls.scanning = false
 		ls.mu.Unlock()
 	}()
-	d, err := ls.open("tokens")
+	ents, err := ls.st.List("tokens", 2*maxLoginRecords, false)
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
-	defer d.Close()
-	names, err := d.Names(2 * maxLoginRecords)
-	if err != nil {
-		return false, fmt.Errorf("the login tokens: %w", err)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name
 	}
 	old := oldRecs.byHash
 	m := make(map[[32]byte]*LoginToken, len(names))
@@ -420,7 +368,7 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 			m[h] = rec // unchanged: records are never rewritten in place
 			continue
 		}
-		if rec := readRecord(d, n); rec != nil {
+		if rec := readRecord(ls.st, n); rec != nil {
 			m[h], changed = rec, true
 		}
 	}
@@ -460,31 +408,13 @@ func isHex(s string, n int) bool {
 	return err == nil && strings.ToLower(s) == s
 }
 
-// names lists at most max names of the state's subdirectory sub.
-func (ls *LoginState) names(sub string, max int) ([]string, error) {
-	d, err := ls.open(sub)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.Names(max)
-}
-
 // writeRecord writes a token's record atomically.
 func (ls *LoginState) writeRecord(h [32]byte, rec *LoginToken) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	d, err := ls.open("tokens")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Run as root ('airgap token revoke'), the new file is given to the
-	// directory's owner, serve's user, who must read it (mode 0600), through
-	// its descriptor before it has a name serve's user could swap.
-	return d.WriteFileAtomic(tokenName(h, !rec.Revoked.IsZero()), append(b, '\n'), 0o600)
+	return ls.st.Write("tokens", tokenName(h, !rec.Revoked.IsZero()), append(b, '\n'))
 }
 
 // ErrLoginFull marks a login refused because the state holds as many
@@ -553,25 +483,19 @@ func (ls *LoginState) forgetOldest(ended []*LoginToken, keep int) {
 		return
 	}
 	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.After(ended[j].Created) })
-	d, err := ls.open("tokens")
-	if err != nil {
-		return
-	}
-	defer d.Close()
 	for _, t := range ended[keep:] {
 		h, ok := t.hash()
 		if !ok {
 			continue
 		}
-		if err := d.Remove(tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		d.Remove(tokenName(h, true))
+		ls.st.Remove("tokens", tokenName(h, true))
 		ls.mu.Lock()
 		ls.put(h, nil)
 		ls.mu.Unlock()
 	}
-	d.Sync()
 }
 
 func (ls *LoginState) nameTaken(name string) bool {
@@ -595,15 +519,9 @@ func (ls *LoginState) revoke(rec *LoginToken, by string, now time.Time) error {
 	if err := ls.writeRecord(h, &r); err != nil {
 		return err
 	}
-	d, err := ls.open("tokens")
-	if err != nil {
+	if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	defer d.Close()
-	if err := d.Remove(tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	d.Sync()
 	ls.mu.Lock()
 	ls.put(h, &r)
 	ls.mu.Unlock()
@@ -629,7 +547,7 @@ type loginCode struct {
 // 'terraform login' refused (with the sweep's 11 minutes, 15 sign-ins a
 // second did; now it takes 10,000 within loginCodeTTL plus a minute).
 func (ls *LoginState) newCode(c *loginCode) (string, error) {
-	if n, _ := ls.names("codes", maxLoginCodes+1); len(n) > maxLoginCodes {
+	if n, _ := ls.st.List("codes", maxLoginCodes+1, false); len(n) > maxLoginCodes {
 		if ls.removeOld("codes", codeFileAge, time.Now()); ls.countNames("codes") > maxLoginCodes {
 			return "", fmt.Errorf("%w: %d sign-ins are waiting for their client; try again in a minute", ErrLoginFull, maxLoginCodes)
 		}
@@ -641,7 +559,7 @@ func (ls *LoginState) newCode(c *loginCode) (string, error) {
 	code = strings.TrimPrefix(code, acl.SecretPrefix)
 	b, _ := json.Marshal(c)
 	h := sha256.Sum256([]byte(code))
-	if err := ls.linkNewFile("codes", hex.EncodeToString(h[:])+".json", b); err != nil {
+	if err := ls.st.Create("codes", hex.EncodeToString(h[:])+".json", b); err != nil {
 		return "", fmt.Errorf("storing the authorization code: %w", err)
 	}
 	return code, nil
@@ -660,19 +578,16 @@ func (ls *LoginState) claimCode(code string, now time.Time) (*loginCode, error) 
 	}
 	h := sha256.Sum256([]byte(code))
 	name := hex.EncodeToString(h[:]) + ".json"
-	d, err := ls.open("codes")
+	b, err := ls.st.Take("codes", name)
 	if err != nil {
-		return nil, errCodeUnknown
-	}
-	defer d.Close()
-	b, err := readStateFile(d, name)
-	if err != nil {
-		return nil, errCodeUnknown
-	}
-	if err := d.Remove(name); err != nil {
-		return nil, errCodeUnknown // another request took it first
+		return nil, errCodeUnknown // unknown, or another request took it first
 	}
 	var c loginCode
+	// now is when the request came; taking it from a bucket may have
+	// taken a while, so the later of the two.
+	if t := time.Now(); t.After(now) {
+		now = t
+	}
 	if json.Unmarshal(b, &c) != nil || !now.Before(c.Expires) {
 		return nil, errCodeUnknown
 	}
@@ -685,7 +600,7 @@ func (ls *LoginState) markUsed(id string, until time.Time) (bool, error) {
 	if !isHex(id, 32) {
 		return false, nil
 	}
-	err := ls.linkNewFile("used", id, []byte(until.UTC().Format(time.RFC3339)))
+	err := ls.st.Create("used", id, []byte(until.UTC().Format(time.RFC3339)))
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
@@ -697,13 +612,10 @@ func (ls *LoginState) wasUsed(id string) bool {
 	if !isHex(id, 32) {
 		return true
 	}
-	d, err := ls.open("used")
-	if err != nil {
-		return true
-	}
-	defer d.Close()
-	_, err = d.ModTime(id)
-	return err == nil
+	// Unknown only when it surely is not there: a file that cannot be
+	// read (or is not a regular file) counts as used.
+	_, err := ls.st.Read("used", id)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // sweep removes, at most once a loginSweepEvery, the records that expired
@@ -718,18 +630,15 @@ func (ls *LoginState) sweep(now time.Time) {
 	}
 	ls.lastSwp = now
 	ls.mu.Unlock()
-	if d, err := ls.open("tokens"); err == nil {
-		for h, t := range ls.current().byHash {
-			end := t.Expires
-			if !t.Revoked.IsZero() && t.Revoked.Before(end) {
-				end = t.Revoked
-			}
-			if now.Sub(end) > loginRetention {
-				d.Remove(tokenName(h, false))
-				d.Remove(tokenName(h, true))
-			}
+	for h, t := range ls.current().byHash {
+		end := t.Expires
+		if !t.Revoked.IsZero() && t.Revoked.Before(end) {
+			end = t.Revoked
 		}
-		d.Close()
+		if now.Sub(end) > loginRetention {
+			ls.st.Remove("tokens", tokenName(h, false))
+			ls.st.Remove("tokens", tokenName(h, true))
+		}
 	}
 	ls.removeOld("codes", codeFileAge, now)
 	ls.removeOld("used", pendingLoginTTL+time.Minute, now)
@@ -743,21 +652,16 @@ const codeFileAge = loginCodeTTL + time.Minute
 // removeOld removes the files of sub (codes, used) modified more than age
 // before now (at most 2 × maxLoginCodes are looked at).
 func (ls *LoginState) removeOld(sub string, age time.Duration, now time.Time) {
-	d, err := ls.open(sub)
-	if err != nil {
-		return
-	}
-	defer d.Close()
-	names, _ := d.Names(2 * maxLoginCodes)
-	for _, n := range names {
-		if mt, err := d.ModTime(n); err == nil && now.Sub(mt) > age {
-			d.Remove(n)
+	ents, _ := ls.st.List(sub, 2*maxLoginCodes, true)
+	for _, e := range ents {
+		if now.Sub(e.Modified) > age {
+			ls.st.Remove(sub, e.Name)
 		}
 	}
 }
 
 func (ls *LoginState) countNames(sub string) int {
-	n, _ := ls.names(sub, maxLoginCodes+1)
+	n, _ := ls.st.List(sub, maxLoginCodes+1, false)
 	return len(n)
 }
 
@@ -766,13 +670,13 @@ var ErrNoLoginState = errors.New("no login tokens")
 
 // readLoginState opens a store's login state to read or revoke tokens
 // ('airgap token'), creating nothing.
-func readLoginState(storeDir string) (*LoginState, error) {
-	ls := &LoginState{dir: filepath.Join(store.StateDir(storeDir), loginsDir)}
-	if _, err := os.Stat(ls.sub("tokens")); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s: its serve has not signed anyone in (the access file needs a login block)", ErrNoLoginState, storeDir)
+func readLoginState(st LoginStore, storeName string) (*LoginState, error) {
+	if _, err := st.List("tokens", 1, false); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s: its serve has not signed anyone in (the access file needs a login block)", ErrNoLoginState, storeName)
 	} else if err != nil {
 		return nil, err
 	}
+	ls := &LoginState{st: st}
 	ls.recs.Store(&loginRecs{byHash: map[[32]byte]*LoginToken{}})
 	if _, err := ls.scan(true); err != nil {
 		return nil, err
@@ -780,10 +684,16 @@ func readLoginState(storeDir string) (*LoginState, error) {
 	return ls, nil
 }
 
-// LoginTokens lists a store's login tokens, live and revoked, newest
-// first.
+// LoginTokens lists a store directory's login tokens, live and revoked,
+// newest first.
 func LoginTokens(storeDir string) ([]*LoginToken, error) {
-	ls, err := readLoginState(storeDir)
+	return LoginTokensIn(LoginDir(store.StateDir(storeDir)), storeDir)
+}
+
+// LoginTokensIn is LoginTokens of the login state st (of the store
+// storeName).
+func LoginTokensIn(st LoginStore, storeName string) ([]*LoginToken, error) {
+	ls, err := readLoginState(st, storeName)
 	if err != nil {
 		return nil, err
 	}
@@ -805,7 +715,13 @@ func LoginTokens(storeDir string) ([]*LoginToken, error) {
 // them; every serve of the store refuses them within a second or two. by
 // says who revoked them (the audit log and 'token list' show it).
 func RevokeLoginTokens(storeDir, user, name, by string, now time.Time) ([]*LoginToken, error) {
-	ls, err := readLoginState(storeDir)
+	return RevokeLoginTokensIn(LoginDir(store.StateDir(storeDir)), storeDir, user, name, by, now)
+}
+
+// RevokeLoginTokensIn is RevokeLoginTokens in the login state st (of the
+// store storeName).
+func RevokeLoginTokensIn(st LoginStore, storeName, user, name, by string, now time.Time) ([]*LoginToken, error) {
+	ls, err := readLoginState(st, storeName)
 	if err != nil {
 		return nil, err
 	}
@@ -827,7 +743,7 @@ func RevokeLoginTokens(storeDir, user, name, by string, now time.Time) ([]*Login
 // tests, which have no identity provider to sign in at. rec's Name and
 // SHA256 are set; Created and Expires must be.
 func IssueLoginToken(storeDir string, rec *LoginToken) (string, error) {
-	ls, err := openLoginState(store.StateDir(storeDir))
+	ls, err := openLoginState(LoginDir(store.StateDir(storeDir)))
 	if err != nil {
 		return "", err
 	}
