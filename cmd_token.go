@@ -5,6 +5,7 @@ package main
 // flags, its help text and the calls into server/acl and package server.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,7 +21,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/acl"
 )
@@ -265,10 +268,11 @@ func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
 	if dir == "" {
 		return warnings, nil
 	}
-	st, err := store.Open(dir)
+	_, st, cleanup, err := openReadStore(dir)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	cat := st.Catalog()
 	var addrs []string
 	hosts := map[string]bool{}
@@ -313,7 +317,11 @@ func (c *tokenCmd) revoke(args []string) error {
 		if len(args) == 1 {
 			name = args[0]
 		}
-		revoked, err := access.RevokeLoginTokens(c.storeD, c.user, name, whoAmI(), time.Now())
+		ls, err := loginStateOf(c.storeD)
+		if err != nil {
+			return c.result(nil, err)
+		}
+		revoked, err := access.RevokeLoginTokensIn(ls, c.storeD, c.user, name, whoAmI(), time.Now())
 		for _, t := range revoked {
 			c.audit(&access.AuditEvent{Event: access.EventTokenRevoked, Token: t.Name, User: t.Who()})
 		}
@@ -409,7 +417,11 @@ func (c *tokenCmd) list() error {
 	var logins []*access.LoginToken
 	if c.storeD != "" {
 		var err error
-		if logins, err = access.LoginTokens(c.storeD); err != nil && !errors.Is(err, access.ErrNoLoginState) {
+		ls, err := loginStateOf(c.storeD)
+		if err != nil {
+			return c.result(nil, err)
+		}
+		if logins, err = access.LoginTokensIn(ls, c.storeD); err != nil && !errors.Is(err, access.ErrNoLoginState) {
 			return c.result(nil, err)
 		}
 		if logins == nil {
@@ -470,6 +482,9 @@ func orDash(s string) string {
 }
 
 func (c *tokenCmd) rotate() (map[string]any, error) {
+	if objstore.IsObject(c.storeD) {
+		return nil, fmt.Errorf("rotate-url-key: %s: not yet supported on object storage\nhint: the replicas share the URL keys in the bucket's %s; 'airgap token list' and 'revoke' work on it", c.storeD, objstore.SharedURLKeysName)
+	}
 	if _, err := os.Stat(c.storeD); err != nil {
 		return nil, fmt.Errorf("%w\nhint: give the store 'airgap serve' uses", err)
 	}
@@ -478,4 +493,18 @@ func (c *tokenCmd) rotate() (map[string]any, error) {
 		return nil, err
 	}
 	return map[string]any{"ok": true, "url_key": id}, nil
+}
+
+// loginStateOf is where the store's serve keeps its sign-in state: its
+// directory's, or, for a store in object storage, the bucket's, which
+// every replica shares (a revocation there reaches all of them).
+func loginStateOf(addr string) (access.LoginStore, error) {
+	if !objstore.IsObject(addr) {
+		return access.LoginDir(store.StateDir(addr)), nil
+	}
+	cl, err := openObjectStore(context.Background(), addr)
+	if err != nil {
+		return nil, err
+	}
+	return server.BucketLogins(cl), nil
 }

@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		return err
 	}
 	defer tlsSetup.Stop()
-	ac, audit, err := openAccess(cfg)
+	ac, audit, err := openAccess(cfg, replica)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,9 @@ func Run(ctx context.Context, cfg RunOptions) error {
 
 // openAccess loads the access file and opens the audit log the
 // configuration names (either may be nil).
-func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error) {
+// A replica of a store in a bucket keeps its sign-in state in the bucket
+// (BucketLogins), shared with every other replica.
+func openAccess(cfg RunOptions, replica *objstore.Replica) (*access.AccessControl, *access.AuditLog, error) {
 	c := cfg.Config
 	if c == nil {
 		return nil, nil, nil
@@ -169,7 +171,11 @@ func openAccess(cfg RunOptions) (*access.AccessControl, *access.AuditLog, error)
 	if c.Access != "" {
 		ttl, _ := c.urlTTL()
 		var err error
-		ac, err = access.NewAccessControl(access.AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log})
+		opt := access.AccessOptions{File: c.Access, TLSDir: store.TLSDir(cfg.Store), StateDir: store.StateDir(cfg.Store), URLTTL: ttl, Log: cfg.Log}
+		if replica != nil {
+			opt.Logins = BucketLogins(replica.Client())
+		}
+		ac, err = access.NewAccessControl(opt)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -86,6 +86,13 @@ const (
 	loginSweepEvery   = time.Minute
 )
 
+// MaxLoginStateFile bounds every file of the sign-in state a LoginStore
+// reads.
+const MaxLoginStateFile = maxLoginStateFile
+
+// MaxLoginNames bounds the names a LoginStore lists of one subdirectory.
+const MaxLoginNames = 2 * maxLoginRecords
+
 // LoginNamePrefix starts the name of every login token. '~' is not allowed
 // in the access file's token names, so the two never collide.
 const LoginNamePrefix = "login~"

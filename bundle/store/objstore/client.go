@@ -51,6 +51,8 @@ type Object struct {
 	Name string
 	Size int64
 	ETag string
+	// Modified is when it was written (listings only).
+	Modified time.Time
 }
 
 // Client is a store in a bucket. Safe for concurrent use.
@@ -245,6 +247,16 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 // List lists the objects under the store's prefix whose names start with
 // sub, at most max of them (more: ErrTooLarge), in key order.
 func (c *Client) List(ctx context.Context, sub string, max int) ([]Object, error) {
+	return c.list(ctx, sub, max, false)
+}
+
+// ListFirst is List that stops at the first max objects instead of
+// failing (a count that only needs to know whether there are more).
+func (c *Client) ListFirst(ctx context.Context, sub string, max int) ([]Object, error) {
+	return c.list(ctx, sub, max, true)
+}
+
+func (c *Client) list(ctx context.Context, sub string, max int, first bool) ([]Object, error) {
 	pre := c.key(sub)
 	if c.addr.Prefix != "" && sub == "" {
 		pre = c.addr.Prefix + "/"
@@ -262,10 +274,13 @@ func (c *Client) List(ctx context.Context, sub string, max int) ([]Object, error
 			if c.addr.Prefix != "" {
 				name = strings.TrimPrefix(k, c.addr.Prefix+"/")
 			}
+			if len(objs) >= max && first {
+				return objs, nil
+			}
 			if len(objs) >= max {
 				return nil, fmt.Errorf("%s: %w: more than %d objects", c.where(sub+"*"), ErrTooLarge, max)
 			}
-			objs = append(objs, Object{Name: name, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
+			objs = append(objs, Object{Name: name, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), Modified: aws.ToTime(o.LastModified)})
 		}
 	}
 	return objs, nil
