@@ -1,0 +1,396 @@
+package access
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// Single sign-on over a store in a bucket (versitygw, checking
+// signatures): three replicas with no shared disk, started at once on an
+// empty bucket, and a real Dex. The clients reach them at one address
+// (https://localhost:FRONT, as behind a load balancer), and the test
+// picks the replica of each request: every step of a sign-in lands on
+// another replica than the step before.
+
+// replicaPick routes a request for the front address to replica i
+// (loginBucket.route reads it from the request's context).
+type replicaPick struct{}
+
+type loginBucket struct {
+	s3    *harness.S3
+	addr  string
+	reps  []*harness.Served
+	front string // localhost:PORT, where nothing listens
+	pool  *x509.CertPool
+	dex   *dexIdP
+	work  string
+}
+
+// client is a person's browser or CLI: cookies, the replicas' shared CA
+// and Dex's, every connection to the front address dialled to the
+// replica the request's context names, redirects not followed.
+func (lb *loginBucket) client() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: lb.pool}, DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == lb.front {
+				i, _ := ctx.Value(replicaPick{}).(int)
+				addr = fmt.Sprintf("127.0.0.1:%d", lb.reps[i%len(lb.reps)].Port)
+			}
+			return d.DialContext(ctx, network, addr)
+		}}
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// do sends a request to replica i (for the front address) and reads the
+// answer.
+func (lb *loginBucket) do(t *testing.T, cl *http.Client, i int, method, u string, form url.Values, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequestWithContext(context.WithValue(context.Background(), replicaPick{}, i), method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k := 0; k+1 < len(hdr); k += 2 {
+		req.Header.Set(hdr[k], hdr[k+1])
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Errorf("%s %s (replica %d): %v", method, u, i%3, err)
+		return nil, ""
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func newLoginBucket(t *testing.T, users []dexUser) *loginBucket {
+	t.Helper()
+	lb := &loginBucket{s3: harness.StartS3(t), work: t.TempDir()}
+	lb.addr = lb.s3.Addr("site")
+	lb.front = fmt.Sprintf("localhost:%d", harness.FreePort(t))
+	dexPort := harness.FreePort(t)
+	secret := "dex-client-secret-" + randomWord(t)
+	secretFile := filepath.Join(lb.work, "oidc-secret")
+	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
+	var b strings.Builder
+	fmt.Fprintf(&b, "login {\n  issuer = %q\n  client_id = \"airgap\"\n  client_secret_file = %q\n  token_lifetime = \"12h\"\n}\n", dexIssuer(dexPort, false), secretFile)
+	for _, u := range users {
+		fmt.Fprintf(&b, "user %q {\n  allow = [\"registry.terraform.io/**\"]\n}\n", u.email)
+	}
+	accessFile := filepath.Join(lb.work, "access.hcl")
+	os.WriteFile(accessFile, []byte(b.String()), 0o600)
+	// Dex first: the replicas need not wait for it, but a sign-in does.
+	lb.dex = startDex(t, dexOptions{port: dexPort, secret: secret, redirectURIs: []string{"https://" + lb.front + "/oauth/callback"}, users: users, noMock: true})
+	// The three at once on an empty bucket: they must agree on one sealing
+	// key (and one CA, one set of URL keys), each created only if absent.
+	lb.reps = make([]*harness.Served, 3)
+	var wg sync.WaitGroup
+	for i := range lb.reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lb.reps[i] = harness.Serve(t, harness.ServeOptions{Store: lb.addr, Env: lb.s3.Env(),
+				Args: []string{"--metrics-listen", "off", "--access", accessFile, "--log-format", "json"}})
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for lb.pool == nil {
+		if pemData, err := harness.CmdRun(t, lb.work, lb.s3.Env(), harness.Bin, "ca", "--store", lb.addr); err == nil && strings.Contains(pemData, "-----BEGIN") {
+			lb.pool = x509.NewCertPool()
+			lb.pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no shared CA in the bucket: %v", err)
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	cl := lb.client()
+	for i, r := range lb.reps {
+		for {
+			req, _ := http.NewRequestWithContext(context.WithValue(context.Background(), replicaPick{}, i), "GET", "https://"+lb.front+"/healthz", nil)
+			if resp, err := cl.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d did not come up:\n%s", i, r.Logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return lb
+}
+
+// cliSignIn is 'terraform login' and its person, by hand, each step on
+// the replica after the previous one's (starting at replica first): the
+// authorization request, the identity provider's callback, the consent,
+// the token exchange. It returns the token ("" after an error).
+func (lb *loginBucket) cliSignIn(t *testing.T, first int, who dexUser) string {
+	t.Helper()
+	cl := lb.client()
+	code, verifier, redirect := lb.codeOnly(t, cl, first, who)
+	if code == "" {
+		return ""
+	}
+	exchange := url.Values{"grant_type": {"authorization_code"}, "client_id": {"terraform-cli"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}
+	resp, body := lb.do(t, cl, first+3, "POST", "https://"+lb.front+"/oauth/token", exchange)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if resp == nil || resp.StatusCode != 200 || json.Unmarshal([]byte(body), &tok) != nil || tok.AccessToken == "" {
+		t.Errorf("token exchange at replica %d: %v\n%s", (first+3)%3, status(resp), body)
+		return ""
+	}
+	return tok.AccessToken
+}
+
+// admitted asks replica i whether token is admitted (the catalog: 200
+// with it, 401 without or refused).
+func (lb *loginBucket) admitted(t *testing.T, cl *http.Client, i int, token string) int {
+	t.Helper()
+	resp, _ := lb.do(t, cl, i, "GET", "https://"+lb.front+"/", nil, "Authorization", "Bearer "+token)
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// TestObjectStoreSignIns: 50 people sign in as 'terraform login' does,
+// eight at a time, each step of each sign-in on another replica than the
+// step before; every token is admitted by every replica. A token revoked
+// with 'airgap token revoke --store s3://…' is refused by every replica
+// within revokeBound; 'token list' on the bucket shows it revoked.
+func TestObjectStoreSignIns(t *testing.T) {
+	t.Parallel()
+	const people = 50
+	users := make([]dexUser, people)
+	for i := range users {
+		users[i] = dexUser{fmt.Sprintf("person%02d@site.example", i), "password-" + randomWord(t)}
+	}
+	lb := newLoginBucket(t, users)
+	start := time.Now()
+	tokens := make([]string, people)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range people {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			tokens[i] = lb.cliSignIn(t, i, users[i])
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d sign-ins over three replicas in %v", people, time.Since(start).Round(time.Millisecond))
+	if t.Failed() {
+		return
+	}
+	// Every new token added one to the bucket's change counter, whichever
+	// replica wrote it and however many wrote at once (If-Match, retried
+	// on 412): a lost update would leave it short.
+	if n := lb.changeCount(t); n != people {
+		t.Errorf("the change counter after %d sign-ins: %d", people, n)
+	}
+	cl := lb.client()
+	for i, tok := range tokens {
+		for r := range lb.reps {
+			if code := lb.admitted(t, cl, r, tok); code != 200 {
+				t.Errorf("the token of sign-in %d, at replica %d: %d", i, r, code)
+			}
+		}
+	}
+	if code := lb.admitted(t, cl, 0, "airgap_"+randomWord(t)); code != 401 {
+		t.Errorf("an unknown token: %d", code)
+	}
+
+	// Revoked through the bucket (no replica involved): refused by all.
+	out := harness.MustRun(t, lb.work, lb.s3.Env(), harness.Bin, "token", "revoke", "--store", lb.addr, "--user", users[7].email)
+	revokedAt := time.Now()
+	const revokeBound = 3 * time.Second
+	refused := map[int]time.Duration{}
+	for len(refused) < len(lb.reps) && time.Since(revokedAt) < 2*revokeBound {
+		for r := range lb.reps {
+			if _, ok := refused[r]; !ok && lb.admitted(t, cl, r, tokens[7]) == 401 {
+				refused[r] = time.Since(revokedAt)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("revoked (%s): refused after %v", strings.TrimSpace(out), refused)
+	for r := range lb.reps {
+		if d, ok := refused[r]; !ok || d > revokeBound {
+			t.Errorf("replica %d refused the revoked token after %v (ok %v), want within %v", r, d, ok, revokeBound)
+		}
+		if code := lb.admitted(t, cl, r, tokens[8]); code != 200 {
+			t.Errorf("another person's token at replica %d after the revocation: %d", r, code)
+		}
+	}
+	list := harness.MustRun(t, lb.work, lb.s3.Env(), harness.Bin, "token", "list", "--store", lb.addr, "--json")
+	var doc struct {
+		Logins []struct {
+			User    string `json:"user"`
+			Revoked string `json:"revoked"`
+		} `json:"login_tokens"`
+	}
+	if err := json.Unmarshal([]byte(list), &doc); err != nil || len(doc.Logins) != people {
+		t.Fatalf("token list --store s3://: %v, %d tokens\n%s", err, len(doc.Logins), list)
+	}
+	for _, l := range doc.Logins {
+		if (l.User == users[7].email) != (l.Revoked != "") {
+			t.Errorf("token list: %s revoked %q", l.User, l.Revoked)
+		}
+	}
+}
+
+// changeCount reads the sign-in state's change counter from the bucket.
+func (lb *loginBucket) changeCount(t *testing.T) int {
+	t.Helper()
+	out, err := lb.s3.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(lb.s3.Bucket), Key: aws.String("site/state/logins/stamp")})
+	if err != nil {
+		t.Fatalf("reading the change counter: %v", err)
+	}
+	defer out.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(out.Body, 64))
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("the change counter: %q", b)
+	}
+	return n
+}
+
+// TestObjectStoreCodeOnce: the same authorization code sent to two
+// replicas at the same moment gives one token, never two: taking a code
+// is a create-if-absent in the bucket (without the condition both
+// replicas read the code before either removed it, and both issued).
+func TestObjectStoreCodeOnce(t *testing.T) {
+	t.Parallel()
+	const rounds = 12
+	users := make([]dexUser, rounds)
+	for i := range users {
+		users[i] = dexUser{fmt.Sprintf("racer%02d@site.example", i), "password-" + randomWord(t)}
+	}
+	lb := newLoginBucket(t, users)
+	var doubles atomic.Int32
+	for i := range rounds {
+		// A sign-in up to its consent, then its code raced.
+		cl := lb.client()
+		code, verifier, redirect := lb.codeOnly(t, cl, i, users[i])
+		if code == "" {
+			t.FailNow()
+		}
+		exchange := url.Values{"grant_type": {"authorization_code"}, "client_id": {"terraform-cli"}, "code": {code}, "redirect_uri": {redirect}, "code_verifier": {verifier}}
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				if resp, _ := lb.do(t, lb.client(), i+r, "POST", "https://"+lb.front+"/oauth/token", exchange); resp != nil && resp.StatusCode == 200 {
+					wins.Add(1)
+				}
+			}()
+		}
+		close(gate)
+		wg.Wait()
+		switch wins.Load() {
+		case 1:
+		case 2:
+			doubles.Add(1)
+		default:
+			t.Errorf("round %d: no replica exchanged the code", i)
+		}
+	}
+	if n := doubles.Load(); n > 0 {
+		t.Errorf("one code gave two tokens in %d of %d rounds", n, rounds)
+	}
+}
+
+// codeOnly is cliSignIn up to the code, which it returns unexchanged
+// ("" after an error): the authorization at replica first, Dex, the
+// callback at the next replica, the consent at the one after.
+func (lb *loginBucket) codeOnly(t *testing.T, cl *http.Client, first int, who dexUser) (code, verifier, redirect string) {
+	t.Helper()
+	verifier = randomWord(t) + randomWord(t) + randomWord(t)
+	sum := sha256.Sum256([]byte(verifier))
+	redirect = "http://localhost:10000/login"
+	q := url.Values{"client_id": {"terraform-cli"}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s"},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	resp, body := lb.do(t, cl, first, "GET", "https://"+lb.front+"/oauth/authorization?"+q.Encode(), nil)
+	if resp == nil || resp.StatusCode/100 != 3 {
+		t.Errorf("authorization at replica %d: %v %s", first%3, status(resp), body)
+		return "", "", ""
+	}
+	next := resp.Header.Get("Location")
+	for range 10 {
+		u, _ := url.Parse(next)
+		if u.Host == lb.front {
+			break
+		}
+		resp, body = lb.do(t, cl, 0, "GET", next, nil)
+		if resp != nil && resp.StatusCode == 200 && strings.Contains(body, `name="password"`) {
+			resp, body = lb.do(t, cl, 0, "POST", resp.Request.URL.String(), url.Values{"login": {who.email}, "password": {who.password}})
+		}
+		if resp == nil || resp.StatusCode/100 != 3 {
+			t.Errorf("at Dex %s: %v\n%s", next, status(resp), body)
+			return "", "", ""
+		}
+		loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
+		next = loc.String()
+	}
+	resp, body = lb.do(t, cl, first+1, "GET", next, nil)
+	m := consentRe.FindStringSubmatch(body)
+	if resp == nil || m == nil {
+		t.Errorf("callback at replica %d: %v\n%s", (first+1)%3, status(resp), body)
+		return "", "", ""
+	}
+	resp, body = lb.do(t, cl, first+2, "POST", "https://"+lb.front+"/oauth/consent", url.Values{"consent": {html.UnescapeString(m[1])}, "action": {"allow"}})
+	if resp == nil || resp.StatusCode/100 != 3 {
+		t.Errorf("consent at replica %d: %v\n%s", (first+2)%3, status(resp), body)
+		return "", "", ""
+	}
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	return loc.Query().Get("code"), verifier, redirect
+}
+
+// status is an answer's status line ("no answer" for none).
+func status(resp *http.Response) string {
+	if resp == nil {
+		return "no answer"
+	}
+	return resp.Status
+}
