@@ -483,7 +483,17 @@ func orDash(s string) string {
 
 func (c *tokenCmd) rotate() (map[string]any, error) {
 	if objstore.IsObject(c.storeD) {
-		return nil, fmt.Errorf("rotate-url-key: %s: not yet supported on object storage\nhint: the replicas share the URL keys in the bucket's %s; 'airgap token list' and 'revoke' work on it", c.storeD, objstore.SharedURLKeysName)
+		// The keys every replica shares, in the bucket.
+		ctx := context.Background()
+		cl, err := openObjectStore(ctx, c.storeD)
+		if err != nil {
+			return nil, err
+		}
+		id, err := server.RotateBucketURLKeys(ctx, cl, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "url_key": id}, nil
 	}
 	if _, err := os.Stat(c.storeD); err != nil {
 		return nil, fmt.Errorf("%w\nhint: give the store 'airgap serve' uses", err)

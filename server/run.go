@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 			if err := shareURLKeys(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
 				return err
 			}
+			go followURLKeys(ctx, replica.Client(), store.TLSDir(cfg.Store), cfg.Log)
 		}
 	}
 	names := append([]string{}, cfg.Hostnames...)
@@ -310,6 +311,107 @@ func shareLocalCA(ctx context.Context, c *objstore.Client, tlsDir string) error 
 	return nil
 }
 
+// RotateBucketURLKeys rotates the URL keys every replica of the store in
+// c's bucket shares, as 'token rotate-url-key' does on disk
+// (access.RotateURLKeys, the same rules, run on a scratch copy): the
+// object is read with its ETag and written back only if it is still that
+// version (If-Match; If-None-Match: * when there is none yet), read again
+// and retried on 412, so two rotations at once both land. Replicas install
+// the new file within a poll interval (followURLKeys) and use it within a
+// second more. It returns the new key's id.
+func RotateBucketURLKeys(ctx context.Context, c *objstore.Client, now time.Time) (string, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		data, o, err := c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys)
+		etag := o.ETag
+		if errors.Is(err, objstore.ErrNotFound) {
+			data, etag = nil, ""
+		} else if err != nil {
+			return "", err
+		}
+		id, mine, err := rotateCopy(data, now)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", objstore.SharedURLKeysName, err)
+		}
+		_, err = c.PutBytes(ctx, objstore.SharedURLKeysName, etag, mine)
+		if errors.Is(err, objstore.ErrPrecondition) {
+			time.Sleep(time.Duration(20+attempt*30) * time.Millisecond)
+			continue // another rotation landed first: rotate theirs
+		}
+		if err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	return "", fmt.Errorf("rotating %s: other writers kept changing it\nhint: try again", objstore.SharedURLKeysName)
+}
+
+// rotateCopy rotates the key file data (nil: none yet) in a private
+// scratch directory and returns the new key's id and file.
+func rotateCopy(data []byte, now time.Time) (string, []byte, error) {
+	scratch, err := os.MkdirTemp("", "airgap-url-keys-")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(scratch)
+	local := filepath.Join(scratch, "url-keys.json")
+	if data != nil {
+		if err := os.WriteFile(local, data, 0o600); err != nil {
+			return "", nil, err
+		}
+	}
+	id, err := access.RotateURLKeys(scratch, now)
+	if err != nil {
+		return "", nil, err
+	}
+	mine, err := os.ReadFile(local)
+	return id, mine, err
+}
+
+// followURLKeys installs the bucket's URL keys into tlsDir whenever their
+// ETag changes (one HEAD every objstore.PollInterval), until ctx ends; the
+// access control reloads the file within a second and keeps the keys it
+// has if the new file does not load (what the bucket holds is checked
+// there: mode, size, every key).
+func followURLKeys(ctx context.Context, c *objstore.Client, tlsDir string, log *slog.Logger) {
+	t := time.NewTicker(objstore.PollInterval)
+	defer t.Stop()
+	last := "" // the first poll installs the file again: a rotation since start-up is not missed
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		o, err := c.Head(ctx, objstore.SharedURLKeysName)
+		if err != nil || o.ETag == last {
+			continue
+		}
+		data, got, err := c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys)
+		if err == nil {
+			err = installURLKeys(tlsDir, data)
+		}
+		if err != nil {
+			log.Error("reading the rotated URL keys from the bucket; still using the previous ones", "err", err)
+			continue
+		}
+		last = got.ETag
+	}
+}
+
+// installURLKeys writes the shared URL keys into tlsDir (mode 0600,
+// atomically).
+func installURLKeys(tlsDir string, data []byte) error {
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return err
+	}
+	local := filepath.Join(tlsDir, "url-keys.json")
+	tmp := local + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, local)
+}
+
 // maxSharedURLKeys bounds the shared URL keys' file (two keys: well
 // under 1 KiB).
 const maxSharedURLKeys = 64 << 10
@@ -320,16 +422,7 @@ const maxSharedURLKeys = 64 << 10
 // control reads and checks the file when it opens it.
 func shareURLKeys(ctx context.Context, c *objstore.Client, tlsDir string) error {
 	local := filepath.Join(tlsDir, "url-keys.json")
-	install := func(data []byte) error {
-		if err := os.MkdirAll(tlsDir, 0o700); err != nil {
-			return err
-		}
-		tmp := local + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			return err
-		}
-		return os.Rename(tmp, local)
-	}
+	install := func(data []byte) error { return installURLKeys(tlsDir, data) }
 	data, _, err := c.ReadSmall(ctx, objstore.SharedURLKeysName, maxSharedURLKeys)
 	if err == nil {
 		return install(data)
