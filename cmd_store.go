@@ -42,7 +42,7 @@ func objectStoreGuard(name string, fs *pflag.FlagSet) error {
 }
 
 func objectStoreWorks() string {
-	return "'airgap import', 'airgap serve', 'airgap ca', 'airgap inventory', 'airgap prune', 'airgap gc', 'airgap docs', 'airgap client-config', 'airgap audit', 'airgap token' (login tokens; the access file stays a local file), 'airgap keys retire|revoke', 'airgap store check' and 'airgap store copy'"
+	return "'airgap import', 'airgap serve', 'airgap ca', 'airgap inventory', 'airgap prune', 'airgap gc', 'airgap docs', 'airgap client-config', 'airgap audit', 'airgap token' (login tokens, rotate-url-key; the access file stays a local file), 'airgap keys retire|revoke', 'airgap store check' and 'airgap store copy'"
 }
 
 type storeCmd struct{}

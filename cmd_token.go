@@ -66,13 +66,14 @@ func (c *tokenCmd) flags() *pflag.FlagSet {
 func (*tokenCmd) help() verbHelp {
 	return verbHelp{
 		usage: "(create|list|revoke|anonymous) --access FILE [flags] | (list|revoke) --store DIR [--user EMAIL] | rotate-url-key --store DIR",
-		about: "Edits the access file 'airgap serve --access FILE' enforces: named tokens (stored as hashes;\ncreate prints the secret once, or writes it to --out FILE, mode 0600), what each may read,\nwhen it expires (90 days unless --expires), an optional anonymous rule. Lists and revokes\nthe login tokens people got with 'terraform login' (single sign-on; with --store). A running\nserve reloads either within a second. Patterns: HOST/NAMESPACE/TYPE (providers),\nHOST/NAMESPACE/NAME/SYSTEM (modules), each part a glob; a final /** matches any remaining parts.",
+		about: "Edits the access file 'airgap serve --access FILE' enforces: named tokens (stored as hashes;\ncreate prints the secret once, or writes it to --out FILE, mode 0600), what each may read,\nwhen it expires (90 days unless --expires), an optional anonymous rule. Lists and revokes\nthe login tokens people got with 'terraform login' (single sign-on; with --store, a directory\nor the s3:// store every replica shares; the access file stays a local file). A running\nserve reloads either within a second. Patterns: HOST/NAMESPACE/TYPE (providers),\nHOST/NAMESPACE/NAME/SYSTEM (modules), each part a glob; a final /** matches any remaining parts.",
 		examples: []string{"airgap token create --access /etc/airgap/access.hcl --name ci-net --allow 'registry.terraform.io/hashicorp/*' --allow 'site.example/net/**' --out ci-net.token --store /srv/airgap",
 			"airgap token list --access /etc/airgap/access.hcl --store /srv/airgap",
 			"airgap token revoke --access /etc/airgap/access.hcl ci-net --audit-log /var/log/airgap/audit.jsonl",
 			"airgap token revoke --store /srv/airgap --user alice@site.example",
 			"airgap token anonymous --access /etc/airgap/access.hcl --allow 'registry.terraform.io/hashicorp/*'",
-			"airgap token rotate-url-key --store /var/lib/airgap/store"},
+			"airgap token rotate-url-key --store /var/lib/airgap/store",
+			"airgap token revoke --store 's3://airgap/site?endpoint=https://s3.site.example' --user alice@site.example"},
 	}
 }
 

@@ -1,11 +1,13 @@
 package access
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -93,9 +95,14 @@ func (lb *loginBucket) do(t *testing.T, cl *http.Client, i int, method, u string
 	return resp, string(b)
 }
 
-func newLoginBucket(t *testing.T, users []dexUser) *loginBucket {
+// newLoginBucket starts versitygw, Dex with users, and three replicas
+// over an empty bucket, after before (if any) has put objects in it.
+func newLoginBucket(t *testing.T, users []dexUser, before func(*harness.S3)) *loginBucket {
 	t.Helper()
 	lb := &loginBucket{s3: harness.StartS3(t), work: t.TempDir()}
+	if before != nil {
+		before(lb.s3)
+	}
 	lb.addr = lb.s3.Addr("site")
 	lb.front = fmt.Sprintf("localhost:%d", harness.FreePort(t))
 	dexPort := harness.FreePort(t)
@@ -200,7 +207,7 @@ func TestObjectStoreSignIns(t *testing.T) {
 	for i := range users {
 		users[i] = dexUser{fmt.Sprintf("person%02d@site.example", i), "password-" + randomWord(t)}
 	}
-	lb := newLoginBucket(t, users)
+	lb := newLoginBucket(t, users, nil)
 	start := time.Now()
 	tokens := make([]string, people)
 	sem := make(chan struct{}, 8)
@@ -302,7 +309,7 @@ func TestObjectStoreCodeOnce(t *testing.T) {
 	for i := range users {
 		users[i] = dexUser{fmt.Sprintf("racer%02d@site.example", i), "password-" + randomWord(t)}
 	}
-	lb := newLoginBucket(t, users)
+	lb := newLoginBucket(t, users, nil)
 	var doubles atomic.Int32
 	for i := range rounds {
 		// A sign-in up to its consent, then its code raced.
@@ -393,4 +400,71 @@ func status(resp *http.Response) string {
 		return "no answer"
 	}
 	return resp.Status
+}
+
+// putObject writes an object into the test's bucket directly (as anyone
+// with write access to the prefix could).
+func putObject(t *testing.T, s *harness.S3, key string, data []byte) {
+	t.Helper()
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestObjectStoreSignInHostileObjects: what the bucket holds under the
+// sign-in state is read bounded and checked. Records that are too large,
+// not JSON, of another hash than their name, or not records at all, and
+// a change counter that is not a number, admit nobody and stop nothing:
+// replicas start, people sign in across them, and the counter is
+// replaced by a number. A sealing key that is not one stops serve with
+// a hint.
+func TestObjectStoreSignInHostileObjects(t *testing.T) {
+	t.Parallel()
+	users := []dexUser{{"hostile@site.example", "password-" + randomWord(t)}}
+	secret := "airgap_" + strings.Repeat("a", 43)
+	sum := sha256.Sum256([]byte(secret))
+	forgedName := hex.EncodeToString(sum[:])
+	lb := newLoginBucket(t, users, func(s *harness.S3) {
+		const tok = "site/state/logins/tokens/"
+		putObject(t, s, tok+strings.Repeat("1", 64)+".json", bytes.Repeat([]byte("x"), 100<<10))
+		putObject(t, s, tok+strings.Repeat("2", 64)+".json", []byte("{\"name\": [[[[["))
+		// A valid-looking record under a name that is not its hash.
+		putObject(t, s, tok+strings.Repeat("3", 64)+".json", []byte(`{"name":"login~`+forgedName[:16]+`","sha256":"`+forgedName+`","subject":"x","issuer":"x","via":"cli","created":"2026-01-01T00:00:00Z","expires":"2099-01-01T00:00:00Z"}`))
+		putObject(t, s, tok+"nested/"+forgedName+".json", []byte("{}"))
+		putObject(t, s, "site/state/logins/stamp", bytes.Repeat([]byte("9"), 1000))
+	})
+	cl := lb.client()
+	if code := lb.admitted(t, cl, 0, secret); code != 401 {
+		t.Errorf("a token whose record is filed under another name: %d", code)
+	}
+	tok := lb.cliSignIn(t, 0, users[0])
+	if tok == "" {
+		t.FailNow()
+	}
+	for r := range lb.reps {
+		if code := lb.admitted(t, cl, r, tok); code != 200 {
+			t.Errorf("a sign-in over a bucket with hostile objects, at replica %d: %d", r, code)
+		}
+	}
+	if n := lb.changeCount(t); n != 1 {
+		t.Errorf("the change counter that was not a number: now %d, want 1", n)
+	}
+
+	// A sealing key that is not one: serve refuses to start, and says what to do.
+	s := harness.StartS3(t)
+	addr := s.Addr("other")
+	putObject(t, s, "other/state/logins/key", []byte(`{"secret":"c2hvcnQ="}`))
+	accessFile := filepath.Join(t.TempDir(), "access.hcl")
+	secretFile := filepath.Join(filepath.Dir(accessFile), "oidc-secret")
+	os.WriteFile(secretFile, []byte("s\n"), 0o600)
+	os.WriteFile(accessFile, []byte(fmt.Sprintf("login {\n  issuer = %q\n  client_id = \"airgap\"\n  client_secret_file = %q\n}\n", lb.dex.issuer, secretFile)), 0o600)
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: s.Env(), Args: []string{"--metrics-listen", "off", "--access", accessFile}})
+	select {
+	case <-srv.Done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve over a bucket whose sealing key is not one kept running:\n%s", srv.Logs.String())
+	}
+	if out := srv.Logs.String(); !strings.Contains(out, "holds no usable key") || !strings.Contains(out, "hint: ") {
+		t.Errorf("serve over a bucket whose sealing key is not one:\n%s", out)
+	}
 }

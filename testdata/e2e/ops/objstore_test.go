@@ -565,7 +565,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	addr := "s3://bkt/site?endpoint=http://127.0.0.1:9&use_path_style=true"
 	for _, args := range [][]string{
 		{"inventory", "--sbom", "x.json", "--store", addr},
-		{"token", "list", "--store", addr},
 		{"export", "--from-store", addr, "--out", "x.bundle"},
 		{"mirror-dir", "--store", addr, "mirror"},
 		{"push", "--store", addr},
