@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,7 +200,8 @@ func (lb *loginBucket) admitted(t *testing.T, cl *http.Client, i int, token stri
 // eight at a time, each step of each sign-in on another replica than the
 // step before; every token is admitted by every replica. A token revoked
 // with 'airgap token revoke --store s3://…' is refused by every replica
-// within revokeBound; 'token list' on the bucket shows it revoked.
+// within revokeBound, as is a catalog session signed out through one
+// replica; 'token list' on the bucket shows both revoked.
 func TestObjectStoreSignIns(t *testing.T) {
 	t.Parallel()
 	const people = 50
@@ -265,18 +267,44 @@ func TestObjectStoreSignIns(t *testing.T) {
 			t.Errorf("another person's token at replica %d after the revocation: %d", r, code)
 		}
 	}
+	// Revoked through a replica: a catalog session signed out on replica
+	// 0 is refused by all within the bound.
+	session := lb.browserSignInOut(t, users[9], func(token string) {
+		for r := range lb.reps {
+			if code := lb.admitted(t, cl, r, token); code != 200 {
+				t.Errorf("a catalog session's token at replica %d: %d", r, code)
+			}
+		}
+	})
+	signedOut := time.Now()
+	refused = map[int]time.Duration{}
+	for len(refused) < len(lb.reps) && time.Since(signedOut) < 2*revokeBound {
+		for r := range lb.reps {
+			if _, ok := refused[r]; !ok && lb.admitted(t, cl, r, session) == 401 {
+				refused[r] = time.Since(signedOut)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("signed out at replica 0: refused after %v", refused)
+	for r := range lb.reps {
+		if d, ok := refused[r]; !ok || d > revokeBound {
+			t.Errorf("replica %d refused the signed-out session's token after %v (ok %v), want within %v", r, d, ok, revokeBound)
+		}
+	}
 	list := harness.MustRun(t, lb.work, lb.s3.Env(), harness.Bin, "token", "list", "--store", lb.addr, "--json")
 	var doc struct {
 		Logins []struct {
 			User    string `json:"user"`
+			Via     string `json:"via"`
 			Revoked string `json:"revoked"`
 		} `json:"login_tokens"`
 	}
-	if err := json.Unmarshal([]byte(list), &doc); err != nil || len(doc.Logins) != people {
+	if err := json.Unmarshal([]byte(list), &doc); err != nil || len(doc.Logins) != people+1 {
 		t.Fatalf("token list --store s3://: %v, %d tokens\n%s", err, len(doc.Logins), list)
 	}
 	for _, l := range doc.Logins {
-		if (l.User == users[7].email) != (l.Revoked != "") {
+		if (l.User == users[7].email || l.User == users[9].email && l.Via == "browser") != (l.Revoked != "") {
 			t.Errorf("token list: %s revoked %q", l.User, l.Revoked)
 		}
 	}
@@ -362,22 +390,9 @@ func (lb *loginBucket) codeOnly(t *testing.T, cl *http.Client, first int, who de
 		t.Errorf("authorization at replica %d: %v %s", first%3, status(resp), body)
 		return "", "", ""
 	}
-	next := resp.Header.Get("Location")
-	for range 10 {
-		u, _ := url.Parse(next)
-		if u.Host == lb.front {
-			break
-		}
-		resp, body = lb.do(t, cl, 0, "GET", next, nil)
-		if resp != nil && resp.StatusCode == 200 && strings.Contains(body, `name="password"`) {
-			resp, body = lb.do(t, cl, 0, "POST", resp.Request.URL.String(), url.Values{"login": {who.email}, "password": {who.password}})
-		}
-		if resp == nil || resp.StatusCode/100 != 3 {
-			t.Errorf("at Dex %s: %v\n%s", next, status(resp), body)
-			return "", "", ""
-		}
-		loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
-		next = loc.String()
+	next := lb.throughDex(t, cl, resp.Header.Get("Location"), who)
+	if next == "" {
+		return "", "", ""
 	}
 	resp, body = lb.do(t, cl, first+1, "GET", next, nil)
 	m := consentRe.FindStringSubmatch(body)
@@ -467,4 +482,71 @@ func TestObjectStoreSignInHostileObjects(t *testing.T) {
 	if out := srv.Logs.String(); !strings.Contains(out, "holds no usable key") || !strings.Contains(out, "hint: ") {
 		t.Errorf("serve over a bucket whose sealing key is not one:\n%s", out)
 	}
+}
+
+// throughDex follows a sign-in at Dex from next, filling its password form
+// as who, up to the URL back to the appliance ("" after an error).
+func (lb *loginBucket) throughDex(t *testing.T, cl *http.Client, next string, who dexUser) string {
+	t.Helper()
+	for range 10 {
+		u, _ := url.Parse(next)
+		if u.Host == lb.front {
+			return next
+		}
+		resp, body := lb.do(t, cl, 0, "GET", next, nil)
+		if resp != nil && resp.StatusCode == 200 && strings.Contains(body, `name="password"`) {
+			resp, body = lb.do(t, cl, 0, "POST", resp.Request.URL.String(), url.Values{"login": {who.email}, "password": {who.password}})
+		}
+		if resp == nil || resp.StatusCode/100 != 3 {
+			t.Errorf("at Dex %s: %v\n%s", next, status(resp), body)
+			return ""
+		}
+		loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
+		next = loc.String()
+	}
+	t.Errorf("Dex did not send the browser back within 10 redirects (at %s)", next)
+	return ""
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// browserSignInOut signs who in to the catalog in a browser (the sign-in
+// on replica 0, Dex's callback on replica 1, the catalog page on replica
+// 2), hands the session's token to check while it is live, signs out on
+// replica 0, and returns the token, which the sign-out revoked.
+func (lb *loginBucket) browserSignInOut(t *testing.T, who dexUser, check func(token string)) string {
+	t.Helper()
+	cl := lb.client()
+	resp, body := lb.do(t, cl, 0, "GET", "https://"+lb.front+"/oauth/signin?next=%2F", nil)
+	if resp == nil || resp.StatusCode/100 != 3 {
+		t.Fatalf("catalog sign-in at replica 0: %s\n%s", status(resp), body)
+	}
+	next := lb.throughDex(t, cl, resp.Header.Get("Location"), who)
+	if next == "" {
+		t.FailNow()
+	}
+	if resp, body = lb.do(t, cl, 1, "GET", next, nil); resp == nil || resp.StatusCode/100 != 3 {
+		t.Fatalf("callback at replica 1: %s\n%s", status(resp), body)
+	}
+	resp, body = lb.do(t, cl, 2, "GET", "https://"+lb.front+"/", nil)
+	m := csrfRe.FindStringSubmatch(body)
+	if resp == nil || resp.StatusCode != 200 || m == nil {
+		t.Fatalf("the catalog at replica 2 after the sign-in: %s\n%s", status(resp), body)
+	}
+	var token string
+	for _, c := range cl.Jar.Cookies(&url.URL{Scheme: "https", Host: lb.front, Path: "/"}) {
+		if c.Name == "__Host-airgap_session" {
+			token = c.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("no session cookie after the sign-in")
+	}
+	check(token)
+	resp, body = lb.do(t, cl, 0, "POST", "https://"+lb.front+"/oauth/signout", url.Values{"csrf": {html.UnescapeString(m[1])}},
+		"Origin", "https://"+lb.front)
+	if resp == nil || resp.StatusCode != 200 || !strings.Contains(body, "token is revoked") {
+		t.Fatalf("sign-out at replica 0: %s\n%s", status(resp), body)
+	}
+	return token
 }
