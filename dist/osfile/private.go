@@ -3,6 +3,10 @@ package osfile
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 )
 
 // PrivateRule states, for messages and hints, the rule PrivateEnough
@@ -74,4 +78,113 @@ func privateErr(fi os.FileInfo, path, what string) error {
 		owner = fmt.Sprintf(", owner %d:%d", uid, gid)
 	}
 	return fmt.Errorf("%s has mode %04o%s; %s, so %s\nhint: chmod 600 %s and chown it to the user airgap serve runs as (uid %d), or, root-owned, chmod 640 for a group of your choosing", path, fi.Mode().Perm(), owner, what, PrivateRule, path, os.Geteuid())
+}
+
+// maxPathLinks bounds the symbolic links CheckSafePath follows (Linux's
+// own bound on a path's resolution).
+const maxPathLinks = 40
+
+// CheckSafePath returns nil when only root and the user airgap runs as
+// can change what path names, OpenSSH's StrictModes applied to a secret
+// file a privileged process reads: every directory on the way (from /),
+// every link on the way, followed to its target, and the file itself are
+// owned by root or by this user, and no directory on the way may be
+// written by anyone else. A directory writable by others is accepted
+// only with the sticky bit (/tmp: nobody but an entry's owner can rename
+// or remove it, and every entry on the way is root's or this user's), or,
+// owned by root, when the group that may write it is one this process is
+// in (a Kubernetes volume under the pod's fsGroup, whose files are
+// root:FSGROUP). Else another user could swap a directory for one of
+// their own, with a link in it to a file root owns and its group may read
+// (/etc/shadow passes PrivateEnough's rule), and the process would read
+// that file for them. what says what the file holds (for the message).
+// Cost: one lstat per component and link, at most maxPathLinks links.
+func CheckSafePath(path, what string) error {
+	if runtime.GOOS == "windows" {
+		return nil // no owners and modes of this kind to judge
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	links := 0
+	return checkSafePath(path, abs, what, &links)
+}
+
+func checkSafePath(given, p, what string, links *int) error {
+	p = filepath.Clean(p)
+	cur := string(filepath.Separator)
+	if err := safeDir(given, cur, what); err != nil {
+		return err
+	}
+	parts := strings.Split(strings.TrimPrefix(p, cur), string(filepath.Separator))
+	for i, name := range parts {
+		if name == "" {
+			continue
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return err
+		}
+		if !ownerTrusted(fi) {
+			uid, _, _ := Owner(fi)
+			return unsafePathErr(given, next, fmt.Sprintf("is owned by uid %d", uid), what)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if *links++; *links > maxPathLinks {
+				return fmt.Errorf("%s: more than %d symbolic links on the way", given, maxPathLinks)
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(cur, target)
+			}
+			return checkSafePath(given, filepath.Join(append([]string{target}, parts[i+1:]...)...), what, links)
+		}
+		if fi.IsDir() {
+			if err := safeDir(given, next, what); err != nil {
+				return err
+			}
+		}
+		cur = next
+	}
+	return nil
+}
+
+// safeDir judges one directory on the way (CheckSafePath's rule).
+func safeDir(given, dir, what string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	uid, gid, ok := Owner(fi)
+	if !ok {
+		return nil // the system says no owner
+	}
+	if !ownerTrusted(fi) {
+		return unsafePathErr(given, dir, fmt.Sprintf("is owned by uid %d", uid), what)
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case perm&0o022 == 0, fi.Mode()&os.ModeSticky != 0:
+		return nil
+	case perm&0o002 == 0 && uid == 0 && inGroup(gid):
+		return nil
+	}
+	return unsafePathErr(given, dir, fmt.Sprintf("has mode %04o (owner %d:%d): other users may write it", perm, uid, gid), what)
+}
+
+func inGroup(gid int) bool {
+	if gid == os.Getegid() {
+		return true
+	}
+	gs, _ := os.Getgroups()
+	return slices.Contains(gs, gid)
+}
+
+func unsafePathErr(given, at, why, what string) error {
+	return fmt.Errorf("%s: %s on the way to it %s, so another user could put another file in its place; %s\nhint: keep it in a directory only root and the user airgap runs as (uid %d) may write, on a path of such directories", given, at, why, what, os.Geteuid())
 }

@@ -299,8 +299,15 @@ const maxSecretFile = 4096
 // ReadSecretFile reads the identity provider's client secret: the first
 // line of the file, which, like the access file, must be private enough
 // (osfile.PrivateEnough: serve's user's or root's alone, or root's and its
-// group's).
+// group's), on a path only root and serve's user may change
+// (osfile.CheckSafePath).
 func ReadSecretFile(path string) (string, error) {
+	// The file's rule says nothing of the path to it: a directory on the
+	// way that another user may write lets them link a file root owns and
+	// its group may read in its place (osfile.CheckSafePath).
+	if err := osfile.CheckSafePath(path, "it holds the secret the identity provider knows the appliance by"); err != nil {
+		return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("the login block's client_secret_file: %w", err)
