@@ -443,7 +443,8 @@ func TestObjectStoreSignInHostileObjects(t *testing.T) {
 		const tok = "site/state/logins/tokens/"
 		putObject(t, s, tok+strings.Repeat("1", 64)+".json", bytes.Repeat([]byte("x"), 100<<10))
 		putObject(t, s, tok+strings.Repeat("2", 64)+".json", []byte("{\"name\": [[[[["))
-		// A valid-looking record under a name that is not its hash.
+		// A valid-looking record under a name that is not its hash (a record
+		// is looked up by its name, and checked to name its own hash).
 		putObject(t, s, tok+strings.Repeat("3", 64)+".json", []byte(`{"name":"login~`+forgedName[:16]+`","sha256":"`+forgedName+`","subject":"x","issuer":"x","via":"cli","created":"2026-01-01T00:00:00Z","expires":"2099-01-01T00:00:00Z"}`))
 		putObject(t, s, tok+"nested/"+forgedName+".json", []byte("{}"))
 		putObject(t, s, "site/state/logins/stamp", bytes.Repeat([]byte("9"), 1000))
