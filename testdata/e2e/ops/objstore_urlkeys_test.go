@@ -18,8 +18,9 @@ import (
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
 
-// TestObjectStoreURLKeyRotation: 'airgap token rotate-url-key --store
-// s3://…' rotates the URL keys two replicas share. Two rotations run at
+// TestObjectStoreURLKeyRotation: 'token create --store s3://…' warns of a
+// pattern that matches nothing in the bucket's catalog. 'airgap token
+// rotate-url-key --store s3://…' rotates the URL keys two replicas share. Two rotations run at
 // once both land (the object holds both new keys: each is written with
 // If-Match on the version it read, retried on 412); within the bound both
 // replicas sign with the newest key, each verifies the other's URLs, and
@@ -32,6 +33,18 @@ func TestObjectStoreURLKeyRotation(t *testing.T) {
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
 	accessFile := filepath.Join(work, "access.hcl")
 	ci := harness.CreateToken(t, accessFile, "ci", "**")
+	// 'token create --store s3://…' judges its patterns against the
+	// bucket's catalog, as against a directory's.
+	other := filepath.Join(work, "other.hcl")
+	for pat, warned := range map[string]bool{"registry.terraform.io/hashicorp/*": false, "registry.terraform.io/hashicorp/randon": true} {
+		out := harness.MustRun(t, work, s.Env(), harness.Bin, "token", "create", "--access", other, "--name", "p"+map[bool]string{true: "1", false: "0"}[warned],
+			"--allow", pat, "--store", addr, "--json")
+		var doc struct{ Warnings []string }
+		json.Unmarshal([]byte(out), &doc)
+		if got := len(doc.Warnings) > 0 && strings.Contains(doc.Warnings[0], "matches nothing"); got != warned {
+			t.Errorf("token create --allow %s --store s3://: warnings %q", pat, doc.Warnings)
+		}
+	}
 	var reps []*harness.Served
 	var cl *http.Client
 	for range 2 {
