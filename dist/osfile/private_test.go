@@ -68,3 +68,34 @@ func TestPrivateEnough(t *testing.T) {
 	check(0o400, 1000, 2000, false)
 	check(0o600, 0, 2000, true)
 }
+
+// TestCheckSafePathLinks: links on the way are followed and their
+// targets' directories judged; a loop of links ends with an error, not a
+// hang; a relative link resolves against its own directory.
+func TestCheckSafePathLinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no owners and modes to judge")
+	}
+	dir := t.TempDir()
+	os.Symlink(filepath.Join(dir, "b"), filepath.Join(dir, "a"))
+	os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	if err := CheckSafePath(filepath.Join(dir, "a"), "x"); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Errorf("a loop of links: %v", err)
+	}
+	os.Mkdir(filepath.Join(dir, "sub"), 0o700)
+	os.WriteFile(filepath.Join(dir, "sub", "secret"), []byte("s\n"), 0o600)
+	os.Symlink("sub/secret", filepath.Join(dir, "rel"))
+	if err := CheckSafePath(filepath.Join(dir, "rel"), "x"); err != nil {
+		t.Errorf("a relative link to a file in a private directory: %v", err)
+	}
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	os.Symlink("../sub/secret", filepath.Join(open, "s"))
+	if err := CheckSafePath(filepath.Join(open, "s"), "x"); err == nil || !strings.Contains(err.Error(), "other users may write it") {
+		t.Errorf("a link in a directory anyone may write: %v", err)
+	}
+	if err := CheckSafePath(filepath.Join(dir, "missing"), "x"); err == nil {
+		t.Error("a missing file passed")
+	}
+}
