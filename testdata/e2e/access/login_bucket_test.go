@@ -51,6 +51,10 @@ type loginBucket struct {
 	pool  *x509.CertPool
 	dex   *dexIdP
 	work  string
+	// haproxy: the front is HAProxy's (TCP, round robin); caFile the
+	// replicas' CA for clients that need a file.
+	haproxy bool
+	caFile  string
 }
 
 // client is a person's browser or CLI: cookies, the replicas' shared CA
@@ -97,10 +101,11 @@ func (lb *loginBucket) do(t *testing.T, cl *http.Client, i int, method, u string
 }
 
 // newLoginBucket starts versitygw, Dex with users, and three replicas
-// over an empty bucket, after before (if any) has put objects in it.
-func newLoginBucket(t *testing.T, users []dexUser, before func(*harness.S3)) *loginBucket {
+// over an empty bucket, after before (if any) has put objects in it; with
+// haproxy, HAProxy in front of them, whose address is then the front.
+func newLoginBucket(t *testing.T, users []dexUser, before func(*harness.S3), haproxy bool) *loginBucket {
 	t.Helper()
-	lb := &loginBucket{s3: harness.StartS3(t), work: t.TempDir()}
+	lb := &loginBucket{s3: harness.StartS3(t), work: t.TempDir(), haproxy: haproxy}
 	if before != nil {
 		before(lb.s3)
 	}
@@ -117,8 +122,6 @@ func newLoginBucket(t *testing.T, users []dexUser, before func(*harness.S3)) *lo
 	}
 	accessFile := filepath.Join(lb.work, "access.hcl")
 	os.WriteFile(accessFile, []byte(b.String()), 0o600)
-	// Dex first: the replicas need not wait for it, but a sign-in does.
-	lb.dex = startDex(t, dexOptions{port: dexPort, secret: secret, redirectURIs: []string{"https://" + lb.front + "/oauth/callback"}, users: users, noMock: true})
 	// The three at once on an empty bucket: they must agree on one sealing
 	// key (and one CA, one set of URL keys), each created only if absent.
 	lb.reps = make([]*harness.Served, 3)
@@ -143,6 +146,17 @@ func newLoginBucket(t *testing.T, users []dexUser, before func(*harness.S3)) *lo
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	if lb.haproxy {
+		// HAProxy in front (TCP, round robin): the clients' address is its.
+		caFile := filepath.Join(lb.work, "ca.pem")
+		pemData, _ := harness.CmdRun(t, lb.work, lb.s3.Env(), harness.Bin, "ca", "--store", lb.addr)
+		os.WriteFile(caFile, []byte(pemData[strings.Index(pemData, "-----BEGIN"):]), 0o644)
+		front, _ := harness.StartHAProxy(t, harness.HAProxyBin(t), caFile, lb.reps)
+		lb.front, lb.caFile = strings.TrimPrefix(front, "https://"), caFile
+	}
+	// Dex once the address clients use is known (its callback is
+	// registered there); the replicas need not wait for it.
+	lb.dex = startDex(t, dexOptions{port: dexPort, secret: secret, redirectURIs: []string{"https://" + lb.front + "/oauth/callback"}, users: users, noMock: true})
 	cl := lb.client()
 	for i, r := range lb.reps {
 		for {
@@ -209,7 +223,7 @@ func TestObjectStoreSignIns(t *testing.T) {
 	for i := range users {
 		users[i] = dexUser{fmt.Sprintf("person%02d@site.example", i), "password-" + randomWord(t)}
 	}
-	lb := newLoginBucket(t, users, nil)
+	lb := newLoginBucket(t, users, nil, false)
 	start := time.Now()
 	tokens := make([]string, people)
 	sem := make(chan struct{}, 8)
@@ -337,7 +351,7 @@ func TestObjectStoreCodeOnce(t *testing.T) {
 	for i := range users {
 		users[i] = dexUser{fmt.Sprintf("racer%02d@site.example", i), "password-" + randomWord(t)}
 	}
-	lb := newLoginBucket(t, users, nil)
+	lb := newLoginBucket(t, users, nil, false)
 	var doubles atomic.Int32
 	for i := range rounds {
 		// A sign-in up to its consent, then its code raced.
@@ -448,7 +462,7 @@ func TestObjectStoreSignInHostileObjects(t *testing.T) {
 		putObject(t, s, tok+strings.Repeat("3", 64)+".json", []byte(`{"name":"login~`+forgedName[:16]+`","sha256":"`+forgedName+`","subject":"x","issuer":"x","via":"cli","created":"2026-01-01T00:00:00Z","expires":"2099-01-01T00:00:00Z"}`))
 		putObject(t, s, tok+"nested/"+forgedName+".json", []byte("{}"))
 		putObject(t, s, "site/state/logins/stamp", bytes.Repeat([]byte("9"), 1000))
-	})
+	}, false)
 	cl := lb.client()
 	if code := lb.admitted(t, cl, 0, secret); code != 401 {
 		t.Errorf("a token whose record is filed under another name: %d", code)
@@ -550,4 +564,66 @@ func (lb *loginBucket) browserSignInOut(t *testing.T, who dexUser, check func(to
 		t.Fatalf("sign-out at replica 0: %s\n%s", status(resp), body)
 	}
 	return token
+}
+
+// TestObjectStoreTerraformLogin: real 'terraform login' through HAProxy
+// in front of three bucket replicas (its discovery and its token
+// exchange on whichever replica HAProxy picks), the person's browser
+// steps each on another replica; the token terraform stores is admitted
+// by every replica.
+func TestObjectStoreTerraformLogin(t *testing.T) {
+	t.Parallel()
+	who := dexUser{"tf@site.example", "password-" + randomWord(t)}
+	lb := newLoginBucket(t, []dexUser{who}, nil, true)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".terraform.d"), 0o700)
+	nb, _ := noBrowserEnv(t)
+	env := append([]string{"HOME=" + home, "SSL_CERT_FILE=" + lb.caFile,
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}, nb...)
+	out, err := cliLogin(t, harness.TerraformBin(t), lb.front, env, func(authURL string) {
+		cl := lb.client()
+		resp, body := lb.do(t, cl, 0, "GET", authURL, nil)
+		if resp == nil || resp.StatusCode/100 != 3 {
+			t.Errorf("authorization at replica 0: %s\n%s", status(resp), body)
+			return
+		}
+		next := lb.throughDex(t, cl, resp.Header.Get("Location"), who)
+		if next == "" {
+			return
+		}
+		resp, body = lb.do(t, cl, 1, "GET", next, nil)
+		m := consentRe.FindStringSubmatch(body)
+		if resp == nil || m == nil {
+			t.Errorf("callback at replica 1: %s\n%s", status(resp), body)
+			return
+		}
+		resp, body = lb.do(t, cl, 2, "POST", "https://"+lb.front+"/oauth/consent", url.Values{"consent": {html.UnescapeString(m[1])}, "action": {"allow"}})
+		if resp == nil || resp.StatusCode/100 != 3 {
+			t.Errorf("consent at replica 2: %s\n%s", status(resp), body)
+			return
+		}
+		// Terraform's own listener takes the code.
+		if r, err := http.Get(resp.Header.Get("Location")); err == nil {
+			r.Body.Close()
+		} else if !cliClosed(err) {
+			t.Errorf("handing the code to terraform: %v", err)
+		}
+	}, true)
+	if err != nil {
+		t.Fatalf("terraform login %s: %v\n%s", lb.front, err, out)
+	}
+	if !strings.Contains(out, "Success! Terraform has obtained and saved an API token") {
+		t.Errorf("terraform login did not say it saved a token:\n%s", out)
+	}
+	creds, _ := credentialsFile(t, home)
+	tok := creds[lb.front]
+	if tok == "" {
+		t.Fatalf("terraform stored no token for %s: %v\n%s", lb.front, creds, out)
+	}
+	cl := lb.client()
+	for r := range lb.reps {
+		if code := lb.admitted(t, cl, r, tok); code != 200 {
+			t.Errorf("terraform's token at replica %d: %d", r, code)
+		}
+	}
 }
