@@ -74,7 +74,7 @@ func ctxLogin() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), loginTimeout)
 }
 
-// checkName refuses a name that would reach outside sub (LoginState's
+// checkLoginName refuses a name that would reach outside sub (LoginState's
 // names are hex with an extension).
 func checkLoginName(name string) error {
 	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
