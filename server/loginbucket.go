@@ -50,7 +50,7 @@ const (
 	loginObjects  = "state/logins/"
 	loginStamp    = loginObjects + "stamp"
 	loginAttempts = 20
-	loginTimeout  = 30 * time.Second
+	loginTimeout  = 10 * time.Second // some calls are on a request's path (a token another replica issued)
 	takenSuffix   = ".taken"
 )
 
