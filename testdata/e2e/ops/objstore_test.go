@@ -323,7 +323,7 @@ func TestObjectStoreImport(t *testing.T) {
 		}
 	}
 	three := extra("three")
-	putLease("ops@importer-7 (pid 42)", time.Now().Add(time.Hour))
+	putLease("ops@importer-7 (pid 42)", time.Now().Add(5*time.Minute))
 	refusedUnchanged(three, "ops@importer-7 (pid 42) holds its lease")
 	putLease("ops@importer-7 (pid 42)", time.Now().Add(-time.Minute))
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, three)
@@ -864,7 +864,7 @@ func TestObjectStoreGC(t *testing.T) {
 	if after := bucketList(t, s, "site/"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("gc --dry-run changed the bucket")
 	}
-	body := fmt.Sprintf(`{"holder":"airgap import of next.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	body := fmt.Sprintf(`{"holder":"airgap import of next.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
 	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)}); err != nil {
 		t.Fatal(err)
 	}
@@ -1186,7 +1186,7 @@ func TestObjectStoreKeys(t *testing.T) {
 	}
 	ns, fp := iv.PublisherKeys[0].Namespace, iv.PublisherKeys[0].Keys[0].Fingerprint
 	before := bucketList(t, s, "site/index.json")
-	body := fmt.Sprintf(`{"holder":"airgap import of x.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	body := fmt.Sprintf(`{"holder":"airgap import of x.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
 	s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)})
 	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "keys", "retire", "--store", addr, "--reason", "test", ns, fp)
 	if err == nil || !strings.Contains(out, "x.bundle on importer-3 (pid 7) holds its lease") {
