@@ -51,6 +51,8 @@ type Object struct {
 	Name string
 	Size int64
 	ETag string
+	// Modified is the server's time of the last write (set by List).
+	Modified time.Time
 }
 
 // Client is a store in a bucket. Safe for concurrent use.
@@ -265,7 +267,7 @@ func (c *Client) List(ctx context.Context, sub string, max int) ([]Object, error
 			if len(objs) >= max {
 				return nil, fmt.Errorf("%s: %w: more than %d objects", c.where(sub+"*"), ErrTooLarge, max)
 			}
-			objs = append(objs, Object{Name: name, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
+			objs = append(objs, Object{Name: name, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), Modified: aws.ToTime(o.LastModified)})
 		}
 	}
 	return objs, nil

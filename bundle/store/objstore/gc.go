@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/verify"
@@ -13,6 +14,8 @@ import (
 
 // GC deletes the blobs in the bucket that the store's index does not
 // refer to (left by a killed or refused import, or dropped by a prune),
+// and the probe objects of conditional-write checks killed before their
+// clean-up (counted as temporary files),
 // under the import lease, so no import runs meanwhile: an import in
 // progress holds the lease, and gc is refused naming it. It deletes, then
 // records the run in the index by a write conditional on the ETag it read
@@ -75,6 +78,25 @@ func GC(ctx context.Context, c *Client, dir, holder string, dryRun bool) (*store
 		res.Blobs = append(res.Blobs, d)
 		res.Bytes += o.Size
 		res.Removed = append(res.Removed, store.RemovedBlob{Blob: d, Bytes: o.Size, What: what})
+	}
+	// The probe objects of checks killed before their clean-up: any older
+	// than ProbeStale (no check runs that long; the server's clock is
+	// within the 15 minutes request signatures allow of this one's).
+	probes, err := c.List(ctx, probePrefix, MaxList)
+	if err != nil {
+		return res, err
+	}
+	for _, o := range probes {
+		if time.Since(o.Modified) < ProbeStale {
+			continue
+		}
+		if !dryRun {
+			if err := c.Delete(ctx, o.Name); err != nil && !errors.Is(err, ErrNotFound) {
+				return res, fmt.Errorf("deleting %s, left by a killed check: %w\nrun gc again", o.Name, err)
+			}
+		}
+		res.Temps++
+		res.TempBytes += o.Size
 	}
 	if dryRun || len(res.Blobs) == 0 {
 		return res, nil

@@ -3,14 +3,24 @@ package ops
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
@@ -86,4 +96,257 @@ func TestObjectStoreForgedLease(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "copy")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
 	harness.CheckConsistent(t, dir)
+}
+
+// holdingProxy is a plain HTTP reverse proxy in front of the S3 server
+// that holds, unanswered and never forwarded, every request hold says to
+// hold (given the method and the object's name under the prefix, and
+// what went through before it), until the client goes away. It is how a
+// test stops an importer at an exact point of its work with no hook in
+// airgap: the importer's next request to the bucket is the evidence of
+// the phase it is in. The Host header is kept, so signatures still match.
+type holdingProxy struct {
+	mu     sync.Mutex
+	seen   []string // "METHOD name" of each request as it arrived
+	done   []string // and as it was answered (forwarded ones only)
+	held   int
+	hold   func(method, name string, seen []string) bool
+	prefix string
+}
+
+func startHoldingProxy(t *testing.T, s *harness.S3, prefix string, hold func(method, name string, seen []string) bool) (*holdingProxy, string) {
+	t.Helper()
+	target, _ := url.Parse(s.Endpoint)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	release := make(chan struct{})
+	p := &holdingProxy{hold: hold, prefix: "/" + s.Bucket + "/" + prefix + "/"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, p.prefix)
+		what := r.Method + " " + name
+		p.mu.Lock()
+		held := p.hold(r.Method, name, p.seen)
+		p.seen = append(p.seen, what)
+		if held {
+			p.held++
+		}
+		p.mu.Unlock()
+		if held {
+			// The body read first: only then does the server notice the
+			// client going away (and end the request's context).
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+		p.mu.Lock()
+		p.done = append(p.done, what)
+		p.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	return p, "s3://" + s.Bucket + "/" + prefix + "?use_path_style=true&endpoint=" + srv.URL
+}
+
+func (p *holdingProxy) state() (held int, seen, done []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held, append([]string(nil), p.seen...), append([]string(nil), p.done...)
+}
+
+func countOf(list []string, method, prefix string) int {
+	n := 0
+	for _, w := range list {
+		if m, name, _ := strings.Cut(w, " "); m == method && strings.HasPrefix(name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestObjectStoreImportKilledInEachPhase: an importer SIGKILLed in each
+// phase of a bucket import leaves a valid store: the index the one before
+// (or, once written, the new one), every blob it names present and whole
+// (a copy out of the bucket is consistent, and the inventory read from
+// the bucket is the copy's), nothing under the prefix that is not the
+// store's. While the importer is still alive in that phase, gc is refused
+// naming it (it never deletes what an import in progress may refer to).
+// After the kill the next import is refused naming the killed one and how
+// to break its lease; broken so, gc removes every object no index refers
+// to and the import of the same bundle completes. Each phase is reached
+// by holding the importer's next request to the bucket (holdingProxy).
+func TestObjectStoreImportKilledInEachPhase(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	root, keyring, extra := harness.OpsStore(t)
+	work := filepath.Dir(root)
+	site := filepath.Join(work, "site.bundle")
+	first := extra("first")
+	after := func(seen []string, what string) bool { return slices.Contains(seen, what) }
+	for _, ph := range []struct {
+		name string
+		hold func(method, name string, seen []string) bool
+		// settled: what must have been answered before the kill
+		settled      func(done []string) bool
+		indexChanged bool
+	}{
+		{name: "probing", hold: func(m, n string, seen []string) bool {
+			return m == "PUT" && strings.HasPrefix(n, "probe-") && countOf(seen, "PUT", "probe-") == 1
+		}},
+		{name: "lease-taken", hold: func(m, n string, seen []string) bool {
+			return m == "GET" && n == "index.json" && after(seen, "PUT lease.json")
+		}},
+		{name: "before-blobs", hold: func(m, n string, seen []string) bool {
+			return m == "PUT" && strings.HasPrefix(n, "blobs/")
+		}},
+		{name: "uploading", hold: func(m, n string, seen []string) bool {
+			return m == "PUT" && strings.HasPrefix(n, "blobs/") && countOf(seen, "PUT", "blobs/") >= 2
+		}, settled: func(done []string) bool { return countOf(done, "PUT", "blobs/") >= 2 }},
+		{name: "before-index", hold: func(m, n string, seen []string) bool {
+			return m == "PUT" && n == "index.json"
+		}},
+		{name: "before-release", hold: func(m, n string, seen []string) bool {
+			return n == "lease.json" && m != "PUT" && after(seen, "PUT index.json")
+		}, settled: func(done []string) bool { return slices.Contains(done, "PUT index.json") }, indexChanged: true},
+	} {
+		t.Run(ph.name, func(t *testing.T) {
+			t.Parallel()
+			addr := s.Addr(ph.name)
+			harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, first)
+			before := bucketList(t, s, ph.name+"/")
+			p, viaProxy := startHoldingProxy(t, s, ph.name, ph.hold)
+			cmd := exec.Command(harness.Bin, "import", "--keyring", keyring, "--store", viaProxy, site)
+			cmd.Env = append(harness.BaseEnv(), s.Env()...)
+			out := &harness.LockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				held, _, done := p.state()
+				if held > 0 && (ph.settled == nil || ph.settled(done)) {
+					break
+				}
+				select {
+				case <-exited:
+					_, seen, _ := p.state()
+					t.Fatalf("the import ended before the phase:\n%s\nrequests: %v", out.String(), seen)
+				default:
+				}
+				if time.Now().After(deadline) {
+					_, seen, _ := p.state()
+					t.Fatalf("the phase was not reached: requests %v", seen)
+				}
+			}
+			holder := "airgap import of site.bundle"
+			if ph.name != "probing" {
+				// Alive in this phase, it holds the lease: gc is refused.
+				mid := bucketList(t, s, ph.name+"/")
+				gcOut, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "gc", "--store", addr)
+				if err == nil || !strings.Contains(gcOut, holder) {
+					t.Errorf("gc while the import is in phase %s: %v\n%s", ph.name, err, gcOut)
+				}
+				if now := bucketList(t, s, ph.name+"/"); fmt.Sprint(now) != fmt.Sprint(mid) {
+					t.Errorf("gc refused changed the bucket:\n%v\n%v", mid, now)
+				}
+			}
+			cmd.Process.Kill()
+			<-exited
+			_, seen, _ := p.state()
+			t.Logf("killed after %d requests", len(seen))
+
+			// A valid store.
+			indexBefore, indexNow := "", ""
+			for _, k := range before {
+				if strings.HasPrefix(k, ph.name+"/index.json ") {
+					indexBefore = k
+				}
+			}
+			var orphans int
+			for _, k := range bucketList(t, s, ph.name+"/") {
+				name, _, _ := strings.Cut(strings.TrimPrefix(k, ph.name+"/"), " ")
+				switch {
+				case name == "index.json":
+					indexNow = k
+				case name == "lease.json", strings.HasPrefix(name, "probe-"), name == "state/usage/usage.json":
+				case strings.HasPrefix(name, "blobs/sha256/"):
+					if !slices.Contains(before, k) {
+						orphans++
+					}
+				default:
+					t.Errorf("a killed import left %s", k)
+				}
+			}
+			if (indexNow != indexBefore) != ph.indexChanged {
+				t.Errorf("index %q, before the import %q", indexNow, indexBefore)
+			}
+			check := func(label string) string {
+				t.Helper()
+				dir := filepath.Join(t.TempDir(), "copy")
+				harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
+				harness.CheckConsistent(t, dir)
+				fromCopy := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", dir)
+				if direct := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--store", addr); strings.Replace(direct, addr, dir, 1) != fromCopy {
+					t.Errorf("%s: inventory from the bucket differs from the copy's:\n%s\n----\n%s", label, direct, fromCopy)
+				}
+				return fromCopy
+			}
+			check("after the kill")
+			harness.MustRun(t, work, s.Env(), harness.Bin, "store", "check", addr)
+
+			// The next import: refused while the killed one's lease lives
+			// (but in the probe, before it took one), naming it and how to
+			// break it.
+			if ph.name != "probing" {
+				out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, site)
+				if err == nil || !strings.Contains(out, holder) || !strings.Contains(out, "deleting the object s3://"+s.Bucket+"/"+ph.name+"/lease.json") {
+					t.Errorf("import while the killed one's lease lives: %v\n%s", err, out)
+				}
+				if _, err := s.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: aws.String(ph.name + "/lease.json")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ph.name == "probing" {
+				// A probe object as fresh as a check in progress stays;
+				// one older than any check runs (the server's file
+				// backdated) is removed.
+				harness.MustRun(t, work, s.Env(), harness.Bin, "gc", "--store", addr)
+				probes, _ := filepath.Glob(filepath.Join(s.Dir, s.Bucket, ph.name, "probe-*"))
+				if len(probes) != 1 {
+					t.Fatalf("probe objects after gc: %v (want the killed check's, still fresh)", probes)
+				}
+				old := time.Now().Add(-objstore.ProbeStale - time.Minute)
+				os.Chtimes(probes[0], old, old)
+			}
+			gcOut := harness.MustRun(t, work, s.Env(), harness.Bin, "gc", "--store", addr)
+			t.Logf("%d orphan blob(s); gc: %s", orphans, strings.TrimSpace(gcOut))
+			copyDir := filepath.Join(t.TempDir(), "gced")
+			harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, copyDir)
+			st, err := store.Open(copyDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			referenced := map[string]bool{}
+			for d := range st.Index().Blobs() {
+				referenced[d.Hex()] = true
+			}
+			for _, k := range bucketList(t, s, ph.name+"/") {
+				name, _, _ := strings.Cut(strings.TrimPrefix(k, ph.name+"/"), " ")
+				if hex, ok := strings.CutPrefix(name, "blobs/sha256/"); ok && !referenced[hex] {
+					t.Errorf("after gc, blob %s is in the bucket and no index refers to it", hex[:12])
+				}
+				if strings.HasPrefix(name, "probe-") {
+					t.Errorf("after gc, the killed probe's object %s is left", name)
+				}
+			}
+			harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, site)
+			if inv := check("after the next import"); !strings.Contains(inv, "example/first") || !strings.Contains(inv, "hashicorp/") {
+				t.Errorf("the store after the next import lacks a bundle:\n%s", inv)
+			}
+		})
+	}
 }
