@@ -821,7 +821,6 @@ func TestObjectStoreHAProxy(t *testing.T) {
 		t.Errorf("tofu init through HAProxy: %v\n%s", err, out)
 	}
 
-
 	steadyLoadKill(t, s, addr, work, front, reps, hpLogs)
 	for i := range 2 {
 		if out, err := terraformInit(t, base, reps[0].CAFile, "3.6.2"); err != nil {
@@ -958,7 +957,7 @@ func steadyLoadKill(t *testing.T, s *harness.S3, addr, work, front string, reps 
 			// What the killed replica may have served since its last
 			// flush: any download that ended within 1 s (the flush
 			// interval) before the kill, or after it.
-			if r.end.After(killed.Add(-1200 * time.Millisecond)) && r.end.Before(down.Add(100*time.Millisecond)) {
+			if r.end.After(killed.Add(-1200*time.Millisecond)) && r.end.Before(down.Add(100*time.Millisecond)) {
 				lastFlush++
 			}
 		case r.start.After(down):
