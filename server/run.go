@@ -71,7 +71,8 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		return err
 	}
 	if replica != nil {
-		st.SetRemote(replica)
+		cacheMax, _ := cfg.Config.objectCacheMax()
+		st.SetRemote(replica, cacheMax)
 		if cfg.TLS.Mode == certs.ModeLocal || cfg.TLS.Mode == "" {
 			if err := shareLocalCA(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
 				return err

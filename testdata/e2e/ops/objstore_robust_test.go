@@ -2,8 +2,12 @@ package ops
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,9 +24,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
 )
 
 // TestObjectStoreReplicaStartLog: a bucket replica says "the store is
@@ -348,5 +355,105 @@ func TestObjectStoreImportKilledInEachPhase(t *testing.T) {
 				t.Errorf("the store after the next import lacks a bundle:\n%s", inv)
 			}
 		})
+	}
+}
+
+// TestObjectStoreReplicaCacheBounded: range requests make a bucket
+// replica hold blobs as files; with --object-cache-max 1MiB, ranges of
+// four 400 KiB packages (1.6 MiB in all, each requested twice over) keep
+// the replica's directory under 1 MiB of blobs after every answer, and
+// every range answered is the package's bytes, an evicted one fetched
+// again.
+func TestObjectStoreReplicaCacheBounded(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	keyring := filepath.Join(work, "site.pub.asc")
+	os.WriteFile(keyring, []byte(pub), 0o644)
+	set := bundletest.NewSet()
+	names := []string{"alpha", "bravo", "charlie", "delta"}
+	zips := map[string][]byte{}
+	for _, n := range names {
+		p := bundletest.BuildProvider(t, filepath.Join(work, n), bundletest.Provider{
+			Host: "registry.terraform.io", Namespace: "example", Type: n, Version: "1.0.0",
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 400 << 10,
+		})
+		set.AddProvider(p)
+	}
+	b := filepath.Join(work, "big.bundle")
+	set.WriteBundleFile(t, b, signer, bundle.CompressionZstd)
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+	tmp := t.TempDir()
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: append(s.Env(), "TMPDIR="+tmp), Args: []string{"--metrics-listen", "off", "--object-cache-max", "1MiB"}})
+	var cl *http.Client
+	for deadline := time.Now().Add(20 * time.Second); cl == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up:\n%s", srv.Logs.String())
+		}
+		pemData, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "ca", "--store", addr)
+		if err != nil || !strings.Contains(pemData, "-----BEGIN") {
+			continue
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		if code, _, err := harness.Fetch(c, srv.Base+"healthz"); err == nil && code == 200 {
+			cl = c
+		}
+	}
+	onDisk := func() int64 {
+		var n int64
+		filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.Contains(p, "blobs") {
+				if fi, err := d.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+		return n
+	}
+	var peak int64
+	for round := range 2 {
+		for _, n := range names {
+			dl := srv.Base + "origin/registry.terraform.io/v1/providers/example/" + n + "/1.0.0/download/linux/amd64"
+			_, body, err := harness.Fetch(cl, dl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d struct {
+				DownloadURL string `json:"download_url"`
+			}
+			json.Unmarshal(body, &d)
+			pkg := harness.ResolveRef(dl, d.DownloadURL)
+			if zips[n] == nil {
+				_, whole, err := harness.Fetch(cl, pkg)
+				if err != nil || len(whole) < 400<<10 {
+					t.Fatalf("GET %s: %d bytes, %v", pkg, len(whole), err)
+				}
+				zips[n] = whole
+			}
+			req, _ := http.NewRequest("GET", pkg, nil)
+			req.Header.Set("Range", "bytes=1000-1999")
+			resp, err := cl.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 206 || string(part) != string(zips[n][1000:2000]) {
+				t.Errorf("round %d, range of %s: %d, %d bytes", round, n, resp.StatusCode, len(part))
+			}
+			if used := onDisk(); used > peak {
+				peak = used
+			}
+		}
+	}
+	t.Logf("peak blob bytes on the replica's disk: %d (cap 1 MiB; 1.6 MiB of packages ranged)", peak)
+	if peak > 1<<20 || peak < 400<<10 {
+		t.Errorf("the replica's disk held %d bytes of blobs, want at most the 1 MiB cap (and at least one package)", peak)
 	}
 }
