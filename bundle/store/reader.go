@@ -115,10 +115,11 @@ func (c *blobCache) keep(d verify.Digest, size int64) {
 // Remote is where a replica's blobs come from when its directory lacks
 // them: Fetch writes blob d, verified against its digest as it streams,
 // to dst (a temporary path in the store's tmp directory, renamed into
-// place by the caller); Stream opens it for one sequential read that
+// place by the caller), refusing before it writes a byte an object that
+// is not size bytes long (what Size said, and the cache reserved); Stream opens it for one sequential read that
 // fails at its end if the bytes do not match d, and says its size.
 type Remote interface {
-	Fetch(d verify.Digest, dst string) error
+	Fetch(d verify.Digest, dst string, size int64) error
 	Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, int64, error)
 	Size(ctx context.Context, d verify.Digest) (int64, error)
 }
@@ -292,7 +293,7 @@ func (s *Store) fetch(d verify.Digest) (*os.File, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	err = s.remote.Fetch(d, tmp.Name())
+	err = s.remote.Fetch(d, tmp.Name(), size)
 	if err == nil {
 		err = os.Chmod(tmp.Name(), 0o444)
 	}
