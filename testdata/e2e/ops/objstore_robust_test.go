@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -119,6 +120,7 @@ type holdingProxy struct {
 	held   int
 	hold   func(method, name string, seen []string) bool
 	prefix string
+	pass   chan struct{} // closed: held requests go on to the server
 }
 
 func startHoldingProxy(t *testing.T, s *harness.S3, prefix string, hold func(method, name string, seen []string) bool) (*holdingProxy, string) {
@@ -126,7 +128,7 @@ func startHoldingProxy(t *testing.T, s *harness.S3, prefix string, hold func(met
 	target, _ := url.Parse(s.Endpoint)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	release := make(chan struct{})
-	p := &holdingProxy{hold: hold, prefix: "/" + s.Bucket + "/" + prefix + "/"}
+	p := &holdingProxy{pass: make(chan struct{}), hold: hold, prefix: "/" + s.Bucket + "/" + prefix + "/"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, p.prefix)
 		what := r.Method + " " + name
@@ -140,12 +142,15 @@ func startHoldingProxy(t *testing.T, s *harness.S3, prefix string, hold func(met
 		if held {
 			// The body read first: only then does the server notice the
 			// client going away (and end the request's context).
-			io.Copy(io.Discard, r.Body)
+			body, _ := io.ReadAll(r.Body)
 			select {
 			case <-r.Context().Done():
+				return
 			case <-release:
+				return
+			case <-p.pass:
+				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			return
 		}
 		rp.ServeHTTP(w, r)
 		p.mu.Lock()
@@ -455,5 +460,79 @@ func TestObjectStoreReplicaCacheBounded(t *testing.T) {
 	t.Logf("peak blob bytes on the replica's disk: %d (cap 1 MiB; 1.6 MiB of packages ranged)", peak)
 	if peak > 1<<20 || peak < 400<<10 {
 		t.Errorf("the replica's disk held %d bytes of blobs, want at most the 1 MiB cap (and at least one package)", peak)
+	}
+}
+
+// startHeld starts airgap with args and waits until p holds a request of
+// it; it returns a channel that yields its output and error once it ends.
+func startHeld(t *testing.T, s *harness.S3, work string, p *holdingProxy, args ...string) chan error {
+	t.Helper()
+	cmd := exec.Command(harness.Bin, args...)
+	cmd.Dir = work
+	cmd.Env = append(harness.BaseEnv(), s.Env()...)
+	out := &harness.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out.String())
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if held, _, _ := p.state(); held > 0 {
+			return done
+		}
+		if time.Now().After(deadline) {
+			_, seen, _ := p.state()
+			t.Fatalf("airgap %s was not held: requests %v\n%s", args[0], seen, out.String())
+		}
+	}
+}
+
+// TestObjectStoreGCPastExpiredLease: an import stopped just before its
+// index write for longer than its lease (here: its lease rewritten as
+// expired) while a gc takes the lease over and sees its blobs as
+// unreferenced. Whichever index write lands first, no index refers to a
+// deleted blob: gc records its run in the index (conditionally) before it
+// deletes anything, so when the import's write lands first, gc's fails
+// and it deletes nothing.
+func TestObjectStoreGCPastExpiredLease(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	root, keyring, extra := harness.OpsStore(t)
+	work := filepath.Dir(root)
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, extra("first"))
+	holdIndex := func(m, n string, seen []string) bool { return m == "PUT" && n == "index.json" }
+	pi, viaI := startHoldingProxy(t, s, "site", holdIndex)
+	importDone := startHeld(t, s, work, pi, "import", "--keyring", keyring, "--store", viaI, filepath.Join(work, "site.bundle"))
+	body := fmt.Sprintf(`{"holder":"stopped","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339))
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	pg, viaG := startHoldingProxy(t, s, "site", holdIndex)
+	gcDone := startHeld(t, s, work, pg, "gc", "--store", viaG)
+	_, seen, _ := pg.state()
+	t.Logf("gc held after %v", seen)
+	close(pi.pass)
+	if err := <-importDone; err != nil {
+		t.Errorf("the stopped import, let go: %v", err)
+	}
+	close(pg.pass)
+	err := <-gcDone
+	if err == nil || !strings.Contains(err.Error(), "another writer replaced the index") || !strings.Contains(err.Error(), "nothing was deleted") {
+		t.Errorf("gc whose index write came second: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "copy")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, dir)
+	harness.CheckConsistent(t, dir)
+	if inv := harness.MustRun(t, work, nil, harness.Bin, "inventory", "--store", dir); !strings.Contains(inv, "hashicorp/") {
+		t.Errorf("the import's index is not the store's:\n%s", inv)
 	}
 }
