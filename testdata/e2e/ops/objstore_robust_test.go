@@ -183,8 +183,9 @@ func countOf(list []string, method, prefix string) int {
 // (or, once written, the new one), every blob it names present and whole
 // (a copy out of the bucket is consistent, and the inventory read from
 // the bucket is the copy's), nothing under the prefix that is not the
-// store's. While the importer is still alive in that phase, gc is refused
-// naming it (it never deletes what an import in progress may refer to).
+// store's. While the importer is still alive in that phase, gc and prune
+// are refused naming it (they never delete what an import in progress may
+// refer to).
 // After the kill the next import is refused naming the killed one and how
 // to break its lease; broken so, gc removes every object no index refers
 // to and the import of the same bundle completes. Each phase is reached
@@ -256,14 +257,17 @@ func TestObjectStoreImportKilledInEachPhase(t *testing.T) {
 			}
 			holder := "airgap import of site.bundle"
 			if ph.name != "probing" {
-				// Alive in this phase, it holds the lease: gc is refused.
+				// Alive in this phase, it holds the lease: gc and prune
+				// are refused.
 				mid := bucketList(t, s, ph.name+"/")
-				gcOut, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "gc", "--store", addr)
-				if err == nil || !strings.Contains(gcOut, holder) {
-					t.Errorf("gc while the import is in phase %s: %v\n%s", ph.name, err, gcOut)
+				for _, args := range [][]string{{"gc", "--store", addr}, {"prune", "--keep", "1", "--store", addr}} {
+					out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, args...)
+					if err == nil || !strings.Contains(out, holder) {
+						t.Errorf("%s while the import is in phase %s: %v\n%s", args[0], ph.name, err, out)
+					}
 				}
 				if now := bucketList(t, s, ph.name+"/"); fmt.Sprint(now) != fmt.Sprint(mid) {
-					t.Errorf("gc refused changed the bucket:\n%v\n%v", mid, now)
+					t.Errorf("gc or prune, refused, changed the bucket:\n%v\n%v", mid, now)
 				}
 			}
 			cmd.Process.Kill()
