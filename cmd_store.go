@@ -172,6 +172,6 @@ func openReadStore(addr string) (dir string, st *store.Store, cleanup func(), er
 		cleanup()
 		return "", nil, nil, err
 	}
-	st.SetRemote(objstore.NewRemote(cl, slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	st.SetRemote(objstore.NewRemote(cl, slog.New(slog.NewTextHandler(os.Stderr, nil))), 0)
 	return dir, st, cleanup, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
@@ -93,6 +94,9 @@ type ServeConfig struct {
 	// ObjectRedirect (on or off): with a store in object storage, answer
 	// blob downloads with a redirect to a presigned URL of the object.
 	ObjectRedirect string `hcl:"object-redirect,optional"`
+	// ObjectCacheMax: with a store in object storage, the most disk the
+	// replica gives to blobs it must hold as files.
+	ObjectCacheMax string `hcl:"object-cache-max,optional"`
 
 	// File is the --config file ("" for none).
 	File string
@@ -387,6 +391,9 @@ func (c *ServeConfig) validate() error {
 	if d, err := c.usageInterval(); err != nil || d < time.Second || d > time.Hour {
 		return c.bad("usage-flush", "%q: want a duration from 1s to 1h, such as 10s", c.UsageFlush)
 	}
+	if n, err := c.objectCacheMax(); err != nil || n < 1<<20 {
+		return c.bad("object-cache-max", "%q: want a size of 1MiB or more, such as 1GiB", c.ObjectCacheMax)
+	}
 	if c.ObjectRedirect != "" && c.ObjectRedirect != "on" && c.ObjectRedirect != "off" {
 		return c.bad("object-redirect", "%q: want on or off", c.ObjectRedirect)
 	}
@@ -414,6 +421,15 @@ func (c *ServeConfig) auditMaxSize() (int64, error) {
 		return access.DefaultAuditMaxSize, nil
 	}
 	return bundle.ParseSize(c.AuditLogMaxSize)
+}
+
+// objectCacheMax is the parsed object-cache-max (default
+// store.DefaultCacheMax).
+func (c *ServeConfig) objectCacheMax() (int64, error) {
+	if c == nil || c.ObjectCacheMax == "" {
+		return store.DefaultCacheMax, nil
+	}
+	return bundle.ParseSize(c.ObjectCacheMax)
 }
 
 // urlTTL is the parsed download-url-ttl (default DefaultURLTTL).

@@ -71,7 +71,8 @@ func Run(ctx context.Context, cfg RunOptions) error {
 		return err
 	}
 	if replica != nil {
-		st.SetRemote(replica)
+		cacheMax, _ := cfg.Config.objectCacheMax()
+		st.SetRemote(replica, cacheMax)
 		if cfg.TLS.Mode == certs.ModeLocal || cfg.TLS.Mode == "" {
 			if err := shareLocalCA(ctx, replica.Client(), store.TLSDir(cfg.Store)); err != nil {
 				return err
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	go watchCatalog(ctx, st, srv, cfg.Log)
 	cat := st.Catalog()
 	cfg.Log.Info("serving", "addr", ln.Addr().String(), "names", strings.Join(cfg.TLS.Names, ","), "tls", cfg.TLS.Mode,
-		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "startup_ms", time.Since(start).Milliseconds())
+		"provider_versions", len(cat.Providers), "module_versions", len(cat.Modules), "releases", len(cat.Releases), "startup_ms", time.Since(start).Milliseconds())
 	warnEmpty(cfg.Log, shown, cat)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
@@ -235,9 +236,10 @@ func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ops *opsL
 }
 
 // warnEmpty says at start that an empty store serves nothing (clients
-// would fall through to 404s and, with a mirror config, fail).
+// would fall through to 404s and, with a mirror config, fail). A store of
+// Terraform's or OpenTofu's own releases alone is not empty.
 func warnEmpty(log *slog.Logger, dir string, cat *dist.Catalog) {
-	if len(cat.Providers)+len(cat.Modules) == 0 {
+	if len(cat.Providers)+len(cat.Modules)+len(cat.Releases) == 0 {
 		log.Warn("the store is empty: every request will be answered 404 until a bundle is imported", "hint", "airgap import --keyring site.pub.asc --store "+dir+" BUNDLE (picked up within 2s, no restart)")
 	}
 }

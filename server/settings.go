@@ -52,6 +52,7 @@ var serveSettings = []setting{
 	{name: "usage", def: usageOn, usage: "count package and module downloads in the store's state, shown by the catalog, 'inventory --usage' and 'prune --unused-for' (on or off)"},
 	{name: "usage-flush", def: protocol.DefaultUsageInterval.String(), usage: "how often the download counts are written to STORE/state/usage (1s to 1h)"},
 	{name: "object-redirect", def: "off", usage: "with a store in object storage: answer each blob download (GET or HEAD, no range) with a redirect to a presigned URL of the object, valid 5 minutes, instead of streaming it through serve (on or off)"},
+	{name: "object-cache-max", def: "1GiB", usage: "with a store in object storage: the most disk the replica uses for the blobs it must hold as files (range requests, docs pages, SBOMs), least recently used out first"},
 }
 
 type setting struct {

@@ -24,22 +24,116 @@ type Store struct {
 	// remote, if set, holds the blobs this directory lacks (a replica of
 	// a store in object storage); a directory store has none.
 	remote Remote
+	// cache bounds the disk the blobs fetched from remote take.
+	cache blobCache
+}
+
+// DefaultCacheMax is how much disk a replica gives by default to the
+// blobs it fetches as files (SetRemote).
+const DefaultCacheMax = 1 << 30
+
+// blobCache accounts for the blobs a replica fetched into its directory
+// (the readers that need a file: range requests, docs pages, SBOMs) and
+// keeps them within max bytes, least recently opened out first. A fetch
+// reserves its blob's size before it starts, so the files and the fetches
+// in flight together stay within max. Evicting unlinks the file: a reader
+// that has it open reads on undisturbed (the space returns when it closes
+// it), and the next open fetches it again. A blob that cannot fit (larger
+// than max, or the rest reserved by fetches in flight) is fetched to a
+// temporary file that is unlinked as soon as it is opened. Worst case on
+// disk: max, plus the blobs being read after they were evicted or were
+// too large to keep (bounded by the connections serve admits).
+type blobCache struct {
+	mu    sync.Mutex
+	max   int64
+	used  int64 // kept files and reservations
+	tick  int64
+	files map[verify.Digest]*cached
+}
+
+type cached struct {
+	size, last int64
+}
+
+// touch marks d as just opened.
+func (c *blobCache) touch(d verify.Digest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.files[d]; e != nil {
+		c.tick++
+		e.last = c.tick
+	}
+}
+
+// reserve makes room for size bytes, evicting the least recently opened
+// files of root; false when they cannot fit.
+func (c *blobCache) reserve(root string, size int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size > c.max {
+		return false
+	}
+	for c.used+size > c.max {
+		var oldest verify.Digest
+		var o *cached
+		for d, e := range c.files {
+			if o == nil || e.last < o.last {
+				oldest, o = d, e
+			}
+		}
+		if o == nil {
+			return false // the rest is reserved by fetches in flight
+		}
+		os.Remove(BlobPath(root, oldest))
+		delete(c.files, oldest)
+		c.used -= o.size
+	}
+	c.used += size
+	return true
+}
+
+// release gives back a reservation that was not kept.
+func (c *blobCache) release(size int64) {
+	c.mu.Lock()
+	c.used -= size
+	c.mu.Unlock()
+}
+
+// keep records a reserved blob as placed.
+func (c *blobCache) keep(d verify.Digest, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files[d] != nil { // a concurrent fetch of it placed it first (the same bytes)
+		c.used -= size
+	} else {
+		c.files[d] = &cached{size: size}
+	}
+	c.tick++
+	c.files[d].last = c.tick
 }
 
 // Remote is where a replica's blobs come from when its directory lacks
 // them: Fetch writes blob d, verified against its digest as it streams,
 // to dst (a temporary path in the store's tmp directory, renamed into
-// place by the caller); Stream opens it for one sequential read that
+// place by the caller), refusing before it writes a byte an object that
+// is not size bytes long (what Size said, and the cache reserved); Stream opens it for one sequential read that
 // fails at its end if the bytes do not match d, and says its size.
 type Remote interface {
-	Fetch(d verify.Digest, dst string) error
+	Fetch(d verify.Digest, dst string, size int64) error
 	Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, int64, error)
 	Size(ctx context.Context, d verify.Digest) (int64, error)
 }
 
-// SetRemote makes s a replica whose missing blobs come from r. Call it
-// before s is shared.
-func (s *Store) SetRemote(r Remote) { s.remote = r }
+// SetRemote makes s a replica whose missing blobs come from r, keeping
+// at most cacheMax bytes of them as files in its directory (blobCache; 0:
+// DefaultCacheMax). Call it before s is shared.
+func (s *Store) SetRemote(r Remote, cacheMax int64) {
+	if cacheMax <= 0 {
+		cacheMax = DefaultCacheMax
+	}
+	s.remote = r
+	s.cache = blobCache{max: cacheMax, files: map[verify.Digest]*cached{}}
+}
 
 // StreamBlob opens blob d from the remote when the directory lacks it;
 // ok is false (and nothing opened) for a directory store or a blob the
@@ -136,6 +230,9 @@ func (s *Store) Watch(ctx context.Context, interval time.Duration, onChange func
 // OpenBlob opens a blob for reading.
 func (s *Store) OpenBlob(d verify.Digest) (*os.File, error) {
 	f, err := os.Open(BlobPath(s.root, d))
+	if err == nil && s.remote != nil {
+		s.cache.touch(d)
+	}
 	if os.IsNotExist(err) && s.remote != nil {
 		if f, err = s.fetch(d); err != nil {
 			return nil, err
@@ -173,25 +270,45 @@ func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok b
 }
 
 // fetch brings blob d from the remote into the directory (verified as it
-// streams, renamed into place read-only) and opens it.
+// streams, renamed into place read-only, within the cache's bound) and
+// opens it; one that does not fit is opened from its temporary file,
+// already unlinked.
 func (s *Store) fetch(d verify.Digest) (*os.File, error) {
 	if !verify.IsHex64(d.Hex()) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	size, err := s.remote.Size(ctx, d)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	kept := s.cache.reserve(s.root, size)
 	tmp, err := os.CreateTemp(tmpPath(s.root), "fetch-")
 	if err != nil {
+		if kept {
+			s.cache.release(size)
+		}
 		return nil, err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	if err := s.remote.Fetch(d, tmp.Name()); err != nil {
+	err = s.remote.Fetch(d, tmp.Name(), size)
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o444)
+	}
+	if err == nil && !kept {
+		return os.Open(tmp.Name()) // unlinked by the deferred Remove
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), BlobPath(s.root, d))
+	}
+	if err != nil {
+		if kept {
+			s.cache.release(size)
+		}
 		return nil, err
 	}
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp.Name(), BlobPath(s.root, d)); err != nil {
-		return nil, err
-	}
+	s.cache.keep(d, size)
 	return os.Open(BlobPath(s.root, d))
 }

@@ -51,7 +51,7 @@ type Object struct {
 	Name string
 	Size int64
 	ETag string
-	// Modified is when it was written (listings only).
+	// Modified is the server's time of the last write (set by List).
 	Modified time.Time
 }
 

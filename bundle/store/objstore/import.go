@@ -21,6 +21,17 @@ const LeaseTTL = 10 * time.Minute
 
 const maxLease = 64 << 10
 
+// LeaseSkew is the clock difference allowed between two hosts that share
+// a store: a lease is honoured until its stated expiry, but never beyond
+// now + LeaseTTL + LeaseSkew, the furthest an importer whose clock runs
+// at most LeaseSkew ahead of this one's ever sets it. A lease that claims
+// more (a forged one with an expiry in 2099, or one from a host whose
+// clock is far ahead) is not honoured: the import takes it over and says
+// whose it was. The worst a writer of lease.json can then do is rewrite
+// it again and again; one stale write blocks imports at most
+// LeaseTTL + LeaseSkew.
+const LeaseSkew = 5 * time.Minute
+
 // leaseFile is lease.json: who imports, since when, until when.
 type leaseFile struct {
 	Holder  string    `json:"holder"`
@@ -43,6 +54,9 @@ type Lease struct {
 	done   chan struct{}
 	lost   error
 	closed bool
+	// Note, if not empty, says which lease this one took over without
+	// honouring it (its expiry was beyond what LeaseSkew allows).
+	Note string
 }
 
 // AcquireLease creates lease.json if absent (If-None-Match: *), or takes
@@ -60,9 +74,16 @@ func AcquireLease(ctx context.Context, c *Client, holder string, ttl time.Durati
 			return nil, rerr
 		}
 		var lf leaseFile
-		if json.Unmarshal(old, &lf) == nil && time.Now().Before(lf.Expires) {
-			return nil, fmt.Errorf("store %s: %w: %s holds its lease (since %s, until %s unless renewed)\nhint: wait for that import to finish; if it was killed, its lease expires at %s and the next import cleans up after it",
-				c.addr, ErrLeased, printable(lf.Holder), lf.Started.Format(time.RFC3339), lf.Expires.Format(time.RFC3339), lf.Expires.Format(time.RFC3339))
+		if json.Unmarshal(old, &lf) == nil {
+			now := time.Now()
+			switch limit := now.Add(ttl + LeaseSkew); {
+			case lf.Expires.After(limit):
+				l.Note = fmt.Sprintf("store %s: took over the lease of %s: its expiry %s is further off than any import sets one (%s from now, with %s for clocks that differ), so it was not honoured",
+					c.addr, printable(lf.Holder), lf.Expires.UTC().Format(time.RFC3339), ttl, LeaseSkew)
+			case now.Before(lf.Expires):
+				return nil, fmt.Errorf("store %s: %w: %s holds its lease (since %s, until %s unless renewed)\nhint: wait for that import to finish; if it was killed, its lease expires at %s and the next import cleans up after it; if you are sure it is not running, break the lease by deleting the object %s",
+					c.addr, ErrLeased, printable(lf.Holder), lf.Started.Format(time.RFC3339), lf.Expires.Format(time.RFC3339), lf.Expires.Format(time.RFC3339), c.where(LeaseName))
+			}
 		}
 		etag, err = c.PutBytes(ctx, LeaseName, o.ETag, data) // expired (or unreadable): take it over
 		if errors.Is(err, ErrPrecondition) {

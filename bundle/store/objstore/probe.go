@@ -6,11 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // KnownGood names the servers known to honour the conditional writes the
 // store needs (each checked as CheckConditional does).
 const KnownGood = "AWS S3, SeaweedFS, versitygw 1.8"
+
+// probePrefix starts the name of CheckConditional's probe object.
+const probePrefix = "probe-"
+
+// ProbeStale is the age past which gc deletes a probe object: one left by
+// a check that was killed before its clean-up.
+const ProbeStale = time.Hour
 
 // CheckConditional checks that the server honours the conditional writes
 // the store's guarantees rest on, with a probe object of its own under
@@ -22,7 +30,7 @@ const KnownGood = "AWS S3, SeaweedFS, versitygw 1.8"
 func (c *Client) CheckConditional(ctx context.Context) error {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	name := "probe-" + hex.EncodeToString(rnd[:])
+	name := probePrefix + hex.EncodeToString(rnd[:])
 	defer c.Delete(context.WithoutCancel(ctx), name)
 	refuse := func(what string) error {
 		return fmt.Errorf("store %s: the server does not honour conditional writes: %s, so two writers could both win and lose an import\nhint: use a server known to honour them (%s), or a directory store", c.addr, what, KnownGood)

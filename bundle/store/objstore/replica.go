@@ -133,8 +133,10 @@ func (r *Replica) sync(ctx context.Context) error {
 	return nil
 }
 
-// Fetch writes blob d from the bucket to dst, hashed as it streams.
-func (r *Replica) Fetch(d verify.Digest, dst string) error {
+// Fetch writes blob d from the bucket to dst, hashed as it streams; an
+// object that is not want bytes long (replaced since its size was read)
+// is refused before anything is written.
+func (r *Replica) Fetch(d verify.Digest, dst string, want int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	rc, size, err := r.Stream(ctx, d)
@@ -142,6 +144,9 @@ func (r *Replica) Fetch(d verify.Digest, dst string) error {
 		return err
 	}
 	defer rc.Close()
+	if size != want {
+		return fmt.Errorf("blob %s: %d bytes in the bucket, %d a moment before; not fetched", d.Short(), size, want)
+	}
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err

@@ -113,6 +113,11 @@ func TestBucketIndexGarbage(t *testing.T) {
 	addr := s.Addr("site")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, p)
 	srv, cl := bucketReplica(t, s, addr, work)
+	// A store of releases alone is not empty: the replica says what it
+	// serves, not that every request will be answered 404.
+	if logs := srv.Logs.String(); strings.Contains(logs, "the store is empty") || !strings.Contains(logs, "releases=1") {
+		t.Errorf("a replica over a store of one release, at start:\n%s", logs)
+	}
 	list := func() (int, string) {
 		code, body, _ := harness.Fetch(cl, srv.Base+"releases/terraform/index.json")
 		return code, string(body)

@@ -323,7 +323,7 @@ func TestObjectStoreImport(t *testing.T) {
 		}
 	}
 	three := extra("three")
-	putLease("ops@importer-7 (pid 42)", time.Now().Add(time.Hour))
+	putLease("ops@importer-7 (pid 42)", time.Now().Add(5*time.Minute))
 	refusedUnchanged(three, "ops@importer-7 (pid 42) holds its lease")
 	putLease("ops@importer-7 (pid 42)", time.Now().Add(-time.Minute))
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, three)
@@ -381,7 +381,12 @@ func TestObjectStoreImport(t *testing.T) {
 // directory, the site's public key and the bundles.
 func randomBundles(t *testing.T, versions ...string) (work, pub string, bundles []string) {
 	t.Helper()
-	in := registrytest.World(t)
+	return randomBundlesFrom(t, registrytest.World(t), versions...)
+}
+
+// randomBundlesFrom is randomBundles from the stand-in world in.
+func randomBundlesFrom(t *testing.T, in *registrytest.Internet, versions ...string) (work, pub string, bundles []string) {
+	t.Helper()
 	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
 	work = t.TempDir()
 	keys := filepath.Join(work, "site")
@@ -406,16 +411,30 @@ func terraformInit(t *testing.T, base, caFile, version string) (string, error) {
 // terraformInitWith is terraformInit with the terraform binary tf.
 func terraformInitWith(t *testing.T, tf, base, caFile, version string) (string, error) {
 	t.Helper()
+	_, out, err := terraformInitIn(t, tf, base, caFile, version)
+	return out, err
+}
+
+// randomProject is the project terraformInitIn initializes.
+func randomProject(version string) string {
+	return "terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \"" + version + "\"\n    }\n  }\n}\n"
+}
+
+// terraformInitIn is terraformInitWith, also saying the project's
+// directory (its .terraform.lock.hcl).
+func terraformInitIn(t *testing.T, tf, base, caFile, version string) (string, string, error) {
+	t.Helper()
 	work := t.TempDir()
 	cfg := harness.MustRun(t, work, []string{"SSL_CERT_FILE=" + caFile}, harness.Bin, "client-config", "--url", strings.TrimSuffix(base, "/"))
 	rc := filepath.Join(work, "airgap.tfrc")
 	os.WriteFile(rc, []byte(cfg), 0o644)
 	dir := filepath.Join(work, "p")
 	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "main.tf"), []byte("terraform {\n  required_providers {\n    random = {\n      source  = \"hashicorp/random\"\n      version = \""+version+"\"\n    }\n  }\n}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(randomProject(version)), 0o644)
 	offline := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + caFile,
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=localhost,127.0.0.1"}
-	return harness.CmdRun(t, dir, offline, tf, "init", "-input=false", "-no-color")
+	out, err := harness.CmdRun(t, dir, offline, tf, "init", "-input=false", "-no-color")
+	return dir, out, err
 }
 
 // startS3Replica starts 'airgap serve --store s3://…' and waits for it;
@@ -741,18 +760,30 @@ func TestObjectStoreImportKilled(t *testing.T) {
 // TestObjectStoreHAProxy: three replicas over one bucket, no shared file
 // system, behind HAProxy: they share one local CA (the bucket's), so real
 // terraform 1.11, terraform 1.15.9 and tofu install through the one
-// front; with one replica killed, installs go on once HAProxy has marked
-// it down.
+// front, and terraform 1.11 writes the very lock file it writes against
+// the stand-in internet. Under steady load (clients downloading in a
+// loop), one replica is SIGKILLed: no request that starts once HAProxy
+// has marked it down fails, every body is whole, and the download counts
+// are exact but for the killed replica's last unflushed batch.
 func TestObjectStoreHAProxy(t *testing.T) {
 	t.Parallel()
 	haproxy := harness.HAProxyBin(t)
 	s := harness.StartS3(t)
-	work, pub, bundles := randomBundles(t, "3.6.2")
+	in := registrytest.World(t)
+	work, pub, bundles := randomBundlesFrom(t, in, "3.6.2")
 	addr := s.Addr("site")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	// The reference: terraform 1.11 against the stand-in internet.
+	ref := t.TempDir()
+	os.WriteFile(filepath.Join(ref, "main.tf"), []byte(randomProject("3.6.2")), 0o644)
+	harness.MustRun(t, ref, append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc")), harness.TerraformBin(t), "init", "-input=false", "-no-color")
+	refLock, err := os.ReadFile(filepath.Join(ref, ".terraform.lock.hcl"))
+	if err != nil || !strings.Contains(string(refLock), "zh:") {
+		t.Fatalf("the reference lock file: %v\n%s", err, refLock)
+	}
 	var reps []*harness.Served
 	for range 3 {
-		r, _ := startS3Replica(t, s, addr)
+		r, _ := startS3Replica(t, s, addr, "--usage-flush", "1s")
 		reps = append(reps, r)
 	}
 	for _, r := range reps[1:] {
@@ -762,12 +793,18 @@ func TestObjectStoreHAProxy(t *testing.T) {
 			t.Fatal("the replicas do not share one CA")
 		}
 	}
-	front, _ := harness.StartHAProxy(t, haproxy, reps[0].CAFile, reps)
+	front, hpLogs := harness.StartHAProxy(t, haproxy, reps[0].CAFile, reps)
 	base := front + "/"
 	time.Sleep(time.Second) // HAProxy's checks mark them up (rise 2, inter 200ms)
-	for _, tf := range []string{harness.TerraformBin(t), harness.TerraformNewBin(t)} {
-		if out, err := terraformInitWith(t, tf, base, reps[0].CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
+	for i, tf := range []string{harness.TerraformBin(t), harness.TerraformNewBin(t)} {
+		dir, out, err := terraformInitIn(t, tf, base, reps[0].CAFile, "3.6.2")
+		if err != nil || !strings.Contains(out, "3.6.2") {
 			t.Errorf("%s init through HAProxy: %v\n%s", tf, err, out)
+		}
+		if i == 0 {
+			if got, _ := os.ReadFile(filepath.Join(dir, ".terraform.lock.hcl")); string(got) != string(refLock) {
+				t.Errorf("terraform 1.11's lock file through the replicas differs from the one against the internet:\n%s\n----\n%s", got, refLock)
+			}
 		}
 	}
 	// OpenTofu: the same provider by its full address.
@@ -783,13 +820,165 @@ func TestObjectStoreHAProxy(t *testing.T) {
 		t.Errorf("tofu init through HAProxy: %v\n%s", err, out)
 	}
 
-	reps[1].Proc.Kill()
-	<-reps[1].Done
-	time.Sleep(time.Second) // fall 1, inter 200ms
-	for i := range 3 {
+	steadyLoadKill(t, s, addr, work, front, reps, hpLogs)
+	for i := range 2 {
 		if out, err := terraformInit(t, base, reps[0].CAFile, "3.6.2"); err != nil {
 			t.Errorf("terraform init %d through HAProxy with a replica down: %v\n%s", i, err, out)
 		}
+	}
+}
+
+// bucketDownloads is the download count of hashicorp/random 3.6.2 that
+// 'inventory --usage' reads from the bucket.
+func bucketDownloads(t *testing.T, s *harness.S3, addr, work string) int64 {
+	t.Helper()
+	out := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--usage", "--json", "--store", addr)
+	var rep struct {
+		Versions []struct {
+			Address   string
+			Version   string
+			Downloads int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for _, v := range rep.Versions {
+		if v.Version == "3.6.2" {
+			return v.Downloads
+		}
+	}
+	return 0
+}
+
+// steadyLoadKill runs four clients downloading the linux_amd64 package
+// through HAProxy in a loop for 12 s (a pause of 20 ms after each) (each a connection pool of its own,
+// as separate terraform runs would be), SIGKILLs the second replica 4 s
+// in, and checks: no request that started once HAProxy logged it DOWN
+// failed; every body answered 200 is the package; and the count in the
+// bucket grew by the downloads served, less at most those the killed
+// replica served within its last flush interval (its unflushed batch).
+func steadyLoadKill(t *testing.T, s *harness.S3, addr, work, front string, reps []*harness.Served, hpLogs *harness.LockedBuffer) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(reps[0].CAFile)
+	pool.AppendCertsFromPEM(caPEM)
+	newClient := func() *http.Client {
+		return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	}
+	const dl = "/origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(newClient(), front+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+		Shasum      string `json:"shasum"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(front+dl, d.DownloadURL)
+	time.Sleep(2500 * time.Millisecond) // the installs' counts flushed (every 1 s)
+	before := bucketDownloads(t, s, addr, work)
+
+	type result struct {
+		start, end time.Time
+		err        error
+	}
+	var mu sync.Mutex
+	var results []result
+	var down time.Time
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // when HAProxy marks r2 down
+		defer wg.Done()
+		for {
+			if strings.Contains(hpLogs.String(), "replicas/r2 is DOWN") {
+				mu.Lock()
+				down = time.Now()
+				mu.Unlock()
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := newClient()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := result{start: time.Now()}
+				resp, err := cl.Get(pkg)
+				if err == nil {
+					h := sha256.New()
+					_, err = io.Copy(h, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+					if err == nil && hex.EncodeToString(h.Sum(nil)) != d.Shasum {
+						err = fmt.Errorf("a body that is not the package")
+					}
+				}
+				r.end, r.err = time.Now(), err
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond) // bounded: about 40 requests a second per client
+			}
+		}()
+	}
+	time.Sleep(4 * time.Second)
+	killed := time.Now()
+	reps[1].Proc.Kill()
+	<-reps[1].Done
+	time.Sleep(8 * time.Second)
+	close(stop)
+	wg.Wait()
+	if down.IsZero() {
+		t.Fatalf("HAProxy did not mark the killed replica down:\n%s", hpLogs.String())
+	}
+	ok, failedBefore, lastFlush := 0, 0, 0
+	for _, r := range results {
+		switch {
+		case r.err == nil:
+			ok++
+			// What the killed replica may have served since its last
+			// flush: any download that ended within 1 s (the flush
+			// interval) before the kill, or after it.
+			if r.end.After(killed.Add(-1200*time.Millisecond)) && r.end.Before(down.Add(100*time.Millisecond)) {
+				lastFlush++
+			}
+		case r.start.After(down):
+			t.Errorf("a request started %s after HAProxy marked the replica down failed: %v", r.start.Sub(down).Round(time.Millisecond), r.err)
+		default:
+			failedBefore++
+		}
+	}
+	t.Logf("%d downloads in 12 s by 4 clients; %d failed between the kill and HAProxy marking it down (%s later)", ok, failedBefore, down.Sub(killed).Round(time.Millisecond))
+	if ok < 40 {
+		t.Errorf("only %d downloads under load", ok)
+	}
+	var got int64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		got = bucketDownloads(t, s, addr, work) - before
+		if got == int64(ok) || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("counted %d of %d (the killed replica's unflushed batch: %d)", got, ok, int64(ok)-got)
+	if got > int64(ok) || got < int64(ok-lastFlush) {
+		t.Errorf("downloads counted: %d, want %d less at most %d the killed replica had not flushed", got, ok, lastFlush)
 	}
 }
 
@@ -863,7 +1052,7 @@ func TestObjectStoreGC(t *testing.T) {
 	if after := bucketList(t, s, "site/"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("gc --dry-run changed the bucket")
 	}
-	body := fmt.Sprintf(`{"holder":"airgap import of next.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	body := fmt.Sprintf(`{"holder":"airgap import of next.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
 	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)}); err != nil {
 		t.Fatal(err)
 	}
@@ -1185,7 +1374,7 @@ func TestObjectStoreKeys(t *testing.T) {
 	}
 	ns, fp := iv.PublisherKeys[0].Namespace, iv.PublisherKeys[0].Keys[0].Fingerprint
 	before := bucketList(t, s, "site/index.json")
-	body := fmt.Sprintf(`{"holder":"airgap import of x.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	body := fmt.Sprintf(`{"holder":"airgap import of x.bundle on importer-3 (pid 7)","started":"2026-01-01T00:00:00Z","expires":%q}`, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
 	s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/lease.json"), Body: strings.NewReader(body)})
 	out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "keys", "retire", "--store", addr, "--reason", "test", ns, fp)
 	if err == nil || !strings.Contains(out, "x.bundle on importer-3 (pid 7) holds its lease") {
