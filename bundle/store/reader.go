@@ -174,24 +174,28 @@ func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok b
 
 // fetch brings blob d from the remote into the directory (verified as it
 // streams, renamed into place read-only) and opens it.
-func (s *Store) fetch(d verify.Digest) (*os.File, error) {
+func (s *Store) fetch(d verify.Digest) (*os.File, error) { return fetchInto(s.root, s.remote, d) }
+
+// fetchInto brings blob d from remote into the store directory root
+// (verified as it streams, renamed into place read-only) and opens it.
+func fetchInto(root string, remote Remote, d verify.Digest) (*os.File, error) {
 	if !verify.IsHex64(d.Hex()) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
 	}
-	tmp, err := os.CreateTemp(tmpPath(s.root), "fetch-")
+	tmp, err := os.CreateTemp(tmpPath(root), "fetch-")
 	if err != nil {
 		return nil, err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	if err := s.remote.Fetch(d, tmp.Name()); err != nil {
+	if err := remote.Fetch(d, tmp.Name()); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp.Name(), BlobPath(s.root, d)); err != nil {
+	if err := os.Rename(tmp.Name(), BlobPath(root, d)); err != nil {
 		return nil, err
 	}
-	return os.Open(BlobPath(s.root, d))
+	return os.Open(BlobPath(root, d))
 }

@@ -566,7 +566,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	for _, args := range [][]string{
 		{"inventory", "--sbom", "x.json", "--store", addr},
 		{"token", "list", "--store", addr},
-		{"export", "--from-store", addr, "--out", "x.bundle"},
 		{"mirror-dir", "--store", addr, "mirror"},
 		{"push", "--store", addr},
 	} {

@@ -1,0 +1,176 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/airgap/airgap/testdata/e2e/harness"
+)
+
+// TestObjectStoreExportFromStore: 'airgap export --from-store s3://…' (an
+// enclave's chain from a store in object storage) writes the very bundle
+// an export from the same store in a directory writes, byte for byte,
+// whole and by address; the bundle imports into a new store. A live
+// lease is refused naming its holder; --wait waits for it. An object
+// swapped (same size, other bytes) or truncated in the bucket is refused
+// naming the blob, and nothing is left beside --out.
+func TestObjectStoreExportFromStore(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	root := filepath.Join(work, "store")
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", root, bundles[0])
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
+	key := filepath.Join(work, "site.key.asc")
+	env := append(s.Env(), "SOURCE_DATE_EPOCH=1767225600")
+	export := func(from, out string, extra ...string) (string, error) {
+		return harness.CmdRun(t, work, env, harness.Bin, append([]string{"export", "--from-store", from, "--sign-key", key, "--out", out}, extra...)...)
+	}
+	same := func(what, a, b string) {
+		t.Helper()
+		da, err1 := os.ReadFile(a)
+		db, err2 := os.ReadFile(b)
+		if err1 != nil || err2 != nil || len(da) == 0 || !bytes.Equal(da, db) {
+			t.Errorf("%s: the bundle from the bucket differs from the one from the directory (%d vs %d bytes; %v %v)", what, len(db), len(da), err1, err2)
+		}
+	}
+
+	fromDir, fromBucket := filepath.Join(work, "dir.bundle"), filepath.Join(work, "bucket.bundle")
+	if out, err := export(root, fromDir); err != nil {
+		t.Fatalf("export --from-store DIR: %v\n%s", err, out)
+	}
+	out, err := export(addr, fromBucket)
+	if err != nil || !strings.Contains(out, "every one hashed again from the store") {
+		t.Fatalf("export --from-store s3://: %v\n%s", err, out)
+	}
+	same("the whole store", fromDir, fromBucket)
+	if l := bucketList(t, s, "site/lease.json"); len(l) != 0 {
+		t.Errorf("the export left its lease in the bucket: %v", l)
+	}
+	one := []string{"hashicorp/random@3.6.2"}
+	export(root, filepath.Join(work, "dir-1.bundle"), one...)
+	if out, err := export(addr, filepath.Join(work, "bucket-1.bundle"), one...); err != nil {
+		t.Fatalf("export --from-store s3:// ADDRESS: %v\n%s", err, out)
+	}
+	same("one address", filepath.Join(work, "dir-1.bundle"), filepath.Join(work, "bucket-1.bundle"))
+	stdout, _, code := harness.RunSplit(t, work, env, "export", "--from-store", addr, "--sign-key", key, "--out", filepath.Join(work, "j.bundle"), "--json")
+	var sum struct {
+		Store string `json:"store"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &sum) != nil || sum.Store != addr {
+		t.Errorf("--json names the store %q, want the address (exit %d)\n%s", sum.Store, code, stdout)
+	}
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", filepath.Join(work, "next"), fromBucket)
+
+	// A live lease (an import running elsewhere): refused naming it;
+	// with --wait, the export waits and lands once it is gone.
+	ctx := context.Background()
+	lease := aws.String("site/lease.json")
+	hold := `{"holder":"airgap import of x.bundle on elsewhere (pid 42)","started":"` + time.Now().UTC().Format(time.RFC3339) + `","expires":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`
+	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: lease, Body: strings.NewReader(hold)}); err != nil {
+		t.Fatal(err)
+	}
+	held := filepath.Join(work, "held.bundle")
+	if out, err := export(addr, held); err == nil || !strings.Contains(out, "on elsewhere (pid 42) holds its lease") || !strings.Contains(out, "hint: ") {
+		t.Errorf("export while another holds the lease: %v\n%s", err, out)
+	}
+	cmd := exec.Command(harness.Bin, "export", "--from-store", addr, "--sign-key", key, "--out", held, "--wait")
+	cmd.Dir, cmd.Env = work, append(harness.BaseEnv(), env...)
+	var waited harness.LockedBuffer
+	cmd.Stdout, cmd.Stderr = &waited, &waited
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(3 * time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("export --wait did not wait for the lease: %v\n%s", err, waited.String())
+	default:
+	}
+	if _, err := s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: lease}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(waited.String(), "waiting: ") {
+			t.Errorf("export --wait: %v\n%s", err, waited.String())
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("export --wait still waiting a minute after the lease was released\n%s", waited.String())
+	}
+	same("after --wait", fromDir, held)
+
+	// Swapped, then truncated, objects: the largest blob (a provider
+	// package) and the smallest. Each refused naming the blob; nothing
+	// is left beside --out.
+	largest, smallest := "", ""
+	var lsize, ssize int64 = -1, -1
+	objs, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String("site/blobs/sha256/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs.Contents {
+		if n := aws.ToInt64(o.Size); n > lsize {
+			largest, lsize = aws.ToString(o.Key), n
+		}
+		if n := aws.ToInt64(o.Size); ssize < 0 || n < ssize {
+			smallest, ssize = aws.ToString(o.Key), n
+		}
+	}
+	get := func(k string) []byte {
+		g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Body.Close()
+		data, _ := io.ReadAll(g.Body)
+		return data
+	}
+	put := func(k string, data []byte) {
+		if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(k), Body: bytes.NewReader(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outDir := filepath.Join(work, "out")
+	os.Mkdir(outDir, 0o755)
+	for i, c := range []struct {
+		what, key string
+		change    func([]byte) []byte
+	}{
+		{"swapped package", largest, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+		{"truncated package", largest, func(b []byte) []byte { return b[:len(b)-1] }},
+		{"swapped small blob", smallest, func(b []byte) []byte { b[0] ^= 1; return b }},
+	} {
+		orig := get(c.key)
+		put(c.key, c.change(append([]byte(nil), orig...)))
+		hex := strings.TrimPrefix(c.key, "site/blobs/sha256/")
+		out, err := export(addr, filepath.Join(outDir, "bad-"+strconv.Itoa(i)+".bundle"))
+		if err == nil || !strings.Contains(out, hex[:12]) || !strings.Contains(out, "hint: ") {
+			t.Errorf("%s: export from the bucket: %v\n%s", c.what, err, out)
+		}
+		t.Logf("%s: %s", c.what, out)
+		if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+			t.Errorf("%s: a refused export left %v beside --out", c.what, ents)
+		}
+		put(c.key, orig)
+	}
+	if l := bucketList(t, s, "site/lease.json"); len(l) != 0 {
+		t.Errorf("a refused export left its lease in the bucket: %v", l)
+	}
+}
