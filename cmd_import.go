@@ -216,9 +216,6 @@ func (c *importCmd) runObject(args []string) error {
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
-	if c.wait {
-		return usageError{"--wait is not yet supported on object storage: a second import is refused naming the one that holds the store's lease"}
-	}
 	ctx := context.Background()
 	cl, err := openObjectStore(ctx, c.storeD)
 	if err != nil {
@@ -237,7 +234,7 @@ func (c *importCmd) runObject(args []string) error {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	host, _ := os.Hostname()
-	lease, err := objstore.AcquireLease(ctx, cl, fmt.Sprintf("airgap import of %s on %s (pid %d)", filepath.Base(args[0]), host, os.Getpid()), objstore.LeaseTTL)
+	lease, err := objstore.AcquireLeaseWait(ctx, cl, fmt.Sprintf("airgap import of %s on %s (pid %d)", filepath.Base(args[0]), host, os.Getpid()), objstore.LeaseTTL, c.wait, objstore.TellWaiting)
 	if err != nil {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
@@ -38,6 +39,12 @@ func AcquireLeaseWait(ctx context.Context, c *Client, holder string, ttl time.Du
 	}
 }
 
+// TellWaiting says on stderr, once, what a --wait waits for.
+func TellWaiting(err error) {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	fmt.Fprintf(os.Stderr, "waiting: %s\n", msg)
+}
+
 // OpenCarry is store.OpenCarry for the store in the bucket (the export
 // --from-store of an enclave): the store's lease taken (waiting for it
 // with wait), as on disk the store's lock, so that no import, prune or gc
@@ -47,9 +54,7 @@ func AcquireLeaseWait(ctx context.Context, c *Client, holder string, ttl time.Du
 // but the SHA256SUMS the staging reads and the module archives a
 // manifest's dependencies are read from.
 func OpenCarry(ctx context.Context, c *Client, holder string, wait bool, log *slog.Logger) (*store.Carry, error) {
-	lease, err := AcquireLeaseWait(ctx, c, holder, LeaseTTL, wait, func(err error) {
-		fmt.Fprintf(os.Stderr, "waiting: %v\n", err)
-	})
+	lease, err := AcquireLeaseWait(ctx, c, holder, LeaseTTL, wait, TellWaiting)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nnothing was written", err)
 	}

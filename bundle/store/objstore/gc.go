@@ -14,19 +14,20 @@ import (
 // GC deletes the blobs in the bucket that the store's index does not
 // refer to (left by a killed or refused import, or dropped by a prune),
 // under the import lease, so no import runs meanwhile: an import in
-// progress holds the lease, and gc is refused naming it. It deletes, then
+// progress holds the lease, and gc is refused naming it (or, with
+// wait, waits for it). It deletes, then
 // records the run in the index by a write conditional on the ETag it read
 // (so an import that somehow ran past an expired lease fails at its own
 // index write rather than refer to a deleted blob). dir is a new private
 // scratch directory. Each deletion is independent: a gc killed at any
 // moment leaves a consistent store, and a re-run finishes the job.
-func GC(ctx context.Context, c *Client, dir, holder string, dryRun bool) (*store.GCResult, error) {
+func GC(ctx context.Context, c *Client, dir, holder string, wait, dryRun bool) (*store.GCResult, error) {
 	if !dryRun {
 		if err := c.CheckConditional(ctx); err != nil {
 			return nil, err
 		}
 	}
-	lease, err := AcquireLease(ctx, c, holder, LeaseTTL)
+	lease, err := AcquireLeaseWait(ctx, c, holder, LeaseTTL, wait, TellWaiting)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}

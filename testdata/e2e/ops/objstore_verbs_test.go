@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,48 +78,14 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 
 	// A live lease (an import running elsewhere): refused naming it;
 	// with --wait, the export waits and lands once it is gone.
-	ctx := context.Background()
-	lease := aws.String("site/lease.json")
-	hold := `{"holder":"airgap import of x.bundle on elsewhere (pid 42)","started":"` + time.Now().UTC().Format(time.RFC3339) + `","expires":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`
-	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: lease, Body: strings.NewReader(hold)}); err != nil {
-		t.Fatal(err)
-	}
 	held := filepath.Join(work, "held.bundle")
-	if out, err := export(addr, held); err == nil || !strings.Contains(out, "on elsewhere (pid 42) holds its lease") || !strings.Contains(out, "hint: ") {
-		t.Errorf("export while another holds the lease: %v\n%s", err, out)
-	}
-	cmd := exec.Command(harness.Bin, "export", "--from-store", addr, "--sign-key", key, "--out", held, "--wait")
-	cmd.Dir, cmd.Env = work, append(harness.BaseEnv(), env...)
-	var waited harness.LockedBuffer
-	cmd.Stdout, cmd.Stderr = &waited, &waited
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	time.Sleep(3 * time.Second)
-	select {
-	case err := <-done:
-		t.Fatalf("export --wait did not wait for the lease: %v\n%s", err, waited.String())
-	default:
-	}
-	if _, err := s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: lease}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil || !strings.Contains(waited.String(), "waiting: ") {
-			t.Errorf("export --wait: %v\n%s", err, waited.String())
-		}
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("export --wait still waiting a minute after the lease was released\n%s", waited.String())
-	}
+	waitsForLease(t, s, "site", work, env, "export", "--from-store", addr, "--sign-key", key, "--out", held)
 	same("after --wait", fromDir, held)
 
 	// Swapped, then truncated, objects: the largest blob (a provider
 	// package) and the smallest. Each refused naming the blob; nothing
 	// is left beside --out.
+	ctx := context.Background()
 	largest, smallest := "", ""
 	var lsize, ssize int64 = -1, -1
 	objs, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String("site/blobs/sha256/")})
@@ -172,5 +139,69 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 	}
 	if l := bucketList(t, s, "site/lease.json"); len(l) != 0 {
 		t.Errorf("a refused export left its lease in the bucket: %v", l)
+	}
+}
+
+// waitsForLease holds the lease of the store at prefix as an import
+// elsewhere would, and checks that airgap args is refused naming the
+// holder, and that with --wait it waits (still running after two
+// seconds), then finishes once the lease is released.
+func waitsForLease(t *testing.T, s *harness.S3, prefix, work string, env []string, args ...string) {
+	t.Helper()
+	ctx := context.Background()
+	lease := aws.String(prefix + "/lease.json")
+	now := time.Now().UTC()
+	hold := `{"holder":"airgap import of x.bundle on elsewhere (pid 42)","started":"` + now.Format(time.RFC3339) + `","expires":"` + now.Add(time.Hour).Format(time.RFC3339) + `"}`
+	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: lease, Body: strings.NewReader(hold)}); err != nil {
+		t.Fatal(err)
+	}
+	what := "airgap " + args[0]
+	if out, err := harness.CmdRun(t, work, env, harness.Bin, args...); err == nil || !strings.Contains(out, "on elsewhere (pid 42) holds its lease") || !strings.Contains(out, "hint: ") {
+		t.Errorf("%s while another holds the lease: %v\n%s", what, err, out)
+	}
+	cmd := exec.Command(harness.Bin, append(args, "--wait")...)
+	cmd.Dir, cmd.Env = work, append(harness.BaseEnv(), env...)
+	var waited harness.LockedBuffer
+	cmd.Stdout, cmd.Stderr = &waited, &waited
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("%s --wait did not wait for the lease: %v\n%s", what, err, waited.String())
+	case <-time.After(2 * time.Second):
+	}
+	if _, err := s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: lease}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(waited.String(), "waiting: ") {
+			t.Errorf("%s --wait: %v\n%s", what, err, waited.String())
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("%s --wait still waiting a minute after the lease was released\n%s", what, waited.String())
+	}
+}
+
+// TestObjectStoreWait: import, prune and gc take --wait on a bucket as on
+// disk: refused naming the lease's holder without it, waiting for the
+// lease with it.
+func TestObjectStoreWait(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.0", "3.6.2")
+	addr := s.Addr("w")
+	env := s.Env()
+	harness.MustRun(t, work, env, harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
+	waitsForLease(t, s, "w", work, env, "import", "--keyring", pub, "--store", addr, bundles[1])
+	waitsForLease(t, s, "w", work, env, "prune", "--store", addr, "--keep", "1")
+	waitsForLease(t, s, "w", work, env, "gc", "--store", addr)
+	out := harness.MustRun(t, work, env, harness.Bin, "inventory", "--store", addr)
+	if !regexp.MustCompile(`random\s+3\.6\.2\s+linux_amd64`).MatchString(out) || !strings.Contains(out, ": 1 provider versions") {
+		t.Errorf("after the waited import and prune, the store holds:\n%s", out)
 	}
 }
