@@ -87,15 +87,7 @@ func (c *Carry) ReadBlob(d verify.Digest, limit int64) ([]byte, error) {
 	if c.remote == nil {
 		return readBlobLimited(c.Root, d, limit)
 	}
-	rc, size, err := c.remote.Stream(c.ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	if size > limit {
-		return nil, fmt.Errorf("over the %d-byte limit", limit)
-	}
-	return ReadVerified(rc, d, limit)
+	return ReadRemoteBlob(c.ctx, c.remote, d, limit)
 }
 
 // BlobFile is the path of a file holding blob d, for the readers that

@@ -76,18 +76,26 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 	}
 	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", filepath.Join(work, "next"), fromBucket)
 
+	// The store's SBOM: the same document from the bucket as from the
+	// directory.
+	sbomDir, sbomBucket := filepath.Join(work, "dir.cdx.json"), filepath.Join(work, "bucket.cdx.json")
+	harness.MustRun(t, work, env, harness.Bin, "inventory", "--store", root, "--sbom", sbomDir)
+	harness.MustRun(t, work, env, harness.Bin, "inventory", "--store", addr, "--sbom", sbomBucket)
+	same("inventory --sbom", sbomDir, sbomBucket)
+
 	// A live lease (an import running elsewhere): refused naming it;
 	// with --wait, the export waits and lands once it is gone.
 	held := filepath.Join(work, "held.bundle")
 	waitsForLease(t, s, "site", work, env, "export", "--from-store", addr, "--sign-key", key, "--out", held)
 	same("after --wait", fromDir, held)
 
-	// Swapped, then truncated, objects: the largest blob (a provider
-	// package) and the smallest. Each refused naming the blob; nothing
-	// is left beside --out.
+	// Swapped, then truncated, objects: each refused naming the blob;
+	// nothing is left beside --out.
 	ctx := context.Background()
-	largest, smallest := "", ""
-	var lsize, ssize int64 = -1, -1
+	// The largest blob is a provider package; the Go build information,
+	// which the SBOM reads, is named in the index.
+	largest, buildInfo := "", ""
+	var lsize int64 = -1
 	objs, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String("site/blobs/sha256/")})
 	if err != nil {
 		t.Fatal(err)
@@ -96,9 +104,11 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 		if n := aws.ToInt64(o.Size); n > lsize {
 			largest, lsize = aws.ToString(o.Key), n
 		}
-		if n := aws.ToInt64(o.Size); ssize < 0 || n < ssize {
-			smallest, ssize = aws.ToString(o.Key), n
-		}
+	}
+	if m := regexp.MustCompile(`"build_info":\s*"sha256:([0-9a-f]{64})"`).FindStringSubmatch(string(readFile(t, filepath.Join(root, "index.json")))); m != nil {
+		buildInfo = "site/blobs/sha256/" + m[1]
+	} else {
+		t.Fatal("the store's index names no Go build information")
 	}
 	get := func(k string) []byte {
 		g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(k)})
@@ -122,7 +132,7 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 	}{
 		{"swapped package", largest, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
 		{"truncated package", largest, func(b []byte) []byte { return b[:len(b)-1] }},
-		{"swapped small blob", smallest, func(b []byte) []byte { b[0] ^= 1; return b }},
+		{"swapped build information", buildInfo, func(b []byte) []byte { b[0] ^= 1; return b }},
 	} {
 		orig := get(c.key)
 		put(c.key, c.change(append([]byte(nil), orig...)))
@@ -134,6 +144,16 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 		t.Logf("%s: %s", c.what, out)
 		if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
 			t.Errorf("%s: a refused export left %v beside --out", c.what, ents)
+		}
+		if c.key == buildInfo { // the SBOM reads it
+			out, err := harness.CmdRun(t, work, env, harness.Bin, "inventory", "--store", addr, "--sbom", filepath.Join(outDir, "store.cdx.json"))
+			if err == nil || !strings.Contains(out, hex[:12]) || !strings.Contains(out, "hint: ") {
+				t.Errorf("%s: inventory --sbom from the bucket: %v\n%s", c.what, err, out)
+			}
+			t.Logf("%s: inventory --sbom: %s", c.what, out)
+			if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+				t.Errorf("%s: a refused inventory --sbom left %v", c.what, ents)
+			}
 		}
 		put(c.key, orig)
 	}
@@ -204,4 +224,13 @@ func TestObjectStoreWait(t *testing.T) {
 	if !regexp.MustCompile(`random\s+3\.6\.2\s+linux_amd64`).MatchString(out) || !strings.Contains(out, ": 1 provider versions") {
 		t.Errorf("after the waited import and prune, the store holds:\n%s", out)
 	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
