@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -36,7 +37,10 @@ type importCmd struct {
 	// a scratch directory, publish then writes it to the bucket, and shown
 	// is the address to print.
 	publish func() error
-	shown   string
+	// remote, with publish, is the bucket the staged store's other
+	// blobs are in (a delta's base).
+	remote store.Remote
+	shown  string
 }
 
 func (c *importCmd) synopsis() string {
@@ -161,7 +165,7 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals, Remote: c.remote}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
@@ -250,7 +254,12 @@ func (c *importCmd) runObject(args []string) error {
 	}
 	addr := c.storeD
 	c.storeD, c.shown = scratch, addr
+	rep := objstore.NewRemote(cl, slog.New(slog.DiscardHandler))
+	c.remote = rep
 	c.publish = func() error {
+		for _, hex := range rep.FetchedBlobs() { // a delta's base, read from the bucket: not sent back
+			staged.Fetched[hex] = true
+		}
 		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
 			return err
 		}

@@ -234,3 +234,55 @@ func readFile(t *testing.T, p string) []byte {
 	}
 	return data
 }
+
+// TestObjectStoreDelta: a delta bundle (export --from-store --since)
+// imports into a bucket whose store has its base, finding the omitted
+// blobs in the bucket, and the store then holds what the same imports
+// make of a directory store, blob for blob; into a store without the
+// base it is refused naming what it lacks, and the bucket is unchanged.
+func TestObjectStoreDelta(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.0", "3.6.2")
+	key := filepath.Join(work, "site.key.asc")
+	a := filepath.Join(work, "a")
+	base, delta := filepath.Join(work, "base.bundle"), filepath.Join(work, "delta.bundle")
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", a, bundles[0])
+	harness.MustRun(t, work, nil, harness.Bin, "export", "--from-store", a, "--sign-key", key, "--out", base)
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", a, bundles[1])
+	out := harness.MustRun(t, work, nil, harness.Bin, "export", "--from-store", a, "--since", base, "--sign-key", key, "--out", delta)
+	if !strings.Contains(out, "delta against") {
+		t.Fatalf("not a delta:\n%s", out)
+	}
+
+	// Without its base: refused, nothing written.
+	bare := s.Addr("bare")
+	if out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", bare, delta); err == nil || !strings.Contains(out, "this store lacks") || !strings.Contains(out, "hint: ") {
+		t.Errorf("a delta into a bucket without its base: %v\n%s", err, out)
+	}
+	if l := bucketList(t, s, "bare/index.json"); len(l) != 0 {
+		t.Errorf("a refused delta wrote an index: %v", l)
+	}
+
+	d := filepath.Join(work, "d")
+	addr := s.Addr("site")
+	for _, b := range []string{base, delta} {
+		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", d, b)
+		if out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b); err != nil {
+			t.Fatalf("import %s into the bucket: %v\n%s", filepath.Base(b), err, out)
+		}
+	}
+	back := filepath.Join(work, "back")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", addr, back)
+	harness.CheckConsistent(t, back)
+	want, got := storeFiles(t, d)[1:], storeFiles(t, back)[1:] // the blobs (the index records times)
+	if len(want) < 8 || strings.Join(want, "\n") != strings.Join(got, "\n") {
+		t.Errorf("the bucket's blobs after base and delta differ from the directory's:\n got %v\nwant %v", got, want)
+	}
+	inv := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--store", addr)
+	for _, v := range []string{"3.6.0", "3.6.2"} {
+		if !regexp.MustCompile(`random\s+` + regexp.QuoteMeta(v) + `\s+linux_amd64`).MatchString(inv) {
+			t.Errorf("after the delta the bucket's store lacks %s:\n%s", v, inv)
+		}
+	}
+}
