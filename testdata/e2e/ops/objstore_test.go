@@ -565,8 +565,6 @@ func TestObjectStoreRefusedVerbs(t *testing.T) {
 	addr := "s3://bkt/site?endpoint=http://127.0.0.1:9&use_path_style=true"
 	for _, args := range [][]string{
 		{"token", "list", "--store", addr},
-		{"mirror-dir", "--store", addr, "mirror"},
-		{"push", "--store", addr},
 	} {
 		stdout, stderr, code := harness.RunSplit(t, work, nil, args...)
 		out := stdout + stderr

@@ -286,3 +286,116 @@ func TestObjectStoreDelta(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectStoreMirrorPush: mirror-dir (packed and unpacked) and push
+// (to a real OCI registry) from a store in a bucket give what they give
+// from the same store in a directory: the same trees file for file, the
+// same tags and manifest digests. A package swapped in the bucket stops
+// both, naming the blob; mirror-dir leaves no tree.
+func TestObjectStoreMirrorPush(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	reg := harness.StartRegistry(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	root := filepath.Join(work, "store")
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", root, bundles[0])
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
+
+	for _, layout := range []string{"packed", "unpacked"} {
+		fromDir, fromBucket := filepath.Join(work, "dir-"+layout), filepath.Join(work, "bucket-"+layout)
+		harness.MustRun(t, work, nil, harness.Bin, "mirror-dir", "--store", root, "--out", fromDir, "--layout", layout)
+		harness.MustRun(t, work, s.Env(), harness.Bin, "mirror-dir", "--store", addr, "--out", fromBucket, "--layout", layout)
+		want, got := treeFiles(t, fromDir), treeFiles(t, fromBucket)
+		if len(want) < 2 || strings.Join(want, "\n") != strings.Join(got, "\n") {
+			t.Errorf("mirror-dir --layout %s: the tree from the bucket differs:\n got %v\nwant %v", layout, got, want)
+		}
+	}
+
+	pushEnv := append(s.Env(), "SSL_CERT_FILE="+reg.CAFile, "AIRGAP_REGISTRY_PASSWORD="+reg.Password, "DOCKER_CONFIG="+t.TempDir())
+	push := func(from, prefix string) ([]string, string, error) {
+		out, err := harness.CmdRun(t, work, pushEnv, harness.Bin, "push", "--store", from, "--to", reg.Host+"/"+prefix, "--username", reg.User, "--json")
+		var res struct {
+			Tags []struct {
+				Repository, Tag, Digest string
+			} `json:"tags"`
+		}
+		if err == nil {
+			if jerr := json.Unmarshal([]byte(out), &res); jerr != nil {
+				return nil, out, jerr
+			}
+		}
+		var tags []string
+		for _, tg := range res.Tags {
+			tags = append(tags, strings.TrimPrefix(tg.Repository, reg.Host+"/"+prefix+"/")+":"+tg.Tag+"@"+tg.Digest)
+		}
+		return tags, out, err
+	}
+	want, out, err := push(root, "dir")
+	if err != nil || len(want) == 0 {
+		t.Fatalf("push from the directory: %v\n%s", err, out)
+	}
+	got, out, err := push(addr, "bucket")
+	if err != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("push from the bucket: %v\n got %v\nwant %v\n%s", err, got, want, out)
+	}
+
+	// The package swapped in the bucket (same size, other bytes).
+	ctx := context.Background()
+	var pkg string
+	var size int64 = -1
+	objs, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String("site/blobs/sha256/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs.Contents {
+		if n := aws.ToInt64(o.Size); n > size {
+			pkg, size = aws.ToString(o.Key), n
+		}
+	}
+	g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(pkg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(g.Body)
+	g.Body.Close()
+	data[len(data)/2] ^= 1
+	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String(pkg), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(pkg, "site/blobs/sha256/")
+	for _, layout := range []string{"packed", "unpacked"} {
+		bad := filepath.Join(work, "bad-"+layout)
+		out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "mirror-dir", "--store", addr, "--out", bad, "--layout", layout)
+		if err == nil || !strings.Contains(out, hex[:12]) {
+			t.Errorf("mirror-dir --layout %s from a bucket with a swapped package: %v\n%s", layout, err, out)
+		}
+		if _, err := os.Stat(bad); !os.IsNotExist(err) {
+			t.Errorf("a refused mirror-dir left %s: %v", bad, err)
+		}
+		t.Logf("mirror-dir --layout %s: %s", layout, out)
+	}
+	if _, out, err := push(addr, "swapped"); err == nil || !strings.Contains(out, hex[:12]) {
+		t.Errorf("push from a bucket with a swapped package: %v\n%s", err, out)
+	} else {
+		t.Logf("push: %s", out)
+	}
+}
+
+// treeFiles lists a directory tree's regular files with their sha256.
+func treeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel+" "+fileSum(t, p))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
