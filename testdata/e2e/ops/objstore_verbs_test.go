@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -398,4 +399,59 @@ func treeFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestObjectStoreWithdraw: a bundle that withdraws a version, and one that
+// reinstates it, do to a store in a bucket what they do to a directory
+// store: the same catalog and the same withdrawals (inventory --json).
+func TestObjectStoreWithdraw(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.0", "3.6.2")
+	key := filepath.Join(work, "site.key.asc")
+	src, d := filepath.Join(work, "src"), filepath.Join(work, "d")
+	addr := s.Addr("site")
+	for _, b := range bundles {
+		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", src, b)
+		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", d, b)
+		harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b)
+	}
+	withdraw := filepath.Join(work, "withdraw.hcl")
+	os.WriteFile(withdraw, []byte("provider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\nwithdraw \"hashicorp/random\" {\n  versions = \"3.6.0\"\n  reason   = \"bad build\"\n}\n"), 0o644)
+	reinstate := filepath.Join(work, "reinstate.hcl")
+	os.WriteFile(reinstate, []byte("provider \"hashicorp/random\" {\n  versions = \"3.6.0\"\n}\nreinstate \"hashicorp/random\" {\n  versions = \"3.6.0\"\n  reason   = \"rebuilt\"\n}\n"), 0o644)
+	type inventory struct {
+		Catalog struct {
+			Providers []struct{ Version string } `json:"providers"`
+		} `json:"catalog"`
+		Withdrawn []struct{ Addr, Version, Reason string } `json:"withdrawn"`
+	}
+	state := func(store string) string {
+		var inv inventory
+		stdout, stderr, code := harness.RunSplit(t, work, s.Env(), "inventory", "--store", store, "--json")
+		if code != 0 || json.Unmarshal([]byte(stdout), &inv) != nil {
+			t.Fatalf("inventory --store %s --json: exit %d\n%s%s", store, code, stdout, stderr)
+		}
+		var vs []string
+		for _, p := range inv.Catalog.Providers {
+			vs = append(vs, p.Version)
+		}
+		return fmt.Sprintf("versions %v withdrawn %v", vs, inv.Withdrawn)
+	}
+	for i, mf := range []string{withdraw, reinstate} {
+		b := filepath.Join(work, "curate-"+strconv.Itoa(i)+".bundle")
+		harness.MustRun(t, work, nil, harness.Bin, "export", "--from-store", src, "--manifest", mf, "--sign-key", key, "--out", b)
+		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", d, b)
+		if out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b); err != nil {
+			t.Fatalf("import %s into the bucket: %v\n%s", filepath.Base(mf), err, out)
+		}
+		want, got := state(d), state(addr)
+		if wantHere := []string{"versions [3.6.2] withdrawn [{registry.terraform.io/hashicorp/random 3.6.0 bad build}]", "versions [3.6.0 3.6.2] withdrawn []"}[i]; want != wantHere {
+			t.Errorf("after %s the directory store has %s, want %s", filepath.Base(mf), want, wantHere)
+		}
+		if want != got {
+			t.Errorf("after %s: the bucket's store has %s, the directory's %s", filepath.Base(mf), got, want)
+		}
+		t.Logf("after %s: %s", filepath.Base(mf), got)
+	}
 }
