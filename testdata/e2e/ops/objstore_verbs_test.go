@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/airgap/airgap/dist/registrytest"
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
 
@@ -453,5 +454,45 @@ func TestObjectStoreWithdraw(t *testing.T) {
 			t.Errorf("after %s: the bucket's store has %s, the directory's %s", filepath.Base(mf), got, want)
 		}
 		t.Logf("after %s: %s", filepath.Base(mf), got)
+	}
+}
+
+// TestObjectStoreExportBounded: an export --from-store of a bucket whose
+// store holds a 96 MiB package streams it: the process's peak memory
+// stays under 100 MiB, less than the package and the binary together (the package is never held), and the
+// bundle is the directory store's, byte for byte.
+func TestObjectStoreExportBounded(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	in := registrytest.World(t)
+	in.AddProvider(t, "registry.terraform.io", "example", "big", "1.0.0", []string{"linux_amd64"}, 96<<20)
+	work := t.TempDir()
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(work, "empty.tfrc"))
+	keys := filepath.Join(work, "site")
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", keys, "--no-passphrase")
+	mf := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"example/big\" {\n  versions = \"1.0.0\"\n}\n"), 0o644)
+	b := filepath.Join(work, "big.bundle")
+	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", keys+".key.asc", "--out", b, "--no-docs", "--compression", "none")
+	root := filepath.Join(work, "store")
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", keys+".pub.asc", "--store", root, b)
+	addr := s.Addr("big")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
+	env := append(harness.BaseEnv(), append(s.Env(), "SOURCE_DATE_EPOCH=1767225600")...)
+	for _, from := range []string{root, addr} {
+		out := filepath.Join(work, strconv.Itoa(len(from))+".bundle")
+		start := time.Now()
+		text, code := harness.RunBoundedEnv(t, work, env, 100<<10, "export", "--from-store", from, "--sign-key", keys+".key.asc", "--out", out, "--compression", "none")
+		if code != 0 {
+			t.Fatalf("export --from-store %s: exit %d\n%s", from, code, text)
+		}
+		t.Logf("export --from-store %s: %v", strings.SplitN(from, "?", 2)[0], time.Since(start).Round(time.Millisecond))
+	}
+	a, c := filepath.Join(work, strconv.Itoa(len(root))+".bundle"), filepath.Join(work, strconv.Itoa(len(addr))+".bundle")
+	if fi, err := os.Stat(c); err != nil || fi.Size() < 96<<20 {
+		t.Fatalf("the bundle from the bucket: %v (want over 96 MiB)", err)
+	}
+	if fileSum(t, a) != fileSum(t, c) {
+		t.Errorf("the bundle from the bucket differs from the one from the directory")
 	}
 }
