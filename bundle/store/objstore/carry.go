@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/verify"
 )
 
 // leaseWaitPoll is how often a --wait asks whether the lease is free (one
@@ -75,5 +76,51 @@ func OpenCarry(ctx context.Context, c *Client, holder string, wait bool, log *sl
 		release()
 		return nil, err
 	}
-	return store.OpenRemoteCarry(ctx, c.addr.String(), dir, NewRemote(c, log), release)
+	st, err := store.Open(dir)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	sizes, err := listSizes(ctx, c, st.Index())
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return store.OpenRemoteCarry(ctx, c.addr.String(), dir, &sizedRemote{Replica: NewRemote(c, log), sizes: sizes}, release)
+}
+
+// listSizes lists the blobs in the bucket (one request per thousand) and
+// keeps the sizes of those ix refers to, so that the export's plan does
+// not send one HEAD request per blob (a store of some thousand blobs, each
+// a round trip to a remote server, would take minutes). Memory: one entry
+// per blob the index, already in memory, refers to.
+func listSizes(ctx context.Context, c *Client, ix *store.Index) (map[verify.Digest]int64, error) {
+	used := ix.Blobs()
+	objs, err := c.List(ctx, BlobPrefix, MaxList)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make(map[verify.Digest]int64, len(used))
+	for _, o := range objs {
+		d := verify.Digest("sha256:" + strings.TrimPrefix(o.Name, BlobPrefix))
+		if _, ok := used[d]; ok {
+			sizes[d] = o.Size
+		}
+	}
+	return sizes, nil
+}
+
+// sizedRemote answers Size from the listing, and asks the bucket for a
+// blob the listing did not have. The size only sizes the manifest: the
+// bytes streamed are checked against it and against the blob's name.
+type sizedRemote struct {
+	*Replica
+	sizes map[verify.Digest]int64
+}
+
+func (r *sizedRemote) Size(ctx context.Context, d verify.Digest) (int64, error) {
+	if n, ok := r.sizes[d]; ok {
+		return n, nil
+	}
+	return r.Replica.Size(ctx, d)
 }

@@ -159,6 +159,19 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 		}
 		put(c.key, orig)
 	}
+	// The package gone from the bucket: refused naming it.
+	orig := get(largest)
+	if _, err := s.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: aws.String(largest)}); err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(largest, "site/blobs/sha256/")
+	if out, err := export(addr, filepath.Join(outDir, "gone.bundle")); err == nil || !strings.Contains(out, "the store lacks blob "+hex[:12]) || !strings.Contains(out, "hint: ") {
+		t.Errorf("a package gone from the bucket: %v\n%s", err, out)
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+		t.Errorf("a refused export left %v beside --out", ents)
+	}
+	put(largest, orig)
 	if l := bucketList(t, s, "site/lease.json"); len(l) != 0 {
 		t.Errorf("a refused export left its lease in the bucket: %v", l)
 	}
