@@ -180,7 +180,7 @@ func (c *Carry) Plan(sel *dist.Catalog, all bool, withdraw, reinstate []dist.Wit
 }
 
 // add lists the store's blob d (role) in the manifest, sized by its file
-// (by the object's size, one HEAD request, from a bucket: WriteBlob
+// (from a bucket, by the object's size as the remote says it: WriteBlob
 // checks it against the bytes).
 func (p *CarryPlan) add(m *bundle.Manifest, d verify.Digest, role string) error {
 	if _, ok := p.Files[d]; ok {

@@ -415,7 +415,7 @@ func (imp *importer) storeFile(d verify.Digest) (path string, ok bool) {
 		imp.remoteMu.Lock()
 		defer imp.remoteMu.Unlock()
 		if imp.remoteErr == nil {
-			imp.remoteErr = fmt.Errorf("blob %s (%s) in the store: %w\nhint: the store's copy is damaged; import a full bundle that carries it (or restore the store), then this delta; the store was not changed", d.Short(), dist.Printable(imp.m.Describe(d)), err)
+			imp.remoteErr = fmt.Errorf("blob %s (%s) in the store: %w\nhint: the store's copy is damaged; import a full bundle that carries it (or restore the store), then this delta", d.Short(), dist.Printable(imp.m.Describe(d)), err)
 		}
 		return path, false
 	}

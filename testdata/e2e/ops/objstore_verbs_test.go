@@ -281,8 +281,34 @@ func TestObjectStoreDelta(t *testing.T) {
 
 	d := filepath.Join(work, "d")
 	addr := s.Addr("site")
-	for _, b := range []string{base, delta} {
+	for i, b := range []string{base, delta} {
 		harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", d, b)
+		if i == 1 {
+			// The base's Go build information, which the delta omits and
+			// its check reads, swapped in the bucket: the delta is
+			// refused naming it, and the index is unchanged.
+			m := regexp.MustCompile(`"build_info":\s*"sha256:([0-9a-f]{64})"`).FindStringSubmatch(string(readFile(t, filepath.Join(a, "index.json"))))
+			ctx := context.Background()
+			k := aws.String("site/blobs/sha256/" + m[1])
+			g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, _ := io.ReadAll(g.Body)
+			g.Body.Close()
+			bad := append([]byte(nil), orig...)
+			bad[0] ^= 1
+			s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: k, Body: bytes.NewReader(bad)})
+			before := bucketList(t, s, "site/index.json")
+			out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b)
+			if err == nil || !strings.Contains(out, m[1][:12]) || !strings.Contains(out, "do not match the blob's name") || !strings.Contains(out, "hint: ") {
+				t.Errorf("a delta over a swapped object in the bucket: %v\n%s", err, out)
+			}
+			if after := bucketList(t, s, "site/index.json"); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("a delta over a swapped object changed the index")
+			}
+			s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: k, Body: bytes.NewReader(orig)})
+		}
 		if out, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, b); err != nil {
 			t.Fatalf("import %s into the bucket: %v\n%s", filepath.Base(b), err, out)
 		}
