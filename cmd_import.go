@@ -254,7 +254,11 @@ func (c *importCmd) runObject(args []string) error {
 	}
 	addr := c.storeD
 	c.storeD, c.shown = scratch, addr
-	rep := objstore.NewRemote(cl, slog.New(slog.DiscardHandler))
+	ix, err := store.Open(scratch)
+	if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	rep := objstore.NewListedRemote(cl, slog.New(slog.DiscardHandler), ix.Index())
 	c.remote = rep
 	c.publish = func() error {
 		for _, hex := range rep.FetchedBlobs() { // a delta's base, read from the bucket: not sent back

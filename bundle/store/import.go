@@ -36,7 +36,7 @@ type ImportOptions struct {
 	// Remote, for a store in object storage staged into root (its index,
 	// import.hcl and the SHA256SUMS objstore.Stage fetched), holds the
 	// blobs root lacks: a delta's omitted blobs are looked for there
-	// (one HEAD request each), and those the check or the policies read
+	// (their sizes, Remote.Size), and those the check or the policies read
 	// are fetched into root, verified as they stream. A fetch that fails
 	// (an object swapped in the bucket) fails the import.
 	Remote Remote

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
@@ -81,44 +82,46 @@ func OpenCarry(ctx context.Context, c *Client, holder string, wait bool, log *sl
 		release()
 		return nil, err
 	}
-	sizes, err := listSizes(ctx, c, st.Index())
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return store.OpenRemoteCarry(ctx, c.addr.String(), dir, &sizedRemote{Replica: NewRemote(c, log), sizes: sizes}, release)
+	return store.OpenRemoteCarry(ctx, c.addr.String(), dir, NewListedRemote(c, log, st.Index()), release)
 }
 
-// listSizes lists the blobs in the bucket (one request per thousand) and
-// keeps the sizes of those ix refers to, so that the export's plan does
-// not send one HEAD request per blob (a store of some thousand blobs, each
-// a round trip to a remote server, would take minutes). Memory: one entry
-// per blob the index, already in memory, refers to.
-func listSizes(ctx context.Context, c *Client, ix *store.Index) (map[verify.Digest]int64, error) {
-	used := ix.Blobs()
-	objs, err := c.List(ctx, BlobPrefix, MaxList)
-	if err != nil {
-		return nil, err
-	}
-	sizes := make(map[verify.Digest]int64, len(used))
-	for _, o := range objs {
-		d := verify.Digest("sha256:" + strings.TrimPrefix(o.Name, BlobPrefix))
-		if _, ok := used[d]; ok {
-			sizes[d] = o.Size
-		}
-	}
-	return sizes, nil
-}
-
-// sizedRemote answers Size from the listing, and asks the bucket for a
-// blob the listing did not have. The size only sizes the manifest: the
-// bytes streamed are checked against it and against the blob's name.
-type sizedRemote struct {
+// ListedRemote is the Remote over the bucket of a store whose index is
+// ix, for a verb that asks the size of many blobs (an export's plan, a
+// delta's omitted blobs): at the first Size, the bucket's blobs are
+// listed once (one request per thousand) and the sizes of those ix
+// refers to kept, instead of one HEAD request per blob (a store of some
+// thousand blobs on a remote server would take minutes). A blob the
+// listing lacks, or every blob if the listing fails, is asked for by
+// HEAD. A size is a claim: the bytes streamed are checked against it
+// and against the blob's name. Memory: one entry per blob the index,
+// already in memory, refers to.
+type ListedRemote struct {
 	*Replica
+	used  map[verify.Digest]string
+	once  sync.Once
 	sizes map[verify.Digest]int64
 }
 
-func (r *sizedRemote) Size(ctx context.Context, d verify.Digest) (int64, error) {
+// NewListedRemote is a ListedRemote over c for the store whose index is ix.
+func NewListedRemote(c *Client, log *slog.Logger, ix *store.Index) *ListedRemote {
+	return &ListedRemote{Replica: NewRemote(c, log), used: ix.Blobs()}
+}
+
+// Size is blob d's size, from the listing.
+func (r *ListedRemote) Size(ctx context.Context, d verify.Digest) (int64, error) {
+	r.once.Do(func() {
+		objs, err := r.c.List(ctx, BlobPrefix, MaxList)
+		if err != nil {
+			return
+		}
+		r.sizes = make(map[verify.Digest]int64, len(r.used))
+		for _, o := range objs {
+			d := verify.Digest("sha256:" + strings.TrimPrefix(o.Name, BlobPrefix))
+			if _, ok := r.used[d]; ok {
+				r.sizes[d] = o.Size
+			}
+		}
+	})
 	if n, ok := r.sizes[d]; ok {
 		return n, nil
 	}
