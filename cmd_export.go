@@ -104,7 +104,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
 	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
 	fs.StringArrayVar(&c.allowHosts, "allow-download-host", nil, "with a proxy registry (a CLI config host block): let its answers send downloads to HOST too, not only to the proxy (repeatable; adds to the manifest's allow_download_hosts)")
-	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
+	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store (a directory, or s3://BUCKET/PREFIX?…) holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
 	fs.BoolVar(&c.wait, "wait", false, "with --from-store: wait for an import, prune or gc of the store to finish instead of failing")
 	c.fs = fs
 	return fs

@@ -32,7 +32,7 @@ func (c *inventoryCmd) synopsis() string {
 
 func (c *inventoryCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory, or s3://BUCKET/PREFIX?… (required)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
 	fs.StringVar(&c.sbom, "sbom", "", "also write the SBOM of everything the store serves (CycloneDX 1.6 JSON) to FILE")
 	fs.BoolVar(&c.usage, "usage", false, "list how often each version was downloaded through 'airgap serve', and when last (with --json: that as JSON)")
