@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,16 +19,31 @@ import (
 // small PUT, conditional, each time).
 const leaseWaitPoll = 2 * time.Second
 
+// leaseSkew is how far past a renewal's ttl a lease's expiry may lie (a
+// writer's clock ahead of this one's) before a --wait takes it for one
+// no airgap wrote.
+const leaseSkew = 5 * time.Minute
+
 // AcquireLeaseWait is AcquireLease, or, with wait, the --wait of the
 // verbs on disk: while another holds the lease it tells waiting (once)
 // and tries again every leaseWaitPoll until ctx ends. A holder that was
-// killed is waited for at most LeaseTTL, when its lease expires.
+// killed is waited for at most ttl, when its lease expires; a lease that
+// says it expires later than ttl+leaseSkew from now (no airgap renews
+// one that far: a forged or garbled lease.json) is refused at once
+// rather than waited for, naming its expiry.
 func AcquireLeaseWait(ctx context.Context, c *Client, holder string, ttl time.Duration, wait bool, waiting func(error)) (*Lease, error) {
 	told := false
 	for {
 		l, err := AcquireLease(ctx, c, holder, ttl)
 		if err == nil || !wait || !errors.Is(err, ErrLeased) {
 			return l, err
+		}
+		if data, _, rerr := c.ReadSmall(ctx, LeaseName, maxLease); rerr == nil {
+			var lf leaseFile
+			if json.Unmarshal(data, &lf) == nil && lf.Expires.After(time.Now().Add(ttl+leaseSkew)) {
+				return nil, fmt.Errorf("%s\n--wait does not wait for it: it says it expires at %s, later than any airgap renews a lease (%s ahead)\nhint: %s was not written by a running airgap; if no import, prune, gc or export runs on this store, delete it",
+					firstLine(err), lf.Expires.Format(time.RFC3339), ttl, c.where(LeaseName))
+			}
 		}
 		if !told && waiting != nil {
 			waiting(err)
@@ -41,10 +57,14 @@ func AcquireLeaseWait(ctx context.Context, c *Client, holder string, ttl time.Du
 	}
 }
 
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
 // TellWaiting says on stderr, once, what a --wait waits for.
 func TellWaiting(err error) {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	fmt.Fprintf(os.Stderr, "waiting: %s\n", msg)
+	fmt.Fprintf(os.Stderr, "waiting: %s\n", firstLine(err))
 }
 
 // OpenCarry is store.OpenCarry for the store in the bucket (the export

@@ -186,7 +186,7 @@ func waitsForLease(t *testing.T, s *harness.S3, prefix, work string, env []strin
 	ctx := context.Background()
 	lease := aws.String(prefix + "/lease.json")
 	now := time.Now().UTC()
-	hold := `{"holder":"airgap import of x.bundle on elsewhere (pid 42)","started":"` + now.Format(time.RFC3339) + `","expires":"` + now.Add(time.Hour).Format(time.RFC3339) + `"}`
+	hold := `{"holder":"airgap import of x.bundle on elsewhere (pid 42)","started":"` + now.Format(time.RFC3339) + `","expires":"` + now.Add(5*time.Minute).Format(time.RFC3339) + `"}`
 	if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: lease, Body: strings.NewReader(hold)}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +235,21 @@ func TestObjectStoreWait(t *testing.T) {
 	waitsForLease(t, s, "w", work, env, "import", "--keyring", pub, "--store", addr, bundles[1])
 	waitsForLease(t, s, "w", work, env, "prune", "--store", addr, "--keep", "1")
 	waitsForLease(t, s, "w", work, env, "gc", "--store", addr)
+
+	// A lease that says it lasts a year (forged, or garbled): --wait does
+	// not wait for it, and says so.
+	now := time.Now().UTC()
+	forged := `{"holder":"mallory","started":"` + now.Format(time.RFC3339) + `","expires":"` + now.AddDate(1, 0, 0).Format(time.RFC3339) + `"}`
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("w/lease.json"), Body: strings.NewReader(forged)}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	fout, ferr := harness.CmdRun(t, work, env, harness.Bin, "gc", "--store", addr, "--wait")
+	if ferr == nil || !strings.Contains(fout, "--wait does not wait for it") || !strings.Contains(fout, "hint: ") || time.Since(start) > 30*time.Second {
+		t.Errorf("gc --wait over a lease that lasts a year: %v after %v\n%s", ferr, time.Since(start), fout)
+	}
+	t.Logf("gc --wait over a forged lease: %s", fout)
+	s.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: aws.String("w/lease.json")})
 	out := harness.MustRun(t, work, env, harness.Bin, "inventory", "--store", addr)
 	if !regexp.MustCompile(`random\s+3\.6\.2\s+linux_amd64`).MatchString(out) || !strings.Contains(out, ": 1 provider versions") {
 		t.Errorf("after the waited import and prune, the store holds:\n%s", out)
