@@ -32,12 +32,21 @@ import (
 func TestObjectStoreExportFromStore(t *testing.T) {
 	t.Parallel()
 	s := harness.StartS3(t)
-	work, pub, bundles := randomBundles(t, "3.6.2")
+	// A provider and a module (a manifest's export from the store reads
+	// the module's archive for what it calls).
+	in := registrytest.World(t)
+	online := append(in.Env(), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "empty.tfrc"))
+	work := t.TempDir()
+	harness.MustRun(t, work, nil, harness.Bin, "keygen", "--out", filepath.Join(work, "site"), "--no-passphrase")
+	key, pub := filepath.Join(work, "site.key.asc"), filepath.Join(work, "site.pub.asc")
+	mf := filepath.Join(work, "airgap.hcl")
+	os.WriteFile(mf, []byte("platforms = [\"linux_amd64\"]\nprovider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\nmodule \"example/vpc/aws\" {\n  versions = \"1.0.0\"\n}\n"), 0o644)
+	first := filepath.Join(work, "first.bundle")
+	harness.MustRun(t, work, online, harness.Bin, "export", "--manifest", mf, "--sign-key", key, "--out", first, "--cache", filepath.Join(work, "cache"))
 	root := filepath.Join(work, "store")
-	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", root, bundles[0])
+	harness.MustRun(t, work, nil, harness.Bin, "import", "--keyring", pub, "--store", root, first)
 	addr := s.Addr("site")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "store", "copy", root, addr)
-	key := filepath.Join(work, "site.key.asc")
 	env := append(s.Env(), "SOURCE_DATE_EPOCH=1767225600")
 	export := func(from, out string, extra ...string) (string, error) {
 		return harness.CmdRun(t, work, env, harness.Bin, append([]string{"export", "--from-store", from, "--sign-key", key, "--out", out}, extra...)...)
@@ -69,6 +78,13 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 		t.Fatalf("export --from-store s3:// ADDRESS: %v\n%s", err, out)
 	}
 	same("one address", filepath.Join(work, "dir-1.bundle"), filepath.Join(work, "bucket-1.bundle"))
+	modOnly := filepath.Join(work, "module.hcl")
+	os.WriteFile(modOnly, []byte("module \"example/vpc/aws\" {\n  versions = \"1.0.0\"\n}\n"), 0o644)
+	export(root, filepath.Join(work, "dir-m.bundle"), "--manifest", modOnly)
+	if out, err := export(addr, filepath.Join(work, "bucket-m.bundle"), "--manifest", modOnly); err != nil {
+		t.Fatalf("export --from-store s3:// --manifest: %v\n%s", err, out)
+	}
+	same("a manifest naming a module", filepath.Join(work, "dir-m.bundle"), filepath.Join(work, "bucket-m.bundle"))
 	stdout, _, code := harness.RunSplit(t, work, env, "export", "--from-store", addr, "--sign-key", key, "--out", filepath.Join(work, "j.bundle"), "--json")
 	var sum struct {
 		Store string `json:"store"`
@@ -94,24 +110,15 @@ func TestObjectStoreExportFromStore(t *testing.T) {
 	// Swapped, then truncated, objects: each refused naming the blob;
 	// nothing is left beside --out.
 	ctx := context.Background()
-	// The largest blob is a provider package; the Go build information,
-	// which the SBOM reads, is named in the index.
-	largest, buildInfo := "", ""
-	var lsize int64 = -1
-	objs, err := s.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.Bucket, Prefix: aws.String("site/blobs/sha256/")})
-	if err != nil {
-		t.Fatal(err)
+	// The provider package and its Go build information (which the SBOM
+	// reads), as the index names them.
+	index := string(readFile(t, filepath.Join(root, "index.json")))
+	pm := regexp.MustCompile(`"digest":\s*"sha256:([0-9a-f]{64})"`).FindStringSubmatch(index)
+	bm := regexp.MustCompile(`"build_info":\s*"sha256:([0-9a-f]{64})"`).FindStringSubmatch(index)
+	if pm == nil || bm == nil {
+		t.Fatal("the store's index names no package or no Go build information")
 	}
-	for _, o := range objs.Contents {
-		if n := aws.ToInt64(o.Size); n > lsize {
-			largest, lsize = aws.ToString(o.Key), n
-		}
-	}
-	if m := regexp.MustCompile(`"build_info":\s*"sha256:([0-9a-f]{64})"`).FindStringSubmatch(string(readFile(t, filepath.Join(root, "index.json")))); m != nil {
-		buildInfo = "site/blobs/sha256/" + m[1]
-	} else {
-		t.Fatal("the store's index names no Go build information")
-	}
+	largest, buildInfo := "site/blobs/sha256/"+pm[1], "site/blobs/sha256/"+bm[1]
 	get := func(k string) []byte {
 		g, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: aws.String(k)})
 		if err != nil {
