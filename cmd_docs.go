@@ -44,7 +44,7 @@ func (c *docsCmd) synopsis() string {
 
 func (c *docsCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("docs", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (this or --url)")
+	fs.StringVar(&c.storeD, "store", "", "store directory, or s3://BUCKET/PREFIX?… (this or --url)")
 	fs.StringVar(&c.url, "url", "", "read the served docs from the appliance at this URL instead, with your token and its rules (default without --store: the appliance your CLI configuration names)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "with --url: a file holding your token (default: TF_TOKEN_<host>, or the CLI configuration's credentials, as 'terraform login' stores them)")
 	fs.StringVar(&c.caFile, "ca", "", "with --url: the appliance's CA certificate (PEM; default: the system's, or SSL_CERT_FILE)")

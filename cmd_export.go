@@ -6,7 +6,9 @@ package main
 // text and the calls into dist/export.
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/bundle/progress"
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/dist/export"
 	"github.com/airgap/airgap/dist/registry"
@@ -101,7 +104,7 @@ func (c *exportCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.gateReports, "gate-reports", "", "directory for the gates' reports and output (default: the bundle's path + .gates)")
 	fs.IntVar(&c.gateJobs, "gate-jobs", 2, "gate runs at once")
 	fs.StringArrayVar(&c.allowHosts, "allow-download-host", nil, "with a proxy registry (a CLI config host block): let its answers send downloads to HOST too, not only to the proxy (repeatable; adds to the manifest's allow_download_hosts)")
-	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
+	fs.StringVar(&c.fromStore, "from-store", "", "offline side: export what this store (a directory, or s3://BUCKET/PREFIX?…) holds (everything, or what --manifest, --from or ADDRESS[@VERSION] arguments name), with no network, for the next network")
 	fs.BoolVar(&c.wait, "wait", false, "with --from-store: wait for an import, prune or gc of the store to finish instead of failing")
 	c.fs = fs
 	return fs
@@ -373,7 +376,7 @@ func (c *exportCmd) checkFromStore(args []string) (*storePlan, error) {
 	if fi, err := os.Stat(filepath.Dir(c.out)); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("--out %s: the directory %s does not exist\nhint: create it first; nothing was written", c.out, filepath.Dir(c.out))
 	}
-	if abs, err := filepath.Abs(c.out); err == nil {
+	if abs, err := filepath.Abs(c.out); err == nil && !objstore.IsObject(c.fromStore) {
 		if st, err := filepath.Abs(c.fromStore); err == nil && strings.HasPrefix(abs, st+string(filepath.Separator)) {
 			return nil, usageError{fmt.Sprintf("--out %s is inside the store %s: write the bundle elsewhere", c.out, c.fromStore)}
 		}
@@ -425,17 +428,17 @@ func (c *exportCmd) runFromStore(args []string) error {
 	}
 	intr := catchInterrupt()
 	defer intr.Stop()
-	carry, err := store.OpenCarry(c.fromStore, c.wait)
+	carry, err := c.openCarry(intr.ctx)
 	if err != nil {
 		return err
 	}
 	defer carry.Close()
-	sel, all, notes, err := export.SelectFromStore(intr.ctx, c.fromStore, &carry.Index.Catalog, p.req, args)
+	sel, all, notes, err := export.SelectFromStore(intr.ctx, carry.BlobFile, &carry.Index.Catalog, p.req, args)
 	if err != nil {
 		return err
 	}
 	if len(sel.Providers)+len(sel.Modules)+len(sel.Releases) == 0 {
-		return fmt.Errorf("%w: the store %s serves nothing\nhint: import a bundle into it first", export.ErrEmpty, c.fromStore)
+		return fmt.Errorf("%w: the store %s serves nothing\nhint: import a bundle into it first", export.ErrEmpty, carry.Name)
 	}
 	var withdraw, reinstate []dist.Withdrawal
 	if p.req != nil {
@@ -466,6 +469,24 @@ func (c *exportCmd) runFromStore(args []string) error {
 	}
 	fmt.Print(storeSummaryText(sum))
 	return nil
+}
+
+// openCarry opens the store to export from: a directory under its lock,
+// or a store in object storage under its lease (objstore.OpenCarry),
+// whose blobs stream from the bucket through the same checks.
+func (c *exportCmd) openCarry(ctx context.Context) (*store.Carry, error) {
+	if !objstore.IsObject(c.fromStore) {
+		return store.OpenCarry(c.fromStore, c.wait)
+	}
+	cl, err := openObjectStore(ctx, c.fromStore)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	// A mismatching object is the export's refusal, naming it: the
+	// replica's log line of it would say it twice.
+	return objstore.OpenCarry(ctx, cl, fmt.Sprintf("airgap export --from-store on %s (pid %d)", host, os.Getpid()), c.wait,
+		slog.New(slog.DiscardHandler))
 }
 
 // storeSummaryText is the export's result for people.

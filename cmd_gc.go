@@ -66,9 +66,6 @@ func (c *gcCmd) run(args []string) error {
 // runObject is gc on a store in object storage (objstore.GC): under the
 // import lease, so a gc and an import never run at once.
 func (c *gcCmd) runObject() (*store.GCResult, error) {
-	if c.wait {
-		return nil, usageError{"--wait is not yet supported on object storage: gc is refused naming the import that holds the store's lease"}
-	}
 	ctx := context.Background()
 	cl, err := openObjectStore(ctx, c.storeD)
 	if err != nil {
@@ -80,5 +77,5 @@ func (c *gcCmd) runObject() (*store.GCResult, error) {
 	}
 	defer os.RemoveAll(scratch)
 	host, _ := os.Hostname()
-	return objstore.GC(ctx, cl, scratch, fmt.Sprintf("airgap gc on %s (pid %d)", host, os.Getpid()), c.dryRun)
+	return objstore.GC(ctx, cl, scratch, fmt.Sprintf("airgap gc on %s (pid %d)", host, os.Getpid()), c.wait, c.dryRun)
 }

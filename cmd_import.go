@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -36,7 +37,10 @@ type importCmd struct {
 	// a scratch directory, publish then writes it to the bucket, and shown
 	// is the address to print.
 	publish func() error
-	shown   string
+	// remote, with publish, is the bucket the staged store's other
+	// blobs are in (a delta's base).
+	remote store.Remote
+	shown  string
 }
 
 func (c *importCmd) synopsis() string {
@@ -161,7 +165,7 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals, Remote: c.remote}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
@@ -216,9 +220,6 @@ func (c *importCmd) runObject(args []string) error {
 	if err := checkUsage("import", args, []string{"BUNDLE"}, flagVal{"keyring", c.keyring}, flagVal{"store", c.storeD}); err != nil {
 		return err
 	}
-	if c.wait {
-		return usageError{"--wait is not yet supported on object storage: a second import is refused naming the one that holds the store's lease"}
-	}
 	ctx := context.Background()
 	cl, err := openObjectStore(ctx, c.storeD)
 	if err != nil {
@@ -237,7 +238,7 @@ func (c *importCmd) runObject(args []string) error {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	host, _ := os.Hostname()
-	lease, err := objstore.AcquireLease(ctx, cl, fmt.Sprintf("airgap import of %s on %s (pid %d)", filepath.Base(args[0]), host, os.Getpid()), objstore.LeaseTTL)
+	lease, err := objstore.AcquireLeaseWait(ctx, cl, fmt.Sprintf("airgap import of %s on %s (pid %d)", filepath.Base(args[0]), host, os.Getpid()), objstore.LeaseTTL, c.wait, objstore.TellWaiting)
 	if err != nil {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}
@@ -256,7 +257,16 @@ func (c *importCmd) runObject(args []string) error {
 	}
 	addr := c.storeD
 	c.storeD, c.shown = scratch, addr
+	ix, err := store.Open(scratch)
+	if err != nil {
+		return fmt.Errorf("%w\nthe store was not changed", err)
+	}
+	rep := objstore.NewListedRemote(cl, slog.New(slog.DiscardHandler), ix.Index())
+	c.remote = rep
 	c.publish = func() error {
+		for _, hex := range rep.FetchedBlobs() { // a delta's base, read from the bucket: not sent back
+			staged.Fetched[hex] = true
+		}
 		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
 			return err
 		}

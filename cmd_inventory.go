@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func (c *inventoryCmd) synopsis() string {
 
 func (c *inventoryCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("inventory", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory, or s3://BUCKET/PREFIX?… (required)")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (usable as 'airgap export --have')")
 	fs.StringVar(&c.sbom, "sbom", "", "also write the SBOM of everything the store serves (CycloneDX 1.6 JSON) to FILE")
 	fs.BoolVar(&c.usage, "usage", false, "list how often each version was downloaded through 'airgap serve', and when last (with --json: that as JSON)")
@@ -69,16 +70,27 @@ func (c *inventoryCmd) run(args []string) error {
 	var inv *store.Inventory
 	var err error
 	if objstore.IsObject(c.storeD) {
-		if c.sbom != "" {
-			return usageError{"--sbom is not yet supported on object storage (the SBOM reads the blobs)\nhint: copy the store to a directory with 'airgap store copy' for the SBOM"}
-		}
 		var scratch, objects string
 		var cleanup func()
-		inv, scratch, objects, cleanup, err = objectInventory(c.storeD)
+		var cl *objstore.Client
+		inv, scratch, objects, cl, cleanup, err = objectInventory(c.storeD)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
+		if c.sbom != "" && c.usage {
+			return usageError{"--usage and --sbom: give one of them"}
+		}
+		if c.sbom != "" {
+			// Each build information document streamed from the
+			// bucket, hashed and bounded as on disk.
+			remote := objstore.NewRemote(cl, slog.New(slog.DiscardHandler))
+			if err := c.writeSBOM(&inv.Index, func(d verify.Digest, limit int64) ([]byte, error) {
+				return store.ReadRemoteBlob(context.Background(), remote, d, limit)
+			}); err != nil {
+				return err
+			}
+		}
 		if c.usage { // the counts every replica adds to, staged beside the index
 			rep, err := store.LoadUsageReport(scratch)
 			if err != nil {
@@ -107,15 +119,12 @@ func (c *inventoryCmd) run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.sbom != "" {
-		b, err := store.SBOM(c.storeD, &inv.Index, "airgap "+Version)
-		if err != nil {
-			return fmt.Errorf("--sbom: %w", err)
+	if c.sbom != "" && !objstore.IsObject(c.storeD) {
+		if err := c.writeSBOM(&inv.Index, func(d verify.Digest, limit int64) ([]byte, error) {
+			return store.ReadBlobFrom(c.storeD, d, limit)
+		}); err != nil {
+			return err
 		}
-		if err := bundle.CreateAtomic(c.sbom, func(f *os.File) error { _, err := f.Write(b); return err }); err != nil {
-			return fmt.Errorf("--sbom: %w", err)
-		}
-		fmt.Fprintf(os.Stderr, "wrote the store's SBOM (CycloneDX 1.6) to %s\n", c.sbom)
 	}
 	if c.asJSON {
 		if inv.PolicyErr != nil {
@@ -129,24 +138,37 @@ func (c *inventoryCmd) run(args []string) error {
 	return nil
 }
 
+// writeSBOM writes the store's SBOM (store.IndexSBOM) to --sbom, reading
+// each blob with read (verified, within its limit).
+func (c *inventoryCmd) writeSBOM(ix *store.Index, read func(d verify.Digest, limit int64) ([]byte, error)) error {
+	b, err := store.IndexSBOM(ix, read, "airgap "+Version)
+	if err != nil {
+		return fmt.Errorf("--sbom: %w", err)
+	}
+	if err := bundle.CreateAtomic(c.sbom, func(f *os.File) error { _, err := f.Write(b); return err }); err != nil {
+		return fmt.Errorf("--sbom: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote the store's SBOM (CycloneDX 1.6) to %s\n", c.sbom)
+	return nil
+}
+
 // objectInventory is the inventory of a store in object storage: its
 // index, import.hcl and the blobs the inventory reads (objstore.Stage)
 // read into a private scratch directory (removed by cleanup) and read
 // there as on disk, with the blobs the bucket lists. objects is the
 // bucket's prefix as s3://BUCKET/PREFIX/.
-func objectInventory(addr string) (inv *store.Inventory, scratch, objects string, cleanup func(), err error) {
+func objectInventory(addr string) (inv *store.Inventory, scratch, objects string, cl *objstore.Client, cleanup func(), err error) {
 	ctx := context.Background()
-	cl, err := openObjectStore(ctx, addr)
-	if err != nil {
-		return nil, "", "", nil, err
+	if cl, err = openObjectStore(ctx, addr); err != nil {
+		return nil, "", "", nil, nil, err
 	}
 	if scratch, err = os.MkdirTemp("", "airgap-inventory-"); err != nil {
-		return nil, "", "", nil, err
+		return nil, "", "", nil, nil, err
 	}
 	cleanup = func() { os.RemoveAll(scratch) }
-	fail := func(err error) (*store.Inventory, string, string, func(), error) {
+	fail := func(err error) (*store.Inventory, string, string, *objstore.Client, func(), error) {
 		cleanup()
-		return nil, "", "", nil, err
+		return nil, "", "", nil, nil, err
 	}
 	staged, err := objstore.Stage(ctx, cl, scratch)
 	if err != nil {
@@ -173,5 +195,5 @@ func objectInventory(addr string) (inv *store.Inventory, scratch, objects string
 	if a.Prefix != "" {
 		objects += a.Prefix + "/"
 	}
-	return inv, scratch, objects, cleanup, nil
+	return inv, scratch, objects, cl, cleanup, nil
 }

@@ -27,7 +27,7 @@ func (c *mirrorDirCmd) synopsis() string {
 
 func (c *mirrorDirCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("mirror-dir", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "store directory (required)")
+	fs.StringVar(&c.storeD, "store", "", "store directory, or s3://BUCKET/PREFIX?… (required)")
 	fs.StringVar(&c.out, "out", "", "directory to write: new, empty, or one an earlier mirror-dir wrote (required; replaced atomically)")
 	fs.StringVar(&c.layout, "layout", "packed", "packed (the zips, hard-linked to the store where possible) or unpacked (each zip extracted)")
 	fs.StringSliceVar(&c.platforms, "platform", nil, "os_arch to include (repeatable; default: every platform the store has)")
@@ -37,7 +37,7 @@ func (c *mirrorDirCmd) flags() *pflag.FlagSet {
 
 func (*mirrorDirCmd) help() verbHelp {
 	return verbHelp{
-		usage: "--store DIR --out PATH [--layout packed|unpacked] [--platform OS_ARCH]... [ADDRESS[@VERSION]...]",
+		usage: "--store STORE --out PATH [--layout packed|unpacked] [--platform OS_ARCH]... [ADDRESS[@VERSION]...]",
 		about: "Writes the store's providers as a filesystem_mirror directory (terraform providers\nmirror's layout) for hosts with no server, atomically, and prints the provider_installation block.",
 		examples: []string{"airgap mirror-dir --store /srv/airgap --out /opt/terraform/mirror --platform linux_amd64",
 			"airgap mirror-dir --store /srv/airgap --out ./mirror --layout unpacked hashicorp/aws@5.61.0"},
@@ -56,7 +56,12 @@ func (c *mirrorDirCmd) run(args []string) error {
 			return usageError{"--platform: " + err.Error()}
 		}
 	}
-	res, err := store.MirrorDir(c.storeD, store.MirrorDirOptions{Out: c.out, Layout: c.layout, Platforms: c.platforms, Providers: args})
+	_, st, cleanup, err := openReadStore(c.storeD)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	res, err := store.MirrorDirStore(st, store.MirrorDirOptions{Out: c.out, Layout: c.layout, Platforms: c.platforms, Providers: args})
 	if err != nil {
 		return err // with --json, run prints the failure document
 	}

@@ -101,9 +101,6 @@ func btoi(b bool) int {
 // runObject is prune on a store in object storage (objstore.Prune):
 // under the import lease, so a prune and an import never run at once.
 func (c *pruneCmd) runObject(opt store.PruneOptions) (*store.PruneResult, error) {
-	if c.wait {
-		return nil, usageError{"--wait is not yet supported on object storage: prune is refused naming the import that holds the store's lease"}
-	}
 	ctx := context.Background()
 	cl, err := openObjectStore(ctx, c.storeD)
 	if err != nil {

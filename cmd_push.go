@@ -25,7 +25,7 @@ func (c *pushCmd) synopsis() string {
 
 func (c *pushCmd) flags() *pflag.FlagSet {
 	fs := pflag.NewFlagSet("push", pflag.ContinueOnError)
-	fs.StringVar(&c.storeD, "store", "", "the store to publish (required)")
+	fs.StringVar(&c.storeD, "store", "", "the store to publish: a directory, or s3://BUCKET/PREFIX?… (required)")
 	fs.StringVar(&c.to, "to", "", "REGISTRY[/PREFIX], e.g. registry.site.example/airgap (required); with --image REGISTRY/REPOSITORY[:TAG]")
 	fs.StringVar(&c.image, "image", "", "push this OCI archive (the image 'make image' writes) instead of a store")
 	fs.IntVar(&c.jobs, "jobs", 4, "tags pushed in parallel")
@@ -37,7 +37,7 @@ func (c *pushCmd) flags() *pflag.FlagSet {
 
 func (*pushCmd) help() verbHelp {
 	return verbHelp{
-		usage: "(--store DIR --to REGISTRY[/PREFIX] | --image ARCHIVE --to REGISTRY/REPOSITORY[:TAG]) [--username USER (--password-stdin | $AIRGAP_REGISTRY_PASSWORD)]",
+		usage: "(--store STORE --to REGISTRY[/PREFIX] | --image ARCHIVE --to REGISTRY/REPOSITORY[:TAG]) [--username USER (--password-stdin | $AIRGAP_REGISTRY_PASSWORD)]",
 		about: "Publishes the store's providers and modules into an existing OCI registry in OpenTofu's\nlayout (oci_mirror, oci:// modules); idempotent: what is there already is skipped.",
 		env: []string{"AIRGAP_REGISTRY_PASSWORD  password for --username (or use --password-stdin)",
 			"DOCKER_CONFIG  where Docker's config.json with registry credentials lives (default ~/.docker)",
@@ -80,7 +80,12 @@ func (c *pushCmd) run(args []string) error {
 		fmt.Printf("pushed %s:%s@%s\n", res.Repository, res.Tag, res.Digest)
 		return nil
 	}
-	res, err := oci.PushStore(intr.ctx, c.storeD, opt, c.json, os.Stdout)
+	_, st, cleanup, err := openReadStore(c.storeD)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	res, err := oci.PushOpenStore(intr.ctx, st, opt, c.json, os.Stdout)
 	if err != nil {
 		return intr.Err(err, "run the same command again; what was pushed is skipped")
 	}

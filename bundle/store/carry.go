@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,9 +36,17 @@ var ErrCarry = errors.New("cannot export from the store")
 // import, prune or gc changes what the export reads until Close) and its
 // index read.
 type Carry struct {
-	Root   string
+	Root string
+	// Name is the store as it was given (its directory, or the address of
+	// a store in object storage), for messages.
+	Name   string
 	Index  *Index
 	unlock func()
+	// remote, for a store in object storage, is the bucket every blob
+	// is read from (Root then holds only its staged index); ctx bounds
+	// those reads.
+	remote Remote
+	ctx    context.Context
 }
 
 // OpenCarry takes the store's lock (waiting for it with wait, as import's
@@ -55,7 +64,47 @@ func OpenCarry(root string, wait bool) (*Carry, error) {
 		unlock()
 		return nil, err
 	}
-	return &Carry{Root: root, Index: ix, unlock: unlock}, nil
+	return &Carry{Root: root, Name: root, Index: ix, unlock: unlock, ctx: context.Background()}, nil
+}
+
+// OpenRemoteCarry is OpenCarry for a store in object storage (name, its
+// address): dir is a private directory holding its staged index, r the
+// bucket every blob streams from, hashed as it streams; the caller holds
+// the store's lease, and release (called by Close) gives it up and
+// removes dir. Every blob is read through the same paths as on disk
+// (Plan, WriteBlob, ReadBlob, BlobFile), so the checks are the same.
+func OpenRemoteCarry(ctx context.Context, name, dir string, r Remote, release func()) (*Carry, error) {
+	ix, err := readIndex(dir)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &Carry{Root: dir, Name: name, Index: ix, unlock: release, remote: r, ctx: ctx}, nil
+}
+
+// ReadBlob reads blob d, at most limit bytes, verified against d.
+func (c *Carry) ReadBlob(d verify.Digest, limit int64) ([]byte, error) {
+	if c.remote == nil {
+		return readBlobLimited(c.Root, d, limit)
+	}
+	return ReadRemoteBlob(c.ctx, c.remote, d, limit)
+}
+
+// BlobFile is the path of a file holding blob d, for the readers that
+// need one (a module archive unpacked): the store's own file, or, from
+// a bucket, a copy fetched into the private directory, verified as it
+// streams (removed with it at Close).
+func (c *Carry) BlobFile(d verify.Digest) (string, error) {
+	path := BlobPath(c.Root, d)
+	if c.remote == nil || fileExists(path) {
+		return path, nil
+	}
+	f, err := fetchInto(c.Root, c.remote, d)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return path, nil
 }
 
 // Close releases the store's lock.
@@ -78,6 +127,7 @@ type CarryPlan struct {
 	// Untied what no kept manifest carries (see bundle.Hop).
 	Recorded int
 	Untied   []string
+	c        *Carry
 }
 
 // Plan makes the manifest of an export carrying sel, a selection of the
@@ -98,7 +148,7 @@ type CarryPlan struct {
 // Every blob must be in the store as a regular file; its size is the
 // file's (the write, WriteBlob, hashes it as it copies it).
 func (c *Carry) Plan(sel *dist.Catalog, all bool, withdraw, reinstate []dist.Withdrawal) (*CarryPlan, error) {
-	p := &CarryPlan{Files: map[verify.Digest]string{}}
+	p := &CarryPlan{Files: map[verify.Digest]string{}, c: c}
 	m := &bundle.Manifest{Format: bundle.FormatVersion, Catalog: *sel}
 	if m.Catalog.Providers == nil {
 		m.Catalog.Providers = []dist.ProviderVersion{}
@@ -108,7 +158,7 @@ func (c *Carry) Plan(sel *dist.Catalog, all bool, withdraw, reinstate []dist.Wit
 	}
 	p.Manifest = m
 	for d, role := range sel.Blobs() {
-		if err := p.add(c.Root, m, d, role); err != nil {
+		if err := p.add(m, d, role); err != nil {
 			return nil, err
 		}
 	}
@@ -129,23 +179,34 @@ func (c *Carry) Plan(sel *dist.Catalog, all bool, withdraw, reinstate []dist.Wit
 	return p, nil
 }
 
-// add lists the store's blob d (role) in the manifest, sized by its file.
-func (p *CarryPlan) add(root string, m *bundle.Manifest, d verify.Digest, role string) error {
+// add lists the store's blob d (role) in the manifest, sized by its file
+// (from a bucket, by the object's size as the remote says it: WriteBlob
+// checks it against the bytes).
+func (p *CarryPlan) add(m *bundle.Manifest, d verify.Digest, role string) error {
 	if _, ok := p.Files[d]; ok {
 		return nil
 	}
-	path := BlobPath(root, d)
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		what := m.Describe(d)
-		if err == nil {
+	path := BlobPath(p.c.Root, d)
+	var size int64
+	var err error
+	if p.c.remote != nil {
+		path = "the bucket"
+		size, err = p.c.remote.Size(p.c.ctx, d)
+	} else {
+		var fi os.FileInfo
+		if fi, err = os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 			err = errors.New("not a regular file")
+		} else if err == nil {
+			size = fi.Size()
 		}
+	}
+	if err != nil {
+		what := m.Describe(d)
 		return fmt.Errorf("%w: the store lacks blob %s (%s, %s) that its index lists: %v\nhint: the store is damaged; import a bundle that carries it again (or restore the store from a backup), then export again; nothing was written",
 			ErrCarry, d.Short(), dist.Printable(what), role, err)
 	}
 	p.Files[d] = path
-	m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: fi.Size(), Role: role})
+	m.Blobs = append(m.Blobs, bundle.Blob{Digest: d, Size: size, Role: role})
 	return nil
 }
 
@@ -258,14 +319,14 @@ func (c *Carry) chain(p *CarryPlan) error {
 		if !fresh && !withdrew[e.Bundle] {
 			continue // what it carries, an earlier import brought
 		}
-		if err := p.addHop(c.Root, hops, h); err != nil {
+		if err := p.addHop(hops, h); err != nil {
 			return err
 		}
 		for _, r := range hm.Chain {
 			if r.Into == "" {
 				r.Into = e.Signer.Fingerprint
 			}
-			if err := p.addHop(c.Root, hops, r); err != nil {
+			if err := p.addHop(hops, r); err != nil {
 				return err
 			}
 		}
@@ -275,7 +336,7 @@ func (c *Carry) chain(p *CarryPlan) error {
 			return fmt.Errorf("%w: %s: the store's index lists it, but no bundle the store kept carried it\nhint: the store's index was edited or damaged; nothing was written", ErrCarry, p.Untied[0])
 		}
 		for _, e := range unkept {
-			if err := p.addHop(c.Root, hops, bundle.Hop{Bundle: e.Bundle, Signer: e.Signer, Imported: e.Time}); err != nil {
+			if err := p.addHop(hops, bundle.Hop{Bundle: e.Bundle, Signer: e.Signer, Imported: e.Time}); err != nil {
 				return err
 			}
 			p.Recorded++
@@ -333,7 +394,7 @@ func refuseRevokedHops(ix *Index, hops map[verify.Digest]bundle.Hop) error {
 
 // addHop adds h and its blobs, once; a hop recorded twice must be
 // recorded the same.
-func (p *CarryPlan) addHop(root string, hops map[verify.Digest]bundle.Hop, h bundle.Hop) error {
+func (p *CarryPlan) addHop(hops map[verify.Digest]bundle.Hop, h bundle.Hop) error {
 	if prev, ok := hops[h.Bundle]; ok {
 		if fmt.Sprint(prev) != fmt.Sprint(h) {
 			return fmt.Errorf("%w: the store's kept bundles record hop %s of the chain of custody in two ways\nhint: the store was fed two contradicting chains; nothing was written", ErrCarry, h.Bundle.Short())
@@ -349,15 +410,15 @@ func (p *CarryPlan) addHop(root string, hops map[verify.Digest]bundle.Hop, h bun
 		d    verify.Digest
 		role string
 	}{{h.Bundle, dist.RoleBundleManifest}, {h.Signature, dist.RoleBundleSignature}, {h.Key, dist.RoleBundleKey}} {
-		if err := p.add(root, m, b.d, b.role); err != nil {
+		if err := p.add(m, b.d, b.role); err != nil {
 			return err
 		}
 	}
 	for _, a := range h.Approvals {
-		if err := p.add(root, m, a.Approval, dist.RoleApproval); err != nil {
+		if err := p.add(m, a.Approval, dist.RoleApproval); err != nil {
 			return err
 		}
-		if err := p.add(root, m, a.Key, dist.RoleBundleKey); err != nil {
+		if err := p.add(m, a.Key, dist.RoleBundleKey); err != nil {
 			return err
 		}
 	}
@@ -371,15 +432,15 @@ func (c *Carry) readKept(e ImportEntry) (*bundle.Manifest, bundle.Hop, error) {
 		return nil, bundle.Hop{}, fmt.Errorf("%w: the store's copy of bundle %s (imported %s): %v\nhint: the store's kept copy is damaged; import that bundle again (it keeps a fresh copy) or restore the store from a backup; nothing was written",
 			ErrCarry, e.Bundle.Short(), e.Time.Format(time.RFC3339), err)
 	}
-	data, err := readBlobLimited(c.Root, e.Bundle, bundle.MaxManifestSize)
+	data, err := c.ReadBlob(e.Bundle, bundle.MaxManifestSize)
 	if err != nil {
 		return fail(err)
 	}
-	sig, err := readBlobLimited(c.Root, e.Signature, bundle.MaxSignatureSize)
+	sig, err := c.ReadBlob(e.Signature, bundle.MaxSignatureSize)
 	if err != nil {
 		return fail(err)
 	}
-	key, err := readBlobLimited(c.Root, e.SignerKey, verify.MaxKeyringSize)
+	key, err := c.ReadBlob(e.SignerKey, verify.MaxKeyringSize)
 	if err != nil {
 		return fail(err)
 	}
@@ -417,9 +478,19 @@ func (c *Carry) readKept(e ImportEntry) (*bundle.Manifest, bundle.Hop, error) {
 // any error, so nothing is left behind. A failure to write (a full disk)
 // is returned as it is: it says nothing of the store. counted (may be nil)
 // is told the bytes read.
+//
+// From a bucket, the object is streamed the same way, hashed as it
+// streams (and again by bw): a swapped, truncated or grown object, or
+// one gone, is the same ErrCarry naming the blob.
 func (p *CarryPlan) WriteBlob(bw *bundle.Writer, b bundle.Blob, counted func(int64)) error {
 	path := p.Files[b.Digest]
-	f, err := openRegular(path)
+	var f io.ReadCloser
+	var err error
+	if p.c.remote != nil {
+		f, _, err = p.c.remote.Stream(p.c.ctx, b.Digest)
+	} else {
+		f, err = openRegular(path)
+	}
 	if err != nil {
 		return p.damaged(b, err)
 	}

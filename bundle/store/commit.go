@@ -91,7 +91,7 @@ func (imp *importer) blobPath(d verify.Digest) (string, bool) {
 	if p := filepath.Join(imp.stageDir, d.Hex()); fileExists(p) {
 		return p, true
 	}
-	return BlobPath(imp.root, d), haveBlob(imp.root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
+	return imp.storeFile(d)
 }
 
 func fileExists(p string) bool {

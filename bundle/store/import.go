@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -32,6 +33,13 @@ type ImportOptions struct {
 	// Approvals are the station approval files that came with the bundle
 	// (an Approvals policy checks them).
 	Approvals []approval.File
+	// Remote, for a store in object storage staged into root (its index,
+	// import.hcl and the SHA256SUMS objstore.Stage fetched), holds the
+	// blobs root lacks: a delta's omitted blobs are looked for there
+	// (their sizes, Remote.Size), and those the check or the policies read
+	// are fetched into root, verified as they stream. A fetch that fails
+	// (an object swapped in the bucket) fails the import.
+	Remote Remote
 }
 
 // ImportResult says what an import did.
@@ -148,6 +156,12 @@ func ImportContext(ctx context.Context, root string, r io.Reader, opt ImportOpti
 	if err := imp.policies(); err != nil {
 		return nil, imp.interrupted(err)
 	}
+	imp.remoteMu.Lock()
+	rerr := imp.remoteErr
+	imp.remoteMu.Unlock()
+	if rerr != nil {
+		return nil, rerr
+	}
 	if err := ctx.Err(); err != nil { // the last moment to stop: a commit is not interrupted
 		return nil, imp.interrupted(err)
 	}
@@ -190,6 +204,8 @@ type importer struct {
 	staged    []bundle.Blob // new blobs, in stageDir
 	refreshed []bundle.Blob // blobs the store had, with other bytes: replaced at the commit
 	checked   *check.Result
+	remoteMu  sync.Mutex
+	remoteErr error         // the first fetch from opt.Remote that failed
 	policy    PolicyResult  // what the policies record in the new index
 	placed    []string      // blobs renamed into blobs/ by this import
 	custody   []bundle.Blob // the bundle's manifest, signature and key, staged
@@ -319,7 +335,7 @@ func (imp *importer) read(r io.Reader) error {
 // bundle (withdrawals, conflicts, the site's policies) is decided once it
 // has been checked in full (policies), so that a refusal names everything.
 func (imp *importer) check() error {
-	m, root := imp.m, imp.root
+	m := imp.m
 	imp.sizes = make(map[verify.Digest]int64, len(m.Blobs))
 	for _, b := range m.Blobs {
 		imp.sizes[b.Digest] = b.Size
@@ -336,7 +352,7 @@ func (imp *importer) check() error {
 		SignedAt: imp.br.SignedAt(),
 		Now:      imp.now(),
 		Have: func(d verify.Digest) (string, bool) {
-			return BlobPath(root, d), haveBlob(root, bundle.Blob{Digest: d, Size: imp.sizes[d]})
+			return imp.storeFile(d)
 		},
 		// A package the store has, with the same h1 and build
 		// information, was checked when it was imported.
@@ -373,6 +389,40 @@ func (imp *importer) checkRoom() error {
 	return &noSpaceError{err: errNoRoom, need: imp.need}
 }
 
+// inStore says whether the store holds b: its file, or (opt.Remote) an
+// object of b's size in the bucket.
+func (imp *importer) inStore(b bundle.Blob) bool {
+	if haveBlob(imp.root, b) {
+		return true
+	}
+	if imp.opt.Remote == nil || !verify.IsHex64(b.Digest.Hex()) {
+		return false
+	}
+	size, err := imp.opt.Remote.Size(imp.ctx, b.Digest)
+	return err == nil && size == b.Size
+}
+
+// storeFile is the store's file of blob d, fetched from opt.Remote
+// (verified) if root lacks it; ok is false if the store lacks it.
+func (imp *importer) storeFile(d verify.Digest) (path string, ok bool) {
+	b := bundle.Blob{Digest: d, Size: imp.sizes[d]}
+	path = BlobPath(imp.root, d)
+	if haveBlob(imp.root, b) || imp.opt.Remote == nil || !imp.inStore(b) {
+		return path, haveBlob(imp.root, b)
+	}
+	f, err := fetchInto(imp.root, imp.opt.Remote, d)
+	if err != nil {
+		imp.remoteMu.Lock()
+		defer imp.remoteMu.Unlock()
+		if imp.remoteErr == nil {
+			imp.remoteErr = fmt.Errorf("blob %s (%s) in the store: %w\nhint: the store's copy is damaged; import a full bundle that carries it (or restore the store), then this delta", d.Short(), dist.Printable(imp.m.Describe(d)), err)
+		}
+		return path, false
+	}
+	f.Close()
+	return path, haveBlob(imp.root, b)
+}
+
 // checkOmitted makes sure a delta finds every omitted blob here, and counts
 // the bytes of new blobs (for checkRoom and a disk-full message).
 func (imp *importer) checkOmitted() error {
@@ -384,7 +434,7 @@ func (imp *importer) checkOmitted() error {
 			// Not kept: the consistency check compares its digest with
 			// the SBOM of what the bundle carries; the store's SBOM is
 			// made from the catalog ('airgap inventory --sbom').
-		case b.Omitted && !haveBlob(imp.root, b):
+		case b.Omitted && !imp.inStore(b):
 			missing = append(missing, fmt.Sprintf("%s (%s, %s)", b.Digest.Short(), m.Describe(b.Digest), b.Role))
 		case !b.Omitted && !haveBlob(imp.root, b):
 			imp.need += b.Size

@@ -2,6 +2,7 @@ package store
 
 import (
 	"archive/zip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,24 +66,48 @@ import (
 // anything else is refused, so a typo cannot replace a directory of
 // something else. Out must not be a symbolic link.
 func MirrorDir(root string, opt MirrorDirOptions) (*MirrorDirResult, error) {
-	layout := opt.Layout
-	if layout == "" {
-		layout = "packed"
-	}
-	if layout != "packed" && layout != "unpacked" {
-		return nil, fmt.Errorf("%w: --layout %q: want packed or unpacked", ErrMirrorDir, layout)
-	}
-	out, err := filepath.Abs(opt.Out)
+	out, layout, err := mirrorArgs(opt)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkMirrorOut(out); err != nil {
 		return nil, err
 	}
 	st, err := Open(root)
 	if err != nil {
 		return nil, err
 	}
+	return mirrorDir(st, out, layout, opt)
+}
+
+// MirrorDirStore is MirrorDir of a store already open: a store in object
+// storage (a staged index with a Remote) streams each packed zip from the
+// bucket, hashed as it is copied, and fetches each zip it unpacks,
+// verified, into its private directory, removed once unpacked.
+func MirrorDirStore(st *Store, opt MirrorDirOptions) (*MirrorDirResult, error) {
+	out, layout, err := mirrorArgs(opt)
+	if err != nil {
+		return nil, err
+	}
+	return mirrorDir(st, out, layout, opt)
+}
+
+// mirrorArgs checks opt's layout and destination.
+func mirrorArgs(opt MirrorDirOptions) (out, layout string, err error) {
+	layout = opt.Layout
+	if layout == "" {
+		layout = "packed"
+	}
+	if layout != "packed" && layout != "unpacked" {
+		return "", "", fmt.Errorf("%w: --layout %q: want packed or unpacked", ErrMirrorDir, layout)
+	}
+	if out, err = filepath.Abs(opt.Out); err != nil {
+		return "", "", err
+	}
+	if err := checkMirrorOut(out); err != nil {
+		return "", "", err
+	}
+	return out, layout, nil
+}
+
+func mirrorDir(st *Store, out, layout string, opt MirrorDirOptions) (*MirrorDirResult, error) {
 	sel, err := selectMirror(st.Catalog(), opt)
 	if err != nil {
 		return nil, err
@@ -312,18 +337,23 @@ func linkOrCopy(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *Mi
 	}
 	name := path.Join(dir, pk.Filename)
 	blob := BlobPath(st.Root(), pk.Digest)
-	if fi, err := os.Lstat(blob); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s", ErrBlobMissing, pk.Digest.Short())
-	}
-	// os.Link's new name is resolved against tmp, which MirrorDir made:
-	// name is built from catalog names that Validate checked, with no "..".
-	if err := linkFile(blob, filepath.Join(tmp, filepath.FromSlash(name))); err == nil {
-		res.Linked++
-		return nil
-	}
-	src, err := st.OpenBlob(pk.Digest)
+	src, _, remote, err := st.StreamBlob(context.Background(), pk.Digest)
 	if err != nil {
 		return err
+	}
+	if !remote {
+		if fi, err := os.Lstat(blob); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s", ErrBlobMissing, pk.Digest.Short())
+		}
+		// os.Link's new name is resolved against tmp, which MirrorDir made:
+		// name is built from catalog names that Validate checked, with no "..".
+		if err := linkFile(blob, filepath.Join(tmp, filepath.FromSlash(name))); err == nil {
+			res.Linked++
+			return nil
+		}
+		if src, err = st.OpenBlob(pk.Digest); err != nil {
+			return err
+		}
 	}
 	defer src.Close()
 	f, err := r.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
@@ -352,9 +382,12 @@ func linkOrCopy(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *Mi
 // the rules) and compares the directory's h1 with the package's.
 func unpack(st *Store, r *os.Root, tmp, dir string, pk dist.Package, res *MirrorDirResult) error {
 	blob := BlobPath(st.Root(), pk.Digest)
-	f, err := os.Open(blob)
+	if st.remote != nil && !fileExists(blob) { // fetched from the bucket, verified; removed once unpacked
+		defer os.Remove(blob)
+	}
+	f, err := st.OpenBlob(pk.Digest) // a missing blob is ErrBlobMissing
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrBlobMissing, pk.Digest.Short())
+		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -116,8 +117,9 @@ func (c *blobCache) keep(d verify.Digest, size int64) {
 // them: Fetch writes blob d, verified against its digest as it streams,
 // to dst (a temporary path in the store's tmp directory, renamed into
 // place by the caller), refusing before it writes a byte an object that
-// is not size bytes long (what Size said, and the cache reserved); Stream opens it for one sequential read that
-// fails at its end if the bytes do not match d, and says its size.
+// is not size bytes long (what Size said, and the cache reserved); Stream
+// opens it for one sequential read that fails at its end if the bytes do
+// not match d, and says its size.
 type Remote interface {
 	Fetch(d verify.Digest, dst string, size int64) error
 	Stream(ctx context.Context, d verify.Digest) (io.ReadCloser, int64, error)
@@ -311,4 +313,13 @@ func (s *Store) fetch(d verify.Digest) (*os.File, error) {
 	}
 	s.cache.keep(d, size)
 	return os.Open(BlobPath(s.root, d))
+}
+
+// fetchInto brings blob d from remote into the directory root of a verb's
+// own scratch store (verified as it streams, renamed into place read-only)
+// and opens it. No cache bound applies: the scratch directory holds what
+// the verb reads and goes when it ends.
+func fetchInto(root string, remote Remote, d verify.Digest) (*os.File, error) {
+	s := &Store{root: root, remote: remote, cache: blobCache{max: math.MaxInt64, files: map[verify.Digest]*cached{}}}
+	return s.fetch(d)
 }

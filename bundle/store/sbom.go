@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,26 @@ func readBuildInfo(read func(verify.Digest, int64) ([]byte, error), d verify.Dig
 		return nil, fmt.Errorf("the Go build information %s: %w\nhint: the store is damaged; import the bundle that carried it again", d.Short(), err)
 	}
 	return goinfo.Decode(f)
+}
+
+// ReadBlobFrom is readBlobLimited for the store directory root.
+func ReadBlobFrom(root string, d verify.Digest, limit int64) ([]byte, error) {
+	return readBlobLimited(root, d, limit)
+}
+
+// ReadRemoteBlob reads blob d from r (a store in object storage), at
+// most limit bytes (a larger object is refused before it is read),
+// verified against d as on disk.
+func ReadRemoteBlob(ctx context.Context, r Remote, d verify.Digest, limit int64) ([]byte, error) {
+	rc, size, err := r.Stream(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if size > limit {
+		return nil, fmt.Errorf("over the %d-byte limit", limit)
+	}
+	return ReadVerified(rc, d, limit)
 }
 
 // readBlobLimited reads blob d of at most limit bytes and checks its

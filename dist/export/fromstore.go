@@ -40,8 +40,9 @@ import (
 // hashes. Unless req.NoDeps, what the modules carried call is carried too
 // (followDeps), as an export from the registries follows it. What the
 // store lacks is an error naming it; a platform it lacks for a version it
-// has is a note. root is the store (module archives are read from it).
-func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *Request, addrs []string) (sel *dist.Catalog, all bool, notes []string, err error) {
+// has is a note. blobFile gives the file of a blob in the store (module
+// archives are unpacked from it).
+func SelectFromStore(ctx context.Context, blobFile func(verify.Digest) (string, error), cat *dist.Catalog, req *Request, addrs []string) (sel *dist.Catalog, all bool, notes []string, err error) {
 	sel = &dist.Catalog{Providers: []dist.ProviderVersion{}, Modules: []dist.ModuleVersion{}}
 	switch {
 	case req == nil && len(addrs) == 0:
@@ -91,7 +92,7 @@ func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *R
 		sel.Releases = append(sel.Releases, rs...)
 	}
 	if !req.NoDeps {
-		n, err := followDeps(ctx, root, cat, req, sel, seen)
+		n, err := followDeps(ctx, blobFile, cat, req, sel, seen)
 		if err != nil {
 			return nil, false, nil, err
 		}
@@ -111,7 +112,7 @@ func SelectFromStore(ctx context.Context, root string, cat *dist.Catalog, req *R
 // its budget of entries and bytes) into a temporary directory removed
 // after it is read, and read with tfconfig as export reads it. A call the
 // store has no version for is an error naming the module that makes it.
-func followDeps(ctx context.Context, root string, cat *dist.Catalog, req *Request, sel *dist.Catalog, seen map[string]bool) ([]string, error) {
+func followDeps(ctx context.Context, blobFile func(verify.Digest) (string, error), cat *dist.Catalog, req *Request, sel *dist.Catalog, seen map[string]bool) ([]string, error) {
 	var notes []string
 	provSeen := map[string]bool{}
 	for _, p := range sel.Providers {
@@ -125,7 +126,7 @@ func followDeps(ctx context.Context, root string, cat *dist.Catalog, req *Reques
 	for depth := 1; len(level) > 0; depth++ {
 		var next []dist.ModuleVersion
 		for _, mv := range level {
-			calls, reqs, n, err := moduleDeps(ctx, root, mv)
+			calls, reqs, n, err := moduleDeps(ctx, blobFile, mv)
 			if err != nil {
 				return nil, err
 			}
@@ -180,14 +181,18 @@ func followDeps(ctx context.Context, root string, cat *dist.Catalog, req *Reques
 // moduleDeps reads what module version mv calls, from its archive in the
 // store: registry module calls and required providers, as requests (the
 // newest match of each constraint).
-func moduleDeps(ctx context.Context, root string, mv dist.ModuleVersion) ([]ModuleReq, []ProviderReq, []string, error) {
+func moduleDeps(ctx context.Context, blobFile func(verify.Digest) (string, error), mv dist.ModuleVersion) ([]ModuleReq, []ProviderReq, []string, error) {
 	tmp, err := os.MkdirTemp("", "airgap-module-")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
 	tree := filepath.Join(tmp, "tree")
-	if err := getter.Unpack(ctx, store.BlobPath(root, mv.Archive), tree, getter.NewBudget()); err != nil {
+	archive, err := blobFile(mv.Archive)
+	if err == nil {
+		err = getter.Unpack(ctx, archive, tree, getter.NewBudget())
+	}
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("module %s: unpacking its archive from the store to read what it calls: %w", mv, err)
 	}
 	dir := filepath.Join(tree, filepath.FromSlash(mv.Subdir))
@@ -435,7 +440,7 @@ func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, 
 	if !opt.ModTime.IsZero() {
 		m.Created = &opt.ModTime
 	}
-	sum := &StoreSummary{OK: true, Store: c.Root, Out: opt.Out, ProviderVersions: len(m.Catalog.Providers), ModuleVersions: len(m.Catalog.Modules),
+	sum := &StoreSummary{OK: true, Store: c.Name, Out: opt.Out, ProviderVersions: len(m.Catalog.Providers), ModuleVersions: len(m.Catalog.Modules),
 		PublisherKeys: len(m.PublisherKeys), Hops: len(m.Chain) - plan.Recorded, RecordedHops: plan.Recorded, Notes: []string{}}
 	for _, w := range m.Withdraw {
 		sum.Withdrawals += len(w.Versions)
@@ -443,7 +448,7 @@ func WriteFromStore(ctx context.Context, c *store.Carry, plan *store.CarryPlan, 
 	for _, p := range m.Catalog.Providers {
 		sum.Packages += len(p.Packages)
 	}
-	sbomBytes, note, err := storeSBOM(c.Root, m)
+	sbomBytes, note, err := storeSBOM(c, m)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -547,7 +552,7 @@ func carryChain(m *bundle.Manifest) int {
 // why there is none (a package without build information: brought by a
 // bundle written before airgap recorded it). Each document is read
 // verified and within goinfo.MaxDocument.
-func storeSBOM(root string, m *bundle.Manifest) ([]byte, string, error) {
+func storeSBOM(c *store.Carry, m *bundle.Manifest) ([]byte, string, error) {
 	infos := map[verify.Digest]*goinfo.Info{}
 	for _, p := range m.Catalog.Providers {
 		for _, pk := range p.Packages {
@@ -557,12 +562,7 @@ func storeSBOM(root string, m *bundle.Manifest) ([]byte, string, error) {
 			if _, ok := infos[pk.Digest]; ok {
 				continue
 			}
-			f, err := os.Open(store.BlobPath(root, pk.BuildInfo))
-			if err != nil {
-				return nil, "", err
-			}
-			doc, err := store.ReadVerified(f, pk.BuildInfo, goinfo.MaxDocument)
-			f.Close()
+			doc, err := c.ReadBlob(pk.BuildInfo, goinfo.MaxDocument)
 			if err != nil {
 				return nil, "", fmt.Errorf("%w: Go build information %s of provider %s %s in the store: %v\nhint: the store's copy is damaged; import a bundle that carries it again; nothing was written", store.ErrCarry, pk.BuildInfo.Short(), p, pk.Platform(), err)
 			}

@@ -3,6 +3,7 @@ package oci_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,7 +89,7 @@ func TestPushRejectedArtifactTypes(t *testing.T) {
 		Target:     strings.TrimPrefix(ts.URL, "https://") + "/site",
 		Username:   "u",
 		HTTPClient: ts.Client(),
-		OpenBlob:   func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+		OpenBlob:   func(d verify.Digest) (io.ReadCloser, error) { return os.Open(set.Files[d]) },
 	})
 	if !errors.Is(err, oci.ErrRejected) || !strings.Contains(err.Error(), "hint:") || !strings.Contains(err.Error(), "custom artifact and media types") {
 		t.Fatalf("a registry refusing the layout: %v", err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +35,7 @@ type PushOptions struct {
 	// credential helpers included) is read.
 	Username, Password string
 	// OpenBlob opens a store blob (a layer).
-	OpenBlob func(verify.Digest) (*os.File, error)
+	OpenBlob func(verify.Digest) (io.ReadCloser, error)
 	// HTTPClient carries the requests (default: oras-go's retrying client
 	// over the system trust store).
 	HTTPClient *http.Client
@@ -206,7 +205,7 @@ func pushHTTPClient(hc *http.Client) *http.Client {
 
 type pusher struct {
 	repo *remote.Repository
-	open func(verify.Digest) (*os.File, error)
+	open func(verify.Digest) (io.ReadCloser, error)
 	// configDone: the empty config is in this repository.
 	configDone atomic.Bool
 }

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,7 +45,7 @@ func TestPushRefusesRedirectToPlainHTTP(t *testing.T) {
 	_, err := Push(context.Background(), &set.Catalog, PushOptions{
 		Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "secret",
 		HTTPClient: reg.Client(), Jobs: 1,
-		OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+		OpenBlob: func(d verify.Digest) (io.ReadCloser, error) { return os.Open(set.Files[d]) },
 	})
 	if !errors.Is(err, ErrInsecureRedirect) {
 		t.Errorf("push through an https→http redirect: %v", err)
@@ -78,7 +79,7 @@ func TestPushRegistryNeverAnswers(t *testing.T) {
 		_, err := Push(context.Background(), &set.Catalog, PushOptions{
 			Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "p",
 			HTTPClient: hc, Jobs: 1,
-			OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+			OpenBlob: func(d verify.Digest) (io.ReadCloser, error) { return os.Open(set.Files[d]) },
 		})
 		done <- err
 	}()
@@ -127,7 +128,7 @@ func TestPushBearerRealmOverPlainHTTP(t *testing.T) {
 	_, err := Push(context.Background(), &set.Catalog, PushOptions{
 		Target: strings.TrimPrefix(reg.URL, "https://") + "/site", Username: "u", Password: "secret",
 		HTTPClient: reg.Client(), Jobs: 1,
-		OpenBlob: func(d verify.Digest) (*os.File, error) { return os.Open(set.Files[d]) },
+		OpenBlob: func(d verify.Digest) (io.ReadCloser, error) { return os.Open(set.Files[d]) },
 	})
 	if err == nil || hits.Load() != 0 {
 		t.Errorf("push with an http token realm: %v; the realm got %d requests", err, hits.Load())

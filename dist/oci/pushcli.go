@@ -11,6 +11,7 @@ import (
 
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // PasswordEnv is the environment variable 'airgap push --username' reads
@@ -43,7 +44,20 @@ func PushStore(ctx context.Context, dir string, opt PushOptions, jsonOut bool, w
 	if err != nil {
 		return nil, err
 	}
-	opt.OpenBlob = st.OpenBlob
+	return PushOpenStore(ctx, st, opt, jsonOut, w)
+}
+
+// PushOpenStore is PushStore of a store already open: from a store in
+// object storage each layer streams from the bucket, hashed as it is
+// sent (an object that does not match its name fails the push before the
+// registry commits the blob).
+func PushOpenStore(ctx context.Context, st *store.Store, opt PushOptions, jsonOut bool, w io.Writer) (*PushResult, error) {
+	opt.OpenBlob = func(d verify.Digest) (io.ReadCloser, error) {
+		if rc, _, remote, err := st.StreamBlob(ctx, d); remote {
+			return rc, err
+		}
+		return st.OpenBlob(d)
+	}
 	if !jsonOut {
 		opt.Progress = func(t TagResult) {
 			if t.UpToDate {

@@ -17,20 +17,20 @@ import (
 // and the probe objects of conditional-write checks killed before their
 // clean-up (counted as temporary files),
 // under the import lease, so no import runs meanwhile: an import in
-// progress holds the lease, and gc is refused naming it. It records the
-// run in the index by a write conditional on the ETag it read, and only
-// then deletes (so an import that somehow ran past an expired lease fails
-// at its own index write rather than refer to a deleted blob). dir is a
-// new private scratch directory. Each deletion is independent: a gc
-// killed at any moment leaves a consistent store, and a re-run deletes
-// the rest.
-func GC(ctx context.Context, c *Client, dir, holder string, dryRun bool) (*store.GCResult, error) {
+// progress holds the lease, and gc is refused naming it (or, with wait,
+// waits for it). It records the run in the index by a write conditional
+// on the ETag it read, and only then deletes (so an import that somehow
+// ran past an expired lease fails at its own index write rather than
+// refer to a deleted blob). dir is a new private scratch directory. Each
+// deletion is independent: a gc killed at any moment leaves a consistent
+// store, and a re-run deletes the rest.
+func GC(ctx context.Context, c *Client, dir, holder string, wait, dryRun bool) (*store.GCResult, error) {
 	if !dryRun {
 		if err := c.CheckConditional(ctx); err != nil {
 			return nil, err
 		}
 	}
-	lease, err := AcquireLease(ctx, c, holder, LeaseTTL)
+	lease, err := AcquireLeaseWait(ctx, c, holder, LeaseTTL, wait, TellWaiting)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}

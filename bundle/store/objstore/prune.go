@@ -15,7 +15,7 @@ import (
 
 // Prune prunes the store in the bucket as store.Prune prunes a directory,
 // under the import lease (an import in progress holds it; prune is then
-// refused naming it). The directory prune runs in dir, a new private
+// refused naming it, or with opt.Wait waits for it). The directory prune runs in dir, a new private
 // scratch directory holding the bucket's index, import.hcl, the blobs
 // Stage reads, and for every other blob the bucket lists an empty sparse
 // file of its size (so the prune's plan, its counts and its records of
@@ -29,7 +29,7 @@ func Prune(ctx context.Context, c *Client, dir, holder string, opt store.PruneOp
 			return nil, err
 		}
 	}
-	lease, err := AcquireLease(ctx, c, holder, LeaseTTL)
+	lease, err := AcquireLeaseWait(ctx, c, holder, LeaseTTL, opt.Wait, TellWaiting)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nthe store was not changed", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,15 @@ type Replica struct {
 	Redirect bool
 	// Mismatches counts objects whose bytes did not match their names.
 	Mismatches atomic.Int64
+	fetched    sync.Map // blob hex → true, for FetchedBlobs
+}
+
+// FetchedBlobs are the blobs Fetch copied from the bucket (hex), which a
+// store staged from it need not write back.
+func (r *Replica) FetchedBlobs() []string {
+	var out []string
+	r.fetched.Range(func(k, _ any) bool { out = append(out, k.(string)); return true })
+	return out
 }
 
 // StartReplica makes the private directory (mode 0700, removed by
@@ -160,6 +170,9 @@ func (r *Replica) Fetch(d verify.Digest, dst string, want int64) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		r.fetched.Store(d.Hex(), true)
 	}
 	return err
 }
