@@ -34,9 +34,11 @@ type importCmd struct {
 	approvals  []string
 	// For a store in object storage (runObject): the import runs against
 	// a scratch directory, publish then writes it to the bucket, and shown
-	// is the address to print.
+	// is the address to print; staged sends each new blob to the bucket
+	// while the import still checks the rest (objstore.Sender).
 	publish func() error
 	shown   string
+	staged  func(d verify.Digest, path string)
 }
 
 func (c *importCmd) synopsis() string {
@@ -161,7 +163,7 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals, Staged: c.staged}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
@@ -253,8 +255,15 @@ func (c *importCmd) runObject(args []string) error {
 	}
 	addr := c.storeD
 	c.storeD, c.shown = scratch, addr
+	// New blobs go to the bucket while the import checks the rest; if the
+	// import fails or is refused before it publishes, those the sender
+	// created are deleted again (the bucket as it was).
+	sender := objstore.NewSender(ctx, cl)
+	c.staged = sender.Staged
+	published := false
 	c.publish = func() error {
-		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
+		published = true
+		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease, sender); err != nil {
 			return err
 		}
 		if staged.ETag == "" {
@@ -262,5 +271,12 @@ func (c *importCmd) runObject(args []string) error {
 		}
 		return nil
 	}
-	return c.run(args)
+	err = c.run(args)
+	if err != nil && !published {
+		if aerr := sender.Abort(); aerr != nil {
+			err = fmt.Errorf("%w\n%v", err, aerr)
+		}
+	}
+	sender.Finish()
+	return err
 }

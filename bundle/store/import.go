@@ -32,6 +32,14 @@ type ImportOptions struct {
 	// Approvals are the station approval files that came with the bundle
 	// (an Approvals policy checks them).
 	Approvals []approval.File
+	// Staged, if set, is called with each new blob as soon as it is
+	// staged and its digest checked (path is its file in the staging
+	// directory: the caller may read it, never change it, and must expect
+	// it gone once the import has returned), while the rest of the bundle
+	// is still being read and checked, so a store elsewhere can take it
+	// meanwhile. A refused or failed import has called it for blobs it
+	// then did not commit.
+	Staged func(d verify.Digest, path string)
 }
 
 // ImportResult says what an import did.

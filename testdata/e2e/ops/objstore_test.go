@@ -661,7 +661,7 @@ func TestObjectStoreIndexConditional(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = objstore.Publish(ctx, c, stage, staged, nil)
+		_, err = objstore.Publish(ctx, c, stage, staged, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "another writer replaced the index") {
 			t.Errorf("%s: publishing over a stale index: %v", tc.prefix, err)
 		}
