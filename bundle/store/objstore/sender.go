@@ -53,7 +53,8 @@ func NewSender(ctx context.Context, c *Client) *Sender {
 }
 
 // Staged queues blob d, staged at path (a file named by its hex digest),
-// to be sent. It is store.ImportOptions.Staged.
+// to be sent. It is store.ImportOptions.Staged, called only while the
+// import runs (never after Finish or Abort).
 func (s *Sender) Staged(d verify.Digest, path string) {
 	hex := d.Hex()
 	if !verify.IsHex64(hex) || filepath.Base(path) != hex {
