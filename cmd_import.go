@@ -35,12 +35,14 @@ type importCmd struct {
 	approvals  []string
 	// For a store in object storage (runObject): the import runs against
 	// a scratch directory, publish then writes it to the bucket, and shown
-	// is the address to print.
+	// is the address to print; staged sends each new blob to the bucket
+	// while the import still checks the rest (objstore.Sender).
 	publish func() error
 	// remote, with publish, is the bucket the staged store's other
 	// blobs are in (a delta's base).
 	remote store.Remote
 	shown  string
+	staged func(d verify.Digest, path string)
 }
 
 func (c *importCmd) synopsis() string {
@@ -165,7 +167,7 @@ func (c *importCmd) run(args []string) error {
 	defer stopClose()
 	var res *store.ImportResult
 	err = progress.Stream(os.Stderr, "import "+filepath.Base(args[0]), f.Size, func(n *progress.Counter) (err error) {
-		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals, Remote: c.remote}
+		opt := store.ImportOptions{Keyring: kr, Wait: c.wait, Policies: rules.Policies, Approvals: approvals, Remote: c.remote, Staged: c.staged}
 		res, err = store.ImportContext(intr.ctx, c.storeD, n.Reader(f), opt)
 		return err
 	})
@@ -263,11 +265,18 @@ func (c *importCmd) runObject(args []string) error {
 	}
 	rep := objstore.NewListedRemote(cl, slog.New(slog.DiscardHandler), ix.Index())
 	c.remote = rep
+	// New blobs go to the bucket while the import checks the rest; if the
+	// import fails or is refused before it publishes, those the sender
+	// created are deleted again (the bucket as it was).
+	sender := objstore.NewSender(ctx, cl)
+	c.staged = sender.Staged
+	published := false
 	c.publish = func() error {
+		published = true
 		for _, hex := range rep.FetchedBlobs() { // a delta's base, read from the bucket: not sent back
 			staged.Fetched[hex] = true
 		}
-		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease); err != nil {
+		if _, err := objstore.Publish(ctx, cl, scratch, staged, lease, sender); err != nil {
 			return err
 		}
 		if staged.ETag == "" {
@@ -275,5 +284,12 @@ func (c *importCmd) runObject(args []string) error {
 		}
 		return nil
 	}
-	return c.run(args)
+	err = c.run(args)
+	if err != nil && !published {
+		if aerr := sender.Abort(); aerr != nil {
+			err = fmt.Errorf("%w\n%v", err, aerr)
+		}
+	}
+	sender.Finish()
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airgap/airgap/bundle/store"
+	"github.com/airgap/airgap/bundle/store/objstore"
 	"github.com/airgap/airgap/server/access"
 	"github.com/airgap/airgap/server/certs"
 	"github.com/airgap/airgap/server/ops"
@@ -25,6 +26,9 @@ type opsOptions struct {
 	Version string
 	Access  *access.AccessControl // the access file, if any
 	Audit   *access.AuditLog      // the audit log, if any
+	// Replica is the bucket a store in object storage is served from
+	// (nil: a directory store).
+	Replica *objstore.Replica
 	// MetricsListener, if set, is the --metrics-listen listener, opened
 	// already (Run opens every listener before anything else).
 	MetricsListener net.Listener
@@ -57,6 +61,9 @@ func startOps(ctx context.Context, opt opsOptions) (*opsLayer, error) {
 		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: lastImport(opt.Store)}
 		if a := opt.Audit; a != nil {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
+		}
+		if r := opt.Replica; r != nil {
+			mo.ObjectMismatches = func() float64 { return float64(r.Mismatches.Load()) }
 		}
 		if opt.TLS != nil {
 			mo.Certificate = ops.CertificateFunc(opt.TLS.Config, certs.FirstDNSName(opt.Config.certNames()))

@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg RunOptions) error {
 	defer usage.Close()
 	srv := New(st, Options{Logger: cfg.Log, CAPEM: tlsSetup.CAPEM, Access: ac, Tool: "airgap " + cfg.Version, Usage: usage})
 	ops, err := startOps(ctx, opsOptions{Config: cfg.Config, Store: st, TLS: tlsSetup, Level: cfg.Level, Log: cfg.Log, LogOut: cfg.LogOut,
-		Version: cfg.Version, Access: ac, Audit: audit, MetricsListener: metricsLn})
+		Version: cfg.Version, Access: ac, Audit: audit, Replica: replica, MetricsListener: metricsLn})
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ func (imp *importer) stage() (err error) {
 			imp.refreshed = append(imp.refreshed, b)
 		default:
 			imp.staged = append(imp.staged, b)
+			if imp.opt.Staged != nil {
+				imp.opt.Staged(b.Digest, path)
+			}
 		}
 		if err := imp.ck.Add(b, path); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/approval"
 	"github.com/airgap/airgap/bundle/check"
@@ -40,6 +41,14 @@ type ImportOptions struct {
 	// are fetched into root, verified as they stream. A fetch that fails
 	// (an object swapped in the bucket) fails the import.
 	Remote Remote
+	// Staged, if set, is called with each new blob as soon as it is
+	// staged and its digest checked (path is its file in the staging
+	// directory: the caller may read it, never change it, and must expect
+	// it gone once the import has returned), while the rest of the bundle
+	// is still being read and checked, so a store elsewhere can take it
+	// meanwhile. A refused or failed import has called it for blobs it
+	// then did not commit.
+	Staged func(d verify.Digest, path string)
 }
 
 // ImportResult says what an import did.

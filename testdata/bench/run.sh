@@ -17,15 +17,20 @@ if [ -n "${SMOKE:-}" ]; then
   # Zips larger than zstd's window (8 MiB), as real ones are: smaller
   # ones would let zstd find each zip's twin in the one before.
   SITE_BYTES=$((40<<20)); SITE_UNPACKED=$((56<<20)); SITE_MODULES=4; SITE_SBOM_SAMPLE=2
+  BSITE_BYTES=$((40<<20)); BSITE_UNPACKED=$((56<<20))
 else
   DUR=10s; SDUR=5s; ROUNDS=3; CONNS=64; BIG=$((256<<20)); EXP_N=10; EXP_SIZE=$((36<<20)); SYN=50000
   SITE_BYTES=$((${BENCH_SITE_GIB:-10}<<30)); SITE_UNPACKED=$((830<<20)); SITE_MODULES=24; SITE_SBOM_SAMPLE=4
+  # The bucket section's site: 1 GiB of zips of a 200 MiB plugin (~43 MB
+  # each, so that the site rounds up to about 1 GiB, not 1.8).
+  BSITE_BYTES=$((1<<30)); BSITE_UNPACKED=$((200<<20))
 fi
 CACHE=${AIRGAP_TEST_CACHE:-$HOME/.cache/airgap}/bench
-# BENCH_SECTIONS picks sections (default all): serve export site scale.
-SECTIONS=" ${BENCH_SECTIONS:-serve export site scale} "
+# BENCH_SECTIONS picks sections (default all): serve export site scale bucket.
+SECTIONS=" ${BENCH_SECTIONS:-serve export site scale bucket} "
 on() { [[ $SECTIONS == *" $1 "* ]]; }
 on site || SITE_BYTES=0
+on bucket || BSITE_BYTES=0
 
 need=()
 command -v nginx >/dev/null || need+=(nginx-light)
@@ -47,7 +52,11 @@ fi
 # the next network, then its cp floor) (and the last provider version it rounds up to, < 1 GiB), plus
 # ~3 GiB for the rest. Checked before anything is built.
 TMP=${TMPDIR:-/tmp}
+# The bucket section holds its site's bundle, export cache and four
+# copies more (the bucket's store, the SDK's upload, the directory store,
+# import's scratch): 6x BSITE_BYTES, the real site's fixtures gone by then.
 need=$(( (SITE_BYTES > 0 ? (SITE_BYTES + (1<<30)) * 42 / 10 : 0) + (3<<30) ))
+[ $((BSITE_BYTES * 6)) -le $((need - (3<<30))) ] || need=$(( BSITE_BYTES * 6 + (3<<30) ))
 free=$(df --output=avail -B1 "$TMP" | tail -1)
 if [ "$free" -lt "$need" ]; then
   echo "make bench needs about $((need>>30)) GiB free in $TMP, and $((free>>30)) GiB are free." >&2
@@ -118,7 +127,7 @@ printf '|%s|%s|%s|%s|%s|\n' "----------------------------------------------" "--
 
 # The store, mirror tree and certificate of the serving sections, and the
 # site key of the export sections.
-on serve || BIG=$((1<<20))
+on serve || on bucket || BIG=$((1<<20))
 eval "$("$BT" serve-fixtures -dir "$W/srv" -size "$BIG" | grep '^BIG_')"
 CERT="$W/srv/tls/cert.pem"; KEY="$W/srv/tls/key.pem"; CA="$W/srv/tls/ca.pem"
 "$AG" keygen --out "$W/keys/site" --bits 3072 --no-passphrase > /dev/null
@@ -505,6 +514,130 @@ row "serve RSS MiB, $SYN packages" "$rss" "" "" ""
 read -r sr sp <<<"$(wrk_run "https://127.0.0.1:18445/v1/providers/bench/p0007/versions")"
 row "versions req/s / p99 ms at $SYN packages" "$(printf '%.0f' "$sr") / $sp" "" "" ""
 kill "$SPID"
+fi
+
+# ---------------------------------------------------------------- 6: bucket
+if on bucket; then
+# The store in a bucket of a real S3 server that checks signatures
+# (versitygw, the one the test suite runs, built into the tool cache the
+# way the suite builds it), against what a site would otherwise do with the
+# same server: GET the object from it, upload with the AWS SDK's own
+# upload manager, and serve from a directory.
+VGW_VERSION=$(sed -n 's/^const VersitygwVersion = "\([^"]*\)".*/\1/p' testdata/e2e/harness/s3.go)
+VGW=${AIRGAP_TEST_CACHE:-$HOME/.cache/airgap}/versitygw-$VGW_VERSION
+if [ ! -x "$VGW" ]; then
+  echo "building versitygw $VGW_VERSION into $(dirname "$VGW") (once; a few minutes)"
+  mkdir -p "$W/gobin" "$(dirname "$VGW")"
+  (cd "$W" && GOFLAGS= GOBIN="$W/gobin" go install -trimpath "github.com/versity/versitygw/cmd/versitygw@v$VGW_VERSION")
+  mv "$W/gobin/versitygw" "$VGW"
+fi
+echo "== 6: the store in a bucket (versitygw $VGW_VERSION, posix backend, over TLS with the bench certificate)"
+export AWS_ACCESS_KEY_ID=AGbench AWS_SECRET_ACCESS_KEY=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n') AWS_REGION=us-east-1 \
+  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true AWS_CA_BUNDLE="$CA"
+mkdir -p "$W/s3"
+# One server, TLS only: the direct GET and serve's own requests both go
+# to it over TLS (serve trusts the bench CA through AWS_CA_BUNDLE), so
+# both clients' downloads are on the same footing. A second versitygw
+# over the same directory answers plain HTTP, for the row with serve
+# reaching the bucket over plain HTTP (a bucket on a trusted network).
+ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY "$VGW" --port 127.0.0.1:18461 --cert "$CERT" --key "$KEY" --quiet posix "$W/s3" > "$W/vgw.log" 2>&1 &
+PIDS+=($!); VGW_PID=$!
+ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY "$VGW" --port 127.0.0.1:18462 --quiet posix "$W/s3" > "$W/vgw-plain.log" 2>&1 &
+PIDS+=($!)
+S3=https://127.0.0.1:18461; S3P=http://127.0.0.1:18462
+for _ in $(seq 1 200); do curl -fsS --cacert "$CA" -o /dev/null "$S3/" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+  --aws-sigv4 aws:amz:us-east-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" 2>/dev/null && break; sleep 0.05; done
+"$BT" s3 -dir "$W/bt-s3" -op mkbucket -endpoint "$S3" -bucket bench
+saddr() { echo "s3://bench/$1?endpoint=$2&use_path_style=true"; }
+"$AG" store copy "$W/srv/store" "$(saddr site "$S3")" > /dev/null
+# B: serve from the bucket over TLS, BP: over plain HTTP, D: from the
+# directory the bucket was copied from. Each at its defaults.
+"$AG" serve --store "$(saddr site "$S3")" --listen 127.0.0.1:18463 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve-bucket.log" &
+PIDS+=($!); B_PID=$!
+"$AG" serve --store "$(saddr site "$S3P")" --listen 127.0.0.1:18464 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve-bucket-plain.log" &
+PIDS+=($!); BP_PID=$!
+"$AG" serve --store "$W/srv/store" --listen 127.0.0.1:18465 --tls files --cert "$CERT" --key "$KEY" --log-level warn 2>"$W/serve-dir.log" &
+PIDS+=($!); D_PID=$!
+B=https://127.0.0.1:18463; BP=https://127.0.0.1:18464; D=https://127.0.0.1:18465
+wait_https "$B/healthz" "$CA"; wait_https "$BP/healthz" "$CA"; wait_https "$D/healthz" "$CA"
+S3GET=(--aws-sigv4 aws:amz:us-east-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD')
+OBJ=/bench/site/blobs/sha256/${BIG_BLOB#/blobs/sha256/}; OBJ=${OBJ%/*}
+# The same bytes from both: a mismatch here would make the row meaningless.
+[ "$(curl -fsS --cacert "$CA" "$B$BIG_BLOB" | sha256sum)" = "$(curl -fsS --cacert "$CA" "${S3GET[@]}" "$S3$OBJ" | sha256sum)" ] ||
+  { echo "the replica and the S3 server do not send the same bytes" >&2; exit 1; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TCK=$(getconf CLK_TCK)
+# MiB/s of one download, median of 2 x ROUNDS, the servers taking turns
+# (the best of them favoured whichever moved most on the shared machine).
+dl_speed() { curl -s --cacert "$CA" -o /dev/null -w '%{speed_download}' "$@"; }
+mibs() { median | awk '{ printf "%.0f", $1 / 1048576 }'; }
+: > "$W/dl.B"; : > "$W/dl.S"; : > "$W/dl.BP"
+t0=$(cpu_ticks "$B_PID")
+for ((r = 0; r < 2 * ROUNDS; r++)); do
+  dl_speed "$B$BIG_BLOB" >> "$W/dl.B"; echo >> "$W/dl.B"
+  dl_speed "${S3GET[@]}" "$S3$OBJ" >> "$W/dl.S"; echo >> "$W/dl.S"
+  dl_speed "$BP$BIG_BLOB" >> "$W/dl.BP"; echo >> "$W/dl.BP"
+done
+bc_=$(( $(cpu_ticks "$B_PID") - t0 ))
+bs=$(mibs < "$W/dl.B"); ss=$(mibs < "$W/dl.S"); bps=$(mibs < "$W/dl.BP")
+t0=$(cpu_ticks "$D_PID"); for ((r = 0; r < 2 * ROUNDS; r++)); do dl_speed "$D$BIG_BLOB" > /dev/null; done; dc=$(( $(cpu_ticks "$D_PID") - t0 ))
+row "bucket: download $((BIG>>20)) MiB, serve vs S3 GET, MiB/s" "$bs" "$ss (S3 GET)" "$(ratio "$bs" "$ss")" ">= 0.9x"
+row "  serve reading the bucket over plain HTTP, MiB/s" "$bps" "$ss (S3 GET)" "$(ratio "$bps" "$ss")" ""
+# CPU seconds of serve per GiB sent: hashing what it streams from the
+# bucket, against sending a file of its own directory.
+cpg2() { awk -v t="$1" -v hz="$TCK" -v b="$BIG" -v n="$((2 * ROUNDS))" 'BEGIN { printf "%.2f", t / hz / (n * b / 1073741824) }'; }
+row "  serve CPU s/GiB, bucket vs dir (lower is better)" "$(cpg2 "$bc_")" "$(cpg2 "$dc")" "$(ratio "$(cpg2 "$dc")" "$(cpg2 "$bc_")")" ""
+
+# Cached metadata: the same answers from serve over the bucket (B) and
+# over the directory (D), wrk taking turns, median of ROUNDS runs each.
+bucket_meta() { # label path
+  local r s; : > "$W/meta.B"; : > "$W/meta.D"
+  for ((r = 0; r < ROUNDS; r++)); do
+    for s in $( ((r % 2)) && echo "D B" || echo "B D"); do
+      case $s in B) DUR=$SDUR wrk_run "$B$2" >> "$W/meta.B" ;; D) DUR=$SDUR wrk_run "$D$2" >> "$W/meta.D" ;; esac
+    done
+  done
+  local br bp dr dp
+  br=$(cut -d' ' -f1 "$W/meta.B" | median); bp=$(cut -d' ' -f2 "$W/meta.B" | median)
+  dr=$(cut -d' ' -f1 "$W/meta.D" | median); dp=$(cut -d' ' -f2 "$W/meta.D" | median)
+  row "bucket: $1 req/s, p99 ms vs dir" "$(printf '%.0f' "$br") / $bp" "$(printf '%.0f' "$dr") / $dp" "$(ratio "$br" "$dr")" ">= 0.95x"
+}
+bucket_meta "registry versions" /v1/providers/hashicorp/random/versions
+bucket_meta "registry download" /v1/providers/hashicorp/random/3.6.0/download/linux/amd64
+row "  serve peak RSS MiB, bucket vs dir" "$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$B_PID/status")" \
+  "$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$D_PID/status") (dir)" "" ""
+kill "$B_PID" "$BP_PID" "$D_PID" 2>/dev/null || true
+
+# Import: a site of about 1 GiB (benchtool site, exported by airgap) into
+# a new prefix of the bucket, against uploading the same bundle file to
+# the same server with the SDK's upload manager at its defaults, and
+# against importing it into a directory (every check the same: the
+# difference is what the bucket costs).
+"$BT" site -dir "$W/bsite" -cache "$CACHE" -bytes "$BSITE_BYTES" -unpacked "$BSITE_UNPACKED" -modules 4 > "$W/bsite.log" 2>&1 &
+BSITEPID=$!; PIDS+=($BSITEPID)
+for _ in $(seq 1 3000); do grep -q '^ready' "$W/bsite.log" 2>/dev/null && break; kill -0 $BSITEPID 2>/dev/null || break; sleep 0.2; done
+grep -q '^ready' "$W/bsite.log" || { cat "$W/bsite.log" >&2; echo "the bucket section's site fixture did not start" >&2; exit 1; }
+mapfile -t BENV < "$W/bsite/env"
+env "${BENV[@]}" TF_CLI_CONFIG_FILE="$W/empty.tfrc" "$AG" export --manifest "$W/bsite/airgap.hcl" --sign-key "$W/keys/site.key.asc" \
+  --out "$W/bsite.bundle" --cache "$W/bsite-cache" > "$W/bsite-export.log" 2>&1 || { cat "$W/bsite-export.log" >&2; exit 1; }
+kill "$BSITEPID" 2>/dev/null || true; wait "$BSITEPID" 2>/dev/null || true
+rm -rf "$W/bsite" "$W/bsite-cache"
+cat "$W/bsite.bundle" > /dev/null # both start from the page cache
+/usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" import --keyring "$W/keys/site.pub.asc" --store "$(saddr imported "$S3")" "$W/bsite.bundle" > "$W/bimport.log" 2>&1 ||
+  { cat "$W/bimport.log" >&2; exit 1; }
+read -r t_bi m_bi < "$W/time.out"
+t_up=$("$BT" s3 -dir "$W/bt-s3" -op upload -endpoint "$S3" -bucket bench -key-name uploaded/bsite.bundle -file "$W/bsite.bundle")
+/usr/bin/time -f "%e %M" -o "$W/time.out" "$AG" import --keyring "$W/keys/site.pub.asc" --store "$W/bstore" "$W/bsite.bundle" > "$W/bimport-dir.log" 2>&1 ||
+  { cat "$W/bimport-dir.log" >&2; exit 1; }
+read -r t_di _ < "$W/time.out"
+bsz=$(stat -c %s "$W/bsite.bundle")
+row "bucket: import $((bsz>>20)) MiB site vs SDK upload, s" "$t_bi" "$t_up (SDK)" "$(ratio "$t_up" "$t_bi")" ">= 0.67x"
+row "  import, bucket vs directory, wall s" "$t_bi" "$t_di (dir)" "$(ratio "$t_di" "$t_bi")" ""
+row "  import into the bucket, peak RSS MiB" "$(awk -v m="$m_bi" 'BEGIN { printf "%.0f", m / 1024 }')" "" "" "<= 64"
+chmod -R u+w "$W/bstore" 2>/dev/null || true
+rm -rf "$W/bstore" "$W/bsite.bundle" "$W/s3"
+unset AWS_CA_BUNDLE
 fi
 
 echo

@@ -271,16 +271,21 @@ feed:
 // on staged.ETag, the ETag read when the import began (If-None-Match: * for a
 // new store). If another import replaced the index meanwhile, the write
 // is refused and nothing of this import is visible: its blobs are objects
-// no index refers to. lease, if not nil, must still be held.
-func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *Lease) (*CopyResult, error) {
+// no index refers to. lease, if not nil, must still be held. sender, if
+// not nil, sent blobs while the import ran: they are not sent again.
+func Publish(ctx context.Context, c *Client, dir string, staged *Staged, lease *Lease, sender *Sender) (*CopyResult, error) {
 	etag := staged.ETag
+	var sent map[string]bool
+	if sender != nil {
+		sent = sender.Finish()
+	}
 	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(BlobPrefix)))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
 	var hexes []string
 	for _, e := range ents {
-		if hex := e.Name(); verify.IsHex64(hex) && e.Type().IsRegular() && !staged.Fetched[hex] { // (a fetched one came from the bucket)
+		if hex := e.Name(); verify.IsHex64(hex) && e.Type().IsRegular() && !staged.Fetched[hex] && !sent[hex] { // (a fetched one came from the bucket)
 			hexes = append(hexes, hex)
 		}
 	}

@@ -41,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|zstdsize|sbomcost|serve-fixtures|nethttp|synthetic|login-token [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool world|site|zstdsize|sbomcost|serve-fixtures|nethttp|synthetic|login-token|s3 [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -61,6 +61,11 @@ func main() {
 	sample := fs.Int("sample", 0, "sbomcost: measure this many packages, spread over the catalog, and scale to all (0: all)")
 	storeDir := fs.String("store", "", "login-token: the store whose serve takes the token")
 	group := fs.String("group", "", "login-token: the group the person is in")
+	s3Op := fs.String("op", "", "s3: mkbucket or upload")
+	s3Endpoint := fs.String("endpoint", "", "s3: the S3 server's URL")
+	s3Bucket := fs.String("bucket", "", "s3: the bucket")
+	s3Key := fs.String("key-name", "", "s3 upload: the object's key")
+	s3File := fs.String("file", "", "s3 upload: the file to upload")
 	fs.Parse(os.Args[2:])
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
@@ -85,6 +90,8 @@ func main() {
 		sbomCost(t, *bundlePath, *keyring, *blobs, *sample)
 	case "login-token":
 		loginToken(t, *storeDir, *group)
+	case "s3":
+		s3Tool(t, *s3Op, *s3Endpoint, *s3Bucket, *s3Key, *s3File)
 	default:
 		t.Fatalf("unknown subcommand %q", os.Args[1])
 	}

@@ -484,8 +484,27 @@ func TestObjectStoreServe(t *testing.T) {
 	work, pub, bundles := randomBundles(t, "3.6.2", "3.6.0")
 	addr := s.Addr("site")
 	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", addr, bundles[0])
-	r1, cl1 := startS3Replica(t, s, addr)
+	mport := harness.FreePort(t)
+	r1, cl1 := startS3Replica(t, s, addr, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport))
 	r2, cl2 := startS3Replica(t, s, addr)
+	// Mismatches are a metric of their own on the replica that saw one.
+	mismatches := func() string {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "airgap_store_object_mismatches_total ") {
+				return l
+			}
+		}
+		return "no airgap_store_object_mismatches_total in /metrics"
+	}
+	if got := mismatches(); got != "airgap_store_object_mismatches_total 0" {
+		t.Errorf("before any mismatch: %s", got)
+	}
 	for _, r := range []*harness.Served{r1, r2} {
 		if out, err := terraformInit(t, r.Base, r.CAFile, "3.6.2"); err != nil || !strings.Contains(out, "3.6.2") {
 			t.Errorf("terraform init through the replica on :%d: %v\n%s", r.Port, err, out)
@@ -572,6 +591,10 @@ func TestObjectStoreServe(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The download and the range request's fetch each read it once.
+	if got := mismatches(); got != "airgap_store_object_mismatches_total 2" {
+		t.Errorf("after a swapped object was asked for twice: %s, want 2\n%s", got, r1.Logs.String())
+	}
 }
 
 // TestObjectStoreMalformedAddress: a malformed s3:// address is refused
@@ -636,7 +659,7 @@ func TestObjectStoreIndexConditional(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = objstore.Publish(ctx, c, stage, staged, nil)
+		_, err = objstore.Publish(ctx, c, stage, staged, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "another writer replaced the index") {
 			t.Errorf("%s: publishing over a stale index: %v", tc.prefix, err)
 		}
