@@ -245,9 +245,6 @@ func (c *importCmd) runObject(args []string) error {
 		return fmt.Errorf("%w\nthe store was not changed", err)
 	}
 	defer lease.Release()
-	if lease.Note != "" {
-		fmt.Fprintln(os.Stderr, "warning: "+lease.Note)
-	}
 	scratch, err := os.MkdirTemp("", "airgap-import-")
 	if err != nil {
 		return err

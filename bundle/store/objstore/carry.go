@@ -23,11 +23,17 @@ const leaseWaitPoll = 2 * time.Second
 // and tries again every leaseWaitPoll until ctx ends. A holder that was
 // killed is waited for at most ttl, when its lease expires; a lease that
 // says it expires later than any airgap sets one (a forged or garbled
-// lease.json) is not honoured at all (AcquireLease takes it over).
+// lease.json) is not honoured at all: AcquireLease takes it over, and a
+// warning on stderr names whose it was.
 func AcquireLeaseWait(ctx context.Context, c *Client, holder string, ttl time.Duration, wait bool, waiting func(error)) (*Lease, error) {
 	told := false
 	for {
 		l, err := AcquireLease(ctx, c, holder, ttl)
+		if err == nil && l.Note != "" {
+			// Said on stderr, as TellWaiting says what a --wait waits for:
+			// every verb that takes the lease is a command-line verb.
+			fmt.Fprintln(os.Stderr, "warning: "+l.Note)
+		}
 		if err == nil || !wait || !errors.Is(err, ErrLeased) {
 			return l, err
 		}
