@@ -338,6 +338,9 @@ func (c *exportCmd) run(args []string) error {
 			fmt.Fprintf(os.Stderr, "notice: %v\nnotice: nothing was written; checking every cached package and exporting again\n", err)
 			continue
 		}
+		if errors.Is(err, export.ErrDamagedCache) {
+			return fmt.Errorf("%w\nhint: the download cache %s changed while export ran; the entry was removed, so the same command fetches it again; check what else writes to the cache", err, p.cache)
+		}
 		if err != nil {
 			return err
 		}

@@ -390,16 +390,17 @@ func (e *exporter) cached(d verify.Digest) (string, int64, bool) {
 	return p, n, true
 }
 
-// cachedPackage returns the cached package for d. A package the cache has already scanned (its h1 file is there: it
-// was hashed against d when it was admitted, and scanned then) is taken
-// by its name without being read here: its bytes are hashed once, while
-// they are copied into the bundle, and bundle.Writer refuses a blob whose
-// bytes do not hash to d before anything is published (WriteBundle then
-// removes the damaged entry: ErrDamagedCache). The pre-pass this replaces
-// read every package a second time, a fifth of a warm re-export. A
-// package with no h1 file, and every package under RecheckCache, is
-// checked first as before (cached): its h1 is about to be computed and
-// kept from those bytes, which must not come from a damaged entry.
+// cachedPackage returns the cached package for d. A package the cache has
+// already scanned (its h1 file is there: it was hashed against d when it
+// was admitted, and scanned then) is taken by its name without being read
+// here: its bytes are hashed once, while they are copied into the bundle,
+// and bundle.Writer refuses a blob whose bytes do not hash to d before
+// anything is published (WriteBundle then removes the damaged entry:
+// ErrDamagedCache). The pre-pass this replaces read every package a
+// second time, a fifth of a warm re-export. A package with no h1 file,
+// and every package under RecheckCache, is checked first as before
+// (cached): its h1 is about to be computed and kept from those bytes,
+// which must not come from a damaged entry.
 func (e *exporter) cachedPackage(d verify.Digest) (string, int64, bool) {
 	if !e.opt.RecheckCache {
 		if hi, err := os.Lstat(e.scanPath(d)); err == nil && hi.Mode().IsRegular() {
