@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -307,28 +308,48 @@ func (c *exportCmd) run(args []string) error {
 		client.UseHostBlock(host, hb)
 	}
 	client.AllowDownloadHosts(append(p.req.AllowDownloadHosts, c.allowHosts...)...)
-	prog := &export.Progress{}
-	line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
-	client.Notice = line.Logf
-	res, err := export.Run(ctx, p.req, export.Options{
-		Client: client, CacheDir: p.cache, Jobs: c.jobs,
-		SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
-		MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
-		MaxDocsSize: p.maxDocs, NoDocs: c.noDocs,
-		Methods: p.methods, TrustMirrorHashes: c.trustMirror,
-		GateReports: c.gateReports, GateJobs: c.gateJobs, Offline: p.offline,
-	})
-	line.Stop()
-	if err != nil {
-		return intr.Err(err, fmt.Sprintf("run the same command again; verified downloads are kept in %s and partial ones resume", p.cache))
-	}
-	sum := res.Summarize(c.dryRun, time.Since(start))
-	if !c.dryRun {
-		ix, err := export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
+	// A second attempt only when the first found a damaged file in the
+	// download cache while writing (export.ErrDamagedCache: removed, and
+	// nothing written): every cached package is then hashed before use.
+	var res *export.Result
+	var sum *export.Summary
+	var ix *bundle.PartsIndex
+	for attempt := 0; ; attempt++ {
+		prog := &export.Progress{}
+		line := progress.Start(os.Stderr, prog.Status(client.Received.Load))
+		client.Notice = line.Logf
+		res, err = export.Run(ctx, p.req, export.Options{
+			Client: client, CacheDir: p.cache, Jobs: c.jobs,
+			SiteKey: p.key, DryRun: c.dryRun, Log: line.Logf, Progress: prog,
+			MaxPackageSize: p.maxPkg, MaxModuleSize: p.maxMod, MaxGitSize: p.maxGit,
+			MaxDocsSize: p.maxDocs, NoDocs: c.noDocs,
+			Methods: p.methods, TrustMirrorHashes: c.trustMirror,
+			GateReports: c.gateReports, GateJobs: c.gateJobs, Offline: p.offline,
+			RecheckCache: attempt > 0,
+		})
+		line.Stop()
+		if err != nil {
+			return intr.Err(err, fmt.Sprintf("run the same command again; verified downloads are kept in %s and partial ones resume", p.cache))
+		}
+		sum = res.Summarize(c.dryRun, time.Since(start))
+		if c.dryRun {
+			break
+		}
+		ix, err = export.WriteBundle(res, sum, export.WriteOptions{Out: c.out, Key: p.key, Tool: "airgap " + Version,
 			Compression: p.comp, ModTime: p.modTime, Delta: p.delta, SplitSize: p.splitSize, AcceptKeys: p.accept, Log: line.Logf, Offline: p.offline})
+		if attempt == 0 && errors.Is(err, export.ErrDamagedCache) && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "notice: %v\nnotice: nothing was written; checking every cached package and exporting again\n", err)
+			continue
+		}
+		if errors.Is(err, export.ErrDamagedCache) {
+			return fmt.Errorf("%w\nhint: the download cache %s changed while export ran; the entry was removed, so the same command fetches it again; check what else writes to the cache", err, p.cache)
+		}
 		if err != nil {
 			return err
 		}
+		break
+	}
+	if !c.dryRun {
 		sum.Millis = time.Since(start).Milliseconds()
 		if ix != nil && !c.asJSON {
 			ix.WriteText(os.Stdout, c.out)

@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/airgap/airgap/bundle/bundletest"
 	"github.com/airgap/airgap/bundle/check"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/verify"
 )
 
 // realShapedSet is the Standard set plus a provider whose linux_amd64 zip
@@ -127,5 +129,59 @@ func TestReadsBundleOfFormat1(t *testing.T) {
 	rep, n, _, err := check.All(br, t.TempDir())
 	if err != nil || n == 0 || rep.H1 == 0 {
 		t.Fatalf("format-1 bundle: %d blobs, %+v, %v", n, rep, err)
+	}
+}
+
+// WriteBlob hashes exactly the bytes it writes (on a goroutine of its own,
+// through rotating buffers): a blob of several buffers whose bytes differ
+// from its digest in its last buffer only, or that goes on past its size,
+// is refused with the digest or size error, and the intact one is
+// accepted, in every compression.
+func TestWriteBlobHashesWhatItWrites(t *testing.T) {
+	signer := bundletest.Key(t, "site")
+	set, big := realShapedSet(t, signer)
+	data, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2<<20 {
+		t.Fatalf("the package is %d bytes: too small to span the copy buffers", len(data))
+	}
+	d := verify.DigestBytes(data)
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)-10] ^= 0x01
+	for _, c := range []bundle.Compression{bundle.CompressionNone, bundle.CompressionZstd, bundle.CompressionAuto} {
+		for _, tc := range []struct {
+			what string
+			src  []byte
+			want error
+		}{
+			{"a flipped byte", flipped, verify.ErrDigestMismatch},
+			{"a longer source", append(bytes.Clone(data), 'x'), verify.ErrSizeMismatch},
+			{"the intact bytes", data, nil},
+		} {
+			bw, err := bundle.NewWriter(io.Discard, set.Manifest(t), signer, bundle.WriterOptions{Compression: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bw.Remaining() {
+				if b.Digest == d {
+					break
+				}
+				f, err := os.Open(set.Files[b.Digest])
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = bw.WriteBlob(b.Digest, f)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = bw.WriteBlob(d, bytes.NewReader(tc.src))
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("%s, %s: WriteBlob gave %v, want %v", c, tc.what, err, tc.want)
+			}
+		}
 	}
 }

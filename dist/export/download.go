@@ -34,12 +34,13 @@ import (
 // killed export; the next export parks it for resuming.
 const abandonedAfter = time.Hour
 
-// fetchPackage returns the cached file for d (its digest checked again:
-// see cached), downloading it from u first if needed. Concurrent calls for one digest share one download (what
+// fetchPackage returns the cached file for d (see cachedPackage),
+// downloading it from u first if needed. Concurrent calls for one digest
+// share one download (what
 // names the package in the log line of the one that downloads it; against
 // names what d comes from, for a mismatch: "the signed SHA256SUMS").
 func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filename, what, against string) (string, int64, error) {
-	if path, size, ok := e.cached(d); ok {
+	if path, size, ok := e.cachedPackage(d); ok {
 		e.mu.Lock()
 		e.res.Cached++
 		e.mu.Unlock()
@@ -50,7 +51,7 @@ func (e *exporter) fetchPackage(ctx context.Context, d verify.Digest, u, filenam
 		size int64
 	}
 	v, err, _ := e.flight.Do(string(d), func() (any, error) {
-		if path, size, ok := e.cached(d); ok {
+		if path, size, ok := e.cachedPackage(d); ok {
 			return fetched{path, size}, nil
 		}
 		path, size, err := e.download(ctx, d, u, filename, what, against)

@@ -44,7 +44,7 @@ const maxScanFile = 128 + goinfo.MaxDocument
 // plugin's Go build information: what the cache kept, or check.ScanPackage
 // (within the bundle check's bounds on zips), then kept.
 func (e *exporter) scan(d verify.Digest, path string) (string, *goinfo.Info, error) {
-	kept := filepath.Join(e.opt.CacheDir, "h1", d.Hex())
+	kept := e.scanPath(d)
 	if h1, info, ok := readScan(kept); ok {
 		return h1, info, nil
 	}
@@ -59,6 +59,13 @@ func (e *exporter) scan(d verify.Digest, path string) (string, *goinfo.Info, err
 		os.Remove(tmp)
 	}
 	return h1, info, nil
+}
+
+// scanPath is where the cache keeps what scan computed for d.
+func (e *exporter) scanPath(d verify.Digest) string { return scanPathIn(e.opt.CacheDir, d) }
+
+func scanPathIn(cacheDir string, d verify.Digest) string {
+	return filepath.Join(cacheDir, "h1", d.Hex())
 }
 
 func scanFile(h1 string, info *goinfo.Info) []byte {

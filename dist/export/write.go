@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -66,7 +67,7 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 		if err != nil {
 			return err
 		}
-		if err := bw.WriteFiles(res.Files); err != nil {
+		if err := res.writeBlobs(bw); err != nil {
 			return err
 		}
 		return bw.Close()
@@ -88,6 +89,44 @@ func WriteBundle(res *Result, sum *Summary, opt WriteOptions) (*bundle.PartsInde
 		return nil, fmt.Errorf("splitting %s: %w (the whole bundle is kept)", opt.Out, err)
 	}
 	return ix, os.Remove(opt.Out)
+}
+
+// ErrDamagedCache: a file of the download cache did not hash to its
+// name while it was copied into the bundle (a crash cut it short, the
+// disk or someone changed it). WriteBundle removed it, and what the cache
+// kept from it, and wrote nothing; the export run again with
+// Options.RecheckCache fetches it again.
+var ErrDamagedCache = errors.New("a file of the download cache does not match its digest")
+
+// writeBlobs writes every carried blob from its file. Each is hashed as it
+// is copied (bundle.Writer.WriteBlob), against the digest the manifest
+// names: the one check of a cached package's bytes in a warm export (see
+// exporter.cachedPackage). A cache file that fails it is removed.
+func (res *Result) writeBlobs(bw *bundle.Writer) error {
+	cached := filepath.Join(res.cacheDir, "blobs", "sha256") + string(filepath.Separator)
+	for _, b := range bw.Remaining() {
+		path, ok := res.Files[b.Digest]
+		if !ok {
+			return fmt.Errorf("blob %s (%s): no file given for it", b.Digest.Short(), b.Role)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = bw.WriteBlob(b.Digest, f)
+		f.Close()
+		if err == nil {
+			continue
+		}
+		if res.cacheDir != "" && strings.HasPrefix(path, cached) &&
+			(errors.Is(err, verify.ErrDigestMismatch) || errors.Is(err, verify.ErrSizeMismatch)) {
+			os.Remove(path)
+			os.Remove(scanPathIn(res.cacheDir, b.Digest))
+			return fmt.Errorf("%w: %s (removed): %w", ErrDamagedCache, path, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // addSBOM writes the SBOM of the finished manifest (check.BuildSBOM, from

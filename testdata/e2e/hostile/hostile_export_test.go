@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -378,9 +379,10 @@ func TestHostileExportRemovesAbandonedTmp(t *testing.T) {
 // empty or cut short under its digest; every later export then took it
 // as it was and failed — the provider's zip unreadable, the module's zip
 // cut off — the same way each time, with nothing saying the cache was at
-// fault. A cached package is now checked against its digest before use
-// (and fetched again if it does not match), and a module archive, zip or
-// document made afresh replaces the cache's copy.
+// fault. A cached package that does not match its digest is now fetched
+// again (an empty one is hashed before use, one of the right size while it
+// is written: TestHostileExportFlippedByteInCache), and a module archive,
+// zip or document made afresh replaces the cache's copy.
 func TestHostileExportDamagedCache(t *testing.T) {
 	t.Parallel()
 	f := newExportFixture(t)
@@ -404,6 +406,55 @@ func TestHostileExportDamagedCache(t *testing.T) {
 		t.Fatalf("an export over a damaged cache failed: %v\n%s", err, out)
 	}
 	harness.MustRun(t, f.work, nil, harness.Bin, "verify", "--keyring", "k/site.pub.asc", bundle)
+}
+
+// A warm export takes a cached package it has already scanned by its name
+// and hashes its bytes once, while copying them into the bundle. A flipped
+// byte in such an entry (same size, so nothing but the hash can see it)
+// must be caught by that hash: the entry removed, nothing written, and
+// the export run again checking every cached package, ending with a
+// bundle that verifies and a cache entry that matches its name again.
+// Without the hash at write time the bundle would carry the flipped byte
+// and verify would refuse it.
+func TestHostileExportFlippedByteInCache(t *testing.T) {
+	t.Parallel()
+	f := newExportFixture(t)
+	f.in.AddProvider(t, "registry.terraform.io", "hashicorp", "random", "3.6.2", []string{"linux_amd64"}, 64<<10)
+	manifest := "provider \"hashicorp/random\" {\n  versions = \"3.6.2\"\n}\n"
+	cache := t.TempDir()
+	if out, _, _, err := f.export(t, manifest, "--cache", cache); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	scanned, _ := filepath.Glob(filepath.Join(cache, "h1", "*"))
+	if len(scanned) != 1 {
+		t.Fatalf("the cache kept the scan of %d packages, want 1", len(scanned))
+	}
+	pkg := filepath.Join(cache, "blobs", "sha256", filepath.Base(scanned[0]))
+	b, err := os.ReadFile(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01
+	os.Chmod(pkg, 0o644)
+	if err := os.WriteFile(pkg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, bundle, _, err := f.export(t, manifest, "--cache", cache)
+	if err != nil {
+		t.Fatalf("an export over a flipped byte in the cache failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "does not match its digest") || !strings.Contains(out, "exporting again") {
+		t.Errorf("the export did not say that it found the damaged cache entry:\n%s", out)
+	}
+	if vout, err := harness.CmdRun(t, f.work, nil, harness.Bin, "verify", "--keyring", "k/site.pub.asc", bundle); err != nil {
+		t.Errorf("the bundle written over a flipped byte in the cache does not verify: %v\n%s", err, vout)
+	}
+	if got, err := os.ReadFile(pkg); err != nil || fmt.Sprintf("%x", sha256.Sum256(got)) != filepath.Base(pkg) {
+		t.Errorf("the cache entry does not match its name after the export (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(bundle), ".*partial*")); len(left) != 0 {
+		t.Errorf("the export left %v behind", left)
+	}
 }
 
 // Finding (low): a project's main.tf, terraform.tfvars or lock file that
