@@ -158,7 +158,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 		if dl.Platform != "" {
 			attrs = append(attrs, slog.String("platform", dl.Platform))
 		}
-		if dl.Role != dist.RoleProviderPackage && dl.Role != dist.RoleModuleArchive {
+		if dl.Role != dist.RoleProviderPackage && dl.Role != dist.RoleModuleArchive && dl.Role != dist.RoleReleaseZip {
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
@@ -416,6 +416,9 @@ func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *access.Do
 	}
 	if EndpointKind(r.URL.Path) == KindOther {
 		ar.Via = "oci"
+		if dl.Role == dist.RoleReleaseZip {
+			ar.Via = "releases"
+		}
 	}
 	ar.ClientName, ar.ClientVersion = ClientFromUserAgent(r.UserAgent())
 	o.opt.Audit.Write(ar)

@@ -756,6 +756,10 @@ type releaseRow struct {
 	Dir         string // its files' directory under /releases/
 	Fingerprint string // grouped for people
 	Pin         string
+	// Usage and Fetched (per platform): download counts, with counting
+	// on (a tofu platform's zip and .tar.gz count together).
+	Usage   UsageCell
+	Fetched map[string]UsageCell
 }
 
 // releases is the page of the Terraform and OpenTofu CLI releases held
@@ -774,8 +778,22 @@ func (ui *catalogUI) releases(w http.ResponseWriter, r *http.Request) {
 		if rel.KeyPin == dist.KeyPinManifest {
 			pin = "pinned by the export manifest's publisher_key"
 		}
-		rows = append(rows, releaseRow{CLIRelease: rel, Dir: dir, Fingerprint: verify.GroupFingerprint(rel.KeyFingerprint), Pin: pin})
+		row := releaseRow{CLIRelease: rel, Dir: dir, Fingerprint: verify.GroupFingerprint(rel.KeyFingerprint), Pin: pin}
+		if u := ui.app.Counts(); u != nil {
+			var all store.UsageCount
+			row.Fetched = map[string]UsageCell{}
+			for _, b := range rel.Builds {
+				if _, ok := row.Fetched[b.Platform()]; ok {
+					continue
+				}
+				c := u.Of(store.UsageKey{Kind: store.UsageRelease, Address: rel.Product, Version: rel.Version, Platform: b.Platform()})
+				all.Add(c)
+				row.Fetched[b.Platform()] = cellOf(c)
+			}
+			row.Usage = cellOf(all)
+		}
+		rows = append(rows, row)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Product < rows[j].Product })
-	ui.render(w, r, "releases.html", map[string]any{"Title": "releases", "Releases": rows, "Base": baseURL(r)})
+	ui.render(w, r, "releases.html", map[string]any{"Title": "releases", "Releases": rows, "Base": baseURL(r), "UsageSince": ui.usageSince()})
 }
