@@ -14,6 +14,7 @@ import (
 	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
 	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/reply"
 	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
@@ -93,7 +94,8 @@ func releaseFile(r *dist.CLIRelease, name string) (verify.Digest, string, bool) 
 }
 
 func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
-	cat := s.current().cat
+	st := s.current()
+	cat := st.cat
 	rest := strings.TrimPrefix(r.URL.Path, ReleasesPrefix)
 	rest = strings.TrimPrefix(rest, "releases/") // hc-install's spelling (ReleasesPrefix)
 	product, rest, _ := strings.Cut(rest, "/")
@@ -101,7 +103,14 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no releases of %q are served here (terraform, tofu)", dist.Printable(product)))
 		return
 	}
-	rs := releasesOf(cat, product)
+	// A product the principal's rules do not admit is answered exactly as
+	// one the appliance holds no release of.
+	var rs []*dist.CLIRelease
+	if st.scopeFor(access.Of(r).Principal()).allowsRelease(product) {
+		rs = releasesOf(cat, product)
+	} else {
+		access.NoteDenied(w, acl.ReleaseAddr(product))
+	}
 	// The builds' URLs name the appliance as the request does: a Host
 	// that is not a host name (and optional port) gets none.
 	host := strings.ToLower(r.Host)

@@ -764,12 +764,17 @@ type releaseRow struct {
 
 // releases is the page of the Terraform and OpenTofu CLI releases held
 // (/ui/releases), newest first per product. Like /releases/ itself, any
-// principal the app admitted sees it.
+// principal the app admitted sees the releases of the products its rules
+// admit (a product it may not see is left out, as if not held).
 func (ui *catalogUI) releases(w http.ResponseWriter, r *http.Request) {
 	cat := ui.app.Store().Catalog()
+	sc := ui.scope(r)
 	rows := make([]releaseRow, 0, len(cat.Releases))
 	for i := len(cat.Releases) - 1; i >= 0; i-- {
 		rel := cat.Releases[i]
+		if !sc.AllowsRelease(rel.Product) {
+			continue
+		}
 		dir := "/releases/terraform/" + rel.Version + "/"
 		if rel.Product == dist.ProductTofu {
 			dir = "/releases/tofu/v" + rel.Version + "/"
