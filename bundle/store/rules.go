@@ -84,6 +84,22 @@ func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
 	return Refusal{Rule: rule, Kind: "release", Address: r.Product, Version: r.Version, Reason: reason}
 }
 
+// releasePinned is the pins file's decision on release r, for import's
+// rule and verify's review alike: governed when the file lists r's
+// product, and then why it refuses r ("" when it lists r's key).
+func releasePinned(pins *PinsFile, r dist.CLIRelease) (governed bool, why string) {
+	governed, allowed := pins.AllowsRelease(r.Product, r.KeyFingerprint)
+	if !governed || allowed {
+		return governed, ""
+	}
+	var want []string
+	for _, k := range pins.Releases[r.Product] {
+		want = append(want, verify.GroupFingerprint(k))
+	}
+	return true, fmt.Sprintf("signed by key %s, which the pins file %s does not list for %s releases (it lists %s)",
+		verify.GroupFingerprint(r.KeyFingerprint), pins.Path, r.Product, strings.Join(want, ", "))
+}
+
 // releaseKeysRule refuses a CLI release signed by a key the store does not
 // take for its product: the store takes the keys of the product's releases
 // it holds; a new one when the site accepts it (--accept-publisher-key,
@@ -118,14 +134,8 @@ func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool, pi
 		var rs, pinRs []Refusal
 		var lines, pinLines []string
 		for _, r := range in.Manifest.Catalog.Releases {
-			if governed, allowed := pins.AllowsRelease(r.Product, r.KeyFingerprint); governed {
-				if !allowed {
-					var want []string
-					for _, k := range pins.Releases[r.Product] {
-						want = append(want, verify.GroupFingerprint(k))
-					}
-					why := fmt.Sprintf("signed by key %s, which the pins file %s does not list for %s releases (it lists %s)",
-						verify.GroupFingerprint(r.KeyFingerprint), pins.Path, r.Product, strings.Join(want, ", "))
+			if governed, why := releasePinned(pins, r); governed {
+				if why != "" {
 					pinRs = append(pinRs, releaseRefusal(RulePublisherKey, r, why))
 					if len(pinLines) < maxListed {
 						pinLines = append(pinLines, dist.Printable("release "+r.String()+": "+why))

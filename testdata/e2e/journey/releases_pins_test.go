@@ -52,6 +52,10 @@ release "tofu" {
 	if code == 0 || !strings.Contains(out, "release terraform 1.14.3") || !strings.Contains(out, tfFP) || !strings.Contains(out, "pins file") || !strings.Contains(out, "hint:") || strings.Contains(out, "release tofu 1.11.2") {
 		t.Errorf("import with terraform pinned to another key: exit %d, want refused naming terraform 1.14.3 and key %s (not tofu)\n%s", code, tfFP, out)
 	}
+	// verify, given the same file, says so before the import.
+	if out, _ := harness.RunBounded(t, j.work, "verify", "--keyring", j.keys+".pub.asc", "--publisher-pins", wrong, j.bundle); !strings.Contains(out, "import will refuse release terraform 1.14.3: signed by key "+tfFP) || strings.Contains(out, "refuse release tofu") {
+		t.Errorf("verify --publisher-pins does not say the import will refuse terraform 1.14.3 (and only terraform):\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(refused, "index.json")); err == nil {
 		t.Errorf("the refused import left an index in the store")
 	}
