@@ -98,8 +98,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// client broke off. Ranges still count in the request metrics and
 		// name their version in the access log.
 		whole := dl
-		if code != http.StatusOK || !complete || kind == KindOther {
-			whole = nil // (OCI blobs: not counted here, as before)
+		if code != http.StatusOK || !complete || kind == KindOther && (dl == nil || dl.Role != dist.RoleReleaseZip) {
+			whole = nil // (OCI blobs: not counted here, as before; CLI release archives are)
 		}
 		m.observe(kind, code, dur, rec.bytes, whole)
 		if rec.note.Auth != "" {

@@ -3,6 +3,7 @@ package journey
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,7 +62,8 @@ func TestReleasesDownloadsCounted(t *testing.T) {
 	j := newReleaseJourney(t)
 	j.exportVerifyImport(t)
 	audit := filepath.Join(j.work, "audit.jsonl")
-	s := harness.StartServe(t, j.store, "--usage-flush", "1s", "--audit-log", audit)
+	mport := harness.FreePort(t)
+	s := harness.StartServe(t, j.store, "--usage-flush", "1s", "--audit-log", audit, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mport))
 	cl := harness.CAFileClient(t, s.CAFile)
 	get := func(method, path, rng string, want int) {
 		t.Helper()
@@ -88,6 +90,23 @@ func TestReleasesDownloadsCounted(t *testing.T) {
 	get(http.MethodGet, "releases/releases/terraform/1.14.3/terraform_1.14.3_linux_amd64.zip", "", 200) // hc-install's spelling
 	get(http.MethodGet, "releases/tofu/v1.11.2/tofu_1.11.2_linux_amd64.zip", "", 200)
 	get(http.MethodGet, "releases/tofu/v1.11.2/tofu_1.11.2_linux_amd64.tar.gz", "", 200)
+
+	// The download metric counts whole 200s, as for provider packages.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	metrics.ReadFrom(resp.Body)
+	resp.Body.Close()
+	for series, want := range map[string]float64{
+		`airgap_downloads_total{address="terraform",kind="release",version="1.14.3"}`: 2,
+		`airgap_downloads_total{address="tofu",kind="release",version="1.11.2"}`:      2,
+	} {
+		if v := harness.MetricValue(metrics.String(), series); v != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
 
 	// The page shows what is counted at once (pending counts included).
 	_, page := harness.HTTPGet(t, cl, s.Base+"ui/releases")
@@ -174,5 +193,8 @@ func TestReleasesDownloadsCounted(t *testing.T) {
 	if whole != 2 {
 		b, _ := os.ReadFile(audit)
 		t.Errorf("the audit log has %d whole downloads of terraform 1.14.3 linux_amd64 via releases, want 2:\n%s", whole, b)
+	}
+	if out := harness.MustRun(t, j.work, nil, harness.Bin, "audit", "--log", audit); !strings.Contains(out, "terraform") || !strings.Contains(out, "tofu") {
+		t.Errorf("airgap audit does not sum up the release downloads:\n%s", out)
 	}
 }
