@@ -608,7 +608,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Modules":        mods,
 		"NProv":          nProv,
 		"NMod":           nMod,
-		"NReleases":      len(ui.app.Store().Catalog().Releases),
+		"NReleases":      releasesSeen(ui.app.Store().Catalog(), sc),
 		"ProviderGroups": len(m.providers),
 		"ModuleGroups":   len(m.modules),
 		"Packages":       m.packages,
@@ -748,6 +748,17 @@ func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b [
 		return
 	}
 	w.Write(b)
+}
+
+// releasesSeen counts the CLI releases sc may see (the catalog's link).
+func releasesSeen(cat *dist.Catalog, sc Scope) int {
+	n := 0
+	for i := range cat.Releases {
+		if sc.AllowsRelease(cat.Releases[i].Product) {
+			n++
+		}
+	}
+	return n
 }
 
 // releaseRow is one CLI release on the releases page.

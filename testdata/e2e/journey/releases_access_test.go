@@ -55,11 +55,12 @@ func TestReleasesAccessPerProduct(t *testing.T) {
 		resp, body := harness.HTTPGet(t, cl, s.Base+path, "Authorization", "Bearer "+token)
 		return resp.StatusCode, string(body)
 	}
-	page := func(token string) string {
+	pageAt := func(token, path string) string {
 		t.Helper()
-		_, body := harness.HTTPGet(t, cl, s.Base+"ui/releases", "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x:"+token)))
+		_, body := harness.HTTPGet(t, cl, s.Base+path, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x:"+token)))
 		return string(body)
 	}
+	page := func(token string) string { return pageAt(token, "ui/releases") }
 	tofuZip := "releases/tofu/v1.11.2/tofu_1.11.2_linux_amd64.zip"
 	tfZip := "releases/terraform/1.14.3/terraform_1.14.3_linux_amd64.zip"
 
@@ -86,6 +87,14 @@ func TestReleasesAccessPerProduct(t *testing.T) {
 	}
 	if p := page(tfOnly); !strings.Contains(p, `id="terraform-1.14.3"`) || strings.Contains(p, `id="tofu-`) || strings.Contains(p, "tofu_1.11.2") {
 		t.Errorf("tf-only's /ui/releases does not list terraform alone:\n%s", p)
+	}
+
+	// The catalog's link counts only what the token may see.
+	if p := pageAt(tfOnly, ""); !strings.Contains(p, `releases</a> <span class="muted">(2)</span>`) {
+		t.Errorf("tf-only's catalog does not count its 2 terraform releases:\n%s", p)
+	}
+	if p := pageAt(all, ""); !strings.Contains(p, `releases</a> <span class="muted">(3)</span>`) {
+		t.Errorf("everything's catalog does not count 3 releases:\n%s", p)
 	}
 
 	// A rule with no release pattern admits every release, as before.
