@@ -14,6 +14,9 @@ import (
 // module address is ever one.
 var releaseHost = strings.TrimSuffix(dist.ReleaseKeyNamespace(""), "/")
 
+// allReleases is the release pattern that admits every product.
+var allReleases = releaseHost + "/**"
+
 // ReleaseAddr is the address a release pattern matches for product's
 // CLI releases.
 func ReleaseAddr(product string) string { return dist.ReleaseKeyNamespace(product) }
