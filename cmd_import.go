@@ -57,7 +57,7 @@ func (c *importCmd) flags() *pflag.FlagSet {
 	fs.BoolVar(&c.asJSON, "json", false, "print what was added and what was already there as JSON")
 	fs.BoolVar(&c.publishers, "require-publisher-signatures", false, "refuse a bundle with any provider no publisher signed (mirror hashes only, or re-signed by the site)")
 	fs.StringArrayVar(&c.accept, "accept-publisher-key", nil, "approve FINGERPRINT as a new publisher key for the namespaces of the bundle's providers it signs (repeatable; any spacing)")
-	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use (see 'airgap help import')")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace, and each CLI release product, may use (see 'airgap help import')")
 	fs.StringArrayVar(&c.gates, "require-gate", nil, "refuse the bundle unless every entry has a passing or waived result of this gate: NAME, modules:NAME or providers:NAME (repeatable; adds to STORE/import.hcl)")
 	fs.StringArrayVar(&c.approvals, "approval", nil, "a transfer station's approval of the bundle (repeatable; BUNDLE.approval beside the bundle is read too)")
 	return fs
@@ -76,6 +76,7 @@ func (*importCmd) help() verbHelp {
 			"    keys = [\"C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F\"]\n" +
 			"  }\n" +
 			"  unlisted = \"trust-on-first-use\"   # or \"refuse\": namespaces not listed are refused\n" +
+			"  release \"terraform\" { keys = [\"C874 011F …\"] }   # the CLI releases' key (terraform, tofu)\n" +
 			"--require-gate (and STORE/import.hcl: require_gate = [...]) refuses a bundle whose entries\n" +
 			"lack a passing or waived result of a gate. STORE/import.hcl is the store's policy:\n" +
 			"  require_gate = [\"modules:trivy\"]           require_publisher_signatures = true\n" +

@@ -285,6 +285,9 @@ func unmatchedPatterns(dir string, patterns []string) ([]string, error) {
 		addrs = append(addrs, m.Addr())
 		hosts[m.Host] = true
 	}
+	for _, rel := range cat.Releases {
+		addrs = append(addrs, acl.ReleaseAddr(rel.Product))
+	}
 	origins := slices.Sorted(maps.Keys(hosts))
 	for _, pat := range patterns {
 		r, err := acl.CompileRules([]string{pat})

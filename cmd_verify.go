@@ -44,7 +44,7 @@ func (c *verifyCmd) flags() *pflag.FlagSet {
 	fs.StringVar(&c.sbom, "sbom", "", "write the bundle's signed SBOM (CycloneDX 1.6 JSON) to FILE once it is verified")
 	fs.BoolVar(&c.asJSON, "json", false, "print the review as one JSON document (its schema: docs/transfer-station.md)")
 	fs.StringVar(&c.against, "against", "", "the offline store's 'airgap inventory --json': show what the bundle adds and changes, and forecast the import by the store's own rules")
-	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace may use, as import is given it")
+	fs.StringVar(&c.pins, "publisher-pins", "", "HCL file of the publisher keys each namespace, and each CLI release product, may use, as import is given it")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 3 when the bundle verifies but something needs attention")
 	fs.StringArrayVar(&c.approvals, "approval", nil, "a station approval of the bundle to count in the forecast (repeatable; BUNDLE.approval beside the bundle is read too)")
 	return fs

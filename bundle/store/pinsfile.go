@@ -35,9 +35,25 @@ import (
 // Namespaces the file does not list follow the store's pins (trust on
 // first use, then a change needs approval), or, with unlisted = "refuse",
 // are refused outright.
+//
+// The keys of Terraform's and OpenTofu's own releases are pinned the same
+// way, per product:
+//
+//	release "terraform" { keys = ["C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F"] }
+//	release "tofu"      { keys = ["E3E6 E43D 84CB 852E ADB0  051D 0C0A F313 E5FD 9F80"] }
+//
+// A release of a listed product signed by any other key is refused,
+// naming the release and the key; a listed key is taken even where the
+// store holds the product's releases under another. A product the file
+// does not list follows the store's rule for releases (its first key, then
+// a change needs approval): unlisted = "refuse" is about namespaces only,
+// so a pins file written before release blocks existed means what it did.
 type PinsFile struct {
 	Path       string
 	Namespaces map[string][]string // dist.NamespaceKey -> fingerprints (verify.ParseFingerprint form)
+	// Releases: product (dist.ProductTerraform, dist.ProductTofu) ->
+	// fingerprints.
+	Releases map[string][]string
 	// RefuseUnlisted: a namespace not in Namespaces is refused.
 	RefuseUnlisted bool
 }
@@ -50,6 +66,7 @@ const (
 
 type pinsHCL struct {
 	Namespaces []pinsNamespace `hcl:"namespace,block"`
+	Releases   []pinsNamespace `hcl:"release,block"`
 	Unlisted   *string         `hcl:"unlisted,optional"`
 }
 
@@ -96,7 +113,7 @@ func ParsePinsFile(src []byte, path string) (*PinsFile, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &ph); diags.HasErrors() {
 		return nil, pinsErr(path, dist.DiagLines(diags))
 	}
-	pf := &PinsFile{Path: path, Namespaces: map[string][]string{}}
+	pf := &PinsFile{Path: path, Namespaces: map[string][]string{}, Releases: map[string][]string{}}
 	if ph.Unlisted != nil {
 		switch *ph.Unlisted {
 		case "trust-on-first-use":
@@ -107,14 +124,30 @@ func ParsePinsFile(src []byte, path string) (*PinsFile, error) {
 		}
 	}
 	var problems []string
+	blocks := make([]pinsBlock, 0, len(ph.Namespaces)+len(ph.Releases))
 	for _, n := range ph.Namespaces {
-		at := fmt.Sprintf("%s:%d:%d: namespace %q", n.DefRange.Filename, n.DefRange.Start.Line, n.DefRange.Start.Column, dist.Printable(n.Name))
-		key, err := pinsNamespaceKey(n.Name)
+		blocks = append(blocks, pinsBlock{n, "namespace"})
+	}
+	for _, n := range ph.Releases {
+		blocks = append(blocks, pinsBlock{n, "release"})
+	}
+	for _, b := range blocks {
+		n, into := b.pinsNamespace, pf.Namespaces
+		at := fmt.Sprintf("%s:%d:%d: %s %q", n.DefRange.Filename, n.DefRange.Start.Line, n.DefRange.Start.Column, b.kind, dist.Printable(n.Name))
+		key, err := "", error(nil)
+		if b.kind == "release" {
+			into, key = pf.Releases, strings.ToLower(n.Name)
+			if key != dist.ProductTerraform && key != dist.ProductTofu {
+				err = fmt.Errorf("not a product whose releases airgap carries (terraform, tofu)")
+			}
+		} else {
+			key, err = pinsNamespaceKey(n.Name)
+		}
 		if err != nil {
 			problems = append(problems, at+": "+err.Error())
 			continue
 		}
-		if _, dup := pf.Namespaces[key]; dup {
+		if _, dup := into[key]; dup {
 			problems = append(problems, at+": listed twice (as "+key+")")
 			continue
 		}
@@ -132,12 +165,18 @@ func ParsePinsFile(src []byte, path string) (*PinsFile, error) {
 			fps = append(fps, fp)
 		}
 		sort.Strings(fps)
-		pf.Namespaces[key] = fps
+		into[key] = fps
 	}
 	if len(problems) > 0 {
 		return nil, pinsErr(path, problems)
 	}
 	return pf, nil
+}
+
+// pinsBlock is a namespace or release block of the file (the same form).
+type pinsBlock struct {
+	pinsNamespace
+	kind string
 }
 
 // pinsNamespaceKey reads a namespace as the pins file writes it.
@@ -153,13 +192,32 @@ func pinsNamespaceKey(s string) (string, error) {
 }
 
 func pinsErr(path string, lines []string) error {
-	return fmt.Errorf("--publisher-pins %s:\n  %s\nhint: the file lists namespace \"HOST/NAMESPACE\" { keys = [\"FINGERPRINT\", …] } blocks and optionally unlisted = \"refuse\"; see 'airgap help import'",
+	return fmt.Errorf("--publisher-pins %s:\n  %s\nhint: the file lists namespace \"HOST/NAMESPACE\" { keys = [\"FINGERPRINT\", …] } blocks, release \"terraform\" or \"tofu\" blocks of the same form, and optionally unlisted = \"refuse\"; see 'airgap help import'",
 		dist.Printable(path), dist.PrintableLines(strings.Join(lines, "\n  ")))
 }
 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// AllowsRelease reports whether the file governs product's releases, and
+// if so whether it allows fingerprint fp for them (a product not listed
+// is not governed, whatever unlisted says).
+func (pf *PinsFile) AllowsRelease(product, fp string) (governed, ok bool) {
+	if pf == nil {
+		return false, true
+	}
+	fps, listed := pf.Releases[product]
+	if !listed {
+		return false, true
+	}
+	for _, f := range fps {
+		if f == fp {
+			return true, true
+		}
+	}
+	return true, false
 }
 
 // Allows reports whether the file governs namespace ns, and if so whether

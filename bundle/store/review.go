@@ -252,6 +252,13 @@ func Review(rep *report.Report, opt ReviewOptions) error {
 			kr.Station = opt.Pending.PublisherKeys
 		}
 		ds = kr.Evaluate(m, rep.Checks)
+		// Without an inventory, no forecast: the pins file's refusals of
+		// releases are shown as attention items, as the providers' are.
+		for _, r := range m.Catalog.Releases {
+			if _, why := releasePinned(opt.Pins, r); why != "" {
+				rep.AddAttention(report.AttentionKeyRefused, "release "+r.String(), "import will refuse release "+r.String()+": "+why)
+			}
+		}
 	}
 	for i, d := range ds {
 		rep.Providers[i].KeyStatus, rep.Providers[i].KeyNote = d.Status, d.Note

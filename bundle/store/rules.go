@@ -84,6 +84,22 @@ func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
 	return Refusal{Rule: rule, Kind: "release", Address: r.Product, Version: r.Version, Reason: reason}
 }
 
+// releasePinned is the pins file's decision on release r, for import's
+// rule and verify's review alike: governed when the file lists r's
+// product, and then why it refuses r ("" when it lists r's key).
+func releasePinned(pins *PinsFile, r dist.CLIRelease) (governed bool, why string) {
+	governed, allowed := pins.AllowsRelease(r.Product, r.KeyFingerprint)
+	if !governed || allowed {
+		return governed, ""
+	}
+	var want []string
+	for _, k := range pins.Releases[r.Product] {
+		want = append(want, verify.GroupFingerprint(k))
+	}
+	return true, fmt.Sprintf("signed by key %s, which the pins file %s does not list for %s releases (it lists %s)",
+		verify.GroupFingerprint(r.KeyFingerprint), pins.Path, r.Product, strings.Join(want, ", "))
+}
+
 // releaseKeysRule refuses a CLI release signed by a key the store does not
 // take for its product: the store takes the keys of the product's releases
 // it holds; a new one when the site accepts it (--accept-publisher-key,
@@ -91,8 +107,10 @@ func releaseRefusal(rule string, r dist.CLIRelease, reason string) Refusal {
 // bundle names it (under dist.ReleaseKeyNamespace); and a product's first
 // key by its first use, as airgap's pin or the export manifest's checked
 // it — except, in a store that takes new keys only from the station
-// (stationOnly), a first key that airgap does not pin itself.
-func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool) Policy {
+// (stationOnly), a first key that airgap does not pin itself. A pins file
+// that lists the product decides instead (PinsFile.AllowsRelease): its
+// keys and no other.
+func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool, pins *PinsFile) Policy {
 	return PolicyFunc(func(in *PolicyInput, out *PolicyResult) error {
 		held := map[string]map[string]bool{}
 		for _, r := range in.Index.Catalog.Releases {
@@ -113,9 +131,18 @@ func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool) Po
 				station[k.Namespace+" "+k.Fingerprint] = true
 			}
 		}
-		var rs []Refusal
-		var lines []string
+		var rs, pinRs []Refusal
+		var lines, pinLines []string
 		for _, r := range in.Manifest.Catalog.Releases {
+			if governed, why := releasePinned(pins, r); governed {
+				if why != "" {
+					pinRs = append(pinRs, releaseRefusal(RulePublisherKey, r, why))
+					if len(pinLines) < maxListed {
+						pinLines = append(pinLines, dist.Printable("release "+r.String()+": "+why))
+					}
+				}
+				continue
+			}
 			keys := held[r.Product]
 			first := len(keys) == 0 && (!stationOnly || r.KeyPin == dist.KeyPinDefault)
 			if keys[r.KeyFingerprint] || ok[r.KeyFingerprint] || station[dist.ReleaseKeyNamespace(r.Product)+" "+r.KeyFingerprint] || first {
@@ -134,6 +161,10 @@ func releaseKeysRule(accept []string, approvals *Approvals, stationOnly bool) Po
 			if len(lines) < maxListed {
 				lines = append(lines, dist.Printable("release "+r.String()+": "+why))
 			}
+		}
+		if len(pinRs) > 0 {
+			out.Refuse(fmt.Errorf("%w: a CLI release signed by a key the pins file does not list:\n  %s\nhint: the pins file is the site's policy: if the publisher changed its key (check its announcement, not the bundle), add the new fingerprint to its release block",
+				ErrPublisherKey, strings.Join(pinLines, "\n  ")), pinRs...)
 		}
 		if len(rs) == 0 {
 			return nil

@@ -63,6 +63,9 @@ type PinsPolicy struct {
 	File       string            `json:"file"`
 	Unlisted   string            `json:"unlisted"` // "trust-on-first-use" or "refuse"
 	Namespaces []PinnedNamespace `json:"namespaces"`
+	// Releases: the file's release blocks (Namespace the product); absent
+	// when it has none, as in inventories of before release blocks.
+	Releases []PinnedNamespace `json:"releases,omitempty"`
 }
 
 // PinnedNamespace is one namespace of a pins file.
@@ -233,6 +236,10 @@ func (pf *PinsFile) Policy(name string) *PinsPolicy {
 		pp.Namespaces = append(pp.Namespaces, PinnedNamespace{Namespace: ns, Keys: append([]string{}, keys...)})
 	}
 	sort.Slice(pp.Namespaces, func(i, j int) bool { return pp.Namespaces[i].Namespace < pp.Namespaces[j].Namespace })
+	for product, keys := range pf.Releases {
+		pp.Releases = append(pp.Releases, PinnedNamespace{Namespace: product, Keys: append([]string{}, keys...)})
+	}
+	sort.Slice(pp.Releases, func(i, j int) bool { return pp.Releases[i].Namespace < pp.Releases[j].Namespace })
 	return pp
 }
 
@@ -277,6 +284,18 @@ func (sp *StorePolicy) load() error {
 				}
 			}
 			pf.Namespaces[key] = n.Keys
+		}
+		pf.Releases = map[string][]string{}
+		for _, n := range p.Releases {
+			if n.Namespace != dist.ProductTerraform && n.Namespace != dist.ProductTofu || pf.Releases[n.Namespace] != nil || len(n.Keys) == 0 || len(n.Keys) > maxPinnedKeys {
+				return fmt.Errorf("its pins file's release %q", dist.Printable(n.Namespace))
+			}
+			for _, k := range n.Keys {
+				if fp, err := verify.ParseFingerprint(k); err != nil || fp != k {
+					return fmt.Errorf("its pins file's key %q", dist.Printable(k))
+				}
+			}
+			pf.Releases[n.Namespace] = n.Keys
 		}
 		sp.pins = pf
 	}
@@ -354,7 +373,7 @@ func (sp *StorePolicy) Rules(x Extra) (*RuleSet, error) {
 		rs.Policies = append(rs.Policies, rs.Approvals)
 	}
 	rs.Keys = &KeyPins{Pins: pins, Accept: x.Accept, Approvals: rs.Approvals, StationOnly: stationOnly}
-	rs.Policies = append(rs.Policies, rs.Keys, releaseKeysRule(x.Accept, rs.Approvals, stationOnly))
+	rs.Policies = append(rs.Policies, rs.Keys, releaseKeysRule(x.Accept, rs.Approvals, stationOnly, pins))
 	if sp.Chain != nil {
 		rs.Policies = append(rs.Policies, sp.Chain)
 	}

@@ -69,15 +69,43 @@ func UsageFile(root string) string { return filepath.Join(UsageDir(root), usageN
 const (
 	UsageProvider = "provider"
 	UsageModule   = "module"
+	// UsageRelease counts a Terraform or OpenTofu CLI release archive
+	// (Address the product, Platform its os_arch). In the file it is
+	// written as a provider entry under dist.ReleaseKeyNamespace
+	// (cli.airgap.invalid/PRODUCT): the readers of older airgaps refuse
+	// a kind or a field they do not know, and read this as the counts of
+	// a provider that no catalog can hold (a host under .invalid), so
+	// they go on reading the file and show nothing of it.
+	UsageRelease = "release"
 )
 
-// UsageKey names what a count is of: a provider package (Platform set) or
-// a module version, as the catalog spells them.
+// UsageKey names what a count is of: a provider package (Platform set), a
+// module version, or a CLI release's archive, as the catalog spells them.
 type UsageKey struct {
-	Kind     string // UsageProvider or UsageModule
-	Address  string // host/namespace/type or host/namespace/name/system
+	Kind     string // UsageProvider, UsageModule or UsageRelease
+	Address  string // host/namespace/type, host/namespace/name/system, or the product
 	Version  string
-	Platform string // os_arch of a provider package; "" for a module
+	Platform string // os_arch of a provider package or release; "" for a module
+}
+
+// releaseHost is the host of the file's spelling of a release entry
+// (UsageRelease).
+var releaseHost = dist.ReleaseKeyNamespace("")
+
+// fileKey is k as the file spells it (UsageRelease), fromFileKey its
+// inverse.
+func fileKey(k UsageKey) UsageKey {
+	if k.Kind == UsageRelease {
+		k.Kind, k.Address = UsageProvider, releaseHost+k.Address
+	}
+	return k
+}
+
+func fromFileKey(k UsageKey) UsageKey {
+	if p, ok := strings.CutPrefix(k.Address, releaseHost); ok && k.Kind == UsageProvider {
+		k.Kind, k.Address = UsageRelease, p
+	}
+	return k
 }
 
 // VersionKey is the catalog key of the version k counts downloads of
@@ -191,9 +219,14 @@ func decodeUsage(r io.Reader, name string) (*Usage, error) {
 	u := &Usage{Since: uf.Since.UTC(), Counts: make(map[UsageKey]UsageCount, len(uf.Entries))}
 	for i, e := range uf.Entries {
 		k := UsageKey{Kind: e.Kind, Address: e.Address, Version: e.Version, Platform: e.Platform}
+		if k.Kind == UsageRelease {
+			// Only ever written as a provider entry (fileKey).
+			return nil, bad("entry %d: kind %q", i, k.Kind)
+		}
 		if err := checkUsageEntry(k, e.Downloads); err != nil {
 			return nil, bad("entry %d: %v", i, err)
 		}
+		k = fromFileKey(k)
 		c := u.Counts[k]
 		c.Add(UsageCount{Downloads: e.Downloads, Last: e.Last.UTC()})
 		u.Counts[k] = c
@@ -206,9 +239,9 @@ func decodeUsage(r io.Reader, name string) (*Usage, error) {
 // negative.
 func checkUsageEntry(k UsageKey, n int64) error {
 	switch {
-	case k.Kind != UsageProvider && k.Kind != UsageModule:
+	case k.Kind != UsageProvider && k.Kind != UsageModule && k.Kind != UsageRelease:
 		return fmt.Errorf("kind %q: want provider or module", dist.Printable(k.Kind))
-	case (k.Kind == UsageProvider) != (k.Platform != ""):
+	case (k.Kind != UsageModule) != (k.Platform != ""):
 		return fmt.Errorf("a provider entry names a platform, a module entry none")
 	case n < 0:
 		return fmt.Errorf("downloads %d", n)
@@ -230,6 +263,7 @@ func checkUsageEntry(k UsageKey, n int64) error {
 func encodeUsage(u *Usage) ([]byte, error) {
 	entries := make([]usageEntry, 0, len(u.Counts))
 	for k, c := range u.Counts {
+		k = fileKey(k)
 		entries = append(entries, usageEntry{Kind: k.Kind, Address: k.Address, Version: k.Version, Platform: k.Platform,
 			Downloads: c.Downloads, Last: c.Last.UTC()})
 	}

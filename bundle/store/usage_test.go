@@ -335,3 +335,31 @@ func TestPruneUnusedFor(t *testing.T) {
 		t.Errorf("prune changed the counts: %v", u.Counts)
 	}
 }
+
+// TestUsageReleaseRoundTrip: a release's count is written as a provider
+// entry under cli.airgap.invalid (what an older reader accepts) and read
+// back as the release's; a "release" kind in the file is refused.
+func TestUsageReleaseRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	k := store.UsageKey{Kind: store.UsageRelease, Address: "terraform", Version: "1.14.3", Platform: "linux_amd64"}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := store.AddUsage(root, map[store.UsageKey]store.UsageCount{k: {Downloads: 3, Last: at}}, at, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(store.UsageFile(root))
+	if !bytes.Contains(raw, []byte(`{"kind":"provider","address":"cli.airgap.invalid/terraform","version":"1.14.3","platform":"linux_amd64","downloads":3`)) {
+		t.Errorf("the file does not spell the release as a provider entry under cli.airgap.invalid:\n%s", raw)
+	}
+	u, err := store.ReadUsage(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := u.Counts[k]; c.Downloads != 3 || len(u.Counts) != 1 {
+		t.Errorf("read back %v, want 3 downloads of %v", u.Counts, k)
+	}
+	bad := bytes.Replace(raw, []byte(`"kind":"provider","address":"cli.airgap.invalid/terraform"`), []byte(`"kind":"release","address":"terraform"`), 1)
+	os.WriteFile(store.UsageFile(root), bad, 0o600)
+	if _, err := store.ReadUsage(root); err == nil || !strings.Contains(err.Error(), "hint:") {
+		t.Errorf("a release kind in the file: %v, want refused with a hint", err)
+	}
+}

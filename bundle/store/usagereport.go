@@ -21,9 +21,10 @@ type UsageReport struct {
 	Versions     []VersionUsage `json:"versions"`
 }
 
-// VersionUsage is one provider or module version's downloads.
+// VersionUsage is one provider or module version's, or CLI release's,
+// downloads.
 type VersionUsage struct {
-	Kind          string `json:"kind"` // provider or module
+	Kind          string `json:"kind"` // provider, module or release (Address: terraform or tofu)
 	Address       string `json:"address"`
 	Version       string `json:"version"`
 	Downloads     int64  `json:"downloads"`
@@ -81,6 +82,23 @@ func LoadUsageReport(root string) (*UsageReport, error) {
 		rep.Versions = append(rep.Versions, VersionUsage{Kind: UsageModule, Address: m.Addr(), Version: m.Version,
 			Downloads: c.Downloads, LastFetchedAt: stamp(c.Last), ImportedAt: stamp(imported[m.Key()])})
 	}
+	for _, r := range ix.Catalog.Releases {
+		// A tofu platform has a zip and a .tar.gz: one line, both counted.
+		v := VersionUsage{Kind: UsageRelease, Address: r.Product, Version: r.Version, Platforms: []PlatformUsage{}}
+		var all UsageCount
+		seen := map[string]bool{}
+		for _, b := range r.Builds {
+			if seen[b.Platform()] {
+				continue
+			}
+			seen[b.Platform()] = true
+			c := u.Counts[UsageKey{Kind: UsageRelease, Address: r.Product, Version: r.Version, Platform: b.Platform()}]
+			all.Add(c)
+			v.Platforms = append(v.Platforms, PlatformUsage{Platform: b.Platform(), Downloads: c.Downloads, LastFetchedAt: stamp(c.Last)})
+		}
+		v.Downloads, v.LastFetchedAt = all.Downloads, stamp(all.Last)
+		rep.Versions = append(rep.Versions, v)
+	}
 	return rep, nil
 }
 
@@ -93,7 +111,7 @@ func (r *UsageReport) WriteText(out io.Writer) {
 	if r.CountedSince == "" {
 		fmt.Fprintf(&w, "store %s: no download counted yet ('airgap serve' counts package and module downloads when it can write STORE/state)\n", q(r.Store))
 	} else {
-		fmt.Fprintf(&w, "store %s: package and module downloads through airgap serve (every replica), counted since %s\n", q(r.Store), r.CountedSince)
+		fmt.Fprintf(&w, "store %s: package, module and release downloads through airgap serve (every replica), counted since %s\n", q(r.Store), r.CountedSince)
 	}
 	day := func(s string) string {
 		if s == "" {

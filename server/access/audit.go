@@ -59,14 +59,14 @@ type AuditRecord struct {
 	Token         string `json:"token,omitempty"`
 	User          string `json:"user,omitempty"` // a login token's person
 	Client        string `json:"client"`
-	Kind          string `json:"kind"` // provider or module
+	Kind          string `json:"kind"` // provider, module or release (Address: the product)
 	Address       string `json:"address"`
 	Version       string `json:"version"`
 	Platform      string `json:"platform,omitempty"`
 	Digest        string `json:"digest"`
 	Bytes         int64  `json:"bytes"`
 	Status        int    `json:"status"` // 200, or 206 for a range
-	Via           string `json:"via"`    // registry or oci
+	Via           string `json:"via"`    // registry, oci or releases
 	ClientName    string `json:"client_name,omitempty"`
 	ClientVersion string `json:"client_version,omitempty"`
 }

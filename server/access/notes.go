@@ -70,8 +70,8 @@ func NoteDownload(w http.ResponseWriter, dl *Download) {
 
 // Download is what a blob is in the catalog.
 type Download struct {
-	Kind     string // "provider" or "module"
-	Address  string // host/namespace/type or host/namespace/name/system
+	Kind     string // "provider", "module" or "release"
+	Address  string // host/namespace/type, host/namespace/name/system, or the release's product
 	Version  string
 	Platform string // os_arch for provider packages
 	Role     string // dist.Role*
@@ -79,8 +79,8 @@ type Download struct {
 }
 
 // Audited reports whether a download of this blob goes into the audit
-// log: provider packages and module archives (tar.gz, or the zip OCI
-// clients fetch), not SHA256SUMS and signatures.
+// log: provider packages, module archives (tar.gz, or the zip OCI
+// clients fetch) and CLI release archives, not SHA256SUMS and signatures.
 func (d *Download) Audited() bool {
-	return d.Role == dist.RoleProviderPackage || d.Role == dist.RoleModuleArchive || d.Role == dist.RoleModuleZip
+	return d.Role == dist.RoleProviderPackage || d.Role == dist.RoleModuleArchive || d.Role == dist.RoleModuleZip || d.Role == dist.RoleReleaseZip
 }

@@ -297,3 +297,35 @@ func TestEditKeepsOwner(t *testing.T) {
 		t.Fatalf("after root's edit: owner %d:%d mode %v, want 65534:65534 0600", uid, gid, fi.Mode().Perm())
 	}
 }
+
+// TestAllowsRelease: rules without a release pattern admit every product
+// ("**" included, as before release patterns); with one, only the
+// products it names.
+func TestAllowsRelease(t *testing.T) {
+	for _, c := range []struct {
+		pats     []string
+		tf, tofu bool
+		provider bool
+	}{
+		{[]string{"registry.terraform.io/hashicorp/*"}, true, true, true},
+		{[]string{"**"}, true, true, true},
+		{[]string{"**", "cli.airgap.invalid/terraform"}, true, false, true},
+		{[]string{"CLI.airgap.invalid/TERRAFORM"}, true, false, false},
+		{[]string{"cli.airgap.invalid/t*"}, true, true, false},
+		{[]string{"cli.airgap.invalid/**"}, true, true, false},
+		{[]string{"cli.airgap.invalid/none"}, false, false, false},
+	} {
+		r, err := CompileRules(c.pats)
+		if err != nil {
+			t.Fatalf("%q: %v", c.pats, err)
+		}
+		if r.AllowsRelease("terraform") != c.tf || r.AllowsRelease("tofu") != c.tofu || r.Allows("registry.terraform.io/hashicorp/aws") != c.provider {
+			t.Errorf("%q: terraform %v tofu %v provider %v, want %v %v %v", c.pats, r.AllowsRelease("terraform"), r.AllowsRelease("tofu"), r.Allows("registry.terraform.io/hashicorp/aws"), c.tf, c.tofu, c.provider)
+		}
+	}
+	for _, bad := range []string{"cli.airgap.invalid/terraform/x", "cli.airgap.invalid/a/**"} {
+		if _, err := ParsePattern(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

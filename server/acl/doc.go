@@ -14,7 +14,9 @@
 //
 // Patterns name addresses as the catalog writes them, one glob per part
 // (path.Match, case-insensitive), with a final "**" matching any number of
-// parts. The file is HCL, read with a schema (FILE:LINE:COL errors, a
+// parts. A pattern cli.airgap.invalid/PRODUCT names the CLI releases of
+// terraform or tofu: rules without one admit all releases (as before they
+// existed), rules with one only those they name. The file is HCL, read with a schema (FILE:LINE:COL errors, a
 // did-you-mean) and edited with hclwrite so comments survive; every edit
 // is atomic under an exclusive lock, keeps the owner and mode 0600, and is
 // read back before the rename, because a running serve reloads the file

@@ -279,17 +279,28 @@ func (f *File) LoginRules(groups []string, email string, emailUsable bool) (patt
 		return nil, nil
 	}
 	seen := map[string]bool{}
+	// A rule without a release pattern admits every release: in a union
+	// with one that narrows them, it must still (allReleases).
+	var narrows, admitsAll bool
+	add := func(r *Rules) {
+		patterns = append(patterns, r.Patterns()...)
+		narrows = narrows || r.releases
+		admitsAll = admitsAll || !r.releases
+	}
 	for _, g := range groups {
 		k := strings.ToLower(g)
 		if r := f.Groups[k]; r != nil && !seen[k] {
 			seen[k] = true
 			matched = append(matched, k)
-			patterns = append(patterns, r.Patterns()...)
+			add(r)
 		}
 	}
 	sort.Strings(matched)
 	if r := f.Users[strings.ToLower(email)]; r != nil && emailUsable && email != "" {
-		patterns = append(patterns, r.Patterns()...)
+		add(r)
+	}
+	if narrows && admitsAll {
+		patterns = append(patterns, allReleases)
 	}
 	return patterns, matched
 }

@@ -146,3 +146,27 @@ func TestRevokeKeepsName(t *testing.T) {
 		t.Errorf("at the limit: %v, %d revoked, first %s", err, len(f.Revoked), f.Revoked[0].Name)
 	}
 }
+
+// TestLoginRulesReleaseUnion: a person in a group whose rule names no
+// release (so admits every release) and one that admits terraform's only
+// still sees every release; in the narrowing group alone, terraform's only.
+func TestLoginRulesReleaseUnion(t *testing.T) {
+	f, err := Parse([]byte(loginSample+`group "tf" { allow = ["cli.airgap.invalid/terraform"] }
+`), "access.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		groups []string
+		tofu   bool
+	}{{[]string{"tf"}, false}, {[]string{"tf", "platform"}, true}, {[]string{"platform"}, true}} {
+		pats, _ := f.LoginRules(c.groups, "", true)
+		r, err := CompileUnion(pats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.AllowsRelease("terraform") || r.AllowsRelease("tofu") != c.tofu {
+			t.Errorf("groups %v (%q): terraform %v tofu %v, want true %v", c.groups, pats, r.AllowsRelease("terraform"), r.AllowsRelease("tofu"), c.tofu)
+		}
+	}
+}

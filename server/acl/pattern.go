@@ -4,13 +4,31 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/airgap/airgap/dist"
 )
+
+// releaseHost is the host part of a release pattern: the CLI releases of
+// PRODUCT are named cli.airgap.invalid/PRODUCT (dist.ReleaseKeyNamespace),
+// a host under .invalid that no registry can have, so no provider or
+// module address is ever one.
+var releaseHost = strings.TrimSuffix(dist.ReleaseKeyNamespace(""), "/")
+
+// allReleases is the release pattern that admits every product.
+var allReleases = releaseHost + "/**"
+
+// ReleaseAddr is the address a release pattern matches for product's
+// CLI releases.
+func ReleaseAddr(product string) string { return dist.ReleaseKeyNamespace(product) }
 
 // Pattern is one compiled allow pattern (see the package documentation).
 type Pattern struct {
 	raw  string
 	segs []segment
 	rest bool // the last part was "**": any number of further parts
+	// release: the first part is releaseHost, so the pattern names CLI
+	// releases (cli.airgap.invalid/PRODUCT), never providers or modules.
+	release bool
 }
 
 // segment is one part of a pattern.
@@ -45,7 +63,11 @@ func ParsePattern(s string) (Pattern, error) {
 		parts = parts[:len(parts)-1]
 	}
 	n := len(parts)
+	p.release = n > 0 && parts[0] == releaseHost
 	switch {
+	case p.release && !(n == 2 && !p.rest || n == 1 && p.rest):
+		return p, fmt.Errorf("pattern %q: a release pattern is %s/PRODUCT (terraform, tofu; a glob) or %s/**\nhint: %s/terraform admits terraform's CLI releases; a rule without any release pattern admits them all", s, releaseHost, releaseHost, releaseHost)
+	case p.release:
 	case p.rest && n > 3:
 		return p, fmt.Errorf("pattern %q: too many parts before \"**\" (addresses have at most four)", s)
 	case !p.rest && n != 3 && n != 4:
@@ -124,6 +146,10 @@ func (s segment) match(part string) bool {
 type Rules struct {
 	pats []Pattern
 	key  string
+	// releases: some pattern is a release pattern. Rules without one
+	// admit every CLI release, as every rule did before release patterns
+	// existed (AllowsRelease).
+	releases bool
 }
 
 // CompileRules compiles patterns (at most 256).
@@ -145,6 +171,7 @@ func CompileUnion(patterns []string) (*Rules, error) {
 			return nil, err
 		}
 		r.pats = append(r.pats, p)
+		r.releases = r.releases || p.release
 	}
 	r.key = strings.Join(normalized(patterns), "\n")
 	return r, nil
@@ -173,6 +200,28 @@ func (r *Rules) Allows(addr string) bool {
 	}
 	for i := range r.pats {
 		if r.pats[i].Match(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsRelease reports whether the rules admit product's CLI releases
+// (/releases/PRODUCT/…, and their rows on /ui/releases): rules with no
+// release pattern admit every product, as before such patterns existed;
+// rules with one admit exactly the products a release pattern matches
+// ("**" and other provider or module patterns do not count). A nil *Rules
+// admits nothing.
+func (r *Rules) AllowsRelease(product string) bool {
+	if r == nil {
+		return false
+	}
+	if !r.releases {
+		return true
+	}
+	addr := ReleaseAddr(product)
+	for i := range r.pats {
+		if r.pats[i].release && r.pats[i].Match(addr) {
 			return true
 		}
 	}

@@ -98,8 +98,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// client broke off. Ranges still count in the request metrics and
 		// name their version in the access log.
 		whole := dl
-		if code != http.StatusOK || !complete || kind == KindOther {
-			whole = nil // (OCI blobs: not counted here, as before)
+		if code != http.StatusOK || !complete || kind == KindOther && (dl == nil || dl.Role != dist.RoleReleaseZip) {
+			whole = nil // (OCI blobs: not counted here, as before; CLI release archives are)
 		}
 		m.observe(kind, code, dur, rec.bytes, whole)
 		if rec.note.Auth != "" {
@@ -158,7 +158,7 @@ func (o *observer) log(l *slog.Logger, r *http.Request, code int, n int64, end t
 		if dl.Platform != "" {
 			attrs = append(attrs, slog.String("platform", dl.Platform))
 		}
-		if dl.Role != dist.RoleProviderPackage && dl.Role != dist.RoleModuleArchive {
+		if dl.Role != dist.RoleProviderPackage && dl.Role != dist.RoleModuleArchive && dl.Role != dist.RoleReleaseZip {
 			attrs = append(attrs, slog.String("file", dl.Role))
 		}
 	}
@@ -416,6 +416,9 @@ func (o *observer) audit(r *http.Request, code int, rec *recorder, dl *access.Do
 	}
 	if EndpointKind(r.URL.Path) == KindOther {
 		ar.Via = "oci"
+		if dl.Role == dist.RoleReleaseZip {
+			ar.Via = "releases"
+		}
 	}
 	ar.ClientName, ar.ClientVersion = ClientFromUserAgent(r.UserAgent())
 	o.opt.Audit.Write(ar)

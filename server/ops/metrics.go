@@ -84,7 +84,7 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 	}, []string{"kind"})
 	m.downloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "airgap_downloads_total",
-		Help: "Provider packages and module archives sent whole (a 200 answer to a GET with the complete body), by catalog address and version.",
+		Help: "Provider packages, module archives and CLI release archives sent whole (a 200 answer to a GET with the complete body), by catalog address and version.",
 	}, []string{"kind", "address", "version"})
 	m.open = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "airgap_http_open_connections", Help: "Client connections open now (main listener).",
@@ -144,7 +144,7 @@ func (m *Metrics) observe(kind string, code int, dur time.Duration, n int64, dl 
 	(*c).Inc()
 	ks.duration.Observe(dur.Seconds())
 	ks.bytes.Add(float64(n))
-	if dl != nil && (dl.Role == dist.RoleProviderPackage || dl.Role == dist.RoleModuleArchive) {
+	if dl != nil && (dl.Role == dist.RoleProviderPackage || dl.Role == dist.RoleModuleArchive || dl.Role == dist.RoleReleaseZip) {
 		m.downloads.WithLabelValues(dl.Kind, dl.Address, dl.Version).Inc()
 	}
 }

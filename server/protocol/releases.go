@@ -11,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airgap/airgap/bundle/store"
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/server/access"
+	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/reply"
+	"github.com/airgap/airgap/server/ops"
 	"github.com/airgap/airgap/verify"
 )
 
@@ -90,7 +94,8 @@ func releaseFile(r *dist.CLIRelease, name string) (verify.Digest, string, bool) 
 }
 
 func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
-	cat := s.current().cat
+	st := s.current()
+	cat := st.cat
 	rest := strings.TrimPrefix(r.URL.Path, ReleasesPrefix)
 	rest = strings.TrimPrefix(rest, "releases/") // hc-install's spelling (ReleasesPrefix)
 	product, rest, _ := strings.Cut(rest, "/")
@@ -98,7 +103,14 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no releases of %q are served here (terraform, tofu)", dist.Printable(product)))
 		return
 	}
-	rs := releasesOf(cat, product)
+	// A product the principal's rules do not admit is answered exactly as
+	// one the appliance holds no release of.
+	var rs []*dist.CLIRelease
+	if st.scopeFor(access.Of(r).Principal()).allowsRelease(product) {
+		rs = releasesOf(cat, product)
+	} else {
+		access.NoteDenied(w, acl.ReleaseAddr(product))
+	}
 	// The builds' URLs name the appliance as the request does: a Host
 	// that is not a host name (and optional port) gets none.
 	host := strings.ToLower(r.Host)
@@ -112,7 +124,7 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 		if len(rs) == 0 {
 			break
 		}
-		s.serveReleaseBlob(w, r, rs[0].Key, "application/pgp-keys", false)
+		s.serveReleaseBlob(w, r, rs[0].Key, "application/pgp-keys", false, nil)
 		return
 	case product == dist.ProductTerraform && rest == "":
 		var b strings.Builder
@@ -169,16 +181,19 @@ func (s *Answers) releases(w http.ResponseWriter, r *http.Request) {
 			}
 			if d, role, ok := releaseFile(rel, file); ok {
 				ct := "application/octet-stream"
+				var dl *access.Download
 				switch role {
 				case dist.RoleReleaseZip:
 					ct = "application/zip"
 					if strings.HasSuffix(file, ".tar.gz") {
 						ct = "application/gzip"
 					}
+					dl = releaseDownload(rel, file, d)
+					access.NoteDownload(w, dl)
 				case dist.RoleReleaseShasums:
 					ct = "text/plain; charset=utf-8"
 				}
-				s.serveReleaseBlob(w, r, d, ct, true)
+				s.serveReleaseBlob(w, r, d, ct, true, dl)
 				return
 			}
 		}
@@ -221,16 +236,35 @@ func writeReleaseDoc(w http.ResponseWriter, r *http.Request, ct string, body []b
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
+// releaseDownload is what a GET of release archive file is, for the
+// access and audit logs and the download counts.
+func releaseDownload(rel *dist.CLIRelease, file string, d verify.Digest) *access.Download {
+	for _, b := range rel.Builds {
+		if b.Filename == file {
+			return &access.Download{Kind: store.UsageRelease, Address: rel.Product, Version: rel.Version, Platform: b.Platform(), Role: dist.RoleReleaseZip, Digest: d}
+		}
+	}
+	return nil
+}
+
 // serveReleaseBlob serves blob d of a release held as ct; immutable for a
 // file whose name fixes its bytes (not the publisher key, whose URL
-// follows the newest release).
+// follows the newest release). A GET of an archive (dl set) whose last
+// byte went out counts as a download of its release and platform, by the
+// rules the provider packages count by (StartUsage).
 //
 // From a store in object storage, a HEAD is answered with the object's
 // size and a GET streamed and hashed on the way, cut off short on a
 // mismatch, as a provider package is (serveBlob): only a range request
 // stages the blob in the replica's directory, so the replica's disk does
 // not fill with every release file clients ask for.
-func (s *Answers) serveReleaseBlob(w http.ResponseWriter, r *http.Request, d verify.Digest, ct string, immutable bool) {
+func (s *Answers) serveReleaseBlob(w http.ResponseWriter, r *http.Request, d verify.Digest, ct string, immutable bool, dl *access.Download) {
+	counted := s.usage != nil && dl != nil && r.Method == http.MethodGet
+	count := func() {
+		if counted {
+			s.usage.count([]store.UsageKey{usageKey(dl)}, s.usage.opt.Now())
+		}
+	}
 	h := w.Header()
 	headers := func() {
 		h.Set("Content-Type", ct)
@@ -263,7 +297,9 @@ func (s *Answers) serveReleaseBlob(w http.ResponseWriter, r *http.Request, d ver
 			h.Set("Content-Length", strconv.FormatInt(size, 10))
 			if err := copyHeld(w, rc); err != nil {
 				s.log.Error("release download cut off", "blob", string(d), "err", err)
+				return
 			}
+			count()
 			return
 		}
 	}
@@ -274,5 +310,13 @@ func (s *Answers) serveReleaseBlob(w http.ResponseWriter, r *http.Request, d ver
 	}
 	defer f.Close()
 	headers()
+	if counted {
+		rec := ops.NewRecorder(w)
+		http.ServeContent(rec, r, "", time.Time{}, f)
+		if completed(rec) {
+			count()
+		}
+		return
+	}
 	http.ServeContent(w, r, "", time.Time{}, f)
 }

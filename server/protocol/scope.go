@@ -62,6 +62,12 @@ func (sc *scope) anyAllowed(origin string) bool {
 // allows reports whether the scope may see addr (a catalog address).
 func (sc *scope) allows(addr string) bool { return sc.rules == nil || sc.rules.Allows(addr) }
 
+// allowsRelease reports whether the scope may see product's CLI releases
+// (acl.Rules.AllowsRelease).
+func (sc *scope) allowsRelease(product string) bool {
+	return sc.rules == nil || sc.rules.AllowsRelease(product)
+}
+
 // isOrigin reports whether name (lowercase) is an origin, exactly: path
 // values (/origin/{origin}/…, /mirror/{hostname}/…) name an origin as
 // clients write it in a source address, so "registry.terraform.io:junk" is

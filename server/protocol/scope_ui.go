@@ -21,6 +21,7 @@ func (sc *scope) Catalog() *dist.Catalog              { return sc.v.cat }
 func (sc *scope) Restricted() bool                    { return sc.rules != nil }
 func (sc *scope) RulesKey() string                    { return sc.rules.Key() }
 func (sc *scope) Allows(addr string) bool             { return sc.allows(addr) }
+func (sc *scope) AllowsRelease(product string) bool   { return sc.allowsRelease(product) }
 func (sc *scope) Origins() []string                   { return sc.origins }
 func (sc *scope) IsOrigin(name string) (string, bool) { return sc.isOrigin(name) }
 func (sc *scope) SBOM() *ui.SBOMCache                 { return &sc.sbom }

@@ -20,7 +20,8 @@ import (
 )
 
 // Who uses what: serve counts the downloads of provider packages (per
-// address, version and platform) and of module versions, with the time of
+// address, version and platform), of module versions, and of the CLI
+// releases' archives (per product, version and platform), with the time of
 // the last one, and keeps the counts in the store's state
 // (store.AddUsage: STATE/usage/usage.json, shared by every replica).
 //
@@ -281,8 +282,8 @@ func countedRole(role string) bool {
 // usageKey names what a download of one owner of a blob counts for.
 func usageKey(dl *access.Download) store.UsageKey {
 	k := store.UsageKey{Kind: store.UsageModule, Address: dl.Address, Version: dl.Version}
-	if dl.Kind == "provider" {
-		k.Kind, k.Platform = store.UsageProvider, dl.Platform
+	if dl.Kind == store.UsageProvider || dl.Kind == store.UsageRelease {
+		k.Kind, k.Platform = dl.Kind, dl.Platform
 	}
 	return k
 }

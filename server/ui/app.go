@@ -59,6 +59,9 @@ type Scope interface {
 	Restricted() bool
 	RulesKey() string
 	Allows(addr string) bool
+	// AllowsRelease reports whether the scope may see product's CLI
+	// releases (acl.Rules.AllowsRelease).
+	AllowsRelease(product string) bool
 	Origins() []string
 	IsOrigin(name string) (string, bool)
 	// ProviderKeys are the "namespace/type" keys of an origin's

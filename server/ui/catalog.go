@@ -608,7 +608,7 @@ func (ui *catalogUI) index(w http.ResponseWriter, r *http.Request) {
 		"Modules":        mods,
 		"NProv":          nProv,
 		"NMod":           nMod,
-		"NReleases":      len(ui.app.Store().Catalog().Releases),
+		"NReleases":      releasesSeen(ui.app.Store().Catalog(), sc),
 		"ProviderGroups": len(m.providers),
 		"ModuleGroups":   len(m.modules),
 		"Packages":       m.packages,
@@ -750,22 +750,42 @@ func writeHTML(w http.ResponseWriter, r *http.Request, code int, csp string, b [
 	w.Write(b)
 }
 
+// releasesSeen counts the CLI releases sc may see (the catalog's link).
+func releasesSeen(cat *dist.Catalog, sc Scope) int {
+	n := 0
+	for i := range cat.Releases {
+		if sc.AllowsRelease(cat.Releases[i].Product) {
+			n++
+		}
+	}
+	return n
+}
+
 // releaseRow is one CLI release on the releases page.
 type releaseRow struct {
 	dist.CLIRelease
 	Dir         string // its files' directory under /releases/
 	Fingerprint string // grouped for people
 	Pin         string
+	// Usage and Fetched (per platform): download counts, with counting
+	// on (a tofu platform's zip and .tar.gz count together).
+	Usage   UsageCell
+	Fetched map[string]UsageCell
 }
 
 // releases is the page of the Terraform and OpenTofu CLI releases held
 // (/ui/releases), newest first per product. Like /releases/ itself, any
-// principal the app admitted sees it.
+// principal the app admitted sees the releases of the products its rules
+// admit (a product it may not see is left out, as if not held).
 func (ui *catalogUI) releases(w http.ResponseWriter, r *http.Request) {
 	cat := ui.app.Store().Catalog()
+	sc := ui.scope(r)
 	rows := make([]releaseRow, 0, len(cat.Releases))
 	for i := len(cat.Releases) - 1; i >= 0; i-- {
 		rel := cat.Releases[i]
+		if !sc.AllowsRelease(rel.Product) {
+			continue
+		}
 		dir := "/releases/terraform/" + rel.Version + "/"
 		if rel.Product == dist.ProductTofu {
 			dir = "/releases/tofu/v" + rel.Version + "/"
@@ -774,8 +794,22 @@ func (ui *catalogUI) releases(w http.ResponseWriter, r *http.Request) {
 		if rel.KeyPin == dist.KeyPinManifest {
 			pin = "pinned by the export manifest's publisher_key"
 		}
-		rows = append(rows, releaseRow{CLIRelease: rel, Dir: dir, Fingerprint: verify.GroupFingerprint(rel.KeyFingerprint), Pin: pin})
+		row := releaseRow{CLIRelease: rel, Dir: dir, Fingerprint: verify.GroupFingerprint(rel.KeyFingerprint), Pin: pin}
+		if u := ui.app.Counts(); u != nil {
+			var all store.UsageCount
+			row.Fetched = map[string]UsageCell{}
+			for _, b := range rel.Builds {
+				if _, ok := row.Fetched[b.Platform()]; ok {
+					continue
+				}
+				c := u.Of(store.UsageKey{Kind: store.UsageRelease, Address: rel.Product, Version: rel.Version, Platform: b.Platform()})
+				all.Add(c)
+				row.Fetched[b.Platform()] = cellOf(c)
+			}
+			row.Usage = cellOf(all)
+		}
+		rows = append(rows, row)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Product < rows[j].Product })
-	ui.render(w, r, "releases.html", map[string]any{"Title": "releases", "Releases": rows, "Base": baseURL(r)})
+	ui.render(w, r, "releases.html", map[string]any{"Title": "releases", "Releases": rows, "Base": baseURL(r), "UsageSince": ui.usageSince()})
 }
