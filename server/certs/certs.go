@@ -154,6 +154,11 @@ func certmagicTLS(ctx context.Context, opt Options, ca *LocalCA) (*Setup, error)
 			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute,
 			DisableHTTPChallenge: opt.ACMENoHTTP01, DisableTLSALPNChallenge: opt.ACMENoTLSALPN01}
 		if opt.ACMECARoot != "" {
+			// A trust anchor: whoever could change the path to it would
+			// choose whom serve takes for the ACME server.
+			if err := osfile.CheckSafePathIfThere(opt.ACMECARoot, "it says whom serve trusts as the ACME server"); err != nil {
+				return nil, fmt.Errorf("--acme-ca-root: %w", err)
+			}
 			pemData, err := os.ReadFile(opt.ACMECARoot)
 			if err != nil {
 				return nil, fmt.Errorf("--acme-ca-root: %w", err)
@@ -426,7 +431,7 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	if stamp == r.stamp && r.cur != nil {
 		return r.cur, nil
 	}
-	c, err := tls.LoadX509KeyPair(r.cert, r.key)
+	c, err := loadPair(r.cert, r.key)
 	if err != nil {
 		if r.cur != nil {
 			if r.log != nil {
@@ -474,9 +479,19 @@ func (t *Setup) SetNames(ctx context.Context, names []string) (added, removed []
 	return added, removed, nil
 }
 
+// loadPair loads --cert and --key, the key only on a path no user but
+// root and serve's own could change (osfile.CheckSafePath): serve, run as
+// root, would otherwise serve with whatever key that user linked in.
+func loadPair(cert, key string) (tls.Certificate, error) {
+	if err := osfile.CheckSafePathIfThere(key, "it is the TLS server's private key"); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.LoadX509KeyPair(cert, key)
+}
+
 // force loads cert and key now and serves them from the next handshake.
 func (r *reloader) force(cert, key string) error {
-	c, err := tls.LoadX509KeyPair(cert, key)
+	c, err := loadPair(cert, key)
 	if err != nil {
 		return fmt.Errorf("loading %s and %s: %w", cert, key, err)
 	}
