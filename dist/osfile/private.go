@@ -131,6 +131,9 @@ func checkSafePath(given, p, what string, links *int) error {
 		}
 		if !ownerTrusted(fi) {
 			uid, _, _ := Owner(fi)
+			if i == len(parts)-1 && fi.Mode().IsRegular() {
+				return fmt.Errorf("%s: %s is owned by uid %d, not by root or the user airgap runs as, so that user could have put anything in it; %s\nhint: chown it to the user airgap serve runs as (uid %d) or to root", given, next, uid, what, os.Geteuid())
+			}
 			return unsafePathErr(given, next, fmt.Sprintf("is owned by uid %d", uid), what)
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
