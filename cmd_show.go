@@ -5,6 +5,7 @@ package main
 // showSubjects: its arguments, its help line and its run.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ func (*showCmd) help() verbHelp {
 			"[ADDRESS[@VERSION] [NAME]]: the documentation the appliance will publish: without ADDRESS,\n" +
 			"each entry's; a provider's pages, or one page; a module's README, inputs and outputs.\n" +
 			"Text from the bundle is escaped for the terminal; each piece is read from the bundle\n" +
-			"once (spooled to a temporary file), checked against its digest, then printed.",
+			"once (spooled to a private temporary file, at most 1 GiB, removed on exit and on\n" +
+			"Ctrl-C), checked against its digest, then printed.",
 		examples: []string{"airgap show --keyring site.pub.asc site.bundle report",
 			"airgap show --keyring site.pub.asc site.bundle report hashicorp/random@3.6.0 trivy --platform linux_amd64",
 			"airgap show --keyring site.pub.asc site.bundle report example/vpc/aws@1.0.0 trivy --raw > trivy.sarif",
@@ -101,12 +103,19 @@ func (c *showCmd) run(args []string) error {
 		return err
 	}
 	defer f.Close()
+	// Ctrl-C or SIGTERM closes the bundle: the spool's next read fails,
+	// and the subject returns through the removal of its temporary
+	// directory (a second signal ends the process at once).
+	intr := catchInterrupt()
+	defer intr.Stop()
+	stopClose := context.AfterFunc(intr.ctx, func() { f.Close() })
+	defer stopClose()
 	br, err := bundle.NewReader(f, kr) // the signature, checked before anything is read
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
+		return intr.Err(fmt.Errorf("%s: %w", args[0], err), "run it again")
 	}
 	defer br.Close()
-	return subj.run(c, br, args[0], args[2:])
+	return intr.Err(subj.run(c, br, args[0], args[2:]), "nothing was left in the temporary directory; run it again")
 }
 
 // showReport lists a bundle's gate reports, or prints those of one entry
@@ -153,7 +162,7 @@ func showReport(c *showCmd, br *bundle.Reader, file string, args []string) error
 		return err
 	}
 	defer os.RemoveAll(dir)
-	paths, err := bundle.SpoolBlobs(br, want, dir)
+	paths, err := bundle.SpoolBlobs(br, want, dir, showMaxSpool)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}

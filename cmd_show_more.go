@@ -34,6 +34,11 @@ const (
 	showMaxEntries       = 200_000
 	showMaxName          = 4096
 	showMaxContent int64 = 1 << 30 // as a module archive export takes in
+	// showMaxSpool bounds the blob show copies out of a bundle (to a 0600
+	// file in a 0700 directory of its own under $TMPDIR) before it is
+	// checked against the signed manifest and printed: one blob, of at most
+	// this size, at a time.
+	showMaxSpool int64 = 1 << 30
 )
 
 // spoolOne reads blob d (what names it for messages) out of br into a
@@ -49,7 +54,7 @@ func spoolOne(br *bundle.Reader, file string, d verify.Digest, what string) (*os
 	if err != nil {
 		return nil, nil, err
 	}
-	paths, err := bundle.SpoolBlobs(br, map[verify.Digest]bool{d: true}, dir)
+	paths, err := bundle.SpoolBlobs(br, map[verify.Digest]bool{d: true}, dir, showMaxSpool)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("%s: %w", file, err)

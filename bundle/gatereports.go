@@ -106,39 +106,60 @@ func platformNote(p string) string {
 }
 
 // SpoolBlobs reads br's blobs and copies each of want (by digest) to a
-// file of its own in dir, checked: the blob reader fails at the end of a
-// blob whose size or digest is not the signed manifest's, and nothing is
-// returned then. It stops once it has them all. The caller removes dir.
-func SpoolBlobs(br *Reader, want map[verify.Digest]bool, dir string) (map[verify.Digest]string, error) {
+// file of its own in dir (a directory of the caller's own, mode 0700: each
+// file is created 0600 and O_EXCL), checked: the blob reader stops at the
+// size the signed manifest declares and fails at the end of a blob whose
+// digest is not the manifest's, hashing while it copies, and nothing is
+// returned then. A wanted blob declared larger than max is refused before
+// a byte is read, so what is spooled is at most max bytes a blob. It
+// stops once it has them all. On an error the files it made are removed;
+// the caller removes dir.
+func SpoolBlobs(br *Reader, want map[verify.Digest]bool, dir string, max int64) (map[verify.Digest]string, error) {
+	for _, b := range br.Manifest().Blobs {
+		if want[b.Digest] && b.Size > max {
+			return nil, fmt.Errorf("blob %s (%s) is %s, more than the %s a blob is read out of a bundle to show\nhint: import the bundle and read the file in the store", b.Digest.Short(), br.Manifest().Describe(b.Digest), dist.HumanSize(b.Size), dist.HumanSize(max))
+		}
+	}
 	out := map[verify.Digest]string{}
+	fail := func(err error) (map[verify.Digest]string, error) {
+		for _, p := range out {
+			os.Remove(p)
+		}
+		return nil, err
+	}
 	for len(out) < len(want) {
 		b, r, err := br.Next()
 		if err == io.EOF {
-			return nil, fmt.Errorf("%w: %d of %d blobs were not found in the bundle", ErrTruncated, len(want)-len(out), len(want))
+			return fail(fmt.Errorf("%w: %d of %d blobs were not found in the bundle", ErrTruncated, len(want)-len(out), len(want)))
 		}
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if !want[b.Digest] {
 			continue
 		}
 		p := filepath.Join(dir, b.Digest.Hex())
 		if err := spoolTo(p, r); err != nil {
-			return nil, fmt.Errorf("%s: %w", b.Digest.Short(), err)
+			return fail(fmt.Errorf("%s: %w", b.Digest.Short(), err))
 		}
 		out[b.Digest] = p
 	}
 	return out, nil
 }
 
+// spoolTo copies r, a checked blob reader, to the new file path (0600),
+// and removes it if the copy fails.
 func spoolTo(path string, r io.Reader) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }

@@ -61,6 +61,7 @@ func startOps(ctx context.Context, opt opsOptions) (*opsLayer, error) {
 		mo := ops.MetricsOptions{Version: opt.Version, Catalog: opt.Store.Catalog, LastImport: lastImport(opt.Store)}
 		if a := opt.Audit; a != nil {
 			mo.AuditErrors = func() float64 { return float64(a.Errors.Load()) }
+			mo.AuditUnitemised = func() float64 { return float64(a.Unitemised.Load()) }
 		}
 		if r := opt.Replica; r != nil {
 			mo.ObjectMismatches = func() float64 { return float64(r.Mismatches.Load()) }

@@ -4,6 +4,7 @@ package osfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -59,5 +60,37 @@ func TestDirNeverFollows(t *testing.T) {
 		t.Errorf("OpenDir refused a link in a directory only its owner may write: %v", err)
 	} else {
 		d2.Close()
+	}
+}
+
+// TestMakeDirAtomic: the directory appears whole, its files with their
+// modes; a second one of the same name is refused (fs.ErrExist) and
+// leaves no temporary directory behind; a bad file name fails the whole
+// and leaves nothing.
+func TestMakeDirAtomic(t *testing.T) {
+	base := t.TempDir()
+	d, err := OpenDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	files := []NewFile{{Name: "k", Data: []byte("key"), Perm: 0o600}, {Name: "c", Data: []byte("cert"), Perm: 0o644}}
+	if err := d.MakeDirAtomic("ca", files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		fi, err := os.Stat(filepath.Join(base, "ca", f.Name))
+		if b, _ := os.ReadFile(filepath.Join(base, "ca", f.Name)); err != nil || fi.Mode().Perm() != f.Perm || string(b) != string(f.Data) {
+			t.Errorf("%s: %v %v %q", f.Name, fi, err, b)
+		}
+	}
+	if err := d.MakeDirAtomic("ca", files); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("a second ca: %v, want fs.ErrExist", err)
+	}
+	if err := d.MakeDirAtomic("other", []NewFile{{Name: "ok", Perm: 0o600}, {Name: "../x", Perm: 0o600}}); err == nil {
+		t.Error("a file name with a slash was taken")
+	}
+	if names, _ := os.ReadDir(base); len(names) != 1 {
+		t.Errorf("left behind: %v", names)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -386,4 +387,94 @@ func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
 		d.giveAway(f) // root just created it: the directory's owner (serve) appends to it too
 	}
 	return f, nil
+}
+
+// Stat describes the directory itself (the one opened, not its path now).
+func (d *Dir) Stat() (os.FileInfo, error) { return d.f.Stat() }
+
+// NewFile is one file MakeDirAtomic writes.
+type NewFile struct {
+	Name string
+	Data []byte
+	Perm os.FileMode
+}
+
+// MakeDirAtomic creates the directory name (mode 0700) holding files,
+// whole or not at all: a new temporary directory in d, the files written
+// and synced in it through its descriptor (O_EXCL, never through a link),
+// then renamed to name, which fails (an error wrapping fs.ErrExist) when
+// name exists already, as a directory another process made first. Nothing
+// is done by path, so a directory on the way swapped for a link meanwhile
+// redirects none of it. On any failure the temporary directory is removed.
+func (d *Dir) MakeDirAtomic(name string, files []NewFile) (err error) {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	var buf [8]byte
+	tmp := ""
+	for range 100 {
+		if _, err := io.ReadFull(randReader, buf[:]); err != nil {
+			return err
+		}
+		n := fmt.Sprintf(".tmp-%x", buf)
+		err := unix.Mkdirat(d.fd(), n, 0o700)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return d.err("mkdir", n, err)
+		}
+		tmp = n
+		break
+	}
+	if tmp == "" {
+		return fmt.Errorf("%s: no free temporary name", d.path)
+	}
+	tfd, err := unix.Openat(d.fd(), tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Unlinkat(d.fd(), tmp, unix.AT_REMOVEDIR)
+		return d.err("open", tmp, err)
+	}
+	td := &Dir{f: os.NewFile(uintptr(tfd), filepath.Join(d.path, tmp)), path: filepath.Join(d.path, tmp), uid: d.uid, gid: d.gid}
+	defer td.Close()
+	var made []string
+	defer func() {
+		if err != nil {
+			for _, n := range made {
+				unix.Unlinkat(td.fd(), n, 0)
+			}
+			unix.Unlinkat(d.fd(), tmp, unix.AT_REMOVEDIR)
+		}
+	}()
+	for _, nf := range files {
+		if err := td.checkName(nf.Name); err != nil {
+			return err
+		}
+		fd, err := unix.Openat(td.fd(), nf.Name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(nf.Perm.Perm()))
+		if err != nil {
+			return td.err("create", nf.Name, err)
+		}
+		made = append(made, nf.Name)
+		f := os.NewFile(uintptr(fd), filepath.Join(td.path, nf.Name))
+		_, err = f.Write(nf.Data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := td.Sync(); err != nil {
+		return err
+	}
+	if err := unix.Renameat(d.fd(), tmp, d.fd(), name); err != nil {
+		if err == unix.ENOTEMPTY || err == unix.EEXIST {
+			return d.err("rename", name, fs.ErrExist)
+		}
+		return d.err("rename", name, err)
+	}
+	return d.Sync()
 }

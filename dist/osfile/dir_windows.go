@@ -179,3 +179,42 @@ func (d *Dir) OpenAppend(name string, perm os.FileMode) (*os.File, error) {
 	}
 	return os.OpenFile(d.p(name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
 }
+
+// Stat describes the directory.
+func (d *Dir) Stat() (os.FileInfo, error) { return os.Stat(d.path) }
+
+// NewFile is one file MakeDirAtomic writes.
+type NewFile struct {
+	Name string
+	Data []byte
+	Perm os.FileMode
+}
+
+// MakeDirAtomic creates the directory name holding files, whole or not at
+// all: a temporary directory renamed to name (an error wrapping
+// fs.ErrExist when name exists already).
+func (d *Dir) MakeDirAtomic(name string, files []NewFile) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(d.path, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, nf := range files {
+		if err := d.checkName(nf.Name); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, nf.Name), nf.Data, nf.Perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, d.p(name)); err != nil {
+		if _, serr := os.Lstat(d.p(name)); serr == nil {
+			return fmt.Errorf("%s: %w", d.p(name), fs.ErrExist)
+		}
+		return err
+	}
+	return nil
+}

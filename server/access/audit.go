@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -114,7 +115,12 @@ type AuditRecord struct {
 //     line says how many (event "refusals": count, reasons, and a sample
 //     of at most maxRefusalSample details). Refusals while the address is
 //     throttled are only counted. At most maxRefusalClients addresses are
-//     counted apart; the others share one count (client "other").
+//     counted apart; the others share one count (client "other"), whose
+//     line says how many refusals came from how many more addresses
+//     (told apart up to maxOverflowAddrs, ~2 MiB; "at least" past that)
+//     and samples the first of them by address, so a flood from many
+//     addresses cannot hide one more silently; the
+//     airgap_audit_refusals_unitemised_total metric counts them too.
 //
 // So one address writes at most refusalsInFull lines per reason it can
 // provoke and one count a minute (some 50 lines, under 20 KiB, for the
@@ -140,6 +146,9 @@ const (
 	maxRefusalClients = 4096
 	maxRefusalSample  = 3
 	maxSampleBytes    = 100
+	// maxOverflowAddrs bounds the addresses told apart beyond
+	// maxRefusalClients in one window (a 64-bit hash each).
+	maxOverflowAddrs = 1 << 16
 )
 
 // AuditEvent is one event line of the audit log.
@@ -166,6 +175,11 @@ type AuditEvent struct {
 	Since   string         `json:"since,omitempty"`
 	Reasons map[string]int `json:"reasons,omitempty"`
 	Sample  []string       `json:"sample,omitempty"`
+	// Of the "refusals" line of client "other": how many addresses, past
+	// the ones counted apart, the count is from (at least, when
+	// AddressesAtLeast).
+	Addresses        int  `json:"addresses,omitempty"`
+	AddressesAtLeast bool `json:"addresses_at_least,omitempty"`
 }
 
 // maxAuditGroups bounds the groups an event line lists.
@@ -198,8 +212,16 @@ type AuditLog struct {
 	// (aggMu guards it too).
 	security *AuditLog
 	agg      map[string]*refusalCount
-	stop     chan struct{}
-	stopOnce sync.Once
+	// overflow: the addresses (hashed) of the refusals counted as "other"
+	// in its window, at most maxOverflowAddrs; overflowMore says some
+	// were past that.
+	overflow     map[uint64]struct{}
+	overflowMore bool
+	// Unitemised counts refusals from addresses past maxRefusalClients
+	// (metrics).
+	Unitemised atomic.Int64
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // refusalCount is one client address's refusals in the current window.
@@ -237,10 +259,13 @@ func OpenAuditLog(path string, maxSize int64, keep int, onErr func(error)) (*Aud
 		lf.Close()
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}
-	a.agg, a.stop = map[string]*refusalCount{}, make(chan struct{})
+	a.agg, a.overflow, a.stop = map[string]*refusalCount{}, map[uint64]struct{}{}, make(chan struct{})
 	go a.flushLoop()
 	return a, nil
 }
+
+// overflowSeed keys the hashes of the addresses past maxRefusalClients.
+var overflowSeed = maphash.MakeSeed()
 
 // refusalsPath is the file refusals are written to, beside the audit log.
 func refusalsPath(path string) string { return path + ".refusals" }
@@ -305,6 +330,15 @@ func (a *AuditLog) refusal(ev *AuditEvent) error {
 	if c == nil && len(a.agg) >= maxRefusalClients {
 		key = "other"
 		c = a.agg[key]
+		a.Unitemised.Add(1)
+		h := maphash.String(overflowSeed, ev.Client)
+		if _, seen := a.overflow[h]; !seen {
+			if len(a.overflow) < maxOverflowAddrs {
+				a.overflow[h] = struct{}{}
+			} else {
+				a.overflowMore = true
+			}
+		}
 	}
 	if c == nil {
 		c = &refusalCount{since: now, reasons: map[string]int{}, full: map[string]int{}}
@@ -319,7 +353,11 @@ func (a *AuditLog) refusal(ev *AuditEvent) error {
 			c.reasons[ev.Reason]++
 		}
 		if len(c.sample) < maxRefusalSample {
-			c.sample = append(c.sample, dist.Printable(reply.Cut(ev.Event+" "+ev.Reason+": "+ev.Detail, maxSampleBytes)))
+			what := ev.Event + " " + ev.Reason + ": " + ev.Detail
+			if key == "other" { // the address is not on the line: sample it
+				what = ev.Client + " " + what
+			}
+			c.sample = append(c.sample, dist.Printable(reply.Cut(what, maxSampleBytes)))
 		}
 	}
 	err := a.openRefusalsLocked()
@@ -364,9 +402,19 @@ func (a *AuditLog) flushRefusals(now time.Time, all bool) {
 			continue
 		}
 		d := now.Sub(c.since).Round(time.Second)
-		lines = append(lines, &AuditEvent{Time: AuditTime(now), Event: eventRefusals, Client: key, Count: c.counted,
+		ev := &AuditEvent{Time: AuditTime(now), Event: eventRefusals, Client: key, Count: c.counted,
 			Since: AuditTime(c.since), Reasons: c.reasons, Sample: c.sample,
-			Detail: fmt.Sprintf("%d more refusals from %s in the last %s (the first %d of each reason were written whole)", c.counted, key, d, refusalsInFull)})
+			Detail: fmt.Sprintf("%d more refusals from %s in the last %s (the first %d of each reason were written whole)", c.counted, key, d, refusalsInFull)}
+		if key == "other" {
+			ev.Addresses, ev.AddressesAtLeast = len(a.overflow), a.overflowMore
+			more := ""
+			if a.overflowMore {
+				more = "at least "
+			}
+			ev.Detail = fmt.Sprintf("%d refusals from %s%d more addresses not itemised in the last %s: %d addresses were counted apart already (the sample names the first)", c.counted, more, len(a.overflow), d, maxRefusalClients)
+			a.overflow, a.overflowMore = map[uint64]struct{}{}, false
+		}
+		lines = append(lines, ev)
 	}
 	side := a.refusals
 	a.aggMu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/airgap/airgap/dist"
+	"github.com/airgap/airgap/dist/osfile"
 	"github.com/airgap/airgap/server/acl"
 	"github.com/airgap/airgap/server/internal/reply"
 )
@@ -126,8 +127,13 @@ func newIDP(cfg *acl.Login) *idp {
 }
 
 // readCAFile reads the login block's ca_file: the only CA the IdP's
-// certificate may chain to.
+// certificate may chain to. Not a secret, but a trust anchor: on a path
+// another user could change (osfile.CheckSafePath), they would choose
+// whom serve takes for the identity provider.
 func readCAFile(path string) (*x509.CertPool, error) {
+	if err := osfile.CheckSafePathIfThere(path, "it says whom serve trusts as the identity provider"); err != nil {
+		return nil, fmt.Errorf("the login block's ca_file: %w", err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("the login block's ca_file: %w", err)

@@ -194,9 +194,7 @@ func (k *urlKeys) reload() (bool, error) {
 	if st == k.stamp && k.cur.Load() != nil {
 		return false, nil
 	}
-	// The mode and owner judged are the open file's, the one read: a
-	// name checked and then opened again could be another file by then.
-	kf, err := os.Open(k.path)
+	kf, err := openURLKeyFile(k.path)
 	if err != nil {
 		return false, err
 	}
@@ -232,6 +230,33 @@ func (k *urlKeys) reload() (bool, error) {
 	k.cur.Store(&f)
 	k.stamp = st
 	return true, nil
+}
+
+// openURLKeyFile opens the key file at path (STORE/tls/url-keys.json) for
+// reading. The path to the store must be one only root and serve's user
+// could change (osfile.CheckSafePath): else another user could put a
+// store of theirs, and keys of theirs, in its place and forge download
+// URLs. The store's tls folder may be the store owner's (serve run as
+// root over another user's store): it is opened, and the file in it,
+// without following a link (osfile.OpenDir) nor waiting on a FIFO. The
+// mode and owner judged are then the open file's, the one read: a name
+// checked and then opened again could be another file by then.
+func openURLKeyFile(path string) (*os.File, error) {
+	tlsDir := filepath.Dir(path)
+	store := filepath.Dir(tlsDir)
+	if err := osfile.CheckSafePathIfThere(store, "it holds the keys that sign download URLs"); err != nil {
+		return nil, fmt.Errorf("the URL keys: %w", err)
+	}
+	d, err := osfile.OpenDir(store, filepath.Base(tlsDir))
+	if err != nil {
+		return nil, fmt.Errorf("the URL keys: %w", err)
+	}
+	defer d.Close()
+	f, err := d.OpenRegular(filepath.Base(path))
+	if err != nil {
+		return nil, fmt.Errorf("the URL keys: %w", err)
+	}
+	return f, nil
 }
 
 // refreshForUnknown re-reads the file (at most once a second) when a URL

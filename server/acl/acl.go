@@ -159,9 +159,15 @@ type hclToken struct {
 }
 
 // Load reads and checks the access file at path. It refuses a file other
-// users may read or write (ErrPermissions; the rule is osfile.PrivateEnough), one that is not a regular file,
-// or one over 4 MiB.
+// users may read or write (ErrPermissions; the rule is osfile.PrivateEnough),
+// one on a path another user could change (ErrPermissions; the rule is
+// osfile.CheckSafePath: serve, run as root, would otherwise take a file
+// that user linked or swapped in), one that is not a regular file, or one
+// over 4 MiB.
 func Load(path string) (*File, error) {
+	if err := osfile.CheckSafePathIfThere(path, "it says who may fetch what"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPermissions, err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the access file: %w", err)

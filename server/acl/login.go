@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -317,11 +316,8 @@ func ReadSecretFile(path string) (string, error) {
 	// The file's rule says nothing of the path to it: a directory on the
 	// way that another user may write lets them link a file root owns and
 	// its group may read in its place (osfile.CheckSafePath).
-	if err := osfile.CheckSafePath(path, "it holds the secret the identity provider knows the appliance by"); err != nil {
-		var pe *fs.PathError
-		if !errors.As(err, &pe) { // (a missing or unreadable file: opening it says so)
-			return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
-		}
+	if err := osfile.CheckSafePathIfThere(path, "it holds the secret the identity provider knows the appliance by"); err != nil {
+		return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
 	}
 	f, err := os.Open(path)
 	if err != nil {

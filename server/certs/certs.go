@@ -154,6 +154,11 @@ func certmagicTLS(ctx context.Context, opt Options, ca *LocalCA) (*Setup, error)
 			AltHTTPPort: opt.ACMEHTTPPort, AltTLSALPNPort: opt.ACMETLSALPNPort, CertObtainTimeout: 2 * time.Minute,
 			DisableHTTPChallenge: opt.ACMENoHTTP01, DisableTLSALPNChallenge: opt.ACMENoTLSALPN01}
 		if opt.ACMECARoot != "" {
+			// A trust anchor: whoever could change the path to it would
+			// choose whom serve takes for the ACME server.
+			if err := osfile.CheckSafePathIfThere(opt.ACMECARoot, "it says whom serve trusts as the ACME server"); err != nil {
+				return nil, fmt.Errorf("--acme-ca-root: %w", err)
+			}
 			pemData, err := os.ReadFile(opt.ACMECARoot)
 			if err != nil {
 				return nil, fmt.Errorf("--acme-ca-root: %w", err)
@@ -225,8 +230,11 @@ func caDir(dir string) string { return filepath.Join(dir, "ca") }
 // at once, 64 KiB at most each).
 func readCA(dir string) (*LocalCA, error) {
 	d, err := osfile.OpenDir(filepath.Dir(dir), filepath.Base(dir), filepath.Base(caDir(dir)))
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w\nhint: make %s a directory (not a link) owned by the user serve runs as", err, dir)
 	}
 	defer d.Close()
 	dir = caDir(dir)
@@ -265,7 +273,15 @@ var caMu sync.Mutex
 const maxCAFile = 64 << 10
 
 // LoadOrCreateCA returns the local CA in dir, creating it on first use (key
-// mode 0600, written atomically).
+// mode 0600, written atomically). The directory is made if absent, then
+// opened once (osfile.OpenDir: a link in a folder another user can write
+// is not followed) and everything after is done through that descriptor:
+// the owner and mode judged are the opened directory's, and the CA is
+// written into a new directory in it and renamed into place there
+// (osfile.Dir.MakeDirAtomic), so swapping a folder on the way for a link
+// between the check and the writes redirects nothing. Root does not make
+// the CA in a directory another user owns (serve, running as that user,
+// could not read its key) nor in one anyone may write.
 func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	caMu.Lock()
 	defer caMu.Unlock()
@@ -277,12 +293,20 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Lstat(dir); err == nil && os.Geteuid() == 0 {
-		// Root would make the CA by path in a directory another user can
-		// swap (and serve, running as that user, could not read its key).
-		if uid, _, ok := osfile.Owner(fi); ok && uid != 0 {
-			return nil, fmt.Errorf("%s has no local CA yet and belongs to uid %d, not root\nhint: start 'airgap serve' once (it makes the CA), or run this as the user serve runs as", dir, uid)
-		}
+	d, err := osfile.OpenDir(filepath.Dir(dir), filepath.Base(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%w\nhint: make %s a directory (not a link) owned by the user serve runs as", err, dir)
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if uid, _, ok := osfile.Owner(fi); ok && os.Geteuid() == 0 && uid != 0 {
+		return nil, fmt.Errorf("%s has no local CA yet and belongs to uid %d, not root\nhint: start 'airgap serve' once (it makes the CA), or run this as the user serve runs as", dir, uid)
+	}
+	if perm := fi.Mode(); perm&0o002 != 0 && perm&os.ModeSticky == 0 {
+		return nil, fmt.Errorf("%s has mode %04o: any user may write it, and could put a CA of their own in place of the one made here\nhint: chmod 700 %s", dir, perm.Perm(), dir)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -307,19 +331,10 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(dir, ".ca-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := writeSynced(filepath.Join(tmp, caKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := writeSynced(filepath.Join(tmp, caCertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return nil, err
-	}
-	os.Chmod(tmp, 0o700)
-	if err := os.Rename(tmp, caDir(dir)); err != nil {
+	if err := d.MakeDirAtomic(filepath.Base(caDir(dir)), []osfile.NewFile{
+		{Name: caKeyFile, Data: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), Perm: 0o600},
+		{Name: caCertFile, Data: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), Perm: 0o644},
+	}); err != nil {
 		// Another process created it first: use theirs.
 		if ca, rerr := readCA(dir); rerr == nil {
 			return ca, nil
@@ -327,21 +342,6 @@ func LoadOrCreateCA(dir string) (*LocalCA, error) {
 		return nil, err
 	}
 	return readCA(dir)
-}
-
-func writeSynced(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func randSerial() *big.Int {
@@ -426,7 +426,7 @@ func (r *reloader) get() (*tls.Certificate, error) {
 	if stamp == r.stamp && r.cur != nil {
 		return r.cur, nil
 	}
-	c, err := tls.LoadX509KeyPair(r.cert, r.key)
+	c, err := loadPair(r.cert, r.key)
 	if err != nil {
 		if r.cur != nil {
 			if r.log != nil {
@@ -474,9 +474,19 @@ func (t *Setup) SetNames(ctx context.Context, names []string) (added, removed []
 	return added, removed, nil
 }
 
+// loadPair loads --cert and --key, the key only on a path no user but
+// root and serve's own could change (osfile.CheckSafePath): serve, run as
+// root, would otherwise serve with whatever key that user linked in.
+func loadPair(cert, key string) (tls.Certificate, error) {
+	if err := osfile.CheckSafePathIfThere(key, "it is the TLS server's private key"); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.LoadX509KeyPair(cert, key)
+}
+
 // force loads cert and key now and serves them from the next handshake.
 func (r *reloader) force(cert, key string) error {
-	c, err := tls.LoadX509KeyPair(cert, key)
+	c, err := loadPair(cert, key)
 	if err != nil {
 		return fmt.Errorf("loading %s and %s: %w", cert, key, err)
 	}

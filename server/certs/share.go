@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/airgap/airgap/dist/osfile"
 )
 
 // maxSharedCA bounds a shared CA's PEM (a P-256 key and its certificate
@@ -79,17 +81,14 @@ func InstallCA(dir string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(dir, ".ca-")
+	// Written through the directory's descriptor, as LoadOrCreateCA does.
+	d, err := osfile.OpenDir(filepath.Dir(dir), filepath.Base(dir))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := writeSynced(filepath.Join(tmp, caKeyFile), keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(tmp, caCertFile), certPEM, 0o644); err != nil {
-		return err
-	}
-	os.Chmod(tmp, 0o700)
-	return os.Rename(tmp, caDir(dir))
+	defer d.Close()
+	return d.MakeDirAtomic(filepath.Base(caDir(dir)), []osfile.NewFile{
+		{Name: caKeyFile, Data: keyPEM, Perm: 0o600},
+		{Name: caCertFile, Data: certPEM, Perm: 0o644},
+	})
 }

@@ -33,6 +33,9 @@ type MetricsOptions struct {
 	Certificate func() *x509.Certificate
 	// AuditErrors counts failed audit log writes (with --audit-log).
 	AuditErrors func() float64
+	// AuditUnitemised counts refusals the audit log counted together
+	// under client "other": from addresses past the ones it counts apart.
+	AuditUnitemised func() float64
 	// ObjectMismatches counts objects in a bucket whose bytes did not
 	// match their names (a store in object storage only).
 	ObjectMismatches func() float64
@@ -112,6 +115,12 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "airgap_audit_write_errors_total", Help: "Audit log lines that could not be written (the downloads were served).",
 		}, opt.AuditErrors))
+	}
+	if opt.AuditUnitemised != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "airgap_audit_refusals_unitemised_total",
+			Help: "Refusals the audit log did not count by address: from addresses past the 4,096 it counts apart in a minute (its \"refusals\" line of client \"other\" says from how many).",
+		}, opt.AuditUnitemised))
 	}
 	if opt.ObjectMismatches != nil {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -12,15 +12,16 @@ import (
 	"github.com/airgap/airgap/testdata/e2e/harness"
 )
 
-// TestAccessFileOwnedByAnother: serve running as root reads an access
-// file in a folder another user can write (a group-writable /etc/airgap,
-// say). That user swaps in a file of their own, mode 0600, with a token
-// they made: only its owner may read it, but its owner is not serve's
-// user nor root, so serve must not take it (root reads every file, so
-// "only its owner may read it" says nothing about who wrote it). serve
-// keeps the tokens it had and logs why; --check-config refuses the file
-// naming its owner and the rule; the same text owned by root is taken, so
-// the refusal is the owner's.
+// TestAccessFileOwnedByAnother: serve running as root finds its access
+// file replaced by a file another user owns, mode 0600, with a token they
+// made (a folder that user could write is refused outright:
+// TestSecretPathsOthersCanWrite; here the file is renamed in by root, as
+// a restore that kept owners would). Only its owner may read it, but its
+// owner is not serve's user nor root, so serve must not take it (root
+// reads every file, so "only its owner may read it" says nothing about
+// who wrote it). serve keeps the tokens it had and logs why;
+// --check-config refuses the file naming its owner and the rule; the same
+// text owned by root is taken, so the refusal is the owner's.
 func TestAccessFileOwnedByAnother(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -39,11 +40,9 @@ func TestAccessFileOwnedByAnother(t *testing.T) {
 	a, _ := tok(filepath.Join(work, "first.hcl"), "a")
 	b, theirs := tok(filepath.Join(work, "theirs.hcl"), "b")
 	dir := filepath.Join(work, "etc")
-	if err := os.Mkdir(dir, 0o775); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.Chown(dir, 0, 4242) // the attacker's group may write it
-	os.Chmod(dir, 0o775)
 	file := filepath.Join(dir, "access.hcl")
 	first, _ := os.ReadFile(filepath.Join(work, "first.hcl"))
 	if err := os.WriteFile(file, first, 0o600); err != nil {
@@ -58,7 +57,7 @@ func TestAccessFileOwnedByAnother(t *testing.T) {
 	if ca, cb := code(a), code(b); ca != 200 || cb != 401 {
 		t.Fatalf("before: a %d, b %d; want 200, 401", ca, cb)
 	}
-	// The other user (uid 4242) replaces the file with their own, 0600.
+	// The other user's file (uid 4242), 0600, replaces the access file.
 	swap := filepath.Join(dir, ".swap")
 	if err := os.WriteFile(swap, []byte(theirs), 0o600); err != nil {
 		t.Fatal(err)
@@ -76,7 +75,7 @@ func TestAccessFileOwnedByAnother(t *testing.T) {
 		t.Errorf("after another user's file replaced the access file: a %d, b %d; want 200, 401 (serve took their file)", ca, cb)
 	}
 	out, err := harness.CmdRun(t, "", nil, harness.Bin, "serve", "--store", root, "--access", file, "--check-config")
-	if err == nil || !strings.Contains(out, "owner 4242:4242") || !strings.Contains(out, "hint:") {
+	if err == nil || !strings.Contains(out, "is owned by uid 4242") || !strings.Contains(out, "hint:") {
 		t.Errorf("serve --check-config with an access file another user owns: %v\n%s", err, out)
 	}
 	// The same text, owned by root: taken.

@@ -438,3 +438,66 @@ func TestTokenAuditLogAsRootHardLink(t *testing.T) {
 		t.Errorf("token revoke did not say the audit log was not written, and why: %s", stderr)
 	}
 }
+
+// TestCAAsRootOnAnOpenedFolder: root making the local CA ('airgap ca')
+// judges and writes through the tls directory it opened, never by path.
+// In a store another user owns, a tls that is a link (even one root owns:
+// the state a swap between a check and the writes would leave) is not
+// followed, and nothing is made where it points; a tls directory another
+// user owns, or one anyone may write, is refused with a hint; a store of
+// root's gets its CA.
+func TestCAAsRootOnAnOpenedFolder(t *testing.T) {
+	rootOnly(t)
+	t.Parallel()
+	run := func(store string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, harness.Bin, "ca", "--store", store).CombinedOutput()
+		return string(out), harness.ExitCode(err)
+	}
+	theirs := func() string {
+		s := filepath.Join(t.TempDir(), "store")
+		os.Mkdir(s, 0o755)
+		os.Chown(s, serveUID, serveGID)
+		return s
+	}
+
+	// tls a root-owned link, in a store another user owns, to a root folder.
+	target := t.TempDir()
+	linked := theirs()
+	os.Symlink(target, filepath.Join(linked, "tls"))
+	if out, code := run(linked); code == 0 || !strings.Contains(out, "hint:") {
+		t.Errorf("airgap ca with tls a link in another user's store: exit %d\n%s", code, out)
+	}
+	if names, _ := os.ReadDir(target); len(names) != 0 {
+		t.Errorf("airgap ca wrote through the link into %s: %v", target, names)
+	}
+
+	// tls another user's, and tls anyone may write.
+	owned := theirs()
+	os.Mkdir(filepath.Join(owned, "tls"), 0o700)
+	os.Chown(filepath.Join(owned, "tls"), serveUID, serveGID)
+	open := filepath.Join(t.TempDir(), "store")
+	os.MkdirAll(filepath.Join(open, "tls"), 0o755)
+	os.Chmod(filepath.Join(open, "tls"), 0o777)
+	for what, s := range map[string]string{"owned by another user": owned, "anyone may write": open} {
+		out, code := run(s)
+		if code == 0 || !strings.Contains(out, "hint:") {
+			t.Errorf("airgap ca with a tls folder %s: exit %d\n%s", what, code, out)
+		}
+		if _, err := os.Lstat(filepath.Join(s, "tls", "ca")); err == nil {
+			t.Errorf("airgap ca made a CA in a tls folder %s", what)
+		}
+	}
+
+	// A store of root's: the CA is made, its key 0600.
+	ours := filepath.Join(t.TempDir(), "store")
+	os.Mkdir(ours, 0o755)
+	if out, code := run(ours); code != 0 || !strings.Contains(out, "BEGIN CERTIFICATE") {
+		t.Fatalf("airgap ca in root's store: exit %d\n%s", code, out)
+	}
+	if fi, err := os.Stat(filepath.Join(ours, "tls", "ca", "ca.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the CA key: %v %v", fi, err)
+	}
+}
