@@ -23,7 +23,8 @@ import (
 // if it starts with a digit and has a letter: a number then a name), one per other byte,
 // one per comment, one per run of literal text in a template. Where the
 // scanner's state cannot be followed cheaply (a byte beyond ASCII outside
-// strings and comments, a carriage return alone in a heredoc) it counts the
+// strings and comments, a carriage return alone or a byte that is not
+// UTF-8 in a heredoc) it counts the
 // rest of the file as a token per byte, a bound in any state. FuzzHCLTokens
 // checks the bound against the real scanners.
 func HCLTokens(src []byte, filename string) int {
@@ -456,6 +457,13 @@ func hclScan(src []byte, state int, nb *nestBound) int {
 						continue
 					}
 					r, size := utf8.DecodeRune(src[i:])
+					if r == utf8.RuneError && size == 1 && top.state == inHeredoc {
+						// The scanner looks for the closing marker again
+						// after such a byte ("\xcf EOT" ends a heredoc),
+						// which is not followed here.
+						nb.lost = true
+						return n + len(src) - i
+					}
 					if r == utf8.RuneError && size == 1 {
 						n += 2 // the byte, and the literal text after it
 						i++
