@@ -71,6 +71,12 @@ import (
 // principal), so at most ~50 MiB of memory and ~200 MiB of disk
 // at the limit. Records are removed 30 days after they expired or were
 // revoked, codes and used sign-ins once expired (sweep, any replica).
+// A state can still hold more records than serve keeps (replicas at the
+// bound each count what they read; a restored backup): serve then keeps
+// 50,000 in memory and reads any other from its file when its token is
+// presented, and 'airgap token' (list, revoke) reads every record of up
+// to MaxLoginNames names (~100 MiB of memory at most) and refuses a state
+// with more rather than revoke a person's tokens but some.
 
 const (
 	loginsDir         = "logins"
@@ -158,6 +164,14 @@ type LoginState struct {
 	aead cipher.AEAD
 	key  []byte // the sealing key; also keys MACs (mac), another domain
 	recs atomic.Pointer[loginRecs]
+
+	// maxRecs is how many records a scan keeps (0: maxLoginRecords, serve's
+	// memory bound); 'airgap token' keeps every one listed, because a
+	// record it did not read is a token it cannot revoke.
+	maxRecs int
+	// truncated: the last scan left records unread (past maxRecs, or
+	// past the listing's MaxLoginNames).
+	truncated atomic.Bool
 
 	mu       sync.Mutex // guards the fields below and local changes; no file is read while it is held
 	scanning bool       // a scan is reading the directory
@@ -347,10 +361,15 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 		ls.scanning = false
 		ls.mu.Unlock()
 	}()
-	ents, err := ls.st.List("tokens", 2*maxLoginRecords, false)
+	ents, err := ls.st.List("tokens", MaxLoginNames, false)
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
+	limit := ls.maxRecs
+	if limit == 0 {
+		limit = maxLoginRecords
+	}
+	truncated := len(ents) >= MaxLoginNames
 	names := make([]string, len(ents))
 	for i, e := range ents {
 		names[i] = e.Name
@@ -366,7 +385,11 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 	}
 	for _, n := range names {
 		hx, ext, _ := strings.Cut(n, ".")
-		if (ext != "json" && ext != "revoked") || !verifyHex(hx) || ext == "json" && revoked[hx] || len(m) >= maxLoginRecords {
+		if (ext != "json" && ext != "revoked") || !verifyHex(hx) || ext == "json" && revoked[hx] {
+			continue
+		}
+		if len(m) >= limit {
+			truncated = true
 			continue
 		}
 		var h [32]byte
@@ -400,6 +423,7 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 		ls.recs.Store(&loginRecs{byHash: m})
 	}
 	ls.stamp, ls.lastScan = st, time.Now()
+	ls.truncated.Store(truncated)
 	return changed, nil
 }
 
@@ -683,10 +707,16 @@ func readLoginState(st LoginStore, storeName string) (*LoginState, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	ls := &LoginState{st: st}
+	ls := &LoginState{st: st, maxRecs: MaxLoginNames}
 	ls.recs.Store(&loginRecs{byHash: map[[32]byte]*LoginToken{}})
 	if _, err := ls.scan(true); err != nil {
 		return nil, err
+	}
+	if ls.truncated.Load() {
+		// A revocation that missed a record would leave its token live on
+		// every replica (a token not in memory is read from its record),
+		// while saying it revoked the person's tokens.
+		return nil, fmt.Errorf("the login state of %s holds %d names or more in %s: not all were read, so a token could be missed\nhint: remove the records of tokens long revoked or expired there (their .revoked and .json names), then run it again", storeName, MaxLoginNames, st.Where("tokens", ""))
 	}
 	return ls, nil
 }
