@@ -1,0 +1,150 @@
+package ops
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airgap/airgap/bundle"
+	"github.com/airgap/airgap/bundle/bundletest"
+	"github.com/airgap/airgap/testdata/e2e/harness"
+	"github.com/airgap/airgap/verify"
+)
+
+// TestObjectStoreRangesOfOneBlobAtOnce: range requests for one blob sent
+// at once over many connections (a client resuming one download in
+// parallel, or one filling the replica's disk) cost the replica one fetch
+// from the bucket per blob, not one per request: before, each request
+// fetched the whole blob, and each that did not fit the cache kept its own
+// copy on disk while it was read (here 20 at once of a 1.5 MiB package
+// over a 1 MiB cache: 20 GETs of the bucket and up to 30 MiB of disk). A
+// package that fits the cache (400 KiB) and one that does not (1.5 MiB)
+// are each asked for by 20 requests at once, while the replica's GETs of
+// blobs are held at a proxy in front of the bucket until all 40 arrived:
+// exactly one GET per package reaches the bucket, every answer is its
+// range's bytes, and no temporary file is left behind.
+func TestObjectStoreRangesOfOneBlobAtOnce(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	keyring := filepath.Join(work, "site.pub.asc")
+	os.WriteFile(keyring, []byte(pub), 0o644)
+	set := bundletest.NewSet()
+	sizes := map[string]int{"alpha": 400 << 10, "bravo": 1536 << 10}
+	for n, size := range sizes {
+		set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, n), bundletest.Provider{
+			Host: "registry.terraform.io", Namespace: "example", Type: n, Version: "1.0.0",
+			Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: size,
+		}))
+	}
+	b := filepath.Join(work, "site.bundle")
+	set.WriteBundleFile(t, b, signer, bundle.CompressionZstd)
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", s.Addr("site"), b)
+
+	var holding atomic.Bool
+	p, addr := startHoldingProxy(t, s, "site", func(method, name string, _ []string) bool {
+		return holding.Load() && method == "GET" && strings.HasPrefix(name, "blobs/")
+	})
+	tmp := t.TempDir()
+	srv := harness.Serve(t, harness.ServeOptions{Store: addr, Env: append(s.Env(), "TMPDIR="+tmp), Args: []string{"--metrics-listen", "off", "--object-cache-max", "1MiB"}})
+	var cl *http.Client
+	for deadline := time.Now().Add(20 * time.Second); cl == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up:\n%s", srv.Logs.String())
+		}
+		pemData, err := harness.CmdRun(t, work, s.Env(), harness.Bin, "ca", "--store", s.Addr("site"))
+		if err != nil || !strings.Contains(pemData, "-----BEGIN") {
+			continue
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM([]byte(pemData[strings.Index(pemData, "-----BEGIN"):]))
+		c := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxConnsPerHost: 64}}
+		if code, _, err := harness.Fetch(c, srv.Base+"healthz"); err == nil && code == 200 {
+			cl = c
+		}
+	}
+	pkgs, zips := map[string]string{}, map[string][]byte{}
+	for n := range sizes {
+		dl := srv.Base + "origin/registry.terraform.io/v1/providers/example/" + n + "/1.0.0/download/linux/amd64"
+		_, body, err := harness.Fetch(cl, dl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			DownloadURL string `json:"download_url"`
+		}
+		json.Unmarshal(body, &d)
+		pkgs[n] = harness.ResolveRef(dl, d.DownloadURL)
+		resp, err := cl.Get(pkgs[n]) // whole (harness.Fetch stops at 1 MiB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zips[n], err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || len(zips[n]) < sizes[n] {
+			t.Fatalf("GET %s: %d bytes, %v", pkgs[n], len(zips[n]), err)
+		}
+	}
+	_, before, _ := p.state()
+	holding.Store(true)
+	const each = 20
+	var wg sync.WaitGroup
+	errs := make(chan string, 2*each)
+	for n := range sizes {
+		for range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("GET", pkgs[n], nil)
+				req.Header.Set("Range", "bytes=1000-1999")
+				resp, err := cl.Do(req)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				part, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 206 || string(part) != string(zips[n][1000:2000]) {
+					errs <- n + ": " + resp.Status + ", " + string(part[:min(len(part), 200)])
+				}
+			}()
+		}
+	}
+	// Every request has reached the replica (and, on the old code, the
+	// bucket) well within this.
+	time.Sleep(2 * time.Second)
+	close(p.pass)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	_, seen, _ := p.state()
+	gets := countOf(seen[len(before):], "GET", "blobs/")
+	t.Logf("GETs of blobs from the bucket for %d range requests of 2 packages at once: %d", 2*each, gets)
+	if gets != len(sizes) {
+		t.Errorf("%d GETs of blobs reached the bucket for %d range requests of %d packages at once, want one per package", gets, 2*each, len(sizes))
+	}
+	var left []string
+	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), "fetch-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
