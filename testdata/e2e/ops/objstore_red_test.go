@@ -4,9 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +150,109 @@ func TestObjectStoreRangesOfOneBlobAtOnce(t *testing.T) {
 	})
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// cutBody passes the first n bytes of a body, then fails as a connection
+// reset would.
+type cutBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, errors.New("cut")
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.n -= int64(n)
+	return n, err
+}
+
+// TestObjectStoreStreamCutByServer: the object store's connection cut in
+// the middle of a blob a replica streams (a reset, a server restarted)
+// is a broken download: the replica logs it cut off and does not count
+// it as a download. Before, the body's "unexpected EOF" was taken for its
+// clean end: the held-back chunk was sent, nothing was logged, and the
+// broken download was counted, so usage counts (and 'prune
+// --unused-for') were off by every failed download.
+func TestObjectStoreStreamCutByServer(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", s.Addr("site"), bundles[0])
+	target, _ := url.Parse(s.Endpoint)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	var cutting atomic.Bool
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if cutting.Load() && resp.Request.Method == "GET" && strings.Contains(resp.Request.URL.Path, "/blobs/") && resp.ContentLength > 1 {
+			resp.Body = &cutBody{ReadCloser: resp.Body, n: resp.ContentLength / 2}
+		}
+		return nil
+	}
+	px := httptest.NewServer(rp)
+	t.Cleanup(px.Close)
+	addr := "s3://" + s.Bucket + "/site?use_path_style=true&endpoint=" + px.URL
+	srv, cl := startS3Replica(t, s, addr, "--usage-flush", "1s")
+
+	const dl = "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(cl, srv.Base+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(srv.Base+dl, d.DownloadURL)
+	get := func() (int64, int64, error) {
+		resp, err := cl.Get(pkg)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		return n, resp.ContentLength, err
+	}
+	cutting.Store(true)
+	const cuts = 3
+	for range cuts {
+		if n, want, err := get(); err == nil && n == want {
+			t.Fatalf("a download cut at the object store arrived whole (%d bytes)", n)
+		}
+	}
+	cutting.Store(false)
+	if n, want, err := get(); err != nil || n != want {
+		t.Fatalf("a download over a working connection: %d of %d bytes, %v", n, want, err)
+	}
+	var got int64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		out := harness.MustRun(t, work, s.Env(), harness.Bin, "inventory", "--usage", "--json", "--store", s.Addr("site"))
+		var rep struct {
+			Versions []struct {
+				Version   string
+				Downloads int64
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		for _, v := range rep.Versions {
+			if v.Version == "3.6.2" {
+				got = v.Downloads
+			}
+		}
+		if got >= 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got != 1 {
+		t.Errorf("downloads counted: %d, want 1 (%d more were cut off at the object store)", got, cuts)
+	}
+	if n := strings.Count(srv.Logs.String(), "cut off"); n < cuts {
+		t.Errorf("the replica logged %d downloads cut off, want %d:\n%s", n, cuts, srv.Logs.String())
 	}
 }
