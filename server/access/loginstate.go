@@ -54,7 +54,10 @@ import (
 // (LoginStore.Stamp: the directory's modification time, the bucket's
 // change counter; in full every 10 s whatever it says), so a revocation
 // takes effect everywhere within a second or two, as an access-file edit
-// does; at most 10 s should a change counter's write fail.
+// does; at most 10 s should a change counter's write fail. A replica that
+// cannot read the state (the bucket unreachable from it, its credentials
+// revoked) refuses every login token once it has not read it for
+// loginStaleAfter (15 s), rather than admit one revoked meanwhile.
 //
 // A pending sign-in is not stored: it travels sealed (AES-256-GCM under
 // the key) in the OAuth state parameter through the identity provider and
@@ -89,7 +92,15 @@ const (
 	loginRetention    = 30 * 24 * time.Hour
 	maxLoginStateFile = 64 << 10
 	loginRescanEvery  = 10 * time.Second
-	loginSweepEvery   = time.Minute
+	// loginStaleAfter: a replica whose last look at the tokens (the
+	// change counter, or a scan) succeeded longer ago than this refuses
+	// every login token until one succeeds again: a revocation it cannot
+	// see would otherwise be admitted for as long as the state cannot be
+	// read (a bucket unreachable from this replica alone, its
+	// credentials revoked). Above one call's timeout (10 s), so a single
+	// slow answer refuses nobody.
+	loginStaleAfter = 15 * time.Second
+	loginSweepEvery = time.Minute
 )
 
 // MaxLoginStateFile bounds every file of the sign-in state a LoginStore
@@ -172,6 +183,9 @@ type LoginState struct {
 	// truncated: the last scan left records unread (past maxRecs, or
 	// past the listing's MaxLoginNames).
 	truncated atomic.Bool
+	// known is when the records were last known current (Unix ns): the
+	// change counter read and unchanged, or a scan done.
+	known atomic.Int64
 
 	mu       sync.Mutex // guards the fields below and local changes; no file is read while it is held
 	scanning bool       // a scan is reading the directory
@@ -348,8 +362,12 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
+	asked := time.Now()
 	ls.mu.Lock()
 	if ls.scanning || !force && st == ls.stamp && time.Since(ls.lastScan) < loginRescanEvery {
+		if !ls.scanning {
+			ls.known.Store(asked.UnixNano())
+		}
 		ls.mu.Unlock()
 		return false, nil
 	}
@@ -424,7 +442,14 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 	}
 	ls.stamp, ls.lastScan = st, time.Now()
 	ls.truncated.Store(truncated)
+	ls.known.Store(asked.UnixNano())
 	return changed, nil
+}
+
+// fresh reports whether the records were known current within
+// loginStaleAfter of now.
+func (ls *LoginState) fresh(now time.Time) bool {
+	return now.Sub(time.Unix(0, ls.known.Load())) <= loginStaleAfter
 }
 
 // verifyHex reports whether s is a SHA-256 in lower-case hex.
