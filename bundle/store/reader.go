@@ -163,12 +163,62 @@ func (s *Store) StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadClos
 		return nil, 0, false, nil
 	}
 	rc, size, err = s.remote.Stream(ctx, d)
+	if err == nil {
+		if err = s.checkSize(d, size); err != nil {
+			rc.Close()
+			rc = nil
+		}
+	}
 	return rc, size, true, err
 }
 
 type snapshot struct {
 	ix    *Index
 	ident fileIdent
+	// sizes are the blob sizes the index records (provider packages,
+	// module archives and zips): a replica refuses an object of another
+	// size before it reads a byte of it.
+	sizes map[verify.Digest]int64
+}
+
+// blobSizes are the sizes ix records of its blobs.
+func blobSizes(ix *Index) map[verify.Digest]int64 {
+	m := map[verify.Digest]int64{}
+	for _, pv := range ix.Catalog.Providers {
+		for _, p := range pv.Packages {
+			if p.Size > 0 {
+				m[p.Digest] = p.Size
+			}
+		}
+	}
+	for _, mv := range ix.Catalog.Modules {
+		if mv.Size > 0 {
+			m[mv.Archive] = mv.Size
+		}
+		if mv.Zip != "" && mv.ZipSize > 0 {
+			m[mv.Zip] = mv.ZipSize
+		}
+	}
+	return m
+}
+
+// checkSize refuses a remote blob whose size is not the one the index
+// records: an object replaced in the bucket (up to MaxBlob, 8 GiB) would
+// otherwise be read whole, onto the replica's disk for a fetch, before
+// its digest failed.
+func (s *Store) checkSize(d verify.Digest, size int64) error {
+	cur := s.cur.Load()
+	if cur == nil { // (a verb's scratch store: fetchInto)
+		return nil
+	}
+	if want, ok := cur.sizes[d]; ok && size != want {
+		err := fmt.Errorf("blob %s: %d bytes in the object store, the index records %d: it was replaced there; not read", d.Short(), size, want)
+		if m, ok := s.remote.(interface{ Mismatch(verify.Digest, error) }); ok {
+			m.Mismatch(d, err) // logged and counted as a digest mismatch is
+		}
+		return err
+	}
+	return nil
 }
 
 type fileIdent struct {
@@ -225,7 +275,7 @@ func (s *Store) Reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.cur.Store(&snapshot{ix: ix, ident: id})
+	s.cur.Store(&snapshot{ix: ix, ident: id, sizes: blobSizes(ix)})
 	return true, nil
 }
 
@@ -343,6 +393,9 @@ func (s *Store) fetchOnce(d verify.Digest) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	size, err := s.remote.Size(ctx, d)
 	cancel()
+	if err == nil {
+		err = s.checkSize(d, size)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -18,6 +20,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/airgap/airgap/bundle"
 	"github.com/airgap/airgap/bundle/bundletest"
@@ -254,5 +259,68 @@ func TestObjectStoreStreamCutByServer(t *testing.T) {
 	}
 	if n := strings.Count(srv.Logs.String(), "cut off"); n < cuts {
 		t.Errorf("the replica logged %d downloads cut off, want %d:\n%s", n, cuts, srv.Logs.String())
+	}
+}
+
+// TestObjectStoreReplacedBlobOfAnotherSize: a package replaced in the
+// bucket by a larger object (anyone with write access to blobs/; the
+// object may be up to 8 GiB) is refused by the replica from its size
+// alone, which the index records, before a byte of it is read: before,
+// a range request fetched the whole object onto the replica's disk and a
+// download streamed all of it (200), each found wrong only at its end.
+func TestObjectStoreReplacedBlobOfAnotherSize(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", s.Addr("site"), bundles[0])
+	p, addr := startHoldingProxy(t, s, "site", func(string, string, []string) bool { return false })
+	srv, cl := startS3Replica(t, s, addr)
+	const dl = "origin/registry.terraform.io/v1/providers/hashicorp/random/3.6.2/download/linux/amd64"
+	_, body, err := harness.Fetch(cl, srv.Base+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(srv.Base+dl, d.DownloadURL)
+	_, hex, _ := strings.Cut(pkg, "/blobs/sha256/")
+	hex, _, _ = strings.Cut(hex, "/")
+	if len(hex) != 64 {
+		t.Fatalf("no blob in %s", pkg)
+	}
+	big := make([]byte, 4<<20)
+	if _, err := s.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &s.Bucket, Key: aws.String("site/blobs/sha256/" + hex), Body: bytes.NewReader(big)}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(rng string) (int, int64) {
+		req, _ := http.NewRequest("GET", pkg, nil)
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("GET %q: %v", rng, err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, n
+	}
+	_, before, _ := p.state()
+	if code, n := get("bytes=1000-1999"); code/100 == 2 {
+		t.Errorf("a range of the replaced package: %d, %d bytes", code, n)
+	}
+	_, seen, _ := p.state()
+	if n := countOf(seen[len(before):], "GET", "blobs/"); n > 0 {
+		t.Errorf("for a range, the replica fetched the replaced object (%d GETs): its size alone says it is not the package", n)
+	}
+	// A download opens the object (its size comes with the answer's
+	// headers) and refuses it before it answers.
+	if code, n := get(""); code/100 == 2 {
+		t.Errorf("a download of the replaced package: %d, %d bytes streamed", code, n)
+	}
+	if n := strings.Count(srv.Logs.String(), "does not match its name"); n != 2 {
+		t.Errorf("the replica logged %d mismatches, want 2 (counted for the metric):\n%s", n, srv.Logs.String())
 	}
 }
