@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,5 +324,104 @@ func TestObjectStoreReplacedBlobOfAnotherSize(t *testing.T) {
 	}
 	if n := strings.Count(srv.Logs.String(), "does not match its name"); n != 2 {
 		t.Errorf("the replica logged %d mismatches, want 2 (counted for the metric):\n%s", n, srv.Logs.String())
+	}
+}
+
+// vmHWM is a process's peak resident set size (/proc/PID/status).
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// TestObjectStoreManyDownloadsMemory: 256 downloads of a 2 MiB package
+// streamed through one bucket replica at once (every client has read its
+// first 64 KiB before any reads on, so all 256 streams are open together)
+// keep serve's peak memory under 160 MiB: a download holds two 64 KiB
+// buffers and its connections' (to the client, to the object store), not
+// the blob. Every download arrives whole.
+func TestObjectStoreManyDownloadsMemory(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work := t.TempDir()
+	signer := bundletest.Key(t, "site")
+	pub, _ := verify.PublicArmor(signer)
+	keyring := filepath.Join(work, "site.pub.asc")
+	os.WriteFile(keyring, []byte(pub), 0o644)
+	set := bundletest.NewSet()
+	set.AddProvider(bundletest.BuildProvider(t, filepath.Join(work, "p"), bundletest.Provider{
+		Host: "registry.terraform.io", Namespace: "example", Type: "big", Version: "1.0.0",
+		Platforms: []string{"linux_amd64"}, Signer: bundletest.Key(t, "publisher"), PackageSize: 2 << 20,
+	}))
+	b := filepath.Join(work, "site.bundle")
+	set.WriteBundleFile(t, b, signer, bundle.CompressionZstd)
+	addr := s.Addr("site")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", keyring, "--store", addr, b)
+	srv, cl := startS3Replica(t, s, addr, "--max-conns-per-ip", "0")
+	cl.Transport.(*http.Transport).MaxConnsPerHost = 0
+	cl.Transport.(*http.Transport).MaxIdleConnsPerHost = 300
+	const dl = "origin/registry.terraform.io/v1/providers/example/big/1.0.0/download/linux/amd64"
+	_, body, err := harness.Fetch(cl, srv.Base+dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		DownloadURL string `json:"download_url"`
+	}
+	json.Unmarshal(body, &d)
+	pkg := harness.ResolveRef(srv.Base+dl, d.DownloadURL)
+	base := vmHWM(t, srv.Proc.Pid)
+	const n = 256
+	var started, wg sync.WaitGroup
+	started.Add(n)
+	release := make(chan struct{})
+	sizes := make(chan int64, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := cl.Get(pkg)
+			if err != nil {
+				started.Done()
+				sizes <- -1
+				return
+			}
+			defer resp.Body.Close()
+			first, _ := io.CopyN(io.Discard, resp.Body, 64<<10)
+			started.Done()
+			<-release
+			rest, _ := io.Copy(io.Discard, resp.Body)
+			sizes <- first + rest
+		}()
+	}
+	started.Wait()
+	time.Sleep(time.Second)
+	open := vmHWM(t, srv.Proc.Pid)
+	close(release)
+	wg.Wait()
+	close(sizes)
+	whole := 0
+	for sz := range sizes {
+		if sz >= 2<<20 {
+			whole++
+		}
+	}
+	peak := vmHWM(t, srv.Proc.Pid)
+	t.Logf("serve's peak RSS: %d MiB before, %d MiB with %d streams open, %d MiB at the end; %d of %d downloads whole", base>>20, open>>20, n, peak>>20, whole, n)
+	if whole != n {
+		t.Errorf("%d of %d downloads arrived whole", whole, n)
+	}
+	if peak > 160<<20 {
+		t.Errorf("serve's peak memory with %d downloads streamed at once: %d MiB, want under 160 MiB", n, peak>>20)
 	}
 }
