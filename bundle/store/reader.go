@@ -336,6 +336,9 @@ func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok b
 		return 0, false, nil
 	}
 	size, err = s.remote.Size(ctx, d)
+	if err == nil {
+		err = s.checkSize(d, size)
+	}
 	return size, true, err
 }
 
