@@ -327,7 +327,11 @@ func TestObjectStoreReplacedBlobOfAnotherSize(t *testing.T) {
 	if resp, err := cl.Head(pkg); err != nil || resp.StatusCode/100 == 2 {
 		t.Errorf("HEAD of the replaced package: %v %v", resp, err)
 	}
-	if n := strings.Count(srv.Logs.String(), "does not match its name"); n != 3 {
+	n := 0
+	for deadline := time.Now().Add(3 * time.Second); n < 3 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		n = strings.Count(srv.Logs.String(), "does not match its name")
+	}
+	if n != 3 {
 		t.Errorf("the replica logged %d mismatches, want 3 (counted for the metric):\n%s", n, srv.Logs.String())
 	}
 }
