@@ -65,11 +65,14 @@ import (
 // /oauth/authorization costs serve no memory and no disk, however many are
 // sent; only a sign-in the identity provider completed writes a file here.
 //
-// Bounds: 50,000 token records (live and revoked; a login beyond that is
-// refused with a message), 20 live tokens per person (the oldest is revoked
-// when a 21st is issued), 10,000 outstanding codes and as many used
-// sign-ins; of one person's revoked and expired tokens, the 100 newest are
-// kept (forgetOldest), so filling the state takes some 420 people. Each
+// Bounds: 50,000 token records (live and revoked; at the bound the 100
+// oldest revoked or expired ones are forgotten to make room, and only a
+// state of live tokens alone refuses a login, with a message), 20 live
+// tokens per person (the oldest is revoked when a 21st is issued), 10,000
+// outstanding codes and as many used sign-ins; of one person's revoked
+// and expired tokens, the 100 newest are
+// kept (forgetOldest), so filling the state with live tokens takes 2,500
+// people (20 each), and with what one person leaves, some 420. Each
 // record is under 4 KiB on disk and about 1 KiB in memory (with its
 // principal), so at most ~50 MiB of memory and ~200 MiB of disk
 // at the limit. Records are removed 30 days after they expired or were
@@ -498,7 +501,14 @@ func (ls *LoginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	}
 	recs := ls.current().byHash
 	if len(recs) >= maxLoginRecords {
-		return "", fmt.Errorf("%w (%d); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
+		// Full: the oldest ended records (revoked or expired) make room,
+		// else nobody could sign in until the sweep removed them, 30 days
+		// after they ended; revoking tokens would free nothing.
+		ls.makeRoom(now, loginRoomBatch)
+		recs = ls.current().byHash
+	}
+	if len(recs) >= maxLoginRecords {
+		return "", fmt.Errorf("%w (%d, every one a live token); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
 	}
 	var mine, ended []*LoginToken
 	for _, t := range recs {
@@ -524,6 +534,49 @@ func (ls *LoginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	ls.put(h, rec)
 	ls.mu.Unlock()
 	return secret, nil
+}
+
+// loginRoomBatch is how many ended records a full state forgets at once
+// (makeRoom): one sign-in at the bound pays for the next hundred.
+const loginRoomBatch = 100
+
+// makeRoom forgets the n oldest ended records (revoked, or expired) of
+// everyone, as forgetOldest does one person's: the live file first, so a
+// forgotten token is refused as unknown, never accepted. Cost: two
+// removals a record and one copy of the records.
+func (ls *LoginState) makeRoom(now time.Time, n int) {
+	var ended []*LoginToken
+	for _, t := range ls.current().byHash {
+		if !t.Revoked.IsZero() || now.After(t.Expires) {
+			ended = append(ended, t)
+		}
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.Before(ended[j].Created) })
+	gone := map[[32]byte]bool{}
+	for _, t := range ended[:min(n, len(ended))] {
+		h, ok := t.hash()
+		if !ok {
+			continue
+		}
+		if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		ls.st.Remove("tokens", tokenName(h, true))
+		gone[h] = true
+	}
+	if len(gone) == 0 {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	old := ls.recs.Load().byHash
+	m := make(map[[32]byte]*LoginToken, len(old))
+	for k, v := range old {
+		if !gone[k] {
+			m[k] = v
+		}
+	}
+	ls.recs.Store(&loginRecs{byHash: m})
 }
 
 // forgetOldest removes the records of ended (one person's revoked and

@@ -76,3 +76,50 @@ func TestTokenRevokeBeyondRecordBound(t *testing.T) {
 			len(res.Revoked), alices+1, len(live), live[0])
 	}
 }
+
+// writeLoginRecords writes n records of who into a store's login state,
+// as serve writes them (revoked ones as .revoked), created a day before
+// now.
+func writeLoginRecords(t *testing.T, storeDir, who string, n int, revoked bool) {
+	t.Helper()
+	tokens := filepath.Join(storeDir, "state", "logins", "tokens")
+	if err := os.MkdirAll(tokens, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	for i := range n {
+		h := sha256.Sum256([]byte(who + strconv.Itoa(i)))
+		r := access.LoginToken{User: who + "@site.example", Subject: who, Issuer: "https://idp.example", Via: "cli",
+			SHA256: hex.EncodeToString(h[:]), Created: now.Add(-24 * time.Hour), Expires: now.Add(24 * time.Hour)}
+		r.Name = access.LoginNamePrefix + r.SHA256[:16]
+		ext := ".json"
+		if revoked {
+			r.Revoked, r.RevokedBy, ext = now.Add(-time.Hour), "test", ".revoked"
+		}
+		b, _ := json.Marshal(r)
+		if err := os.WriteFile(filepath.Join(tokens, r.SHA256+ext), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSignInWithStateFullOfRevoked: a login state at its 50,000 records,
+// every one revoked (people gone, an incident's mass revocation), lets
+// the next person sign in: the oldest ended records make room. Before,
+// revoked records counted as the bound's until the sweep removed them,
+// 30 days after their revocation, so nobody could sign in for a month,
+// and the refusal's hint (revoke unused tokens) freed nothing.
+func TestSignInWithStateFullOfRevoked(t *testing.T) {
+	t.Parallel()
+	f := newLoginFixture(t, loginOptions{plainIdP: true, onlyMock: true, before: func(store string) {
+		writeLoginRecords(t, store, "gone", 50000, true)
+	}})
+	resp, body := f.signIn(t, f.browser(), f.base+"oauth/signin?next=%2F", nil)
+	if resp == nil || resp.StatusCode != 200 || !strings.Contains(body, `id="person"`) {
+		t.Fatalf("a sign-in with the state full of revoked records: %v\n%.600s", resp, stripTags(body))
+	}
+	ents, _ := os.ReadDir(filepath.Join(f.store, "state", "logins", "tokens"))
+	if len(ents) > 50000 {
+		t.Errorf("the state holds %d records, more than 50,000", len(ents))
+	}
+}
