@@ -20,6 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/airgap/airgap/verify"
 )
 
 // Errors a Client's calls wrap.
@@ -262,6 +264,17 @@ func (c *Client) ListFirst(ctx context.Context, sub string, max int) ([]Object, 
 // access may make 1,024 bytes long) cost it no memory past a page.
 func (c *Client) ListFirstKept(ctx context.Context, sub string, max int, keep func(name string) bool) ([]Object, error) {
 	return c.list(ctx, sub, max, true, keep)
+}
+
+// ListBlobs is List of blobs/ holding only the objects named
+// blobs/sha256/HEX, the only ones a verb uses (gc, prune and the
+// inventory skip the others): a name of 1,024 bytes, one of a million,
+// is then not held (a listing of the bound, MaxList, would otherwise
+// hold some 1.2 GiB of names).
+func (c *Client) ListBlobs(ctx context.Context) ([]Object, error) {
+	return c.list(ctx, BlobPrefix, MaxList, false, func(name string) bool {
+		return verify.IsHex64(strings.TrimPrefix(name, BlobPrefix))
+	})
 }
 
 func (c *Client) list(ctx context.Context, sub string, max int, first bool, keep func(string) bool) ([]Object, error) {
