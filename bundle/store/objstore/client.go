@@ -266,6 +266,12 @@ func (c *Client) ListFirstKept(ctx context.Context, sub string, max int, keep fu
 	return c.list(ctx, sub, max, true, keep)
 }
 
+// ListKept is List holding only the objects whose names keep accepts
+// (the others count toward max, and cost no memory past their page).
+func (c *Client) ListKept(ctx context.Context, sub string, max int, keep func(name string) bool) ([]Object, error) {
+	return c.list(ctx, sub, max, false, keep)
+}
+
 // ListBlobs is List of blobs/ holding only the objects named
 // blobs/sha256/HEX, the only ones a verb uses (gc, prune and the
 // inventory skip the others): a name of 1,024 bytes, one of a million,

@@ -473,3 +473,39 @@ func TestObjectStoreBlobListingLongNames(t *testing.T) {
 		t.Errorf("gc --dry-run's peak RSS %d MiB over %d long names, want under 100 MiB", peak>>20, n)
 	}
 }
+
+// TestObjectStoreCopyForeignLongNames: 'store copy' out of a prefix that
+// holds 60,000 objects of 1,000-byte names that are not the store's is
+// refused naming one, holding none of those names: before, every name
+// listed was held first (140 MiB here; at the listing's bound of a
+// million, some 2 GiB), now under 100 MiB. Nothing is left at the
+// destination.
+func TestObjectStoreCopyForeignLongNames(t *testing.T) {
+	t.Parallel()
+	s := harness.StartS3(t)
+	work, pub, bundles := randomBundles(t, "3.6.2")
+	harness.MustRun(t, work, s.Env(), harness.Bin, "import", "--keyring", pub, "--store", s.Addr("site"), bundles[0])
+	const n = 60000
+	long := filepath.Join(s.Dir, s.Bucket, "site", strings.Repeat("a", 250), strings.Repeat("b", 250), strings.Repeat("c", 250))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(long, fmt.Sprintf("%0200d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "copy")
+	out, peakKiB, err := harness.CmdRunMeasured(t, work, s.Env(), harness.Bin, "store", "copy", s.Addr("site"), dst)
+	peak := peakKiB << 10
+	t.Logf("store copy over %d foreign long names: peak RSS %d MiB", n, peak>>20)
+	if err == nil || !strings.Contains(out, "holds an object that is not the store's: \"aaaa") {
+		t.Errorf("store copy out of a prefix with foreign objects: %v\n%.600s", err, out)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("the refused copy left %s: %v", dst, err)
+	}
+	if peak > 100<<20 {
+		t.Errorf("store copy's peak RSS %d MiB over %d long names, want under 100 MiB", peak>>20, n)
+	}
+}
