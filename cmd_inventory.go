@@ -180,7 +180,7 @@ func objectInventory(addr string) (inv *store.Inventory, scratch, objects string
 	if inv, err = store.LoadInventory(scratch); err != nil {
 		return fail(err)
 	}
-	objs, err := cl.List(ctx, objstore.BlobPrefix, objstore.MaxList)
+	objs, err := cl.ListBlobs(ctx)
 	if err != nil {
 		return fail(err)
 	}

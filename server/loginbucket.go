@@ -38,6 +38,10 @@ import (
 // object with an expiry); the counter to at most 64 bytes, and one that is
 // not a number is replaced (conditionally) by 1. A listing is read to at
 // most access.MaxLoginNames (100,000) names, names with a '/' skipped.
+// Names longer than maxLoginName (no name LoginState makes is) or with
+// a '/' are dropped as they are listed, never held: anyone with write
+// access could make 100,000 of them 1,024 bytes long (some 200 MiB of
+// peak memory at each listing, every 10 s).
 // Worst case per replica: 64 KiB per read, some 20 MiB for a full listing,
 // and at startup or a full re-read one GET per record (50,000 at the
 // limit); every call times out after loginTimeout.
@@ -52,6 +56,7 @@ const (
 	loginAttempts = 20
 	loginTimeout  = 10 * time.Second // some calls are on a request's path (a token another replica issued)
 	takenSuffix   = ".taken"
+	maxLoginName  = 128 // the longest a name LoginState makes is 64 hex digits and an extension
 )
 
 func (b bucketLogins) key(sub, name string) string {
@@ -162,7 +167,11 @@ func (b bucketLogins) List(sub string, max int, times bool) ([]access.LoginEntry
 	ctx, cancel := context.WithTimeout(context.Background(), 5*loginTimeout)
 	defer cancel()
 	max = min(max, access.MaxLoginNames)
-	objs, err := b.c.ListFirst(ctx, b.key(sub, ""), max)
+	pre := b.key(sub, "")
+	objs, err := b.c.ListFirstKept(ctx, pre, max, func(name string) bool {
+		n := strings.TrimPrefix(name, pre)
+		return len(n) <= maxLoginName && !strings.Contains(n, "/")
+	})
 	if err != nil {
 		return nil, err
 	}

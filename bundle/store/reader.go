@@ -27,6 +27,21 @@ type Store struct {
 	remote Remote
 	// cache bounds the disk the blobs fetched from remote take.
 	cache blobCache
+	// fetching is the fetches from remote in flight, by blob: a request
+	// for a blob another is fetching waits for that fetch and opens its
+	// file, so a client asking for ranges of one blob over many
+	// connections at once costs one fetch (one blob's disk, one read of
+	// the bucket), not one per connection.
+	fmu      sync.Mutex
+	fetching map[verify.Digest]*fetchCall
+}
+
+// fetchCall is one fetch in flight (Store.fetching).
+type fetchCall struct {
+	done   chan struct{} // closed when path and err are set
+	path   string        // the file to open: the blob's, or a temporary one
+	err    error
+	opened sync.WaitGroup // waiters yet to open a temporary path
 }
 
 // DefaultCacheMax is how much disk a replica gives by default to the
@@ -41,9 +56,12 @@ const DefaultCacheMax = 1 << 30
 // that has it open reads on undisturbed (the space returns when it closes
 // it), and the next open fetches it again. A blob that cannot fit (larger
 // than max, or the rest reserved by fetches in flight) is fetched to a
-// temporary file that is unlinked as soon as it is opened. Worst case on
-// disk: max, plus the blobs being read after they were evicted or were
-// too large to keep (bounded by the connections serve admits).
+// temporary file that is unlinked as soon as it is opened. Requests for
+// a blob being fetched wait for that fetch (Store.fetching), so requests
+// sent at once cost one copy. Worst case on disk: max, plus the blobs
+// being read after they were evicted or were too large to keep: one copy
+// per fetch whose reader is still reading (bounded by the connections
+// serve admits, each reading slowly after its own fetch).
 type blobCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -145,12 +163,62 @@ func (s *Store) StreamBlob(ctx context.Context, d verify.Digest) (rc io.ReadClos
 		return nil, 0, false, nil
 	}
 	rc, size, err = s.remote.Stream(ctx, d)
+	if err == nil {
+		if err = s.checkSize(d, size); err != nil {
+			rc.Close()
+			rc = nil
+		}
+	}
 	return rc, size, true, err
 }
 
 type snapshot struct {
 	ix    *Index
 	ident fileIdent
+	// sizes are the blob sizes the index records (provider packages,
+	// module archives and zips): a replica refuses an object of another
+	// size before it reads a byte of it.
+	sizes map[verify.Digest]int64
+}
+
+// blobSizes are the sizes ix records of its blobs.
+func blobSizes(ix *Index) map[verify.Digest]int64 {
+	m := map[verify.Digest]int64{}
+	for _, pv := range ix.Catalog.Providers {
+		for _, p := range pv.Packages {
+			if p.Size > 0 {
+				m[p.Digest] = p.Size
+			}
+		}
+	}
+	for _, mv := range ix.Catalog.Modules {
+		if mv.Size > 0 {
+			m[mv.Archive] = mv.Size
+		}
+		if mv.Zip != "" && mv.ZipSize > 0 {
+			m[mv.Zip] = mv.ZipSize
+		}
+	}
+	return m
+}
+
+// checkSize refuses a remote blob whose size is not the one the index
+// records: an object replaced in the bucket (up to MaxBlob, 8 GiB) would
+// otherwise be read whole, onto the replica's disk for a fetch, before
+// its digest failed.
+func (s *Store) checkSize(d verify.Digest, size int64) error {
+	cur := s.cur.Load()
+	if cur == nil { // (a verb's scratch store: fetchInto)
+		return nil
+	}
+	if want, ok := cur.sizes[d]; ok && size != want {
+		err := fmt.Errorf("blob %s: %d bytes in the object store, the index records %d: it was replaced there; not read", d.Short(), size, want)
+		if m, ok := s.remote.(interface{ Mismatch(verify.Digest, error) }); ok {
+			m.Mismatch(d, err) // logged and counted as a digest mismatch is
+		}
+		return err
+	}
+	return nil
 }
 
 type fileIdent struct {
@@ -207,7 +275,7 @@ func (s *Store) Reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.cur.Store(&snapshot{ix: ix, ident: id})
+	s.cur.Store(&snapshot{ix: ix, ident: id, sizes: blobSizes(ix)})
 	return true, nil
 }
 
@@ -268,22 +336,71 @@ func (s *Store) StatBlob(ctx context.Context, d verify.Digest) (size int64, ok b
 		return 0, false, nil
 	}
 	size, err = s.remote.Size(ctx, d)
+	if err == nil {
+		err = s.checkSize(d, size)
+	}
 	return size, true, err
 }
 
 // fetch brings blob d from the remote into the directory (verified as it
 // streams, renamed into place read-only, within the cache's bound) and
 // opens it; one that does not fit is opened from its temporary file,
-// already unlinked.
+// already unlinked. Concurrent fetches of one blob are one: the others
+// wait for it and open what it placed.
 func (s *Store) fetch(d verify.Digest) (*os.File, error) {
 	if !verify.IsHex64(d.Hex()) {
 		return nil, fmt.Errorf("%w: %s", ErrBlobMissing, d.Short())
 	}
+	s.fmu.Lock()
+	if c := s.fetching[d]; c != nil {
+		c.opened.Add(1)
+		s.fmu.Unlock()
+		<-c.done
+		defer c.opened.Done()
+		if c.err != nil {
+			return nil, c.err
+		}
+		f, err := os.Open(c.path)
+		if os.IsNotExist(err) && c.path == BlobPath(s.root, d) {
+			return s.fetch(d) // evicted since: fetched again
+		}
+		return f, err
+	}
+	c := &fetchCall{done: make(chan struct{})}
+	if s.fetching == nil {
+		s.fetching = map[verify.Digest]*fetchCall{}
+	}
+	s.fetching[d] = c
+	s.fmu.Unlock()
+	path, err := s.fetchOnce(d)
+	s.fmu.Lock()
+	delete(s.fetching, d) // later requests start their own
+	s.fmu.Unlock()
+	c.path, c.err = path, err
+	close(c.done)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if path != BlobPath(s.root, d) {
+		c.opened.Wait() // every waiter has it open: now unlinked
+		os.Remove(path)
+	}
+	return f, err
+}
+
+// fetchOnce is fetch's fetch: it returns the path of the blob placed in
+// the directory, or of a temporary file holding it (one that does not
+// fit the cache), which the caller removes.
+func (s *Store) fetchOnce(d verify.Digest) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	size, err := s.remote.Size(ctx, d)
 	cancel()
+	if err == nil {
+		err = s.checkSize(d, size)
+	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	kept := s.cache.reserve(s.root, size)
 	tmp, err := os.CreateTemp(tmpPath(s.root), "fetch-")
@@ -291,28 +408,28 @@ func (s *Store) fetch(d verify.Digest) (*os.File, error) {
 		if kept {
 			s.cache.release(size)
 		}
-		return nil, err
+		return "", err
 	}
 	tmp.Close()
-	defer os.Remove(tmp.Name())
 	err = s.remote.Fetch(d, tmp.Name(), size)
 	if err == nil {
 		err = os.Chmod(tmp.Name(), 0o444)
 	}
 	if err == nil && !kept {
-		return os.Open(tmp.Name()) // unlinked by the deferred Remove
+		return tmp.Name(), nil // the caller unlinks it once opened
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), BlobPath(s.root, d))
 	}
 	if err != nil {
+		os.Remove(tmp.Name())
 		if kept {
 			s.cache.release(size)
 		}
-		return nil, err
+		return "", err
 	}
 	s.cache.keep(d, size)
-	return os.Open(BlobPath(s.root, d))
+	return BlobPath(s.root, d), nil
 }
 
 // fetchInto brings blob d from remote into the directory root of a verb's

@@ -105,23 +105,36 @@ func CheckSafePath(path, what string) error {
 	if runtime.GOOS == "windows" {
 		return nil // no owners and modes of this kind to judge
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
+	abs := path
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		abs = wd + string(filepath.Separator) + path
 	}
 	links := 0
 	return checkSafePath(path, abs, what, &links)
 }
 
+// checkSafePath walks p as the kernel resolves it: never cleaned as text
+// (filepath.Clean and Join drop "dir/link/.." whole, where the kernel
+// follows the link first and climbs from its target), a ".." taken from
+// the directory reached so far, a link's target walked with the rest of
+// the path after it.
 func checkSafePath(given, p, what string, links *int) error {
-	p = filepath.Clean(p)
-	cur := string(filepath.Separator)
+	sep := string(filepath.Separator)
+	cur := sep
 	if err := safeDir(given, cur, what); err != nil {
 		return err
 	}
-	parts := strings.Split(strings.TrimPrefix(p, cur), string(filepath.Separator))
+	parts := strings.Split(p, sep)
 	for i, name := range parts {
-		if name == "" {
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur has no link in it: the kernel's ".."
 			continue
 		}
 		next := filepath.Join(cur, name)
@@ -145,9 +158,9 @@ func checkSafePath(given, p, what string, links *int) error {
 				return err
 			}
 			if !filepath.IsAbs(target) {
-				target = filepath.Join(cur, target)
+				target = cur + sep + target
 			}
-			return checkSafePath(given, filepath.Join(append([]string{target}, parts[i+1:]...)...), what, links)
+			return checkSafePath(given, strings.Join(append([]string{target}, parts[i+1:]...), sep), what, links)
 		}
 		if fi.IsDir() {
 			if err := safeDir(given, next, what); err != nil {

@@ -99,3 +99,39 @@ func TestCheckSafePathLinks(t *testing.T) {
 		t.Error("a missing file passed")
 	}
 }
+
+// TestCheckSafePathDotDotAfterLink: a ".." after a link is resolved as the
+// kernel resolves it, from the link's target, not by dropping the link
+// with it: dir/ln/../secret with ln pointing into a directory anyone may
+// write opens a file in that directory, which another user can make a
+// link to any file root may read (the check passed, judging dir/secret).
+func TestCheckSafePathDotDotAfterLink(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no owners and modes to judge")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "secret"), []byte("mine\n"), 0o600)
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	os.Mkdir(filepath.Join(open, "sub"), 0o700)
+	os.WriteFile(filepath.Join(open, "secret"), []byte("theirs\n"), 0o600)
+	os.Symlink(filepath.Join(open, "sub"), filepath.Join(dir, "ln"))
+	path := filepath.Join(dir, "ln") + "/../secret"
+	if b, _ := os.ReadFile(path); string(b) != "theirs\n" {
+		t.Fatalf("the kernel opened %q, want the file in the open directory", b)
+	}
+	if err := CheckSafePath(path, "x"); err == nil || !strings.Contains(err.Error(), "other users may write it") {
+		t.Errorf("%s (the kernel opens %s): %v", path, filepath.Join(open, "secret"), err)
+	}
+	priv := filepath.Join(dir, "priv")
+	os.MkdirAll(filepath.Join(priv, "sub"), 0o700)
+	os.WriteFile(filepath.Join(priv, "file"), []byte("s\n"), 0o600)
+	os.Symlink("priv/sub", filepath.Join(dir, "pl"))
+	if err := CheckSafePath(filepath.Join(dir, "pl")+"/../file", "x"); err != nil {
+		t.Errorf("a \"..\" after a link into a private directory: %v", err)
+	}
+	if err := CheckSafePath(filepath.Join(dir, ".", "secret"), "x"); err != nil {
+		t.Errorf("a plain private file: %v", err)
+	}
+}

@@ -113,6 +113,29 @@ type AccessControl struct {
 	// lastMiss is when (Unix ns) an unknown token last made us look at the
 	// file (refreshOnMiss).
 	lastMiss atomic.Int64
+	// staleLog is when (Unix ns) a login token refused for a sign-in
+	// state that cannot be read was last logged (at most every 10 s).
+	staleLog atomic.Int64
+	// watching: Watch runs, re-reading the tokens every second; only then
+	// is a state not read for loginStaleAfter a sign of trouble.
+	watching atomic.Bool
+}
+
+// loginsStale reports whether login tokens must be refused: Watch runs and
+// the sign-in state ls was not read for loginStaleAfter.
+func (a *AccessControl) loginsStale(ls *LoginState) bool {
+	return ls != nil && a.watching.Load() && !ls.fresh(time.Now())
+}
+
+// staleLogins logs, at most every 10 s, that login tokens are refused
+// because the sign-in state cannot be read.
+func (a *AccessControl) staleLogins() {
+	now := time.Now().UnixNano()
+	last := a.staleLog.Load()
+	if now-last < int64(10*time.Second) || !a.staleLog.CompareAndSwap(last, now) {
+		return
+	}
+	a.log.Error("login tokens refused: the sign-in state has not been read for a while (a revocation could be missed)", "stale_after", loginStaleAfter)
 }
 
 // Set is one version of the access file, compiled for lookups.
@@ -281,7 +304,10 @@ func compileAccess(f *acl.File) *Set {
 func (a *AccessControl) Watch(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	a.watching.Store(true)
+	defer a.watching.Store(false)
 	var lastErr string
+	var sweeping atomic.Bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -292,7 +318,15 @@ func (a *AccessControl) Watch(ctx context.Context) {
 			if _, err := ls.scan(false); err != nil {
 				a.log.Error("reading the login tokens", "err", err)
 			}
-			ls.sweep(time.Now())
+			// Aside: removing thousands of expired codes from a bucket
+			// takes a while, and the tokens must still be looked at
+			// every second (loginStaleAfter).
+			if sweeping.CompareAndSwap(false, true) {
+				go func() {
+					defer sweeping.Store(false)
+					ls.sweep(time.Now())
+				}()
+			}
 		}
 		changed, err := a.Reload()
 		switch {
@@ -336,6 +370,7 @@ const (
 	authRevoked   = "revoked"     // a token that was revoked
 	urlInvalid    = "url_invalid" // a download URL with a bad signature
 	urlExpired    = "url_expired" // a download URL past its expiry, or whose token went away
+	authUnchecked = "unchecked"   // a login token while the sign-in state cannot be read
 )
 
 // authFail is a refused request: why, and for an expired token which.
@@ -413,6 +448,10 @@ func (a *AccessControl) authenticate(r *http.Request, set *Set) (*Principal, *au
 	}
 	if !p.revoked.IsZero() {
 		return nil, &authFail{reason: authRevoked, token: p.name, user: p.user(), at: p.revoked}
+	}
+	if p.login != nil && a.loginsStale(a.logins.Load()) {
+		a.staleLogins()
+		return nil, &authFail{reason: authUnchecked, token: p.name, user: p.user()}
 	}
 	if p.expired(a.now()) {
 		return nil, &authFail{reason: authExpired, token: p.name, user: p.user(), at: p.expires}
@@ -529,6 +568,9 @@ func (a *AccessControl) refuse(w http.ResponseWriter, r *http.Request, f *authFa
 	case f.reason == authThrottled:
 		h.Set("Retry-After", strconv.Itoa(f.retry))
 		writeStatusJSON(w, r, http.StatusTooManyRequests, msg)
+	case f.reason == authUnchecked:
+		h.Set("Retry-After", "5")
+		writeStatusJSON(w, r, http.StatusServiceUnavailable, msg)
 	case f.reason == urlInvalid || f.reason == urlExpired:
 		writeStatusJSON(w, r, http.StatusForbidden, msg)
 	case strings.HasPrefix(r.URL.Path, "/v2/"):
@@ -568,6 +610,8 @@ func (f *authFail) message(ttl time.Duration) string {
 			return fmt.Sprintf("the login token of %s was revoked at %s: run 'terraform login' (or 'tofu login') for this host again, or ask the appliance's operator", f.user, f.at.UTC().Format(time.RFC3339))
 		}
 		return fmt.Sprintf("token %q was revoked at %s: ask the appliance's operator for a new one", f.token, f.at.UTC().Format(time.RFC3339))
+	case authUnchecked:
+		return "the appliance cannot read its sign-in state now, so it accepts no login token (a revoked one could pass): try again in a minute, or ask the appliance's operator"
 	case authThrottled:
 		return fmt.Sprintf("too many failed token attempts from this address: try again in %d s", f.retry)
 	case urlInvalid:

@@ -148,8 +148,8 @@ func (a *AccessControl) loginPrincipal(h [32]byte, set *Set) *Principal {
 // miss re-reads the directory if it changed, at most ten times a second.
 func (a *AccessControl) loginByName(set *Set, name string) *Principal {
 	ls := a.logins.Load()
-	if ls == nil || set.file == nil || set.file.Login == nil {
-		return nil
+	if ls == nil || set.file == nil || set.file.Login == nil || a.loginsStale(ls) {
+		return nil // (stale: a URL of a token revoked meanwhile would pass)
 	}
 	if p := a.loginSetFor(set, ls).byName[name]; p != nil {
 		return p

@@ -54,7 +54,10 @@ import (
 // (LoginStore.Stamp: the directory's modification time, the bucket's
 // change counter; in full every 10 s whatever it says), so a revocation
 // takes effect everywhere within a second or two, as an access-file edit
-// does; at most 10 s should a change counter's write fail.
+// does; at most 10 s should a change counter's write fail. A replica that
+// cannot read the state (the bucket unreachable from it, its credentials
+// revoked) refuses every login token once it has not read it for
+// loginStaleAfter (15 s), rather than admit one revoked meanwhile.
 //
 // A pending sign-in is not stored: it travels sealed (AES-256-GCM under
 // the key) in the OAuth state parameter through the identity provider and
@@ -62,15 +65,24 @@ import (
 // /oauth/authorization costs serve no memory and no disk, however many are
 // sent; only a sign-in the identity provider completed writes a file here.
 //
-// Bounds: 50,000 token records (live and revoked; a login beyond that is
-// refused with a message), 20 live tokens per person (the oldest is revoked
-// when a 21st is issued), 10,000 outstanding codes and as many used
-// sign-ins; of one person's revoked and expired tokens, the 100 newest are
-// kept (forgetOldest), so filling the state takes some 420 people. Each
+// Bounds: 50,000 token records (live and revoked; at the bound the 100
+// oldest revoked or expired ones are forgotten to make room, and only a
+// state of live tokens alone refuses a login, with a message), 20 live
+// tokens per person (the oldest is revoked when a 21st is issued), 10,000
+// outstanding codes and as many used sign-ins; of one person's revoked
+// and expired tokens, the 100 newest are
+// kept (forgetOldest), so filling the state with live tokens takes 2,500
+// people (20 each), and with what one person leaves, some 420. Each
 // record is under 4 KiB on disk and about 1 KiB in memory (with its
 // principal), so at most ~50 MiB of memory and ~200 MiB of disk
 // at the limit. Records are removed 30 days after they expired or were
 // revoked, codes and used sign-ins once expired (sweep, any replica).
+// A state can still hold more records than serve keeps (replicas at the
+// bound each count what they read; a restored backup): serve then keeps
+// 50,000 in memory and reads any other from its file when its token is
+// presented, and 'airgap token' (list, revoke) reads every record of up
+// to MaxLoginNames names (~100 MiB of memory at most) and refuses a state
+// with more rather than revoke a person's tokens but some.
 
 const (
 	loginsDir         = "logins"
@@ -83,7 +95,15 @@ const (
 	loginRetention    = 30 * 24 * time.Hour
 	maxLoginStateFile = 64 << 10
 	loginRescanEvery  = 10 * time.Second
-	loginSweepEvery   = time.Minute
+	// loginStaleAfter: a replica whose last look at the tokens (the
+	// change counter, or a scan) succeeded longer ago than this refuses
+	// every login token until one succeeds again: a revocation it cannot
+	// see would otherwise be admitted for as long as the state cannot be
+	// read (a bucket unreachable from this replica alone, its
+	// credentials revoked). Above one call's timeout (10 s), so a single
+	// slow answer refuses nobody.
+	loginStaleAfter = 15 * time.Second
+	loginSweepEvery = time.Minute
 )
 
 // MaxLoginStateFile bounds every file of the sign-in state a LoginStore
@@ -158,6 +178,17 @@ type LoginState struct {
 	aead cipher.AEAD
 	key  []byte // the sealing key; also keys MACs (mac), another domain
 	recs atomic.Pointer[loginRecs]
+
+	// maxRecs is how many records a scan keeps (0: maxLoginRecords, serve's
+	// memory bound); 'airgap token' keeps every one listed, because a
+	// record it did not read is a token it cannot revoke.
+	maxRecs int
+	// truncated: the last scan left records unread (past maxRecs, or
+	// past the listing's MaxLoginNames).
+	truncated atomic.Bool
+	// known is when the records were last known current (Unix ns): the
+	// change counter read and unchanged, or a scan done.
+	known atomic.Int64
 
 	mu       sync.Mutex // guards the fields below and local changes; no file is read while it is held
 	scanning bool       // a scan is reading the directory
@@ -334,8 +365,12 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
+	asked := time.Now()
 	ls.mu.Lock()
 	if ls.scanning || !force && st == ls.stamp && time.Since(ls.lastScan) < loginRescanEvery {
+		if !ls.scanning {
+			ls.known.Store(asked.UnixNano())
+		}
 		ls.mu.Unlock()
 		return false, nil
 	}
@@ -347,10 +382,15 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 		ls.scanning = false
 		ls.mu.Unlock()
 	}()
-	ents, err := ls.st.List("tokens", 2*maxLoginRecords, false)
+	ents, err := ls.st.List("tokens", MaxLoginNames, false)
 	if err != nil {
 		return false, fmt.Errorf("the login tokens: %w", err)
 	}
+	limit := ls.maxRecs
+	if limit == 0 {
+		limit = maxLoginRecords
+	}
+	truncated := len(ents) >= MaxLoginNames
 	names := make([]string, len(ents))
 	for i, e := range ents {
 		names[i] = e.Name
@@ -366,7 +406,11 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 	}
 	for _, n := range names {
 		hx, ext, _ := strings.Cut(n, ".")
-		if (ext != "json" && ext != "revoked") || !verifyHex(hx) || ext == "json" && revoked[hx] || len(m) >= maxLoginRecords {
+		if (ext != "json" && ext != "revoked") || !verifyHex(hx) || ext == "json" && revoked[hx] {
+			continue
+		}
+		if len(m) >= limit {
+			truncated = true
 			continue
 		}
 		var h [32]byte
@@ -400,7 +444,15 @@ func (ls *LoginState) scan(force bool) (bool, error) {
 		ls.recs.Store(&loginRecs{byHash: m})
 	}
 	ls.stamp, ls.lastScan = st, time.Now()
+	ls.truncated.Store(truncated)
+	ls.known.Store(asked.UnixNano())
 	return changed, nil
+}
+
+// fresh reports whether the records were known current within
+// loginStaleAfter of now.
+func (ls *LoginState) fresh(now time.Time) bool {
+	return now.Sub(time.Unix(0, ls.known.Load())) <= loginStaleAfter
 }
 
 // verifyHex reports whether s is a SHA-256 in lower-case hex.
@@ -449,7 +501,14 @@ func (ls *LoginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	}
 	recs := ls.current().byHash
 	if len(recs) >= maxLoginRecords {
-		return "", fmt.Errorf("%w (%d); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
+		// Full: the oldest ended records (revoked or expired) make room,
+		// else nobody could sign in until the sweep removed them, 30 days
+		// after they ended; revoking tokens would free nothing.
+		ls.makeRoom(now, loginRoomBatch)
+		recs = ls.current().byHash
+	}
+	if len(recs) >= maxLoginRecords {
+		return "", fmt.Errorf("%w (%d, every one a live token); ask its operator to revoke unused ones ('airgap token revoke --store DIR --user EMAIL')", ErrLoginFull, maxLoginRecords)
 	}
 	var mine, ended []*LoginToken
 	for _, t := range recs {
@@ -475,6 +534,49 @@ func (ls *LoginState) issue(rec *LoginToken, now time.Time) (string, error) {
 	ls.put(h, rec)
 	ls.mu.Unlock()
 	return secret, nil
+}
+
+// loginRoomBatch is how many ended records a full state forgets at once
+// (makeRoom): one sign-in at the bound pays for the next hundred.
+const loginRoomBatch = 100
+
+// makeRoom forgets the n oldest ended records (revoked, or expired) of
+// everyone, as forgetOldest does one person's: the live file first, so a
+// forgotten token is refused as unknown, never accepted. Cost: two
+// removals a record and one copy of the records.
+func (ls *LoginState) makeRoom(now time.Time, n int) {
+	var ended []*LoginToken
+	for _, t := range ls.current().byHash {
+		if !t.Revoked.IsZero() || now.After(t.Expires) {
+			ended = append(ended, t)
+		}
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Created.Before(ended[j].Created) })
+	gone := map[[32]byte]bool{}
+	for _, t := range ended[:min(n, len(ended))] {
+		h, ok := t.hash()
+		if !ok {
+			continue
+		}
+		if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		ls.st.Remove("tokens", tokenName(h, true))
+		gone[h] = true
+	}
+	if len(gone) == 0 {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	old := ls.recs.Load().byHash
+	m := make(map[[32]byte]*LoginToken, len(old))
+	for k, v := range old {
+		if !gone[k] {
+			m[k] = v
+		}
+	}
+	ls.recs.Store(&loginRecs{byHash: m})
 }
 
 // forgetOldest removes the records of ended (one person's revoked and
@@ -683,10 +785,16 @@ func readLoginState(st LoginStore, storeName string) (*LoginState, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	ls := &LoginState{st: st}
+	ls := &LoginState{st: st, maxRecs: MaxLoginNames}
 	ls.recs.Store(&loginRecs{byHash: map[[32]byte]*LoginToken{}})
 	if _, err := ls.scan(true); err != nil {
 		return nil, err
+	}
+	if ls.truncated.Load() {
+		// A revocation that missed a record would leave its token live on
+		// every replica (a token not in memory is read from its record),
+		// while saying it revoked the person's tokens.
+		return nil, fmt.Errorf("the login state of %s holds %d names or more in %s: not all were read, so a token could be missed\nhint: remove the records of tokens long revoked or expired there (their .revoked and .json names), then run it again", storeName, MaxLoginNames, st.Where("tokens", ""))
 	}
 	return ls, nil
 }

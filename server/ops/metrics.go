@@ -102,7 +102,7 @@ func NewMetrics(opt MetricsOptions) *Metrics {
 	m.refused.WithLabelValues("per_ip")
 	m.authFails = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "airgap_auth_failures_total",
-		Help: "Requests refused by the access file: no credentials (missing), not a token (invalid), an expired token, too many failures from one address (throttled), a download URL altered (url_invalid) or expired (url_expired). Never names a token.",
+		Help: "Requests refused by the access file: no credentials (missing), not a token (invalid), an expired token, too many failures from one address (throttled), a download URL altered (url_invalid) or expired (url_expired), a login token while the sign-in state cannot be read (unchecked). Never names a token.",
 	}, []string{"reason"})
 	m.reg.MustRegister(m.requests, m.duration, m.bytes, m.downloads, m.open, m.accepted, m.refused, m.authFails,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -862,11 +862,20 @@ type blobStreamer interface {
 // arrives a record (16 KiB or less) per read, and writing each as it came
 // cost a quarter more CPU per byte (measured over a TLS endpoint). Memory:
 // two 64 KiB buffers per download in flight, swapped, never copied.
+// Only r's own io.EOF is a clean end: io.ReadFull's io.ErrUnexpectedEOF
+// cannot be told from the same error of a body whose connection to the
+// object store broke (a reset), which must cut the answer off too.
 func copyHeld(w io.Writer, r io.Reader) error {
 	buf, held := make([]byte, 64<<10), make([]byte, 64<<10)
 	nh := 0
 	for {
-		n, err := io.ReadFull(r, buf)
+		n := 0
+		var err error
+		for n < len(buf) && err == nil {
+			var m int
+			m, err = r.Read(buf[n:])
+			n += m
+		}
 		if n > 0 {
 			if nh > 0 {
 				if _, werr := w.Write(held[:nh]); werr != nil {
@@ -875,7 +884,7 @@ func copyHeld(w io.Writer, r io.Reader) error {
 			}
 			buf, held, nh = held, buf, n
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF { // ended cleanly (r checked its digest)
+		if err == io.EOF { // ended cleanly (r checked its digest)
 			_, werr := w.Write(held[:nh])
 			return werr
 		}

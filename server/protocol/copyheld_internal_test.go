@@ -38,9 +38,11 @@ func TestCopyHeld(t *testing.T) {
 			if err := copyHeld(&w, &endReader{data: data, err: io.EOF, withData: withData}); err != nil || !bytes.Equal(w.Bytes(), data) {
 				t.Errorf("%d bytes, clean end (with data %v): %v, copied %d", size, withData, err, w.Len())
 			}
-			w.Reset()
-			if err := copyHeld(&w, &endReader{data: data, err: bad, withData: withData}); !errors.Is(err, bad) || w.Len() >= size {
-				t.Errorf("%d bytes, failing end (with data %v): %v, copied %d (want fewer)", size, withData, err, w.Len())
+			for _, bad := range []error{bad, io.ErrUnexpectedEOF} { // (a body whose connection broke)
+				w.Reset()
+				if err := copyHeld(&w, &endReader{data: data, err: bad, withData: withData}); !errors.Is(err, bad) || w.Len() >= size {
+					t.Errorf("%d bytes, failing end %q (with data %v): %v, copied %d (want fewer)", size, bad, withData, err, w.Len())
+				}
 			}
 		}
 	}

@@ -122,7 +122,7 @@ func NewListedRemote(c *Client, log *slog.Logger, ix *store.Index) *ListedRemote
 // Size is blob d's size, from the listing.
 func (r *ListedRemote) Size(ctx context.Context, d verify.Digest) (int64, error) {
 	r.once.Do(func() {
-		objs, err := r.c.List(ctx, BlobPrefix, MaxList)
+		objs, err := r.c.ListBlobs(ctx)
 		if err != nil {
 			return
 		}

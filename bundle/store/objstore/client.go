@@ -20,6 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/airgap/airgap/verify"
 )
 
 // Errors a Client's calls wrap.
@@ -247,21 +249,47 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 // List lists the objects under the store's prefix whose names start with
 // sub, at most max of them (more: ErrTooLarge), in key order.
 func (c *Client) List(ctx context.Context, sub string, max int) ([]Object, error) {
-	return c.list(ctx, sub, max, false)
+	return c.list(ctx, sub, max, false, nil)
 }
 
 // ListFirst is List that stops at the first max objects instead of
 // failing (a count that only needs to know whether there are more).
 func (c *Client) ListFirst(ctx context.Context, sub string, max int) ([]Object, error) {
-	return c.list(ctx, sub, max, true)
+	return c.list(ctx, sub, max, true, nil)
 }
 
-func (c *Client) list(ctx context.Context, sub string, max int, first bool) ([]Object, error) {
+// ListFirstKept is ListFirst holding only the objects whose names (as
+// List gives them) keep accepts: the others count toward max but are
+// not kept, so names the caller has no use for (which anyone with write
+// access may make 1,024 bytes long) cost it no memory past a page.
+func (c *Client) ListFirstKept(ctx context.Context, sub string, max int, keep func(name string) bool) ([]Object, error) {
+	return c.list(ctx, sub, max, true, keep)
+}
+
+// ListKept is List holding only the objects whose names keep accepts
+// (the others count toward max, and cost no memory past their page).
+func (c *Client) ListKept(ctx context.Context, sub string, max int, keep func(name string) bool) ([]Object, error) {
+	return c.list(ctx, sub, max, false, keep)
+}
+
+// ListBlobs is List of blobs/ holding only the objects named
+// blobs/sha256/HEX, the only ones a verb uses (gc, prune and the
+// inventory skip the others): a name of 1,024 bytes, one of a million,
+// is then not held (a listing of the bound, MaxList, would otherwise
+// hold some 1.2 GiB of names).
+func (c *Client) ListBlobs(ctx context.Context) ([]Object, error) {
+	return c.list(ctx, BlobPrefix, MaxList, false, func(name string) bool {
+		return verify.IsHex64(strings.TrimPrefix(name, BlobPrefix))
+	})
+}
+
+func (c *Client) list(ctx context.Context, sub string, max int, first bool, keep func(string) bool) ([]Object, error) {
 	pre := c.key(sub)
 	if c.addr.Prefix != "" && sub == "" {
 		pre = c.addr.Prefix + "/"
 	}
 	var objs []Object
+	listed := 0
 	p := s3.NewListObjectsV2Paginator(c.s3, &s3.ListObjectsV2Input{Bucket: &c.addr.Bucket, Prefix: aws.String(pre)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -274,11 +302,15 @@ func (c *Client) list(ctx context.Context, sub string, max int, first bool) ([]O
 			if c.addr.Prefix != "" {
 				name = strings.TrimPrefix(k, c.addr.Prefix+"/")
 			}
-			if len(objs) >= max && first {
+			if listed >= max && first {
 				return objs, nil
 			}
-			if len(objs) >= max {
+			if listed >= max {
 				return nil, fmt.Errorf("%s: %w: more than %d objects", c.where(sub+"*"), ErrTooLarge, max)
+			}
+			listed++
+			if keep != nil && !keep(name) {
+				continue
 			}
 			objs = append(objs, Object{Name: name, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), Modified: aws.ToTime(o.LastModified)})
 		}

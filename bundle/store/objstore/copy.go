@@ -167,18 +167,24 @@ func FromBucket(ctx context.Context, c *Client, dir string) (res *CopyResult, er
 	if err != nil {
 		return nil, err
 	}
-	objs, err := c.List(ctx, "", MaxList)
+	// Only the blobs are held; the first foreign name is kept to name it
+	// (a prefix could hold a million names of 1,024 bytes).
+	stranger := ""
+	blobs, err := c.ListKept(ctx, "", MaxList, func(name string) bool {
+		if !storeObject(name) {
+			if stranger == "" {
+				stranger = name
+			}
+			return false
+		}
+		hex, isBlob := strings.CutPrefix(name, BlobPrefix)
+		return isBlob && verify.IsHex64(hex)
+	})
 	if err != nil {
 		return nil, err
 	}
-	var blobs []Object
-	for _, o := range objs {
-		if !storeObject(o.Name) {
-			return nil, foreign(c, o.Name)
-		}
-		if hex, isBlob := strings.CutPrefix(o.Name, BlobPrefix); isBlob && verify.IsHex64(hex) {
-			blobs = append(blobs, o)
-		}
+	if stranger != "" {
+		return nil, foreign(c, stranger)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(BlobPrefix)), 0o755); err != nil {
 		return nil, err
@@ -338,14 +344,18 @@ func foreign(c *Client, name string) error {
 // there (at most MaxList are listed): a new store must not be made over
 // someone else's data.
 func CheckNoForeign(ctx context.Context, c *Client) error {
-	objs, err := c.List(ctx, "", MaxList)
+	stranger := ""
+	_, err := c.ListKept(ctx, "", MaxList, func(name string) bool {
+		if !storeObject(name) && stranger == "" {
+			stranger = name
+		}
+		return false // none held
+	})
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if !storeObject(o.Name) {
-			return foreign(c, o.Name)
-		}
+	if stranger != "" {
+		return foreign(c, stranger)
 	}
 	return nil
 }

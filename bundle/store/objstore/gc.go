@@ -48,7 +48,7 @@ func GC(ctx context.Context, c *Client, dir, holder string, wait, dryRun bool) (
 	}
 	ix := st.Index()
 	used := ix.Blobs()
-	objs, err := c.List(ctx, BlobPrefix, MaxList)
+	objs, err := c.ListBlobs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func Prune(ctx context.Context, c *Client, dir, holder string, opt store.PruneOp
 	if staged.ETag == "" {
 		return nil, fmt.Errorf("store %s: %w: no index in the bucket\nhint: check --store", c.addr, store.ErrNoStore)
 	}
-	objs, err := c.List(ctx, BlobPrefix, MaxList)
+	objs, err := c.ListBlobs(ctx)
 	if err != nil {
 		return nil, err
 	}

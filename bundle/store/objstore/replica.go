@@ -218,6 +218,13 @@ func (r *Replica) Size(ctx context.Context, d verify.Digest) (int64, error) {
 	return o.Size, err
 }
 
+// Mismatch logs and counts an object found not to be blob d by other
+// means than its digest (its size is not the one the index records).
+func (r *Replica) Mismatch(d verify.Digest, err error) {
+	count := r.Mismatches.Add(1)
+	r.log.Error("an object in the bucket does not match its name; cut off, not served whole", "blob", string(d), "err", err, "mismatches", count)
+}
+
 type checkedBody struct {
 	*HashingReader
 	c      io.Closer

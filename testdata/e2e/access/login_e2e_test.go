@@ -87,6 +87,7 @@ type loginOptions struct {
 	plainIdP bool   // Dex over http on loopback (a browser needs no CA for it)
 	onlyMock bool   // Dex with the mock connector only (no page to pick one)
 	serve    []string
+	before   func(store string) // called before serve starts
 }
 
 func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
@@ -107,6 +108,9 @@ func newLoginFixture(t *testing.T, opt loginOptions) *loginFixture {
 	os.WriteFile(secretFile, []byte(secret+"\n"), 0o600)
 	f.access, f.audit = filepath.Join(dir, "access.hcl"), filepath.Join(dir, "audit.jsonl")
 	os.WriteFile(f.access, []byte(loginAccess(dexIssuer(dexPort, !opt.plainIdP), secretFile, dexCA, opt.lifetime)), 0o600)
+	if opt.before != nil {
+		opt.before(f.store)
+	}
 	srv := harness.StartServe(t, f.store, append([]string{"--access", f.access, "--audit-log", f.audit, "--log-format", "json"}, opt.serve...)...)
 	f.base, f.caFile, f.serve, f.logs = srv.Base, srv.CAFile, srv.Proc, srv.Logs
 	f.host = strings.TrimSuffix(strings.TrimPrefix(f.base, "https://"), "/")
