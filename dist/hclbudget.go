@@ -52,11 +52,12 @@ const (
 	// syntax tree about as much again; measured on the bench's real site
 	// (files of 20-45 thousand tokens), 250-350 bytes of live heap a token.
 	// At a sixth of MaxHCLTokens (65536 tokens, one big real module file
-	// and a small one at a time) that is 16-23 MB in flight, and a warm
-	// re-export of that site peaked at 83-84 MiB resident, against 90-101
-	// at a third (two big files at a time), in the same CPU time: the
-	// parses are CPU-bound and the machine's two cores stay busy with the
-	// module jobs' other work (unpacking, hashing, zipping).
+	// and a small one at a time) that is 16-23 MB in flight: a warm
+	// re-export of that site peaked at 78-88 MiB resident, against 90-96
+	// at a third (two big files at a time, both at GOGC=50; 81-83 with
+	// export's soft memory limit), in the same CPU time: the parses are
+	// CPU-bound and the machine's two cores stay busy with the module
+	// jobs' other work (unpacking, hashing, zipping).
 	MaxHCLTokensParsing = MaxHCLTokens / 6
 )
 
