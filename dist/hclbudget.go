@@ -45,13 +45,20 @@ const (
 	// .tf.json (TestCheckHCLTokens), against 0.4 MiB of one-byte tokens.
 	MaxHCLTokens = 384 << 10
 	// MaxHCLTokensParsing: tokens of all files being parsed at once (a
-	// file over it waits for all of it and is parsed alone). A third of a
-	// file at the limit: two of a real site's big module files at a time,
-	// one per core. At the whole of MaxHCLTokens the parses the module
-	// jobs ran at once held 40 MB of tokens alone, and a warm re-export
-	// of the bench's real site peaked at 138-161 MiB resident; at a third,
-	// 103-106 MiB (90 with export's GOGC=50), in the same CPU time.
-	MaxHCLTokensParsing = MaxHCLTokens / 3
+	// file over it waits for all of it and is parsed alone). It bounds the
+	// bytes in flight, not a count of files: hclsyntax holds a token in 96
+	// bytes (its type, bytes and range) in a slice that grows by doubling,
+	// so a file of n tokens takes up to 96*1.5n while it is lexed, then its
+	// syntax tree about as much again; measured on the bench's real site
+	// (files of 20-45 thousand tokens), 250-350 bytes of live heap a token.
+	// At a sixth of MaxHCLTokens (65536 tokens, one big real module file
+	// and a small one at a time) that is 16-23 MB in flight: a warm
+	// re-export of that site peaked at 78-88 MiB resident, against 90-96
+	// at a third (two big files at a time, both at GOGC=50; 81-83 with
+	// export's soft memory limit), in the same CPU time: the parses are
+	// CPU-bound and the machine's two cores stay busy with the module
+	// jobs' other work (unpacking, hashing, zipping).
+	MaxHCLTokensParsing = MaxHCLTokens / 6
 )
 
 // ErrHCLTooManyTokens: a configuration file over MaxHCLTokens.

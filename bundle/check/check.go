@@ -400,8 +400,8 @@ func (c *Checker) have(d verify.Digest) (string, bool) {
 }
 
 // TightGC sets the collector of a process that checks a bundle ('verify',
-// 'import') or writes one ('export') to GOGC=50, unless GOGC is set in its
-// environment. Their live
+// 'import', 'approve') to GOGC=50, unless GOGC is set in its environment
+// ('export' sets a soft memory limit instead). Their live
 // heap is small and steady (the manifest, read-ahead and inflate buffers,
 // build information), and at the default of 100 the heap grew to twice
 // it: a 10 GiB bundle of 60 AWS-sized packages peaked at 67 MiB resident
