@@ -301,6 +301,12 @@ func ProviderPackageName(typ, version, os, arch string) string {
 	return "terraform-provider-" + typ + "_" + version + "_" + os + "_" + arch + ".zip"
 }
 
+// reservedHostError is the refusal of a provider or module whose host is
+// ReleaseHost.
+func reservedHostError(kind, what string) error {
+	return fmt.Errorf("%s %s: the host %s is reserved for Terraform's and OpenTofu's own releases; no registry has it\nhint: a bundle with it was not exported from a registry; refuse it and ask who made it", kind, what, ReleaseHost)
+}
+
 // Validate checks every name in the catalog, and that each blob it refers to
 // is in blobs with the right role. blobs may be nil to skip that check.
 func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
@@ -323,6 +329,9 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 	for _, p := range c.Providers {
 		if !ValidHost(p.Host) || !ValidProviderName(p.Namespace) || !ValidProviderName(p.Type) || !ValidVersion(p.Version) {
 			return fmt.Errorf("invalid provider address or version %q", p.String())
+		}
+		if p.Host == ReleaseHost {
+			return reservedHostError("provider", p.String())
 		}
 		if !reFilename.MatchString(p.ShasumsName) {
 			return fmt.Errorf("%s: invalid SHA256SUMS file name %q", p, p.ShasumsName)
@@ -386,6 +395,9 @@ func (c *Catalog) Validate(blobs map[verify.Digest]string) error {
 	for _, m := range c.Modules {
 		if !ValidHost(m.Host) || !validModuleName(m.Namespace) || !validModuleName(m.Name) || !validModuleName(m.System) || !ValidVersion(m.Version) {
 			return fmt.Errorf("invalid module address or version %q", m.String())
+		}
+		if m.Host == ReleaseHost {
+			return reservedHostError("module", m.String())
 		}
 		if !reSubdir.MatchString(m.Subdir) || strings.HasPrefix(m.Subdir, "/") || strings.Contains("/"+m.Subdir+"/", "/../") {
 			return fmt.Errorf("%s: invalid subdirectory %q", m, m.Subdir)

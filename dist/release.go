@@ -53,7 +53,14 @@ func DefaultReleaseKey(product string) string {
 // approval names a new publisher key for product's releases
 // (approval.PublisherKey): a host under .invalid (RFC 2606), which no
 // registry can have, so that no provider namespace is ever the same.
-func ReleaseKeyNamespace(product string) string { return "cli.airgap.invalid/" + product }
+func ReleaseKeyNamespace(product string) string { return ReleaseHost + "/" + product }
+
+// ReleaseHost is the host of ReleaseKeyNamespace, and of the names the
+// usage file and access rules give releases. No provider or module may
+// have it (Catalog.Validate): one that did would be counted as a release,
+// admitted by a rule meant for releases, and share its namespace with a
+// release's accepted key.
+const ReleaseHost = "cli.airgap.invalid"
 
 // MaxReleaseBuilds bounds the builds of one release a catalog may list
 // (HashiCorp publishes about 15 platforms a Terraform release).

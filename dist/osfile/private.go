@@ -3,6 +3,7 @@ package osfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -218,4 +219,66 @@ func CheckSafePathIfThere(path, what string) error {
 		return nil
 	}
 	return err
+}
+
+// afterOpen, when set (by this package's tests), runs between OpenSafe's
+// open and its check: where another user would swap the path.
+var afterOpen func()
+
+// OpenSafe opens path for reading, and returns the open file only when,
+// after the open, CheckSafePath holds for path and path still names the
+// file opened. Checking first and opening second leaves a moment between
+// the two: a path missing at the check (CheckSafePathIfThere lets that
+// pass, for the open to report) could by the open be another user's link,
+// in a sticky directory such as /tmp, to a file root owns and its group
+// may read. Checked after the open, the path is one no other user can
+// change any more, so it naming the same file (device and inode) means
+// the file read is the file that path safely names. what is as for
+// CheckSafePath. Cost: CheckSafePath's, and two stats.
+func OpenSafe(path, what string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if afterOpen != nil {
+		afterOpen()
+	}
+	if err := checkOpened(f, path, what); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func checkOpened(f *os.File, path, what string) error {
+	if err := CheckSafePath(path, what); err != nil {
+		return err
+	}
+	got, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := os.Stat(path)
+	if err != nil || !os.SameFile(got, now) {
+		return fmt.Errorf("%s: the file opened is not the one the path names now (it was replaced while it was read); %s\nhint: keep it in a directory only root and the user airgap runs as (uid %d) may write, and check who else writes there", path, what, os.Geteuid())
+	}
+	return nil
+}
+
+// ReadSafe reads the file at path, opened by OpenSafe, refusing one of
+// more than max bytes.
+func ReadSafe(path, what string, max int64) ([]byte, error) {
+	f, err := OpenSafe(path, what)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return b, nil
 }

@@ -135,3 +135,38 @@ func TestCheckSafePathDotDotAfterLink(t *testing.T) {
 		t.Errorf("a plain private file: %v", err)
 	}
 }
+
+// TestOpenSafeSwapped: a path that names another file after the open
+// than the one opened (another user's swap in the moment between the
+// two) is refused; the file it names throughout is returned.
+func TestOpenSafeSwapped(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "secret")
+	if err := os.WriteFile(p, []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ours"), []byte("ours"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	afterOpen = func() {
+		if err := os.Rename(filepath.Join(dir, "ours"), p); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterOpen = nil }()
+	if f, err := OpenSafe(p, "x"); err == nil || !strings.Contains(err.Error(), "replaced while it was read") {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("a swapped file: %v", err)
+	}
+	afterOpen = nil
+	f, err := OpenSafe(p, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := OpenSafe(filepath.Join(dir, "missing"), "x"); !os.IsNotExist(err) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -131,10 +130,7 @@ func newIDP(cfg *acl.Login) *idp {
 // another user could change (osfile.CheckSafePath), they would choose
 // whom serve takes for the identity provider.
 func readCAFile(path string) (*x509.CertPool, error) {
-	if err := osfile.CheckSafePathIfThere(path, "it says whom serve trusts as the identity provider"); err != nil {
-		return nil, fmt.Errorf("the login block's ca_file: %w", err)
-	}
-	f, err := os.Open(path)
+	f, err := osfile.OpenSafe(path, "it says whom serve trusts as the identity provider")
 	if err != nil {
 		return nil, fmt.Errorf("the login block's ca_file: %w", err)
 	}

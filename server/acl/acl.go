@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -165,12 +166,11 @@ type hclToken struct {
 // that user linked or swapped in), one that is not a regular file, or one
 // over 4 MiB.
 func Load(path string) (*File, error) {
-	if err := osfile.CheckSafePathIfThere(path, "it says who may fetch what"); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPermissions, err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
+	f, err := osfile.OpenSafe(path, "it says who may fetch what")
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("reading the access file: %w", err)
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPermissions, err)
 	}
 	defer f.Close()
 	src, _, err := readChecked(f, path, osfile.CheckPrivate)

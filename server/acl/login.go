@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -316,12 +316,11 @@ func ReadSecretFile(path string) (string, error) {
 	// The file's rule says nothing of the path to it: a directory on the
 	// way that another user may write lets them link a file root owns and
 	// its group may read in its place (osfile.CheckSafePath).
-	if err := osfile.CheckSafePathIfThere(path, "it holds the secret the identity provider knows the appliance by"); err != nil {
-		return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
+	f, err := osfile.OpenSafe(path, "it holds the secret the identity provider knows the appliance by")
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return "", fmt.Errorf("the login block's client_secret_file: %w", err)
+	} else if err != nil {
+		return "", fmt.Errorf("%w: the client secret file %w", ErrPermissions, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

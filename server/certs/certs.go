@@ -156,10 +156,7 @@ func certmagicTLS(ctx context.Context, opt Options, ca *LocalCA) (*Setup, error)
 		if opt.ACMECARoot != "" {
 			// A trust anchor: whoever could change the path to it would
 			// choose whom serve takes for the ACME server.
-			if err := osfile.CheckSafePathIfThere(opt.ACMECARoot, "it says whom serve trusts as the ACME server"); err != nil {
-				return nil, fmt.Errorf("--acme-ca-root: %w", err)
-			}
-			pemData, err := os.ReadFile(opt.ACMECARoot)
+			pemData, err := osfile.ReadSafe(opt.ACMECARoot, "it says whom serve trusts as the ACME server", maxPEMFile)
 			if err != nil {
 				return nil, fmt.Errorf("--acme-ca-root: %w", err)
 			}
@@ -271,6 +268,10 @@ var caMu sync.Mutex
 // maxCAFile bounds what readCA reads of each file (a P-256 key and its
 // certificate are under 1 KiB each).
 const maxCAFile = 64 << 10
+
+// maxPEMFile bounds --key and --acme-ca-root as they are read (a key, or
+// a CA bundle, is a few KiB; the whole system bundle about 200 KiB).
+const maxPEMFile = 1 << 20
 
 // LoadOrCreateCA returns the local CA in dir, creating it on first use (key
 // mode 0600, written atomically). The directory is made if absent, then
@@ -478,10 +479,15 @@ func (t *Setup) SetNames(ctx context.Context, names []string) (added, removed []
 // root and serve's own could change (osfile.CheckSafePath): serve, run as
 // root, would otherwise serve with whatever key that user linked in.
 func loadPair(cert, key string) (tls.Certificate, error) {
-	if err := osfile.CheckSafePathIfThere(key, "it is the TLS server's private key"); err != nil {
+	keyPEM, err := osfile.ReadSafe(key, "it is the TLS server's private key", maxPEMFile)
+	if err != nil {
 		return tls.Certificate{}, err
 	}
-	return tls.LoadX509KeyPair(cert, key)
+	certPEM, err := os.ReadFile(cert)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
 // force loads cert and key now and serves them from the next handshake.
