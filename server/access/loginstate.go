@@ -558,10 +558,9 @@ func (ls *LoginState) makeRoom(now time.Time, n int) {
 		if !ok {
 			continue
 		}
-		if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if !ls.dropRecord(h) {
 			continue
 		}
-		ls.st.Remove("tokens", tokenName(h, true))
 		gone[h] = true
 	}
 	if len(gone) == 0 {
@@ -577,6 +576,17 @@ func (ls *LoginState) makeRoom(now time.Time, n int) {
 		}
 	}
 	ls.recs.Store(&loginRecs{byHash: m})
+}
+
+// dropRecord removes token h's record: the live file first, and the
+// revocation only once that is gone, so a record is never left live
+// without its revocation; false if the live file stays.
+func (ls *LoginState) dropRecord(h [32]byte) bool {
+	if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	ls.st.Remove("tokens", tokenName(h, true))
+	return true
 }
 
 // forgetOldest removes the records of ended (one person's revoked and
@@ -597,10 +607,9 @@ func (ls *LoginState) forgetOldest(ended []*LoginToken, keep int) {
 		if !ok {
 			continue
 		}
-		if err := ls.st.Remove("tokens", tokenName(h, false)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if !ls.dropRecord(h) {
 			continue
 		}
-		ls.st.Remove("tokens", tokenName(h, true))
 		ls.mu.Lock()
 		ls.put(h, nil)
 		ls.mu.Unlock()
@@ -745,8 +754,7 @@ func (ls *LoginState) sweep(now time.Time) {
 			end = t.Revoked
 		}
 		if now.Sub(end) > loginRetention {
-			ls.st.Remove("tokens", tokenName(h, false))
-			ls.st.Remove("tokens", tokenName(h, true))
+			ls.dropRecord(h)
 		}
 	}
 	ls.removeOld("codes", codeFileAge, now)
