@@ -110,7 +110,13 @@ func (s *Sender) Finish() map[string]bool {
 // Abort stops sending and deletes every blob this Sender created (an
 // import that failed or was refused must leave the bucket as it was).
 func (s *Sender) Abort() error {
-	s.cancel()
+	// Queued blobs are skipped, but a write in flight is left to finish
+	// rather than cancelled: cancelled, the server may still have created
+	// the object while this Sender saw only an error, and it would not be
+	// deleted below (a refused import that changed the bucket).
+	s.mu.Lock()
+	s.failed = true
+	s.mu.Unlock()
 	s.Finish()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
