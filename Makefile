@@ -133,6 +133,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzCountSARIF$$' -fuzztime $(call fuzztime,60000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLTokens$$' -fuzztime $(call fuzztime,30000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLTemplateTokens$$' -fuzztime $(call fuzztime,25000) ./dist
+	$(FUZZ) -fuzz '^FuzzParseHCL$$' -fuzztime $(call fuzztime,30000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLNestingBound$$' -fuzztime $(call fuzztime,30000) ./dist
 
 bench:

@@ -15,8 +15,9 @@
 //   - HCL admission: AdmitHCL counts a file's tokens without allocating,
 //     checks its nesting and holds it within the process-wide budget of
 //     tokens being parsed (MaxHCLTokens, MaxHCLNesting, MaxHCLTokensParsing)
-//     before any HCL parser sees it; LiteralValue and the hints read
-//     literal values with file:line:col messages;
+//     before any HCL parser sees it; ParseHCL parses a native-syntax file
+//     as hclsyntax does, in pieces for speed; LiteralValue and the hints
+//     read literal values with file:line:col messages;
 //   - gates (the scanners an export runs over every entry), their results,
 //     and the count of a SARIF report's findings (CountSARIF);
 //   - ChildEnv, the environment of the programs airgap starts (git, a

@@ -49,7 +49,10 @@ const (
 	// bytes in flight, not a count of files: hclsyntax holds a token in 96
 	// bytes (its type, bytes and range) in a slice that grows by doubling,
 	// so a file of n tokens takes up to 96*1.5n while it is lexed, then its
-	// syntax tree about as much again; measured on the bench's real site
+	// syntax tree about as much again (ParseHCL lexes a file that parses
+	// in pieces of a few thousand tokens: then only the tree grows with
+	// n, and the bound below is the worst case still, for a file that
+	// does not, parsed whole); measured on the bench's real site
 	// (files of 20-45 thousand tokens), 250-350 bytes of live heap a token.
 	// At a sixth of MaxHCLTokens (65536 tokens, one big real module file
 	// and a small one at a time) that is 16-23 MB in flight: a warm

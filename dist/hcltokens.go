@@ -141,6 +141,9 @@ type nestBound struct {
 	depth, unary, runs int // as checkHCLNesting's depth, unary, blocks
 	max                int
 	lost, over         bool
+	// cut, if set, is shown each offset at the start of a line where the
+	// scan is outside every level (hclPieces).
+	cut func(i int)
 }
 
 type nestLevel struct {
@@ -234,6 +237,9 @@ func hclScan(src []byte, state int, nb *nestBound) int {
 	i := 0
 	unclosed := false // no "*/" follows
 	for i < len(src) {
+		if nb.cut != nil && i > 0 && src[i-1] == '\n' && len(stack) == 1 && stack[0].state == inExpr && len(nb.levels) == 1 && !nb.over {
+			nb.cut(i)
+		}
 		if len(stack) > MaxHCLNesting+1 {
 			// Deeper than checkHCLNesting lets through: counted as a
 			// token per byte rather than kept on a stack that grows

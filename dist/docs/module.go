@@ -219,7 +219,7 @@ func decodeFile(mod *tfconfig.Module, src []byte, name string) error {
 	if strings.HasSuffix(name, ".json") {
 		f, _ = hcljson.Parse(src, name)
 	} else {
-		f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		f, _ = dist.ParseHCL(src, name)
 	}
 	if f != nil && !expands(f) {
 		tfconfig.LoadModuleFromFile(f, mod)

@@ -14,11 +14,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/airgap/airgap/dist"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/airgap/airgap/dist"
 )
 
 // Limits on what one configuration tree may make airgap read.
@@ -673,7 +674,7 @@ func parseFile(src []byte, filename string, templates bool) (f *hcl.File, releas
 	if strings.HasSuffix(filename, ".json") {
 		f, diags = hcljson.Parse(src, filename)
 	} else {
-		f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		f, diags = dist.ParseHCL(src, filename)
 	}
 	if diags.HasErrors() {
 		release()
@@ -963,7 +964,7 @@ func ParseLockFile(src []byte, filename string) (map[string]LockedProvider, erro
 		return nil, fmt.Errorf("%s: %w: %w", dist.Printable(filename), ErrTooLarge, err)
 	}
 	defer release()
-	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	f, diags := dist.ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diagErr(diags, filename)
 	}

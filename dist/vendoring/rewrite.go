@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
@@ -51,7 +50,7 @@ func rewriteHCL(src []byte, name string, sources map[string]string) ([]byte, err
 		return nil, fmt.Errorf("%w: %s: %v", ErrRewrite, dist.Printable(name), err)
 	}
 	defer release()
-	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	f, diags := dist.ParseHCL(src, name)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%w: %s: %s", ErrRewrite, dist.Printable(name), diags.Error())
 	}

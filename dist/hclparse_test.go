@@ -1,0 +1,125 @@
+package dist
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// hclParseSeeds are files whose lines a wrong cut could split: blocks,
+// heredocs of HCL-looking text, block comments, interpolations over
+// lines, brackets over lines, arguments set twice.
+var hclParseSeeds = []string{
+	"a = 1\nb = 2\n",
+	"resource \"a\" \"b\" {\n  x = 1\n}\nresource \"a\" \"c\" {\n  x = 2\n}\n",
+	"a = <<EOT\n}\nresource \"x\" \"y\" {\n}\nEOT\nb = 1\n",
+	"a = <<-EOT\n  {\n    \"Version\": 1\n  }\n  EOT\nb {\n}\n",
+	"/* a = 1\n}\nb = 2 */\nc = 3\n",
+	"a = \"${\nb\n}\"\nc = 1\n",
+	"a = [\n1,\n2,\n]\nb = (\n1\n)\n",
+	"a = 1\nb = 2\na = 3\n",
+	"a = 1\n# c\n// d\nb {\n  c = <<EOT\n%{ if x }\n}\n%{ endif }\nEOT\n}\n",
+	"\xef\xbb\xbfa = 1\nb = 2\n",
+	"a = 1\r\nb {\r\n}\r\nc = 2\r\n",
+	"a = x ?\ny : z\nb = 1\n",
+	"a {\n}\nb = {\nc = 1\n}\nd = 1\n",
+	"module \"m\" {\n  source = \"./m\"\n}\nterraform {\n  required_providers {\n    a = { source = \"x/a\" }\n  }\n}\n",
+	"a = 1\nb = \n2\n",
+	"a = \"x\n\"\nb = 1\n",
+	"a = 1\n}\nb = 2\n",
+}
+
+// FuzzParseHCL: ParseHCL's result is ParseConfig's on the whole file,
+// for cuts where hclPieces puts them and for a cut after every line
+// (most of them wrong: inside blocks, heredocs, comments, brackets).
+func FuzzParseHCL(f *testing.F) {
+	for _, s := range hclParseSeeds {
+		f.Add(s)
+	}
+	for _, s := range hclTokenSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		src := []byte(s)
+		whole, wdiags := hclsyntax.ParseConfig(src, "x.tf", hcl.InitialPos)
+		var lines []int
+		for i := range src {
+			if src[i] == '\n' && i+1 < len(src) {
+				lines = append(lines, i+1)
+			}
+		}
+		for _, cuts := range [][]int{hclPieces(src, 1), lines} {
+			if len(cuts) == 0 {
+				continue
+			}
+			got, gdiags, ok := parseHCLPieces(src, "x.tf", cuts)
+			if !ok {
+				continue
+			}
+			if wdiags.HasErrors() {
+				t.Fatalf("%q cut at %v: the pieces parse, the whole file does not: %v", s, cuts, wdiags)
+			}
+			if err := sameHCL(whole, got); err != nil {
+				t.Fatalf("%q cut at %v: %v", s, cuts, err)
+			}
+			if !reflect.DeepEqual(wdiags, gdiags) {
+				t.Fatalf("%q cut at %v: diagnostics %v, whole %v", s, cuts, gdiags, wdiags)
+			}
+		}
+		got, gdiags := ParseHCL(src, "x.tf")
+		if wdiags.HasErrors() != gdiags.HasErrors() || !wdiags.HasErrors() && sameHCL(whole, got) != nil {
+			t.Fatalf("ParseHCL(%q) = %v, whole %v", s, gdiags, wdiags)
+		}
+	})
+}
+
+// sameHCL compares what a parse of a file gives its readers: the body
+// and the bytes.
+func sameHCL(want, got *hcl.File) error {
+	w, g := want.Body.(*hclsyntax.Body), got.Body.(*hclsyntax.Body)
+	switch {
+	case !reflect.DeepEqual(w.Attributes, g.Attributes):
+		return fmt.Errorf("attributes differ:\n%s\nwhole:\n%s", dump(g.Attributes), dump(w.Attributes))
+	case !reflect.DeepEqual(w.Blocks, g.Blocks):
+		return fmt.Errorf("blocks differ:\n%s\nwhole:\n%s", dump(g.Blocks), dump(w.Blocks))
+	case w.SrcRange != g.SrcRange || w.EndRange != g.EndRange:
+		return fmt.Errorf("ranges %v %v, whole %v %v", g.SrcRange, g.EndRange, w.SrcRange, w.EndRange)
+	case !bytes.Equal(want.Bytes, got.Bytes):
+		return fmt.Errorf("bytes differ")
+	}
+	return nil
+}
+
+func dump(v any) string { return fmt.Sprintf("%#v", v) }
+
+// TestParseHCLBigFile: a module file of the size that made the parse
+// slow (the bench's real site: 200 KB, 40 thousand tokens) is parsed in
+// pieces, to the same result.
+func TestParseHCLBigFile(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 200<<10; i++ {
+		fmt.Fprintf(&b, "resource \"aws_iam_policy\" \"p%d\" {\n  name = \"p-${var.env}-%d\"\n  policy = <<EOT\n{\n  \"Statement\": [\"s3:GetObject\", \"arn:aws:s3:::b%d/*\"]\n}\nEOT\n  tags = { a = [1, 2, 3], b = var.x ? \"y\" : \"z\" }\n}\n\n", i, i, i)
+		fmt.Fprintf(&b, "variable \"v%d\" {\n  type = map(list(string))\n  default = {}\n  # }\n}\n", i)
+	}
+	src := []byte(b.String())
+	cuts := hclPieces(src, hclPieceBytes)
+	if len(cuts) < len(src)/hclPieceBytes-1 {
+		t.Fatalf("%d cuts in %d bytes, want about one per %d", len(cuts), len(src), hclPieceBytes)
+	}
+	whole, wdiags := hclsyntax.ParseConfig(src, "main.tf", hcl.InitialPos)
+	if wdiags.HasErrors() {
+		t.Fatal(wdiags)
+	}
+	got, ok := func() (*hcl.File, bool) { f, _, ok := parseHCLPieces(src, "main.tf", cuts); return f, ok }()
+	if !ok {
+		t.Fatal("the pieces did not parse")
+	}
+	if err := sameHCL(whole, got); err != nil {
+		t.Fatal(err)
+	}
+}
