@@ -67,12 +67,22 @@ func NewHashingReader(r io.Reader, want string, size int64, what string) *Hashin
 // ErrDigest: a blob's bytes do not match its name.
 var ErrDigest = errors.New("the bytes do not match the blob's name (sha256)")
 
+// Read checks the digest on the read that completes the declared size,
+// not only at EOF: an HTTP client sends a body of known length without
+// waiting for EOF, so a mismatch found only there raced the server's own
+// refusal of the finished body (its error, not this one, was reported).
+// The bytes of that last read are withheld, so the body is never complete.
 func (v *HashingReader) Read(p []byte) (int, error) {
 	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	v.n += int64(n)
 	if v.size >= 0 && v.n > v.size {
 		return n, fmt.Errorf("%s: %w: more than %d bytes", v.what, ErrDigest, v.size)
+	}
+	if n > 0 && v.size >= 0 && v.n == v.size {
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			return 0, fmt.Errorf("%s: %w (%d bytes, sha256 %s)", v.what, ErrDigest, v.n, got[:12])
+		}
 	}
 	if err == io.EOF {
 		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want || v.size >= 0 && v.n != v.size {
