@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,10 @@ var hclParseSeeds = []string{
 	"a = 1\nb = \n2\n",
 	"a = \"x\n\"\nb = 1\n",
 	"a = 1\n}\nb = 2\n",
+	// A byte order mark at the start of a later line: the lexer drops
+	// one at the start of what it is given, so a piece starting there
+	// parsed, where the whole file has invalid characters.
+	"a = 1\n\xef\xbb\xbfb = 2\n",
 }
 
 // FuzzParseHCL: ParseHCL's result is ParseConfig's on the whole file,
@@ -96,6 +101,30 @@ func sameHCL(want, got *hcl.File) error {
 }
 
 func dump(v any) string { return fmt.Sprintf("%#v", v) }
+
+// TestParseHCLBOMAtCut: a byte order mark at the start of a line where
+// hclPieces cuts is an error of the whole file, and so of ParseHCL's.
+func TestParseHCLBOMAtCut(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 2*hclPieceBytes; i++ {
+		fmt.Fprintf(&b, "a%d = %d\n", i, i)
+	}
+	cut := b.Len()
+	b.WriteString("\xef\xbb\xbfb = 1\n")
+	for i := 0; b.Len() < cut+hclPieceBytes; i++ {
+		fmt.Fprintf(&b, "c%d = %d\n", i, i)
+	}
+	src := []byte(b.String())
+	if cuts := hclPieces(src, hclPieceBytes); !slices.Contains(cuts, cut) {
+		t.Fatalf("no cut at the mark (%d): %v", cut, cuts)
+	}
+	if _, wdiags := hclsyntax.ParseConfig(src, "x.tf", hcl.InitialPos); !wdiags.HasErrors() {
+		t.Fatal("the whole file parses")
+	}
+	if _, diags := ParseHCL(src, "x.tf"); !diags.HasErrors() {
+		t.Fatal("ParseHCL parses a file with a byte order mark inside")
+	}
+}
 
 // TestParseHCLBigFile: a module file of the size that made the parse
 // slow (the bench's real site: 200 KB, 40 thousand tokens) is parsed in
