@@ -37,6 +37,28 @@ var hclParseSeeds = []string{
 	// one at the start of what it is given, so a piece starting there
 	// parsed, where the whole file has invalid characters.
 	"a = 1\n\xef\xbb\xbfb = 2\n",
+	// Heredocs cut inside, markers with '-', CRLF, a marker as text, a
+	// marker at the end without its newline.
+	"a = <<-EOT\r\n  x\r\n  EOT\r\nb = 1\r\n",
+	"a = <<EOT-X\nEOT\nEOT-X\nb = 1\n",
+	"a = <<EOT\n${\nb\n}\n%{ if c }\nEOT\n%{ endif }\nEOT\nd = 1\n",
+	"a = <<EOT\nx\nEOT",
+	"a = <<EOT\nx EOT\nEOT\nb = 1\n",
+	// Comments ending in \r\n or holding a lone \r; only comments after
+	// a cut; no newline at the end.
+	"a = 1 # c\r\nb = 2\n",
+	"a = 1 # c\rd\nb = 2\n",
+	"a = 1\n\n/* */\n\n# c\n",
+	"a = 1\nb = 2",
+	// An escape before a newline, a traversal on the next line, an
+	// argument and a block of one name, names beyond ASCII, bytes that
+	// are not UTF-8, a directive outside a template.
+	"a = \"\\\n\"\nb = 1\n",
+	"a = x\n.y\nb = 1\n",
+	"a = 1\na {\n}\n",
+	"\u00fc = 1\nb = \"\u00e9\"\n",
+	"a = 1\n\xffb = 2\n",
+	"a = 1\n%{ if x }\nb = 2\n",
 }
 
 // FuzzParseHCL: ParseHCL's result is ParseConfig's on the whole file,
