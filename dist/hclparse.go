@@ -46,7 +46,7 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // size (193 MB; TestParseHCLWorstCase). The tokens in flight stay under
 // what the caller holds admitted: a piece lexes fewer than the file.
 // The file's Nav is nil for a file parsed in pieces (hclsyntax's type
-// for it is not exported); only hcl's diagnostic text writer reads it,
+// for it is not exported); only hcl's diagnostic text writer (and its hcled) reads it,
 // for a file with errors, and such a file is always parsed whole.
 func ParseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	cuts := hclPieces(src, hclPieceBytes)

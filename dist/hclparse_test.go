@@ -72,38 +72,79 @@ func FuzzParseHCL(f *testing.F) {
 	for _, s := range hclTokenSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		src := []byte(s)
-		whole, wdiags := hclsyntax.ParseConfig(src, "x.tf", hcl.InitialPos)
-		var lines []int
-		for i := range src {
-			if src[i] == '\n' && i+1 < len(src) {
-				lines = append(lines, i+1)
+	f.Fuzz(func(t *testing.T, s string) { checkPieces(t, []byte(s)) })
+}
+
+// hclFragments are the lines FuzzParseHCLFragments builds files of:
+// openings and closings of every level a cut could split, markers, byte
+// order marks, carriage returns, bytes that are not UTF-8.
+var hclFragments = []string{
+	"a = 1", "b = 2", "a {", "}", "b \"l\" {", "x = <<EOT", "x = <<-EOT", "EOT", "  EOT", "EOT-X",
+	"x = <<EOT-X", "${", "%{ if x }", "%{ endif }", "%{ for a in b }", "%{ endfor }", "/*", "*/", "# c",
+	"// c", "x = [", "]", "x = (", ")", "1,", "x = \"${", "}\"", "x = \"a\\", "\xef\xbb\xbf",
+	"\xef\xbb\xbfc = 1", "\r", "c = x ?", "y : z", "c = x", ".y", "\u00fc = 1", "\xcf EOT", "x = {",
+	"k = v", "$${", "%%{", "x = <<EOT\r", "EOT\r", "a = 1 # \r", "\t", "x = y[*]", "f(", "...)", "x = !",
+	"-1", "~}", "${~", "",
+}
+
+// FuzzParseHCLFragments is FuzzParseHCL on files of hclFragments, a line
+// each: a byte picks the fragment, its top bit ends the line with \r\n.
+// (Byte mutations rarely make a heredoc or a byte order mark at a line's
+// start; a mid-file mark was found this way in seconds.)
+func FuzzParseHCLFragments(f *testing.F) {
+	f.Add([]byte{0, 2, 5, 3, 7, 3})
+	f.Add([]byte{0, 28, 1})
+	f.Add([]byte{5, 11, 3, 12, 13, 7, 16, 1, 17, 18})
+	f.Fuzz(func(t *testing.T, picks []byte) {
+		if len(picks) > 64 {
+			return
+		}
+		var b strings.Builder
+		for _, p := range picks {
+			b.WriteString(hclFragments[int(p&0x7f)%len(hclFragments)])
+			if p&0x80 != 0 {
+				b.WriteString("\r\n")
+			} else {
+				b.WriteString("\n")
 			}
 		}
-		for _, cuts := range [][]int{hclPieces(src, 1), lines} {
-			if len(cuts) == 0 {
-				continue
-			}
-			got, gdiags, ok := parseHCLPieces(src, "x.tf", cuts)
-			if !ok {
-				continue
-			}
-			if wdiags.HasErrors() {
-				t.Fatalf("%q cut at %v: the pieces parse, the whole file does not: %v", s, cuts, wdiags)
-			}
-			if err := sameHCL(whole, got); err != nil {
-				t.Fatalf("%q cut at %v: %v", s, cuts, err)
-			}
-			if !reflect.DeepEqual(wdiags, gdiags) {
-				t.Fatalf("%q cut at %v: diagnostics %v, whole %v", s, cuts, gdiags, wdiags)
-			}
-		}
-		got, gdiags := ParseHCL(src, "x.tf")
-		if wdiags.HasErrors() != gdiags.HasErrors() || !wdiags.HasErrors() && sameHCL(whole, got) != nil {
-			t.Fatalf("ParseHCL(%q) = %v, whole %v", s, gdiags, wdiags)
-		}
+		checkPieces(t, []byte(b.String()))
 	})
+}
+
+// checkPieces: parseHCLPieces, cut where hclPieces cuts and after every
+// line, either fails or gives ParseConfig's result on the whole file;
+// ParseHCL errs exactly where ParseConfig does.
+func checkPieces(t *testing.T, src []byte) {
+	whole, wdiags := hclsyntax.ParseConfig(src, "x.tf", hcl.InitialPos)
+	var lines []int
+	for i := range src {
+		if src[i] == '\n' && i+1 < len(src) {
+			lines = append(lines, i+1)
+		}
+	}
+	for _, cuts := range [][]int{hclPieces(src, 1), lines} {
+		if len(cuts) == 0 {
+			continue
+		}
+		got, gdiags, ok := parseHCLPieces(src, "x.tf", cuts)
+		if !ok {
+			continue
+		}
+		if wdiags.HasErrors() {
+			t.Fatalf("%q cut at %v: the pieces parse, the whole file does not: %v", src, cuts, wdiags)
+		}
+		if err := sameHCL(whole, got); err != nil {
+			t.Fatalf("%q cut at %v: %v", src, cuts, err)
+		}
+		if !reflect.DeepEqual(wdiags, gdiags) {
+			t.Fatalf("%q cut at %v: diagnostics %v, whole %v", src, cuts, gdiags, wdiags)
+		}
+	}
+	got, gdiags := ParseHCL(src, "x.tf")
+	if wdiags.HasErrors() != gdiags.HasErrors() || !wdiags.HasErrors() && sameHCL(whole, got) != nil {
+		t.Fatalf("ParseHCL(%q) = %v, whole %v", src, gdiags, wdiags)
+	}
 }
 
 // sameHCL compares what a parse of a file gives its readers: the body
