@@ -134,6 +134,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzHCLTokens$$' -fuzztime $(call fuzztime,30000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLTemplateTokens$$' -fuzztime $(call fuzztime,25000) ./dist
 	$(FUZZ) -fuzz '^FuzzParseHCL$$' -fuzztime $(call fuzztime,30000) ./dist
+	$(FUZZ) -fuzz '^FuzzParseHCLFragments$$' -fuzztime $(call fuzztime,30000) ./dist
 	$(FUZZ) -fuzz '^FuzzHCLNestingBound$$' -fuzztime $(call fuzztime,30000) ./dist
 
 bench:
