@@ -111,7 +111,14 @@ func parseHCLPieces(src []byte, filename string, cuts []int) (f *hcl.File, diags
 		}
 		body.SrcRange = hcl.RangeBetween(body.SrcRange, pb.SrcRange)
 		body.EndRange = pb.EndRange
-		pos = hcl.Pos{Line: pos.Line + bytes.Count(src[start:end], []byte{'\n'}), Column: 1, Byte: end}
+		// The next piece starts where the lexer stood at this one's end
+		// (its end of file), not at a line counted here: the lexer counts
+		// lines by grapheme clusters, and a newline inside bytes that are
+		// not UTF-8 ("\xea\xea\n") is not one to it.
+		pos = pb.EndRange.Start
+		if pos.Byte != end {
+			return nil, nil, false
+		}
 		start = end
 	}
 	return &hcl.File{Body: body, Bytes: src}, diags, true
