@@ -2,6 +2,7 @@ package dist
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -29,10 +30,12 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // The result cannot differ from ParseConfig's on the whole file, whatever
 // the cuts: a cut is made only after a newline, and the lexer and parser
 // read a file left to right, so the pieces read as the whole does up to a
-// cut (but for a byte order mark, which the lexer drops at the start of
-// its input only: a piece starting with one sends the file whole); a cut
-// that is not between two items leaves something open at the
-// end of its piece (a block, brackets, a string, a heredoc, a comment, an
+// cut (in a file that is UTF-8, else it is parsed whole: not UTF-8, a
+// lead byte takes the bytes after it into its token, a newline too; and
+// but for a byte order mark, which the lexer drops at the start of its
+// input only: a piece starting with one sends the file whole); a cut that
+// is not between two items leaves something open at the end of its
+// piece (a block, brackets, a string, a heredoc, a comment, an
 // interpolation, an expression), which hclsyntax reports as an error.
 // Any error in any piece, or an argument set in two pieces (the whole
 // file's "Attribute redefined"), and the file is parsed whole again, so
@@ -80,6 +83,12 @@ func hclPieces(src []byte, size int) []int {
 // bodies; ok is false if a piece did not parse or an argument is set in
 // two of them.
 func parseHCLPieces(src []byte, filename string, cuts []int) (f *hcl.File, diags hcl.Diagnostics, ok bool) {
+	if !utf8.Valid(src) {
+		// The lexer can take a newline into a token ("\xe41\n" is one
+		// name), and a cut after it would end an item the whole file
+		// does not end.
+		return nil, nil, false
+	}
 	body := &hclsyntax.Body{Attributes: hclsyntax.Attributes{}, Blocks: hclsyntax.Blocks{}}
 	pos := hcl.InitialPos
 	start := 0
