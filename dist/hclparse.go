@@ -30,13 +30,13 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // The result cannot differ from ParseConfig's on the whole file, whatever
 // the cuts: a cut is made only after a newline, and the lexer and parser
 // read a file left to right, so the pieces read as the whole does up to a
-// cut (in a file that is UTF-8, else it is parsed whole: not UTF-8, a
-// lead byte takes the bytes after it into its token, a newline too; and
-// but for a byte order mark, which the lexer drops at the start of its
-// input only: a piece starting with one sends the file whole); a cut that
-// is not between two items leaves something open at the end of its
-// piece (a block, brackets, a string, a heredoc, a comment, an
+// cut; a cut that is not between two items leaves something open at the
+// end of its piece (a block, brackets, a string, a heredoc, a comment, an
 // interpolation, an expression), which hclsyntax reports as an error.
+// Two exceptions send the file whole: bytes that are not UTF-8 (a lead
+// byte takes the bytes after it into its token, a newline too), and a
+// piece starting with a byte order mark (the lexer drops one at the start
+// of its input only).
 // Any error in any piece, or an argument set in two pieces (the whole
 // file's "Attribute redefined"), and the file is parsed whole again, so
 // errors read as ParseConfig's. FuzzParseHCL compares the two on cuts
