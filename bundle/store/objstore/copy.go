@@ -79,13 +79,12 @@ func (v *HashingReader) Read(p []byte) (int, error) {
 	if v.size >= 0 && v.n > v.size {
 		return n, fmt.Errorf("%s: %w: more than %d bytes", v.what, ErrDigest, v.size)
 	}
-	if n > 0 && v.size >= 0 && v.n == v.size {
-		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
-			return 0, fmt.Errorf("%s: %w (%d bytes, sha256 %s)", v.what, ErrDigest, v.n, got[:12])
-		}
-	}
-	if err == io.EOF {
+	complete := n > 0 && v.size >= 0 && v.n == v.size
+	if complete || err == io.EOF {
 		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want || v.size >= 0 && v.n != v.size {
+			if complete {
+				n = 0 // withheld
+			}
 			return n, fmt.Errorf("%s: %w (%d bytes, sha256 %s)", v.what, ErrDigest, v.n, got[:12])
 		}
 	}
